@@ -1,0 +1,36 @@
+// The llmc dialect: ops, plus the two hooks every op dispatches to.
+#pragma once
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+namespace llmc {
+
+// Infers the result types of the op named `opName` (TypeInference.cpp). Emits an error at
+// `location` (when given) and fails on operands the op does not accept.
+llvm::LogicalResult inferResultTypes(llvm::StringRef opName, mlir::MLIRContext *context,
+                                     std::optional<mlir::Location> location, mlir::ValueRange operands,
+                                     mlir::DictionaryAttr attributes,
+                                     llvm::SmallVectorImpl<mlir::Type> &inferred);
+
+// Same element types and shapes that agree wherever both are static.
+bool areCompatibleTypes(mlir::TypeRange lhs, mlir::TypeRange rhs);
+
+// Folds an op whose operands are all constants by running its CPU kernel (ConstantFolding.cpp).
+llvm::LogicalResult foldWithKernels(mlir::Operation *op, llvm::ArrayRef<mlir::Attribute> operands,
+                                    llvm::SmallVectorImpl<mlir::OpFoldResult> &results);
+mlir::OpFoldResult foldSingleResult(mlir::Operation *op, llvm::ArrayRef<mlir::Attribute> operands);
+
+// Limit on the elements of a folded result; larger results stay computed at run time.
+inline constexpr int64_t kMaxFoldedElements = int64_t(1) << 24;
+
+} // namespace llmc
+
+#include "llmc/Dialect/LlmcDialect.h.inc"
+
+#define GET_OP_CLASSES
+#include "llmc/Dialect/LlmcOps.h.inc"

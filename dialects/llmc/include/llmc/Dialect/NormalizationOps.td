@@ -1,0 +1,38 @@
+// Normalization ops: softmax family and layer/RMS normalization.
+#ifndef LLMC_NORMALIZATION_OPS_TD
+#define LLMC_NORMALIZATION_OPS_TD
+
+include "llmc/Dialect/LlmcBase.td"
+
+def Llmc_SoftmaxOp : Llmc_Op<"softmax"> {
+  let summary = "softmax along one axis";
+  let arguments = (ins Llmc_Tensor:$input, DefaultValuedAttr<I64Attr, "-1">:$axis);
+  let results = (outs Llmc_Tensor:$result);
+}
+
+def Llmc_LogSoftmaxOp : Llmc_Op<"log_softmax"> {
+  let summary = "log of softmax along one axis";
+  let arguments = (ins Llmc_Tensor:$input, DefaultValuedAttr<I64Attr, "-1">:$axis);
+  let results = (outs Llmc_Tensor:$result);
+}
+
+def Llmc_LayerNormOp : Llmc_Op<"layer_norm"> {
+  let summary = "layer normalization";
+  let description = [{
+    Normalizes over dimensions `[axis, rank)` to zero mean and unit variance, then multiplies by
+    `scale` and adds `bias` (optional). Only the normalized output is produced.
+  }];
+  let arguments = (ins Llmc_Tensor:$input, Llmc_Tensor:$scale, Llmc_OptionalTensor:$bias,
+                   DefaultValuedAttr<I64Attr, "-1">:$axis, DefaultValuedAttr<F32Attr, "1e-5">:$epsilon);
+  let results = (outs Llmc_Tensor:$result);
+}
+
+def Llmc_RmsNormOp : Llmc_Op<"rms_norm"> {
+  let summary = "RMS normalization";
+  let description = "`x / sqrt(mean(x^2 over [axis, rank)) + epsilon) * scale`.";
+  let arguments = (ins Llmc_Tensor:$input, Llmc_Tensor:$scale,
+                   DefaultValuedAttr<I64Attr, "-1">:$axis, DefaultValuedAttr<F32Attr, "1e-5">:$epsilon);
+  let results = (outs Llmc_Tensor:$result);
+}
+
+#endif // LLMC_NORMALIZATION_OPS_TD

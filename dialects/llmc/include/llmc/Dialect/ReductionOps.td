@@ -1,0 +1,35 @@
+// Reductions and scans.
+#ifndef LLMC_REDUCTION_OPS_TD
+#define LLMC_REDUCTION_OPS_TD
+
+include "llmc/Dialect/LlmcBase.td"
+
+class Llmc_ReduceOp<string mnemonic, string what> : Llmc_Op<mnemonic> {
+  let summary = what # " over axes";
+  let description = [{
+    Reduces over `axes` (all axes when empty, unless `noop_with_empty_axes` is set, which makes
+    the op an identity). `keepdims` keeps reduced dimensions with size 1.
+  }];
+  let arguments = (ins Llmc_Tensor:$input, DefaultValuedAttr<DenseI64ArrayAttr, "{}">:$axes,
+                   DefaultValuedAttr<I64Attr, "1">:$keepdims,
+                   DefaultValuedAttr<I64Attr, "0">:$noop_with_empty_axes);
+  let results = (outs Llmc_Tensor:$result);
+}
+
+def Llmc_ReduceSumOp : Llmc_ReduceOp<"reduce_sum", "sum">;
+def Llmc_ReduceMeanOp : Llmc_ReduceOp<"reduce_mean", "mean">;
+def Llmc_ReduceMaxOp : Llmc_ReduceOp<"reduce_max", "maximum">;
+def Llmc_ReduceMinOp : Llmc_ReduceOp<"reduce_min", "minimum">;
+def Llmc_ReduceProdOp : Llmc_ReduceOp<"reduce_prod", "product">;
+def Llmc_ReduceSumSquareOp : Llmc_ReduceOp<"reduce_sum_square", "sum of squares">;
+def Llmc_ReduceL2Op : Llmc_ReduceOp<"reduce_l2", "Euclidean norm">;
+
+def Llmc_CumSumOp : Llmc_Op<"cumsum"> {
+  let summary = "cumulative sum along an axis";
+  let description = "`axis` is a scalar integer tensor; `exclusive` and `reverse` as in ONNX CumSum.";
+  let arguments = (ins Llmc_Tensor:$input, Llmc_Tensor:$axis,
+                   DefaultValuedAttr<I64Attr, "0">:$exclusive, DefaultValuedAttr<I64Attr, "0">:$reverse);
+  let results = (outs Llmc_Tensor:$result);
+}
+
+#endif // LLMC_REDUCTION_OPS_TD

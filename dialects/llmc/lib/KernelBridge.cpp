@@ -1,0 +1,104 @@
+#include "llmc/Dialect/KernelBridge.h"
+
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
+
+#include <cstring>
+
+using namespace mlir;
+
+namespace llmc {
+
+rt::DType toKernelDType(Type t) {
+  if (t.isF32())
+    return rt::DType::F32;
+  if (t.isF16())
+    return rt::DType::F16;
+  if (t.isF64())
+    return rt::DType::F64;
+  if (t.isInteger(1))
+    return rt::DType::Bool;
+  if (auto i = dyn_cast<IntegerType>(t)) {
+    if (i.getWidth() == 64 && !i.isUnsigned())
+      return rt::DType::I64;
+    if (i.getWidth() == 32 && !i.isUnsigned())
+      return rt::DType::I32;
+    if (i.getWidth() == 8)
+      return i.isUnsigned() ? rt::DType::U8 : rt::DType::I8;
+  }
+  return rt::DType::None;
+}
+
+rt::AttrList toKernelAttrs(Operation *op) {
+  rt::AttrList list;
+  for (NamedAttribute named : op->getAttrs()) {
+    rt::Attr a;
+    a.name = named.getName().str();
+    Attribute v = named.getValue();
+    if (auto i = dyn_cast<IntegerAttr>(v)) {
+      a.kind = rt::Attr::Kind::Int;
+      a.i = i.getType().isInteger(1) ? int64_t(i.getValue().getZExtValue()) : i.getInt();
+    } else if (auto f = dyn_cast<FloatAttr>(v)) {
+      a.kind = rt::Attr::Kind::Float;
+      a.f = f.getValueAsDouble();
+    } else if (auto arr = dyn_cast<DenseI64ArrayAttr>(v)) {
+      a.kind = rt::Attr::Kind::Ints;
+      a.ints.assign(arr.asArrayRef().begin(), arr.asArrayRef().end());
+    } else if (auto s = dyn_cast<StringAttr>(v)) {
+      a.kind = rt::Attr::Kind::String;
+      a.s = s.str();
+    } else if (auto t = dyn_cast<TypeAttr>(v)) {
+      a.kind = rt::Attr::Kind::Int;
+      a.i = int64_t(toKernelDType(t.getValue()));
+    } else {
+      continue; // e.g. a constant's value: not a kernel attribute
+    }
+    list.add(std::move(a));
+  }
+  return list;
+}
+
+FailureOr<ArrayRef<char>> elementsBytes(ElementsAttr attr, std::vector<char> &storage) {
+  auto type = cast<ShapedType>(attr.getType());
+  Type elem = type.getElementType();
+  rt::DType dtype = toKernelDType(elem);
+  if (dtype == rt::DType::None)
+    return failure();
+  const size_t n = size_t(type.getNumElements()), size = rt::dtypeSize(dtype);
+  if (auto res = dyn_cast<DenseResourceElementsAttr>(attr)) {
+    const AsmResourceBlob *blob = res.getRawHandle().getBlob();
+    if (!blob || blob->getData().size() != n * size)
+      return failure();
+    return blob->getData();
+  }
+  auto dense = dyn_cast<DenseElementsAttr>(attr);
+  if (!dense)
+    return failure();
+  if (!dense.isSplat() && dtype != rt::DType::Bool)
+    return dense.getRawData();
+  storage.resize(n * size);
+  if (dtype == rt::DType::Bool) {
+    size_t i = 0;
+    for (bool b : dense.getValues<bool>())
+      storage[i++] = char(b);
+    return ArrayRef<char>(storage);
+  }
+  ArrayRef<char> one = dense.getRawData(); // a splat stores one element
+  for (size_t i = 0; i < n; ++i)
+    std::memcpy(storage.data() + i * size, one.data(), size);
+  return ArrayRef<char>(storage);
+}
+
+ElementsAttr makeElements(RankedTensorType type, ArrayRef<char> bytes) {
+  if (type.getElementType().isInteger(1)) {
+    SmallVector<bool> values(bytes.begin(), bytes.end());
+    return DenseElementsAttr::get(type, values);
+  }
+  if (type.getNumElements() <= 1024)
+    return DenseElementsAttr::getFromRawBuffer(type, bytes);
+  return DenseResourceElementsAttr::get(type, "folded", HeapAsmResourceBlob::allocateAndCopyWithAlign(bytes, 64));
+}
+
+} // namespace llmc

@@ -1,0 +1,605 @@
+// Result-type inference for every llmc op, dispatched on the op name. Dimensions that depend
+// on runtime values stay dynamic; those that depend on constant operands are computed.
+#include "llmc/Dialect/LlmcDialect.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Matchers.h"
+#include "llvm/ADT/StringSwitch.h"
+
+#include <cmath>
+
+using namespace mlir;
+
+namespace llmc {
+namespace {
+
+constexpr int64_t kDyn = ShapedType::kDynamic;
+
+struct Inference {
+  MLIRContext *context;
+  std::optional<Location> location;
+  ValueRange operands;
+  DictionaryAttr attrs;
+  SmallVectorImpl<Type> &inferred;
+
+  LogicalResult fail(const Twine &message) const {
+    if (location)
+      mlir::emitError(*location) << message;
+    return failure();
+  }
+  RankedTensorType type(unsigned i) const { return cast<RankedTensorType>(operands[i].getType()); }
+  ArrayRef<int64_t> shape(unsigned i) const { return type(i).getShape(); }
+  Type elem(unsigned i) const { return type(i).getElementType(); }
+  int64_t intAttr(StringRef name, int64_t fallback) const {
+    if (auto a = attrs ? attrs.getAs<IntegerAttr>(name) : IntegerAttr())
+      return a.getInt();
+    return fallback;
+  }
+  SmallVector<int64_t> arrayAttr(StringRef name) const {
+    if (auto a = attrs ? attrs.getAs<DenseI64ArrayAttr>(name) : DenseI64ArrayAttr())
+      return SmallVector<int64_t>(a.asArrayRef());
+    return {};
+  }
+  LogicalResult result(ArrayRef<int64_t> dims, Type element) {
+    inferred.push_back(RankedTensorType::get(dims, element));
+    return success();
+  }
+  LogicalResult sameAs(unsigned i) {
+    inferred.push_back(type(i));
+    return success();
+  }
+  LogicalResult expectOperands(unsigned n) const {
+    if (operands.size() < n)
+      return fail("expects at least " + Twine(n) + " operands, got " + Twine(operands.size()));
+    return success();
+  }
+};
+
+// The integer values of a constant operand, if it is one.
+std::optional<SmallVector<int64_t>> constantInts(Value v) {
+  DenseElementsAttr attr;
+  if (!v || !matchPattern(v, m_Constant(&attr)) || !attr.getElementType().isInteger())
+    return std::nullopt;
+  SmallVector<int64_t> values;
+  for (const APInt &x : attr.getValues<APInt>())
+    values.push_back(attr.getElementType().isInteger(1) ? int64_t(x.getZExtValue()) : x.getSExtValue());
+  return values;
+}
+
+std::optional<double> constantScalar(Value v) {
+  DenseElementsAttr attr;
+  if (!v || !matchPattern(v, m_Constant(&attr)) || attr.getNumElements() != 1)
+    return std::nullopt;
+  Type t = attr.getElementType();
+  if (isa<FloatType>(t))
+    return (*attr.getValues<APFloat>().begin()).convertToDouble();
+  if (t.isInteger())
+    return double((*attr.getValues<APInt>().begin()).getSExtValue());
+  return std::nullopt;
+}
+
+// numpy broadcasting of two shapes; fails on static sizes that differ and are not 1.
+FailureOr<SmallVector<int64_t>> broadcast(ArrayRef<int64_t> a, ArrayRef<int64_t> b) {
+  const size_t rank = std::max(a.size(), b.size());
+  SmallVector<int64_t> out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t x = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    int64_t y = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (x == 1)
+      out[i] = y;
+    else if (y == 1)
+      out[i] = x;
+    else if (x == kDyn)
+      out[i] = y;
+    else if (y == kDyn || x == y)
+      out[i] = x;
+    else
+      return failure();
+  }
+  return out;
+}
+
+std::string shapeStr(ArrayRef<int64_t> s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i)
+    out += (i ? "x" : "") + (s[i] == kDyn ? std::string("?") : std::to_string(s[i]));
+  return out + "]";
+}
+
+LogicalResult inferElementwise(Inference &in, unsigned numOperands, bool boolResult, unsigned typeFrom) {
+  if (failed(in.expectOperands(numOperands)))
+    return failure();
+  SmallVector<int64_t> dims(in.shape(0));
+  for (unsigned i = 1; i < numOperands; ++i) {
+    auto b = broadcast(dims, in.shape(i));
+    if (failed(b))
+      return in.fail("operand shapes " + shapeStr(dims) + " and " + shapeStr(in.shape(i)) +
+                     " are not broadcast compatible");
+    dims = *b;
+  }
+  for (unsigned i = typeFrom + 1; i < numOperands; ++i)
+    if (in.elem(i) != in.elem(typeFrom))
+      return in.fail("operands have different element types");
+  return in.result(dims, boolResult ? IntegerType::get(in.context, 1) : in.elem(typeFrom));
+}
+
+int64_t mulDims(int64_t a, int64_t b) { return a == kDyn || b == kDyn ? kDyn : a * b; }
+
+LogicalResult inferMatMul(Inference &in) {
+  ArrayRef<int64_t> a = in.shape(0), b = in.shape(1);
+  if (a.empty() || b.empty())
+    return in.fail("matmul operands must have rank >= 1");
+  if (in.elem(0) != in.elem(1))
+    return in.fail("matmul operands have different element types");
+  SmallVector<int64_t> sa(a), sb(b);
+  if (a.size() == 1)
+    sa.insert(sa.begin(), 1);
+  if (b.size() == 1)
+    sb.push_back(1);
+  int64_t k1 = sa.back(), k2 = sb[sb.size() - 2];
+  if (k1 != kDyn && k2 != kDyn && k1 != k2)
+    return in.fail("matmul contracting dimensions differ: " + shapeStr(a) + " x " + shapeStr(b));
+  auto batch = broadcast(ArrayRef<int64_t>(sa).drop_back(2), ArrayRef<int64_t>(sb).drop_back(2));
+  if (failed(batch))
+    return in.fail("matmul batch dimensions do not broadcast: " + shapeStr(a) + " x " + shapeStr(b));
+  SmallVector<int64_t> out = *batch;
+  if (a.size() > 1)
+    out.push_back(sa[sa.size() - 2]);
+  if (b.size() > 1)
+    out.push_back(sb.back());
+  return in.result(out, in.elem(0));
+}
+
+LogicalResult inferGemm(Inference &in) {
+  if (in.type(0).getRank() != 2 || in.type(1).getRank() != 2)
+    return in.fail("gemm operands must be matrices");
+  bool ta = in.intAttr("transA", 0), tb = in.intAttr("transB", 0);
+  int64_t m = in.shape(0)[ta ? 1 : 0], k1 = in.shape(0)[ta ? 0 : 1];
+  int64_t k2 = in.shape(1)[tb ? 1 : 0], n = in.shape(1)[tb ? 0 : 1];
+  if (k1 != kDyn && k2 != kDyn && k1 != k2)
+    return in.fail("gemm contracting dimensions differ");
+  return in.result({m, n}, in.elem(0));
+}
+
+LogicalResult inferReduce(Inference &in) {
+  ArrayRef<int64_t> s = in.shape(0);
+  const int64_t rank = int64_t(s.size());
+  SmallVector<int64_t> axes = in.arrayAttr("axes");
+  if (axes.empty() && in.intAttr("noop_with_empty_axes", 0))
+    return in.sameAs(0);
+  SmallVector<bool> reduced(rank, axes.empty());
+  for (int64_t a : axes) {
+    int64_t d = a < 0 ? a + rank : a;
+    if (d < 0 || d >= rank)
+      return in.fail("reduction axis " + Twine(a) + " is out of range for rank " + Twine(rank));
+    reduced[d] = true;
+  }
+  const bool keep = in.intAttr("keepdims", 1);
+  SmallVector<int64_t> out;
+  for (int64_t d = 0; d < rank; ++d)
+    if (!reduced[d])
+      out.push_back(s[d]);
+    else if (keep)
+      out.push_back(1);
+  return in.result(out, in.elem(0));
+}
+
+LogicalResult checkAxis(Inference &in, int64_t axis, int64_t rank, int64_t &normalized) {
+  normalized = axis < 0 ? axis + rank : axis;
+  if (normalized < 0 || normalized >= rank)
+    return in.fail("axis " + Twine(axis) + " is out of range for rank " + Twine(rank));
+  return success();
+}
+
+LogicalResult inferNorm(Inference &in) {
+  if (failed(in.expectOperands(2)))
+    return failure();
+  int64_t axis;
+  if (failed(checkAxis(in, in.intAttr("axis", -1), in.type(0).getRank(), axis)))
+    return failure();
+  if (in.elem(1) != in.elem(0))
+    return in.fail("scale element type differs from the input's");
+  return in.sameAs(0);
+}
+
+LogicalResult inferShape(Inference &in) {
+  int64_t rank = in.type(0).getRank();
+  int64_t start = in.intAttr("start", 0), end = in.intAttr("end", rank);
+  if (start < 0)
+    start += rank;
+  if (end < 0)
+    end += rank;
+  start = std::clamp<int64_t>(start, 0, rank);
+  end = std::clamp<int64_t>(end, 0, rank);
+  return in.result({std::max<int64_t>(0, end - start)}, IntegerType::get(in.context, 64));
+}
+
+LogicalResult inferReshape(Inference &in) {
+  ArrayRef<int64_t> s = in.shape(0);
+  if (in.type(1).getRank() != 1 || !in.elem(1).isInteger(64))
+    return in.fail("reshape's shape operand must be a 1-D i64 tensor");
+  auto target = constantInts(in.operands[1]);
+  if (!target) {
+    int64_t n = in.shape(1)[0];
+    if (n == kDyn)
+      return in.fail("reshape's shape operand must have a static length");
+    return in.result(SmallVector<int64_t>(n, kDyn), in.elem(0));
+  }
+  const bool allowZero = in.intAttr("allowzero", 0);
+  SmallVector<int64_t> out;
+  int inferAt = -1;
+  for (size_t i = 0; i < target->size(); ++i) {
+    int64_t d = (*target)[i];
+    if (d == 0 && !allowZero) {
+      if (i >= s.size())
+        return in.fail("reshape copies dimension " + Twine(i) + " that the input does not have");
+      d = s[i];
+    } else if (d == -1) {
+      if (inferAt >= 0)
+        return in.fail("reshape's shape has more than one -1");
+      inferAt = int(i);
+      d = kDyn;
+    } else if (d < 0) {
+      return in.fail("reshape's shape has a negative dimension " + Twine(d));
+    }
+    out.push_back(d);
+  }
+  int64_t total = 1, known = 1;
+  bool staticIn = true, staticOut = true;
+  for (int64_t d : s)
+    d == kDyn ? (void)(staticIn = false) : (void)(total *= d);
+  for (size_t i = 0; i < out.size(); ++i)
+    if (int(i) != inferAt)
+      out[i] == kDyn ? (void)(staticOut = false) : (void)(known *= out[i]);
+  if (inferAt >= 0 && staticIn && staticOut) {
+    if (known == 0 || total % known != 0)
+      return in.fail("cannot reshape " + shapeStr(s) + " to " + shapeStr(*target));
+    out[inferAt] = total / known;
+  } else if (inferAt < 0 && staticIn && staticOut && known != total) {
+    return in.fail("cannot reshape " + shapeStr(s) + " (" + Twine(total) + " elements) to " + shapeStr(out));
+  }
+  return in.result(out, in.elem(0));
+}
+
+LogicalResult inferUnsqueeze(Inference &in) {
+  ArrayRef<int64_t> s = in.shape(0);
+  SmallVector<int64_t> axes = in.arrayAttr("axes");
+  const int64_t rank = int64_t(s.size() + axes.size());
+  SmallVector<bool> inserted(rank, false);
+  for (int64_t a : axes) {
+    int64_t d = a < 0 ? a + rank : a;
+    if (d < 0 || d >= rank || inserted[d])
+      return in.fail("unsqueeze axis " + Twine(a) + " is out of range or repeated");
+    inserted[d] = true;
+  }
+  SmallVector<int64_t> out;
+  size_t next = 0;
+  for (int64_t d = 0; d < rank; ++d)
+    out.push_back(inserted[d] ? 1 : s[next++]);
+  return in.result(out, in.elem(0));
+}
+
+LogicalResult inferSqueeze(Inference &in) {
+  ArrayRef<int64_t> s = in.shape(0);
+  const int64_t rank = int64_t(s.size());
+  SmallVector<int64_t> axes = in.arrayAttr("axes");
+  SmallVector<bool> removed(rank, false);
+  if (axes.empty())
+    for (int64_t d = 0; d < rank; ++d)
+      removed[d] = s[d] == 1;
+  for (int64_t a : axes) {
+    int64_t d = a < 0 ? a + rank : a;
+    if (d < 0 || d >= rank)
+      return in.fail("squeeze axis " + Twine(a) + " is out of range");
+    if (s[d] != 1 && s[d] != kDyn)
+      return in.fail("squeeze axis " + Twine(a) + " has size " + Twine(s[d]) + ", not 1");
+    removed[d] = true;
+  }
+  SmallVector<int64_t> out;
+  for (int64_t d = 0; d < rank; ++d)
+    if (!removed[d])
+      out.push_back(s[d]);
+  return in.result(out, in.elem(0));
+}
+
+LogicalResult inferFlatten(Inference &in) {
+  ArrayRef<int64_t> s = in.shape(0);
+  int64_t axis = in.intAttr("axis", 1);
+  if (axis < 0)
+    axis += int64_t(s.size());
+  if (axis < 0 || axis > int64_t(s.size()))
+    return in.fail("flatten axis is out of range");
+  int64_t a = 1, b = 1;
+  for (int64_t d = 0; d < int64_t(s.size()); ++d)
+    d < axis ? a = mulDims(a, s[d]) : b = mulDims(b, s[d]);
+  return in.result({a, b}, in.elem(0));
+}
+
+LogicalResult inferTranspose(Inference &in) {
+  ArrayRef<int64_t> s = in.shape(0);
+  SmallVector<int64_t> perm = in.arrayAttr("perm");
+  if (perm.empty())
+    for (int64_t d = int64_t(s.size()) - 1; d >= 0; --d)
+      perm.push_back(d);
+  if (perm.size() != s.size())
+    return in.fail("transpose perm has " + Twine(perm.size()) + " entries for rank " + Twine(s.size()));
+  SmallVector<bool> seen(s.size(), false);
+  SmallVector<int64_t> out;
+  for (int64_t p : perm) {
+    if (p < 0 || p >= int64_t(s.size()) || seen[p])
+      return in.fail("transpose perm is not a permutation");
+    seen[p] = true;
+    out.push_back(s[p]);
+  }
+  return in.result(out, in.elem(0));
+}
+
+LogicalResult inferConcat(Inference &in) {
+  if (in.operands.empty())
+    return in.fail("concat needs at least one operand");
+  const int64_t rank = in.type(0).getRank();
+  int64_t axis;
+  if (failed(checkAxis(in, in.intAttr("axis", 0), rank, axis)))
+    return failure();
+  SmallVector<int64_t> out(in.shape(0));
+  for (unsigned i = 1; i < in.operands.size(); ++i) {
+    if (in.type(i).getRank() != rank || in.elem(i) != in.elem(0))
+      return in.fail("concat operands differ in rank or element type");
+    for (int64_t d = 0; d < rank; ++d) {
+      int64_t x = out[d], y = in.shape(i)[d];
+      if (d == axis)
+        out[d] = x == kDyn || y == kDyn ? kDyn : x + y;
+      else if (x == kDyn)
+        out[d] = y;
+      else if (y != kDyn && x != y)
+        return in.fail("concat operands differ in dimension " + Twine(d));
+    }
+  }
+  return in.result(out, in.elem(0));
+}
+
+LogicalResult inferSplit(Inference &in) {
+  ArrayRef<int64_t> s = in.shape(0);
+  int64_t axis;
+  if (failed(checkAxis(in, in.intAttr("axis", 0), int64_t(s.size()), axis)))
+    return failure();
+  SmallVector<int64_t> sizes = in.arrayAttr("split");
+  if (sizes.empty())
+    return in.fail("split needs the sizes of its parts");
+  int64_t total = 0;
+  for (int64_t part : sizes) {
+    if (part < 0)
+      return in.fail("split sizes must not be negative");
+    total += part;
+    SmallVector<int64_t> out(s);
+    out[axis] = part;
+    in.inferred.push_back(RankedTensorType::get(out, in.elem(0)));
+  }
+  if (s[axis] != kDyn && total != s[axis])
+    return in.fail("split sizes add up to " + Twine(total) + ", not " + Twine(s[axis]));
+  return success();
+}
+
+LogicalResult inferSlice(Inference &in) {
+  ArrayRef<int64_t> s = in.shape(0);
+  const int64_t rank = int64_t(s.size());
+  SmallVector<int64_t> starts = in.arrayAttr("starts"), ends = in.arrayAttr("ends");
+  SmallVector<int64_t> axes = in.arrayAttr("axes"), steps = in.arrayAttr("steps");
+  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
+    return in.fail("slice starts, ends, axes and steps must have the same length");
+  SmallVector<int64_t> out(s);
+  for (size_t i = 0; i < starts.size(); ++i) {
+    int64_t d;
+    if (failed(checkAxis(in, axes[i], rank, d)))
+      return failure();
+    if (steps[i] == 0)
+      return in.fail("slice step must not be 0");
+    const int64_t dim = s[d];
+    if (dim == kDyn) {
+      out[d] = kDyn;
+      continue;
+    }
+    int64_t b = starts[i], e = ends[i], st = steps[i];
+    if (b < 0)
+      b += dim;
+    if (e < 0)
+      e += dim;
+    if (st > 0) {
+      b = std::clamp<int64_t>(b, 0, dim);
+      e = std::clamp<int64_t>(e, 0, dim);
+      out[d] = e > b ? (e - b + st - 1) / st : 0;
+    } else {
+      b = std::clamp<int64_t>(b, 0, dim - 1);
+      e = std::clamp<int64_t>(e, -1, dim - 1);
+      out[d] = b > e ? (b - e - st - 1) / -st : 0;
+    }
+  }
+  return in.result(out, in.elem(0));
+}
+
+LogicalResult checkIndices(Inference &in, unsigned i) {
+  if (!in.elem(i).isInteger(64) && !in.elem(i).isInteger(32))
+    return in.fail("indices must be i32 or i64");
+  return success();
+}
+
+LogicalResult inferGather(Inference &in) {
+  ArrayRef<int64_t> s = in.shape(0);
+  int64_t axis;
+  if (failed(checkIndices(in, 1)) || failed(checkAxis(in, in.intAttr("axis", 0), int64_t(s.size()), axis)))
+    return failure();
+  SmallVector<int64_t> out(s.begin(), s.begin() + axis);
+  out.append(in.shape(1).begin(), in.shape(1).end());
+  out.append(s.begin() + axis + 1, s.end());
+  return in.result(out, in.elem(0));
+}
+
+LogicalResult inferGatherElements(Inference &in) {
+  int64_t axis;
+  if (failed(checkIndices(in, 1)) || failed(checkAxis(in, in.intAttr("axis", 0), in.type(0).getRank(), axis)))
+    return failure();
+  if (in.type(1).getRank() != in.type(0).getRank())
+    return in.fail("gather_elements indices must have the data's rank");
+  return in.result(in.shape(1), in.elem(0));
+}
+
+LogicalResult inferGatherNd(Inference &in) {
+  if (failed(checkIndices(in, 1)))
+    return failure();
+  ArrayRef<int64_t> data = in.shape(0), idx = in.shape(1);
+  const int64_t b = in.intAttr("batch_dims", 0);
+  if (idx.empty() || idx.back() == kDyn)
+    return in.fail("gather_nd indices need a static last dimension");
+  const int64_t k = idx.back();
+  if (b < 0 || b + k > int64_t(data.size()) || b >= int64_t(idx.size()))
+    return in.fail("gather_nd index depth exceeds the data rank");
+  SmallVector<int64_t> out(idx.begin(), idx.end() - 1);
+  out.append(data.begin() + b + k, data.end());
+  return in.result(out, in.elem(0));
+}
+
+LogicalResult inferExpand(Inference &in) {
+  if (in.type(1).getRank() != 1 || !in.elem(1).isInteger(64))
+    return in.fail("expand's shape operand must be a 1-D i64 tensor");
+  auto target = constantInts(in.operands[1]);
+  if (!target) {
+    int64_t n = in.shape(1)[0];
+    if (n == kDyn)
+      return in.fail("expand's shape operand must have a static length");
+    return in.result(SmallVector<int64_t>(std::max<int64_t>(n, in.type(0).getRank()), kDyn), in.elem(0));
+  }
+  auto out = broadcast(in.shape(0), *target);
+  if (failed(out))
+    return in.fail("cannot expand " + shapeStr(in.shape(0)) + " to " + shapeStr(*target));
+  return in.result(*out, in.elem(0));
+}
+
+LogicalResult inferRange(Inference &in) {
+  if (failed(in.expectOperands(3)))
+    return failure();
+  auto start = constantScalar(in.operands[0]), limit = constantScalar(in.operands[1]),
+       delta = constantScalar(in.operands[2]);
+  int64_t n = kDyn;
+  if (start && limit && delta) {
+    if (*delta == 0)
+      return in.fail("range delta must not be 0");
+    n = std::max<int64_t>(0, int64_t(std::ceil((*limit - *start) / *delta)));
+  }
+  return in.result({n}, in.elem(0));
+}
+
+LogicalResult inferConstantOfShape(Inference &in) {
+  auto dtype = in.attrs ? in.attrs.getAs<TypeAttr>("dtype") : TypeAttr();
+  if (!dtype)
+    return in.fail("constant_of_shape needs a dtype");
+  if (in.type(0).getRank() != 1)
+    return in.fail("constant_of_shape's shape operand must be 1-D");
+  if (auto dims = constantInts(in.operands[0])) {
+    for (int64_t d : *dims)
+      if (d < 0)
+        return in.fail("constant_of_shape dimensions must not be negative");
+    return in.result(*dims, dtype.getValue());
+  }
+  int64_t n = in.shape(0)[0];
+  if (n == kDyn)
+    return in.fail("constant_of_shape's shape operand must have a static length");
+  return in.result(SmallVector<int64_t>(n, kDyn), dtype.getValue());
+}
+
+LogicalResult inferCast(Inference &in) {
+  auto to = in.attrs ? in.attrs.getAs<TypeAttr>("to") : TypeAttr();
+  if (!to)
+    return in.fail("cast needs a target type");
+  return in.result(in.shape(0), to.getValue());
+}
+
+LogicalResult inferConstant(Inference &in) {
+  auto value = in.attrs ? in.attrs.getAs<TypedAttr>("value") : TypedAttr();
+  auto type = value ? dyn_cast<RankedTensorType>(value.getType()) : RankedTensorType();
+  if (!type)
+    return in.fail("constant needs a ranked tensor value");
+  in.inferred.push_back(type);
+  return success();
+}
+
+LogicalResult inferSameAsFirst(Inference &in) {
+  if (failed(in.expectOperands(1)))
+    return failure();
+  return in.sameAs(0);
+}
+
+LogicalResult inferSoftmax(Inference &in) {
+  int64_t axis;
+  if (failed(checkAxis(in, in.intAttr("axis", -1), in.type(0).getRank(), axis)))
+    return failure();
+  return in.sameAs(0);
+}
+
+LogicalResult inferBool(Inference &in) { return in.result(in.shape(0), IntegerType::get(in.context, 1)); }
+
+} // namespace
+
+LogicalResult inferResultTypes(StringRef opName, MLIRContext *context, std::optional<Location> location,
+                               ValueRange operands, DictionaryAttr attributes, SmallVectorImpl<Type> &inferred) {
+  Inference in{context, location, operands, attributes, inferred};
+  StringRef name = opName.drop_front(5); // "llmc."
+  if (name == "constant")
+    return inferConstant(in);
+  for (Value v : operands)
+    if (!isa<RankedTensorType>(v.getType()))
+      return in.fail("operands must be ranked tensors");
+  using Fn = LogicalResult (*)(Inference &);
+  Fn fn = llvm::StringSwitch<Fn>(name)
+              .Cases({"add", "sub", "mul", "div", "pow", "max", "min"},
+                     [](Inference &i) { return inferElementwise(i, 2, false, 0); })
+              .Cases({"and", "or", "xor"}, [](Inference &i) { return inferElementwise(i, 2, false, 0); })
+              .Cases({"equal", "less", "less_equal", "greater", "greater_equal"},
+                     [](Inference &i) { return inferElementwise(i, 2, true, 0); })
+              .Case("where", [](Inference &i) { return inferElementwise(i, 3, false, 1); })
+              .Cases({"neg", "abs", "sqrt", "reciprocal", "exp", "log", "tanh", "erf", "sigmoid", "relu", "cos",
+                      "sin", "floor", "ceil", "not", "gelu", "identity", "cumsum", "trilu"},
+                     inferSameAsFirst)
+              .Case("is_nan", inferBool)
+              .Case("cast", inferCast)
+              .Case("matmul", inferMatMul)
+              .Case("gemm", inferGemm)
+              .Cases({"softmax", "log_softmax"}, inferSoftmax)
+              .Cases({"layer_norm", "rms_norm"}, inferNorm)
+              .StartsWith("reduce_", inferReduce)
+              .Case("shape", inferShape)
+              .Case("reshape", inferReshape)
+              .Case("unsqueeze", inferUnsqueeze)
+              .Case("squeeze", inferSqueeze)
+              .Case("flatten", inferFlatten)
+              .Case("transpose", inferTranspose)
+              .Case("concat", inferConcat)
+              .Case("split", inferSplit)
+              .Case("slice", inferSlice)
+              .Case("gather", inferGather)
+              .Case("gather_elements", inferGatherElements)
+              .Case("gather_nd", inferGatherNd)
+              .Case("expand", inferExpand)
+              .Case("range", inferRange)
+              .Case("constant_of_shape", inferConstantOfShape)
+              .Default(nullptr);
+  if (!fn)
+    return in.fail("no type inference for op '" + opName + "'");
+  return fn(in);
+}
+
+bool areCompatibleTypes(TypeRange lhs, TypeRange rhs) {
+  if (lhs.size() != rhs.size())
+    return false;
+  for (auto [a, b] : llvm::zip(lhs, rhs)) {
+    auto ta = dyn_cast<RankedTensorType>(a), tb = dyn_cast<RankedTensorType>(b);
+    if (!ta || !tb || ta.getElementType() != tb.getElementType() || ta.getRank() != tb.getRank())
+      return false;
+    for (auto [x, y] : llvm::zip(ta.getShape(), tb.getShape()))
+      if (x != kDyn && y != kDyn && x != y)
+        return false;
+  }
+  return true;
+}
+
+} // namespace llmc

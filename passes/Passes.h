@@ -1,0 +1,28 @@
+// llmc passes and the default pipeline.
+#pragma once
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassManager.h"
+
+namespace llmc {
+
+#define GEN_PASS_DECL
+#include "Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "Passes.h.inc"
+
+// What the default pipeline does; `llmc` and `llmc-opt --llmc-pipeline` build it from here.
+struct PipelineOptions {
+  bool verifyStaticShapes = true;
+};
+
+// canonicalize (folds the shape subgraphs through the ops' kernel-backed folders, removes dead
+// code) -> drop identities -> CSE -> canonicalize -> verify static shapes.
+void buildDefaultPipeline(mlir::OpPassManager &pm, const PipelineOptions &options);
+
+// Registers every llmc pass and the `llmc-pipeline` pass pipeline.
+void registerAllPasses();
+
+} // namespace llmc

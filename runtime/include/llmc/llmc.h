@@ -1,0 +1,133 @@
+/* llmc runtime C API.
+ *
+ * Loads a plan file written by the `llmc` compiler and runs it. The API uses opaque handles,
+ * returns an llmc_status from every call that can fail, and writes results through `out_`
+ * parameters. The runtime depends on neither MLIR nor LLVM.
+ *
+ * Errors: a NULL llmc_status means success. A non-NULL status is owned by the caller, who reads
+ * it with llmc_status_code / llmc_status_message and frees it with llmc_status_free.
+ *
+ * Threads: a loaded llmc_plan is immutable and may be shared by any number of threads and
+ * contexts. An llmc_context is not thread safe: use one context per thread (they may share a plan).
+ */
+#ifndef LLMC_H
+#define LLMC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LLMC_API __attribute__((visibility("default")))
+
+typedef enum llmc_status_code {
+  LLMC_OK = 0,
+  LLMC_INVALID_ARGUMENT = 1, /* a bad argument: wrong shape, dtype, name or index */
+  LLMC_NOT_FOUND = 2,        /* a file or a named tensor does not exist */
+  LLMC_INVALID_PLAN = 3,     /* the plan file is truncated, corrupt or inconsistent */
+  LLMC_UNSUPPORTED = 4,      /* the plan needs a newer runtime or another target */
+  LLMC_RUNTIME_ERROR = 5,    /* a kernel failed while running */
+  LLMC_OUT_OF_MEMORY = 6,
+} llmc_status_code;
+
+typedef struct llmc_status_t *llmc_status;
+typedef struct llmc_plan_t *llmc_plan;
+typedef struct llmc_context_t *llmc_context;
+
+/* Element types; the values match those stored in plan files. */
+typedef enum llmc_dtype {
+  LLMC_DTYPE_F32 = 1,
+  LLMC_DTYPE_F16 = 2,
+  LLMC_DTYPE_F64 = 3,
+  LLMC_DTYPE_I64 = 4,
+  LLMC_DTYPE_I32 = 5,
+  LLMC_DTYPE_I8 = 6,
+  LLMC_DTYPE_U8 = 7,
+  LLMC_DTYPE_BOOL = 8, /* one byte per element */
+} llmc_dtype;
+
+#define LLMC_MAX_RANK 8
+
+/* Describes a tensor. `data` is borrowed: the structure never owns memory. */
+typedef struct llmc_tensor {
+  llmc_dtype dtype;
+  int32_t rank;
+  int64_t dims[LLMC_MAX_RANK];
+  void *data;
+} llmc_tensor;
+
+/* --- status ---------------------------------------------------------------------------- */
+
+/* Thread safe. Returns LLMC_OK for a NULL status. */
+LLMC_API llmc_status_code llmc_status_code_of(llmc_status status);
+/* Thread safe. The string is owned by the status and lives until llmc_status_free. */
+LLMC_API const char *llmc_status_message(llmc_status status);
+/* Frees a status; NULL is allowed. */
+LLMC_API void llmc_status_free(llmc_status status);
+
+/* Thread safe. A static string such as "0.1.0". */
+LLMC_API const char *llmc_version(void);
+
+/* --- plans ----------------------------------------------------------------------------- */
+
+typedef struct llmc_plan_options {
+  size_t struct_size;      /* sizeof(llmc_plan_options), for evolution */
+  int32_t verify_weights;  /* non-zero: also check the weights checksum (reads every byte) */
+} llmc_plan_options;
+
+/* Fills `options` with defaults. */
+LLMC_API void llmc_plan_options_init(llmc_plan_options *options);
+
+/* Maps the plan at `path` and verifies its header, checksums and program before returning.
+ * `options` may be NULL for defaults. On success *out_plan owns the mapping; release it with
+ * llmc_plan_release. Thread safe. */
+LLMC_API llmc_status llmc_plan_load(const char *path, const llmc_plan_options *options, llmc_plan *out_plan);
+
+/* Drops the caller's reference. The plan lives on while contexts created from it exist. */
+LLMC_API void llmc_plan_release(llmc_plan plan);
+
+/* Thread safe (the plan is immutable). */
+LLMC_API int32_t llmc_plan_input_count(llmc_plan plan);
+LLMC_API int32_t llmc_plan_output_count(llmc_plan plan);
+/* The name (owned by the plan), dtype and shape of input/output `index`; `out_info->data` is NULL. */
+LLMC_API llmc_status llmc_plan_input_info(llmc_plan plan, int32_t index, const char **out_name,
+                                          llmc_tensor *out_info);
+LLMC_API llmc_status llmc_plan_output_info(llmc_plan plan, int32_t index, const char **out_name,
+                                           llmc_tensor *out_info);
+/* Number of kernel launches in the program. */
+LLMC_API int32_t llmc_plan_kernel_count(llmc_plan plan);
+
+/* --- execution contexts ------------------------------------------------------------------ */
+
+typedef struct llmc_context_options {
+  size_t struct_size;  /* sizeof(llmc_context_options) */
+  int32_t num_threads; /* threads for GEMMs; 0 = the library default */
+} llmc_context_options;
+
+LLMC_API void llmc_context_options_init(llmc_context_options *options);
+
+/* Creates a context holding its own activation and output buffers. The context keeps the plan
+ * alive. Thread safe with respect to the plan; the new context belongs to the caller. */
+LLMC_API llmc_status llmc_context_create(llmc_plan plan, const llmc_context_options *options,
+                                         llmc_context *out_context);
+LLMC_API void llmc_context_release(llmc_context context);
+
+/* Copies `tensor` into input `index`. Its dtype and shape must match the plan's input exactly. */
+LLMC_API llmc_status llmc_context_set_input(llmc_context context, int32_t index, const llmc_tensor *tensor);
+/* Looks up an input index by name. */
+LLMC_API llmc_status llmc_context_input_index(llmc_context context, const char *name, int32_t *out_index);
+
+/* Runs the program. Every input must have been set. */
+LLMC_API llmc_status llmc_context_run(llmc_context context);
+
+/* Describes output `index`; out_tensor->data points into the context and stays valid until the
+ * next llmc_context_run or llmc_context_release. */
+LLMC_API llmc_status llmc_context_output(llmc_context context, int32_t index, llmc_tensor *out_tensor);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LLMC_H */

@@ -1,0 +1,402 @@
+// Kernels that move or generate data without arithmetic on it: copies (reshape and friends),
+// transpose, concat, split, slice, gathers, expand, range, shape, constant_of_shape, trilu.
+#include "KernelUtil.h"
+
+#include <algorithm>
+
+namespace llmc::rt {
+namespace {
+
+// reshape, unsqueeze, squeeze, flatten, identity: the bytes do not change.
+std::string copyKernel(const KernelArgs &args) {
+  if (args.numInputs < 1 || args.numOutputs != 1)
+    return "expects an input and an output";
+  if (args.in(0).bytes() != args.out(0).bytes())
+    return "input " + args.in(0).shape.str() + " and output " + args.out(0).shape.str() + " differ in size";
+  if (args.out(0).data != args.in(0).data)
+    std::memcpy(args.out(0).data, args.in(0).data, args.in(0).bytes());
+  return {};
+}
+
+// Copies element `src` of the input to element `dst` of the output, for any element size.
+inline void copyElements(const char *src, char *dst, int64_t count, size_t elem) {
+  std::memcpy(dst, src, size_t(count) * elem);
+}
+
+std::string transposeKernel(const KernelArgs &args) {
+  const TensorRef &in = args.in(0);
+  TensorRef &out = args.out(0);
+  const int rank = in.shape.rank;
+  std::vector<int64_t> perm = args.attrs.getInts("perm");
+  if (perm.empty())
+    for (int d = 0; d < rank; ++d)
+      perm.push_back(rank - 1 - d);
+  if (int(perm.size()) != rank)
+    return "perm has the wrong length";
+  int64_t inStrides[kMaxRank], stride[kMaxRank];
+  rowMajorStrides(in.shape, inStrides);
+  for (int d = 0; d < rank; ++d) {
+    if (perm[d] < 0 || perm[d] >= rank)
+      return "perm entry out of range";
+    stride[d] = inStrides[perm[d]];
+  }
+  const size_t elem = dtypeSize(in.dtype);
+  const char *src = static_cast<const char *>(in.data);
+  char *dst = static_cast<char *>(out.data);
+  const int64_t n = out.numel();
+  if (rank == 0) {
+    std::memcpy(dst, src, elem);
+    return {};
+  }
+  int64_t index[kMaxRank] = {};
+  int64_t offset = 0;
+  const int last = rank - 1;
+  for (int64_t i = 0; i < n;) {
+    // Innermost output dimension in one loop.
+    const int64_t count = out.shape.dims[last];
+    for (int64_t k = 0; k < count; ++k, ++i)
+      std::memcpy(dst + i * elem, src + (offset + k * stride[last]) * elem, elem);
+    for (int d = last - 1; d >= 0; --d) {
+      offset += stride[d];
+      if (++index[d] < out.shape.dims[d])
+        break;
+      offset -= stride[d] * index[d];
+      index[d] = 0;
+    }
+  }
+  return {};
+}
+
+std::string concatKernel(const KernelArgs &args) {
+  TensorRef &out = args.out(0);
+  const int rank = out.shape.rank;
+  const int axis = normalizeAxis(args.attrs.getInt("axis", 0), rank);
+  if (axis < 0 || axis >= rank)
+    return "axis out of range";
+  const size_t elem = dtypeSize(out.dtype);
+  int64_t outer = 1, inner = 1;
+  for (int d = 0; d < axis; ++d)
+    outer *= out.shape.dims[d];
+  for (int d = axis + 1; d < rank; ++d)
+    inner *= out.shape.dims[d];
+  char *dst = static_cast<char *>(out.data);
+  const int64_t outRow = out.shape.dims[axis] * inner;
+  int64_t position = 0;
+  for (int k = 0; k < args.numInputs; ++k) {
+    const TensorRef &in = args.in(k);
+    if (in.dtype != out.dtype)
+      return "input element types differ";
+    const int64_t rowLen = in.shape.rank ? in.shape.dims[axis] * inner : 0;
+    const char *src = static_cast<const char *>(in.data);
+    for (int64_t o = 0; o < outer; ++o)
+      copyElements(src + o * rowLen * elem, dst + (o * outRow + position) * elem, rowLen, elem);
+    position += rowLen;
+  }
+  if (position != outRow)
+    return "input sizes do not add up to the output";
+  return {};
+}
+
+std::string splitKernel(const KernelArgs &args) {
+  const TensorRef &in = args.in(0);
+  const int rank = in.shape.rank;
+  const int axis = normalizeAxis(args.attrs.getInt("axis", 0), rank);
+  if (axis < 0 || axis >= rank)
+    return "axis out of range";
+  const size_t elem = dtypeSize(in.dtype);
+  int64_t outer = 1, inner = 1;
+  for (int d = 0; d < axis; ++d)
+    outer *= in.shape.dims[d];
+  for (int d = axis + 1; d < rank; ++d)
+    inner *= in.shape.dims[d];
+  const int64_t inRow = in.shape.dims[axis] * inner;
+  const char *src = static_cast<const char *>(in.data);
+  int64_t position = 0;
+  for (int k = 0; k < args.numOutputs; ++k) {
+    TensorRef &out = args.out(k);
+    const int64_t rowLen = out.shape.dims[axis] * inner;
+    if (position + rowLen > inRow)
+      return "output sizes exceed the input";
+    char *dst = static_cast<char *>(out.data);
+    for (int64_t o = 0; o < outer; ++o)
+      copyElements(src + (o * inRow + position) * elem, dst + o * rowLen * elem, rowLen, elem);
+    position += rowLen;
+  }
+  return {};
+}
+
+// slice with constant starts/ends/axes/steps attributes (ONNX clamping rules).
+std::string sliceKernel(const KernelArgs &args) {
+  const TensorRef &in = args.in(0);
+  TensorRef &out = args.out(0);
+  const int rank = in.shape.rank;
+  std::vector<int64_t> starts = args.attrs.getInts("starts"), ends = args.attrs.getInts("ends");
+  std::vector<int64_t> axes = args.attrs.getInts("axes"), steps = args.attrs.getInts("steps");
+  int64_t begin[kMaxRank], step[kMaxRank];
+  for (int d = 0; d < rank; ++d) {
+    begin[d] = 0;
+    step[d] = 1;
+  }
+  for (size_t i = 0; i < starts.size(); ++i) {
+    const int d = axes.empty() ? int(i) : normalizeAxis(axes[i], rank);
+    if (d < 0 || d >= rank)
+      return "axis out of range";
+    const int64_t dim = in.shape.dims[d];
+    const int64_t st = steps.empty() ? 1 : steps[i];
+    if (st == 0)
+      return "step must not be 0";
+    int64_t s = starts[i];
+    if (s < 0)
+      s += dim;
+    s = st > 0 ? std::clamp<int64_t>(s, 0, dim) : std::clamp<int64_t>(s, 0, dim - 1);
+    begin[d] = s;
+    step[d] = st;
+  }
+  int64_t inStrides[kMaxRank];
+  rowMajorStrides(in.shape, inStrides);
+  for (int d = 0; d < rank; ++d) {
+    const int64_t n = out.shape.dims[d];
+    if (n > 0 && (begin[d] + (n - 1) * step[d] < 0 || begin[d] + (n - 1) * step[d] >= in.shape.dims[d]))
+      return "slice reads outside the input";
+  }
+  const size_t elem = dtypeSize(in.dtype);
+  const char *src = static_cast<const char *>(in.data);
+  char *dst = static_cast<char *>(out.data);
+  const int64_t n = out.numel();
+  int64_t index[kMaxRank] = {};
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t offset = 0;
+    for (int d = 0; d < rank; ++d)
+      offset += (begin[d] + index[d] * step[d]) * inStrides[d];
+    std::memcpy(dst + i * elem, src + offset * elem, elem);
+    for (int d = rank - 1; d >= 0; --d) {
+      if (++index[d] < out.shape.dims[d])
+        break;
+      index[d] = 0;
+    }
+  }
+  return {};
+}
+
+// Reads index i of an integer tensor as int64.
+inline int64_t readIndex(const TensorRef &t, int64_t i) {
+  return t.dtype == DType::I64 ? t.as<const int64_t>()[i] : int64_t(t.as<const int32_t>()[i]);
+}
+
+std::string gatherKernel(const KernelArgs &args) {
+  const TensorRef &data = args.in(0), &indices = args.in(1);
+  if (indices.dtype != DType::I64 && indices.dtype != DType::I32)
+    return "indices must be int32 or int64";
+  const int rank = data.shape.rank;
+  const int axis = normalizeAxis(args.attrs.getInt("axis", 0), rank);
+  if (axis < 0 || axis >= rank)
+    return "axis out of range";
+  int64_t outer = 1, inner = 1;
+  for (int d = 0; d < axis; ++d)
+    outer *= data.shape.dims[d];
+  for (int d = axis + 1; d < rank; ++d)
+    inner *= data.shape.dims[d];
+  const int64_t dim = data.shape.dims[axis], count = indices.numel();
+  const size_t elem = dtypeSize(data.dtype);
+  const char *src = static_cast<const char *>(data.data);
+  char *dst = static_cast<char *>(args.out(0).data);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t j = 0; j < count; ++j) {
+      int64_t idx = readIndex(indices, j);
+      if (idx < 0)
+        idx += dim;
+      if (idx < 0 || idx >= dim)
+        return "index " + std::to_string(readIndex(indices, j)) + " out of range for dimension " +
+               std::to_string(dim);
+      copyElements(src + (o * dim + idx) * inner * elem, dst + (o * count + j) * inner * elem, inner, elem);
+    }
+  return {};
+}
+
+std::string gatherElementsKernel(const KernelArgs &args) {
+  const TensorRef &data = args.in(0), &indices = args.in(1);
+  if (indices.dtype != DType::I64 && indices.dtype != DType::I32)
+    return "indices must be int32 or int64";
+  const int rank = data.shape.rank;
+  const int axis = normalizeAxis(args.attrs.getInt("axis", 0), rank);
+  if (axis < 0 || axis >= rank || indices.shape.rank != rank)
+    return "axis or index rank out of range";
+  int64_t dataStrides[kMaxRank];
+  rowMajorStrides(data.shape, dataStrides);
+  const size_t elem = dtypeSize(data.dtype);
+  const char *src = static_cast<const char *>(data.data);
+  char *dst = static_cast<char *>(args.out(0).data);
+  const int64_t n = indices.numel(), dim = data.shape.dims[axis];
+  int64_t index[kMaxRank] = {};
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t idx = readIndex(indices, i);
+    if (idx < 0)
+      idx += dim;
+    if (idx < 0 || idx >= dim)
+      return "index out of range";
+    int64_t offset = 0;
+    for (int d = 0; d < rank; ++d)
+      offset += (d == axis ? idx : index[d]) * dataStrides[d];
+    std::memcpy(dst + i * elem, src + offset * elem, elem);
+    for (int d = rank - 1; d >= 0; --d) {
+      if (++index[d] < indices.shape.dims[d])
+        break;
+      index[d] = 0;
+    }
+  }
+  return {};
+}
+
+// gather_nd with batch_dims b: data [B..., D...], indices [B..., I..., k] -> [B..., I..., D[b+k:]].
+std::string gatherNdKernel(const KernelArgs &args) {
+  const TensorRef &data = args.in(0), &indices = args.in(1);
+  if (indices.dtype != DType::I64 && indices.dtype != DType::I32)
+    return "indices must be int32 or int64";
+  const int b = int(args.attrs.getInt("batch_dims", 0));
+  const int qr = indices.shape.rank;
+  if (qr < 1)
+    return "indices must have rank >= 1";
+  const int64_t k = indices.shape.dims[qr - 1];
+  if (b + k > data.shape.rank)
+    return "index depth exceeds the data rank";
+  int64_t dataStrides[kMaxRank];
+  rowMajorStrides(data.shape, dataStrides);
+  int64_t batch = 1;
+  for (int d = 0; d < b; ++d)
+    batch *= data.shape.dims[d];
+  int64_t slice = 1;
+  for (int d = b + int(k); d < data.shape.rank; ++d)
+    slice *= data.shape.dims[d];
+  const int64_t perBatchData = b > 0 ? dataStrides[b - 1] : data.numel();
+  int64_t tuples = 1;
+  for (int d = b; d < qr - 1; ++d)
+    tuples *= indices.shape.dims[d];
+  const size_t elem = dtypeSize(data.dtype);
+  const char *src = static_cast<const char *>(data.data);
+  char *dst = static_cast<char *>(args.out(0).data);
+  for (int64_t bi = 0; bi < batch; ++bi)
+    for (int64_t t = 0; t < tuples; ++t) {
+      int64_t offset = bi * perBatchData;
+      for (int64_t j = 0; j < k; ++j) {
+        const int64_t dim = data.shape.dims[b + j];
+        int64_t idx = readIndex(indices, (bi * tuples + t) * k + j);
+        if (idx < 0)
+          idx += dim;
+        if (idx < 0 || idx >= dim)
+          return "index out of range";
+        offset += idx * dataStrides[b + j];
+      }
+      copyElements(src + offset * elem, dst + (bi * tuples + t) * slice * elem, slice, elem);
+    }
+  return {};
+}
+
+std::string expandKernel(const KernelArgs &args) {
+  const TensorRef &in = args.in(0);
+  TensorRef &out = args.out(0);
+  const size_t elem = dtypeSize(in.dtype);
+  const char *src = static_cast<const char *>(in.data);
+  char *dst = static_cast<char *>(out.data);
+  const Shape *ins[1] = {&in.shape};
+  forEachRow<1>(out.shape, ins, [&](int64_t o, const int64_t *off, const int64_t *st, int64_t n) {
+    if (st[0] == 1) {
+      copyElements(src + off[0] * elem, dst + o * elem, n, elem);
+    } else {
+      for (int64_t i = 0; i < n; ++i)
+        std::memcpy(dst + (o + i) * elem, src + off[0] * elem, elem);
+    }
+  });
+  return {};
+}
+
+std::string rangeKernel(const KernelArgs &args) {
+  if (args.numInputs != 3)
+    return "expects start, limit and delta";
+  TensorRef &out = args.out(0);
+  std::string err;
+  LLMC_DISPATCH_NUMERIC(out.dtype, T, err, {
+    const T start = *args.in(0).as<const T>(), delta = *args.in(2).as<const T>();
+    T *y = out.as<T>();
+    for (int64_t i = 0; i < out.numel(); ++i)
+      y[i] = T(start + T(i) * delta);
+  });
+  return err;
+}
+
+std::string shapeKernel(const KernelArgs &args) {
+  const Shape &s = args.in(0).shape;
+  int64_t start = args.attrs.getInt("start", 0), end = args.attrs.getInt("end", s.rank);
+  if (start < 0)
+    start += s.rank;
+  if (end < 0)
+    end += s.rank;
+  start = std::clamp<int64_t>(start, 0, s.rank);
+  end = std::clamp<int64_t>(end, 0, s.rank);
+  int64_t *y = args.out(0).as<int64_t>();
+  if (args.out(0).numel() != std::max<int64_t>(0, end - start))
+    return "output size does not match the shape slice";
+  for (int64_t d = start; d < end; ++d)
+    y[d - start] = s.dims[d];
+  return {};
+}
+
+std::string constantOfShapeKernel(const KernelArgs &args) {
+  TensorRef &out = args.out(0);
+  const double value = args.attrs.getFloat("value", 0.0);
+  std::string err;
+  if (out.dtype == DType::F16) {
+    std::fill_n(out.as<uint16_t>(), out.numel(), floatToHalf(float(value)));
+    return {};
+  }
+  LLMC_DISPATCH_NUMERIC(out.dtype, T, err, std::fill_n(out.as<T>(), out.numel(), T(value)));
+  return err;
+}
+
+std::string triluKernel(const KernelArgs &args) {
+  const TensorRef &in = args.in(0);
+  if (in.shape.rank < 2)
+    return "input must have rank >= 2";
+  const int64_t k = args.hasInput(1) ? readIndex(args.in(1), 0) : 0;
+  const bool upper = args.attrs.getInt("upper", 1);
+  const int64_t rows = in.shape.dims[in.shape.rank - 2], cols = in.shape.dims[in.shape.rank - 1];
+  const int64_t mats = rows * cols ? in.numel() / (rows * cols) : 0;
+  const size_t elem = dtypeSize(in.dtype);
+  const char *src = static_cast<const char *>(in.data);
+  char *dst = static_cast<char *>(args.out(0).data);
+  for (int64_t m = 0; m < mats; ++m)
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < cols; ++j) {
+        const int64_t at = (m * rows + i) * cols + j;
+        const bool keep = upper ? (j - i >= k) : (j - i <= k);
+        if (keep)
+          std::memcpy(dst + at * elem, src + at * elem, elem);
+        else
+          std::memset(dst + at * elem, 0, elem);
+      }
+  return {};
+}
+
+} // namespace
+
+extern const KernelEntry kDataMovementKernels[] = {
+    {"reshape", copyKernel},
+    {"unsqueeze", copyKernel},
+    {"squeeze", copyKernel},
+    {"flatten", copyKernel},
+    {"identity", copyKernel},
+    {"transpose", transposeKernel},
+    {"concat", concatKernel},
+    {"split", splitKernel},
+    {"slice", sliceKernel},
+    {"gather", gatherKernel},
+    {"gather_elements", gatherElementsKernel},
+    {"gather_nd", gatherNdKernel},
+    {"expand", expandKernel},
+    {"range", rangeKernel},
+    {"shape", shapeKernel},
+    {"constant_of_shape", constantOfShapeKernel},
+    {"trilu", triluKernel},
+    {nullptr, nullptr},
+};
+
+} // namespace llmc::rt

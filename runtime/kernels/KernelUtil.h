@@ -1,0 +1,102 @@
+// Helpers shared by the kernel implementations: dtype dispatch and broadcast iteration.
+#pragma once
+
+#include "Kernels.h"
+
+#include <cmath>
+#include <cstring>
+
+namespace llmc::rt {
+
+// Runs BODY with T bound to the C++ type of DTYPE for every numeric dtype; sets ERR otherwise.
+#define LLMC_DISPATCH_NUMERIC(DTYPE, T, ERR, ...)                                                  \
+  switch (DTYPE) {                                                                                 \
+  case DType::F32: { using T = float; __VA_ARGS__; } break;                                        \
+  case DType::F64: { using T = double; __VA_ARGS__; } break;                                       \
+  case DType::I64: { using T = int64_t; __VA_ARGS__; } break;                                      \
+  case DType::I32: { using T = int32_t; __VA_ARGS__; } break;                                      \
+  case DType::I8: { using T = int8_t; __VA_ARGS__; } break;                                        \
+  case DType::U8: { using T = uint8_t; __VA_ARGS__; } break;                                       \
+  case DType::Bool: { using T = uint8_t; __VA_ARGS__; } break;                                     \
+  default: ERR = std::string("unsupported element type ") + dtypeName(DTYPE); break;               \
+  }
+
+#define LLMC_DISPATCH_FLOAT(DTYPE, T, ERR, ...)                                                    \
+  switch (DTYPE) {                                                                                 \
+  case DType::F32: { using T = float; __VA_ARGS__; } break;                                        \
+  case DType::F64: { using T = double; __VA_ARGS__; } break;                                       \
+  default: ERR = std::string("unsupported element type ") + dtypeName(DTYPE); break;               \
+  }
+
+inline int normalizeAxis(int64_t axis, int rank) { return int(axis < 0 ? axis + rank : axis); }
+
+// Element strides of a row-major shape.
+inline void rowMajorStrides(const Shape &shape, int64_t *strides) {
+  int64_t s = 1;
+  for (int i = shape.rank - 1; i >= 0; --i) {
+    strides[i] = s;
+    s *= shape.dims[i];
+  }
+}
+
+// Strides of `in` when broadcast (numpy rules, aligned right) to `out`: 0 where broadcast.
+inline void broadcastStrides(const Shape &in, const Shape &out, int64_t *strides) {
+  int64_t inStrides[kMaxRank];
+  rowMajorStrides(in, inStrides);
+  int offset = out.rank - in.rank;
+  for (int d = 0; d < out.rank; ++d) {
+    int id = d - offset;
+    strides[d] = (id < 0 || in.dims[id] == 1) ? 0 : inStrides[id];
+  }
+}
+
+// Iterates the shape `out` one innermost row at a time. For each row calls
+// fn(outOffset, inOffsets, innerStrides, count), where inOffsets/innerStrides hold one entry
+// per broadcast input.
+template <int N, typename Fn>
+void forEachRow(const Shape &out, const Shape *const (&ins)[N], Fn &&fn) {
+  int64_t strides[N][kMaxRank];
+  for (int k = 0; k < N; ++k)
+    broadcastStrides(*ins[k], out, strides[k]);
+  int64_t offsets[N] = {};
+  int64_t inner[N];
+  if (out.rank == 0) {
+    for (int k = 0; k < N; ++k)
+      inner[k] = 0;
+    fn(int64_t(0), offsets, inner, int64_t(1));
+    return;
+  }
+  const int last = out.rank - 1;
+  const int64_t count = out.dims[last];
+  for (int k = 0; k < N; ++k)
+    inner[k] = strides[k][last];
+  if (count == 0)
+    return;
+  const int64_t rows = out.numel() / count;
+  int64_t index[kMaxRank] = {};
+  for (int64_t row = 0; row < rows; ++row) {
+    fn(row * count, offsets, inner, count);
+    // Advance the odometer over the outer dimensions.
+    for (int d = last - 1; d >= 0; --d) {
+      ++index[d];
+      for (int k = 0; k < N; ++k)
+        offsets[k] += strides[k][d];
+      if (index[d] < out.dims[d])
+        break;
+      for (int k = 0; k < N; ++k)
+        offsets[k] -= strides[k][d] * index[d];
+      index[d] = 0;
+    }
+  }
+}
+
+// IEEE half <-> float, round to nearest even.
+float halfToFloat(uint16_t h);
+uint16_t floatToHalf(float f);
+
+struct KernelEntry {
+  const char *name;
+  KernelFn fn;
+};
+
+} // namespace llmc::rt

@@ -1,0 +1,36 @@
+// The CPU kernel registry. A kernel reads its inputs and writes outputs whose dtype, shape
+// and storage the caller has already set; it returns an empty string on success and an
+// error message otherwise (it never aborts).
+#pragma once
+
+#include "Attrs.h"
+#include "Tensor.h"
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace llmc::rt {
+
+struct KernelArgs {
+  const AttrList &attrs;
+  const TensorRef *inputs;
+  int numInputs;
+  TensorRef *outputs;
+  int numOutputs;
+
+  const TensorRef &in(int i) const { return inputs[i]; }
+  bool hasInput(int i) const { return i < numInputs && inputs[i].present(); }
+  TensorRef &out(int i) const { return outputs[i]; }
+};
+
+using KernelFn = std::string (*)(const KernelArgs &args);
+
+// Null when no kernel has that name. Names are the llmc dialect's op names without "llmc.".
+KernelFn findKernel(std::string_view name);
+std::vector<std::string> kernelNames();
+
+// Sets the number of threads the GEMM may use (0: the library's default).
+void setGemmThreads(int threads);
+
+} // namespace llmc::rt

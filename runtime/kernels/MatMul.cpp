@@ -1,0 +1,159 @@
+// Matrix products: matmul (numpy semantics, batched with broadcast) and gemm. Float GEMMs go
+// to OpenBLAS (multithreaded, see docs/design.md); other element types use a plain loop.
+#include "KernelUtil.h"
+
+#include <cblas.h>
+
+namespace llmc::rt {
+namespace {
+
+template <typename T>
+void naiveGemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, T alpha, const T *A, int64_t lda,
+               const T *B, int64_t ldb, T beta, T *C, int64_t ldc) {
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n) {
+      T acc = 0;
+      for (int64_t k = 0; k < K; ++k)
+        acc += (transA ? A[k * lda + m] : A[m * lda + k]) * (transB ? B[n * ldb + k] : B[k * ldb + n]);
+      C[m * ldc + n] = alpha * acc + (beta == T(0) ? T(0) : beta * C[m * ldc + n]);
+    }
+}
+
+template <typename T>
+void gemm(bool transA, bool transB, int64_t M, int64_t N, int64_t K, T alpha, const T *A, int64_t lda,
+          const T *B, int64_t ldb, T beta, T *C, int64_t ldc) {
+  if (M == 0 || N == 0)
+    return;
+  if constexpr (std::is_same_v<T, float>) {
+    cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans, transB ? CblasTrans : CblasNoTrans, int(M),
+                int(N), int(K), alpha, A, int(lda), B, int(ldb), beta, C, int(ldc));
+  } else if constexpr (std::is_same_v<T, double>) {
+    cblas_dgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans, transB ? CblasTrans : CblasNoTrans, int(M),
+                int(N), int(K), alpha, A, int(lda), B, int(ldb), beta, C, int(ldc));
+  } else {
+    naiveGemm<T>(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  }
+}
+
+// matmul: A [..., M, K] x B [..., K, N] -> [..., M, N]; rank-1 operands are promoted as in numpy.
+std::string matmulKernel(const KernelArgs &args) {
+  if (args.numInputs != 2 || args.numOutputs != 1)
+    return "expects 2 inputs and 1 output";
+  const TensorRef &a = args.in(0), &b = args.in(1);
+  TensorRef &out = args.out(0);
+  if (a.dtype != b.dtype)
+    return "operand element types differ";
+  if (a.shape.rank == 0 || b.shape.rank == 0)
+    return "operands must have rank >= 1";
+  Shape sa = a.shape, sb = b.shape;
+  if (sa.rank == 1) { // [K] -> [1, K]
+    sa.rank = 2;
+    sa.dims[1] = sa.dims[0];
+    sa.dims[0] = 1;
+  }
+  if (sb.rank == 1) { // [K] -> [K, 1]
+    sb.rank = 2;
+    sb.dims[1] = 1;
+  }
+  const int64_t M = sa.dims[sa.rank - 2], K = sa.dims[sa.rank - 1];
+  const int64_t N = sb.dims[sb.rank - 1];
+  if (sb.dims[sb.rank - 2] != K)
+    return "inner dimensions differ: " + a.shape.str() + " x " + b.shape.str();
+  // Batch shapes (all but the last two dims), broadcast against each other.
+  Shape ba, bb, bo;
+  ba.rank = sa.rank - 2;
+  bb.rank = sb.rank - 2;
+  for (int i = 0; i < ba.rank; ++i)
+    ba.dims[i] = sa.dims[i];
+  for (int i = 0; i < bb.rank; ++i)
+    bb.dims[i] = sb.dims[i];
+  bo.rank = std::max(ba.rank, bb.rank);
+  for (int i = 0; i < bo.rank; ++i) {
+    int ia = i - (bo.rank - ba.rank), ib = i - (bo.rank - bb.rank);
+    int64_t da = ia >= 0 ? ba.dims[ia] : 1, db = ib >= 0 ? bb.dims[ib] : 1;
+    if (da != db && da != 1 && db != 1)
+      return "batch dimensions do not broadcast: " + a.shape.str() + " x " + b.shape.str();
+    bo.dims[i] = std::max(da, db);
+  }
+  if (out.numel() != bo.numel() * M * N)
+    return "output size does not match " + a.shape.str() + " x " + b.shape.str();
+  std::string err;
+  LLMC_DISPATCH_NUMERIC(a.dtype, T, err, {
+    const T *pa = a.as<const T>(), *pb = b.as<const T>();
+    T *po = out.as<T>();
+    if (bb.numel() == 1 && ba.numel() == bo.numel()) {
+      // B is shared by every batch: one GEMM over the batch folded into M.
+      gemm<T>(false, false, bo.numel() * M, N, K, T(1), pa, K, pb, N, T(0), po, N);
+    } else {
+      int64_t sA[kMaxRank], sB[kMaxRank];
+      broadcastStrides(ba, bo, sA);
+      broadcastStrides(bb, bo, sB);
+      const int64_t batches = bo.numel();
+      int64_t index[kMaxRank] = {};
+      for (int64_t bi = 0; bi < batches; ++bi) {
+        int64_t offA = 0, offB = 0;
+        for (int d = 0; d < bo.rank; ++d) {
+          offA += index[d] * sA[d];
+          offB += index[d] * sB[d];
+        }
+        gemm<T>(false, false, M, N, K, T(1), pa + offA * M * K, K, pb + offB * K * N, N, T(0), po + bi * M * N, N);
+        for (int d = bo.rank - 1; d >= 0; --d) {
+          if (++index[d] < bo.dims[d])
+            break;
+          index[d] = 0;
+        }
+      }
+    }
+  });
+  return err;
+}
+
+// gemm: Y = alpha * op(A) * op(B) + beta * C, with C broadcast to [M, N].
+std::string gemmKernel(const KernelArgs &args) {
+  if (args.numInputs < 2 || args.numOutputs != 1)
+    return "expects 2 or 3 inputs and 1 output";
+  const TensorRef &a = args.in(0), &b = args.in(1);
+  TensorRef &out = args.out(0);
+  if (a.shape.rank != 2 || b.shape.rank != 2)
+    return "operands must be matrices";
+  const bool transA = args.attrs.getInt("transA", 0), transB = args.attrs.getInt("transB", 0);
+  const double alpha = args.attrs.getFloat("alpha", 1.0), beta = args.attrs.getFloat("beta", 1.0);
+  const int64_t M = transA ? a.shape[1] : a.shape[0], K = transA ? a.shape[0] : a.shape[1];
+  const int64_t N = transB ? b.shape[0] : b.shape[1];
+  if ((transB ? b.shape[1] : b.shape[0]) != K)
+    return "inner dimensions differ: " + a.shape.str() + " x " + b.shape.str();
+  if (out.shape.rank != 2 || out.shape[0] != M || out.shape[1] != N)
+    return "output shape must be " + std::to_string(M) + "x" + std::to_string(N);
+  const bool hasC = args.hasInput(2) && beta != 0.0;
+  std::string err;
+  LLMC_DISPATCH_NUMERIC(a.dtype, T, err, {
+    T *po = out.as<T>();
+    if (hasC) {
+      const TensorRef &c = args.in(2);
+      const T *pc = c.as<const T>();
+      const Shape *ins[1] = {&c.shape};
+      forEachRow<1>(out.shape, ins, [&](int64_t o, const int64_t *off, const int64_t *st, int64_t n) {
+        for (int64_t i = 0; i < n; ++i)
+          po[o + i] = pc[off[0] + i * st[0]];
+      });
+    }
+    gemm<T>(transA, transB, M, N, K, T(alpha), a.as<const T>(), a.shape[1], b.as<const T>(), b.shape[1],
+            hasC ? T(beta) : T(0), po, N);
+  });
+  return err;
+}
+
+} // namespace
+
+void setGemmThreads(int threads) {
+  if (threads > 0)
+    openblas_set_num_threads(threads);
+}
+
+extern const KernelEntry kMatMulKernels[] = {
+    {"matmul", matmulKernel},
+    {"gemm", gemmKernel},
+    {nullptr, nullptr},
+};
+
+} // namespace llmc::rt

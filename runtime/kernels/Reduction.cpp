@@ -1,0 +1,260 @@
+// Reductions and the kernels built on them: reduce_*, softmax, log_softmax, layer_norm,
+// rms_norm and cumsum.
+#include "KernelUtil.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace llmc::rt {
+namespace {
+
+enum class Reduce { Sum, Mean, Max, Min, Prod, SumSquare, L2 };
+
+// Reduces over attribute `axes` (all axes when empty and noop_with_empty_axes is 0). The
+// output may keep reduced dims as 1 or drop them; only its element count matters here.
+template <Reduce R> std::string reduceKernel(const KernelArgs &args) {
+  if (args.numInputs < 1 || args.numOutputs != 1)
+    return "expects 1 input and 1 output";
+  const TensorRef &in = args.in(0);
+  TensorRef &out = args.out(0);
+  std::vector<int64_t> axes = args.attrs.getInts("axes");
+  const int rank = in.shape.rank;
+  bool reduced[kMaxRank] = {};
+  if (axes.empty()) {
+    if (args.attrs.getInt("noop_with_empty_axes", 0)) {
+      if (out.bytes() != in.bytes())
+        return "output size differs from input";
+      std::memcpy(out.data, in.data, in.bytes());
+      return {};
+    }
+    for (int d = 0; d < rank; ++d)
+      reduced[d] = true;
+  }
+  for (int64_t a : axes) {
+    int d = normalizeAxis(a, rank);
+    if (d < 0 || d >= rank)
+      return "axis " + std::to_string(a) + " out of range for rank " + std::to_string(rank);
+    reduced[d] = true;
+  }
+  // The kept-dims shape of the output, used to broadcast it over the input.
+  Shape kept = in.shape;
+  int64_t count = 1;
+  for (int d = 0; d < rank; ++d)
+    if (reduced[d]) {
+      count *= kept.dims[d];
+      kept.dims[d] = 1;
+    }
+  if (kept.numel() != out.numel())
+    return "output size does not match the reduction";
+  std::string err;
+  LLMC_DISPATCH_NUMERIC(in.dtype, T, err, {
+    using Acc = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
+    std::vector<Acc> acc(size_t(out.numel()));
+    Acc init = R == Reduce::Prod ? Acc(1)
+               : R == Reduce::Max ? Acc(std::numeric_limits<T>::lowest())
+               : R == Reduce::Min ? Acc(std::numeric_limits<T>::max())
+                                  : Acc(0);
+    if constexpr (std::is_floating_point_v<T>) {
+      if (R == Reduce::Max)
+        init = -std::numeric_limits<double>::infinity();
+      if (R == Reduce::Min)
+        init = std::numeric_limits<double>::infinity();
+    }
+    std::fill(acc.begin(), acc.end(), init);
+    const T *x = in.as<const T>();
+    // Iterate the input; the output (kept dims) is the "broadcast" operand.
+    const Shape *ins[1] = {&kept};
+    forEachRow<1>(in.shape, ins, [&](int64_t o, const int64_t *off, const int64_t *st, int64_t n) {
+      for (int64_t i = 0; i < n; ++i) {
+        Acc v = Acc(x[o + i]);
+        Acc &a = acc[size_t(off[0] + i * st[0])];
+        switch (R) {
+        case Reduce::Sum:
+        case Reduce::Mean: a += v; break;
+        case Reduce::SumSquare:
+        case Reduce::L2: a += v * v; break;
+        case Reduce::Prod: a *= v; break;
+        case Reduce::Max: a = std::max(a, v); break;
+        case Reduce::Min: a = std::min(a, v); break;
+        }
+      }
+    });
+    T *y = out.as<T>();
+    for (size_t i = 0; i < acc.size(); ++i) {
+      Acc v = acc[i];
+      if (R == Reduce::Mean)
+        v = count ? Acc(v / Acc(count)) : Acc(0);
+      if (R == Reduce::L2)
+        v = Acc(std::sqrt(double(v)));
+      y[i] = T(v);
+    }
+  });
+  return err;
+}
+
+// Splits `shape` around `axis` into outer x n x inner.
+void splitAround(const Shape &shape, int axis, int64_t &outer, int64_t &n, int64_t &inner) {
+  outer = 1;
+  inner = 1;
+  for (int d = 0; d < axis; ++d)
+    outer *= shape.dims[d];
+  n = shape.dims[axis];
+  for (int d = axis + 1; d < shape.rank; ++d)
+    inner *= shape.dims[d];
+}
+
+template <bool Log> std::string softmaxKernel(const KernelArgs &args) {
+  if (args.numInputs != 1 || args.numOutputs != 1)
+    return "expects 1 input and 1 output";
+  const TensorRef &in = args.in(0);
+  const int rank = in.shape.rank;
+  const int axis = normalizeAxis(args.attrs.getInt("axis", -1), rank);
+  if (rank == 0 || axis < 0 || axis >= rank)
+    return "axis out of range";
+  int64_t outer, n, inner;
+  splitAround(in.shape, axis, outer, n, inner);
+  std::string err;
+  LLMC_DISPATCH_FLOAT(in.dtype, T, err, {
+    const T *x = in.as<const T>();
+    T *y = args.out(0).as<T>();
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < inner; ++i) {
+        const int64_t base = o * n * inner + i;
+        T maxv = -std::numeric_limits<T>::infinity();
+        for (int64_t k = 0; k < n; ++k)
+          maxv = std::max(maxv, x[base + k * inner]);
+        if (std::isinf(maxv) && maxv < 0)
+          maxv = 0; // a fully masked row: avoid inf - inf
+        double sum = 0;
+        for (int64_t k = 0; k < n; ++k) {
+          T e = std::exp(x[base + k * inner] - maxv);
+          if (!Log)
+            y[base + k * inner] = e;
+          sum += double(e);
+        }
+        if (Log) {
+          const T logSum = T(std::log(sum));
+          for (int64_t k = 0; k < n; ++k)
+            y[base + k * inner] = x[base + k * inner] - maxv - logSum;
+        } else {
+          const T inv = T(1.0 / sum);
+          for (int64_t k = 0; k < n; ++k)
+            y[base + k * inner] *= inv;
+        }
+      }
+  });
+  return err;
+}
+
+// layer_norm: normalizes over dims [axis, rank); scale and bias broadcast over those dims.
+// rms_norm: the same without mean subtraction and bias.
+template <bool Rms> std::string normKernel(const KernelArgs &args) {
+  if (args.numInputs < 2 || args.numOutputs < 1)
+    return "expects input and scale";
+  const TensorRef &in = args.in(0), &scale = args.in(1);
+  const int rank = in.shape.rank;
+  const int axis = normalizeAxis(args.attrs.getInt("axis", -1), rank);
+  if (rank == 0 || axis < 0 || axis >= rank)
+    return "axis out of range";
+  const double eps = args.attrs.getFloat("epsilon", 1e-5);
+  int64_t outer = 1, n = 1;
+  for (int d = 0; d < axis; ++d)
+    outer *= in.shape.dims[d];
+  for (int d = axis; d < rank; ++d)
+    n *= in.shape.dims[d];
+  if (scale.numel() != n && scale.numel() != 1)
+    return "scale has " + std::to_string(scale.numel()) + " elements, expected " + std::to_string(n);
+  const bool hasBias = !Rms && args.hasInput(2);
+  if (hasBias && args.in(2).numel() != n && args.in(2).numel() != 1)
+    return "bias size does not match the normalized dims";
+  std::string err;
+  LLMC_DISPATCH_FLOAT(in.dtype, T, err, {
+    const T *x = in.as<const T>(), *g = scale.as<const T>();
+    const T *b = hasBias ? args.in(2).as<const T>() : nullptr;
+    const int64_t gStride = scale.numel() == 1 ? 0 : 1;
+    const int64_t bStride = hasBias && args.in(2).numel() == 1 ? 0 : 1;
+    T *y = args.out(0).as<T>();
+    for (int64_t o = 0; o < outer; ++o) {
+      const T *row = x + o * n;
+      T *dst = y + o * n;
+      double mean = 0;
+      if (!Rms) {
+        for (int64_t k = 0; k < n; ++k)
+          mean += row[k];
+        mean /= double(n);
+      }
+      double var = 0;
+      for (int64_t k = 0; k < n; ++k) {
+        double d = row[k] - mean;
+        var += d * d;
+      }
+      var /= double(n);
+      const double inv = 1.0 / std::sqrt(var + eps);
+      for (int64_t k = 0; k < n; ++k) {
+        double v = (row[k] - mean) * inv * g[k * gStride];
+        if (b)
+          v += b[k * bStride];
+        dst[k] = T(v);
+      }
+    }
+  });
+  return err;
+}
+
+// cumsum(x, axis) with the exclusive and reverse attributes.
+std::string cumsumKernel(const KernelArgs &args) {
+  if (args.numInputs != 2 || args.numOutputs != 1)
+    return "expects input and axis";
+  const TensorRef &in = args.in(0), &axisT = args.in(1);
+  if (axisT.numel() != 1 || (axisT.dtype != DType::I64 && axisT.dtype != DType::I32))
+    return "axis must be an integer scalar";
+  const int64_t a = axisT.dtype == DType::I64 ? *axisT.as<const int64_t>() : *axisT.as<const int32_t>();
+  const int rank = in.shape.rank;
+  const int axis = normalizeAxis(a, rank);
+  if (axis < 0 || axis >= rank)
+    return "axis out of range";
+  const bool exclusive = args.attrs.getInt("exclusive", 0), reverse = args.attrs.getInt("reverse", 0);
+  int64_t outer, n, inner;
+  splitAround(in.shape, axis, outer, n, inner);
+  std::string err;
+  LLMC_DISPATCH_NUMERIC(in.dtype, T, err, {
+    const T *x = in.as<const T>();
+    T *y = args.out(0).as<T>();
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < inner; ++i) {
+        T acc = 0;
+        for (int64_t s = 0; s < n; ++s) {
+          const int64_t k = reverse ? n - 1 - s : s;
+          const int64_t idx = (o * n + k) * inner + i;
+          if (exclusive) {
+            y[idx] = acc;
+            acc += x[idx];
+          } else {
+            acc += x[idx];
+            y[idx] = acc;
+          }
+        }
+      }
+  });
+  return err;
+}
+
+} // namespace
+
+extern const KernelEntry kReductionKernels[] = {
+    {"reduce_sum", reduceKernel<Reduce::Sum>},
+    {"reduce_mean", reduceKernel<Reduce::Mean>},
+    {"reduce_max", reduceKernel<Reduce::Max>},
+    {"reduce_min", reduceKernel<Reduce::Min>},
+    {"reduce_prod", reduceKernel<Reduce::Prod>},
+    {"reduce_sum_square", reduceKernel<Reduce::SumSquare>},
+    {"reduce_l2", reduceKernel<Reduce::L2>},
+    {"softmax", softmaxKernel<false>},
+    {"log_softmax", softmaxKernel<true>},
+    {"layer_norm", normKernel<false>},
+    {"rms_norm", normKernel<true>},
+    {"cumsum", cumsumKernel},
+    {nullptr, nullptr},
+};
+
+} // namespace llmc::rt

@@ -1,0 +1,29 @@
+#include "KernelUtil.h"
+
+namespace llmc::rt {
+
+extern const KernelEntry kElementwiseKernels[];
+extern const KernelEntry kMatMulKernels[];
+extern const KernelEntry kReductionKernels[];
+extern const KernelEntry kDataMovementKernels[];
+
+static const KernelEntry *const kFamilies[] = {kElementwiseKernels, kMatMulKernels, kReductionKernels,
+                                                kDataMovementKernels};
+
+KernelFn findKernel(std::string_view name) {
+  for (const KernelEntry *family : kFamilies)
+    for (const KernelEntry *e = family; e->name; ++e)
+      if (name == e->name)
+        return e->fn;
+  return nullptr;
+}
+
+std::vector<std::string> kernelNames() {
+  std::vector<std::string> names;
+  for (const KernelEntry *family : kFamilies)
+    for (const KernelEntry *e = family; e->name; ++e)
+      names.emplace_back(e->name);
+  return names;
+}
+
+} // namespace llmc::rt

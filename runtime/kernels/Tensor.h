@@ -1,0 +1,64 @@
+// Tensor views shared by the CPU kernels, the runtime and the compiler's constant folder.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace llmc::rt {
+
+// Element types. The numeric values are stored in plan files: never renumber.
+enum class DType : uint8_t {
+  None = 0,
+  F32 = 1,
+  F16 = 2,
+  F64 = 3,
+  I64 = 4,
+  I32 = 5,
+  I8 = 6,
+  U8 = 7,
+  Bool = 8, // one byte per element, 0 or 1
+};
+
+size_t dtypeSize(DType dtype);
+const char *dtypeName(DType dtype);
+// Parses the names dtypeName prints ("f32", "i64", "bool", ...); None when unknown.
+DType dtypeFromName(const std::string &name);
+
+constexpr int kMaxRank = 8;
+
+struct Shape {
+  int rank = 0;
+  int64_t dims[kMaxRank] = {};
+
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int i = 0; i < rank; ++i)
+      n *= dims[i];
+    return n;
+  }
+  int64_t operator[](int i) const { return dims[i]; }
+  bool operator==(const Shape &other) const {
+    if (rank != other.rank)
+      return false;
+    for (int i = 0; i < rank; ++i)
+      if (dims[i] != other.dims[i])
+        return false;
+    return true;
+  }
+  std::string str() const; // "1x16x64", "scalar" for rank 0
+};
+
+// A non-owning view of a dense, row-major tensor.
+struct TensorRef {
+  DType dtype = DType::None;
+  Shape shape;
+  void *data = nullptr;
+
+  bool present() const { return dtype != DType::None; }
+  int64_t numel() const { return shape.numel(); }
+  size_t bytes() const { return size_t(numel()) * dtypeSize(dtype); }
+  template <typename T> T *as() const { return static_cast<T *>(data); }
+};
+
+} // namespace llmc::rt

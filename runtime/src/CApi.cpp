@@ -1,0 +1,50 @@
+// The small C API entry points: status, version and plan queries.
+#include "Plan.h"
+
+using llmc::rt::makeStatus;
+
+extern "C" llmc_status_code llmc_status_code_of(llmc_status status) { return status ? status->code : LLMC_OK; }
+
+extern "C" const char *llmc_status_message(llmc_status status) { return status ? status->message.c_str() : "ok"; }
+
+extern "C" void llmc_status_free(llmc_status status) { delete status; }
+
+extern "C" const char *llmc_version(void) { return LLMC_VERSION_STRING; }
+
+extern "C" void llmc_plan_release(llmc_plan plan) {
+  if (plan)
+    plan->release();
+}
+
+extern "C" int32_t llmc_plan_input_count(llmc_plan plan) { return plan ? int32_t(plan->inputs.size()) : 0; }
+
+extern "C" int32_t llmc_plan_output_count(llmc_plan plan) { return plan ? int32_t(plan->outputs.size()) : 0; }
+
+extern "C" int32_t llmc_plan_kernel_count(llmc_plan plan) { return plan ? int32_t(plan->ops.size()) : 0; }
+
+static llmc_status describeValue(llmc_plan plan, const std::vector<int> &list, int32_t index, const char *what,
+                                 const char **out_name, llmc_tensor *out_info) {
+  if (!plan || !out_info)
+    return makeStatus(LLMC_INVALID_ARGUMENT, "arguments must not be NULL");
+  if (index < 0 || size_t(index) >= list.size())
+    return makeStatus(LLMC_INVALID_ARGUMENT, std::string(what) + " index " + std::to_string(index) + " out of range");
+  const llmc::rt::PlanValue &v = plan->values[list[index]];
+  if (out_name)
+    *out_name = v.name.c_str();
+  out_info->dtype = static_cast<llmc_dtype>(v.dtype);
+  out_info->rank = v.shape.rank;
+  for (int d = 0; d < v.shape.rank; ++d)
+    out_info->dims[d] = v.shape.dims[d];
+  out_info->data = nullptr;
+  return nullptr;
+}
+
+extern "C" llmc_status llmc_plan_input_info(llmc_plan plan, int32_t index, const char **out_name,
+                                            llmc_tensor *out_info) {
+  return describeValue(plan, plan ? plan->inputs : std::vector<int>{}, index, "input", out_name, out_info);
+}
+
+extern "C" llmc_status llmc_plan_output_info(llmc_plan plan, int32_t index, const char **out_name,
+                                             llmc_tensor *out_info) {
+  return describeValue(plan, plan ? plan->outputs : std::vector<int>{}, index, "output", out_name, out_info);
+}

@@ -1,0 +1,213 @@
+// Loading and verifying plan files. Nothing from the file is trusted before it is checked:
+// the header, both checksums, the FlatBuffers verifier, then every index, shape and range.
+#include "Plan.h"
+
+#include "PlanFormat.h"
+#include "plan_generated.h"
+
+#include <cstring>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace fb = llmc::plan;
+
+llmc_plan_t::~llmc_plan_t() {
+  if (mapping)
+    munmap(mapping, mappingSize);
+}
+
+namespace llmc::rt {
+namespace {
+
+llmc_status invalid(const std::string &message) { return makeStatus(LLMC_INVALID_PLAN, "invalid plan: " + message); }
+
+llmc_status convertAttr(const fb::Attr &a, Attr &out) {
+  out.name = a.name()->str();
+  out.kind = static_cast<Attr::Kind>(a.kind());
+  switch (a.kind()) {
+  case fb::AttrKind_Int: out.i = a.i(); break;
+  case fb::AttrKind_Float: out.f = a.f(); break;
+  case fb::AttrKind_Ints:
+    if (a.ints())
+      out.ints.assign(a.ints()->begin(), a.ints()->end());
+    break;
+  case fb::AttrKind_Floats:
+    if (a.floats())
+      out.floats.assign(a.floats()->begin(), a.floats()->end());
+    break;
+  case fb::AttrKind_String:
+    if (a.s())
+      out.s = a.s()->str();
+    break;
+  default: return invalid("attribute '" + out.name + "' has an unknown kind");
+  }
+  return nullptr;
+}
+
+} // namespace
+
+llmc_status parsePlan(const void *data, size_t size, bool verifyWeights, llmc_plan_t &plan) {
+  const auto *bytes = static_cast<const uint8_t *>(data);
+  if (size < sizeof(fb::Header))
+    return invalid("file is " + std::to_string(size) + " bytes, smaller than the header (truncated?)");
+  fb::Header h;
+  std::memcpy(&h, bytes, sizeof h);
+  if (std::memcmp(h.magic, fb::kMagic, sizeof h.magic) != 0)
+    return invalid("not an llmc plan (bad magic)");
+  if (h.formatVersion > fb::kFormatVersion)
+    return makeStatus(LLMC_UNSUPPORTED, "plan format version " + std::to_string(h.formatVersion) +
+                                            " is newer than this runtime supports (" +
+                                            std::to_string(fb::kFormatVersion) + "); upgrade the runtime");
+  if (h.formatVersion == 0 || h.headerSize < sizeof(fb::Header))
+    return invalid("bad format version or header size");
+  if (h.target != uint32_t(fb::Target::Cpu))
+    return makeStatus(LLMC_UNSUPPORTED, "plan was compiled for target " + std::to_string(h.target) +
+                                            " (CUDA sm_" + std::to_string(h.targetArch) +
+                                            "); this runtime runs CPU plans only");
+  auto inFile = [&](uint64_t off, uint64_t len) { return off <= size && len <= size - off; };
+  if (!inFile(h.programOffset, h.programSize) || !inFile(h.weightsOffset, h.weightsSize))
+    return invalid("a section extends past the end of the file (" + std::to_string(size) +
+                   " bytes; truncated?)");
+  const uint8_t *program = bytes + h.programOffset;
+  const uint8_t *weights = bytes + h.weightsOffset;
+  if (fb::checksum(program, h.programSize) != h.programChecksum)
+    return invalid("program section checksum mismatch (the file is corrupt)");
+  if (verifyWeights && fb::checksum(weights, h.weightsSize) != h.weightsChecksum)
+    return invalid("weights section checksum mismatch (the file is corrupt)");
+  flatbuffers::Verifier verifier(program, h.programSize);
+  if (!fb::VerifyProgramBuffer(verifier))
+    return invalid("program section fails structural verification");
+  const fb::Program *p = fb::GetProgram(program);
+
+  const auto *values = p->values();
+  const int numValues = int(values->size());
+  plan.values.resize(numValues);
+  for (int i = 0; i < numValues; ++i) {
+    const fb::Value *v = values->Get(i);
+    PlanValue &pv = plan.values[i];
+    pv.name = v->name()->str();
+    pv.kind = uint8_t(v->kind());
+    pv.dtype = static_cast<DType>(v->dtype());
+    if (dtypeSize(pv.dtype) == 0)
+      return invalid("value '" + pv.name + "' has an unknown element type");
+    if (v->shape()->size() > size_t(kMaxRank))
+      return invalid("value '" + pv.name + "' has rank above " + std::to_string(kMaxRank));
+    pv.shape.rank = int(v->shape()->size());
+    for (int d = 0; d < pv.shape.rank; ++d) {
+      const int64_t dim = v->shape()->Get(d);
+      if (dim < 0 || dim > (int64_t(1) << 40))
+        return invalid("value '" + pv.name + "' has a bad dimension");
+      pv.shape.dims[d] = dim;
+    }
+    if (pv.kind == fb::ValueKind_Weight) {
+      const uint64_t expected = uint64_t(pv.shape.numel()) * dtypeSize(pv.dtype);
+      if (v->weight_size() != expected || v->weight_offset() > h.weightsSize ||
+          v->weight_size() > h.weightsSize - v->weight_offset())
+        return invalid("weight '" + pv.name + "' lies outside the weights section or has the wrong size");
+      pv.weight = weights + v->weight_offset();
+    } else if (pv.kind > fb::ValueKind_Weight) {
+      return invalid("value '" + pv.name + "' has an unknown kind");
+    }
+  }
+  auto checkIndex = [&](int index, bool allowAbsent) {
+    return (allowAbsent && index == -1) || (index >= 0 && index < numValues);
+  };
+  std::vector<bool> defined(numValues, false);
+  for (int i = 0; i < numValues; ++i)
+    defined[i] = plan.values[i].kind == fb::ValueKind_Input || plan.values[i].kind == fb::ValueKind_Weight;
+  for (int index : *p->inputs()) {
+    if (!checkIndex(index, false) || plan.values[index].kind != fb::ValueKind_Input)
+      return invalid("bad graph input index");
+    plan.inputs.push_back(index);
+  }
+  for (const fb::Op *op : *p->ops()) {
+    PlanOp po;
+    po.kernel = op->kernel()->str();
+    po.location = op->location() ? op->location()->str() : std::string();
+    po.fn = findKernel(po.kernel);
+    if (!po.fn)
+      return makeStatus(LLMC_UNSUPPORTED, "plan uses kernel '" + po.kernel + "' that this runtime does not have");
+    for (int index : *op->inputs()) {
+      if (!checkIndex(index, true) || (index >= 0 && !defined[index]))
+        return invalid("op '" + po.kernel + "' reads a value that is not defined before it");
+      po.inputs.push_back(index);
+    }
+    for (int index : *op->outputs()) {
+      if (!checkIndex(index, false) || defined[index])
+        return invalid("op '" + po.kernel + "' writes a value that is already defined");
+      defined[index] = true;
+      po.outputs.push_back(index);
+    }
+    if (op->attrs())
+      for (const fb::Attr *a : *op->attrs()) {
+        Attr attr;
+        if (llmc_status s = convertAttr(*a, attr))
+          return s;
+        po.attrs.add(std::move(attr));
+      }
+    plan.ops.push_back(std::move(po));
+  }
+  for (int index : *p->outputs()) {
+    if (!checkIndex(index, false) || !defined[index])
+      return invalid("a graph output is never computed");
+    plan.outputs.push_back(index);
+  }
+  return nullptr;
+}
+
+} // namespace llmc::rt
+
+namespace {
+
+llmc_status loadFile(const char *path, bool verifyWeights, llmc_plan_t &plan) {
+  using llmc::rt::makeStatus;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return makeStatus(LLMC_NOT_FOUND, std::string("cannot open plan '") + path + "': " + strerror(errno));
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return makeStatus(LLMC_INVALID_ARGUMENT, std::string("'") + path + "' is not a regular file");
+  }
+  const size_t size = size_t(st.st_size);
+  if (size == 0) {
+    close(fd);
+    return makeStatus(LLMC_INVALID_PLAN, std::string("invalid plan: '") + path + "' is empty");
+  }
+  void *map = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  close(fd);
+  if (map == MAP_FAILED)
+    return makeStatus(LLMC_RUNTIME_ERROR, std::string("cannot map '") + path + "': " + strerror(errno));
+  plan.mapping = map;
+  plan.mappingSize = size;
+  return llmc::rt::parsePlan(map, size, verifyWeights, plan);
+}
+
+} // namespace
+
+extern "C" llmc_status llmc_plan_load(const char *path, const llmc_plan_options *options, llmc_plan *out_plan) {
+  if (!path || !out_plan)
+    return llmc::rt::makeStatus(LLMC_INVALID_ARGUMENT, "path and out_plan must not be NULL");
+  *out_plan = nullptr;
+  llmc_plan_options defaults;
+  llmc_plan_options_init(&defaults);
+  const llmc_plan_options &o = options ? *options : defaults;
+  auto *plan = new (std::nothrow) llmc_plan_t;
+  if (!plan)
+    return llmc::rt::makeStatus(LLMC_OUT_OF_MEMORY, "out of memory");
+  if (llmc_status s = loadFile(path, o.verify_weights != 0, *plan)) {
+    plan->release();
+    return s;
+  }
+  *out_plan = plan;
+  return nullptr;
+}
+
+extern "C" void llmc_plan_options_init(llmc_plan_options *options) {
+  if (!options)
+    return;
+  options->struct_size = sizeof *options;
+  options->verify_weights = 1;
+}

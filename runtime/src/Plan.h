@@ -1,0 +1,51 @@
+// A loaded, verified plan: the mapped file plus the program resolved to kernels.
+#pragma once
+
+#include "../kernels/Kernels.h"
+#include "Status.h"
+
+#include <atomic>
+#include <string>
+#include <vector>
+
+namespace llmc::rt {
+
+struct PlanValue {
+  std::string name;
+  uint8_t kind; // llmc::plan::ValueKind
+  DType dtype;
+  Shape shape;
+  const void *weight = nullptr; // into the mapping, weights only
+};
+
+struct PlanOp {
+  std::string kernel;
+  std::string location;
+  KernelFn fn;
+  AttrList attrs;
+  std::vector<int> inputs; // -1: absent
+  std::vector<int> outputs;
+};
+
+} // namespace llmc::rt
+
+struct llmc_plan_t {
+  std::atomic<int> refs{1};
+  void *mapping = nullptr;
+  size_t mappingSize = 0;
+  std::vector<llmc::rt::PlanValue> values;
+  std::vector<llmc::rt::PlanOp> ops;
+  std::vector<int> inputs, outputs;
+
+  ~llmc_plan_t();
+  void retain() { refs.fetch_add(1); }
+  void release() {
+    if (refs.fetch_sub(1) == 1)
+      delete this;
+  }
+};
+
+namespace llmc::rt {
+// Verifies `data` (a whole plan file) and fills `plan`. Returns NULL on success.
+llmc_status parsePlan(const void *data, size_t size, bool verifyWeights, llmc_plan_t &plan);
+} // namespace llmc::rt
