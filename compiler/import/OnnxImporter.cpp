@@ -1,0 +1,280 @@
+// The importer's driver: parse the ModelProto, check it, build func.func @main.
+#include "OnnxImporter.h"
+
+#include "ImporterInternal.h"
+#include "llmc/Dialect/LlmcDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Diagnostics.h"
+
+#include <google/protobuf/io/coded_stream.h>
+
+#include <fstream>
+#include <map>
+#include <sstream>
+
+using namespace mlir;
+namespace fs = std::filesystem;
+
+namespace llmc {
+
+int64_t maxSupportedOpset() { return 24; }
+
+std::string parseInputShapes(const std::string &spec, ImportOptions &options) {
+  std::stringstream items(spec);
+  std::string item;
+  while (std::getline(items, item, ',')) {
+    if (item.empty())
+      continue;
+    auto eq = item.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == item.size())
+      return "bad --input-shape item '" + item + "': expected NAME=DIMS (e.g. input_ids=1x16) or DIM=N";
+    std::string name = item.substr(0, eq), dims = item.substr(eq + 1);
+    std::vector<int64_t> shape;
+    std::stringstream parts(dims);
+    std::string part;
+    while (std::getline(parts, part, 'x')) {
+      try {
+        size_t used = 0;
+        long long v = std::stoll(part, &used);
+        if (used != part.size() || v < 0)
+          throw std::invalid_argument(part);
+        shape.push_back(v);
+      } catch (const std::exception &) {
+        return "bad dimension '" + part + "' in --input-shape item '" + item + "'";
+      }
+    }
+    options.inputShapes[name] = shape;
+    if (shape.size() == 1)
+      options.dimValues[name] = shape[0];
+  }
+  return {};
+}
+
+namespace {
+
+using importer::NodeContext;
+
+struct GraphImporter {
+  MLIRContext &ctx;
+  const onnx::ModelProto &model;
+  const ImportOptions &options;
+  fs::path modelDir;
+  int64_t opset = 0;
+  std::map<std::string, Value> values;
+  std::string error;
+
+  Location nodeLoc(const onnx::NodeProto &node, int index) {
+    std::string name = node.name().empty() ? node.op_type() + "_" + std::to_string(index) : node.name();
+    return NameLoc::get(StringAttr::get(&ctx, name));
+  }
+
+  // The input's type with the user's static shape or symbol values applied.
+  FailureOr<RankedTensorType> inputType(const onnx::ValueInfoProto &info) {
+    if (!info.type().has_tensor_type()) {
+      error = "graph input '" + info.name() + "' is not a tensor (sequence/optional/map inputs are unsupported)";
+      return failure();
+    }
+    const auto &tt = info.type().tensor_type();
+    Type elem = importer::elementType(&ctx, tt.elem_type());
+    if (!elem) {
+      error = "graph input '" + info.name() + "' has unsupported element type " + importer::onnxTypeName(tt.elem_type());
+      return failure();
+    }
+    SmallVector<int64_t> dims;
+    for (const auto &d : tt.shape().dim()) {
+      if (d.has_dim_value())
+        dims.push_back(d.dim_value());
+      else if (d.has_dim_param() && options.dimValues.count(d.dim_param()))
+        dims.push_back(options.dimValues.at(d.dim_param()));
+      else
+        dims.push_back(ShapedType::kDynamic);
+    }
+    auto given = options.inputShapes.find(info.name());
+    if (given != options.inputShapes.end()) {
+      if (tt.has_shape() && given->second.size() != dims.size()) {
+        error = "--input-shape gives " + std::to_string(given->second.size()) + " dimensions for input '" +
+                info.name() + "', which has rank " + std::to_string(dims.size());
+        return failure();
+      }
+      for (size_t i = 0; i < dims.size(); ++i) {
+        if (dims[i] != ShapedType::kDynamic && dims[i] != given->second[i]) {
+          error = "--input-shape sets dimension " + std::to_string(i) + " of input '" + info.name() + "' to " +
+                  std::to_string(given->second[i]) + ", but the model fixes it to " + std::to_string(dims[i]);
+          return failure();
+        }
+      }
+      dims.assign(given->second.begin(), given->second.end());
+    }
+    return RankedTensorType::get(dims, elem);
+  }
+
+  // Every node's op must have an importer; report all that do not, at once.
+  bool checkSupported(const onnx::GraphProto &graph) {
+    std::string unsupported;
+    int count = 0;
+    for (int i = 0; i < graph.node_size(); ++i) {
+      const onnx::NodeProto &node = graph.node(i);
+      const bool known = (node.domain().empty() || node.domain() == "ai.onnx") &&
+                         importer::findImporter(node.op_type(), opset);
+      if (!known) {
+        ++count;
+        unsupported += "\n  " + node.op_type() + (node.domain().empty() ? "" : " (domain " + node.domain() + ")") +
+                       " in node '" + node.name() + "', opset " + std::to_string(opset);
+      }
+    }
+    if (count)
+      error = std::to_string(count) + " unsupported op" + (count > 1 ? "s" : "") + ":" + unsupported;
+    return count == 0;
+  }
+
+  OwningOpRef<ModuleOp> run() {
+    const onnx::GraphProto &graph = model.graph();
+    for (const auto &imp : model.opset_import())
+      if (imp.domain().empty() || imp.domain() == "ai.onnx")
+        opset = imp.version();
+    if (opset == 0) {
+      error = "the model imports no default-domain opset";
+      return nullptr;
+    }
+    if (opset > maxSupportedOpset()) {
+      error = "the model uses opset " + std::to_string(opset) + ", newer than the newest this importer knows (" +
+              std::to_string(maxSupportedOpset()) + ")";
+      return nullptr;
+    }
+    if (model.functions_size() > 0) {
+      error = "the model has " + std::to_string(model.functions_size()) +
+              " model-local functions; inlining them is not supported yet";
+      return nullptr;
+    }
+    if (!checkSupported(graph))
+      return nullptr;
+
+    OpBuilder builder(&ctx);
+    auto module = ModuleOp::create(UnknownLoc::get(&ctx));
+    std::set<std::string> initializerNames;
+    for (const auto &init : graph.initializer())
+      initializerNames.insert(init.name());
+    SmallVector<Type> argTypes;
+    SmallVector<std::string> argNames;
+    for (const auto &in : graph.input()) {
+      if (initializerNames.count(in.name()))
+        continue; // an initializer listed as an input (old exporters): a constant
+      auto type = inputType(in);
+      if (failed(type))
+        return nullptr;
+      argTypes.push_back(*type);
+      argNames.push_back(in.name());
+    }
+    for (const auto &[name, shape] : options.inputShapes)
+      if (std::find(argNames.begin(), argNames.end(), name) == argNames.end() && shape.size() != 1) {
+        error = "--input-shape names '" + name + "', which is not a graph input";
+        return nullptr;
+      }
+    builder.setInsertionPointToEnd(module.getBody());
+    auto func = func::FuncOp::create(builder, UnknownLoc::get(&ctx), "main", builder.getFunctionType(argTypes, {}));
+    Block *body = func.addEntryBlock();
+    for (size_t i = 0; i < argNames.size(); ++i) {
+      func.setArgAttr(i, "llmc.name", builder.getStringAttr(argNames[i]));
+      values[argNames[i]] = body->getArgument(i);
+    }
+    builder.setInsertionPointToEnd(body);
+    for (const auto &init : graph.initializer()) {
+      ElementsAttr attr = importer::tensorToAttr(&ctx, init, modelDir, error);
+      if (!attr)
+        return nullptr;
+      values[init.name()] = ConstantOp::create(builder, NameLoc::get(builder.getStringAttr(init.name())),
+                                               cast<RankedTensorType>(attr.getType()), attr);
+    }
+    for (int i = 0; i < graph.node_size(); ++i)
+      if (!importNode(builder, graph.node(i), i))
+        return nullptr;
+    SmallVector<Value> results;
+    SmallVector<Type> resultTypes;
+    for (const auto &out : graph.output()) {
+      auto it = values.find(out.name());
+      if (it == values.end() || !it->second) {
+        error = "graph output '" + out.name() + "' is never produced";
+        return nullptr;
+      }
+      results.push_back(it->second);
+      resultTypes.push_back(it->second.getType());
+    }
+    func::ReturnOp::create(builder, UnknownLoc::get(&ctx), results);
+    func.setFunctionType(builder.getFunctionType(argTypes, resultTypes));
+    for (int i = 0; i < graph.output_size(); ++i)
+      func.setResultAttr(i, "llmc.name", builder.getStringAttr(graph.output(i).name()));
+    return module;
+  }
+
+  bool importNode(OpBuilder &builder, const onnx::NodeProto &node, int index) {
+    Location loc = nodeLoc(node, index);
+    NodeContext nc{builder, loc, node, opset, {}, modelDir, {}};
+    const std::string where = "node '" + cast<NameLoc>(loc).getName().str() + "' (" + node.op_type() + ")";
+    for (const std::string &name : node.input()) {
+      if (name.empty()) {
+        nc.inputs.push_back(Value());
+        continue;
+      }
+      auto it = values.find(name);
+      if (it == values.end()) {
+        error = where + " reads '" + name + "', which no node, graph input or initializer produces";
+        return false;
+      }
+      if (!it->second) {
+        error = where + " reads '" + name + "', an output its producer does not support";
+        return false;
+      }
+      nc.inputs.push_back(it->second);
+    }
+    // Type-inference diagnostics from op creation become this node's error.
+    std::string diagnostic;
+    ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &diag) {
+      if (diag.getSeverity() == DiagnosticSeverity::Error && diagnostic.empty())
+        diagnostic = diag.str();
+      return success();
+    });
+    auto outputs = importer::findImporter(node.op_type(), opset)(nc);
+    if (failed(outputs)) {
+      error = where + ": " + (!nc.error.empty() ? nc.error : diagnostic.empty() ? "import failed" : diagnostic);
+      return false;
+    }
+    for (int i = 0; i < node.output_size(); ++i) {
+      if (node.output(i).empty())
+        continue;
+      values[node.output(i)] = size_t(i) < outputs->size() ? (*outputs)[i] : Value();
+    }
+    return true;
+  }
+};
+
+} // namespace
+
+OwningOpRef<ModuleOp> importOnnxFile(MLIRContext &context, const std::string &path, const ImportOptions &options,
+                                     std::string &error) {
+  context.loadDialect<LlmcDialect, func::FuncDialect>();
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    error = "cannot open '" + path + "'";
+    return nullptr;
+  }
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  onnx::ModelProto model;
+  google::protobuf::io::CodedInputStream stream(reinterpret_cast<const uint8_t *>(bytes.data()), int(bytes.size()));
+  stream.SetTotalBytesLimit(INT32_MAX);
+  if (bytes.empty() || !model.ParseFromCodedStream(&stream) || !stream.ConsumedEntireMessage()) {
+    error = "'" + path + "' is not a valid ONNX model (protobuf parsing failed: truncated or not ONNX)";
+    return nullptr;
+  }
+  if (model.ir_version() <= 0 || !model.has_graph() || model.graph().output_size() == 0) {
+    error = "'" + path + "' is not an ONNX model (no IR version or no graph with outputs)";
+    return nullptr;
+  }
+  GraphImporter importer{context, model, options, fs::absolute(path).parent_path(), 0, {}, {}};
+  OwningOpRef<ModuleOp> module = importer.run();
+  if (!module)
+    error = importer.error;
+  return module;
+}
+
+} // namespace llmc

@@ -1,0 +1,32 @@
+// ONNX -> llmc dialect importer.
+#pragma once
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace llmc {
+
+struct ImportOptions {
+  // Static shapes for graph inputs, by input name ("input_ids" -> {1, 16}).
+  std::map<std::string, std::vector<int64_t>> inputShapes;
+  // Values for symbolic dimensions, by dim_param name ("seq" -> 16).
+  std::map<std::string, int64_t> dimValues;
+};
+
+// Parses "name=1x16,other=2x3" or "seq=16" items into `options`; returns an error message or "".
+std::string parseInputShapes(const std::string &spec, ImportOptions &options);
+
+// Imports the ONNX model at `path` into a module holding `func.func @main`. Initializers become
+// llmc.constant ops whose bytes live in resource blobs, never in IR text. On failure returns
+// null and sets `error` to a message naming the problem (all unsupported ops at once).
+mlir::OwningOpRef<mlir::ModuleOp> importOnnxFile(mlir::MLIRContext &context, const std::string &path,
+                                                 const ImportOptions &options, std::string &error);
+
+// The newest default-domain opset this importer knows.
+int64_t maxSupportedOpset();
+
+} // namespace llmc

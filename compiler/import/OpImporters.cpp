@@ -1,0 +1,376 @@
+// The op table: one importer per ONNX op type (default domain, opsets 13 and newer). Most ops
+// map directly to one llmc op; the rest have a function below. Adding an op is adding an entry.
+#include "ImporterInternal.h"
+
+#include <cstring>
+
+using namespace mlir;
+
+namespace llmc::importer {
+namespace {
+
+enum class AttrKind { Int, Float, Ints, String };
+struct AttrSpec {
+  const char *name;
+  AttrKind kind;
+};
+
+struct DirectOp {
+  const char *onnx;
+  const char *llmc;
+  std::initializer_list<AttrSpec> attrs;
+};
+
+// ONNX ops that map to one llmc op with the same operands and attribute names.
+const DirectOp kDirectOps[] = {
+    {"Add", "llmc.add", {}},
+    {"Sub", "llmc.sub", {}},
+    {"Mul", "llmc.mul", {}},
+    {"Div", "llmc.div", {}},
+    {"Pow", "llmc.pow", {}},
+    {"And", "llmc.and", {}},
+    {"Or", "llmc.or", {}},
+    {"Xor", "llmc.xor", {}},
+    {"Equal", "llmc.equal", {}},
+    {"Less", "llmc.less", {}},
+    {"LessOrEqual", "llmc.less_equal", {}},
+    {"Greater", "llmc.greater", {}},
+    {"GreaterOrEqual", "llmc.greater_equal", {}},
+    {"Neg", "llmc.neg", {}},
+    {"Abs", "llmc.abs", {}},
+    {"Sqrt", "llmc.sqrt", {}},
+    {"Reciprocal", "llmc.reciprocal", {}},
+    {"Exp", "llmc.exp", {}},
+    {"Log", "llmc.log", {}},
+    {"Tanh", "llmc.tanh", {}},
+    {"Erf", "llmc.erf", {}},
+    {"Sigmoid", "llmc.sigmoid", {}},
+    {"Relu", "llmc.relu", {}},
+    {"Cos", "llmc.cos", {}},
+    {"Sin", "llmc.sin", {}},
+    {"Floor", "llmc.floor", {}},
+    {"Ceil", "llmc.ceil", {}},
+    {"Not", "llmc.not", {}},
+    {"IsNaN", "llmc.is_nan", {}},
+    {"Gelu", "llmc.gelu", {{"approximate", AttrKind::String}}},
+    {"Where", "llmc.where", {}},
+    {"Identity", "llmc.identity", {}},
+    {"MatMul", "llmc.matmul", {}},
+    {"Gemm",
+     "llmc.gemm",
+     {{"alpha", AttrKind::Float}, {"beta", AttrKind::Float}, {"transA", AttrKind::Int}, {"transB", AttrKind::Int}}},
+    {"Softmax", "llmc.softmax", {{"axis", AttrKind::Int}}},
+    {"LogSoftmax", "llmc.log_softmax", {{"axis", AttrKind::Int}}},
+    {"LayerNormalization", "llmc.layer_norm", {{"axis", AttrKind::Int}, {"epsilon", AttrKind::Float}}},
+    {"RMSNormalization", "llmc.rms_norm", {{"axis", AttrKind::Int}, {"epsilon", AttrKind::Float}}},
+    {"CumSum", "llmc.cumsum", {{"exclusive", AttrKind::Int}, {"reverse", AttrKind::Int}}},
+    {"Shape", "llmc.shape", {{"start", AttrKind::Int}, {"end", AttrKind::Int}}},
+    {"Reshape", "llmc.reshape", {{"allowzero", AttrKind::Int}}},
+    {"Flatten", "llmc.flatten", {{"axis", AttrKind::Int}}},
+    {"Transpose", "llmc.transpose", {{"perm", AttrKind::Ints}}},
+    {"Concat", "llmc.concat", {{"axis", AttrKind::Int}}},
+    {"Gather", "llmc.gather", {{"axis", AttrKind::Int}}},
+    {"GatherElements", "llmc.gather_elements", {{"axis", AttrKind::Int}}},
+    {"GatherND", "llmc.gather_nd", {{"batch_dims", AttrKind::Int}}},
+    {"Expand", "llmc.expand", {}},
+    {"Range", "llmc.range", {}},
+    {"Trilu", "llmc.trilu", {{"upper", AttrKind::Int}}},
+};
+
+const DirectOp *findDirect(const std::string &opType) {
+  for (const DirectOp &op : kDirectOps)
+    if (opType == op.onnx)
+      return &op;
+  return nullptr;
+}
+
+// Present inputs, with trailing absent ones dropped; fails on an absent input in the middle.
+FailureOr<SmallVector<Value>> presentInputs(NodeContext &nc) {
+  SmallVector<Value> operands(nc.inputs);
+  while (!operands.empty() && !operands.back())
+    operands.pop_back();
+  for (Value v : operands)
+    if (!v) {
+      (void)nc.fail("an optional input in the middle is absent; not supported");
+      return failure();
+    }
+  return operands;
+}
+
+FailureOr<SmallVector<Value>> importDirect(NodeContext &nc) {
+  const DirectOp *op = findDirect(nc.node.op_type());
+  auto operands = presentInputs(nc);
+  if (failed(operands))
+    return failure();
+  Builder &b = nc.builder;
+  SmallVector<NamedAttribute> attrs;
+  for (const AttrSpec &spec : op->attrs) {
+    const onnx::AttributeProto *a = nc.attr(spec.name);
+    if (!a)
+      continue;
+    Attribute value;
+    switch (spec.kind) {
+    case AttrKind::Int: value = b.getI64IntegerAttr(a->i()); break;
+    case AttrKind::Float: value = b.getF32FloatAttr(a->f()); break;
+    case AttrKind::Ints: value = b.getDenseI64ArrayAttr(SmallVector<int64_t>(a->ints().begin(), a->ints().end())); break;
+    case AttrKind::String: value = b.getStringAttr(a->s()); break;
+    }
+    attrs.push_back(b.getNamedAttr(spec.name, value));
+  }
+  return nc.create(op->llmc, *operands, attrs);
+}
+
+FailureOr<SmallVector<Value>> one(FailureOr<Value> v) {
+  if (failed(v))
+    return failure();
+  return SmallVector<Value>{*v};
+}
+
+// Max, Min, Sum, Mean: variadic, folded pairwise.
+FailureOr<SmallVector<Value>> importVariadic(NodeContext &nc) {
+  const std::string &t = nc.node.op_type();
+  const char *name = t == "Max" ? "llmc.max" : t == "Min" ? "llmc.min" : "llmc.add";
+  auto operands = presentInputs(nc);
+  if (failed(operands) || operands->empty())
+    return nc.fail("needs at least one input"), failure();
+  Value acc = (*operands)[0];
+  for (size_t i = 1; i < operands->size(); ++i) {
+    auto next = nc.create1(name, {acc, (*operands)[i]});
+    if (failed(next))
+      return failure();
+    acc = *next;
+  }
+  if (t == "Mean" && operands->size() > 1) {
+    auto type = cast<RankedTensorType>(acc.getType());
+    auto scalar = RankedTensorType::get({}, type.getElementType());
+    if (!isa<FloatType>(type.getElementType()))
+      return nc.fail("Mean needs float inputs"), failure();
+    auto count = nc.create1("llmc.constant", {},
+                            {nc.builder.getNamedAttr("value", DenseElementsAttr::get(scalar, FloatAttr::get(
+                                                                  type.getElementType(), double(operands->size())).getValue()))});
+    if (failed(count))
+      return failure();
+    return one(nc.create1("llmc.div", {acc, *count}));
+  }
+  return SmallVector<Value>{acc};
+}
+
+FailureOr<SmallVector<Value>> importCast(NodeContext &nc) {
+  Type to;
+  if (nc.node.op_type() == "CastLike") {
+    if (!nc.input(1))
+      return nc.fail("CastLike needs a target input"), failure();
+    to = cast<RankedTensorType>(nc.input(1).getType()).getElementType();
+  } else {
+    int64_t t = nc.attrInt("to", 0);
+    to = elementType(nc.ctx(), int(t));
+    if (!to)
+      return nc.fail(std::string("cast to unsupported element type ") + onnxTypeName(int(t))), failure();
+  }
+  return one(nc.create1("llmc.cast", {nc.input(0)}, {nc.builder.getNamedAttr("to", TypeAttr::get(to))}));
+}
+
+FailureOr<SmallVector<Value>> importDropout(NodeContext &nc) {
+  if (nc.node.output_size() > 1 && !nc.node.output(1).empty())
+    return nc.fail("Dropout's mask output is not supported (inference only)"), failure();
+  return SmallVector<Value>{nc.input(0)};
+}
+
+FailureOr<SmallVector<Value>> importConstant(NodeContext &nc) {
+  Builder &b = nc.builder;
+  ElementsAttr value;
+  if (const auto *a = nc.attr("value")) {
+    value = tensorToAttr(nc.ctx(), a->t(), nc.modelDir, nc.error);
+    if (!value)
+      return failure();
+  } else if (const auto *a = nc.attr("value_float")) {
+    value = DenseElementsAttr::get(RankedTensorType::get({}, b.getF32Type()), a->f());
+  } else if (const auto *a = nc.attr("value_floats")) {
+    SmallVector<float> v(a->floats().begin(), a->floats().end());
+    value = DenseElementsAttr::get(RankedTensorType::get({int64_t(v.size())}, b.getF32Type()), ArrayRef<float>(v));
+  } else if (const auto *a = nc.attr("value_int")) {
+    value = DenseElementsAttr::get(RankedTensorType::get({}, b.getI64Type()), a->i());
+  } else if (const auto *a = nc.attr("value_ints")) {
+    SmallVector<int64_t> v(a->ints().begin(), a->ints().end());
+    value = DenseElementsAttr::get(RankedTensorType::get({int64_t(v.size())}, b.getI64Type()), ArrayRef<int64_t>(v));
+  } else {
+    return nc.fail("Constant without a supported value attribute"), failure();
+  }
+  return one(nc.create1("llmc.constant", {}, {b.getNamedAttr("value", value)}));
+}
+
+FailureOr<SmallVector<Value>> importConstantOfShape(NodeContext &nc) {
+  Builder &b = nc.builder;
+  Type dtype = b.getF32Type();
+  double value = 0;
+  if (const auto *a = nc.attr("value")) {
+    ElementsAttr attr = tensorToAttr(nc.ctx(), a->t(), nc.modelDir, nc.error);
+    auto dense = dyn_cast_or_null<DenseElementsAttr>(attr);
+    if (!dense || dense.getNumElements() != 1)
+      return nc.fail("ConstantOfShape's value must be a one-element tensor"), failure();
+    dtype = dense.getElementType();
+    if (isa<FloatType>(dtype))
+      value = (*dense.getValues<APFloat>().begin()).convertToDouble();
+    else if (dtype.isInteger(1))
+      value = (*dense.getValues<bool>().begin()) ? 1 : 0;
+    else
+      value = double((*dense.getValues<APInt>().begin()).getSExtValue());
+  }
+  return one(nc.create1("llmc.constant_of_shape", {nc.input(0)},
+                        {b.getNamedAttr("dtype", TypeAttr::get(dtype)), b.getNamedAttr("value", b.getF64FloatAttr(value))}));
+}
+
+// Reads a constant integer input (e.g. axes) or, for older opsets, an attribute of that name.
+FailureOr<SmallVector<int64_t>> intsFromInputOrAttr(NodeContext &nc, size_t input, const char *name, bool &present) {
+  present = false;
+  if (Value v = nc.input(input)) {
+    auto ints = nc.constantInts(v);
+    if (!ints)
+      return nc.fail(std::string("'") + name + "' must be a constant (data-dependent " + name +
+                     " are not supported yet)"),
+             failure();
+    present = true;
+    return *ints;
+  }
+  if (auto a = nc.attrInts(name)) {
+    present = true;
+    return SmallVector<int64_t>(a->begin(), a->end());
+  }
+  return SmallVector<int64_t>{};
+}
+
+FailureOr<SmallVector<Value>> importSqueezeLike(NodeContext &nc) {
+  bool present;
+  auto axes = intsFromInputOrAttr(nc, 1, "axes", present);
+  if (failed(axes))
+    return failure();
+  const bool unsqueeze = nc.node.op_type() == "Unsqueeze";
+  if (unsqueeze && axes->empty())
+    return nc.fail("Unsqueeze needs axes"), failure();
+  return one(nc.create1(unsqueeze ? "llmc.unsqueeze" : "llmc.squeeze", {nc.input(0)},
+                        {nc.builder.getNamedAttr("axes", nc.builder.getDenseI64ArrayAttr(*axes))}));
+}
+
+FailureOr<SmallVector<Value>> importReduce(NodeContext &nc) {
+  static const std::pair<const char *, const char *> kNames[] = {
+      {"ReduceSum", "llmc.reduce_sum"},   {"ReduceMean", "llmc.reduce_mean"},
+      {"ReduceMax", "llmc.reduce_max"},   {"ReduceMin", "llmc.reduce_min"},
+      {"ReduceProd", "llmc.reduce_prod"}, {"ReduceSumSquare", "llmc.reduce_sum_square"},
+      {"ReduceL2", "llmc.reduce_l2"}};
+  const char *name = nullptr;
+  for (auto [onnxName, llmcName] : kNames)
+    if (nc.node.op_type() == onnxName)
+      name = llmcName;
+  bool present;
+  auto axes = intsFromInputOrAttr(nc, 1, "axes", present);
+  if (failed(axes))
+    return failure();
+  Builder &b = nc.builder;
+  return one(nc.create1(name, {nc.input(0)},
+                        {b.getNamedAttr("axes", b.getDenseI64ArrayAttr(*axes)),
+                         b.getNamedAttr("keepdims", b.getI64IntegerAttr(nc.attrInt("keepdims", 1))),
+                         b.getNamedAttr("noop_with_empty_axes",
+                                        b.getI64IntegerAttr(nc.attrInt("noop_with_empty_axes", 0)))}));
+}
+
+FailureOr<SmallVector<Value>> importSlice(NodeContext &nc) {
+  auto starts = nc.constantInts(nc.input(1)), ends = nc.constantInts(nc.input(2));
+  if (!starts || !ends)
+    return nc.fail("starts and ends must be constants (data-dependent slicing is not supported yet)"), failure();
+  SmallVector<int64_t> axes, steps;
+  if (nc.input(3)) {
+    auto a = nc.constantInts(nc.input(3));
+    if (!a)
+      return nc.fail("axes must be a constant"), failure();
+    axes = *a;
+  } else {
+    for (size_t i = 0; i < starts->size(); ++i)
+      axes.push_back(int64_t(i));
+  }
+  if (nc.input(4)) {
+    auto s = nc.constantInts(nc.input(4));
+    if (!s)
+      return nc.fail("steps must be a constant"), failure();
+    steps = *s;
+  } else {
+    steps.assign(starts->size(), 1);
+  }
+  Builder &b = nc.builder;
+  return one(nc.create1("llmc.slice", {nc.input(0)},
+                        {b.getNamedAttr("starts", b.getDenseI64ArrayAttr(*starts)),
+                         b.getNamedAttr("ends", b.getDenseI64ArrayAttr(*ends)),
+                         b.getNamedAttr("axes", b.getDenseI64ArrayAttr(axes)),
+                         b.getNamedAttr("steps", b.getDenseI64ArrayAttr(steps))}));
+}
+
+FailureOr<SmallVector<Value>> importSplit(NodeContext &nc) {
+  auto type = cast<RankedTensorType>(nc.input(0).getType());
+  const int64_t rank = type.getRank();
+  int64_t axis = nc.attrInt("axis", 0);
+  if (axis < -rank || axis >= rank)
+    return nc.fail("axis out of range"), failure();
+  if (axis < 0)
+    axis += rank;
+  bool present;
+  auto sizes = intsFromInputOrAttr(nc, 1, "split", present);
+  if (failed(sizes))
+    return failure();
+  if (!present) {
+    const int64_t parts = nc.attrInt("num_outputs", nc.node.output_size());
+    const int64_t dim = type.getDimSize(axis);
+    if (ShapedType::isDynamic(dim))
+      return nc.fail("splitting a dynamic dimension into equal parts is not supported yet"), failure();
+    if (parts <= 0)
+      return nc.fail("num_outputs must be positive"), failure();
+    const int64_t chunk = (dim + parts - 1) / parts;
+    for (int64_t i = 0, left = dim; i < parts; ++i, left -= chunk)
+      sizes->push_back(std::max<int64_t>(0, std::min(chunk, left)));
+  }
+  Builder &b = nc.builder;
+  return nc.create("llmc.split", {nc.input(0)},
+                   {b.getNamedAttr("axis", b.getI64IntegerAttr(axis)),
+                    b.getNamedAttr("split", b.getDenseI64ArrayAttr(*sizes))});
+}
+
+struct Entry {
+  const char *opType;
+  ImportFn fn;
+};
+
+const Entry kCustom[] = {
+    {"Max", importVariadic},
+    {"Min", importVariadic},
+    {"Sum", importVariadic},
+    {"Mean", importVariadic},
+    {"Cast", importCast},
+    {"CastLike", importCast},
+    {"Dropout", importDropout},
+    {"Constant", importConstant},
+    {"ConstantOfShape", importConstantOfShape},
+    {"Squeeze", importSqueezeLike},
+    {"Unsqueeze", importSqueezeLike},
+    {"ReduceSum", importReduce},
+    {"ReduceMean", importReduce},
+    {"ReduceMax", importReduce},
+    {"ReduceMin", importReduce},
+    {"ReduceProd", importReduce},
+    {"ReduceSumSquare", importReduce},
+    {"ReduceL2", importReduce},
+    {"Slice", importSlice},
+    {"Split", importSplit},
+};
+
+} // namespace
+
+ImportFn findImporter(const std::string &opType, int64_t opset) {
+  if (opset < 13)
+    return nullptr; // older opsets have other semantics for several ops
+  for (const Entry &e : kCustom)
+    if (opType == e.opType)
+      return e.fn;
+  if (findDirect(opType))
+    return importDirect;
+  return nullptr;
+}
+
+} // namespace llmc::importer

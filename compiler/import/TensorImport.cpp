@@ -1,0 +1,184 @@
+// ONNX TensorProto -> MLIR elements attribute, for every storage form.
+#include "ImporterInternal.h"
+
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
+
+#include <cstring>
+#include <fstream>
+
+using namespace mlir;
+namespace fs = std::filesystem;
+
+namespace llmc::importer {
+
+Type elementType(MLIRContext *ctx, int t) {
+  switch (t) {
+  case onnx::TensorProto::FLOAT: return Float32Type::get(ctx);
+  case onnx::TensorProto::FLOAT16: return Float16Type::get(ctx);
+  case onnx::TensorProto::DOUBLE: return Float64Type::get(ctx);
+  case onnx::TensorProto::INT64: return IntegerType::get(ctx, 64);
+  case onnx::TensorProto::INT32: return IntegerType::get(ctx, 32);
+  case onnx::TensorProto::INT8: return IntegerType::get(ctx, 8);
+  case onnx::TensorProto::UINT8: return IntegerType::get(ctx, 8, IntegerType::Unsigned);
+  case onnx::TensorProto::BOOL: return IntegerType::get(ctx, 1);
+  default: return {};
+  }
+}
+
+const char *onnxTypeName(int t) {
+  return onnx::TensorProto::DataType_IsValid(t)
+             ? onnx::TensorProto::DataType_Name(static_cast<onnx::TensorProto::DataType>(t)).c_str()
+             : "UNKNOWN";
+}
+
+namespace {
+
+size_t byteWidth(int t) {
+  switch (t) {
+  case onnx::TensorProto::FLOAT:
+  case onnx::TensorProto::INT32: return 4;
+  case onnx::TensorProto::DOUBLE:
+  case onnx::TensorProto::INT64: return 8;
+  case onnx::TensorProto::FLOAT16: return 2;
+  default: return 1;
+  }
+}
+
+// Reads `length` bytes at `offset` of the external file named by `location`, which must stay
+// inside the model's folder.
+bool readExternal(const onnx::TensorProto &tensor, const fs::path &modelDir, size_t expected,
+                  std::vector<char> &bytes, std::string &error) {
+  std::string location;
+  int64_t offset = 0, length = -1;
+  for (const auto &entry : tensor.external_data()) {
+    try {
+      if (entry.key() == "location")
+        location = entry.value();
+      else if (entry.key() == "offset")
+        offset = std::stoll(entry.value());
+      else if (entry.key() == "length")
+        length = std::stoll(entry.value());
+    } catch (const std::exception &) {
+      error = "initializer '" + tensor.name() + "' has a malformed external_data entry '" + entry.key() + "'";
+      return false;
+    }
+  }
+  if (location.empty()) {
+    error = "initializer '" + tensor.name() + "' has external data without a location";
+    return false;
+  }
+  std::error_code ec;
+  const fs::path base = fs::weakly_canonical(modelDir, ec);
+  const fs::path file = fs::weakly_canonical(modelDir / location, ec);
+  auto rel = file.lexically_relative(base);
+  if (fs::path(location).is_absolute() || rel.empty() || *rel.begin() == "..") {
+    error = "initializer '" + tensor.name() + "': external data location '" + location +
+            "' leaves the model's folder; refused";
+    return false;
+  }
+  std::ifstream in(file, std::ios::binary);
+  if (!in) {
+    error = "initializer '" + tensor.name() + "': cannot open external data file '" + file.string() + "'";
+    return false;
+  }
+  in.seekg(0, std::ios::end);
+  const int64_t fileSize = int64_t(in.tellg());
+  if (length < 0)
+    length = fileSize - offset;
+  if (offset < 0 || offset > fileSize || length > fileSize - offset || size_t(length) != expected) {
+    error = "initializer '" + tensor.name() + "': external data range (offset " + std::to_string(offset) +
+            ", length " + std::to_string(length) + ") does not fit '" + location + "' (" +
+            std::to_string(fileSize) + " bytes) or the tensor (" + std::to_string(expected) + " bytes)";
+    return false;
+  }
+  bytes.resize(size_t(length));
+  in.seekg(offset);
+  in.read(bytes.data(), length);
+  if (!in) {
+    error = "initializer '" + tensor.name() + "': reading external data failed";
+    return false;
+  }
+  return true;
+}
+
+template <typename Src, typename Dst> void packField(const Src &field, std::vector<char> &bytes) {
+  bytes.resize(size_t(field.size()) * sizeof(Dst));
+  for (int i = 0; i < field.size(); ++i) {
+    Dst v = static_cast<Dst>(field.Get(i));
+    std::memcpy(bytes.data() + size_t(i) * sizeof(Dst), &v, sizeof(Dst));
+  }
+}
+
+// Bytes from the typed repeated fields.
+bool readTypedFields(const onnx::TensorProto &t, std::vector<char> &bytes) {
+  switch (t.data_type()) {
+  case onnx::TensorProto::FLOAT: packField<decltype(t.float_data()), float>(t.float_data(), bytes); return true;
+  case onnx::TensorProto::DOUBLE: packField<decltype(t.double_data()), double>(t.double_data(), bytes); return true;
+  case onnx::TensorProto::INT64: packField<decltype(t.int64_data()), int64_t>(t.int64_data(), bytes); return true;
+  case onnx::TensorProto::INT32: packField<decltype(t.int32_data()), int32_t>(t.int32_data(), bytes); return true;
+  case onnx::TensorProto::FLOAT16: packField<decltype(t.int32_data()), uint16_t>(t.int32_data(), bytes); return true;
+  case onnx::TensorProto::INT8: packField<decltype(t.int32_data()), int8_t>(t.int32_data(), bytes); return true;
+  case onnx::TensorProto::UINT8:
+  case onnx::TensorProto::BOOL: packField<decltype(t.int32_data()), uint8_t>(t.int32_data(), bytes); return true;
+  default: return false;
+  }
+}
+
+std::string blobName(const std::string &name) {
+  std::string out;
+  for (char c : name)
+    out += (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.') ? c : '_';
+  return out.empty() ? "weight" : out;
+}
+
+} // namespace
+
+ElementsAttr tensorToAttr(MLIRContext *ctx, const onnx::TensorProto &tensor, const fs::path &modelDir,
+                         std::string &error) {
+  Type elem = elementType(ctx, tensor.data_type());
+  if (!elem) {
+    error = "tensor '" + tensor.name() + "' has unsupported element type " + onnxTypeName(tensor.data_type());
+    return {};
+  }
+  SmallVector<int64_t> dims;
+  int64_t numel = 1;
+  for (int64_t d : tensor.dims()) {
+    if (d < 0) {
+      error = "tensor '" + tensor.name() + "' has a negative dimension";
+      return {};
+    }
+    dims.push_back(d);
+    numel *= d;
+  }
+  const size_t expected = size_t(numel) * byteWidth(tensor.data_type());
+  std::vector<char> bytes;
+  if (tensor.data_location() == onnx::TensorProto::EXTERNAL) {
+    if (!readExternal(tensor, modelDir, expected, bytes, error))
+      return {};
+  } else if (tensor.has_raw_data()) {
+    bytes.assign(tensor.raw_data().begin(), tensor.raw_data().end());
+  } else if (!readTypedFields(tensor, bytes)) {
+    error = "tensor '" + tensor.name() + "' stores its data in an unsupported form";
+    return {};
+  }
+  if (bytes.size() != expected) {
+    error = "tensor '" + tensor.name() + "' holds " + std::to_string(bytes.size()) + " bytes, expected " +
+            std::to_string(expected) + " for its shape";
+    return {};
+  }
+  auto type = RankedTensorType::get(dims, elem);
+  if (elem.isInteger(1)) {
+    SmallVector<bool> values(bytes.begin(), bytes.end());
+    return DenseElementsAttr::get(type, values);
+  }
+  // Small tensors (and the integer tensors that carry shapes) stay inline so folding sees them;
+  // everything else lives in a resource blob that IR printing elides.
+  const bool inlineIt = numel <= 16 || (elem.isInteger() && numel <= 4096);
+  if (inlineIt)
+    return DenseElementsAttr::getFromRawBuffer(type, bytes);
+  return DenseResourceElementsAttr::get(type, blobName(tensor.name()),
+                                        HeapAsmResourceBlob::allocateAndCopyWithAlign(bytes, 64));
+}
+
+} // namespace llmc::importer

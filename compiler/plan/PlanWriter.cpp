@@ -1,0 +1,280 @@
+#include "PlanWriter.h"
+
+#include "Kernels.h"
+#include "PlanFormat.h"
+#include "llmc/Dialect/KernelBridge.h"
+#include "llmc/Dialect/LlmcDialect.h"
+#include "plan_generated.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseMap.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+using namespace mlir;
+namespace fb = llmc::plan;
+
+namespace llmc {
+namespace {
+
+struct ValueEntry {
+  std::string name;
+  fb::ValueKind kind = fb::ValueKind_Activation;
+  rt::DType dtype = rt::DType::None;
+  std::vector<int64_t> shape;
+  uint64_t weightOffset = 0, weightSize = 0;
+};
+
+struct OpEntry {
+  std::string kernel, location;
+  std::vector<int32_t> inputs, outputs;
+  rt::AttrList attrs;
+};
+
+std::string locationName(Location loc) {
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return name.getName().str();
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    for (Location inner : fused.getLocations())
+      if (auto name = locationName(inner); !name.empty())
+        return name;
+  return {};
+}
+
+struct Emitter {
+  std::vector<ValueEntry> values;
+  std::vector<OpEntry> ops;
+  std::vector<int32_t> inputs, outputs;
+  std::vector<char> weights;
+  llvm::DenseMap<Value, int32_t> index;
+  std::string error;
+
+  FailureOr<int32_t> addValue(Value v, std::string name, fb::ValueKind kind, Operation *where) {
+    auto type = dyn_cast<RankedTensorType>(v.getType());
+    if (!type || !type.hasStaticShape()) {
+      error = "value '" + name + "' has no static shape (" + (type ? "dynamic" : "unranked") +
+              "); give static input shapes with --input-shape";
+      return failure();
+    }
+    ValueEntry e;
+    e.name = std::move(name);
+    e.kind = kind;
+    e.dtype = toKernelDType(type.getElementType());
+    if (e.dtype == rt::DType::None) {
+      std::string t;
+      llvm::raw_string_ostream os(t);
+      os << type.getElementType();
+      error = "value '" + e.name + "' has element type " + t + ", which the runtime does not support";
+      return failure();
+    }
+    if (type.getRank() > rt::kMaxRank) {
+      error = "value '" + e.name + "' has rank " + std::to_string(type.getRank()) + ", above the runtime's " +
+              std::to_string(rt::kMaxRank);
+      return failure();
+    }
+    e.shape.assign(type.getShape().begin(), type.getShape().end());
+    (void)where;
+    values.push_back(std::move(e));
+    int32_t i = int32_t(values.size() - 1);
+    index[v] = i;
+    return i;
+  }
+
+  LogicalResult addWeight(ConstantOp op) {
+    std::string name = locationName(op.getLoc());
+    auto id = addValue(op.getResult(), name.empty() ? "const" + std::to_string(values.size()) : name,
+                       fb::ValueKind_Weight, op);
+    if (failed(id))
+      return failure();
+    std::vector<char> storage;
+    auto bytes = elementsBytes(op.getValue(), storage);
+    if (failed(bytes)) {
+      error = "constant '" + values[*id].name + "' has data the plan cannot store";
+      return failure();
+    }
+    const size_t offset = (weights.size() + fb::kTensorAlignment - 1) / fb::kTensorAlignment * fb::kTensorAlignment;
+    weights.resize(offset + bytes->size());
+    std::memcpy(weights.data() + offset, bytes->data(), bytes->size());
+    values[*id].weightOffset = offset;
+    values[*id].weightSize = bytes->size();
+    return success();
+  }
+
+  LogicalResult addOp(Operation *op) {
+    OpEntry e;
+    e.kernel = op->getName().stripDialect().str();
+    e.location = locationName(op->getLoc());
+    if (!rt::findKernel(e.kernel)) {
+      error = "op '" + op->getName().getStringRef().str() + "' has no runtime kernel";
+      return failure();
+    }
+    for (Value operand : op->getOperands()) {
+      auto it = index.find(operand);
+      if (it == index.end()) {
+        error = "op '" + e.kernel + "' reads a value defined outside the program";
+        return failure();
+      }
+      e.inputs.push_back(it->second);
+    }
+    for (unsigned i = 0; i < op->getNumResults(); ++i) {
+      std::string name = (e.location.empty() ? e.kernel + std::to_string(ops.size()) : e.location) +
+                         (op->getNumResults() > 1 ? ":" + std::to_string(i) : "");
+      auto id = addValue(op->getResult(i), name, fb::ValueKind_Activation, op);
+      if (failed(id))
+        return failure();
+      e.outputs.push_back(*id);
+    }
+    e.attrs = toKernelAttrs(op);
+    ops.push_back(std::move(e));
+    return success();
+  }
+
+  LogicalResult addOutputs(func::FuncOp func, func::ReturnOp ret) {
+    for (unsigned i = 0; i < ret.getNumOperands(); ++i) {
+      Value v = ret.getOperand(i);
+      auto nameAttr = func.getResultAttrOfType<StringAttr>(i, "llmc.name");
+      std::string name = nameAttr ? nameAttr.str() : "output" + std::to_string(i);
+      int32_t id = index.lookup(v);
+      ValueEntry &entry = values[id];
+      if (entry.kind == fb::ValueKind_Activation) {
+        entry.kind = fb::ValueKind_Output;
+        entry.name = name;
+        outputs.push_back(id);
+        continue;
+      }
+      // An input, a weight or an output already: copy it into a fresh output value.
+      ValueEntry copy = entry;
+      copy.name = name;
+      copy.kind = fb::ValueKind_Output;
+      copy.weightOffset = copy.weightSize = 0;
+      values.push_back(copy);
+      const int32_t out = int32_t(values.size() - 1);
+      ops.push_back(OpEntry{"identity", name, {id}, {out}, {}});
+      outputs.push_back(out);
+    }
+    return success();
+  }
+
+  LogicalResult run(ModuleOp module) {
+    auto func = module.lookupSymbol<func::FuncOp>("main");
+    if (!func || func.getBody().getBlocks().size() != 1) {
+      error = "the module has no single-block func.func @main";
+      return failure();
+    }
+    for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+      auto nameAttr = func.getArgAttrOfType<StringAttr>(i, "llmc.name");
+      auto id = addValue(func.getArgument(i), nameAttr ? nameAttr.str() : "input" + std::to_string(i),
+                         fb::ValueKind_Input, nullptr);
+      if (failed(id))
+        return failure();
+      inputs.push_back(*id);
+    }
+    for (Operation &op : func.getBody().front()) {
+      if (auto c = dyn_cast<ConstantOp>(op)) {
+        if (failed(addWeight(c)))
+          return failure();
+      } else if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+        if (failed(addOutputs(func, ret)))
+          return failure();
+      } else if (isa<LlmcDialect>(op.getDialect())) {
+        if (failed(addOp(&op)))
+          return failure();
+      } else {
+        error = "op '" + op.getName().getStringRef().str() + "' cannot be lowered to the plan";
+        return failure();
+      }
+    }
+    return success();
+  }
+
+  std::vector<uint8_t> program() const {
+    flatbuffers::FlatBufferBuilder b;
+    std::vector<flatbuffers::Offset<fb::Value>> fbValues;
+    for (const ValueEntry &v : values)
+      fbValues.push_back(fb::CreateValue(b, b.CreateString(v.name), v.kind, uint8_t(v.dtype),
+                                         b.CreateVector(v.shape), v.weightOffset, v.weightSize));
+    std::vector<flatbuffers::Offset<fb::Op>> fbOps;
+    for (const OpEntry &op : ops) {
+      std::vector<flatbuffers::Offset<fb::Attr>> attrs;
+      for (const rt::Attr &a : op.attrs.all())
+        attrs.push_back(fb::CreateAttr(b, b.CreateString(a.name), static_cast<fb::AttrKind>(a.kind), a.i, a.f,
+                                       a.kind == rt::Attr::Kind::Ints ? b.CreateVector(a.ints) : 0,
+                                       a.kind == rt::Attr::Kind::Floats ? b.CreateVector(a.floats) : 0,
+                                       a.kind == rt::Attr::Kind::String ? b.CreateString(a.s) : 0));
+      fbOps.push_back(fb::CreateOp(b, b.CreateString(op.kernel), b.CreateVector(op.inputs), b.CreateVector(op.outputs),
+                                   b.CreateVector(attrs), b.CreateString(op.location)));
+    }
+    auto root = fb::CreateProgram(b, b.CreateString("llmc " LLMC_VERSION_STRING), b.CreateVector(fbValues),
+                                  b.CreateVector(fbOps), b.CreateVector(inputs), b.CreateVector(outputs));
+    fb::FinishProgramBuffer(b, root);
+    return std::vector<uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
+  }
+};
+
+bool writeAll(int fd, const void *data, size_t size) {
+  const char *p = static_cast<const char *>(data);
+  while (size > 0) {
+    ssize_t n = ::write(fd, p, size);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return false;
+    p += n;
+    size -= size_t(n);
+  }
+  return true;
+}
+
+} // namespace
+
+std::string writePlan(ModuleOp module, const std::string &path, PlanStats *stats) {
+  Emitter emitter;
+  if (failed(emitter.run(module)))
+    return emitter.error;
+  const std::vector<uint8_t> program = emitter.program();
+
+  fb::Header header{};
+  std::memcpy(header.magic, fb::kMagic, sizeof header.magic);
+  header.formatVersion = fb::kFormatVersion;
+  header.headerSize = sizeof header;
+  header.target = uint32_t(fb::Target::Cpu);
+  header.programOffset = sizeof header;
+  header.programSize = program.size();
+  header.weightsOffset =
+      (header.programOffset + program.size() + fb::kWeightsAlignment - 1) / fb::kWeightsAlignment * fb::kWeightsAlignment;
+  header.weightsSize = emitter.weights.size();
+  header.programChecksum = fb::checksum(program.data(), program.size());
+  header.weightsChecksum = fb::checksum(emitter.weights.data(), emitter.weights.size());
+
+  std::string tmp = path + ".tmp.XXXXXX";
+  int fd = mkstemp(tmp.data());
+  if (fd < 0)
+    return "cannot create '" + tmp + "': " + strerror(errno);
+  const std::vector<char> padding(header.weightsOffset - header.programOffset - program.size(), 0);
+  bool ok = writeAll(fd, &header, sizeof header) && writeAll(fd, program.data(), program.size()) &&
+            writeAll(fd, padding.data(), padding.size()) &&
+            writeAll(fd, emitter.weights.data(), emitter.weights.size()) && fsync(fd) == 0;
+  ok = (::close(fd) == 0) && ok;
+  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::string message = "cannot write '" + path + "': " + strerror(errno);
+    ::unlink(tmp.c_str());
+    return message;
+  }
+  ::chmod(path.c_str(), 0644);
+  if (stats) {
+    stats->kernels = int64_t(emitter.ops.size());
+    stats->weights = 0;
+    for (const ValueEntry &v : emitter.values)
+      stats->weights += v.kind == fb::ValueKind_Weight;
+    stats->weightBytes = emitter.weights.size();
+    stats->fileBytes = header.weightsOffset + header.weightsSize;
+  }
+  return {};
+}
+
+} // namespace llmc

@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""Compiles an ONNX model with llmc, runs it with llmc-run and compares every output with
+ONNX Runtime on the same file and inputs.
+
+    compare_with_ort.py --llmc BIN --llmc-run BIN --model M.onnx --shape input_ids=1x16 [--atol 1e-4]
+
+Integer inputs are drawn from [0, --vocab); an input named *mask* gets ones with the tail of each
+row zeroed (padding). Exits non-zero when an output differs by more than the tolerance.
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnxruntime as ort
+
+
+def make_inputs(session, shapes, vocab, seed):
+    rng = np.random.default_rng(seed)
+    feeds = {}
+    for inp in session.get_inputs():
+        dims = shapes[inp.name]
+        if "int64" in inp.type:
+            if "mask" in inp.name:
+                value = np.ones(dims, dtype=np.int64)
+                if dims[-1] > 2:
+                    value[..., -dims[-1] // 4:] = 0
+            else:
+                value = rng.integers(0, vocab, size=dims, dtype=np.int64)
+        else:
+            value = rng.standard_normal(dims).astype(np.float32)
+        feeds[inp.name] = value
+    return feeds
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--llmc", required=True)
+    p.add_argument("--llmc-run", required=True)
+    p.add_argument("--model", required=True)
+    p.add_argument("--shape", action="append", required=True, help="NAME=DIMS, e.g. input_ids=1x16")
+    p.add_argument("--vocab", type=int, default=512)
+    p.add_argument("--atol", type=float, default=1e-4)
+    p.add_argument("--seed", type=int, default=0)
+    args = p.parse_args()
+
+    shapes = {}
+    for spec in args.shape:
+        name, dims = spec.split("=")
+        shapes[name] = [int(d) for d in dims.split("x")]
+    opts = ort.SessionOptions()
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    session = ort.InferenceSession(args.model, opts, providers=["CPUExecutionProvider"])
+    feeds = make_inputs(session, shapes, args.vocab, args.seed)
+    expected = session.run(None, feeds)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        plan = os.path.join(tmp, "model.llmc")
+        shape_arg = ",".join(f"{k}={'x'.join(map(str, v))}" for k, v in shapes.items())
+        subprocess.run([args.llmc, args.model, "-o", plan, "--input-shape", shape_arg], check=True)
+        cmd = [args.llmc_run, plan, "--quiet", "--atol", str(args.atol), "--rtol", "0"]
+        for name, value in feeds.items():
+            path = os.path.join(tmp, f"in_{name}.npy")
+            np.save(path, value)
+            cmd += ["--input", f"{name}={path}"]
+        for out, value in zip(session.get_outputs(), expected):
+            path = os.path.join(tmp, f"ref_{out.name}.npy")
+            np.save(path, value)
+            cmd += ["--compare", f"{out.name}={path}"]
+        result = subprocess.run(cmd, capture_output=True, text=True)
+        sys.stdout.write(result.stdout)
+        sys.stderr.write(result.stderr)
+        if result.returncode != 0:
+            print(f"FAIL: {os.path.basename(args.model)} {shape_arg} (llmc-run exit {result.returncode})")
+            return 1
+    print(f"PASS: {os.path.basename(args.model)} {shape_arg} within atol {args.atol}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,146 @@
+// llmc: compiles an ONNX model into a plan file.
+//
+//   llmc model.onnx -o model.llmc --input-shape input_ids=1x16
+//
+// Options for IR dumps and pass timing come from MLIR (--mlir-print-ir-after-all,
+// --mlir-timing, ...); --emit=mlir writes the IR after the pipeline instead of a plan.
+#include "OnnxImporter.h"
+#include "Passes.h"
+#include "PlanWriter.h"
+#include "llmc/Dialect/LlmcDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/OperationSupport.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <map>
+
+namespace cl = llvm::cl;
+
+static cl::OptionCategory category("llmc options");
+static cl::opt<std::string> inputFile(cl::Positional, cl::desc("<model.onnx>"), cl::Required, cl::cat(category));
+static cl::opt<std::string> outputFile("o", cl::desc("Output file (default: the model's name with .llmc)"),
+                                       cl::value_desc("file"), cl::cat(category));
+static cl::list<std::string> inputShapes("input-shape",
+                                         cl::desc("Static input shapes: NAME=DIMS (input_ids=1x16) or "
+                                                  "SYMBOL=N (seq=16); repeat or separate with commas"),
+                                         cl::value_desc("spec"), cl::cat(category));
+enum class Emit { Plan, Mlir, Import };
+static cl::opt<Emit> emit("emit", cl::desc("What to write"), cl::init(Emit::Plan),
+                          cl::values(clEnumValN(Emit::Plan, "plan", "the plan file (default)"),
+                                     clEnumValN(Emit::Mlir, "mlir", "the llmc IR after the pipeline"),
+                                     clEnumValN(Emit::Import, "import", "the llmc IR straight from the importer")),
+                          cl::cat(category));
+static cl::opt<bool> printStats("print-stats", cl::desc("Print op counts after import and after the pipeline, "
+                                                        "and the plan's kernel count"),
+                                cl::cat(category));
+
+static std::map<std::string, int> countOps(mlir::ModuleOp module, int &total) {
+  std::map<std::string, int> counts;
+  total = 0;
+  module.walk([&](mlir::Operation *op) {
+    if (op->getDialect() && op->getDialect()->getNamespace() == "llmc") {
+      ++counts[op->getName().getStringRef().str()];
+      ++total;
+    }
+  });
+  return counts;
+}
+
+static void printCounts(const char *title, mlir::ModuleOp module) {
+  int total;
+  auto counts = countOps(module, total);
+  llvm::errs() << title << ": " << total << " ops\n";
+  for (const auto &[name, n] : counts)
+    llvm::errs() << "  " << name << " " << n << "\n";
+}
+
+static int fail(const std::string &message) {
+  llvm::errs() << "llmc: error: " << message << "\n";
+  return 1;
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  mlir::registerAsmPrinterCLOptions();
+  mlir::registerMLIRContextCLOptions();
+  mlir::registerPassManagerCLOptions();
+  mlir::registerDefaultTimingManagerCLOptions();
+  cl::AddExtraVersionPrinter([](llvm::raw_ostream &os) { os << "llmc " LLMC_VERSION_STRING "\n"; });
+  cl::ParseCommandLineOptions(argc, argv, "llmc: compile an ONNX model into an llmc plan\n");
+
+  llmc::ImportOptions options;
+  for (const std::string &spec : inputShapes)
+    if (std::string err = llmc::parseInputShapes(spec, options); !err.empty())
+      return fail(err);
+
+  mlir::MLIRContext context;
+  context.loadDialect<llmc::LlmcDialect, mlir::func::FuncDialect>();
+  // Diagnostics (e.g. from passes) print as one line each, with the node name as location.
+  mlir::ScopedDiagnosticHandler handler(&context, [](mlir::Diagnostic &diag) {
+    std::string where;
+    if (auto name = mlir::dyn_cast<mlir::NameLoc>(diag.getLocation()))
+      where = "node '" + name.getName().str() + "': ";
+    llvm::errs() << "llmc: " << (diag.getSeverity() == mlir::DiagnosticSeverity::Error ? "error: " : "note: ")
+                 << where << diag.str() << "\n";
+    return mlir::success();
+  });
+
+  std::string error;
+  mlir::OwningOpRef<mlir::ModuleOp> module = llmc::importOnnxFile(context, inputFile, options, error);
+  if (!module)
+    return fail(error);
+  if (printStats)
+    printCounts("after import", *module);
+
+  // Large constants print as handles; resource blobs are never written into IR text.
+  mlir::OpPrintingFlags flags;
+  flags.elideLargeElementsAttrs(16).elideLargeResourceString(64);
+  std::string outPath = outputFile;
+  auto writeIR = [&](mlir::ModuleOp m) -> int {
+    if (outPath.empty() || outPath == "-") {
+      m->print(llvm::outs(), flags);
+      return 0;
+    }
+    std::error_code ec;
+    llvm::raw_fd_ostream os(outPath, ec);
+    if (ec)
+      return fail("cannot write '" + outPath + "': " + ec.message());
+    m->print(os, flags);
+    return 0;
+  };
+  if (emit == Emit::Import)
+    return writeIR(*module);
+
+  mlir::PassManager pm(&context);
+  if (mlir::failed(mlir::applyPassManagerCLOptions(pm)))
+    return fail("bad pass manager options");
+  mlir::applyDefaultTimingPassManagerCLOptions(pm);
+  llmc::buildDefaultPipeline(pm, llmc::PipelineOptions{});
+  if (mlir::failed(pm.run(*module)))
+    return 1; // the diagnostic handler printed why
+  if (printStats)
+    printCounts("after the pipeline", *module);
+  if (emit == Emit::Mlir)
+    return writeIR(*module);
+
+  if (outPath.empty()) {
+    llvm::StringRef in(inputFile);
+    in.consume_back(".onnx");
+    outPath = in.str() + ".llmc";
+  }
+  llmc::PlanStats stats;
+  if (std::string err = llmc::writePlan(*module, outPath, &stats); !err.empty())
+    return fail(err);
+  if (printStats)
+    llvm::errs() << "plan: " << stats.kernels << " kernels, " << stats.weights << " weights (" << stats.weightBytes
+                 << " bytes), file " << stats.fileBytes << " bytes\n";
+  return 0;
+}
