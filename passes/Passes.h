@@ -18,8 +18,8 @@ struct PipelineOptions {
   bool verifyStaticShapes = true;
 };
 
-// canonicalize (folds the shape subgraphs through the ops' kernel-backed folders, removes dead
-// code) -> drop identities -> CSE -> canonicalize -> verify static shapes.
+// fold shapes (canonicalization with the ops' kernel-backed folders plus type refinement, to a
+// fixed point; removes dead code) -> drop identities -> CSE -> canonicalize -> verify static shapes.
 void buildDefaultPipeline(mlir::OpPassManager &pm, const PipelineOptions &options);
 
 // Registers every llmc pass and the `llmc-pipeline` pass pipeline.

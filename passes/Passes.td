@@ -37,4 +37,31 @@ def LlmcDropIdentities : Pass<"llmc-drop-identities", "mlir::func::FuncOp"> {
   }];
 }
 
+def LlmcFoldShapes : Pass<"llmc-fold-shapes", "mlir::func::FuncOp"> {
+  let summary = "Folds shape subgraphs to constants and refines result types to a fixed point";
+  let description = [{
+    Exported transformers compute shapes at run time (Shape, Gather, Concat, Range, Expand,
+    Where, ... chains). With static input shapes those chains are constant: this pass folds
+    every op whose operands are constants (through the ops' kernel-backed folders) and
+    re-infers result types, so a reshape whose target shape just became a constant gets a
+    static result type, which lets the next op fold, until nothing changes. The function's
+    signature is updated to the refined result types.
+
+    Before:
+    ```mlir
+    %s = llmc.shape %x : (tensor<1x16xi64>) -> tensor<2xi64>
+    %r = llmc.reshape %y, %s : (tensor<16xf32>, tensor<2xi64>) -> tensor<?x?xf32>
+    ```
+    After:
+    ```mlir
+    %c = llmc.constant dense<[1, 16]> : tensor<2xi64>
+    %r = llmc.reshape %y, %c : (tensor<16xf32>, tensor<2xi64>) -> tensor<1x16xf32>
+    ```
+  }];
+  let options = [
+    Option<"maxIterations", "max-iterations", "unsigned", /*default=*/"16",
+           "Upper bound on fold/refine rounds">
+  ];
+}
+
 #endif // LLMC_PASSES_TD

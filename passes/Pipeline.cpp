@@ -7,7 +7,7 @@ namespace llmc {
 
 void buildDefaultPipeline(mlir::OpPassManager &pm, const PipelineOptions &options) {
   mlir::OpPassManager &func = pm.nest<mlir::func::FuncOp>();
-  func.addPass(mlir::createCanonicalizerPass());
+  func.addPass(createLlmcFoldShapes());
   func.addPass(createLlmcDropIdentities());
   func.addPass(mlir::createCSEPass());
   func.addPass(mlir::createCanonicalizerPass());

@@ -63,6 +63,7 @@ struct GraphImporter {
   int64_t opset = 0;
   std::map<std::string, Value> values;
   std::string error;
+  std::string dynamicInputs, dynamicExample; // for hints in error messages
 
   Location nodeLoc(const onnx::NodeProto &node, int index) {
     std::string name = node.name().empty() ? node.op_type() + "_" + std::to_string(index) : node.name();
@@ -165,6 +166,14 @@ struct GraphImporter {
         return nullptr;
       argTypes.push_back(*type);
       argNames.push_back(in.name());
+      if (!type->hasStaticShape()) {
+        dynamicInputs += (dynamicInputs.empty() ? "" : ", ") + in.name();
+        if (dynamicExample.empty()) {
+          dynamicExample = in.name() + "=";
+          for (int64_t i = 0; i < type->getRank(); ++i)
+            dynamicExample += (i ? "x" : "") + std::to_string(type->isDynamicDim(i) ? 1 : type->getDimSize(i));
+        }
+      }
     }
     for (const auto &[name, shape] : options.inputShapes)
       if (std::find(argNames.begin(), argNames.end(), name) == argNames.end() && shape.size() != 1) {
@@ -237,6 +246,9 @@ struct GraphImporter {
     auto outputs = importer::findImporter(node.op_type(), opset)(nc);
     if (failed(outputs)) {
       error = where + ": " + (!nc.error.empty() ? nc.error : diagnostic.empty() ? "import failed" : diagnostic);
+      if (!dynamicInputs.empty())
+        error += " (inputs with dynamic dimensions: " + dynamicInputs +
+                 "; give them static shapes with --input-shape, e.g. --input-shape " + dynamicExample + ")";
       return false;
     }
     for (int i = 0; i < node.output_size(); ++i) {
@@ -251,7 +263,7 @@ struct GraphImporter {
 } // namespace
 
 OwningOpRef<ModuleOp> importOnnxFile(MLIRContext &context, const std::string &path, const ImportOptions &options,
-                                     std::string &error) {
+                                     std::string &error, ImportStats *stats) {
   context.loadDialect<LlmcDialect, func::FuncDialect>();
   std::ifstream in(path, std::ios::binary);
   if (!in) {
@@ -270,8 +282,14 @@ OwningOpRef<ModuleOp> importOnnxFile(MLIRContext &context, const std::string &pa
     error = "'" + path + "' is not an ONNX model (no IR version or no graph with outputs)";
     return nullptr;
   }
-  GraphImporter importer{context, model, options, fs::absolute(path).parent_path(), 0, {}, {}};
+  GraphImporter importer{context, model, options, fs::absolute(path).parent_path(), 0, {}, {}, {}, {}};
   OwningOpRef<ModuleOp> module = importer.run();
+  if (stats) {
+    stats->opset = importer.opset;
+    stats->initializers = model.graph().initializer_size();
+    for (const auto &node : model.graph().node())
+      ++stats->nodesByOpType[node.op_type()];
+  }
   if (!module)
     error = importer.error;
   return module;

@@ -17,6 +17,13 @@ struct ImportOptions {
   std::map<std::string, int64_t> dimValues;
 };
 
+// What the importer saw, for --print-stats.
+struct ImportStats {
+  int64_t opset = 0;
+  int64_t initializers = 0;
+  std::map<std::string, int> nodesByOpType;
+};
+
 // Parses "name=1x16,other=2x3" or "seq=16" items into `options`; returns an error message or "".
 std::string parseInputShapes(const std::string &spec, ImportOptions &options);
 
@@ -24,7 +31,8 @@ std::string parseInputShapes(const std::string &spec, ImportOptions &options);
 // llmc.constant ops whose bytes live in resource blobs, never in IR text. On failure returns
 // null and sets `error` to a message naming the problem (all unsupported ops at once).
 mlir::OwningOpRef<mlir::ModuleOp> importOnnxFile(mlir::MLIRContext &context, const std::string &path,
-                                                 const ImportOptions &options, std::string &error);
+                                                 const ImportOptions &options, std::string &error,
+                                                 ImportStats *stats = nullptr);
 
 // The newest default-domain opset this importer knows.
 int64_t maxSupportedOpset();

@@ -94,11 +94,20 @@ int main(int argc, char **argv) {
   });
 
   std::string error;
-  mlir::OwningOpRef<mlir::ModuleOp> module = llmc::importOnnxFile(context, inputFile, options, error);
+  llmc::ImportStats importStats;
+  mlir::OwningOpRef<mlir::ModuleOp> module = llmc::importOnnxFile(context, inputFile, options, error, &importStats);
   if (!module)
     return fail(error);
-  if (printStats)
-    printCounts("after import", *module);
+  if (printStats) {
+    int nodes = 0;
+    for (const auto &[type, n] : importStats.nodesByOpType)
+      nodes += n;
+    llvm::errs() << "onnx graph (opset " << importStats.opset << "): " << nodes << " nodes, "
+                 << importStats.initializers << " initializers\n";
+    for (const auto &[type, n] : importStats.nodesByOpType)
+      llvm::errs() << "  " << type << " " << n << "\n";
+    printCounts("after import (constant operands folded as nodes are imported)", *module);
+  }
 
   // Large constants print as handles; resource blobs are never written into IR text.
   mlir::OpPrintingFlags flags;

@@ -1,0 +1,85 @@
+#include "Passes.h"
+
+#include "llmc/Dialect/LlmcDialect.h"
+
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Rewrite/FrozenRewritePatternSet.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace llmc {
+#define GEN_PASS_DEF_LLMCFOLDSHAPES
+#include "Passes.h.inc"
+
+namespace {
+
+// `refined` keeps every static dimension of `current` and adds those `inferred` knows.
+mlir::Type refine(mlir::Type current, mlir::Type inferred) {
+  auto a = mlir::dyn_cast<mlir::RankedTensorType>(current);
+  auto b = mlir::dyn_cast<mlir::RankedTensorType>(inferred);
+  if (!a || !b || a.getRank() != b.getRank() || a.getElementType() != b.getElementType())
+    return current;
+  llvm::SmallVector<int64_t> dims(a.getShape());
+  for (size_t i = 0; i < dims.size(); ++i)
+    if (mlir::ShapedType::isDynamic(dims[i]))
+      dims[i] = b.getDimSize(i);
+  return mlir::RankedTensorType::get(dims, a.getElementType());
+}
+
+// Re-infers the result types of every llmc op in order; returns whether any type changed.
+bool refineTypes(mlir::func::FuncOp func) {
+  bool changed = false;
+  func.walk([&](mlir::Operation *op) {
+    auto infer = mlir::dyn_cast<mlir::InferTypeOpInterface>(op);
+    if (!infer)
+      return;
+    llvm::SmallVector<mlir::Type> inferred;
+    if (mlir::failed(infer.inferReturnTypes(op->getContext(), std::nullopt, op->getOperands(),
+                                            op->getAttrDictionary(), op->getPropertiesStorage(),
+                                            op->getRegions(), inferred)) ||
+        inferred.size() != op->getNumResults())
+      return;
+    for (auto [result, type] : llvm::zip(op->getResults(), inferred)) {
+      mlir::Type next = refine(result.getType(), type);
+      if (next != result.getType()) {
+        result.setType(next);
+        changed = true;
+      }
+    }
+  });
+  return changed;
+}
+
+struct FoldShapes : impl::LlmcFoldShapesBase<FoldShapes> {
+  using Base::Base;
+
+  mlir::LogicalResult initialize(mlir::MLIRContext *context) override {
+    mlir::RewritePatternSet set(context);
+    for (mlir::Dialect *dialect : context->getLoadedDialects())
+      dialect->getCanonicalizationPatterns(set);
+    for (mlir::RegisteredOperationName op : context->getRegisteredOperations())
+      op.getCanonicalizationPatterns(set, context);
+    patterns = mlir::FrozenRewritePatternSet(std::move(set));
+    return mlir::success();
+  }
+
+  void runOnOperation() override {
+    mlir::func::FuncOp func = getOperation();
+    for (unsigned i = 0; i < maxIterations; ++i) {
+      bool folded = false;
+      if (mlir::failed(mlir::applyPatternsGreedily(func, patterns, mlir::GreedyRewriteConfig(), &folded)))
+        return signalPassFailure();
+      if (!refineTypes(func) && !folded)
+        break;
+    }
+    // The function returns what its body now computes.
+    auto ret = llvm::cast<mlir::func::ReturnOp>(func.getBody().front().getTerminator());
+    func.setFunctionType(
+        mlir::FunctionType::get(func.getContext(), func.getArgumentTypes(), ret.getOperandTypes()));
+  }
+
+  mlir::FrozenRewritePatternSet patterns;
+};
+
+} // namespace
+} // namespace llmc

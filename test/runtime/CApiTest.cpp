@@ -1,0 +1,146 @@
+// The C API: inputs, outputs, errors that leave the context usable, and several contexts
+// sharing one plan from several threads.
+#include "TestPlans.h"
+#include "llmc/llmc.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <thread>
+
+namespace {
+
+struct Loaded {
+  llmc_plan plan = nullptr;
+  Loaded() {
+    llmc_status s = llmc_plan_load(llmc::test::writeTemp("capi.llmc", llmc::test::addPlan()).c_str(), nullptr, &plan);
+    EXPECT_EQ(s, nullptr) << llmc_status_message(s);
+    llmc_status_free(s);
+  }
+  ~Loaded() { llmc_plan_release(plan); }
+};
+
+llmc_tensor tensor(float *data, int64_t rows, int64_t cols) {
+  llmc_tensor t{LLMC_DTYPE_F32, 2, {rows, cols}, data};
+  return t;
+}
+
+TEST(CApi, DescribesInputsAndOutputs) {
+  Loaded l;
+  ASSERT_EQ(llmc_plan_input_count(l.plan), 1);
+  ASSERT_EQ(llmc_plan_output_count(l.plan), 1);
+  const char *name = nullptr;
+  llmc_tensor info;
+  ASSERT_EQ(llmc_plan_input_info(l.plan, 0, &name, &info), nullptr);
+  EXPECT_STREQ(name, "x");
+  EXPECT_EQ(info.rank, 2);
+  EXPECT_EQ(info.dims[1], 3);
+  llmc_status s = llmc_plan_input_info(l.plan, 5, &name, &info);
+  EXPECT_EQ(llmc_status_code_of(s), LLMC_INVALID_ARGUMENT);
+  llmc_status_free(s);
+  EXPECT_EQ(llmc_plan_kernel_count(l.plan), 1);
+}
+
+TEST(CApi, RunsAndRejectsBadInputsWithoutBreakingTheContext) {
+  Loaded l;
+  llmc_context ctx = nullptr;
+  ASSERT_EQ(llmc_context_create(l.plan, nullptr, &ctx), nullptr);
+
+  llmc_status s = llmc_context_run(ctx); // input not set
+  EXPECT_EQ(llmc_status_code_of(s), LLMC_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(llmc_status_message(s)).find("'x' was not set"), std::string::npos);
+  llmc_status_free(s);
+
+  float wrong[4] = {};
+  llmc_tensor bad = tensor(wrong, 2, 2);
+  s = llmc_context_set_input(ctx, 0, &bad);
+  EXPECT_EQ(llmc_status_code_of(s), LLMC_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(llmc_status_message(s)).find("expects f32[2x3], got f32[2x2]"), std::string::npos)
+      << llmc_status_message(s);
+  llmc_status_free(s);
+
+  int64_t ints[6] = {};
+  llmc_tensor badType{LLMC_DTYPE_I64, 2, {2, 3}, ints};
+  s = llmc_context_set_input(ctx, 0, &badType);
+  EXPECT_EQ(llmc_status_code_of(s), LLMC_INVALID_ARGUMENT);
+  llmc_status_free(s);
+
+  float x[6] = {0, 1, 2, 3, 4, 5};
+  llmc_tensor good = tensor(x, 2, 3);
+  ASSERT_EQ(llmc_context_set_input(ctx, 0, &good), nullptr);
+  ASSERT_EQ(llmc_context_run(ctx), nullptr);
+  llmc_tensor out;
+  ASSERT_EQ(llmc_context_output(ctx, 0, &out), nullptr);
+  const float *y = static_cast<const float *>(out.data);
+  const float expected[6] = {1, 3, 5, 4, 6, 8};
+  for (int i = 0; i < 6; ++i)
+    EXPECT_FLOAT_EQ(y[i], expected[i]);
+
+  int32_t index = -1;
+  ASSERT_EQ(llmc_context_input_index(ctx, "x", &index), nullptr);
+  EXPECT_EQ(index, 0);
+  s = llmc_context_input_index(ctx, "nope", &index);
+  EXPECT_EQ(llmc_status_code_of(s), LLMC_NOT_FOUND);
+  llmc_status_free(s);
+  llmc_context_release(ctx);
+}
+
+TEST(CApi, ManyContextsShareOnePlanAcrossThreads) {
+  Loaded l;
+  std::vector<std::thread> threads;
+  std::vector<int> failures(8, 0);
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&, t] {
+      llmc_context ctx = nullptr;
+      if (llmc_context_create(l.plan, nullptr, &ctx)) {
+        failures[t]++;
+        return;
+      }
+      for (int iter = 0; iter < 200; ++iter) {
+        float x[6];
+        for (int i = 0; i < 6; ++i)
+          x[i] = float(t * 1000 + iter + i);
+        llmc_tensor in = tensor(x, 2, 3);
+        llmc_tensor out;
+        if (llmc_context_set_input(ctx, 0, &in) || llmc_context_run(ctx) || llmc_context_output(ctx, 0, &out)) {
+          failures[t]++;
+          break;
+        }
+        const float *y = static_cast<const float *>(out.data);
+        for (int i = 0; i < 6; ++i)
+          if (y[i] != x[i] + float(i % 3 + 1))
+            failures[t]++;
+      }
+      llmc_context_release(ctx);
+    });
+  for (auto &th : threads)
+    th.join();
+  for (int t = 0; t < 8; ++t)
+    EXPECT_EQ(failures[t], 0) << "thread " << t;
+}
+
+TEST(CApi, ContextKeepsThePlanAlive) {
+  llmc_plan plan = nullptr;
+  ASSERT_EQ(llmc_plan_load(llmc::test::writeTemp("alive.llmc", llmc::test::addPlan()).c_str(), nullptr, &plan), nullptr);
+  llmc_context ctx = nullptr;
+  ASSERT_EQ(llmc_context_create(plan, nullptr, &ctx), nullptr);
+  llmc_plan_release(plan); // the context still holds it
+  float x[6] = {};
+  llmc_tensor in = tensor(x, 2, 3);
+  EXPECT_EQ(llmc_context_set_input(ctx, 0, &in), nullptr);
+  EXPECT_EQ(llmc_context_run(ctx), nullptr);
+  llmc_context_release(ctx);
+}
+
+TEST(CApi, NullArgumentsAreErrorsNotCrashes) {
+  llmc_status s = llmc_plan_load(nullptr, nullptr, nullptr);
+  EXPECT_EQ(llmc_status_code_of(s), LLMC_INVALID_ARGUMENT);
+  llmc_status_free(s);
+  s = llmc_context_run(nullptr);
+  EXPECT_EQ(llmc_status_code_of(s), LLMC_INVALID_ARGUMENT);
+  llmc_status_free(s);
+  EXPECT_EQ(llmc_status_code_of(nullptr), LLMC_OK);
+  EXPECT_STRNE(llmc_version(), "");
+}
+
+} // namespace

@@ -1,0 +1,494 @@
+// Every CPU kernel against a naive reference written independently here (index arithmetic on
+// multi-indices, no shared helpers with the kernels).
+#include "Kernels.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <random>
+#include <set>
+
+using namespace llmc::rt;
+
+namespace {
+
+std::set<std::string> &tested() {
+  static std::set<std::string> names;
+  return names;
+}
+
+// An owning tensor for tests.
+template <typename T> struct Buf {
+  DType dtype;
+  std::vector<int64_t> shape;
+  std::vector<T> data;
+  Buf(DType d, std::vector<int64_t> s, std::vector<T> values = {}) : dtype(d), shape(std::move(s)) {
+    int64_t n = 1;
+    for (int64_t x : shape)
+      n *= x;
+    data = values.empty() ? std::vector<T>(size_t(n)) : std::move(values);
+  }
+  TensorRef ref() {
+    TensorRef t;
+    t.dtype = dtype;
+    t.shape.rank = int(shape.size());
+    for (size_t i = 0; i < shape.size(); ++i)
+      t.shape.dims[i] = shape[i];
+    t.data = data.data();
+    return t;
+  }
+  int64_t numel() const { return int64_t(data.size()); }
+};
+
+std::vector<float> randomFloats(size_t n, uint64_t seed, float lo = -2, float hi = 2) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> v(n);
+  for (auto &x : v)
+    x = d(rng);
+  return v;
+}
+
+std::vector<int64_t> unravel(int64_t i, const std::vector<int64_t> &shape) {
+  std::vector<int64_t> idx(shape.size());
+  for (int d = int(shape.size()) - 1; d >= 0; --d) {
+    idx[d] = i % shape[d];
+    i /= shape[d];
+  }
+  return idx;
+}
+
+int64_t ravel(const std::vector<int64_t> &idx, const std::vector<int64_t> &shape) {
+  int64_t off = 0;
+  for (size_t d = 0; d < shape.size(); ++d)
+    off = off * shape[d] + idx[d];
+  return off;
+}
+
+// Index into `shape` broadcast against an output multi-index (aligned right).
+int64_t broadcastIndex(const std::vector<int64_t> &outIdx, const std::vector<int64_t> &shape) {
+  std::vector<int64_t> idx(shape.size());
+  size_t off = outIdx.size() - shape.size();
+  for (size_t d = 0; d < shape.size(); ++d)
+    idx[d] = shape[d] == 1 ? 0 : outIdx[d + off];
+  return ravel(idx, shape);
+}
+
+std::string call(const std::string &name, const AttrList &attrs, std::vector<TensorRef> ins,
+                 std::vector<TensorRef> outs) {
+  tested().insert(name);
+  KernelFn fn = findKernel(name);
+  if (!fn)
+    return "no kernel " + name;
+  KernelArgs args{attrs, ins.data(), int(ins.size()), outs.data(), int(outs.size())};
+  return fn(args);
+}
+
+Attr intAttr(const char *name, int64_t v) {
+  Attr a;
+  a.name = name;
+  a.kind = Attr::Kind::Int;
+  a.i = v;
+  return a;
+}
+Attr floatAttr(const char *name, double v) {
+  Attr a;
+  a.name = name;
+  a.kind = Attr::Kind::Float;
+  a.f = v;
+  return a;
+}
+Attr intsAttr(const char *name, std::vector<int64_t> v) {
+  Attr a;
+  a.name = name;
+  a.kind = Attr::Kind::Ints;
+  a.ints = std::move(v);
+  return a;
+}
+Attr stringAttr(const char *name, std::string v) {
+  Attr a;
+  a.name = name;
+  a.kind = Attr::Kind::String;
+  a.s = std::move(v);
+  return a;
+}
+AttrList attrs(std::initializer_list<Attr> list) {
+  AttrList l;
+  for (const Attr &a : list)
+    l.add(a);
+  return l;
+}
+
+TEST(Kernels, UnaryFloat) {
+  const std::vector<std::pair<std::string, std::function<double(double)>>> cases = {
+      {"neg", [](double x) { return -x; }},
+      {"abs", [](double x) { return std::fabs(x); }},
+      {"sqrt", [](double x) { return std::sqrt(std::fabs(x)); }},
+      {"reciprocal", [](double x) { return 1.0 / x; }},
+      {"exp", [](double x) { return std::exp(x); }},
+      {"log", [](double x) { return std::log(std::fabs(x)); }},
+      {"tanh", [](double x) { return std::tanh(x); }},
+      {"erf", [](double x) { return std::erf(x); }},
+      {"sigmoid", [](double x) { return 1.0 / (1.0 + std::exp(-x)); }},
+      {"relu", [](double x) { return x > 0 ? x : 0; }},
+      {"cos", [](double x) { return std::cos(x); }},
+      {"sin", [](double x) { return std::sin(x); }},
+      {"floor", [](double x) { return std::floor(x); }},
+      {"ceil", [](double x) { return std::ceil(x); }},
+      {"gelu", [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }},
+  };
+  for (const auto &[name, ref] : cases) {
+    std::vector<float> values = randomFloats(37, 1);
+    if (name == "sqrt" || name == "log")
+      for (auto &v : values)
+        v = std::fabs(v) + 0.01f;
+    Buf<float> x(DType::F32, {37}, values), y(DType::F32, {37});
+    ASSERT_EQ(call(name, {}, {x.ref()}, {y.ref()}), "") << name;
+    for (size_t i = 0; i < values.size(); ++i)
+      EXPECT_NEAR(y.data[i], ref(values[i]), 1e-5 * (1 + std::fabs(ref(values[i])))) << name << " at " << i;
+  }
+  Buf<float> x(DType::F32, {5}, {-3, -0.5f, 0, 0.5f, 3}), y(DType::F32, {5});
+  ASSERT_EQ(call("gelu", attrs({stringAttr("approximate", "tanh")}), {x.ref()}, {y.ref()}), "");
+  for (int i = 0; i < 5; ++i) {
+    double v = x.data[i];
+    double ref = 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+    EXPECT_NEAR(y.data[i], ref, 1e-6);
+  }
+}
+
+TEST(Kernels, UnaryIntegerAndBool) {
+  Buf<int64_t> x(DType::I64, {4}, {-2, 0, 3, -7}), y(DType::I64, {4});
+  ASSERT_EQ(call("neg", {}, {x.ref()}, {y.ref()}), "");
+  EXPECT_EQ(y.data, (std::vector<int64_t>{2, 0, -3, 7}));
+  ASSERT_EQ(call("abs", {}, {x.ref()}, {y.ref()}), "");
+  EXPECT_EQ(y.data, (std::vector<int64_t>{2, 0, 3, 7}));
+  Buf<uint8_t> b(DType::Bool, {3}, {1, 0, 1}), nb(DType::Bool, {3});
+  ASSERT_EQ(call("not", {}, {b.ref()}, {nb.ref()}), "");
+  EXPECT_EQ(nb.data, (std::vector<uint8_t>{0, 1, 0}));
+  Buf<float> f(DType::F32, {3}, {1, NAN, -INFINITY});
+  Buf<uint8_t> isnan(DType::Bool, {3});
+  ASSERT_EQ(call("is_nan", {}, {f.ref()}, {isnan.ref()}), "");
+  EXPECT_EQ(isnan.data, (std::vector<uint8_t>{0, 1, 0}));
+}
+
+// Binary ops with broadcasting: [2,1,4] op [3,1] -> [2,3,4].
+TEST(Kernels, BinaryBroadcast) {
+  const std::vector<std::pair<std::string, std::function<double(double, double)>>> arith = {
+      {"add", [](double a, double b) { return a + b; }},  {"sub", [](double a, double b) { return a - b; }},
+      {"mul", [](double a, double b) { return a * b; }},  {"div", [](double a, double b) { return a / b; }},
+      {"max", [](double a, double b) { return std::max(a, b); }},
+      {"min", [](double a, double b) { return std::min(a, b); }},
+      {"pow", [](double a, double b) { return std::pow(std::fabs(a), b); }},
+  };
+  std::vector<int64_t> sa = {2, 1, 4}, sb = {3, 1}, so = {2, 3, 4};
+  for (const auto &[name, ref] : arith) {
+    std::vector<float> av = randomFloats(8, 2), bv = randomFloats(3, 3, 0.5f, 2);
+    if (name == "pow")
+      for (auto &v : av)
+        v = std::fabs(v);
+    Buf<float> a(DType::F32, sa, av), b(DType::F32, sb, bv), o(DType::F32, so);
+    ASSERT_EQ(call(name, {}, {a.ref(), b.ref()}, {o.ref()}), "") << name;
+    for (int64_t i = 0; i < o.numel(); ++i) {
+      auto idx = unravel(i, so);
+      double expect = ref(av[broadcastIndex(idx, sa)], bv[broadcastIndex(idx, sb)]);
+      EXPECT_NEAR(o.data[i], expect, 1e-5 * (1 + std::fabs(expect))) << name << " at " << i;
+    }
+  }
+  const std::vector<std::pair<std::string, std::function<bool(int64_t, int64_t)>>> cmp = {
+      {"equal", [](int64_t a, int64_t b) { return a == b; }},
+      {"less", [](int64_t a, int64_t b) { return a < b; }},
+      {"less_equal", [](int64_t a, int64_t b) { return a <= b; }},
+      {"greater", [](int64_t a, int64_t b) { return a > b; }},
+      {"greater_equal", [](int64_t a, int64_t b) { return a >= b; }},
+  };
+  for (const auto &[name, ref] : cmp) {
+    Buf<int64_t> a(DType::I64, {2, 3}, {1, 2, 3, 4, 5, 6}), b(DType::I64, {3}, {2, 2, 6});
+    Buf<uint8_t> o(DType::Bool, {2, 3});
+    ASSERT_EQ(call(name, {}, {a.ref(), b.ref()}, {o.ref()}), "") << name;
+    for (int i = 0; i < 6; ++i)
+      EXPECT_EQ(bool(o.data[i]), ref(a.data[i], b.data[i % 3])) << name << " at " << i;
+  }
+  const std::vector<std::pair<std::string, std::function<bool(bool, bool)>>> logic = {
+      {"and", [](bool a, bool b) { return a && b; }},
+      {"or", [](bool a, bool b) { return a || b; }},
+      {"xor", [](bool a, bool b) { return a != b; }},
+  };
+  for (const auto &[name, ref] : logic) {
+    Buf<uint8_t> a(DType::Bool, {4}, {0, 0, 1, 1}), b(DType::Bool, {4}, {0, 1, 0, 1}), o(DType::Bool, {4});
+    ASSERT_EQ(call(name, {}, {a.ref(), b.ref()}, {o.ref()}), "") << name;
+    for (int i = 0; i < 4; ++i)
+      EXPECT_EQ(bool(o.data[i]), ref(a.data[i], b.data[i])) << name;
+  }
+  Buf<float> a(DType::F32, {2}), b(DType::I64, {2}), o(DType::F32, {2});
+  EXPECT_NE(call("add", {}, {a.ref(), b.ref()}, {o.ref()}), "") << "mixed element types must be refused";
+}
+
+TEST(Kernels, WhereAndCast) {
+  Buf<uint8_t> c(DType::Bool, {2, 1}, {1, 0});
+  Buf<float> x(DType::F32, {3}, {1, 2, 3}), y(DType::F32, {1}, {-1}), o(DType::F32, {2, 3});
+  ASSERT_EQ(call("where", {}, {c.ref(), x.ref(), y.ref()}, {o.ref()}), "");
+  EXPECT_EQ(o.data, (std::vector<float>{1, 2, 3, -1, -1, -1}));
+
+  Buf<float> f(DType::F32, {5}, {-1.7f, 0, 2.5f, 1e30f, NAN});
+  Buf<int64_t> i(DType::I64, {5});
+  ASSERT_EQ(call("cast", {}, {f.ref()}, {i.ref()}), "");
+  EXPECT_EQ(i.data[0], -1);
+  EXPECT_EQ(i.data[2], 2);
+  EXPECT_EQ(i.data[3], std::numeric_limits<int64_t>::max()); // saturates
+  Buf<uint8_t> b(DType::Bool, {5});
+  ASSERT_EQ(call("cast", {}, {f.ref()}, {b.ref()}), "");
+  EXPECT_EQ(b.data, (std::vector<uint8_t>{1, 0, 1, 1, 1}));
+  Buf<uint16_t> h(DType::F16, {5});
+  Buf<float> back(DType::F32, {5});
+  ASSERT_EQ(call("cast", {}, {f.ref()}, {h.ref()}), "");
+  ASSERT_EQ(call("cast", {}, {h.ref()}, {back.ref()}), "");
+  EXPECT_FLOAT_EQ(back.data[0], -1.7001953125f); // nearest half
+  EXPECT_FLOAT_EQ(back.data[2], 2.5f);
+  EXPECT_TRUE(std::isinf(back.data[3]));
+  EXPECT_TRUE(std::isnan(back.data[4]));
+}
+
+void naiveMatMul(const std::vector<float> &a, const std::vector<float> &b, std::vector<float> &c, int64_t batch,
+                 bool shareB, int64_t M, int64_t N, int64_t K) {
+  for (int64_t t = 0; t < batch; ++t)
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = 0; n < N; ++n) {
+        double acc = 0;
+        for (int64_t k = 0; k < K; ++k)
+          acc += double(a[(t * M + m) * K + k]) * b[((shareB ? 0 : t) * K + k) * N + n];
+        c[(t * M + m) * N + n] = float(acc);
+      }
+}
+
+TEST(Kernels, MatMul) {
+  for (bool shareB : {true, false}) {
+    const int64_t batch = 3, M = 5, N = 7, K = 9;
+    Buf<float> a(DType::F32, {batch, M, K}, randomFloats(batch * M * K, 4));
+    Buf<float> b(DType::F32, shareB ? std::vector<int64_t>{K, N} : std::vector<int64_t>{batch, K, N},
+                 randomFloats((shareB ? 1 : batch) * K * N, 5));
+    Buf<float> c(DType::F32, {batch, M, N});
+    ASSERT_EQ(call("matmul", {}, {a.ref(), b.ref()}, {c.ref()}), "");
+    std::vector<float> ref(c.data.size());
+    naiveMatMul(a.data, b.data, ref, batch, shareB, M, N, K);
+    for (size_t i = 0; i < ref.size(); ++i)
+      EXPECT_NEAR(c.data[i], ref[i], 1e-4) << i;
+  }
+  // Broadcast batch [2,1] x [3] batches, and int64.
+  Buf<int64_t> a(DType::I64, {2, 1, 2, 2}, {1, 2, 3, 4, 5, 6, 7, 8});
+  Buf<int64_t> b(DType::I64, {3, 2, 2}, {1, 0, 0, 1, 2, 0, 0, 2, 0, 1, 1, 0});
+  Buf<int64_t> c(DType::I64, {2, 3, 2, 2});
+  ASSERT_EQ(call("matmul", {}, {a.ref(), b.ref()}, {c.ref()}), "");
+  EXPECT_EQ(std::vector<int64_t>(c.data.begin(), c.data.begin() + 12),
+            (std::vector<int64_t>{1, 2, 3, 4, 2, 4, 6, 8, 2, 1, 4, 3}));
+  Buf<float> x(DType::F32, {2, 3}), y(DType::F32, {4, 2}), z(DType::F32, {2, 2});
+  EXPECT_NE(call("matmul", {}, {x.ref(), y.ref()}, {z.ref()}), "");
+}
+
+TEST(Kernels, Gemm) {
+  const int64_t M = 4, N = 3, K = 5;
+  for (int transA = 0; transA < 2; ++transA)
+    for (int transB = 0; transB < 2; ++transB) {
+      Buf<float> a(DType::F32, transA ? std::vector<int64_t>{K, M} : std::vector<int64_t>{M, K}, randomFloats(M * K, 6));
+      Buf<float> b(DType::F32, transB ? std::vector<int64_t>{N, K} : std::vector<int64_t>{K, N}, randomFloats(K * N, 7));
+      Buf<float> c(DType::F32, {N}, randomFloats(N, 8)), y(DType::F32, {M, N});
+      auto at = attrs({intAttr("transA", transA), intAttr("transB", transB), floatAttr("alpha", 0.5),
+                       floatAttr("beta", 2.0)});
+      ASSERT_EQ(call("gemm", at, {a.ref(), b.ref(), c.ref()}, {y.ref()}), "");
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t n = 0; n < N; ++n) {
+          double acc = 0;
+          for (int64_t k = 0; k < K; ++k)
+            acc += double(transA ? a.data[k * M + m] : a.data[m * K + k]) * (transB ? b.data[n * K + k] : b.data[k * N + n]);
+          EXPECT_NEAR(y.data[m * N + n], 0.5 * acc + 2.0 * c.data[n], 1e-4);
+        }
+    }
+}
+
+TEST(Kernels, SoftmaxAndLogSoftmax) {
+  std::vector<int64_t> shape = {2, 3, 4};
+  for (int axis : {-1, 1, 0}) {
+    Buf<float> x(DType::F32, shape, randomFloats(24, 9)), y(DType::F32, shape), ly(DType::F32, shape);
+    ASSERT_EQ(call("softmax", attrs({intAttr("axis", axis)}), {x.ref()}, {y.ref()}), "");
+    ASSERT_EQ(call("log_softmax", attrs({intAttr("axis", axis)}), {x.ref()}, {ly.ref()}), "");
+    const int ax = axis < 0 ? axis + 3 : axis;
+    for (int64_t i = 0; i < 24; ++i) {
+      auto idx = unravel(i, shape);
+      double denom = 0;
+      for (int64_t k = 0; k < shape[ax]; ++k) {
+        auto j = idx;
+        j[ax] = k;
+        denom += std::exp(double(x.data[ravel(j, shape)]));
+      }
+      EXPECT_NEAR(y.data[i], std::exp(double(x.data[i])) / denom, 1e-6);
+      EXPECT_NEAR(ly.data[i], double(x.data[i]) - std::log(denom), 1e-5);
+    }
+  }
+}
+
+TEST(Kernels, LayerNormAndRmsNorm) {
+  const int64_t rows = 3, n = 8;
+  Buf<float> x(DType::F32, {rows, n}, randomFloats(rows * n, 10)), g(DType::F32, {n}, randomFloats(n, 11));
+  Buf<float> b(DType::F32, {n}, randomFloats(n, 12)), y(DType::F32, {rows, n}), r(DType::F32, {rows, n});
+  auto at = attrs({intAttr("axis", -1), floatAttr("epsilon", 1e-5)});
+  ASSERT_EQ(call("layer_norm", at, {x.ref(), g.ref(), b.ref()}, {y.ref()}), "");
+  ASSERT_EQ(call("rms_norm", at, {x.ref(), g.ref()}, {r.ref()}), "");
+  for (int64_t i = 0; i < rows; ++i) {
+    double mean = 0, sq = 0;
+    for (int64_t k = 0; k < n; ++k)
+      mean += x.data[i * n + k];
+    mean /= n;
+    double var = 0;
+    for (int64_t k = 0; k < n; ++k) {
+      var += (x.data[i * n + k] - mean) * (x.data[i * n + k] - mean);
+      sq += double(x.data[i * n + k]) * x.data[i * n + k];
+    }
+    var /= n;
+    sq /= n;
+    for (int64_t k = 0; k < n; ++k) {
+      EXPECT_NEAR(y.data[i * n + k], (x.data[i * n + k] - mean) / std::sqrt(var + 1e-5) * g.data[k] + b.data[k], 1e-5);
+      EXPECT_NEAR(r.data[i * n + k], x.data[i * n + k] / std::sqrt(sq + 1e-5) * g.data[k], 1e-5);
+    }
+  }
+}
+
+TEST(Kernels, Reductions) {
+  std::vector<int64_t> shape = {2, 3, 4};
+  Buf<float> x(DType::F32, shape, randomFloats(24, 13, 0.5f, 1.5f));
+  const std::vector<std::pair<std::string, std::function<double(const std::vector<double> &)>>> cases = {
+      {"reduce_sum", [](const std::vector<double> &v) { double s = 0; for (double e : v) s += e; return s; }},
+      {"reduce_mean", [](const std::vector<double> &v) { double s = 0; for (double e : v) s += e; return s / double(v.size()); }},
+      {"reduce_max", [](const std::vector<double> &v) { return *std::max_element(v.begin(), v.end()); }},
+      {"reduce_min", [](const std::vector<double> &v) { return *std::min_element(v.begin(), v.end()); }},
+      {"reduce_prod", [](const std::vector<double> &v) { double s = 1; for (double e : v) s *= e; return s; }},
+      {"reduce_sum_square", [](const std::vector<double> &v) { double s = 0; for (double e : v) s += e * e; return s; }},
+      {"reduce_l2", [](const std::vector<double> &v) { double s = 0; for (double e : v) s += e * e; return std::sqrt(s); }},
+  };
+  for (const auto &[name, ref] : cases) {
+    // Reduce axes {0, 2}, keepdims -> [1, 3, 1].
+    Buf<float> y(DType::F32, {1, 3, 1});
+    ASSERT_EQ(call(name, attrs({intsAttr("axes", {0, -1}), intAttr("keepdims", 1)}), {x.ref()}, {y.ref()}), "") << name;
+    for (int64_t j = 0; j < 3; ++j) {
+      std::vector<double> group;
+      for (int64_t i = 0; i < 2; ++i)
+        for (int64_t k = 0; k < 4; ++k)
+          group.push_back(x.data[ravel({i, j, k}, shape)]);
+      EXPECT_NEAR(y.data[j], ref(group), 1e-5 * (1 + std::fabs(ref(group)))) << name;
+    }
+    Buf<float> all(DType::F32, {});
+    ASSERT_EQ(call(name, attrs({intAttr("keepdims", 0)}), {x.ref()}, {all.ref()}), "") << name;
+    std::vector<double> every(x.data.begin(), x.data.end());
+    EXPECT_NEAR(all.data[0], ref(every), 1e-4 * (1 + std::fabs(ref(every)))) << name;
+  }
+}
+
+TEST(Kernels, CumSum) {
+  Buf<float> x(DType::F32, {2, 3}, {1, 2, 3, 4, 5, 6}), y(DType::F32, {2, 3});
+  Buf<int64_t> axis(DType::I64, {}, {1});
+  ASSERT_EQ(call("cumsum", {}, {x.ref(), axis.ref()}, {y.ref()}), "");
+  EXPECT_EQ(y.data, (std::vector<float>{1, 3, 6, 4, 9, 15}));
+  ASSERT_EQ(call("cumsum", attrs({intAttr("exclusive", 1), intAttr("reverse", 1)}), {x.ref(), axis.ref()}, {y.ref()}), "");
+  EXPECT_EQ(y.data, (std::vector<float>{5, 3, 0, 11, 6, 0}));
+}
+
+TEST(Kernels, CopiesAndTranspose) {
+  for (const char *name : {"reshape", "unsqueeze", "squeeze", "flatten", "identity"}) {
+    Buf<float> x(DType::F32, {2, 3}, {1, 2, 3, 4, 5, 6}), y(DType::F32, {3, 2});
+    ASSERT_EQ(call(name, {}, {x.ref()}, {y.ref()}), "") << name;
+    EXPECT_EQ(y.data, x.data) << name;
+  }
+  std::vector<int64_t> shape = {2, 3, 4}, perm = {2, 0, 1}, outShape = {4, 2, 3};
+  Buf<float> x(DType::F32, shape, randomFloats(24, 14)), y(DType::F32, outShape);
+  ASSERT_EQ(call("transpose", attrs({intsAttr("perm", perm)}), {x.ref()}, {y.ref()}), "");
+  for (int64_t i = 0; i < 24; ++i) {
+    auto o = unravel(i, outShape);
+    std::vector<int64_t> in(3);
+    for (int d = 0; d < 3; ++d)
+      in[perm[d]] = o[d];
+    EXPECT_EQ(y.data[i], x.data[ravel(in, shape)]);
+  }
+}
+
+TEST(Kernels, ConcatAndSplit) {
+  Buf<float> a(DType::F32, {2, 1}, {1, 2}), b(DType::F32, {2, 2}, {3, 4, 5, 6}), c(DType::F32, {2, 3});
+  ASSERT_EQ(call("concat", attrs({intAttr("axis", 1)}), {a.ref(), b.ref()}, {c.ref()}), "");
+  EXPECT_EQ(c.data, (std::vector<float>{1, 3, 4, 2, 5, 6}));
+  Buf<float> p(DType::F32, {2, 1}), q(DType::F32, {2, 2});
+  ASSERT_EQ(call("split", attrs({intAttr("axis", 1)}), {c.ref()}, {p.ref(), q.ref()}), "");
+  EXPECT_EQ(p.data, a.data);
+  EXPECT_EQ(q.data, b.data);
+}
+
+TEST(Kernels, Slice) {
+  std::vector<int64_t> shape = {4, 5};
+  Buf<float> x(DType::F32, shape, randomFloats(20, 15));
+  // Rows 3,1 (step -2) and columns 1..4 (end clamped from 100).
+  Buf<float> y(DType::F32, {2, 4});
+  auto at = attrs({intsAttr("starts", {-1, 1}), intsAttr("ends", {0, 100}), intsAttr("axes", {0, 1}),
+                   intsAttr("steps", {-2, 1})});
+  ASSERT_EQ(call("slice", at, {x.ref()}, {y.ref()}), "");
+  for (int64_t i = 0; i < 2; ++i)
+    for (int64_t j = 0; j < 4; ++j)
+      EXPECT_EQ(y.data[i * 4 + j], x.data[(3 - 2 * i) * 5 + 1 + j]);
+}
+
+TEST(Kernels, Gathers) {
+  Buf<float> data(DType::F32, {3, 2}, {1, 2, 3, 4, 5, 6});
+  Buf<int64_t> idx(DType::I64, {2}, {2, -3});
+  Buf<float> g(DType::F32, {2, 2});
+  ASSERT_EQ(call("gather", attrs({intAttr("axis", 0)}), {data.ref(), idx.ref()}, {g.ref()}), "");
+  EXPECT_EQ(g.data, (std::vector<float>{5, 6, 1, 2}));
+  Buf<int64_t> bad(DType::I64, {1}, {3});
+  Buf<float> g1(DType::F32, {1, 2});
+  EXPECT_NE(call("gather", {}, {data.ref(), bad.ref()}, {g1.ref()}), "") << "out-of-range index";
+
+  Buf<int64_t> eidx(DType::I64, {3, 2}, {1, 0, 0, 0, 1, 1});
+  Buf<float> e(DType::F32, {3, 2});
+  ASSERT_EQ(call("gather_elements", attrs({intAttr("axis", 1)}), {data.ref(), eidx.ref()}, {e.ref()}), "");
+  EXPECT_EQ(e.data, (std::vector<float>{2, 1, 3, 3, 6, 6}));
+
+  Buf<int64_t> nidx(DType::I64, {2, 2}, {2, 1, 0, 0});
+  Buf<float> nd(DType::F32, {2});
+  ASSERT_EQ(call("gather_nd", {}, {data.ref(), nidx.ref()}, {nd.ref()}), "");
+  EXPECT_EQ(nd.data, (std::vector<float>{6, 1}));
+  // batch_dims = 1: data [2,3], indices [2,1] -> out [2].
+  Buf<float> bdata(DType::F32, {2, 3}, {1, 2, 3, 4, 5, 6});
+  Buf<int64_t> bidx(DType::I64, {2, 1}, {2, 0});
+  Buf<float> bout(DType::F32, {2});
+  ASSERT_EQ(call("gather_nd", attrs({intAttr("batch_dims", 1)}), {bdata.ref(), bidx.ref()}, {bout.ref()}), "");
+  EXPECT_EQ(bout.data, (std::vector<float>{3, 4}));
+}
+
+TEST(Kernels, ExpandRangeShapeFillTrilu) {
+  Buf<float> x(DType::F32, {3, 1}, {1, 2, 3}), y(DType::F32, {2, 3, 2});
+  ASSERT_EQ(call("expand", {}, {x.ref()}, {y.ref()}), "");
+  EXPECT_EQ(y.data, (std::vector<float>{1, 1, 2, 2, 3, 3, 1, 1, 2, 2, 3, 3}));
+
+  Buf<int64_t> s(DType::I64, {}, {2}), l(DType::I64, {}, {11}), d(DType::I64, {}, {3}), r(DType::I64, {3});
+  ASSERT_EQ(call("range", {}, {s.ref(), l.ref(), d.ref()}, {r.ref()}), "");
+  EXPECT_EQ(r.data, (std::vector<int64_t>{2, 5, 8}));
+
+  Buf<int64_t> shp(DType::I64, {2});
+  ASSERT_EQ(call("shape", attrs({intAttr("start", 1)}), {y.ref()}, {shp.ref()}), "");
+  EXPECT_EQ(shp.data, (std::vector<int64_t>{3, 2}));
+
+  Buf<float> fill(DType::F32, {2, 2});
+  ASSERT_EQ(call("constant_of_shape", attrs({floatAttr("value", 7)}), {shp.ref()}, {fill.ref()}), "");
+  EXPECT_EQ(fill.data, (std::vector<float>{7, 7, 7, 7}));
+
+  Buf<float> m(DType::F32, {3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9}), up(DType::F32, {3, 3}), lo(DType::F32, {3, 3});
+  ASSERT_EQ(call("trilu", attrs({intAttr("upper", 1)}), {m.ref()}, {up.ref()}), "");
+  EXPECT_EQ(up.data, (std::vector<float>{1, 2, 3, 0, 5, 6, 0, 0, 9}));
+  Buf<int64_t> k(DType::I64, {}, {-1});
+  ASSERT_EQ(call("trilu", attrs({intAttr("upper", 0)}), {m.ref(), k.ref()}, {lo.ref()}), "");
+  EXPECT_EQ(lo.data, (std::vector<float>{0, 0, 0, 4, 0, 0, 7, 8, 0}));
+}
+
+// Runs last (gtest runs tests in declaration order within a file): every registered kernel
+// must have been exercised above.
+TEST(Kernels, ZZEveryKernelIsTested) {
+  for (const std::string &name : kernelNames())
+    EXPECT_TRUE(tested().count(name)) << "kernel '" << name << "' has no test";
+}
+
+} // namespace

@@ -1,0 +1,66 @@
+#include "TestPlans.h"
+
+#include "PlanFormat.h"
+#include "Tensor.h"
+#include "plan_generated.h"
+
+#include <cstring>
+#include <fstream>
+#include <unistd.h>
+
+namespace fb = llmc::plan;
+
+namespace llmc::test {
+
+std::vector<uint8_t> addPlan(uint32_t formatVersion) {
+  flatbuffers::FlatBufferBuilder b;
+  const float weights[3] = {1, 2, 3};
+  std::vector<flatbuffers::Offset<fb::Value>> values = {
+      fb::CreateValue(b, b.CreateString("x"), fb::ValueKind_Input, uint8_t(rt::DType::F32),
+                      b.CreateVector(std::vector<int64_t>{2, 3})),
+      fb::CreateValue(b, b.CreateString("w"), fb::ValueKind_Weight, uint8_t(rt::DType::F32),
+                      b.CreateVector(std::vector<int64_t>{3}), 0, sizeof weights),
+      fb::CreateValue(b, b.CreateString("y"), fb::ValueKind_Output, uint8_t(rt::DType::F32),
+                      b.CreateVector(std::vector<int64_t>{2, 3})),
+  };
+  std::vector<flatbuffers::Offset<fb::Op>> ops = {
+      fb::CreateOp(b, b.CreateString("add"), b.CreateVector(std::vector<int32_t>{0, 1}),
+                   b.CreateVector(std::vector<int32_t>{2}), 0, b.CreateString("test_add")),
+  };
+  auto root = fb::CreateProgram(b, b.CreateString("test"), b.CreateVector(values), b.CreateVector(ops),
+                                b.CreateVector(std::vector<int32_t>{0}), b.CreateVector(std::vector<int32_t>{2}));
+  fb::FinishProgramBuffer(b, root);
+
+  fb::Header h{};
+  std::memcpy(h.magic, fb::kMagic, 8);
+  h.formatVersion = formatVersion;
+  h.headerSize = sizeof h;
+  h.target = uint32_t(fb::Target::Cpu);
+  h.programOffset = sizeof h;
+  h.programSize = b.GetSize();
+  h.weightsOffset = fb::kWeightsAlignment;
+  h.weightsSize = sizeof weights;
+  h.programChecksum = fb::checksum(b.GetBufferPointer(), b.GetSize());
+  h.weightsChecksum = fb::checksum(weights, sizeof weights);
+  std::vector<uint8_t> file(h.weightsOffset + h.weightsSize, 0);
+  std::memcpy(file.data(), &h, sizeof h);
+  std::memcpy(file.data() + h.programOffset, b.GetBufferPointer(), b.GetSize());
+  std::memcpy(file.data() + h.weightsOffset, weights, sizeof weights);
+  return file;
+}
+
+Sections sectionsOf(const std::vector<uint8_t> &plan) {
+  fb::Header h;
+  std::memcpy(&h, plan.data(), sizeof h);
+  return {h.programOffset, h.programSize, h.weightsOffset, h.weightsSize};
+}
+
+std::string writeTemp(const std::string &name, const std::vector<uint8_t> &bytes) {
+  const char *dir = getenv("TMPDIR");
+  std::string path = std::string(dir ? dir : "/tmp") + "/llmc-test-" + std::to_string(getpid()) + "-" + name;
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char *>(bytes.data()), std::streamsize(bytes.size()));
+  return path;
+}
+
+} // namespace llmc::test

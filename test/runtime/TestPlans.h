@@ -1,0 +1,22 @@
+// Builds small plan files in memory for the runtime tests.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace llmc::test {
+
+// y = x + w with x an f32[2,3] input and w an f32[3] weight {1, 2, 3}.
+std::vector<uint8_t> addPlan(uint32_t formatVersion = 1);
+
+// Byte offsets of the sections of a plan built above.
+struct Sections {
+  uint64_t programOffset, programSize, weightsOffset, weightsSize;
+};
+Sections sectionsOf(const std::vector<uint8_t> &plan);
+
+// Writes `bytes` to a fresh file under the test temp dir and returns its path.
+std::string writeTemp(const std::string &name, const std::vector<uint8_t> &bytes);
+
+} // namespace llmc::test
