@@ -138,6 +138,10 @@ struct GraphImporter {
       error = "the model imports no default-domain opset";
       return nullptr;
     }
+    if (opset < 13) {
+      error = "the model uses opset " + std::to_string(opset) + "; opsets older than 13 are not supported";
+      return nullptr;
+    }
     if (opset > maxSupportedOpset()) {
       error = "the model uses opset " + std::to_string(opset) + ", newer than the newest this importer knows (" +
               std::to_string(maxSupportedOpset()) + ")";

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <random>
 #include <string>
@@ -220,6 +221,15 @@ int run(const Options &o) {
   if (check(llmc_context_create(plan, &copts, &ctx), "creating a context")) {
     llmc_plan_release(plan);
     return 1;
+  }
+  if (!o.outputDir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(o.outputDir, ec);
+    if (ec) {
+      llmc_context_release(ctx);
+      llmc_plan_release(plan);
+      return fail("cannot create '" + o.outputDir + "': " + ec.message());
+    }
   }
   std::mt19937_64 rng(o.seed);
   std::map<std::string, bool> used;
