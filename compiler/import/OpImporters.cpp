@@ -1,5 +1,7 @@
-// The op table: one importer per ONNX op type (default domain, opsets 13 and newer). Most ops
-// map directly to one llmc op; the rest have a function below. Adding an op is adding an entry.
+// The op table: importers keyed by ONNX op type and the first opset they apply to (default
+// domain, opsets 13 and newer; an entry's importer handles the changes between later opsets,
+// such as axes moving from an attribute to an input). Most ops map directly to one llmc op; the
+// rest have a function below. Adding an op is adding an entry.
 #include "ImporterInternal.h"
 
 #include <cstring>
@@ -19,6 +21,7 @@ struct DirectOp {
   const char *onnx;
   const char *llmc;
   std::initializer_list<AttrSpec> attrs;
+  int64_t sinceOpset = 13; // the first default-domain opset with these semantics
 };
 
 // ONNX ops that map to one llmc op with the same operands and attribute names.
@@ -52,7 +55,7 @@ const DirectOp kDirectOps[] = {
     {"Ceil", "llmc.ceil", {}},
     {"Not", "llmc.not", {}},
     {"IsNaN", "llmc.is_nan", {}},
-    {"Gelu", "llmc.gelu", {{"approximate", AttrKind::String}}},
+    {"Gelu", "llmc.gelu", {{"approximate", AttrKind::String}}, 20},
     {"Where", "llmc.where", {}},
     {"Identity", "llmc.identity", {}},
     {"MatMul", "llmc.matmul", {}},
@@ -61,8 +64,8 @@ const DirectOp kDirectOps[] = {
      {{"alpha", AttrKind::Float}, {"beta", AttrKind::Float}, {"transA", AttrKind::Int}, {"transB", AttrKind::Int}}},
     {"Softmax", "llmc.softmax", {{"axis", AttrKind::Int}}},
     {"LogSoftmax", "llmc.log_softmax", {{"axis", AttrKind::Int}}},
-    {"LayerNormalization", "llmc.layer_norm", {{"axis", AttrKind::Int}, {"epsilon", AttrKind::Float}}},
-    {"RMSNormalization", "llmc.rms_norm", {{"axis", AttrKind::Int}, {"epsilon", AttrKind::Float}}},
+    {"LayerNormalization", "llmc.layer_norm", {{"axis", AttrKind::Int}, {"epsilon", AttrKind::Float}}, 17},
+    {"RMSNormalization", "llmc.rms_norm", {{"axis", AttrKind::Int}, {"epsilon", AttrKind::Float}}, 23},
     {"CumSum", "llmc.cumsum", {{"exclusive", AttrKind::Int}, {"reverse", AttrKind::Int}}},
     {"Shape", "llmc.shape", {{"start", AttrKind::Int}, {"end", AttrKind::Int}}},
     {"Reshape", "llmc.reshape", {{"allowzero", AttrKind::Int}}},
@@ -74,12 +77,12 @@ const DirectOp kDirectOps[] = {
     {"GatherND", "llmc.gather_nd", {{"batch_dims", AttrKind::Int}}},
     {"Expand", "llmc.expand", {}},
     {"Range", "llmc.range", {}},
-    {"Trilu", "llmc.trilu", {{"upper", AttrKind::Int}}},
+    {"Trilu", "llmc.trilu", {{"upper", AttrKind::Int}}, 14},
 };
 
-const DirectOp *findDirect(const std::string &opType) {
+const DirectOp *findDirect(const std::string &opType, int64_t opset) {
   for (const DirectOp &op : kDirectOps)
-    if (opType == op.onnx)
+    if (opType == op.onnx && opset >= op.sinceOpset)
       return &op;
   return nullptr;
 }
@@ -98,7 +101,7 @@ FailureOr<SmallVector<Value>> presentInputs(NodeContext &nc) {
 }
 
 FailureOr<SmallVector<Value>> importDirect(NodeContext &nc) {
-  const DirectOp *op = findDirect(nc.node.op_type());
+  const DirectOp *op = findDirect(nc.node.op_type(), nc.opset);
   auto operands = presentInputs(nc);
   if (failed(operands))
     return failure();
@@ -335,6 +338,7 @@ FailureOr<SmallVector<Value>> importSplit(NodeContext &nc) {
 struct Entry {
   const char *opType;
   ImportFn fn;
+  int64_t sinceOpset = 13;
 };
 
 const Entry kCustom[] = {
@@ -343,7 +347,7 @@ const Entry kCustom[] = {
     {"Sum", importVariadic},
     {"Mean", importVariadic},
     {"Cast", importCast},
-    {"CastLike", importCast},
+    {"CastLike", importCast, 15},
     {"Dropout", importDropout},
     {"Constant", importConstant},
     {"ConstantOfShape", importConstantOfShape},
@@ -366,9 +370,9 @@ ImportFn findImporter(const std::string &opType, int64_t opset) {
   if (opset < 13)
     return nullptr; // older opsets have other semantics for several ops
   for (const Entry &e : kCustom)
-    if (opType == e.opType)
+    if (opType == e.opType && opset >= e.sinceOpset)
       return e.fn;
-  if (findDirect(opType))
+  if (findDirect(opType, opset))
     return importDirect;
   return nullptr;
 }
