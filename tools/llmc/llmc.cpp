@@ -74,7 +74,12 @@ int main(int argc, char **argv) {
   mlir::registerPassManagerCLOptions();
   mlir::registerDefaultTimingManagerCLOptions();
   cl::AddExtraVersionPrinter([](llvm::raw_ostream &os) { os << "llmc " LLMC_VERSION_STRING "\n"; });
-  cl::ParseCommandLineOptions(argc, argv, "llmc: compile an ONNX model into an llmc plan\n");
+  llmc::registerAllPasses(); // so that --mlir-print-ir-after=llmc-... can name them
+  // Weights never reach IR dumps: elide large constants and resource blobs unless the user asks
+  // otherwise (a later occurrence of the same option wins).
+  std::vector<const char *> args(argv, argv + argc);
+  args.insert(args.begin() + 1, {"--mlir-elide-elementsattrs-if-larger=16", "--mlir-elide-resource-strings-if-larger=64"});
+  cl::ParseCommandLineOptions(int(args.size()), args.data(), "llmc: compile an ONNX model into an llmc plan\n");
 
   llmc::ImportOptions options;
   for (const std::string &spec : inputShapes)
@@ -109,9 +114,7 @@ int main(int argc, char **argv) {
     printCounts("after import (constant operands folded as nodes are imported)", *module);
   }
 
-  // Large constants print as handles; resource blobs are never written into IR text.
-  mlir::OpPrintingFlags flags;
-  flags.elideLargeElementsAttrs(16).elideLargeResourceString(64);
+  mlir::OpPrintingFlags flags; // from the --mlir-elide-* options set above
   std::string outPath = outputFile;
   auto writeIR = [&](mlir::ModuleOp m) -> int {
     if (outPath.empty() || outPath == "-") {
