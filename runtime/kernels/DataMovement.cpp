@@ -18,7 +18,17 @@ std::string copyKernel(const KernelArgs &args) {
   return {};
 }
 
-// Copies element `src` of the input to element `dst` of the output, for any element size.
+// Same rank and dimensions except along `axis`.
+bool sameExceptAxis(const Shape &a, const Shape &b, int axis) {
+  if (a.rank != b.rank)
+    return false;
+  for (int d = 0; d < a.rank; ++d)
+    if (d != axis && a.dims[d] != b.dims[d])
+      return false;
+  return true;
+}
+
+// Copies `count` elements of `elem` bytes.
 inline void copyElements(const char *src, char *dst, int64_t count, size_t elem) {
   std::memcpy(dst, src, size_t(count) * elem);
 }
@@ -35,9 +45,13 @@ std::string transposeKernel(const KernelArgs &args) {
     return "perm has the wrong length";
   int64_t inStrides[kMaxRank], stride[kMaxRank];
   rowMajorStrides(in.shape, inStrides);
+  if (out.shape.rank != rank)
+    return "output rank differs from the input's";
   for (int d = 0; d < rank; ++d) {
     if (perm[d] < 0 || perm[d] >= rank)
       return "perm entry out of range";
+    if (out.shape.dims[d] != in.shape.dims[perm[d]])
+      return "output shape " + out.shape.str() + " is not the permuted input shape";
     stride[d] = inStrides[perm[d]];
   }
   const size_t elem = dtypeSize(in.dtype);
@@ -74,19 +88,20 @@ std::string concatKernel(const KernelArgs &args) {
   if (axis < 0 || axis >= rank)
     return "axis out of range";
   const size_t elem = dtypeSize(out.dtype);
-  int64_t outer = 1, inner = 1;
-  for (int d = 0; d < axis; ++d)
-    outer *= out.shape.dims[d];
-  for (int d = axis + 1; d < rank; ++d)
-    inner *= out.shape.dims[d];
+  int64_t outer, outDim, inner;
+  splitAround(out.shape, axis, outer, outDim, inner);
   char *dst = static_cast<char *>(out.data);
-  const int64_t outRow = out.shape.dims[axis] * inner;
+  const int64_t outRow = outDim * inner;
   int64_t position = 0;
   for (int k = 0; k < args.numInputs; ++k) {
     const TensorRef &in = args.in(k);
     if (in.dtype != out.dtype)
       return "input element types differ";
-    const int64_t rowLen = in.shape.rank ? in.shape.dims[axis] * inner : 0;
+    if (!sameExceptAxis(in.shape, out.shape, axis))
+      return "input " + in.shape.str() + " does not match the output " + out.shape.str() + " off the axis";
+    const int64_t rowLen = in.shape.dims[axis] * inner;
+    if (position + rowLen > outRow)
+      return "input sizes exceed the output";
     const char *src = static_cast<const char *>(in.data);
     for (int64_t o = 0; o < outer; ++o)
       copyElements(src + o * rowLen * elem, dst + (o * outRow + position) * elem, rowLen, elem);
@@ -104,16 +119,15 @@ std::string splitKernel(const KernelArgs &args) {
   if (axis < 0 || axis >= rank)
     return "axis out of range";
   const size_t elem = dtypeSize(in.dtype);
-  int64_t outer = 1, inner = 1;
-  for (int d = 0; d < axis; ++d)
-    outer *= in.shape.dims[d];
-  for (int d = axis + 1; d < rank; ++d)
-    inner *= in.shape.dims[d];
-  const int64_t inRow = in.shape.dims[axis] * inner;
+  int64_t outer, inDim, inner;
+  splitAround(in.shape, axis, outer, inDim, inner);
+  const int64_t inRow = inDim * inner;
   const char *src = static_cast<const char *>(in.data);
   int64_t position = 0;
   for (int k = 0; k < args.numOutputs; ++k) {
     TensorRef &out = args.out(k);
+    if (!sameExceptAxis(out.shape, in.shape, axis))
+      return "output " + out.shape.str() + " does not match the input " + in.shape.str() + " off the axis";
     const int64_t rowLen = out.shape.dims[axis] * inner;
     if (position + rowLen > inRow)
       return "output sizes exceed the input";
@@ -154,6 +168,8 @@ std::string sliceKernel(const KernelArgs &args) {
   }
   int64_t inStrides[kMaxRank];
   rowMajorStrides(in.shape, inStrides);
+  if (out.shape.rank != rank)
+    return "output rank differs from the input's";
   for (int d = 0; d < rank; ++d) {
     const int64_t n = out.shape.dims[d];
     if (n > 0 && (begin[d] + (n - 1) * step[d] < 0 || begin[d] + (n - 1) * step[d] >= in.shape.dims[d]))
@@ -191,12 +207,11 @@ std::string gatherKernel(const KernelArgs &args) {
   const int axis = normalizeAxis(args.attrs.getInt("axis", 0), rank);
   if (axis < 0 || axis >= rank)
     return "axis out of range";
-  int64_t outer = 1, inner = 1;
-  for (int d = 0; d < axis; ++d)
-    outer *= data.shape.dims[d];
-  for (int d = axis + 1; d < rank; ++d)
-    inner *= data.shape.dims[d];
-  const int64_t dim = data.shape.dims[axis], count = indices.numel();
+  int64_t outer, dim, inner;
+  splitAround(data.shape, axis, outer, dim, inner);
+  const int64_t count = indices.numel();
+  if (args.out(0).numel() != outer * count * inner)
+    return "output size does not match the gather";
   const size_t elem = dtypeSize(data.dtype);
   const char *src = static_cast<const char *>(data.data);
   char *dst = static_cast<char *>(args.out(0).data);
@@ -221,6 +236,11 @@ std::string gatherElementsKernel(const KernelArgs &args) {
   const int axis = normalizeAxis(args.attrs.getInt("axis", 0), rank);
   if (axis < 0 || axis >= rank || indices.shape.rank != rank)
     return "axis or index rank out of range";
+  if (args.out(0).numel() != indices.numel())
+    return "output size differs from the indices'";
+  for (int d = 0; d < rank; ++d)
+    if (d != axis && indices.shape.dims[d] > data.shape.dims[d])
+      return "indices reach outside the data";
   int64_t dataStrides[kMaxRank];
   rowMajorStrides(data.shape, dataStrides);
   const size_t elem = dtypeSize(data.dtype);
@@ -271,6 +291,8 @@ std::string gatherNdKernel(const KernelArgs &args) {
   int64_t tuples = 1;
   for (int d = b; d < qr - 1; ++d)
     tuples *= indices.shape.dims[d];
+  if (indices.numel() != batch * tuples * k || args.out(0).numel() != batch * tuples * slice)
+    return "index or output sizes do not match the data";
   const size_t elem = dtypeSize(data.dtype);
   const char *src = static_cast<const char *>(data.data);
   char *dst = static_cast<char *>(args.out(0).data);
@@ -294,6 +316,8 @@ std::string gatherNdKernel(const KernelArgs &args) {
 std::string expandKernel(const KernelArgs &args) {
   const TensorRef &in = args.in(0);
   TensorRef &out = args.out(0);
+  if (!broadcastsTo(in.shape, out.shape))
+    return "input " + in.shape.str() + " does not broadcast to " + out.shape.str();
   const size_t elem = dtypeSize(in.dtype);
   const char *src = static_cast<const char *>(in.data);
   char *dst = static_cast<char *>(out.data);
@@ -310,8 +334,8 @@ std::string expandKernel(const KernelArgs &args) {
 }
 
 std::string rangeKernel(const KernelArgs &args) {
-  if (args.numInputs != 3)
-    return "expects start, limit and delta";
+  if (args.numInputs != 3 || args.in(0).numel() < 1 || args.in(2).numel() < 1)
+    return "expects scalar start, limit and delta";
   TensorRef &out = args.out(0);
   std::string err;
   LLMC_DISPATCH_NUMERIC(out.dtype, T, err, {
@@ -356,6 +380,8 @@ std::string triluKernel(const KernelArgs &args) {
   const TensorRef &in = args.in(0);
   if (in.shape.rank < 2)
     return "input must have rank >= 2";
+  if (args.out(0).numel() != in.numel() || (args.hasInput(1) && args.in(1).numel() < 1))
+    return "output size differs from the input's, or k is empty";
   const int64_t k = args.hasInput(1) ? readIndex(args.in(1), 0) : 0;
   const bool upper = args.attrs.getInt("upper", 1);
   const int64_t rows = in.shape.dims[in.shape.rank - 2], cols = in.shape.dims[in.shape.rank - 1];

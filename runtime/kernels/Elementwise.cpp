@@ -37,6 +37,9 @@ std::string checkBinary(const KernelArgs &args) {
   if (args.in(0).dtype != args.in(1).dtype)
     return std::string("operand element types differ: ") + dtypeName(args.in(0).dtype) + " vs " +
            dtypeName(args.in(1).dtype);
+  if (!broadcastsTo(args.in(0).shape, args.out(0).shape) || !broadcastsTo(args.in(1).shape, args.out(0).shape))
+    return "operand shapes " + args.in(0).shape.str() + " and " + args.in(1).shape.str() +
+           " do not broadcast to " + args.out(0).shape.str();
   return {};
 }
 
@@ -190,6 +193,8 @@ std::string whereKernel(const KernelArgs &args) {
   if (x.dtype != y.dtype)
     return "branch element types differ";
   TensorRef &out = args.out(0);
+  if (!broadcastsTo(c.shape, out.shape) || !broadcastsTo(x.shape, out.shape) || !broadcastsTo(y.shape, out.shape))
+    return "operand shapes do not broadcast to " + out.shape.str();
   std::string err;
   const Shape *ins[3] = {&c.shape, &x.shape, &y.shape};
   LLMC_DISPATCH_NUMERIC(x.dtype, T, err, {

@@ -50,6 +50,30 @@ inline void broadcastStrides(const Shape &in, const Shape &out, int64_t *strides
   }
 }
 
+// True when `in` broadcasts to `out` (numpy rules): a check before any broadcast iteration, so
+// that a kernel never reads outside an input whatever shapes a plan declares.
+inline bool broadcastsTo(const Shape &in, const Shape &out) {
+  if (in.rank > out.rank)
+    return false;
+  for (int d = 0; d < in.rank; ++d) {
+    const int64_t dim = in.dims[d], target = out.dims[d + out.rank - in.rank];
+    if (dim != 1 && dim != target)
+      return false;
+  }
+  return true;
+}
+
+// Splits `shape` around `axis` into outer x dims[axis] x inner element counts.
+inline void splitAround(const Shape &shape, int axis, int64_t &outer, int64_t &n, int64_t &inner) {
+  outer = 1;
+  inner = 1;
+  for (int d = 0; d < axis; ++d)
+    outer *= shape.dims[d];
+  n = shape.dims[axis];
+  for (int d = axis + 1; d < shape.rank; ++d)
+    inner *= shape.dims[d];
+}
+
 // Iterates the shape `out` one innermost row at a time. For each row calls
 // fn(outOffset, inOffsets, innerStrides, count), where inOffsets/innerStrides hold one entry
 // per broadcast input.

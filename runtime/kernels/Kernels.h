@@ -30,7 +30,8 @@ using KernelFn = std::string (*)(const KernelArgs &args);
 KernelFn findKernel(std::string_view name);
 std::vector<std::string> kernelNames();
 
-// Sets the number of threads the GEMM may use (0: the library's default).
+// Sets the number of threads the GEMM may use (0: leave it). The setting is process-wide
+// (OpenBLAS has one thread pool): contexts that ask for different counts take turns setting it.
 void setGemmThreads(int threads);
 
 } // namespace llmc::rt

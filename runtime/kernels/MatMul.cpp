@@ -4,6 +4,8 @@
 
 #include <cblas.h>
 
+#include <atomic>
+
 namespace llmc::rt {
 namespace {
 
@@ -130,6 +132,10 @@ std::string gemmKernel(const KernelArgs &args) {
     T *po = out.as<T>();
     if (hasC) {
       const TensorRef &c = args.in(2);
+      if (!broadcastsTo(c.shape, out.shape)) {
+        err = "C of shape " + c.shape.str() + " does not broadcast to " + out.shape.str();
+        break;
+      }
       const T *pc = c.as<const T>();
       const Shape *ins[1] = {&c.shape};
       forEachRow<1>(out.shape, ins, [&](int64_t o, const int64_t *off, const int64_t *st, int64_t n) {
@@ -146,7 +152,10 @@ std::string gemmKernel(const KernelArgs &args) {
 } // namespace
 
 void setGemmThreads(int threads) {
-  if (threads > 0)
+  // OpenBLAS's thread count is process-wide; change it only when asked for another value, so
+  // that contexts with the same setting never touch it while another runs a GEMM.
+  static std::atomic<int> current{0};
+  if (threads > 0 && current.exchange(threads) != threads)
     openblas_set_num_threads(threads);
 }
 

@@ -92,17 +92,6 @@ template <Reduce R> std::string reduceKernel(const KernelArgs &args) {
   return err;
 }
 
-// Splits `shape` around `axis` into outer x n x inner.
-void splitAround(const Shape &shape, int axis, int64_t &outer, int64_t &n, int64_t &inner) {
-  outer = 1;
-  inner = 1;
-  for (int d = 0; d < axis; ++d)
-    outer *= shape.dims[d];
-  n = shape.dims[axis];
-  for (int d = axis + 1; d < shape.rank; ++d)
-    inner *= shape.dims[d];
-}
-
 template <bool Log> std::string softmaxKernel(const KernelArgs &args) {
   if (args.numInputs != 1 || args.numOutputs != 1)
     return "expects 1 input and 1 output";
@@ -111,6 +100,8 @@ template <bool Log> std::string softmaxKernel(const KernelArgs &args) {
   const int axis = normalizeAxis(args.attrs.getInt("axis", -1), rank);
   if (rank == 0 || axis < 0 || axis >= rank)
     return "axis out of range";
+  if (args.out(0).numel() != in.numel())
+    return "output size differs from the input's";
   int64_t outer, n, inner;
   splitAround(in.shape, axis, outer, n, inner);
   std::string err;
@@ -157,6 +148,8 @@ template <bool Rms> std::string normKernel(const KernelArgs &args) {
   if (rank == 0 || axis < 0 || axis >= rank)
     return "axis out of range";
   const double eps = args.attrs.getFloat("epsilon", 1e-5);
+  if (args.out(0).numel() != in.numel())
+    return "output size differs from the input's";
   int64_t outer = 1, n = 1;
   for (int d = 0; d < axis; ++d)
     outer *= in.shape.dims[d];
@@ -213,6 +206,8 @@ std::string cumsumKernel(const KernelArgs &args) {
   const int axis = normalizeAxis(a, rank);
   if (axis < 0 || axis >= rank)
     return "axis out of range";
+  if (args.out(0).numel() != in.numel())
+    return "output size differs from the input's";
   const bool exclusive = args.attrs.getInt("exclusive", 0), reverse = args.attrs.getInt("reverse", 0);
   int64_t outer, n, inner;
   splitAround(in.shape, axis, outer, n, inner);

@@ -11,6 +11,13 @@
 namespace fb = llmc::plan;
 using llmc::rt::makeStatus;
 
+// The C API's dtype values are the plan's.
+static_assert(int(LLMC_DTYPE_F32) == int(llmc::rt::DType::F32) && int(LLMC_DTYPE_F16) == int(llmc::rt::DType::F16) &&
+                  int(LLMC_DTYPE_F64) == int(llmc::rt::DType::F64) && int(LLMC_DTYPE_I64) == int(llmc::rt::DType::I64) &&
+                  int(LLMC_DTYPE_I32) == int(llmc::rt::DType::I32) && int(LLMC_DTYPE_I8) == int(llmc::rt::DType::I8) &&
+                  int(LLMC_DTYPE_U8) == int(llmc::rt::DType::U8) && int(LLMC_DTYPE_BOOL) == int(llmc::rt::DType::Bool),
+              "llmc_dtype and llmc::rt::DType must agree");
+
 struct AlignedFree {
   void operator()(void *p) const { std::free(p); }
 };

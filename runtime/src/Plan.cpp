@@ -5,6 +5,7 @@
 #include "PlanFormat.h"
 #include "plan_generated.h"
 
+#include <algorithm>
 #include <cstring>
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -95,11 +96,16 @@ llmc_status parsePlan(const void *data, size_t size, bool verifyWeights, llmc_pl
     if (v->shape()->size() > size_t(kMaxRank))
       return invalid("value '" + pv.name + "' has rank above " + std::to_string(kMaxRank));
     pv.shape.rank = int(v->shape()->size());
+    uint64_t elements = 1;
     for (int d = 0; d < pv.shape.rank; ++d) {
       const int64_t dim = v->shape()->Get(d);
       if (dim < 0 || dim > (int64_t(1) << 40))
         return invalid("value '" + pv.name + "' has a bad dimension");
       pv.shape.dims[d] = dim;
+      elements = dim == 0 ? 0 : elements;
+      if (elements > (uint64_t(1) << 44) / uint64_t(std::max<int64_t>(dim, 1)))
+        return invalid("value '" + pv.name + "' is impossibly large");
+      elements *= uint64_t(dim);
     }
     if (pv.kind == fb::ValueKind_Weight) {
       const uint64_t expected = uint64_t(pv.shape.numel()) * dtypeSize(pv.dtype);

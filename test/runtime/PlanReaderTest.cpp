@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstring>
+#include <random>
 #include <string>
 
 namespace {
@@ -83,6 +85,55 @@ TEST(PlanReader, RejectsAnotherTarget) {
   auto [code, message] = load(plan, "cuda.llmc");
   EXPECT_EQ(code, LLMC_UNSUPPORTED);
   EXPECT_NE(message.find("CPU plans only"), std::string::npos) << message;
+}
+
+// Random byte changes in the program section, with the checksum recomputed so that they reach
+// the structural and semantic checks: loading and running must fail cleanly or succeed, never crash.
+TEST(PlanReader, SurvivesMutatedProgramsWithValidChecksums) {
+  const std::vector<uint8_t> plan = addPlan();
+  const auto sections = llmc::test::sectionsOf(plan);
+  std::mt19937 rng(42);
+  int loaded = 0, refused = 0;
+  for (int round = 0; round < 3000; ++round) {
+    std::vector<uint8_t> bad = plan;
+    const int changes = 1 + int(rng() % 3);
+    for (int c = 0; c < changes; ++c)
+      bad[sections.programOffset + rng() % sections.programSize] = uint8_t(rng());
+    llmc::plan::Header h;
+    std::memcpy(&h, bad.data(), sizeof h);
+    h.programChecksum = llmc::plan::checksum(bad.data() + h.programOffset, h.programSize);
+    std::memcpy(bad.data(), &h, sizeof h);
+    llmc_plan p = nullptr;
+    llmc_status s = llmc_plan_load(writeTemp("mutated.llmc", bad).c_str(), nullptr, &p);
+    if (s) {
+      ++refused;
+      EXPECT_NE(std::string(llmc_status_message(s)), "");
+      llmc_status_free(s);
+      continue;
+    }
+    ++loaded;
+    llmc_context ctx = nullptr;
+    if (llmc_status cs = llmc_context_create(p, nullptr, &ctx)) {
+      llmc_status_free(cs);
+    } else {
+      float x[64] = {};
+      for (int32_t i = 0; i < llmc_plan_input_count(p); ++i) {
+        llmc_tensor info;
+        llmc_plan_input_info(p, i, nullptr, &info);
+        int64_t n = 1;
+        for (int d = 0; d < info.rank; ++d)
+          n *= info.dims[d];
+        info.data = x;
+        if (n <= 16)
+          llmc_status_free(llmc_context_set_input(ctx, i, &info));
+      }
+      llmc_status_free(llmc_context_run(ctx));
+      llmc_context_release(ctx);
+    }
+    llmc_plan_release(p);
+  }
+  EXPECT_GT(refused, 0);
+  std::printf("mutated plans: %d refused, %d loaded and ran or failed cleanly\n", refused, loaded);
 }
 
 TEST(PlanReader, ReportsAMissingFile) {
