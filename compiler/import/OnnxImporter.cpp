@@ -7,6 +7,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
 
+#include "onnx/defs/schema.h"
+
 #include <google/protobuf/io/coded_stream.h>
 
 #include <fstream>
@@ -220,10 +222,42 @@ struct GraphImporter {
     return module;
   }
 
+  // Required inputs present and input/output counts within the op's schema (where the ONNX
+  // library knows the op), so that no importer sees a node with missing operands.
+  std::string checkArity(const onnx::NodeProto &node) {
+    // The ONNX library's schemas stop at the opset it was released with (1.12: opset 17); past
+    // that an op may have gained inputs, so the check would be wrong.
+    const auto &ranges = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
+    auto known = ranges.find(onnx::ONNX_DOMAIN);
+    if (known == ranges.end() || opset > known->second.second)
+      return {};
+    const onnx::OpSchema *schema = onnx::OpSchemaRegistry::Schema(node.op_type(), int(opset));
+    if (!schema)
+      return {};
+    for (int i = 0; i < schema->min_input(); ++i)
+      if (i >= node.input_size() || node.input(i).empty())
+        return "has " + std::to_string(node.input_size()) + " inputs; " + node.op_type() + " needs at least " +
+               std::to_string(schema->min_input());
+    if (node.input_size() > schema->max_input())
+      return "has " + std::to_string(node.input_size()) + " inputs; " + node.op_type() + " takes at most " +
+             std::to_string(schema->max_input());
+    if (node.output_size() < schema->min_output() || node.output_size() > schema->max_output())
+      return "has " + std::to_string(node.output_size()) + " outputs, outside what " + node.op_type() + " allows";
+    return {};
+  }
+
   bool importNode(OpBuilder &builder, const onnx::NodeProto &node, int index) {
     Location loc = nodeLoc(node, index);
     NodeContext nc{builder, loc, node, opset, {}, modelDir, {}};
     const std::string where = "node '" + cast<NameLoc>(loc).getName().str() + "' (" + node.op_type() + ")";
+    if (std::string arity = checkArity(node); !arity.empty()) {
+      error = where + " " + arity;
+      return false;
+    }
+    if (node.op_type() != "Constant" && (node.input_size() == 0 || node.input(0).empty())) {
+      error = where + " has no first input";
+      return false;
+    }
     for (const std::string &name : node.input()) {
       if (name.empty()) {
         nc.inputs.push_back(Value());

@@ -549,6 +549,16 @@ LogicalResult inferResultTypes(StringRef opName, MLIRContext *context, std::opti
   for (Value v : operands)
     if (!isa<RankedTensorType>(v.getType()))
       return in.fail("operands must be ranked tensors");
+  // The fewest operands each op reads in its inference function.
+  const unsigned minOperands = llvm::StringSwitch<unsigned>(name)
+                                   .Cases({"where", "range"}, 3)
+                                   .Cases({"matmul", "gemm", "layer_norm", "rms_norm", "cumsum", "reshape", "gather",
+                                           "gather_elements", "gather_nd", "expand"},
+                                          2)
+                                   .Case("concat", 1)
+                                   .Default(1);
+  if (failed(in.expectOperands(minOperands)))
+    return failure();
   using Fn = LogicalResult (*)(Inference &);
   Fn fn = llvm::StringSwitch<Fn>(name)
               .Cases({"add", "sub", "mul", "div", "pow", "max", "min"},
