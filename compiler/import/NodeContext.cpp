@@ -50,7 +50,7 @@ std::optional<SmallVector<int64_t>> NodeContext::constantInts(Value v) const {
 FailureOr<SmallVector<Value>> NodeContext::create(StringRef name, ValueRange operands, ArrayRef<NamedAttribute> attrs) {
   for (Value v : operands)
     if (!v)
-      return fail("a required input is missing"), failure();
+      return fail("a required input is missing");
   OperationState state(loc, name);
   state.addOperands(operands);
   state.addAttributes(attrs);

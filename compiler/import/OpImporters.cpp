@@ -135,7 +135,7 @@ FailureOr<SmallVector<Value>> importVariadic(NodeContext &nc) {
   const char *name = t == "Max" ? "llmc.max" : t == "Min" ? "llmc.min" : "llmc.add";
   auto operands = presentInputs(nc);
   if (failed(operands) || operands->empty())
-    return nc.fail("needs at least one input"), failure();
+    return nc.fail("needs at least one input");
   Value acc = (*operands)[0];
   for (size_t i = 1; i < operands->size(); ++i) {
     auto next = nc.create1(name, {acc, (*operands)[i]});
@@ -147,7 +147,7 @@ FailureOr<SmallVector<Value>> importVariadic(NodeContext &nc) {
     auto type = cast<RankedTensorType>(acc.getType());
     auto scalar = RankedTensorType::get({}, type.getElementType());
     if (!isa<FloatType>(type.getElementType()))
-      return nc.fail("Mean needs float inputs"), failure();
+      return nc.fail("Mean needs float inputs");
     auto count = nc.create1("llmc.constant", {},
                             {nc.builder.getNamedAttr("value", DenseElementsAttr::get(scalar, FloatAttr::get(
                                                                   type.getElementType(), double(operands->size())).getValue()))});
@@ -162,20 +162,20 @@ FailureOr<SmallVector<Value>> importCast(NodeContext &nc) {
   Type to;
   if (nc.node.op_type() == "CastLike") {
     if (!nc.input(1))
-      return nc.fail("CastLike needs a target input"), failure();
+      return nc.fail("CastLike needs a target input");
     to = cast<RankedTensorType>(nc.input(1).getType()).getElementType();
   } else {
     int64_t t = nc.attrInt("to", 0);
     to = elementType(nc.ctx(), int(t));
     if (!to)
-      return nc.fail(std::string("cast to unsupported element type ") + onnxTypeName(int(t))), failure();
+      return nc.fail(std::string("cast to unsupported element type ") + onnxTypeName(int(t)));
   }
   return one(nc.create1("llmc.cast", {nc.input(0)}, {nc.builder.getNamedAttr("to", TypeAttr::get(to))}));
 }
 
 FailureOr<SmallVector<Value>> importDropout(NodeContext &nc) {
   if (nc.node.output_size() > 1 && !nc.node.output(1).empty())
-    return nc.fail("Dropout's mask output is not supported (inference only)"), failure();
+    return nc.fail("Dropout's mask output is not supported (inference only)");
   return SmallVector<Value>{nc.input(0)};
 }
 
@@ -197,7 +197,7 @@ FailureOr<SmallVector<Value>> importConstant(NodeContext &nc) {
     SmallVector<int64_t> v(a->ints().begin(), a->ints().end());
     value = DenseElementsAttr::get(RankedTensorType::get({int64_t(v.size())}, b.getI64Type()), ArrayRef<int64_t>(v));
   } else {
-    return nc.fail("Constant without a supported value attribute"), failure();
+    return nc.fail("Constant without a supported value attribute");
   }
   return one(nc.create1("llmc.constant", {}, {b.getNamedAttr("value", value)}));
 }
@@ -210,7 +210,7 @@ FailureOr<SmallVector<Value>> importConstantOfShape(NodeContext &nc) {
     ElementsAttr attr = tensorToAttr(nc.ctx(), a->t(), nc.modelDir, nc.error);
     auto dense = dyn_cast_or_null<DenseElementsAttr>(attr);
     if (!dense || dense.getNumElements() != 1)
-      return nc.fail("ConstantOfShape's value must be a one-element tensor"), failure();
+      return nc.fail("ConstantOfShape's value must be a one-element tensor");
     dtype = dense.getElementType();
     if (isa<FloatType>(dtype))
       value = (*dense.getValues<APFloat>().begin()).convertToDouble();
@@ -230,8 +230,7 @@ FailureOr<SmallVector<int64_t>> intsFromInputOrAttr(NodeContext &nc, size_t inpu
     auto ints = nc.constantInts(v);
     if (!ints)
       return nc.fail(std::string("'") + name + "' must be a constant (data-dependent " + name +
-                     " are not supported yet)"),
-             failure();
+                     " are not supported yet)");
     present = true;
     return *ints;
   }
@@ -249,7 +248,7 @@ FailureOr<SmallVector<Value>> importSqueezeLike(NodeContext &nc) {
     return failure();
   const bool unsqueeze = nc.node.op_type() == "Unsqueeze";
   if (unsqueeze && axes->empty())
-    return nc.fail("Unsqueeze needs axes"), failure();
+    return nc.fail("Unsqueeze needs axes");
   return one(nc.create1(unsqueeze ? "llmc.unsqueeze" : "llmc.squeeze", {nc.input(0)},
                         {nc.builder.getNamedAttr("axes", nc.builder.getDenseI64ArrayAttr(*axes))}));
 }
@@ -279,12 +278,12 @@ FailureOr<SmallVector<Value>> importReduce(NodeContext &nc) {
 FailureOr<SmallVector<Value>> importSlice(NodeContext &nc) {
   auto starts = nc.constantInts(nc.input(1)), ends = nc.constantInts(nc.input(2));
   if (!starts || !ends)
-    return nc.fail("starts and ends must be constants (data-dependent slicing is not supported yet)"), failure();
+    return nc.fail("starts and ends must be constants (data-dependent slicing is not supported yet)");
   SmallVector<int64_t> axes, steps;
   if (nc.input(3)) {
     auto a = nc.constantInts(nc.input(3));
     if (!a)
-      return nc.fail("axes must be a constant"), failure();
+      return nc.fail("axes must be a constant");
     axes = *a;
   } else {
     for (size_t i = 0; i < starts->size(); ++i)
@@ -293,7 +292,7 @@ FailureOr<SmallVector<Value>> importSlice(NodeContext &nc) {
   if (nc.input(4)) {
     auto s = nc.constantInts(nc.input(4));
     if (!s)
-      return nc.fail("steps must be a constant"), failure();
+      return nc.fail("steps must be a constant");
     steps = *s;
   } else {
     steps.assign(starts->size(), 1);
@@ -311,7 +310,7 @@ FailureOr<SmallVector<Value>> importSplit(NodeContext &nc) {
   const int64_t rank = type.getRank();
   int64_t axis = nc.attrInt("axis", 0);
   if (axis < -rank || axis >= rank)
-    return nc.fail("axis out of range"), failure();
+    return nc.fail("axis out of range");
   if (axis < 0)
     axis += rank;
   bool present;
@@ -322,9 +321,9 @@ FailureOr<SmallVector<Value>> importSplit(NodeContext &nc) {
     const int64_t parts = nc.attrInt("num_outputs", nc.node.output_size());
     const int64_t dim = type.getDimSize(axis);
     if (ShapedType::isDynamic(dim))
-      return nc.fail("splitting a dynamic dimension into equal parts is not supported yet"), failure();
+      return nc.fail("splitting a dynamic dimension into equal parts is not supported yet");
     if (parts <= 0)
-      return nc.fail("num_outputs must be positive"), failure();
+      return nc.fail("num_outputs must be positive");
     const int64_t chunk = (dim + parts - 1) / parts;
     for (int64_t i = 0, left = dim; i < parts; ++i, left -= chunk)
       sizes->push_back(std::max<int64_t>(0, std::min(chunk, left)));
