@@ -56,6 +56,9 @@ struct NodeContext {
 
 using ImportFn = mlir::FailureOr<llvm::SmallVector<mlir::Value>> (*)(NodeContext &);
 
+// Every op type the table has an importer for (at some opset).
+std::vector<std::string> supportedOpTypes();
+
 // The importer for (op type, opset) in the default domain; null when unsupported.
 ImportFn findImporter(const std::string &opType, int64_t opset);
 

@@ -2,6 +2,7 @@
 #include "OnnxImporter.h"
 
 #include "ImporterInternal.h"
+#include "llmc/Dialect/KernelBridge.h"
 #include "llmc/Dialect/LlmcDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -20,7 +21,9 @@ namespace fs = std::filesystem;
 
 namespace llmc {
 
-int64_t maxSupportedOpset() { return 24; }
+int64_t maxSupportedOpset() { return 28; }
+
+std::vector<std::string> supportedOnnxOps() { return importer::supportedOpTypes(); }
 
 std::string parseInputShapes(const std::string &spec, ImportOptions &options) {
   std::stringstream items(spec);
@@ -56,6 +59,13 @@ std::string parseInputShapes(const std::string &spec, ImportOptions &options) {
 namespace {
 
 using importer::NodeContext;
+
+std::string typeString(Type t) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << t;
+  return s;
+}
 
 struct GraphImporter {
   MLIRContext &ctx;
@@ -112,18 +122,32 @@ struct GraphImporter {
     return RankedTensorType::get(dims, elem);
   }
 
+  // The opset whose semantics a node of `opType` has: the model's opset from 13 on; for older
+  // models, 13 when the op's definition did not change between the model's opset and 13 (per the
+  // ONNX library's schemas), else 0 (unsupported).
+  int64_t effectiveOpset(const std::string &opType) const {
+    if (opset >= 13)
+      return opset;
+    const onnx::OpSchema *old = onnx::OpSchemaRegistry::Schema(opType, int(opset));
+    const onnx::OpSchema *at13 = onnx::OpSchemaRegistry::Schema(opType, 13);
+    return old && at13 && old->since_version() == at13->since_version() ? 13 : 0;
+  }
+
   // Every node's op must have an importer; report all that do not, at once.
   bool checkSupported(const onnx::GraphProto &graph) {
     std::string unsupported;
     int count = 0;
     for (int i = 0; i < graph.node_size(); ++i) {
       const onnx::NodeProto &node = graph.node(i);
-      const bool known = (node.domain().empty() || node.domain() == "ai.onnx") &&
-                         importer::findImporter(node.op_type(), opset);
-      if (!known) {
+      const bool defaultDomain = node.domain().empty() || node.domain() == "ai.onnx";
+      const int64_t version = defaultDomain ? effectiveOpset(node.op_type()) : 0;
+      if (!defaultDomain || !version || !importer::findImporter(node.op_type(), version)) {
         ++count;
         unsupported += "\n  " + node.op_type() + (node.domain().empty() ? "" : " (domain " + node.domain() + ")") +
                        " in node '" + node.name() + "', opset " + std::to_string(opset);
+        if (defaultDomain && !version)
+          unsupported += " (its definition at this opset differs from opset 13; older opsets are supported only "
+                         "for ops unchanged since)";
       }
     }
     if (count)
@@ -138,10 +162,6 @@ struct GraphImporter {
         opset = imp.version();
     if (opset == 0) {
       error = "the model imports no default-domain opset";
-      return nullptr;
-    }
-    if (opset < 13) {
-      error = "the model uses opset " + std::to_string(opset) + "; opsets older than 13 are not supported";
       return nullptr;
     }
     if (opset > maxSupportedOpset()) {
@@ -164,9 +184,25 @@ struct GraphImporter {
       initializerNames.insert(init.name());
     SmallVector<Type> argTypes;
     SmallVector<std::string> argNames;
+    std::vector<std::pair<std::string, RankedTensorType>> frozen;
     for (const auto &in : graph.input()) {
       if (initializerNames.count(in.name()))
         continue; // an initializer listed as an input (old exporters): a constant
+      if (auto f = options.frozenInputs.find(in.name()); f != options.frozenInputs.end()) {
+        auto declared = inputType(in);
+        if (failed(declared))
+          return nullptr;
+        auto type = RankedTensorType::get(f->second.shape, declared->getElementType());
+        if (rt::dtypeSize(toKernelDType(type.getElementType())) * size_t(type.getNumElements()) !=
+                f->second.bytes.size() ||
+            int(toKernelDType(type.getElementType())) != f->second.dtype ||
+            failed(verifyCompatibleShape(*declared, type))) {
+          error = "--freeze-input '" + in.name() + "': the data does not match the input's type " + typeString(*declared);
+          return nullptr;
+        }
+        frozen.emplace_back(in.name(), type);
+        continue;
+      }
       auto type = inputType(in);
       if (failed(type))
         return nullptr;
@@ -181,6 +217,11 @@ struct GraphImporter {
         }
       }
     }
+    for (const auto &[name, data] : options.frozenInputs)
+      if (std::none_of(graph.input().begin(), graph.input().end(), [&](const auto &i) { return i.name() == name; })) {
+        error = "--freeze-input names '" + name + "', which is not a graph input";
+        return nullptr;
+      }
     for (const auto &[name, shape] : options.inputShapes)
       if (std::find(argNames.begin(), argNames.end(), name) == argNames.end() && shape.size() != 1) {
         error = "--input-shape names '" + name + "', which is not a graph input";
@@ -194,6 +235,11 @@ struct GraphImporter {
       values[argNames[i]] = body->getArgument(i);
     }
     builder.setInsertionPointToEnd(body);
+    for (const auto &[name, type] : frozen) {
+      const FrozenInput &f = options.frozenInputs.at(name);
+      values[name] = ConstantOp::create(builder, NameLoc::get(builder.getStringAttr(name)), type,
+                                        makeElements(type, ArrayRef<char>(f.bytes.data(), f.bytes.size())));
+    }
     for (const auto &init : graph.initializer()) {
       ElementsAttr attr = importer::tensorToAttr(&ctx, init, modelDir, error);
       if (!attr)
@@ -248,7 +294,7 @@ struct GraphImporter {
 
   bool importNode(OpBuilder &builder, const onnx::NodeProto &node, int index) {
     Location loc = nodeLoc(node, index);
-    NodeContext nc{builder, loc, node, opset, {}, modelDir, {}};
+    NodeContext nc{builder, loc, node, effectiveOpset(node.op_type()), {}, modelDir, {}};
     const std::string where = "node '" + cast<NameLoc>(loc).getName().str() + "' (" + node.op_type() + ")";
     if (std::string arity = checkArity(node); !arity.empty()) {
       error = where + " " + arity;
@@ -281,7 +327,7 @@ struct GraphImporter {
         diagnostic = diag.str();
       return success();
     });
-    auto outputs = importer::findImporter(node.op_type(), opset)(nc);
+    auto outputs = importer::findImporter(node.op_type(), nc.opset)(nc);
     if (failed(outputs)) {
       error = where + ": " + (!nc.error.empty() ? nc.error : diagnostic.empty() ? "import failed" : diagnostic);
       if (!dynamicInputs.empty())

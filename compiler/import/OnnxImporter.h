@@ -10,11 +10,20 @@
 
 namespace llmc {
 
+// A graph input replaced by a constant at compile time.
+struct FrozenInput {
+  int dtype = 0;             // llmc::rt::DType numbering (1 f32, 4 i64, ...)
+  std::vector<int64_t> shape;
+  std::vector<char> bytes;   // row major
+};
+
 struct ImportOptions {
   // Static shapes for graph inputs, by input name ("input_ids" -> {1, 16}).
   std::map<std::string, std::vector<int64_t>> inputShapes;
   // Values for symbolic dimensions, by dim_param name ("seq" -> 16).
   std::map<std::string, int64_t> dimValues;
+  // Graph inputs to bake into the plan as constants, by name.
+  std::map<std::string, FrozenInput> frozenInputs;
 };
 
 // What the importer saw, for --print-stats.
@@ -33,6 +42,9 @@ std::string parseInputShapes(const std::string &spec, ImportOptions &options);
 mlir::OwningOpRef<mlir::ModuleOp> importOnnxFile(mlir::MLIRContext &context, const std::string &path,
                                                  const ImportOptions &options, std::string &error,
                                                  ImportStats *stats = nullptr);
+
+// The ONNX op types (default domain) the importer supports.
+std::vector<std::string> supportedOnnxOps();
 
 // The newest default-domain opset this importer knows.
 int64_t maxSupportedOpset();

@@ -4,6 +4,7 @@
 // rest have a function below. Adding an op is adding an entry.
 #include "ImporterInternal.h"
 
+#include <algorithm>
 #include <cstring>
 
 using namespace mlir;
@@ -30,7 +31,6 @@ const DirectOp kDirectOps[] = {
     {"Sub", "llmc.sub", {}},
     {"Mul", "llmc.mul", {}},
     {"Div", "llmc.div", {}},
-    {"Pow", "llmc.pow", {}},
     {"And", "llmc.and", {}},
     {"Or", "llmc.or", {}},
     {"Xor", "llmc.xor", {}},
@@ -174,6 +174,11 @@ FailureOr<SmallVector<Value>> importCast(NodeContext &nc) {
 }
 
 FailureOr<SmallVector<Value>> importDropout(NodeContext &nc) {
+  if (Value mode = nc.input(2)) {
+    auto training = nc.constantInts(mode);
+    if (!training || training->empty() || (*training)[0] != 0)
+      return nc.fail("Dropout in training mode is not supported (inference only)");
+  }
   if (nc.node.output_size() > 1 && !nc.node.output(1).empty())
     return nc.fail("Dropout's mask output is not supported (inference only)");
   return SmallVector<Value>{nc.input(0)};
@@ -334,6 +339,37 @@ FailureOr<SmallVector<Value>> importSplit(NodeContext &nc) {
                     b.getNamedAttr("split", b.getDenseI64ArrayAttr(*sizes))});
 }
 
+// Pow allows an exponent of another type; it is converted to the base's type.
+FailureOr<SmallVector<Value>> importPow(NodeContext &nc) {
+  Value base = nc.input(0), exponent = nc.input(1);
+  Type baseType = cast<RankedTensorType>(base.getType()).getElementType();
+  if (cast<RankedTensorType>(exponent.getType()).getElementType() != baseType) {
+    auto converted = nc.create1("llmc.cast", {exponent}, {nc.builder.getNamedAttr("to", TypeAttr::get(baseType))});
+    if (failed(converted))
+      return failure();
+    exponent = *converted;
+  }
+  return one(nc.create1("llmc.pow", {base, exponent}));
+}
+
+// LayerNormalization; the Mean and InvStdDev outputs come from llmc.layer_norm_stats when used.
+FailureOr<SmallVector<Value>> importLayerNorm(NodeContext &nc) {
+  auto y = importDirect(nc);
+  if (failed(y))
+    return failure();
+  const bool wantsStats = (nc.node.output_size() > 1 && !nc.node.output(1).empty()) ||
+                          (nc.node.output_size() > 2 && !nc.node.output(2).empty());
+  if (!wantsStats)
+    return y;
+  Builder &b = nc.builder;
+  auto stats = nc.create("llmc.layer_norm_stats", {nc.input(0)},
+                         {b.getNamedAttr("axis", b.getI64IntegerAttr(nc.attrInt("axis", -1))),
+                          b.getNamedAttr("epsilon", b.getF32FloatAttr(nc.attrFloat("epsilon", 1e-5f)))});
+  if (failed(stats))
+    return failure();
+  return SmallVector<Value>{y->front(), (*stats)[0], (*stats)[1]};
+}
+
 struct Entry {
   const char *opType;
   ImportFn fn;
@@ -348,6 +384,8 @@ const Entry kCustom[] = {
     {"Cast", importCast},
     {"CastLike", importCast, 15},
     {"Dropout", importDropout},
+    {"Pow", importPow},
+    {"LayerNormalization", importLayerNorm, 17},
     {"Constant", importConstant},
     {"ConstantOfShape", importConstantOfShape},
     {"Squeeze", importSqueezeLike},
@@ -365,9 +403,20 @@ const Entry kCustom[] = {
 
 } // namespace
 
+std::vector<std::string> supportedOpTypes() {
+  std::vector<std::string> names;
+  for (const Entry &e : kCustom)
+    names.push_back(e.opType);
+  for (const DirectOp &op : kDirectOps)
+    names.push_back(op.onnx);
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  return names;
+}
+
 ImportFn findImporter(const std::string &opType, int64_t opset) {
   if (opset < 13)
-    return nullptr; // older opsets have other semantics for several ops
+    return nullptr; // the driver maps older models to 13 where an op did not change
   for (const Entry &e : kCustom)
     if (opType == e.opType && opset >= e.sinceOpset)
       return e.fn;

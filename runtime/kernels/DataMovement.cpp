@@ -418,7 +418,7 @@ extern const KernelEntry kDataMovementKernels[] = {
     {"gather_elements", gatherElementsKernel},
     {"gather_nd", gatherNdKernel},
     {"expand", expandKernel},
-    {"range", rangeKernel},
+    {"range", withHalf<rangeKernel>},
     {"shape", shapeKernel},
     {"constant_of_shape", constantOfShapeKernel},
     {"trilu", triluKernel},

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 namespace llmc::rt {
 
@@ -117,6 +118,44 @@ void forEachRow(const Shape &out, const Shape *const (&ins)[N], Fn &&fn) {
 // IEEE half <-> float, round to nearest even.
 float halfToFloat(uint16_t h);
 uint16_t floatToHalf(float f);
+
+// Runs kernel Fn on f16 data by widening f16 inputs to f32, running the f32 kernel and
+// narrowing f16 outputs: float kernels get half precision support without a second body.
+template <KernelFn Fn> std::string withHalf(const KernelArgs &args) {
+  bool half = false;
+  for (int i = 0; i < args.numInputs; ++i)
+    half = half || args.inputs[i].dtype == DType::F16;
+  for (int i = 0; i < args.numOutputs; ++i)
+    half = half || args.outputs[i].dtype == DType::F16;
+  if (!half)
+    return Fn(args);
+  std::vector<TensorRef> ins(args.inputs, args.inputs + args.numInputs);
+  std::vector<TensorRef> outs(args.outputs, args.outputs + args.numOutputs);
+  std::vector<std::vector<float>> buffers(ins.size() + outs.size());
+  auto widen = [&](TensorRef &t, std::vector<float> &buffer, bool copy) {
+    if (t.dtype != DType::F16)
+      return;
+    buffer.resize(size_t(t.numel()));
+    if (copy)
+      for (int64_t i = 0; i < t.numel(); ++i)
+        buffer[size_t(i)] = halfToFloat(t.as<const uint16_t>()[i]);
+    t.dtype = DType::F32;
+    t.data = buffer.data();
+  };
+  for (size_t i = 0; i < ins.size(); ++i)
+    widen(ins[i], buffers[i], true);
+  for (size_t i = 0; i < outs.size(); ++i)
+    widen(outs[i], buffers[ins.size() + i], false);
+  KernelArgs wide{args.attrs, ins.data(), args.numInputs, outs.data(), args.numOutputs};
+  std::string err = Fn(wide);
+  if (!err.empty())
+    return err;
+  for (int i = 0; i < args.numOutputs; ++i)
+    if (args.outputs[i].dtype == DType::F16)
+      for (int64_t k = 0; k < args.outputs[i].numel(); ++k)
+        args.outputs[i].as<uint16_t>()[k] = floatToHalf(outs[size_t(i)].as<const float>()[k]);
+  return {};
+}
 
 struct KernelEntry {
   const char *name;

@@ -160,8 +160,8 @@ void setGemmThreads(int threads) {
 }
 
 extern const KernelEntry kMatMulKernels[] = {
-    {"matmul", matmulKernel},
-    {"gemm", gemmKernel},
+    {"matmul", withHalf<matmulKernel>},
+    {"gemm", withHalf<gemmKernel>},
     {nullptr, nullptr},
 };
 

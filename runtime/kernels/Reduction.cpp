@@ -194,6 +194,41 @@ template <bool Rms> std::string normKernel(const KernelArgs &args) {
   return err;
 }
 
+// layer_norm_stats: mean and 1/sqrt(var + eps) over dims [axis, rank), one value per row.
+std::string normStatsKernel(const KernelArgs &args) {
+  if (args.numInputs != 1 || args.numOutputs != 2)
+    return "expects an input and two outputs";
+  const TensorRef &in = args.in(0);
+  const int rank = in.shape.rank;
+  const int axis = normalizeAxis(args.attrs.getInt("axis", -1), rank);
+  if (rank == 0 || axis < 0 || axis >= rank)
+    return "axis out of range";
+  int64_t outer = 1, n = 1;
+  for (int d = 0; d < axis; ++d)
+    outer *= in.shape.dims[d];
+  for (int d = axis; d < rank; ++d)
+    n *= in.shape.dims[d];
+  if (args.out(0).numel() != outer || args.out(1).numel() != outer)
+    return "outputs must have one element per normalized row";
+  const double eps = args.attrs.getFloat("epsilon", 1e-5);
+  std::string err;
+  LLMC_DISPATCH_FLOAT(in.dtype, T, err, {
+    const T *x = in.as<const T>();
+    T *mean = args.out(0).as<T>(), *inv = args.out(1).as<T>();
+    for (int64_t o = 0; o < outer; ++o) {
+      double m = 0, v = 0;
+      for (int64_t k = 0; k < n; ++k)
+        m += x[o * n + k];
+      m /= double(n);
+      for (int64_t k = 0; k < n; ++k)
+        v += (x[o * n + k] - m) * (x[o * n + k] - m);
+      mean[o] = T(m);
+      inv[o] = T(1.0 / std::sqrt(v / double(n) + eps));
+    }
+  });
+  return err;
+}
+
 // cumsum(x, axis) with the exclusive and reverse attributes.
 std::string cumsumKernel(const KernelArgs &args) {
   if (args.numInputs != 2 || args.numOutputs != 1)
@@ -237,18 +272,19 @@ std::string cumsumKernel(const KernelArgs &args) {
 } // namespace
 
 extern const KernelEntry kReductionKernels[] = {
-    {"reduce_sum", reduceKernel<Reduce::Sum>},
-    {"reduce_mean", reduceKernel<Reduce::Mean>},
-    {"reduce_max", reduceKernel<Reduce::Max>},
-    {"reduce_min", reduceKernel<Reduce::Min>},
-    {"reduce_prod", reduceKernel<Reduce::Prod>},
-    {"reduce_sum_square", reduceKernel<Reduce::SumSquare>},
-    {"reduce_l2", reduceKernel<Reduce::L2>},
-    {"softmax", softmaxKernel<false>},
-    {"log_softmax", softmaxKernel<true>},
-    {"layer_norm", normKernel<false>},
-    {"rms_norm", normKernel<true>},
-    {"cumsum", cumsumKernel},
+    {"reduce_sum", withHalf<reduceKernel<Reduce::Sum>>},
+    {"reduce_mean", withHalf<reduceKernel<Reduce::Mean>>},
+    {"reduce_max", withHalf<reduceKernel<Reduce::Max>>},
+    {"reduce_min", withHalf<reduceKernel<Reduce::Min>>},
+    {"reduce_prod", withHalf<reduceKernel<Reduce::Prod>>},
+    {"reduce_sum_square", withHalf<reduceKernel<Reduce::SumSquare>>},
+    {"reduce_l2", withHalf<reduceKernel<Reduce::L2>>},
+    {"softmax", withHalf<softmaxKernel<false>>},
+    {"log_softmax", withHalf<softmaxKernel<true>>},
+    {"layer_norm", withHalf<normKernel<false>>},
+    {"rms_norm", withHalf<normKernel<true>>},
+    {"layer_norm_stats", withHalf<normStatsKernel>},
+    {"cumsum", withHalf<cumsumKernel>},
     {nullptr, nullptr},
 };
 

@@ -1,6 +1,7 @@
 // Every CPU kernel against a naive reference written independently here (index arithmetic on
 // multi-indices, no shared helpers with the kernels).
 #include "Kernels.h"
+#include "KernelUtil.h"
 
 #include <gtest/gtest.h>
 
@@ -350,6 +351,37 @@ TEST(Kernels, LayerNormAndRmsNorm) {
       EXPECT_NEAR(r.data[i * n + k], x.data[i * n + k] / std::sqrt(sq + 1e-5) * g.data[k], 1e-5);
     }
   }
+}
+
+TEST(Kernels, LayerNormStats) {
+  const int64_t rows = 2, n = 6;
+  Buf<float> x(DType::F32, {rows, n}, randomFloats(rows * n, 16)), mean(DType::F32, {rows, 1}),
+      inv(DType::F32, {rows, 1});
+  ASSERT_EQ(call("layer_norm_stats", attrs({intAttr("axis", 1), floatAttr("epsilon", 1e-3)}), {x.ref()},
+                 {mean.ref(), inv.ref()}),
+            "");
+  for (int64_t i = 0; i < rows; ++i) {
+    double m = 0, v = 0;
+    for (int64_t k = 0; k < n; ++k)
+      m += x.data[i * n + k] / double(n);
+    for (int64_t k = 0; k < n; ++k)
+      v += (x.data[i * n + k] - m) * (x.data[i * n + k] - m) / double(n);
+    EXPECT_NEAR(mean.data[i], m, 1e-6);
+    EXPECT_NEAR(inv.data[i], 1 / std::sqrt(v + 1e-3), 1e-5);
+  }
+}
+
+// Float kernels accept f16 through the widening adapter.
+TEST(Kernels, HalfPrecision) {
+  Buf<uint16_t> a(DType::F16, {3}), b(DType::F16, {3}), o(DType::F16, {3});
+  const float av[3] = {1.5f, -2.0f, 0.25f}, bv[3] = {0.5f, 4.0f, -1.0f};
+  for (int i = 0; i < 3; ++i) {
+    a.data[i] = floatToHalf(av[i]);
+    b.data[i] = floatToHalf(bv[i]);
+  }
+  ASSERT_EQ(call("mul", {}, {a.ref(), b.ref()}, {o.ref()}), "");
+  for (int i = 0; i < 3; ++i)
+    EXPECT_EQ(halfToFloat(o.data[i]), av[i] * bv[i]);
 }
 
 TEST(Kernels, Reductions) {

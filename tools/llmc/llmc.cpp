@@ -4,6 +4,7 @@
 //
 // Options for IR dumps and pass timing come from MLIR (--mlir-print-ir-after-all,
 // --mlir-timing, ...); --emit=mlir writes the IR after the pipeline instead of a plan.
+#include "Npy.h"
 #include "OnnxImporter.h"
 #include "Passes.h"
 #include "PlanWriter.h"
@@ -25,13 +26,19 @@
 namespace cl = llvm::cl;
 
 static cl::OptionCategory category("llmc options");
-static cl::opt<std::string> inputFile(cl::Positional, cl::desc("<model.onnx>"), cl::Required, cl::cat(category));
+static cl::opt<std::string> inputFile(cl::Positional, cl::desc("<model.onnx>"), cl::cat(category));
+static cl::opt<bool> listOnnxOps("list-onnx-ops", cl::desc("Print the ONNX op types the importer supports and exit"),
+                                 cl::cat(category));
 static cl::opt<std::string> outputFile("o", cl::desc("Output file (default: the model's name with .llmc)"),
                                        cl::value_desc("file"), cl::cat(category));
 static cl::list<std::string> inputShapes("input-shape",
                                          cl::desc("Static input shapes: NAME=DIMS (input_ids=1x16) or "
                                                   "SYMBOL=N (seq=16); repeat or separate with commas"),
                                          cl::value_desc("spec"), cl::cat(category));
+static cl::list<std::string> freezeInputs("freeze-input",
+                                          cl::desc("Bake a graph input into the plan as a constant: NAME=FILE.npy "
+                                                   "(for inputs that decide shapes, such as axes or a target shape)"),
+                                          cl::value_desc("spec"), cl::cat(category));
 enum class Emit { Plan, Mlir, Import };
 static cl::opt<Emit> emit("emit", cl::desc("What to write"), cl::init(Emit::Plan),
                           cl::values(clEnumValN(Emit::Plan, "plan", "the plan file (default)"),
@@ -81,10 +88,31 @@ int main(int argc, char **argv) {
   args.insert(args.begin() + 1, {"--mlir-elide-elementsattrs-if-larger=16", "--mlir-elide-resource-strings-if-larger=64"});
   cl::ParseCommandLineOptions(int(args.size()), args.data(), "llmc: compile an ONNX model into an llmc plan\n");
 
+  if (listOnnxOps) {
+    for (const std::string &op : llmc::supportedOnnxOps())
+      llvm::outs() << op << "\n";
+    return 0;
+  }
+  if (inputFile.empty())
+    return fail("no input model given (see --help)");
+
   llmc::ImportOptions options;
   for (const std::string &spec : inputShapes)
     if (std::string err = llmc::parseInputShapes(spec, options); !err.empty())
       return fail(err);
+
+  for (const std::string &spec : freezeInputs) {
+    auto eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0)
+      return fail("--freeze-input expects NAME=FILE.npy, got '" + spec + "'");
+    llmc::npy::Array array;
+    if (std::string err = llmc::npy::read(spec.substr(eq + 1), array); !err.empty())
+      return fail(err);
+    llmc::FrozenInput &f = options.frozenInputs[spec.substr(0, eq)];
+    f.dtype = int(array.dtype);
+    f.shape = array.shape;
+    f.bytes = std::move(array.data);
+  }
 
   mlir::MLIRContext context;
   context.loadDialect<llmc::LlmcDialect, mlir::func::FuncDialect>();

@@ -203,6 +203,18 @@ LogicalResult inferNorm(Inference &in) {
   return in.sameAs(0);
 }
 
+LogicalResult inferLayerNormStats(Inference &in) {
+  const int64_t rank = in.type(0).getRank();
+  int64_t axis;
+  if (failed(checkAxis(in, in.intAttr("axis", -1), rank, axis)))
+    return failure();
+  SmallVector<int64_t> dims(in.shape(0));
+  for (int64_t d = axis; d < rank; ++d)
+    dims[d] = 1;
+  in.inferred.push_back(RankedTensorType::get(dims, in.elem(0)));
+  return in.result(dims, in.elem(0));
+}
+
 LogicalResult inferShape(Inference &in) {
   int64_t rank = in.type(0).getRank();
   int64_t start = in.intAttr("start", 0), end = in.intAttr("end", rank);
@@ -576,6 +588,7 @@ LogicalResult inferResultTypes(StringRef opName, MLIRContext *context, std::opti
               .Case("gemm", inferGemm)
               .Cases({"softmax", "log_softmax"}, inferSoftmax)
               .Cases({"layer_norm", "rms_norm"}, inferNorm)
+              .Case("layer_norm_stats", inferLayerNormStats)
               .StartsWith("reduce_", inferReduce)
               .Case("shape", inferShape)
               .Case("reshape", inferReshape)

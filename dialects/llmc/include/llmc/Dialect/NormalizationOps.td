@@ -27,6 +27,22 @@ def Llmc_LayerNormOp : Llmc_Op<"layer_norm"> {
   let results = (outs Llmc_Tensor:$result);
 }
 
+def Llmc_LayerNormStatsOp : Llmc_Op<"layer_norm_stats"> {
+  let summary = "mean and inverse standard deviation of layer normalization";
+  let description = [{
+    The statistics ONNX LayerNormalization can also output: over dimensions `[axis, rank)`, the
+    mean and `1 / sqrt(variance + epsilon)`, each shaped like the input with those dimensions 1.
+  }];
+  let arguments = (ins Llmc_Tensor:$input, DefaultValuedAttr<I64Attr, "-1">:$axis,
+                   DefaultValuedAttr<F32Attr, "1e-5">:$epsilon);
+  let results = (outs Llmc_Tensor:$mean, Llmc_Tensor:$inv_std_dev);
+  let extraClassDeclaration = commonDeclarations # [{
+    ::llvm::LogicalResult fold(FoldAdaptor adaptor, ::llvm::SmallVectorImpl<::mlir::OpFoldResult> &results) {
+      return ::llmc::foldWithKernels(getOperation(), adaptor.getOperands(), results);
+    }
+  }];
+}
+
 def Llmc_RmsNormOp : Llmc_Op<"rms_norm"> {
   let summary = "RMS normalization";
   let description = "`x / sqrt(mean(x^2 over [axis, rank)) + epsilon) * scale`.";
