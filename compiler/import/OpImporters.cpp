@@ -57,6 +57,13 @@ const DirectOp kDirectOps[] = {
     {"IsNaN", "llmc.is_nan", {}},
     {"Gelu", "llmc.gelu", {{"approximate", AttrKind::String}}, 20},
     {"Where", "llmc.where", {}},
+    {"Elu", "llmc.elu", {{"alpha", AttrKind::Float}}, 6},
+    {"LeakyRelu", "llmc.leaky_relu", {{"alpha", AttrKind::Float}}, 6},
+    {"HardSigmoid", "llmc.hard_sigmoid", {{"alpha", AttrKind::Float}, {"beta", AttrKind::Float}}, 6},
+    {"HardSwish", "llmc.hard_swish", {}, 14},
+    {"Softplus", "llmc.softplus", {}},
+    {"Sign", "llmc.sign", {}},
+    {"Mod", "llmc.mod", {{"fmod", AttrKind::Int}}},
     {"Identity", "llmc.identity", {}},
     {"MatMul", "llmc.matmul", {}},
     {"Gemm",
@@ -370,6 +377,127 @@ FailureOr<SmallVector<Value>> importLayerNorm(NodeContext &nc) {
   return SmallVector<Value>{y->front(), (*stats)[0], (*stats)[1]};
 }
 
+// Clip(x, min, max) with optional bounds becomes max(x, min) then min(., max).
+FailureOr<SmallVector<Value>> importClip(NodeContext &nc) {
+  Value x = nc.input(0);
+  if (Value lo = nc.input(1)) {
+    auto v = nc.create1("llmc.max", {x, lo});
+    if (failed(v))
+      return failure();
+    x = *v;
+  }
+  if (Value hi = nc.input(2)) {
+    auto v = nc.create1("llmc.min", {x, hi});
+    if (failed(v))
+      return failure();
+    x = *v;
+  }
+  return SmallVector<Value>{x};
+}
+
+// Explicit begin-then-end paddings for a window op, resolving auto_pad with static input sizes.
+FailureOr<SmallVector<int64_t>> windowPads(NodeContext &nc, ArrayRef<int64_t> in, ArrayRef<int64_t> kernel,
+                                           ArrayRef<int64_t> strides, ArrayRef<int64_t> dilations) {
+  const size_t n = kernel.size();
+  const std::string autoPad = nc.attrString("auto_pad", "NOTSET");
+  SmallVector<int64_t> pads(2 * n, 0);
+  if (autoPad == "NOTSET") {
+    if (auto given = nc.attrInts("pads")) {
+      if (given->size() != 2 * n)
+        return nc.fail("pads must have two entries per spatial dimension");
+      pads.assign(given->begin(), given->end());
+    }
+    return pads;
+  }
+  if (autoPad == "VALID")
+    return pads;
+  if (autoPad != "SAME_UPPER" && autoPad != "SAME_LOWER")
+    return nc.fail("unknown auto_pad '" + autoPad + "'");
+  for (size_t d = 0; d < n; ++d) {
+    if (ShapedType::isDynamic(in[d]))
+      return nc.fail("auto_pad needs static spatial dimensions (give --input-shape)");
+    const int64_t out = (in[d] + strides[d] - 1) / strides[d];
+    const int64_t total = std::max<int64_t>(0, (out - 1) * strides[d] + (kernel[d] - 1) * dilations[d] + 1 - in[d]);
+    pads[d] = autoPad == "SAME_UPPER" ? total / 2 : total - total / 2;
+    pads[d + n] = total - pads[d];
+  }
+  return pads;
+}
+
+// Conv, MaxPool and AveragePool: defaults filled in, auto_pad resolved.
+FailureOr<SmallVector<Value>> importWindowOp(NodeContext &nc) {
+  const std::string &type = nc.node.op_type();
+  auto xType = cast<RankedTensorType>(nc.input(0).getType());
+  if (xType.getRank() < 3 || xType.getRank() > 5)
+    return nc.fail("needs an input of rank 3 to 5 (1 to 3 spatial dimensions)");
+  const size_t n = size_t(xType.getRank() - 2);
+  SmallVector<int64_t> kernel;
+  if (type == "Conv") {
+    auto wType = cast<RankedTensorType>(nc.input(1).getType());
+    if (wType.getRank() != xType.getRank() || !wType.hasStaticShape())
+      return nc.fail("the weight must have the input's rank and a static shape");
+    kernel.assign(wType.getShape().begin() + 2, wType.getShape().end());
+  } else {
+    auto k = nc.attrInts("kernel_shape");
+    if (!k || k->size() != n)
+      return nc.fail("kernel_shape must have one entry per spatial dimension");
+    kernel.assign(k->begin(), k->end());
+    if (nc.node.output_size() > 1 && !nc.node.output(1).empty())
+      return nc.fail("MaxPool's Indices output is not supported yet");
+  }
+  auto orOnes = [&](const char *name) {
+    auto v = nc.attrInts(name);
+    return v ? SmallVector<int64_t>(v->begin(), v->end()) : SmallVector<int64_t>(n, 1);
+  };
+  SmallVector<int64_t> strides = orOnes("strides"), dilations = orOnes("dilations");
+  if (strides.size() != n || dilations.size() != n)
+    return nc.fail("strides and dilations must have one entry per spatial dimension");
+  auto pads = windowPads(nc, xType.getShape().drop_front(2), kernel, strides, dilations);
+  if (failed(pads))
+    return failure();
+  Builder &b = nc.builder;
+  SmallVector<NamedAttribute> attrs = {b.getNamedAttr("pads", b.getDenseI64ArrayAttr(*pads)),
+                                       b.getNamedAttr("strides", b.getDenseI64ArrayAttr(strides)),
+                                       b.getNamedAttr("dilations", b.getDenseI64ArrayAttr(dilations))};
+  if (type == "Conv") {
+    attrs.push_back(b.getNamedAttr("group", b.getI64IntegerAttr(nc.attrInt("group", 1))));
+    auto operands = presentInputs(nc);
+    if (failed(operands))
+      return failure();
+    return one(nc.create1("llmc.conv", *operands, attrs));
+  }
+  attrs.push_back(b.getNamedAttr("kernel_shape", b.getDenseI64ArrayAttr(kernel)));
+  attrs.push_back(b.getNamedAttr("ceil_mode", b.getI64IntegerAttr(nc.attrInt("ceil_mode", 0))));
+  attrs.push_back(b.getNamedAttr("count_include_pad", b.getI64IntegerAttr(nc.attrInt("count_include_pad", 0))));
+  return one(nc.create1(type == "MaxPool" ? "llmc.max_pool" : "llmc.average_pool", {nc.input(0)}, attrs));
+}
+
+// GlobalAveragePool / GlobalMaxPool: a mean or max over the spatial axes, kept as size 1.
+FailureOr<SmallVector<Value>> importGlobalPool(NodeContext &nc) {
+  const int64_t rank = cast<RankedTensorType>(nc.input(0).getType()).getRank();
+  if (rank < 3)
+    return nc.fail("needs an input of rank 3 or more");
+  SmallVector<int64_t> axes;
+  for (int64_t d = 2; d < rank; ++d)
+    axes.push_back(d);
+  Builder &b = nc.builder;
+  return one(nc.create1(nc.node.op_type() == "GlobalMaxPool" ? "llmc.reduce_max" : "llmc.reduce_mean",
+                        {nc.input(0)},
+                        {b.getNamedAttr("axes", b.getDenseI64ArrayAttr(axes)),
+                         b.getNamedAttr("keepdims", b.getI64IntegerAttr(1))}));
+}
+
+FailureOr<SmallVector<Value>> importBatchNorm(NodeContext &nc) {
+  if (nc.attrInt("training_mode", 0))
+    return nc.fail("BatchNormalization in training mode is not supported (inference only)");
+  for (int i = 1; i < nc.node.output_size(); ++i)
+    if (!nc.node.output(i).empty())
+      return nc.fail("BatchNormalization's running statistics outputs are training only; not supported");
+  Builder &b = nc.builder;
+  return one(nc.create1("llmc.batch_norm", nc.inputs,
+                        {b.getNamedAttr("epsilon", b.getF32FloatAttr(nc.attrFloat("epsilon", 1e-5f)))}));
+}
+
 struct Entry {
   const char *opType;
   ImportFn fn;
@@ -385,6 +513,13 @@ const Entry kCustom[] = {
     {"CastLike", importCast, 15},
     {"Dropout", importDropout},
     {"Pow", importPow},
+    {"Clip", importClip},
+    {"Conv", importWindowOp, 11},
+    {"MaxPool", importWindowOp, 12},
+    {"AveragePool", importWindowOp, 11},
+    {"GlobalAveragePool", importGlobalPool, 1},
+    {"GlobalMaxPool", importGlobalPool, 1},
+    {"BatchNormalization", importBatchNorm, 15},
     {"LayerNormalization", importLayerNorm, 17},
     {"Constant", importConstant},
     {"ConstantOfShape", importConstantOfShape},

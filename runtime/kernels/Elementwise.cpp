@@ -152,6 +152,90 @@ LLMC_NUMERIC_UNARY(reluKernel, x > T(0) ? x : T(0))
 LLMC_NUMERIC_UNARY(notKernel, !x)
 #undef LLMC_NUMERIC_UNARY
 
+// Activations with attributes.
+template <typename MakeOp> std::string floatActivation(const KernelArgs &args, MakeOp makeOp) {
+  std::string err = checkUnary(args);
+  if (!err.empty())
+    return err;
+  LLMC_DISPATCH_FLOAT(args.in(0).dtype, T, err, unaryLoop<T>(args.in(0), args.out(0), makeOp(T())));
+  return err;
+}
+
+std::string eluKernel(const KernelArgs &args) {
+  const double alpha = args.attrs.getFloat("alpha", 1.0);
+  return floatActivation(args, [alpha](auto zero) {
+    using T = decltype(zero);
+    return [alpha](T x) { return x >= T(0) ? x : T(alpha * std::expm1(double(x))); };
+  });
+}
+
+std::string leakyReluKernel(const KernelArgs &args) {
+  const double alpha = args.attrs.getFloat("alpha", 0.01);
+  return floatActivation(args, [alpha](auto zero) {
+    using T = decltype(zero);
+    return [alpha](T x) { return x >= T(0) ? x : T(alpha * double(x)); };
+  });
+}
+
+std::string hardSigmoidKernel(const KernelArgs &args) {
+  const double alpha = args.attrs.getFloat("alpha", 0.2), beta = args.attrs.getFloat("beta", 0.5);
+  return floatActivation(args, [alpha, beta](auto zero) {
+    using T = decltype(zero);
+    return [alpha, beta](T x) { return T(std::clamp(alpha * double(x) + beta, 0.0, 1.0)); };
+  });
+}
+
+std::string hardSwishKernel(const KernelArgs &args) {
+  return floatActivation(args, [](auto zero) {
+    using T = decltype(zero);
+    return [](T x) { return T(double(x) * std::clamp(double(x) / 6.0 + 0.5, 0.0, 1.0)); };
+  });
+}
+
+std::string softplusKernel(const KernelArgs &args) {
+  return floatActivation(args, [](auto zero) {
+    using T = decltype(zero);
+    // log(1 + e^x) without overflow for large x.
+    return [](T x) { return T(x > T(0) ? double(x) + std::log1p(std::exp(-double(x))) : std::log1p(std::exp(double(x)))); };
+  });
+}
+
+std::string signKernel(const KernelArgs &args) {
+  std::string err = checkUnary(args);
+  if (!err.empty())
+    return err;
+  LLMC_DISPATCH_NUMERIC(args.in(0).dtype, T, err,
+                        unaryLoop<T>(args.in(0), args.out(0), [](T x) { return T(x > T(0) ? 1 : x < T(0) ? -1 : 0); }));
+  return err;
+}
+
+// mod: fmod = 0 takes the divisor's sign (integers), fmod = 1 the dividend's (C fmod).
+std::string modKernel(const KernelArgs &args) {
+  std::string err = checkBinary(args);
+  if (!err.empty())
+    return err;
+  const bool cMod = args.attrs.getInt("fmod", 0);
+  LLMC_DISPATCH_NUMERIC(args.in(0).dtype, T, err, {
+    binaryLoop<T, T>(args.in(0), args.in(1), args.out(0), [cMod](auto x, auto y) {
+      using V = decltype(x); // a generic lambda, so that only one branch is instantiated
+      if constexpr (std::is_floating_point_v<V>) {
+        V r = std::fmod(x, y);
+        if (!cMod && r != V(0) && ((r < 0) != (y < 0)))
+          r += y;
+        return r;
+      } else {
+        if (y == V(0))
+          return V(0);
+        V r = V(x % y);
+        if (!cMod && r != V(0) && ((r < 0) != (y < 0)))
+          r = V(r + y);
+        return r;
+      }
+    });
+  });
+  return err;
+}
+
 std::string geluKernel(const KernelArgs &args) {
   std::string err = checkUnary(args);
   if (!err.empty())
@@ -349,6 +433,13 @@ extern const KernelEntry kElementwiseKernels[] = {
     {"relu", withHalf<reluKernel>},
     {"not", notKernel},
     {"gelu", withHalf<geluKernel>},
+    {"elu", withHalf<eluKernel>},
+    {"leaky_relu", withHalf<leakyReluKernel>},
+    {"hard_sigmoid", withHalf<hardSigmoidKernel>},
+    {"hard_swish", withHalf<hardSwishKernel>},
+    {"softplus", withHalf<softplusKernel>},
+    {"sign", withHalf<signKernel>},
+    {"mod", withHalf<modKernel>},
     {"is_nan", withHalf<isNanKernel>},
     {"where", withHalf<whereKernel>},
     {"cast", castKernel},

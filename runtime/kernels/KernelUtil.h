@@ -115,6 +115,10 @@ void forEachRow(const Shape &out, const Shape *const (&ins)[N], Fn &&fn) {
   }
 }
 
+// Row-major float GEMM: C = alpha * op(A) * op(B) + beta * C (OpenBLAS, multithreaded).
+void gemmF32(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+             const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
+
 // IEEE half <-> float, round to nearest even.
 float halfToFloat(uint16_t h);
 uint16_t floatToHalf(float f);

@@ -151,6 +151,11 @@ std::string gemmKernel(const KernelArgs &args) {
 
 } // namespace
 
+void gemmF32(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+             const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
+  gemm<float>(transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
 void setGemmThreads(int threads) {
   // OpenBLAS's thread count is process-wide; change it only when asked for another value, so
   // that contexts with the same setting never touch it while another runs a GEMM.

@@ -6,9 +6,10 @@ extern const KernelEntry kElementwiseKernels[];
 extern const KernelEntry kMatMulKernels[];
 extern const KernelEntry kReductionKernels[];
 extern const KernelEntry kDataMovementKernels[];
+extern const KernelEntry kConvolutionKernels[];
 
 static const KernelEntry *const kFamilies[] = {kElementwiseKernels, kMatMulKernels, kReductionKernels,
-                                                kDataMovementKernels};
+                                                kDataMovementKernels, kConvolutionKernels};
 
 KernelFn findKernel(std::string_view name) {
   for (const KernelEntry *family : kFamilies)

@@ -9,6 +9,7 @@
 #include <functional>
 #include <random>
 #include <set>
+#include <tuple>
 
 using namespace llmc::rt;
 
@@ -514,6 +515,91 @@ TEST(Kernels, ExpandRangeShapeFillTrilu) {
   Buf<int64_t> k(DType::I64, {}, {-1});
   ASSERT_EQ(call("trilu", attrs({intAttr("upper", 0)}), {m.ref(), k.ref()}, {lo.ref()}), "");
   EXPECT_EQ(lo.data, (std::vector<float>{0, 0, 0, 4, 0, 0, 7, 8, 0}));
+}
+
+TEST(Kernels, ActivationsWithAttributes) {
+  std::vector<float> v = randomFloats(21, 17, -4, 4);
+  const std::vector<std::tuple<std::string, AttrList, std::function<double(double)>>> cases = {
+      {"elu", attrs({floatAttr("alpha", 0.5)}), [](double x) { return x >= 0 ? x : 0.5 * (std::exp(x) - 1); }},
+      {"leaky_relu", attrs({floatAttr("alpha", 0.1)}), [](double x) { return x >= 0 ? x : 0.1 * x; }},
+      {"hard_sigmoid", attrs({floatAttr("alpha", 0.3), floatAttr("beta", 0.4)}),
+       [](double x) { return std::min(1.0, std::max(0.0, 0.3 * x + 0.4)); }},
+      {"hard_swish", {}, [](double x) { return x * std::min(1.0, std::max(0.0, x / 6 + 0.5)); }},
+      {"softplus", {}, [](double x) { return std::log(1 + std::exp(x)); }},
+      {"sign", {}, [](double x) { return x > 0 ? 1 : x < 0 ? -1 : 0; }},
+  };
+  for (const auto &[name, at, ref] : cases) {
+    Buf<float> x(DType::F32, {21}, v), y(DType::F32, {21});
+    ASSERT_EQ(call(name, at, {x.ref()}, {y.ref()}), "") << name;
+    for (int i = 0; i < 21; ++i)
+      EXPECT_NEAR(y.data[i], ref(v[i]), 1e-5) << name << " at " << v[i];
+  }
+  Buf<int64_t> a(DType::I64, {4}, {7, -7, 7, -7}), b(DType::I64, {4}, {3, 3, -3, -3}), m(DType::I64, {4});
+  ASSERT_EQ(call("mod", {}, {a.ref(), b.ref()}, {m.ref()}), "");
+  EXPECT_EQ(m.data, (std::vector<int64_t>{1, 2, -2, -1})); // Python's %
+  ASSERT_EQ(call("mod", attrs({intAttr("fmod", 1)}), {a.ref(), b.ref()}, {m.ref()}), "");
+  EXPECT_EQ(m.data, (std::vector<int64_t>{1, -1, 1, -1})); // C's fmod
+}
+
+// Direct (naive) 2-D convolution for checking the im2col kernel.
+TEST(Kernels, Conv) {
+  const int64_t N = 2, C = 4, H = 7, W = 6, M = 6, group = 2, KH = 3, KW = 2, SH = 2, SW = 1, DH = 1, DW = 2;
+  const int64_t PT = 1, PL = 0, PB = 2, PR = 1;
+  const int64_t OH = (H + PT + PB - DH * (KH - 1) - 1) / SH + 1, OW = (W + PL + PR - DW * (KW - 1) - 1) / SW + 1;
+  Buf<float> x(DType::F32, {N, C, H, W}, randomFloats(N * C * H * W, 18));
+  Buf<float> w(DType::F32, {M, C / group, KH, KW}, randomFloats(M * C / group * KH * KW, 19));
+  Buf<float> b(DType::F32, {M}, randomFloats(M, 20)), y(DType::F32, {N, M, OH, OW});
+  auto at = attrs({intsAttr("pads", {PT, PL, PB, PR}), intsAttr("strides", {SH, SW}), intsAttr("dilations", {DH, DW}),
+                   intAttr("group", group)});
+  ASSERT_EQ(call("conv", at, {x.ref(), w.ref(), b.ref()}, {y.ref()}), "");
+  const int64_t Cg = C / group, Mg = M / group;
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t oh = 0; oh < OH; ++oh)
+        for (int64_t ow = 0; ow < OW; ++ow) {
+          double acc = b.data[m];
+          const int64_t g = m / Mg;
+          for (int64_t c = 0; c < Cg; ++c)
+            for (int64_t kh = 0; kh < KH; ++kh)
+              for (int64_t kw = 0; kw < KW; ++kw) {
+                const int64_t ih = oh * SH - PT + kh * DH, iw = ow * SW - PL + kw * DW;
+                if (ih < 0 || ih >= H || iw < 0 || iw >= W)
+                  continue;
+                acc += double(x.data[((n * C + g * Cg + c) * H + ih) * W + iw]) * w.data[((m * Cg + c) * KH + kh) * KW + kw];
+              }
+          EXPECT_NEAR(y.data[((n * M + m) * OH + oh) * OW + ow], acc, 1e-4);
+        }
+}
+
+TEST(Kernels, PoolingAndBatchNorm) {
+  // 1x1x4x4, 3x3 windows, stride 2, padding 1 on every side -> 2x2.
+  std::vector<float> v(16);
+  for (int i = 0; i < 16; ++i)
+    v[i] = float(i);
+  Buf<float> x(DType::F32, {1, 1, 4, 4}, v), mx(DType::F32, {1, 1, 2, 2}), avg(DType::F32, {1, 1, 2, 2}),
+      avgPad(DType::F32, {1, 1, 2, 2});
+  auto at = [](int64_t countPad) {
+    return attrs({intsAttr("kernel_shape", {3, 3}), intsAttr("pads", {1, 1, 1, 1}), intsAttr("strides", {2, 2}),
+                  intsAttr("dilations", {1, 1}), intAttr("count_include_pad", countPad)});
+  };
+  ASSERT_EQ(call("max_pool", at(0), {x.ref()}, {mx.ref()}), "");
+  EXPECT_EQ(mx.data, (std::vector<float>{5, 7, 13, 15}));
+  ASSERT_EQ(call("average_pool", at(0), {x.ref()}, {avg.ref()}), "");
+  EXPECT_FLOAT_EQ(avg.data[0], (0 + 1 + 4 + 5) / 4.f);
+  EXPECT_FLOAT_EQ(avg.data[3], (5 + 6 + 7 + 9 + 10 + 11 + 13 + 14 + 15) / 9.f);
+  ASSERT_EQ(call("average_pool", at(1), {x.ref()}, {avgPad.ref()}), "");
+  EXPECT_FLOAT_EQ(avgPad.data[0], (0 + 1 + 4 + 5) / 9.f);
+
+  Buf<float> bx(DType::F32, {2, 3, 2}, randomFloats(12, 21)), by(DType::F32, {2, 3, 2});
+  Buf<float> s(DType::F32, {3}, {1, 2, 3}), bias(DType::F32, {3}, {0, 1, 2}), mean(DType::F32, {3}, {0.5f, 0, -1}),
+      var(DType::F32, {3}, {1, 4, 0.25f});
+  ASSERT_EQ(call("batch_norm", attrs({floatAttr("epsilon", 1e-5)}), {bx.ref(), s.ref(), bias.ref(), mean.ref(), var.ref()},
+                 {by.ref()}),
+            "");
+  for (int64_t i = 0; i < 12; ++i) {
+    const int64_t c = (i / 2) % 3;
+    EXPECT_NEAR(by.data[i], (bx.data[i] - mean.data[c]) / std::sqrt(var.data[c] + 1e-5) * s.data[c] + bias.data[c], 1e-5);
+  }
 }
 
 // Runs last (gtest runs tests in declaration order within a file): every registered kernel

@@ -215,6 +215,62 @@ LogicalResult inferLayerNormStats(Inference &in) {
   return in.result(dims, in.elem(0));
 }
 
+// Output size of a sliding window along one axis (ONNX's rule, including ceil mode's "the last
+// window must start inside the input or its begin padding").
+int64_t windowCount(int64_t in, int64_t padBegin, int64_t padEnd, int64_t kernel, int64_t stride, int64_t dilation,
+                    bool ceilMode) {
+  if (in == kDyn)
+    return kDyn;
+  const int64_t span = in + padBegin + padEnd - dilation * (kernel - 1) - 1;
+  if (span < 0)
+    return 0;
+  int64_t out = (ceilMode ? (span + stride - 1) / stride : span / stride) + 1;
+  if (ceilMode && (out - 1) * stride >= in + padBegin)
+    --out;
+  return out;
+}
+
+// Shared by conv and pooling: checks the window attributes and appends the spatial output sizes.
+LogicalResult windowShape(Inference &in, ArrayRef<int64_t> kernel, bool ceilMode, SmallVectorImpl<int64_t> &out) {
+  ArrayRef<int64_t> s = in.shape(0);
+  const size_t n = s.size() - 2;
+  SmallVector<int64_t> pads = in.arrayAttr("pads"), strides = in.arrayAttr("strides"),
+                       dilations = in.arrayAttr("dilations");
+  if (kernel.size() != n || pads.size() != 2 * n || strides.size() != n || dilations.size() != n)
+    return in.fail("window attributes do not match " + Twine(n) + " spatial dimensions");
+  for (size_t i = 0; i < n; ++i) {
+    if (strides[i] < 1 || dilations[i] < 1 || kernel[i] < 1 || pads[i] < 0 || pads[i + n] < 0)
+      return in.fail("window attributes must be positive (pads non-negative)");
+    out.push_back(windowCount(s[i + 2], pads[i], pads[i + n], kernel[i], strides[i], dilations[i], ceilMode));
+  }
+  return success();
+}
+
+LogicalResult inferConv(Inference &in) {
+  ArrayRef<int64_t> x = in.shape(0), w = in.shape(1);
+  if (x.size() < 3 || x.size() > 5 || w.size() != x.size())
+    return in.fail("conv needs input and weight of equal rank 3 to 5");
+  const int64_t group = in.intAttr("group", 1);
+  if (group < 1 || (w[0] != kDyn && w[0] % group != 0))
+    return in.fail("conv group must divide the output channels");
+  if (x[1] != kDyn && w[1] != kDyn && x[1] != w[1] * group)
+    return in.fail("conv input has " + Twine(x[1]) + " channels, the weight expects " + Twine(w[1] * group));
+  SmallVector<int64_t> out = {x[0], w[0]};
+  if (failed(windowShape(in, w.drop_front(2), false, out)))
+    return failure();
+  return in.result(out, in.elem(0));
+}
+
+LogicalResult inferPool(Inference &in) {
+  ArrayRef<int64_t> x = in.shape(0);
+  if (x.size() < 3 || x.size() > 5)
+    return in.fail("pooling needs an input of rank 3 to 5");
+  SmallVector<int64_t> out = {x[0], x[1]};
+  if (failed(windowShape(in, in.arrayAttr("kernel_shape"), in.intAttr("ceil_mode", 0), out)))
+    return failure();
+  return in.result(out, in.elem(0));
+}
+
 LogicalResult inferShape(Inference &in) {
   int64_t rank = in.type(0).getRank();
   int64_t start = in.intAttr("start", 0), end = in.intAttr("end", rank);
@@ -563,8 +619,9 @@ LogicalResult inferResultTypes(StringRef opName, MLIRContext *context, std::opti
       return in.fail("operands must be ranked tensors");
   // The fewest operands each op reads in its inference function.
   const unsigned minOperands = llvm::StringSwitch<unsigned>(name)
+                                   .Case("batch_norm", 5)
                                    .Cases({"where", "range"}, 3)
-                                   .Cases({"matmul", "gemm", "layer_norm", "rms_norm", "cumsum", "reshape", "gather",
+                                   .Cases({"matmul", "gemm", "layer_norm", "rms_norm", "cumsum", "reshape", "gather", "conv", "mod",
                                            "gather_elements", "gather_nd", "expand"},
                                           2)
                                    .Case("concat", 1)
@@ -573,17 +630,20 @@ LogicalResult inferResultTypes(StringRef opName, MLIRContext *context, std::opti
     return failure();
   using Fn = LogicalResult (*)(Inference &);
   Fn fn = llvm::StringSwitch<Fn>(name)
-              .Cases({"add", "sub", "mul", "div", "pow", "max", "min"},
+              .Cases({"add", "sub", "mul", "div", "pow", "max", "min", "mod"},
                      [](Inference &i) { return inferElementwise(i, 2, false, 0); })
               .Cases({"and", "or", "xor"}, [](Inference &i) { return inferElementwise(i, 2, false, 0); })
               .Cases({"equal", "less", "less_equal", "greater", "greater_equal"},
                      [](Inference &i) { return inferElementwise(i, 2, true, 0); })
               .Case("where", [](Inference &i) { return inferElementwise(i, 3, false, 1); })
               .Cases({"neg", "abs", "sqrt", "reciprocal", "exp", "log", "tanh", "erf", "sigmoid", "relu", "cos",
-                      "sin", "floor", "ceil", "not", "gelu", "identity", "cumsum", "trilu"},
+                      "sin", "floor", "ceil", "not", "gelu", "identity", "cumsum", "trilu", "sign", "softplus",
+                      "hard_swish", "elu", "leaky_relu", "hard_sigmoid", "batch_norm"},
                      inferSameAsFirst)
               .Case("is_nan", inferBool)
               .Case("cast", inferCast)
+              .Case("conv", inferConv)
+              .Cases({"max_pool", "average_pool"}, inferPool)
               .Case("matmul", inferMatMul)
               .Case("gemm", inferGemm)
               .Cases({"softmax", "log_softmax"}, inferSoftmax)

@@ -51,6 +51,36 @@ def Llmc_FloorOp : Llmc_UnaryOp<"floor", "floor">;
 def Llmc_CeilOp : Llmc_UnaryOp<"ceil", "ceiling">;
 def Llmc_NotOp : Llmc_UnaryOp<"not", "logical not">;
 
+def Llmc_SignOp : Llmc_UnaryOp<"sign", "sign (-1, 0 or 1)">;
+def Llmc_SoftplusOp : Llmc_UnaryOp<"softplus", "softplus, log(1 + exp(x))">;
+def Llmc_HardSwishOp : Llmc_UnaryOp<"hard_swish", "hard swish, x * max(0, min(1, x / 6 + 1 / 2))">;
+
+class Llmc_AlphaOp<string mnemonic, string what, string alpha> : Llmc_Op<mnemonic> {
+  let summary = what;
+  let description = "Elementwise `" # what # "` with ONNX's `alpha` (default " # alpha # ").";
+  let arguments = (ins Llmc_Tensor:$input, DefaultValuedAttr<F32Attr, alpha>:$alpha);
+  let results = (outs Llmc_Tensor:$result);
+}
+def Llmc_EluOp : Llmc_AlphaOp<"elu", "exponential linear unit", "1.0">;
+def Llmc_LeakyReluOp : Llmc_AlphaOp<"leaky_relu", "leaky rectified linear unit", "0.01">;
+
+def Llmc_HardSigmoidOp : Llmc_Op<"hard_sigmoid"> {
+  let summary = "hard sigmoid, max(0, min(1, alpha * x + beta))";
+  let arguments = (ins Llmc_Tensor:$input, DefaultValuedAttr<F32Attr, "0.2">:$alpha,
+                   DefaultValuedAttr<F32Attr, "0.5">:$beta);
+  let results = (outs Llmc_Tensor:$result);
+}
+
+def Llmc_ModOp : Llmc_Op<"mod"> {
+  let summary = "remainder";
+  let description = [{
+    With `fmod = 0` (integers only) the remainder has the sign of the divisor, as in Python;
+    with `fmod = 1` it has the sign of the dividend, as C's fmod. Numpy broadcasting.
+  }];
+  let arguments = (ins Llmc_Tensor:$lhs, Llmc_Tensor:$rhs, DefaultValuedAttr<I64Attr, "0">:$fmod);
+  let results = (outs Llmc_Tensor:$result);
+}
+
 def Llmc_IsNanOp : Llmc_Op<"is_nan"> {
   let summary = "NaN test";
   let description = "Elementwise: true where the float operand is NaN; the result is i1.";

@@ -1,0 +1,215 @@
+// Convolution (im2col + GEMM), max and average pooling, and inference batch normalization, for
+// NC[spatial...] tensors with 1 to 3 spatial dimensions.
+#include "KernelUtil.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace llmc::rt {
+namespace {
+
+constexpr int kMaxSpatial = 3;
+
+// The window geometry shared by conv and pooling, read from attributes and checked against the
+// input and output shapes so that no index can leave the tensors.
+struct Window {
+  int n = 0; // spatial dims
+  int64_t in[kMaxSpatial], out[kMaxSpatial], kernel[kMaxSpatial];
+  int64_t padBegin[kMaxSpatial], stride[kMaxSpatial], dilation[kMaxSpatial];
+  int64_t inSize = 1, outSize = 1, kernelSize = 1;
+
+  std::string init(const AttrList &attrs, const Shape &x, const Shape &y, const int64_t *kernelDims) {
+    n = x.rank - 2;
+    if (n < 1 || n > kMaxSpatial || y.rank != x.rank)
+      return "needs 1 to 3 spatial dimensions";
+    std::vector<int64_t> pads = attrs.getInts("pads"), strides = attrs.getInts("strides"),
+                         dilations = attrs.getInts("dilations");
+    if (int(pads.size()) != 2 * n || int(strides.size()) != n || int(dilations.size()) != n)
+      return "window attributes do not match the spatial rank";
+    for (int d = 0; d < n; ++d) {
+      in[d] = x.dims[d + 2];
+      out[d] = y.dims[d + 2];
+      kernel[d] = kernelDims[d];
+      padBegin[d] = pads[d];
+      stride[d] = strides[d];
+      dilation[d] = dilations[d];
+      if (kernel[d] < 1 || stride[d] < 1 || dilation[d] < 1)
+        return "window attributes must be positive";
+      inSize *= in[d];
+      outSize *= out[d];
+      kernelSize *= kernel[d];
+    }
+    return {};
+  }
+
+  // Input offset (within one channel) of kernel tap `k` for output position `o`, or -1 when the
+  // tap falls into padding. `k` and `o` are flat indices.
+  int64_t inputOffset(int64_t o, int64_t k) const {
+    int64_t offset = 0, scale = 1;
+    for (int d = n - 1; d >= 0; --d) {
+      const int64_t od = o % out[d], kd = k % kernel[d];
+      o /= out[d];
+      k /= kernel[d];
+      const int64_t p = od * stride[d] - padBegin[d] + kd * dilation[d];
+      if (p < 0 || p >= in[d])
+        return -1;
+      offset += p * scale;
+      scale *= in[d];
+    }
+    return offset;
+  }
+
+  bool isPointwise() const {
+    for (int d = 0; d < n; ++d)
+      if (kernel[d] != 1 || stride[d] != 1 || padBegin[d] != 0 || in[d] != out[d])
+        return false;
+    return true;
+  }
+};
+
+std::string convKernel(const KernelArgs &args) {
+  if (args.numInputs < 2 || args.numOutputs != 1)
+    return "expects input, weight and an optional bias";
+  const TensorRef &x = args.in(0), &w = args.in(1);
+  TensorRef &y = args.out(0);
+  if (x.dtype != DType::F32 || w.dtype != DType::F32)
+    return "conv supports f32 (and f16 through conversion) only";
+  if (w.shape.rank != x.shape.rank)
+    return "weight rank differs from the input's";
+  Window win;
+  if (std::string err = win.init(args.attrs, x.shape, y.shape, w.shape.dims + 2); !err.empty())
+    return err;
+  const int64_t N = x.shape[0], C = x.shape[1], M = w.shape[0], group = args.attrs.getInt("group", 1);
+  if (group < 1 || C % group || M % group || w.shape[1] * group != C || y.shape[0] != N || y.shape[1] != M)
+    return "channel counts do not match the group";
+  const int64_t Cg = C / group, Mg = M / group, rows = Cg * win.kernelSize;
+  const float *bias = args.hasInput(2) ? args.in(2).as<const float>() : nullptr;
+  if (bias && args.in(2).numel() != M)
+    return "bias must have one value per output channel";
+  std::vector<float> cols;
+  const bool pointwise = win.isPointwise();
+  if (!pointwise)
+    cols.resize(size_t(rows * win.outSize));
+  for (int64_t b = 0; b < N; ++b)
+    for (int64_t g = 0; g < group; ++g) {
+      const float *xg = x.as<const float>() + (b * C + g * Cg) * win.inSize;
+      const float *src = xg;
+      if (!pointwise) {
+        for (int64_t c = 0; c < Cg; ++c)
+          for (int64_t k = 0; k < win.kernelSize; ++k) {
+            float *row = cols.data() + (c * win.kernelSize + k) * win.outSize;
+            for (int64_t o = 0; o < win.outSize; ++o) {
+              const int64_t off = win.inputOffset(o, k);
+              row[o] = off < 0 ? 0.f : xg[c * win.inSize + off];
+            }
+          }
+        src = cols.data();
+      }
+      float *yg = y.as<float>() + (b * M + g * Mg) * win.outSize;
+      gemmF32(false, false, Mg, win.outSize, rows, 1.f, w.as<const float>() + g * Mg * rows, rows, src, win.outSize,
+              0.f, yg, win.outSize);
+      if (bias)
+        for (int64_t m = 0; m < Mg; ++m)
+          for (int64_t o = 0; o < win.outSize; ++o)
+            yg[m * win.outSize + o] += bias[g * Mg + m];
+    }
+  return {};
+}
+
+template <bool Max> std::string poolKernel(const KernelArgs &args) {
+  const TensorRef &x = args.in(0);
+  TensorRef &y = args.out(0);
+  std::vector<int64_t> kernel = args.attrs.getInts("kernel_shape");
+  if (int(kernel.size()) != x.shape.rank - 2)
+    return "kernel_shape does not match the spatial rank";
+  Window win;
+  if (std::string err = win.init(args.attrs, x.shape, y.shape, kernel.data()); !err.empty())
+    return err;
+  if (y.shape[0] != x.shape[0] || y.shape[1] != x.shape[1])
+    return "batch and channels must be kept";
+  const bool countPad = args.attrs.getInt("count_include_pad", 0);
+  const int64_t planes = x.shape[0] * x.shape[1];
+  std::string err;
+  LLMC_DISPATCH_NUMERIC(x.dtype, T, err, {
+    for (int64_t p = 0; p < planes; ++p) {
+      const T *xp = x.as<const T>() + p * win.inSize;
+      T *yp = y.as<T>() + p * win.outSize;
+      for (int64_t o = 0; o < win.outSize; ++o) {
+        double acc = Max ? -std::numeric_limits<double>::infinity() : 0.0;
+        int64_t count = 0;
+        for (int64_t k = 0; k < win.kernelSize; ++k) {
+          const int64_t off = win.inputOffset(o, k);
+          if (off < 0)
+            continue;
+          ++count;
+          acc = Max ? std::max(acc, double(xp[off])) : acc + double(xp[off]);
+        }
+        if (!Max) {
+          // With count_include_pad the divisor counts padding taps but not taps past the end padding.
+          int64_t divisor = count;
+          if (countPad) {
+            divisor = 1;
+            int64_t rest = o;
+            for (int d = win.n - 1; d >= 0; --d) {
+              const int64_t od = rest % win.out[d];
+              rest /= win.out[d];
+              const int64_t start = od * win.stride[d] - win.padBegin[d];
+              const int64_t padEnd = args.attrs.getInts("pads")[size_t(d + win.n)];
+              int64_t taps = 0;
+              for (int64_t kd = 0; kd < win.kernel[d]; ++kd) {
+                const int64_t pos = start + kd * win.dilation[d];
+                taps += pos >= -win.padBegin[d] && pos < win.in[d] + padEnd;
+              }
+              divisor *= taps;
+            }
+          }
+          acc = divisor ? acc / double(divisor) : 0.0;
+        }
+        yp[o] = T(acc);
+      }
+    }
+  });
+  return err;
+}
+
+std::string batchNormKernel(const KernelArgs &args) {
+  if (args.numInputs != 5 || args.numOutputs != 1)
+    return "expects input, scale, bias, mean and variance";
+  const TensorRef &x = args.in(0);
+  if (x.shape.rank < 2)
+    return "input must have rank >= 2";
+  const int64_t C = x.shape[1], inner = x.numel() / std::max<int64_t>(1, x.shape[0] * C);
+  for (int i = 1; i < 5; ++i)
+    if (args.in(i).numel() != C || args.in(i).dtype != x.dtype)
+      return "scale, bias, mean and variance need one value per channel";
+  if (args.out(0).numel() != x.numel())
+    return "output size differs from the input's";
+  const double eps = args.attrs.getFloat("epsilon", 1e-5);
+  std::string err;
+  LLMC_DISPATCH_FLOAT(x.dtype, T, err, {
+    const T *s = args.in(1).as<const T>(), *b = args.in(2).as<const T>(), *m = args.in(3).as<const T>(),
+            *v = args.in(4).as<const T>();
+    const T *px = x.as<const T>();
+    T *py = args.out(0).as<T>();
+    for (int64_t n = 0; n < x.shape[0]; ++n)
+      for (int64_t c = 0; c < C; ++c) {
+        const double scale = double(s[c]) / std::sqrt(double(v[c]) + eps), shift = double(b[c]) - double(m[c]) * scale;
+        const int64_t base = (n * C + c) * inner;
+        for (int64_t i = 0; i < inner; ++i)
+          py[base + i] = T(double(px[base + i]) * scale + shift);
+      }
+  });
+  return err;
+}
+
+} // namespace
+
+extern const KernelEntry kConvolutionKernels[] = {
+    {"conv", withHalf<convKernel>},
+    {"max_pool", withHalf<poolKernel<true>>},
+    {"average_pool", withHalf<poolKernel<false>>},
+    {"batch_norm", withHalf<batchNormKernel>},
+    {nullptr, nullptr},
+};
+
+} // namespace llmc::rt
