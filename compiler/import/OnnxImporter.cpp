@@ -223,7 +223,8 @@ struct GraphImporter {
         return nullptr;
       }
     for (const auto &[name, shape] : options.inputShapes)
-      if (std::find(argNames.begin(), argNames.end(), name) == argNames.end() && shape.size() != 1) {
+      if (std::find(argNames.begin(), argNames.end(), name) == argNames.end() && shape.size() != 1 &&
+          !options.frozenInputs.count(name)) {
         error = "--input-shape names '" + name + "', which is not a graph input";
         return nullptr;
       }

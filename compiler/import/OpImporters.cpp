@@ -498,6 +498,42 @@ FailureOr<SmallVector<Value>> importBatchNorm(NodeContext &nc) {
                         {b.getNamedAttr("epsilon", b.getF32FloatAttr(nc.attrFloat("epsilon", 1e-5f)))}));
 }
 
+// Pad: the pads (and axes) inputs must be constant; they become one begin-then-end list over
+// every axis.
+FailureOr<SmallVector<Value>> importPad(NodeContext &nc) {
+  const int64_t rank = cast<RankedTensorType>(nc.input(0).getType()).getRank();
+  auto given = nc.constantInts(nc.input(1));
+  if (!given)
+    return nc.fail("'pads' must be a constant (data-dependent pads are not supported yet)");
+  SmallVector<int64_t> axes;
+  if (Value a = nc.input(3)) {
+    auto ax = nc.constantInts(a);
+    if (!ax)
+      return nc.fail("'axes' must be a constant (data-dependent axes are not supported yet)");
+    for (int64_t x : *ax)
+      axes.push_back(x < 0 ? x + rank : x);
+  } else {
+    for (int64_t d = 0; d < rank; ++d)
+      axes.push_back(d);
+  }
+  if (given->size() != 2 * axes.size())
+    return nc.fail("'pads' must have two entries per padded axis");
+  SmallVector<int64_t> pads(2 * rank, 0);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    if (axes[i] < 0 || axes[i] >= rank)
+      return nc.fail("pad axis out of range");
+    pads[axes[i]] = (*given)[i];
+    pads[axes[i] + rank] = (*given)[i + axes.size()];
+  }
+  SmallVector<Value> operands = {nc.input(0)};
+  if (Value v = nc.input(2))
+    operands.push_back(v);
+  Builder &b = nc.builder;
+  return one(nc.create1("llmc.pad", operands,
+                        {b.getNamedAttr("pads", b.getDenseI64ArrayAttr(pads)),
+                         b.getNamedAttr("mode", b.getStringAttr(nc.attrString("mode", "constant")))}));
+}
+
 struct Entry {
   const char *opType;
   ImportFn fn;
@@ -514,6 +550,7 @@ const Entry kCustom[] = {
     {"Dropout", importDropout},
     {"Pow", importPow},
     {"Clip", importClip},
+    {"Pad", importPad},
     {"Conv", importWindowOp, 11},
     {"MaxPool", importWindowOp, 12},
     {"AveragePool", importWindowOp, 11},

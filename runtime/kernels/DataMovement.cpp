@@ -376,6 +376,69 @@ std::string constantOfShapeKernel(const KernelArgs &args) {
   return err;
 }
 
+// pad: begin/end amounts per axis (negative crops); constant, reflect, edge or wrap.
+std::string padKernel(const KernelArgs &args) {
+  const TensorRef &in = args.in(0);
+  TensorRef &out = args.out(0);
+  const int rank = in.shape.rank;
+  std::vector<int64_t> pads = args.attrs.getInts("pads");
+  if (int(pads.size()) != 2 * rank || out.shape.rank != rank)
+    return "pads must have a begin and an end amount per axis";
+  for (int d = 0; d < rank; ++d)
+    if (out.shape.dims[d] != in.shape.dims[d] + pads[size_t(d)] + pads[size_t(d + rank)])
+      return "output shape does not match the padding";
+  const std::string_view mode = args.attrs.getString("mode").empty() ? "constant" : args.attrs.getString("mode");
+  if (mode != "constant" && mode != "reflect" && mode != "edge" && mode != "wrap")
+    return "unknown pad mode '" + std::string(mode) + "'";
+  const size_t elem = dtypeSize(in.dtype);
+  std::vector<char> fill(elem, 0);
+  if (args.hasInput(1)) {
+    if (args.in(1).dtype != in.dtype || args.in(1).numel() < 1)
+      return "the constant value must be one element of the input's type";
+    std::memcpy(fill.data(), args.in(1).data, elem);
+  }
+  for (int d = 0; d < rank; ++d)
+    if (mode != "constant" && out.shape.dims[d] > 0 && in.shape.dims[d] == 0)
+      return "cannot " + std::string(mode) + "-pad an empty axis";
+  int64_t inStrides[kMaxRank];
+  rowMajorStrides(in.shape, inStrides);
+  const char *src = static_cast<const char *>(in.data);
+  char *dst = static_cast<char *>(out.data);
+  int64_t index[kMaxRank] = {};
+  for (int64_t i = 0; i < out.numel(); ++i) {
+    int64_t offset = 0;
+    bool outside = false;
+    for (int d = 0; d < rank; ++d) {
+      const int64_t n = in.shape.dims[d];
+      int64_t p = index[d] - pads[size_t(d)];
+      if (p < 0 || p >= n) {
+        if (mode == "constant") {
+          outside = true;
+          break;
+        }
+        if (mode == "edge") {
+          p = std::clamp<int64_t>(p, 0, n - 1);
+        } else if (mode == "wrap") {
+          p = ((p % n) + n) % n;
+        } else { // reflect, without repeating the edge
+          const int64_t period = n > 1 ? 2 * (n - 1) : 1;
+          p = ((p % period) + period) % period;
+          if (p >= n)
+            p = period - p;
+        }
+      }
+      offset += p * inStrides[d];
+    }
+    std::memcpy(dst + i * elem, outside ? fill.data() : src + offset * elem, elem);
+    for (int d = rank - 1; d >= 0; --d) {
+      if (++index[d] < out.shape.dims[d])
+        break;
+      index[d] = 0;
+    }
+  }
+  return {};
+}
+
 std::string triluKernel(const KernelArgs &args) {
   const TensorRef &in = args.in(0);
   if (in.shape.rank < 2)
@@ -422,6 +485,7 @@ extern const KernelEntry kDataMovementKernels[] = {
     {"shape", shapeKernel},
     {"constant_of_shape", constantOfShapeKernel},
     {"trilu", triluKernel},
+    {"pad", padKernel},
     {nullptr, nullptr},
 };
 

@@ -602,6 +602,21 @@ TEST(Kernels, PoolingAndBatchNorm) {
   }
 }
 
+TEST(Kernels, Pad) {
+  Buf<float> x(DType::F32, {2, 3}, {1, 2, 3, 4, 5, 6});
+  auto pad = [&](const char *mode, std::vector<int64_t> pads, std::vector<int64_t> outShape) {
+    Buf<float> y(DType::F32, outShape);
+    Buf<float> v(DType::F32, {}, {9});
+    EXPECT_EQ(call("pad", attrs({intsAttr("pads", pads), stringAttr("mode", mode)}), {x.ref(), v.ref()}, {y.ref()}), "");
+    return y.data;
+  };
+  EXPECT_EQ(pad("constant", {0, 1, 1, 0}, {3, 4}), (std::vector<float>{9, 1, 2, 3, 9, 4, 5, 6, 9, 9, 9, 9}));
+  EXPECT_EQ(pad("reflect", {0, 2, 0, 0}, {2, 5}), (std::vector<float>{3, 2, 1, 2, 3, 6, 5, 4, 5, 6}));
+  EXPECT_EQ(pad("edge", {0, 0, 0, 2}, {2, 5}), (std::vector<float>{1, 2, 3, 3, 3, 4, 5, 6, 6, 6}));
+  EXPECT_EQ(pad("wrap", {0, 1, 0, 1}, {2, 5}), (std::vector<float>{3, 1, 2, 3, 1, 6, 4, 5, 6, 4}));
+  EXPECT_EQ(pad("constant", {0, -1, 0, 0}, {2, 2}), (std::vector<float>{2, 3, 5, 6})); // negative crops
+}
+
 // Runs last (gtest runs tests in declaration order within a file): every registered kernel
 // must have been exercised above.
 TEST(Kernels, ZZEveryKernelIsTested) {

@@ -271,6 +271,21 @@ LogicalResult inferPool(Inference &in) {
   return in.result(out, in.elem(0));
 }
 
+LogicalResult inferPad(Inference &in) {
+  ArrayRef<int64_t> s = in.shape(0);
+  SmallVector<int64_t> pads = in.arrayAttr("pads");
+  if (pads.size() != 2 * s.size())
+    return in.fail("pad needs a begin and an end amount for each of the " + Twine(s.size()) + " axes");
+  SmallVector<int64_t> out;
+  for (size_t d = 0; d < s.size(); ++d) {
+    int64_t dim = s[d] == kDyn ? kDyn : s[d] + pads[d] + pads[d + s.size()];
+    if (dim != kDyn && dim < 0)
+      return in.fail("pad crops axis " + Twine(d) + " below zero");
+    out.push_back(dim);
+  }
+  return in.result(out, in.elem(0));
+}
+
 LogicalResult inferShape(Inference &in) {
   int64_t rank = in.type(0).getRank();
   int64_t start = in.intAttr("start", 0), end = in.intAttr("end", rank);
@@ -651,6 +666,7 @@ LogicalResult inferResultTypes(StringRef opName, MLIRContext *context, std::opti
               .Case("layer_norm_stats", inferLayerNormStats)
               .StartsWith("reduce_", inferReduce)
               .Case("shape", inferShape)
+              .Case("pad", inferPad)
               .Case("reshape", inferReshape)
               .Case("unsqueeze", inferUnsqueeze)
               .Case("squeeze", inferSqueeze)

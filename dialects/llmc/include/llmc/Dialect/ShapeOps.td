@@ -132,6 +132,17 @@ def Llmc_ConstantOfShapeOp : Llmc_Op<"constant_of_shape"> {
   let results = (outs Llmc_Tensor:$result);
 }
 
+def Llmc_PadOp : Llmc_Op<"pad"> {
+  let summary = "pad (or crop, with negative amounts) every axis";
+  let description = [{
+    `pads` holds the begin amounts of every axis, then the end amounts. `mode` is "constant"
+    (fill with `value`, 0 when absent), "reflect", "edge" or "wrap", as in ONNX Pad.
+  }];
+  let arguments = (ins Llmc_Tensor:$input, Llmc_OptionalTensor:$value, DenseI64ArrayAttr:$pads,
+                   DefaultValuedStrAttr<StrAttr, "constant">:$mode);
+  let results = (outs Llmc_Tensor:$result);
+}
+
 def Llmc_TriluOp : Llmc_Op<"trilu"> {
   let summary = "upper or lower triangle of the last two dimensions";
   let arguments = (ins Llmc_Tensor:$input, Llmc_OptionalTensor:$k, DefaultValuedAttr<I64Attr, "1">:$upper);
