@@ -1,0 +1,36 @@
+#!/usr/bin/env python3
+"""Fetches one real model (models/fetch_real_models.py, cached) and compares llmc with ONNX
+Runtime on it: cosine similarity >= 0.99999 per output, max abs error printed.
+
+    real_model.py --llmc BIN --llmc-run BIN --name resnet50|minilm
+"""
+import argparse
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+CASES = {
+    "resnet50": (["--shape", "input_0=1x224x224x3"], []),
+    "minilm": (["--shape", "input_ids=2x24", "--shape", "attention_mask=2x24"], ["--vocab", "30522"]),
+}
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--llmc", required=True)
+    p.add_argument("--llmc-run", required=True)
+    p.add_argument("--name", required=True, choices=sorted(CASES))
+    args = p.parse_args()
+    fetched = subprocess.run([sys.executable, os.path.join(ROOT, "models", "fetch_real_models.py"), "--only", args.name],
+                             check=True, capture_output=True, text=True).stdout.split()
+    model = fetched[1]
+    shapes, extra = CASES[args.name]
+    return subprocess.run([sys.executable, os.path.join(HERE, "compare_with_ort.py"), "--llmc", args.llmc,
+                           "--llmc-run", args.llmc_run, "--model", model, "--min-cosine", "0.99999"] + shapes + extra
+                          ).returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())
