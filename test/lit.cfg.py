@@ -23,3 +23,8 @@ config.substitutions.append(("%llmc", os.path.join(tools, "llmc", "llmc")))
 config.substitutions.append(("%python", config.python))
 config.substitutions.append(("%models", os.path.join(config.llmc_source_dir, "models")))
 config.substitutions.append(("%testtools", os.path.join(config.llmc_source_dir, "test", "tools")))
+
+# Tests that write multi-gigabyte files run only when asked (LLMC_LARGE_TESTS=1, set by the
+# ctest 'large-models' test).
+if os.environ.get("LLMC_LARGE_TESTS") == "1":
+    config.available_features.add("large-models")

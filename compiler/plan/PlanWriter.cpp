@@ -23,6 +23,7 @@ namespace llmc {
 namespace {
 
 struct ValueEntry {
+  mlir::ElementsAttr weight; // weights only: written straight from the attribute to the file
   std::string name;
   fb::ValueKind kind = fb::ValueKind_Activation;
   rt::DType dtype = rt::DType::None;
@@ -50,7 +51,7 @@ struct Emitter {
   std::vector<ValueEntry> values;
   std::vector<OpEntry> ops;
   std::vector<int32_t> inputs, outputs;
-  std::vector<char> weights;
+  uint64_t weightsSize = 0;
   llvm::DenseMap<Value, int32_t> index;
   std::string error;
 
@@ -97,9 +98,9 @@ struct Emitter {
       error = "constant '" + values[*id].name + "' has data the plan cannot store";
       return failure();
     }
-    const size_t offset = (weights.size() + fb::kTensorAlignment - 1) / fb::kTensorAlignment * fb::kTensorAlignment;
-    weights.resize(offset + bytes->size());
-    std::memcpy(weights.data() + offset, bytes->data(), bytes->size());
+    const uint64_t offset = (weightsSize + fb::kTensorAlignment - 1) / fb::kTensorAlignment * fb::kTensorAlignment;
+    weightsSize = offset + bytes->size();
+    values[*id].weight = op.getValue();
     values[*id].weightOffset = offset;
     values[*id].weightSize = bytes->size();
     return success();
@@ -216,6 +217,30 @@ struct Emitter {
   }
 };
 
+bool writeAll(int fd, const void *data, size_t size);
+
+// Writes the weights section in order, each weight at its offset, zero padding between; the
+// bytes go from each attribute to the file without a copy of the whole section in memory.
+bool writeWeights(int fd, const std::vector<ValueEntry> &values, fb::Checksum &checksum) {
+  static const char zeros[fb::kTensorAlignment] = {};
+  uint64_t at = 0;
+  for (const ValueEntry &v : values) {
+    if (v.kind != fb::ValueKind_Weight)
+      continue;
+    std::vector<char> storage;
+    auto bytes = elementsBytes(v.weight, storage);
+    if (failed(bytes) || v.weightOffset < at || v.weightOffset - at > fb::kTensorAlignment)
+      return false;
+    const size_t pad = size_t(v.weightOffset - at);
+    checksum.update(zeros, pad);
+    checksum.update(bytes->data(), bytes->size());
+    if (!writeAll(fd, zeros, pad) || !writeAll(fd, bytes->data(), bytes->size()))
+      return false;
+    at = v.weightOffset + bytes->size();
+  }
+  return true;
+}
+
 bool writeAll(int fd, const void *data, size_t size) {
   const char *p = static_cast<const char *>(data);
   while (size > 0) {
@@ -247,18 +272,21 @@ std::string writePlan(ModuleOp module, const std::string &path, PlanStats *stats
   header.programSize = program.size();
   header.weightsOffset =
       (header.programOffset + program.size() + fb::kWeightsAlignment - 1) / fb::kWeightsAlignment * fb::kWeightsAlignment;
-  header.weightsSize = emitter.weights.size();
+  header.weightsSize = emitter.weightsSize;
   header.programChecksum = fb::checksum(program.data(), program.size());
-  header.weightsChecksum = fb::checksum(emitter.weights.data(), emitter.weights.size());
 
   std::string tmp = path + ".tmp.XXXXXX";
   int fd = mkstemp(tmp.data());
   if (fd < 0)
     return "cannot create '" + tmp + "': " + strerror(errno);
   const std::vector<char> padding(header.weightsOffset - header.programOffset - program.size(), 0);
-  bool ok = writeAll(fd, &header, sizeof header) && writeAll(fd, program.data(), program.size()) &&
-            writeAll(fd, padding.data(), padding.size()) &&
-            writeAll(fd, emitter.weights.data(), emitter.weights.size()) && fsync(fd) == 0;
+  fb::Checksum weightsChecksum;
+  // The header goes last, once the weights checksum is known.
+  bool ok = lseek(fd, off_t(sizeof header), SEEK_SET) == off_t(sizeof header) &&
+            writeAll(fd, program.data(), program.size()) && writeAll(fd, padding.data(), padding.size()) &&
+            writeWeights(fd, emitter.values, weightsChecksum);
+  header.weightsChecksum = weightsChecksum.finish();
+  ok = ok && pwrite(fd, &header, sizeof header, 0) == ssize_t(sizeof header) && fsync(fd) == 0;
   ok = (::close(fd) == 0) && ok;
   if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
     std::string message = "cannot write '" + path + "': " + strerror(errno);
@@ -271,7 +299,7 @@ std::string writePlan(ModuleOp module, const std::string &path, PlanStats *stats
     stats->weights = 0;
     for (const ValueEntry &v : emitter.values)
       stats->weights += v.kind == fb::ValueKind_Weight;
-    stats->weightBytes = emitter.weights.size();
+    stats->weightBytes = emitter.weightsSize;
     stats->fileBytes = header.weightsOffset + header.weightsSize;
   }
   return {};

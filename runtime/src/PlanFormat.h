@@ -35,4 +35,17 @@ static_assert(sizeof(Header) == 96, "the header layout is part of the file forma
 // over the weights at load time; it detects corruption, it is not a cryptographic hash.
 uint64_t checksum(const void *data, size_t size);
 
+// The same checksum computed over data that arrives in pieces (the plan writer streams weights).
+class Checksum {
+public:
+  void update(const void *data, size_t size);
+  uint64_t finish() const;
+
+private:
+  uint64_t hash_ = 0xcbf29ce484222325ull;
+  uint64_t size_ = 0;
+  unsigned char pending_[8] = {};
+  size_t pendingSize_ = 0;
+};
+
 } // namespace llmc::plan

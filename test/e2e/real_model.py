@@ -2,7 +2,7 @@
 """Fetches one real model (models/fetch_real_models.py, cached) and compares llmc with ONNX
 Runtime on it: cosine similarity >= 0.99999 per output, max abs error printed.
 
-    real_model.py --llmc BIN --llmc-run BIN --name resnet50|minilm
+    real_model.py --llmc BIN --llmc-run BIN --name resnet50|minilm|smollm2
 """
 import argparse
 import os
@@ -14,6 +14,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 CASES = {
     "resnet50": (["--shape", "input_0=1x224x224x3"], []),
     "minilm": (["--shape", "input_ids=2x24", "--shape", "attention_mask=2x24"], ["--vocab", "30522"]),
+    "smollm2": (["--shape", "input_ids=1x32"], ["--vocab", "49152"]),
 }
 
 

@@ -18,10 +18,12 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <map>
+#include <sys/resource.h>
 
 namespace cl = llvm::cl;
 
@@ -179,8 +181,14 @@ int main(int argc, char **argv) {
   llmc::PlanStats stats;
   if (std::string err = llmc::writePlan(*module, outPath, &stats); !err.empty())
     return fail(err);
-  if (printStats)
+  if (printStats) {
     llvm::errs() << "plan: " << stats.kernels << " kernels, " << stats.weights << " weights (" << stats.weightBytes
                  << " bytes), file " << stats.fileBytes << " bytes\n";
+    struct rusage usage;
+    getrusage(RUSAGE_SELF, &usage);
+    const double peak = double(usage.ru_maxrss) * 1024.0;
+    llvm::errs() << llvm::format("peak memory: %.1f MB (%.2fx the weight bytes)\n", peak / 1e6,
+                                 stats.weightBytes ? peak / double(stats.weightBytes) : 0.0);
+  }
   return 0;
 }
