@@ -67,6 +67,36 @@ struct Window {
   }
 };
 
+// The common 2-D case of im2col without per-element index arithmetic: one row of `cols` per
+// (channel, kernel tap), one column per output position.
+void im2col2d(const Window &w, const float *x, int64_t channels, float *cols) {
+  const int64_t H = w.in[0], W = w.in[1], OH = w.out[0], OW = w.out[1];
+  for (int64_t c = 0; c < channels; ++c)
+    for (int64_t kh = 0; kh < w.kernel[0]; ++kh)
+      for (int64_t kw = 0; kw < w.kernel[1]; ++kw) {
+        float *row = cols + ((c * w.kernel[0] + kh) * w.kernel[1] + kw) * OH * OW;
+        const float *plane = x + c * H * W;
+        for (int64_t oh = 0; oh < OH; ++oh) {
+          const int64_t ih = oh * w.stride[0] - w.padBegin[0] + kh * w.dilation[0];
+          float *dst = row + oh * OW;
+          if (ih < 0 || ih >= H) {
+            std::fill(dst, dst + OW, 0.f);
+            continue;
+          }
+          const float *line = plane + ih * W;
+          const int64_t offset = kw * w.dilation[1] - w.padBegin[1];
+          if (w.stride[1] == 1 && offset >= 0 && offset + OW <= W) {
+            std::copy(line + offset, line + offset + OW, dst);
+            continue;
+          }
+          for (int64_t ow = 0; ow < OW; ++ow) {
+            const int64_t iw = ow * w.stride[1] + offset;
+            dst[ow] = iw >= 0 && iw < W ? line[iw] : 0.f;
+          }
+        }
+      }
+}
+
 std::string convKernel(const KernelArgs &args) {
   if (args.numInputs < 2 || args.numOutputs != 1)
     return "expects input, weight and an optional bias";
@@ -95,14 +125,17 @@ std::string convKernel(const KernelArgs &args) {
       const float *xg = x.as<const float>() + (b * C + g * Cg) * win.inSize;
       const float *src = xg;
       if (!pointwise) {
-        for (int64_t c = 0; c < Cg; ++c)
-          for (int64_t k = 0; k < win.kernelSize; ++k) {
-            float *row = cols.data() + (c * win.kernelSize + k) * win.outSize;
-            for (int64_t o = 0; o < win.outSize; ++o) {
-              const int64_t off = win.inputOffset(o, k);
-              row[o] = off < 0 ? 0.f : xg[c * win.inSize + off];
+        if (win.n == 2)
+          im2col2d(win, xg, Cg, cols.data());
+        else
+          for (int64_t c = 0; c < Cg; ++c)
+            for (int64_t k = 0; k < win.kernelSize; ++k) {
+              float *row = cols.data() + (c * win.kernelSize + k) * win.outSize;
+              for (int64_t o = 0; o < win.outSize; ++o) {
+                const int64_t off = win.inputOffset(o, k);
+                row[o] = off < 0 ? 0.f : xg[c * win.inSize + off];
+              }
             }
-          }
         src = cols.data();
       }
       float *yg = y.as<float>() + (b * M + g * Mg) * win.outSize;
@@ -114,6 +147,27 @@ std::string convKernel(const KernelArgs &args) {
             yg[m * win.outSize + o] += bias[g * Mg + m];
     }
   return {};
+}
+
+// 2-D max pooling with direct loops (the common case: a ResNet stem).
+void maxPool2d(const Window &w, const float *x, float *y, int64_t planes) {
+  const int64_t H = w.in[0], W = w.in[1], OH = w.out[0], OW = w.out[1];
+  for (int64_t p = 0; p < planes; ++p, x += H * W, y += OH * OW)
+    for (int64_t oh = 0; oh < OH; ++oh)
+      for (int64_t ow = 0; ow < OW; ++ow) {
+        float best = -std::numeric_limits<float>::infinity();
+        for (int64_t kh = 0; kh < w.kernel[0]; ++kh) {
+          const int64_t ih = oh * w.stride[0] - w.padBegin[0] + kh * w.dilation[0];
+          if (ih < 0 || ih >= H)
+            continue;
+          for (int64_t kw = 0; kw < w.kernel[1]; ++kw) {
+            const int64_t iw = ow * w.stride[1] - w.padBegin[1] + kw * w.dilation[1];
+            if (iw >= 0 && iw < W)
+              best = std::max(best, x[ih * W + iw]);
+          }
+        }
+        y[oh * OW + ow] = best;
+      }
 }
 
 template <bool Max> std::string poolKernel(const KernelArgs &args) {
@@ -130,6 +184,10 @@ template <bool Max> std::string poolKernel(const KernelArgs &args) {
   const bool countPad = args.attrs.getInt("count_include_pad", 0);
   const int64_t planes = x.shape[0] * x.shape[1];
   std::string err;
+  if (Max && win.n == 2 && x.dtype == DType::F32) {
+    maxPool2d(win, x.as<const float>(), y.as<float>(), planes);
+    return {};
+  }
   LLMC_DISPATCH_NUMERIC(x.dtype, T, err, {
     for (int64_t p = 0; p < planes; ++p) {
       const T *xp = x.as<const T>() + p * win.inSize;

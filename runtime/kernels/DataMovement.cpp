@@ -33,6 +33,29 @@ inline void copyElements(const char *src, char *dst, int64_t count, size_t elem)
   std::memcpy(dst, src, size_t(count) * elem);
 }
 
+// Copies elements of type T (by size) in output order, reading the input through `stride`.
+template <typename T> void transposeTyped(const TensorRef &in, TensorRef &out, const int64_t *stride) {
+  const T *src = in.as<const T>();
+  T *dst = out.as<T>();
+  const int rank = out.shape.rank, last = rank - 1;
+  const int64_t n = out.numel(), count = out.shape.dims[last], innerStride = stride[last];
+  if (count == 0)
+    return;
+  int64_t index[kMaxRank] = {};
+  int64_t offset = 0;
+  for (int64_t i = 0; i < n; i += count) {
+    for (int64_t k = 0; k < count; ++k)
+      dst[i + k] = src[offset + k * innerStride];
+    for (int d = last - 1; d >= 0; --d) {
+      offset += stride[d];
+      if (++index[d] < out.shape.dims[d])
+        break;
+      offset -= stride[d] * index[d];
+      index[d] = 0;
+    }
+  }
+}
+
 std::string transposeKernel(const KernelArgs &args) {
   const TensorRef &in = args.in(0);
   TensorRef &out = args.out(0);
@@ -54,29 +77,16 @@ std::string transposeKernel(const KernelArgs &args) {
       return "output shape " + out.shape.str() + " is not the permuted input shape";
     stride[d] = inStrides[perm[d]];
   }
-  const size_t elem = dtypeSize(in.dtype);
-  const char *src = static_cast<const char *>(in.data);
-  char *dst = static_cast<char *>(out.data);
-  const int64_t n = out.numel();
   if (rank == 0) {
-    std::memcpy(dst, src, elem);
+    std::memcpy(out.data, in.data, dtypeSize(in.dtype));
     return {};
   }
-  int64_t index[kMaxRank] = {};
-  int64_t offset = 0;
-  const int last = rank - 1;
-  for (int64_t i = 0; i < n;) {
-    // Innermost output dimension in one loop.
-    const int64_t count = out.shape.dims[last];
-    for (int64_t k = 0; k < count; ++k, ++i)
-      std::memcpy(dst + i * elem, src + (offset + k * stride[last]) * elem, elem);
-    for (int d = last - 1; d >= 0; --d) {
-      offset += stride[d];
-      if (++index[d] < out.shape.dims[d])
-        break;
-      offset -= stride[d] * index[d];
-      index[d] = 0;
-    }
+  switch (dtypeSize(in.dtype)) {
+  case 1: transposeTyped<uint8_t>(in, out, stride); break;
+  case 2: transposeTyped<uint16_t>(in, out, stride); break;
+  case 4: transposeTyped<uint32_t>(in, out, stride); break;
+  case 8: transposeTyped<uint64_t>(in, out, stride); break;
+  default: return "unsupported element size";
   }
   return {};
 }
@@ -404,6 +414,30 @@ std::string padKernel(const KernelArgs &args) {
   rowMajorStrides(in.shape, inStrides);
   const char *src = static_cast<const char *>(in.data);
   char *dst = static_cast<char *>(out.data);
+  bool growsOnly = true;
+  for (int64_t p : pads)
+    growsOnly = growsOnly && p >= 0;
+  if (mode == "constant" && growsOnly && rank > 0 && in.numel() > 0) {
+    // Fill, then copy whole input rows to their place.
+    for (int64_t i = 0; i < out.numel(); ++i)
+      std::memcpy(dst + i * elem, fill.data(), elem);
+    int64_t outStrides[kMaxRank];
+    rowMajorStrides(out.shape, outStrides);
+    const int64_t row = in.shape.dims[rank - 1];
+    int64_t index[kMaxRank] = {};
+    for (int64_t i = 0; i < in.numel(); i += row) {
+      int64_t offset = 0;
+      for (int d = 0; d < rank; ++d)
+        offset += (index[d] + pads[size_t(d)]) * outStrides[d];
+      std::memcpy(dst + offset * elem, src + i * elem, size_t(row) * elem);
+      for (int d = rank - 2; d >= 0; --d) {
+        if (++index[d] < in.shape.dims[d])
+          break;
+        index[d] = 0;
+      }
+    }
+    return {};
+  }
   int64_t index[kMaxRank] = {};
   for (int64_t i = 0; i < out.numel(); ++i) {
     int64_t offset = 0;

@@ -4,6 +4,7 @@
 
 #include "plan_generated.h"
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -28,6 +29,7 @@ struct llmc_context_t {
   std::vector<std::unique_ptr<void, AlignedFree>> buffers;
   std::vector<bool> inputSet;
   int numThreads = 0;
+  std::vector<double> kernelMs; // per launch, when collecting times
 
   ~llmc_context_t() { plan->release(); }
 };
@@ -37,6 +39,7 @@ extern "C" void llmc_context_options_init(llmc_context_options *options) {
     return;
   options->struct_size = sizeof *options;
   options->num_threads = 0;
+  options->collect_times = 0;
 }
 
 extern "C" llmc_status llmc_context_create(llmc_plan plan, const llmc_context_options *options,
@@ -48,6 +51,8 @@ extern "C" llmc_status llmc_context_create(llmc_plan plan, const llmc_context_op
   plan->retain();
   ctx->plan = plan;
   ctx->numThreads = options ? options->num_threads : 0;
+  if (options && options->collect_times)
+    ctx->kernelMs.assign(plan->ops.size(), 0.0);
   ctx->tensors.resize(plan->values.size());
   ctx->buffers.resize(plan->values.size());
   ctx->inputSet.assign(plan->inputs.size(), false);
@@ -128,7 +133,10 @@ extern "C" llmc_status llmc_context_run(llmc_context ctx) {
       return makeStatus(LLMC_INVALID_ARGUMENT, "input '" + plan.values[plan.inputs[i]].name + "' was not set");
   llmc::rt::setGemmThreads(ctx->numThreads);
   std::vector<llmc::rt::TensorRef> ins, outs;
-  for (const llmc::rt::PlanOp &op : plan.ops) {
+  const bool timed = !ctx->kernelMs.empty();
+  for (size_t k = 0; k < plan.ops.size(); ++k) {
+    const llmc::rt::PlanOp &op = plan.ops[k];
+    const auto start = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     ins.clear();
     outs.clear();
     for (int i : op.inputs)
@@ -137,10 +145,29 @@ extern "C" llmc_status llmc_context_run(llmc_context ctx) {
       outs.push_back(ctx->tensors[i]);
     llmc::rt::KernelArgs args{op.attrs, ins.data(), int(ins.size()), outs.data(), int(outs.size())};
     std::string err = op.fn(args);
+    if (timed)
+      ctx->kernelMs[k] += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     if (!err.empty())
       return makeStatus(LLMC_RUNTIME_ERROR, "kernel '" + op.kernel + "'" +
                                                 (op.location.empty() ? "" : " (" + op.location + ")") + ": " + err);
   }
+  return nullptr;
+}
+
+extern "C" llmc_status llmc_context_kernel_time(llmc_context ctx, int32_t index, const char **out_kernel,
+                                              const char **out_node, double *out_total_ms) {
+  if (!ctx || !out_total_ms)
+    return makeStatus(LLMC_INVALID_ARGUMENT, "arguments must not be NULL");
+  if (ctx->kernelMs.empty())
+    return makeStatus(LLMC_INVALID_ARGUMENT, "the context was created without collect_times");
+  if (index < 0 || size_t(index) >= ctx->kernelMs.size())
+    return makeStatus(LLMC_INVALID_ARGUMENT, "kernel index " + std::to_string(index) + " out of range");
+  const llmc::rt::PlanOp &op = ctx->plan->ops[size_t(index)];
+  if (out_kernel)
+    *out_kernel = op.kernel.c_str();
+  if (out_node)
+    *out_node = op.location.c_str();
+  *out_total_ms = ctx->kernelMs[size_t(index)];
   return nullptr;
 }
 

@@ -33,6 +33,7 @@ Runs an llmc plan on the CPU.
   --benchmark N            run N more times and print latency median and p90
   --warmup N               untimed runs before the benchmark (default 3)
   --threads N              threads for GEMMs (default: the library's choice)
+  --profile                time every kernel and print the total per kernel type
   --quiet                  print no output values
   --help, --version
 )";
@@ -40,7 +41,7 @@ Runs an llmc plan on the CPU.
 struct Options {
   std::string plan;
   std::map<std::string, std::string> inputs, compares;
-  bool random = false, quiet = false;
+  bool random = false, quiet = false, profile = false;
   uint64_t seed = 0;
   int64_t intMax = 100;
   std::string outputDir, compareDir;
@@ -93,6 +94,8 @@ std::string parseArgs(int argc, char **argv, Options &o) {
         o.random = true;
       } else if (a == "--quiet") {
         o.quiet = true;
+      } else if (a == "--profile") {
+        o.profile = true;
       } else if ((a == "--input" || a == "--compare") && next(v)) {
         if (!splitPair(v, key, value))
           return a + " expects NAME=FILE.npy, got '" + v + "'";
@@ -209,6 +212,31 @@ bool compare(const std::string &name, const llmc_tensor &out, const std::string 
   return true;
 }
 
+// Time per kernel type over all runs, largest first.
+void printProfile(llmc_context ctx, llmc_plan plan) {
+  std::map<std::string, std::pair<double, int>> byKernel;
+  double total = 0;
+  for (int32_t i = 0; i < llmc_plan_kernel_count(plan); ++i) {
+    const char *kernel = nullptr;
+    double ms = 0;
+    if (llmc_status s = llmc_context_kernel_time(ctx, i, &kernel, nullptr, &ms)) {
+      llmc_status_free(s);
+      return;
+    }
+    byKernel[kernel].first += ms;
+    byKernel[kernel].second++;
+    total += ms;
+  }
+  std::vector<std::pair<double, std::string>> sorted;
+  for (const auto &[name, entry] : byKernel)
+    sorted.emplace_back(entry.first, name);
+  std::sort(sorted.rbegin(), sorted.rend());
+  std::printf("profile (all runs): %.3f ms in kernels\n", total);
+  for (const auto &[ms, name] : sorted)
+    std::printf("  %-20s %5d launches %10.3f ms %5.1f%%\n", name.c_str(), byKernel[name].second, ms,
+                total > 0 ? 100 * ms / total : 0);
+}
+
 int run(const Options &o) {
   llmc_plan plan = nullptr;
   if (check(llmc_plan_load(o.plan.c_str(), nullptr, &plan), "loading '" + o.plan + "'"))
@@ -216,6 +244,7 @@ int run(const Options &o) {
   llmc_context_options copts;
   llmc_context_options_init(&copts);
   copts.num_threads = o.threads;
+  copts.collect_times = o.profile;
   llmc_context ctx = nullptr;
   int rc = 0;
   if (check(llmc_context_create(plan, &copts, &ctx), "creating a context")) {
@@ -333,6 +362,8 @@ int run(const Options &o) {
                   times.front());
     }
   }
+  if (rc == 0 && o.profile)
+    printProfile(ctx, plan);
   llmc_context_release(ctx);
   llmc_plan_release(plan);
   return rc;

@@ -102,8 +102,9 @@ LLMC_API int32_t llmc_plan_kernel_count(llmc_plan plan);
 /* --- execution contexts ------------------------------------------------------------------ */
 
 typedef struct llmc_context_options {
-  size_t struct_size;  /* sizeof(llmc_context_options) */
-  int32_t num_threads; /* threads for GEMMs; 0 = the library default */
+  size_t struct_size;    /* sizeof(llmc_context_options) */
+  int32_t num_threads;   /* threads for GEMMs; 0 = the library default */
+  int32_t collect_times; /* non-zero: time every kernel launch (see llmc_context_kernel_time) */
 } llmc_context_options;
 
 LLMC_API void llmc_context_options_init(llmc_context_options *options);
@@ -125,6 +126,12 @@ LLMC_API llmc_status llmc_context_run(llmc_context context);
 /* Describes output `index`; out_tensor->data points into the context and stays valid until the
  * next llmc_context_run or llmc_context_release. */
 LLMC_API llmc_status llmc_context_output(llmc_context context, int32_t index, llmc_tensor *out_tensor);
+
+/* With collect_times set: the kernel name and ONNX node (both owned by the plan) of launch
+ * `index` (0 <= index < llmc_plan_kernel_count) and its total time in milliseconds over all runs
+ * so far. Not thread safe with a concurrent run of the same context. */
+LLMC_API llmc_status llmc_context_kernel_time(llmc_context context, int32_t index, const char **out_kernel,
+                                             const char **out_node, double *out_total_ms);
 
 #ifdef __cplusplus
 }
