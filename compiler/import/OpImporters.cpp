@@ -64,6 +64,11 @@ const DirectOp kDirectOps[] = {
     {"Softplus", "llmc.softplus", {}},
     {"Sign", "llmc.sign", {}},
     {"Mod", "llmc.mod", {{"fmod", AttrKind::Int}}},
+    {"ArgMax", "llmc.arg_max", {{"axis", AttrKind::Int}, {"keepdims", AttrKind::Int}, {"select_last_index", AttrKind::Int}}},
+    {"ArgMin", "llmc.arg_min", {{"axis", AttrKind::Int}, {"keepdims", AttrKind::Int}, {"select_last_index", AttrKind::Int}}},
+    {"InstanceNormalization", "llmc.instance_norm", {{"epsilon", AttrKind::Float}}, 6},
+    {"ScatterElements", "llmc.scatter_elements", {{"axis", AttrKind::Int}, {"reduction", AttrKind::String}}, 16},
+    {"ScatterND", "llmc.scatter_nd", {{"reduction", AttrKind::String}}, 16},
     {"Identity", "llmc.identity", {}},
     {"MatMul", "llmc.matmul", {}},
     {"Gemm",
@@ -534,6 +539,38 @@ FailureOr<SmallVector<Value>> importPad(NodeContext &nc) {
                          b.getNamedAttr("mode", b.getStringAttr(nc.attrString("mode", "constant")))}));
 }
 
+// Size: the element count of a static input, as an i64 scalar constant.
+FailureOr<SmallVector<Value>> importSize(NodeContext &nc) {
+  auto type = cast<RankedTensorType>(nc.input(0).getType());
+  if (!type.hasStaticShape())
+    return nc.fail("Size of a dynamic shape is not supported yet");
+  auto scalar = RankedTensorType::get({}, nc.builder.getI64Type());
+  return one(nc.create1("llmc.constant", {},
+                        {nc.builder.getNamedAttr("value", DenseElementsAttr::get(scalar, type.getNumElements()))}));
+}
+
+// Tile: the repeats input must be constant.
+FailureOr<SmallVector<Value>> importTile(NodeContext &nc) {
+  auto repeats = nc.constantInts(nc.input(1));
+  if (!repeats)
+    return nc.fail("'repeats' must be a constant (data-dependent repeats are not supported yet)");
+  return one(nc.create1("llmc.tile", {nc.input(0)},
+                        {nc.builder.getNamedAttr("repeats", nc.builder.getDenseI64ArrayAttr(*repeats))}));
+}
+
+// TopK: K must be constant.
+FailureOr<SmallVector<Value>> importTopK(NodeContext &nc) {
+  auto k = nc.constantInts(nc.input(1));
+  if (!k || k->size() != 1)
+    return nc.fail("'K' must be a constant (a data-dependent K is not supported yet)");
+  Builder &b = nc.builder;
+  return nc.create("llmc.top_k", {nc.input(0)},
+                   {b.getNamedAttr("k", b.getI64IntegerAttr((*k)[0])),
+                    b.getNamedAttr("axis", b.getI64IntegerAttr(nc.attrInt("axis", -1))),
+                    b.getNamedAttr("largest", b.getI64IntegerAttr(nc.attrInt("largest", 1))),
+                    b.getNamedAttr("sorted", b.getI64IntegerAttr(nc.attrInt("sorted", 1)))});
+}
+
 struct Entry {
   const char *opType;
   ImportFn fn;
@@ -551,6 +588,9 @@ const Entry kCustom[] = {
     {"Pow", importPow},
     {"Clip", importClip},
     {"Pad", importPad},
+    {"Size", importSize},
+    {"Tile", importTile},
+    {"TopK", importTopK, 11},
     {"Conv", importWindowOp, 11},
     {"MaxPool", importWindowOp, 12},
     {"AveragePool", importWindowOp, 11},

@@ -473,6 +473,145 @@ std::string padKernel(const KernelArgs &args) {
   return {};
 }
 
+std::string tileKernel(const KernelArgs &args) {
+  const TensorRef &in = args.in(0);
+  TensorRef &out = args.out(0);
+  const int rank = in.shape.rank;
+  if (out.shape.rank != rank)
+    return "output rank differs from the input's";
+  for (int d = 0; d < rank; ++d)
+    if (in.shape.dims[d] == 0 ? out.shape.dims[d] != 0 : out.shape.dims[d] % in.shape.dims[d] != 0)
+      return "output dimensions must be multiples of the input's";
+  int64_t inStrides[kMaxRank];
+  rowMajorStrides(in.shape, inStrides);
+  const size_t elem = dtypeSize(in.dtype);
+  const char *src = static_cast<const char *>(in.data);
+  char *dst = static_cast<char *>(out.data);
+  int64_t index[kMaxRank] = {};
+  for (int64_t i = 0; i < out.numel(); ++i) {
+    int64_t offset = 0;
+    for (int d = 0; d < rank; ++d)
+      offset += (index[d] % in.shape.dims[d]) * inStrides[d];
+    std::memcpy(dst + i * elem, src + offset * elem, elem);
+    for (int d = rank - 1; d >= 0; --d) {
+      if (++index[d] < out.shape.dims[d])
+        break;
+      index[d] = 0;
+    }
+  }
+  return {};
+}
+
+// Combines `update` into `target` per the scatter reduction.
+template <typename T> void combine(T &target, T update, std::string_view reduction) {
+  if (reduction == "add")
+    target = T(target + update);
+  else if (reduction == "mul")
+    target = T(target * update);
+  else if (reduction == "max")
+    target = std::max(target, update);
+  else if (reduction == "min")
+    target = std::min(target, update);
+  else
+    target = update;
+}
+
+std::string checkReduction(std::string_view reduction) {
+  if (reduction.empty() || reduction == "none" || reduction == "add" || reduction == "mul" || reduction == "max" ||
+      reduction == "min")
+    return {};
+  return "unknown reduction '" + std::string(reduction) + "'";
+}
+
+std::string scatterElementsKernel(const KernelArgs &args) {
+  const TensorRef &data = args.in(0), &indices = args.in(1), &updates = args.in(2);
+  TensorRef &out = args.out(0);
+  const int rank = data.shape.rank;
+  const int axis = normalizeAxis(args.attrs.getInt("axis", 0), rank);
+  const std::string_view reduction = args.attrs.getString("reduction");
+  if (std::string err = checkReduction(reduction); !err.empty())
+    return err;
+  if (axis < 0 || axis >= rank || indices.shape.rank != rank || !(indices.shape == updates.shape) ||
+      out.bytes() != data.bytes() || (indices.dtype != DType::I64 && indices.dtype != DType::I32))
+    return "indices and updates must have one shape and the data's rank";
+  for (int d = 0; d < rank; ++d)
+    if (d != axis && indices.shape.dims[d] > data.shape.dims[d])
+      return "indices reach outside the data";
+  std::memcpy(out.data, data.data, data.bytes());
+  int64_t strides[kMaxRank];
+  rowMajorStrides(data.shape, strides);
+  std::string err;
+  LLMC_DISPATCH_NUMERIC(data.dtype, T, err, {
+    T *y = out.as<T>();
+    const T *u = updates.as<const T>();
+    int64_t index[kMaxRank] = {};
+    for (int64_t i = 0; i < indices.numel(); ++i) {
+      int64_t at = readIndex(indices, i);
+      if (at < 0)
+        at += data.shape.dims[axis];
+      if (at < 0 || at >= data.shape.dims[axis]) {
+        err = "index out of range";
+        break;
+      }
+      int64_t offset = 0;
+      for (int d = 0; d < rank; ++d)
+        offset += (d == axis ? at : index[d]) * strides[d];
+      combine(y[offset], u[i], reduction);
+      for (int d = rank - 1; d >= 0; --d) {
+        if (++index[d] < indices.shape.dims[d])
+          break;
+        index[d] = 0;
+      }
+    }
+  });
+  return err;
+}
+
+std::string scatterNdKernel(const KernelArgs &args) {
+  const TensorRef &data = args.in(0), &indices = args.in(1), &updates = args.in(2);
+  TensorRef &out = args.out(0);
+  const std::string_view reduction = args.attrs.getString("reduction");
+  if (std::string err = checkReduction(reduction); !err.empty())
+    return err;
+  if (indices.shape.rank < 1 || (indices.dtype != DType::I64 && indices.dtype != DType::I32) ||
+      out.bytes() != data.bytes())
+    return "indices must be an integer tensor of rank >= 1";
+  const int64_t k = indices.shape.dims[indices.shape.rank - 1];
+  if (k > data.shape.rank)
+    return "index tuples are longer than the data's rank";
+  int64_t strides[kMaxRank];
+  rowMajorStrides(data.shape, strides);
+  int64_t slice = 1;
+  for (int d = int(k); d < data.shape.rank; ++d)
+    slice *= data.shape.dims[d];
+  const int64_t tuples = k ? indices.numel() / k : 0;
+  if (updates.numel() != tuples * slice)
+    return "updates do not match the indices and the data";
+  std::memcpy(out.data, data.data, data.bytes());
+  std::string err;
+  LLMC_DISPATCH_NUMERIC(data.dtype, T, err, {
+    T *y = out.as<T>();
+    const T *u = updates.as<const T>();
+    for (int64_t t = 0; t < tuples && err.empty(); ++t) {
+      int64_t offset = 0;
+      for (int64_t j = 0; j < k; ++j) {
+        int64_t at = readIndex(indices, t * k + j);
+        const int64_t dim = data.shape.dims[j];
+        if (at < 0)
+          at += dim;
+        if (at < 0 || at >= dim) {
+          err = "index out of range";
+          break;
+        }
+        offset += at * strides[j];
+      }
+      for (int64_t s = 0; s < slice && err.empty(); ++s)
+        combine(y[offset + s], u[t * slice + s], reduction);
+    }
+  });
+  return err;
+}
+
 std::string triluKernel(const KernelArgs &args) {
   const TensorRef &in = args.in(0);
   if (in.shape.rank < 2)
@@ -520,6 +659,9 @@ extern const KernelEntry kDataMovementKernels[] = {
     {"constant_of_shape", constantOfShapeKernel},
     {"trilu", triluKernel},
     {"pad", padKernel},
+    {"tile", tileKernel},
+    {"scatter_elements", withHalf<scatterElementsKernel>},
+    {"scatter_nd", withHalf<scatterNdKernel>},
     {nullptr, nullptr},
 };
 

@@ -229,6 +229,104 @@ std::string normStatsKernel(const KernelArgs &args) {
   return err;
 }
 
+// arg_max / arg_min along one axis; ties go to the first index unless select_last_index.
+template <bool Max> std::string argKernel(const KernelArgs &args) {
+  const TensorRef &in = args.in(0);
+  const int rank = in.shape.rank;
+  const int axis = normalizeAxis(args.attrs.getInt("axis", 0), rank);
+  if (axis < 0 || axis >= rank)
+    return "axis out of range";
+  int64_t outer, n, inner;
+  splitAround(in.shape, axis, outer, n, inner);
+  if (n == 0 || args.out(0).numel() != outer * inner || args.out(0).dtype != DType::I64)
+    return "output must be i64 with the axis reduced (and the axis must not be empty)";
+  const bool last = args.attrs.getInt("select_last_index", 0);
+  std::string err;
+  LLMC_DISPATCH_NUMERIC(in.dtype, T, err, {
+    const T *x = in.as<const T>();
+    int64_t *y = args.out(0).as<int64_t>();
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < inner; ++i) {
+        int64_t best = 0;
+        for (int64_t k = 1; k < n; ++k) {
+          const T v = x[(o * n + k) * inner + i], b = x[(o * n + best) * inner + i];
+          const bool better = Max ? (v > b || (last && v == b)) : (v < b || (last && v == b));
+          if (better)
+            best = k;
+        }
+        y[o * inner + i] = best;
+      }
+  });
+  return err;
+}
+
+// top_k: values and indices of the k largest (or smallest) along an axis; ties keep the lower
+// index first. The result is sorted (ONNX allows any order when sorted = 0).
+std::string topKKernel(const KernelArgs &args) {
+  if (args.numOutputs != 2)
+    return "expects values and indices outputs";
+  const TensorRef &in = args.in(0);
+  const int rank = in.shape.rank;
+  const int axis = normalizeAxis(args.attrs.getInt("axis", -1), rank);
+  if (axis < 0 || axis >= rank)
+    return "axis out of range";
+  int64_t outer, n, inner;
+  splitAround(in.shape, axis, outer, n, inner);
+  const int64_t k = args.attrs.getInt("k", -1);
+  const bool largest = args.attrs.getInt("largest", 1);
+  if (k < 0 || k > n || args.out(0).numel() != outer * k * inner || args.out(1).numel() != outer * k * inner ||
+      args.out(1).dtype != DType::I64)
+    return "k out of range or outputs of the wrong size";
+  std::string err;
+  std::vector<int64_t> order(static_cast<size_t>(n));
+  LLMC_DISPATCH_NUMERIC(in.dtype, T, err, {
+    const T *x = in.as<const T>();
+    T *values = args.out(0).as<T>();
+    int64_t *indices = args.out(1).as<int64_t>();
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < inner; ++i) {
+        auto at = [&](int64_t j) { return x[(o * n + j) * inner + i]; };
+        for (int64_t j = 0; j < n; ++j)
+          order[size_t(j)] = j;
+        std::stable_sort(order.begin(), order.end(),
+                         [&](int64_t a, int64_t b) { return largest ? at(a) > at(b) : at(a) < at(b); });
+        for (int64_t j = 0; j < k; ++j) {
+          values[(o * k + j) * inner + i] = at(order[size_t(j)]);
+          indices[(o * k + j) * inner + i] = order[size_t(j)];
+        }
+      }
+  });
+  return err;
+}
+
+// instance_norm: each (batch, channel) plane normalized over its elements, then scale and bias.
+std::string instanceNormKernel(const KernelArgs &args) {
+  const TensorRef &x = args.in(0), &scale = args.in(1), &bias = args.in(2);
+  if (x.shape.rank < 3)
+    return "input must have rank >= 3";
+  const int64_t C = x.shape[1], planes = x.shape[0] * C, n = planes ? x.numel() / planes : 0;
+  if (scale.numel() != C || bias.numel() != C || args.out(0).numel() != x.numel())
+    return "scale and bias need one value per channel";
+  const double eps = args.attrs.getFloat("epsilon", 1e-5);
+  std::string err;
+  LLMC_DISPATCH_FLOAT(x.dtype, T, err, {
+    const T *px = x.as<const T>(), *g = scale.as<const T>(), *b = bias.as<const T>();
+    T *py = args.out(0).as<T>();
+    for (int64_t p = 0; p < planes; ++p) {
+      double mean = 0, var = 0;
+      for (int64_t i = 0; i < n; ++i)
+        mean += px[p * n + i];
+      mean /= double(n);
+      for (int64_t i = 0; i < n; ++i)
+        var += (px[p * n + i] - mean) * (px[p * n + i] - mean);
+      const double inv = 1.0 / std::sqrt(var / double(n) + eps);
+      for (int64_t i = 0; i < n; ++i)
+        py[p * n + i] = T((px[p * n + i] - mean) * inv * g[p % C] + b[p % C]);
+    }
+  });
+  return err;
+}
+
 // cumsum(x, axis) with the exclusive and reverse attributes.
 std::string cumsumKernel(const KernelArgs &args) {
   if (args.numInputs != 2 || args.numOutputs != 1)
@@ -285,6 +383,10 @@ extern const KernelEntry kReductionKernels[] = {
     {"rms_norm", withHalf<normKernel<true>>},
     {"layer_norm_stats", withHalf<normStatsKernel>},
     {"cumsum", withHalf<cumsumKernel>},
+    {"arg_max", withHalf<argKernel<true>>},
+    {"arg_min", withHalf<argKernel<false>>},
+    {"top_k", withHalf<topKKernel>},
+    {"instance_norm", withHalf<instanceNormKernel>},
     {nullptr, nullptr},
 };
 

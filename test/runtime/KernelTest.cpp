@@ -617,6 +617,52 @@ TEST(Kernels, Pad) {
   EXPECT_EQ(pad("constant", {0, -1, 0, 0}, {2, 2}), (std::vector<float>{2, 3, 5, 6})); // negative crops
 }
 
+TEST(Kernels, ArgAndTopK) {
+  Buf<float> x(DType::F32, {2, 4}, {3, 1, 3, 2, -1, 5, 0, 5});
+  Buf<int64_t> amax(DType::I64, {2, 1}), amin(DType::I64, {2}), last(DType::I64, {2, 1});
+  ASSERT_EQ(call("arg_max", attrs({intAttr("axis", 1)}), {x.ref()}, {amax.ref()}), "");
+  EXPECT_EQ(amax.data, (std::vector<int64_t>{0, 1}));
+  ASSERT_EQ(call("arg_max", attrs({intAttr("axis", 1), intAttr("select_last_index", 1)}), {x.ref()}, {last.ref()}), "");
+  EXPECT_EQ(last.data, (std::vector<int64_t>{2, 3}));
+  ASSERT_EQ(call("arg_min", attrs({intAttr("axis", 1), intAttr("keepdims", 0)}), {x.ref()}, {amin.ref()}), "");
+  EXPECT_EQ(amin.data, (std::vector<int64_t>{1, 0}));
+  Buf<float> values(DType::F32, {2, 2});
+  Buf<int64_t> indices(DType::I64, {2, 2});
+  ASSERT_EQ(call("top_k", attrs({intAttr("k", 2), intAttr("axis", 1)}), {x.ref()}, {values.ref(), indices.ref()}), "");
+  EXPECT_EQ(values.data, (std::vector<float>{3, 3, 5, 5}));
+  EXPECT_EQ(indices.data, (std::vector<int64_t>{0, 2, 1, 3}));
+  ASSERT_EQ(call("top_k", attrs({intAttr("k", 1), intAttr("axis", 1), intAttr("largest", 0)}), {x.ref()},
+                 {Buf<float>(DType::F32, {2, 1}).ref(), Buf<int64_t>(DType::I64, {2, 1}).ref()}),
+            "");
+}
+
+TEST(Kernels, TileScatterInstanceNorm) {
+  Buf<float> x(DType::F32, {1, 2}, {1, 2}), t(DType::F32, {2, 4});
+  ASSERT_EQ(call("tile", {}, {x.ref()}, {t.ref()}), "");
+  EXPECT_EQ(t.data, (std::vector<float>{1, 2, 1, 2, 1, 2, 1, 2}));
+
+  Buf<float> data(DType::F32, {2, 3}, {1, 2, 3, 4, 5, 6}), upd(DType::F32, {1, 2}, {10, 20}), out(DType::F32, {2, 3});
+  Buf<int64_t> idx(DType::I64, {1, 2}, {2, 0});
+  ASSERT_EQ(call("scatter_elements", attrs({intAttr("axis", 1)}), {data.ref(), idx.ref(), upd.ref()}, {out.ref()}), "");
+  EXPECT_EQ(out.data, (std::vector<float>{20, 2, 10, 4, 5, 6}));
+  ASSERT_EQ(call("scatter_elements", attrs({intAttr("axis", 1), stringAttr("reduction", "add")}),
+                 {data.ref(), idx.ref(), upd.ref()}, {out.ref()}),
+            "");
+  EXPECT_EQ(out.data, (std::vector<float>{21, 2, 13, 4, 5, 6}));
+
+  Buf<int64_t> nidx(DType::I64, {1, 1}, {1});
+  Buf<float> nupd(DType::F32, {1, 3}, {7, 8, 9});
+  ASSERT_EQ(call("scatter_nd", {}, {data.ref(), nidx.ref(), nupd.ref()}, {out.ref()}), "");
+  EXPECT_EQ(out.data, (std::vector<float>{1, 2, 3, 7, 8, 9}));
+
+  Buf<float> img(DType::F32, {1, 2, 2}, {1, 3, 2, 2}), g(DType::F32, {2}, {1, 2}), b(DType::F32, {2}, {0, 1}),
+      y(DType::F32, {1, 2, 2});
+  ASSERT_EQ(call("instance_norm", attrs({floatAttr("epsilon", 1e-5)}), {img.ref(), g.ref(), b.ref()}, {y.ref()}), "");
+  EXPECT_NEAR(y.data[0], -1, 1e-4);
+  EXPECT_NEAR(y.data[1], 1, 1e-4);
+  EXPECT_NEAR(y.data[2], 1, 1e-6); // a constant plane normalizes to 0, then * 2 + 1
+}
+
 // Runs last (gtest runs tests in declaration order within a file): every registered kernel
 // must have been exercised above.
 TEST(Kernels, ZZEveryKernelIsTested) {

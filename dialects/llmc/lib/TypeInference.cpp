@@ -56,6 +56,8 @@ struct Inference {
   }
 };
 
+LogicalResult checkIndices(Inference &in, unsigned i);
+
 // The integer values of a constant operand, if it is one.
 std::optional<SmallVector<int64_t>> constantInts(Value v) {
   DenseElementsAttr attr;
@@ -284,6 +286,55 @@ LogicalResult inferPad(Inference &in) {
     out.push_back(dim);
   }
   return in.result(out, in.elem(0));
+}
+
+LogicalResult inferArg(Inference &in) {
+  ArrayRef<int64_t> s = in.shape(0);
+  int64_t axis;
+  if (failed(checkAxis(in, in.intAttr("axis", 0), int64_t(s.size()), axis)))
+    return failure();
+  SmallVector<int64_t> out(s);
+  if (in.intAttr("keepdims", 1))
+    out[axis] = 1;
+  else
+    out.erase(out.begin() + axis);
+  return in.result(out, IntegerType::get(in.context, 64));
+}
+
+LogicalResult inferTopK(Inference &in) {
+  ArrayRef<int64_t> s = in.shape(0);
+  int64_t axis;
+  if (failed(checkAxis(in, in.intAttr("axis", -1), int64_t(s.size()), axis)))
+    return failure();
+  const int64_t k = in.intAttr("k", -1);
+  if (k < 0 || (s[axis] != kDyn && k > s[axis]))
+    return in.fail("top_k's k must be between 0 and the axis size");
+  SmallVector<int64_t> out(s);
+  out[axis] = k;
+  in.inferred.push_back(RankedTensorType::get(out, in.elem(0)));
+  return in.result(out, IntegerType::get(in.context, 64));
+}
+
+LogicalResult inferTile(Inference &in) {
+  ArrayRef<int64_t> s = in.shape(0);
+  SmallVector<int64_t> repeats = in.arrayAttr("repeats");
+  if (repeats.size() != s.size())
+    return in.fail("tile needs one repeat count per axis");
+  SmallVector<int64_t> out;
+  for (size_t d = 0; d < s.size(); ++d) {
+    if (repeats[d] < 0)
+      return in.fail("tile repeat counts must not be negative");
+    out.push_back(mulDims(s[d], repeats[d]));
+  }
+  return in.result(out, in.elem(0));
+}
+
+LogicalResult inferScatter(Inference &in) {
+  if (failed(checkIndices(in, 1)))
+    return failure();
+  if (in.elem(2) != in.elem(0))
+    return in.fail("updates must have the data's element type");
+  return in.sameAs(0);
 }
 
 LogicalResult inferShape(Inference &in) {
@@ -635,7 +686,7 @@ LogicalResult inferResultTypes(StringRef opName, MLIRContext *context, std::opti
   // The fewest operands each op reads in its inference function.
   const unsigned minOperands = llvm::StringSwitch<unsigned>(name)
                                    .Case("batch_norm", 5)
-                                   .Cases({"where", "range"}, 3)
+                                   .Cases({"where", "range", "scatter_elements", "scatter_nd", "instance_norm"}, 3)
                                    .Cases({"matmul", "gemm", "layer_norm", "rms_norm", "cumsum", "reshape", "gather", "conv", "mod",
                                            "gather_elements", "gather_nd", "expand"},
                                           2)
@@ -653,7 +704,7 @@ LogicalResult inferResultTypes(StringRef opName, MLIRContext *context, std::opti
               .Case("where", [](Inference &i) { return inferElementwise(i, 3, false, 1); })
               .Cases({"neg", "abs", "sqrt", "reciprocal", "exp", "log", "tanh", "erf", "sigmoid", "relu", "cos",
                       "sin", "floor", "ceil", "not", "gelu", "identity", "cumsum", "trilu", "sign", "softplus",
-                      "hard_swish", "elu", "leaky_relu", "hard_sigmoid", "batch_norm"},
+                      "hard_swish", "elu", "leaky_relu", "hard_sigmoid", "batch_norm", "instance_norm"},
                      inferSameAsFirst)
               .Case("is_nan", inferBool)
               .Case("cast", inferCast)
@@ -666,6 +717,10 @@ LogicalResult inferResultTypes(StringRef opName, MLIRContext *context, std::opti
               .Case("layer_norm_stats", inferLayerNormStats)
               .StartsWith("reduce_", inferReduce)
               .Case("shape", inferShape)
+              .Cases({"arg_max", "arg_min"}, inferArg)
+              .Case("top_k", inferTopK)
+              .Case("tile", inferTile)
+              .Cases({"scatter_elements", "scatter_nd"}, inferScatter)
               .Case("pad", inferPad)
               .Case("reshape", inferReshape)
               .Case("unsqueeze", inferUnsqueeze)

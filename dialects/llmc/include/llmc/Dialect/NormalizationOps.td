@@ -43,6 +43,14 @@ def Llmc_LayerNormStatsOp : Llmc_Op<"layer_norm_stats"> {
   }];
 }
 
+def Llmc_InstanceNormOp : Llmc_Op<"instance_norm"> {
+  let summary = "instance normalization";
+  let description = "Normalizes each (batch, channel) over the spatial axes, then `* scale[c] + bias[c]`.";
+  let arguments = (ins Llmc_Tensor:$input, Llmc_Tensor:$scale, Llmc_Tensor:$bias,
+                   DefaultValuedAttr<F32Attr, "1e-5">:$epsilon);
+  let results = (outs Llmc_Tensor:$result);
+}
+
 def Llmc_RmsNormOp : Llmc_Op<"rms_norm"> {
   let summary = "RMS normalization";
   let description = "`x / sqrt(mean(x^2 over [axis, rank)) + epsilon) * scale`.";

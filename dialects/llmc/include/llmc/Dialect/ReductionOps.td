@@ -24,6 +24,31 @@ def Llmc_ReduceProdOp : Llmc_ReduceOp<"reduce_prod", "product">;
 def Llmc_ReduceSumSquareOp : Llmc_ReduceOp<"reduce_sum_square", "sum of squares">;
 def Llmc_ReduceL2Op : Llmc_ReduceOp<"reduce_l2", "Euclidean norm">;
 
+class Llmc_ArgOp<string mnemonic, string what> : Llmc_Op<mnemonic> {
+  let summary = "index of the " # what # " along an axis";
+  let description = [{
+    An i64 tensor of indices; `keepdims` keeps the axis with size 1; ties resolve to the first
+    index, or the last with `select_last_index`.
+  }];
+  let arguments = (ins Llmc_Tensor:$input, DefaultValuedAttr<I64Attr, "0">:$axis,
+                   DefaultValuedAttr<I64Attr, "1">:$keepdims, DefaultValuedAttr<I64Attr, "0">:$select_last_index);
+  let results = (outs Llmc_Tensor:$result);
+}
+def Llmc_ArgMaxOp : Llmc_ArgOp<"arg_max", "maximum">;
+def Llmc_ArgMinOp : Llmc_ArgOp<"arg_min", "minimum">;
+
+def Llmc_TopKOp : Llmc_Op<"top_k"> {
+  let summary = "the k largest (or smallest) elements along an axis, and their indices";
+  let arguments = (ins Llmc_Tensor:$input, I64Attr:$k, DefaultValuedAttr<I64Attr, "-1">:$axis,
+                   DefaultValuedAttr<I64Attr, "1">:$largest, DefaultValuedAttr<I64Attr, "1">:$sorted);
+  let results = (outs Llmc_Tensor:$values, Llmc_Tensor:$indices);
+  let extraClassDeclaration = commonDeclarations # [{
+    ::llvm::LogicalResult fold(FoldAdaptor adaptor, ::llvm::SmallVectorImpl<::mlir::OpFoldResult> &results) {
+      return ::llmc::foldWithKernels(getOperation(), adaptor.getOperands(), results);
+    }
+  }];
+}
+
 def Llmc_CumSumOp : Llmc_Op<"cumsum"> {
   let summary = "cumulative sum along an axis";
   let description = "`axis` is a scalar integer tensor; `exclusive` and `reverse` as in ONNX CumSum.";

@@ -143,6 +143,30 @@ def Llmc_PadOp : Llmc_Op<"pad"> {
   let results = (outs Llmc_Tensor:$result);
 }
 
+def Llmc_TileOp : Llmc_Op<"tile"> {
+  let summary = "repeat a tensor along each axis";
+  let arguments = (ins Llmc_Tensor:$input, DenseI64ArrayAttr:$repeats);
+  let results = (outs Llmc_Tensor:$result);
+}
+
+def Llmc_ScatterElementsOp : Llmc_Op<"scatter_elements"> {
+  let summary = "write updates at indices along an axis";
+  let description = [{
+    A copy of `data` where `out[..., indices[i], ...] = updates[i]` along `axis`, or combined with
+    the old value when `reduction` is "add", "mul", "max" or "min".
+  }];
+  let arguments = (ins Llmc_Tensor:$data, Llmc_Tensor:$indices, Llmc_Tensor:$updates,
+                   DefaultValuedAttr<I64Attr, "0">:$axis, DefaultValuedStrAttr<StrAttr, "none">:$reduction);
+  let results = (outs Llmc_Tensor:$result);
+}
+
+def Llmc_ScatterNdOp : Llmc_Op<"scatter_nd"> {
+  let summary = "write update slices at index tuples";
+  let arguments = (ins Llmc_Tensor:$data, Llmc_Tensor:$indices, Llmc_Tensor:$updates,
+                   DefaultValuedStrAttr<StrAttr, "none">:$reduction);
+  let results = (outs Llmc_Tensor:$result);
+}
+
 def Llmc_TriluOp : Llmc_Op<"trilu"> {
   let summary = "upper or lower triangle of the last two dimensions";
   let arguments = (ins Llmc_Tensor:$input, Llmc_OptionalTensor:$k, DefaultValuedAttr<I64Attr, "1">:$upper);
