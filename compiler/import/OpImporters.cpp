@@ -63,10 +63,14 @@ const DirectOp kDirectOps[] = {
     {"HardSwish", "llmc.hard_swish", {}, 14},
     {"Softplus", "llmc.softplus", {}},
     {"Sign", "llmc.sign", {}},
+    {"Round", "llmc.round", {}, 11},
     {"Mod", "llmc.mod", {{"fmod", AttrKind::Int}}},
     {"ArgMax", "llmc.arg_max", {{"axis", AttrKind::Int}, {"keepdims", AttrKind::Int}, {"select_last_index", AttrKind::Int}}},
     {"ArgMin", "llmc.arg_min", {{"axis", AttrKind::Int}, {"keepdims", AttrKind::Int}, {"select_last_index", AttrKind::Int}}},
     {"InstanceNormalization", "llmc.instance_norm", {{"epsilon", AttrKind::Float}}, 6},
+    {"GroupNormalization", "llmc.group_norm", {{"num_groups", AttrKind::Int}, {"epsilon", AttrKind::Float}}, 21},
+    {"Einsum", "llmc.einsum", {{"equation", AttrKind::String}}, 12},
+    {"DequantizeLinear", "llmc.dequantize_linear", {{"axis", AttrKind::Int}, {"block_size", AttrKind::Int}}},
     {"ScatterElements", "llmc.scatter_elements", {{"axis", AttrKind::Int}, {"reduction", AttrKind::String}}, 16},
     {"ScatterND", "llmc.scatter_nd", {{"reduction", AttrKind::String}}, 16},
     {"Identity", "llmc.identity", {}},
@@ -571,6 +575,27 @@ FailureOr<SmallVector<Value>> importTopK(NodeContext &nc) {
                     b.getNamedAttr("sorted", b.getI64IntegerAttr(nc.attrInt("sorted", 1)))});
 }
 
+// QuantizeLinear: the result type is the zero point's, else output_dtype, else uint8.
+FailureOr<SmallVector<Value>> importQuantize(NodeContext &nc) {
+  Type out;
+  if (Value zero = nc.input(2))
+    out = cast<RankedTensorType>(zero.getType()).getElementType();
+  else if (int64_t dtype = nc.attrInt("output_dtype", 0))
+    out = elementType(nc.ctx(), int(dtype));
+  else
+    out = IntegerType::get(nc.ctx(), 8, IntegerType::Unsigned);
+  if (!out || !out.isInteger(8))
+    return nc.fail("quantization to this element type is not supported yet (int8 and uint8 are)");
+  auto operands = presentInputs(nc);
+  if (failed(operands))
+    return failure();
+  Builder &b = nc.builder;
+  return one(nc.create1("llmc.quantize_linear", *operands,
+                        {b.getNamedAttr("axis", b.getI64IntegerAttr(nc.attrInt("axis", 1))),
+                         b.getNamedAttr("block_size", b.getI64IntegerAttr(nc.attrInt("block_size", 0))),
+                         b.getNamedAttr("output_type", TypeAttr::get(out))}));
+}
+
 struct Entry {
   const char *opType;
   ImportFn fn;
@@ -591,6 +616,7 @@ const Entry kCustom[] = {
     {"Size", importSize},
     {"Tile", importTile},
     {"TopK", importTopK, 11},
+    {"QuantizeLinear", importQuantize},
     {"Conv", importWindowOp, 11},
     {"MaxPool", importWindowOp, 12},
     {"AveragePool", importWindowOp, 11},

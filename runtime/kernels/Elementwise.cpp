@@ -135,6 +135,7 @@ LLMC_FLOAT_UNARY(cosKernel, std::cos(x))
 LLMC_FLOAT_UNARY(sinKernel, std::sin(x))
 LLMC_FLOAT_UNARY(floorKernel, std::floor(x))
 LLMC_FLOAT_UNARY(ceilKernel, std::ceil(x))
+LLMC_FLOAT_UNARY(roundKernel, std::nearbyint(x))
 #undef LLMC_FLOAT_UNARY
 
 #define LLMC_NUMERIC_UNARY(NAME, EXPR)                                                             \
@@ -439,6 +440,7 @@ extern const KernelEntry kElementwiseKernels[] = {
     {"hard_swish", withHalf<hardSwishKernel>},
     {"softplus", withHalf<softplusKernel>},
     {"sign", withHalf<signKernel>},
+    {"round", withHalf<roundKernel>},
     {"mod", withHalf<modKernel>},
     {"is_nan", withHalf<isNanKernel>},
     {"where", withHalf<whereKernel>},

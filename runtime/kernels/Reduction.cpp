@@ -327,6 +327,40 @@ std::string instanceNormKernel(const KernelArgs &args) {
   return err;
 }
 
+// group_norm: channels split into groups, each (batch, group) normalized over its channels and
+// spatial elements, then per-channel scale and bias.
+std::string groupNormKernel(const KernelArgs &args) {
+  const TensorRef &x = args.in(0), &scale = args.in(1), &bias = args.in(2);
+  if (x.shape.rank < 2)
+    return "input must have rank >= 2";
+  const int64_t N = x.shape[0], C = x.shape[1], groups = args.attrs.getInt("num_groups", 0);
+  if (groups < 1 || C % groups || scale.numel() != C || bias.numel() != C || args.out(0).numel() != x.numel())
+    return "num_groups must divide the channels; scale and bias need one value per channel";
+  const int64_t spatial = N * C ? x.numel() / (N * C) : 0, perGroup = C / groups * spatial;
+  const double eps = args.attrs.getFloat("epsilon", 1e-5);
+  std::string err;
+  LLMC_DISPATCH_FLOAT(x.dtype, T, err, {
+    const T *px = x.as<const T>(), *g = scale.as<const T>(), *b = bias.as<const T>();
+    T *py = args.out(0).as<T>();
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t grp = 0; grp < groups; ++grp) {
+        const int64_t base = (n * C + grp * (C / groups)) * spatial;
+        double mean = 0, var = 0;
+        for (int64_t i = 0; i < perGroup; ++i)
+          mean += px[base + i];
+        mean /= double(perGroup);
+        for (int64_t i = 0; i < perGroup; ++i)
+          var += (px[base + i] - mean) * (px[base + i] - mean);
+        const double inv = 1.0 / std::sqrt(var / double(perGroup) + eps);
+        for (int64_t i = 0; i < perGroup; ++i) {
+          const int64_t c = grp * (C / groups) + i / spatial;
+          py[base + i] = T((px[base + i] - mean) * inv * g[c] + b[c]);
+        }
+      }
+  });
+  return err;
+}
+
 // cumsum(x, axis) with the exclusive and reverse attributes.
 std::string cumsumKernel(const KernelArgs &args) {
   if (args.numInputs != 2 || args.numOutputs != 1)
@@ -387,6 +421,7 @@ extern const KernelEntry kReductionKernels[] = {
     {"arg_min", withHalf<argKernel<false>>},
     {"top_k", withHalf<topKKernel>},
     {"instance_norm", withHalf<instanceNormKernel>},
+    {"group_norm", withHalf<groupNormKernel>},
     {nullptr, nullptr},
 };
 

@@ -7,9 +7,10 @@ extern const KernelEntry kMatMulKernels[];
 extern const KernelEntry kReductionKernels[];
 extern const KernelEntry kDataMovementKernels[];
 extern const KernelEntry kConvolutionKernels[];
+extern const KernelEntry kEinsumKernels[];
 
 static const KernelEntry *const kFamilies[] = {kElementwiseKernels, kMatMulKernels, kReductionKernels,
-                                                kDataMovementKernels, kConvolutionKernels};
+                                                kDataMovementKernels, kConvolutionKernels, kEinsumKernels};
 
 KernelFn findKernel(std::string_view name) {
   for (const KernelEntry *family : kFamilies)

@@ -114,3 +114,12 @@ func.func @pool_attrs(%x: tensor<1x3x8x8xf32>) -> tensor<1x3x4x4xf32> {
   %0 = llmc.max_pool %x {kernel_shape = array<i64: 2>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>, dilations = array<i64: 1, 1>} : (tensor<1x3x8x8xf32>) -> tensor<1x3x4x4xf32>
   return %0 : tensor<1x3x4x4xf32>
 }
+
+// -----
+
+func.func @einsum_labels(%x: tensor<2x3xf32>) -> tensor<2xf32> {
+  // expected-error @+2 {{einsum: operand 0 has rank 2, the equation gives 3 labels}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = llmc.einsum %x {equation = "ijk->i"} : (tensor<2x3xf32>) -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}

@@ -61,10 +61,18 @@ def tensor_inputs_only(case):
 SHAPE_DECIDING = re.compile(r"must be a constant|must be constants|is not static|depends on run-time values")
 
 
+# ONNX element types llmc has: float, uint8, int8, int32, int64, bool, float16, double.
+SUPPORTED_TYPES = {1, 2, 3, 6, 7, 9, 10, 11}
+
+
 def run_case(case, args):
     """Returns (status, reason); a passing test's reason notes inputs frozen at compile time."""
     if not tensor_inputs_only(case):
         return "unsupported", "sequence, optional or map values"
+    for value in list(case.model.graph.input) + list(case.model.graph.output):
+        elem = value.type.tensor_type.elem_type
+        if elem not in SUPPORTED_TYPES:
+            return "unsupported", f"element type {onnx.TensorProto.DataType.Name(elem)}"
     note = ""
     with tempfile.TemporaryDirectory() as tmp:
         model_path = os.path.join(tmp, "model.onnx")

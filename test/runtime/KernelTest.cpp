@@ -138,6 +138,7 @@ TEST(Kernels, UnaryFloat) {
       {"sin", [](double x) { return std::sin(x); }},
       {"floor", [](double x) { return std::floor(x); }},
       {"ceil", [](double x) { return std::ceil(x); }},
+      {"round", [](double x) { return std::nearbyint(x); }},
       {"gelu", [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }},
   };
   for (const auto &[name, ref] : cases) {
@@ -661,6 +662,47 @@ TEST(Kernels, TileScatterInstanceNorm) {
   EXPECT_NEAR(y.data[0], -1, 1e-4);
   EXPECT_NEAR(y.data[1], 1, 1e-4);
   EXPECT_NEAR(y.data[2], 1, 1e-6); // a constant plane normalizes to 0, then * 2 + 1
+}
+
+TEST(Kernels, GroupNormEinsumQuantize) {
+  Buf<float> x(DType::F32, {1, 4, 2}, randomFloats(8, 22)), g(DType::F32, {4}, {1, 2, 3, 4}),
+      b(DType::F32, {4}, {0, 0, 1, 1}), y(DType::F32, {1, 4, 2});
+  ASSERT_EQ(call("group_norm", attrs({intAttr("num_groups", 2), floatAttr("epsilon", 1e-5)}), {x.ref(), g.ref(), b.ref()},
+                 {y.ref()}),
+            "");
+  for (int grp = 0; grp < 2; ++grp) {
+    double m = 0, v = 0;
+    for (int i = 0; i < 4; ++i)
+      m += x.data[grp * 4 + i] / 4.0;
+    for (int i = 0; i < 4; ++i)
+      v += (x.data[grp * 4 + i] - m) * (x.data[grp * 4 + i] - m) / 4.0;
+    for (int i = 0; i < 4; ++i) {
+      const int c = grp * 2 + i / 2;
+      EXPECT_NEAR(y.data[grp * 4 + i], (x.data[grp * 4 + i] - m) / std::sqrt(v + 1e-5) * g.data[c] + b.data[c], 1e-5);
+    }
+  }
+
+  // "bij,bjk->bik" against the matmul of the same operands; "ij->" sums everything.
+  Buf<float> p(DType::F32, {2, 3, 4}, randomFloats(24, 23)), q(DType::F32, {2, 4, 5}, randomFloats(40, 24));
+  Buf<float> e(DType::F32, {2, 3, 5}), m(DType::F32, {2, 3, 5});
+  ASSERT_EQ(call("einsum", attrs({stringAttr("equation", "bij, bjk -> bik")}), {p.ref(), q.ref()}, {e.ref()}), "");
+  ASSERT_EQ(call("matmul", {}, {p.ref(), q.ref()}, {m.ref()}), "");
+  for (int i = 0; i < 30; ++i)
+    EXPECT_NEAR(e.data[i], m.data[i], 1e-5);
+  Buf<float> total(DType::F32, {});
+  ASSERT_EQ(call("einsum", attrs({stringAttr("equation", "bij->")}), {p.ref()}, {total.ref()}), "");
+  double sum = 0;
+  for (float v : p.data)
+    sum += v;
+  EXPECT_NEAR(total.data[0], sum, 1e-4);
+
+  Buf<float> f(DType::F32, {4}, {-1.f, 0.5f, 1.5f, 300.f}), scale(DType::F32, {}, {0.5f});
+  Buf<uint8_t> zero(DType::U8, {}, {10}), qv(DType::U8, {4});
+  ASSERT_EQ(call("quantize_linear", {}, {f.ref(), scale.ref(), zero.ref()}, {qv.ref()}), "");
+  EXPECT_EQ(qv.data, (std::vector<uint8_t>{8, 11, 13, 255})); // 0.5/0.5 = 1 and 1.5/0.5 = 3 exactly; saturates
+  Buf<float> back(DType::F32, {4});
+  ASSERT_EQ(call("dequantize_linear", {}, {qv.ref(), scale.ref(), zero.ref()}, {back.ref()}), "");
+  EXPECT_EQ(back.data, (std::vector<float>{-1, 0.5f, 1.5f, 122.5f}));
 }
 
 // Runs last (gtest runs tests in declaration order within a file): every registered kernel

@@ -1,5 +1,6 @@
 // Result-type inference for every llmc op, dispatched on the op name. Dimensions that depend
 // on runtime values stay dynamic; those that depend on constant operands are computed.
+#include "Einsum.h"
 #include "llmc/Dialect/LlmcDialect.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
@@ -335,6 +336,38 @@ LogicalResult inferScatter(Inference &in) {
   if (in.elem(2) != in.elem(0))
     return in.fail("updates must have the data's element type");
   return in.sameAs(0);
+}
+
+LogicalResult inferEinsum(Inference &in) {
+  auto equation = in.attrs ? in.attrs.getAs<StringAttr>("equation") : StringAttr();
+  if (!equation)
+    return in.fail("einsum needs an equation");
+  std::vector<int> ranks;
+  for (unsigned i = 0; i < in.operands.size(); ++i) {
+    ranks.push_back(int(in.type(i).getRank()));
+    if (in.elem(i) != in.elem(0))
+      return in.fail("einsum operands have different element types");
+  }
+  rt::EinsumSpec spec;
+  if (std::string err = rt::parseEinsum(equation.str(), ranks, spec); !err.empty())
+    return in.fail("einsum: " + err);
+  SmallVector<int64_t> out;
+  for (char c : spec.output) {
+    int64_t dim = 1;
+    for (unsigned i = 0; i < in.operands.size(); ++i)
+      for (size_t d = 0; d < spec.inputs[i].size(); ++d)
+        if (spec.inputs[i][d] == c && in.shape(i)[d] != 1)
+          dim = in.shape(i)[d];
+    out.push_back(dim);
+  }
+  return in.result(out, in.elem(0));
+}
+
+LogicalResult inferQuantize(Inference &in) {
+  auto type = in.attrs ? in.attrs.getAs<TypeAttr>("output_type") : TypeAttr();
+  if (!type)
+    return in.fail("quantize_linear needs an output_type");
+  return in.result(in.shape(0), type.getValue());
 }
 
 LogicalResult inferShape(Inference &in) {
@@ -686,7 +719,10 @@ LogicalResult inferResultTypes(StringRef opName, MLIRContext *context, std::opti
   // The fewest operands each op reads in its inference function.
   const unsigned minOperands = llvm::StringSwitch<unsigned>(name)
                                    .Case("batch_norm", 5)
-                                   .Cases({"where", "range", "scatter_elements", "scatter_nd", "instance_norm"}, 3)
+                                   .Cases({"where", "range", "scatter_elements", "scatter_nd", "instance_norm",
+                                           "group_norm"},
+                                          3)
+                                   .Cases({"quantize_linear", "dequantize_linear"}, 2)
                                    .Cases({"matmul", "gemm", "layer_norm", "rms_norm", "cumsum", "reshape", "gather", "conv", "mod",
                                            "gather_elements", "gather_nd", "expand"},
                                           2)
@@ -704,7 +740,8 @@ LogicalResult inferResultTypes(StringRef opName, MLIRContext *context, std::opti
               .Case("where", [](Inference &i) { return inferElementwise(i, 3, false, 1); })
               .Cases({"neg", "abs", "sqrt", "reciprocal", "exp", "log", "tanh", "erf", "sigmoid", "relu", "cos",
                       "sin", "floor", "ceil", "not", "gelu", "identity", "cumsum", "trilu", "sign", "softplus",
-                      "hard_swish", "elu", "leaky_relu", "hard_sigmoid", "batch_norm", "instance_norm"},
+                      "hard_swish", "round", "elu", "leaky_relu", "hard_sigmoid", "batch_norm", "instance_norm",
+                      "group_norm"},
                      inferSameAsFirst)
               .Case("is_nan", inferBool)
               .Case("cast", inferCast)
@@ -717,6 +754,9 @@ LogicalResult inferResultTypes(StringRef opName, MLIRContext *context, std::opti
               .Case("layer_norm_stats", inferLayerNormStats)
               .StartsWith("reduce_", inferReduce)
               .Case("shape", inferShape)
+              .Case("einsum", inferEinsum)
+              .Case("quantize_linear", inferQuantize)
+              .Case("dequantize_linear", [](Inference &i) { return i.result(i.shape(0), i.elem(1)); })
               .Cases({"arg_max", "arg_min"}, inferArg)
               .Case("top_k", inferTopK)
               .Case("tile", inferTile)

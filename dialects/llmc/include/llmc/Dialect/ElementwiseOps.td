@@ -51,6 +51,7 @@ def Llmc_FloorOp : Llmc_UnaryOp<"floor", "floor">;
 def Llmc_CeilOp : Llmc_UnaryOp<"ceil", "ceiling">;
 def Llmc_NotOp : Llmc_UnaryOp<"not", "logical not">;
 
+def Llmc_RoundOp : Llmc_UnaryOp<"round", "rounding to the nearest integer, halves to even">;
 def Llmc_SignOp : Llmc_UnaryOp<"sign", "sign (-1, 0 or 1)">;
 def Llmc_SoftplusOp : Llmc_UnaryOp<"softplus", "softplus, log(1 + exp(x))">;
 def Llmc_HardSwishOp : Llmc_UnaryOp<"hard_swish", "hard swish, x * max(0, min(1, x / 6 + 1 / 2))">;

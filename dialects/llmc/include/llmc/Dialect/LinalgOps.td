@@ -23,4 +23,35 @@ def Llmc_GemmOp : Llmc_Op<"gemm"> {
   let results = (outs Llmc_Tensor:$result);
 }
 
+def Llmc_EinsumOp : Llmc_Op<"einsum"> {
+  let summary = "Einstein summation";
+  let description = [{
+    `equation` in ONNX's form ("bij,bjk->bik", an implicit output when there is no "->",
+    "..." for broadcast dimensions).
+  }];
+  let arguments = (ins Variadic<Llmc_Tensor>:$inputs, StrAttr:$equation);
+  let results = (outs Llmc_Tensor:$result);
+}
+
+def Llmc_QuantizeLinearOp : Llmc_Op<"quantize_linear"> {
+  let summary = "float to 8-bit integer quantization";
+  let description = [{
+    `saturate(round_half_even(x / scale) + zero_point)`; the scale (and zero point) are one value,
+    one per `axis` index, or one per `block_size` elements along `axis`. The result type is the
+    zero point's, or `output_dtype` when there is none.
+  }];
+  let arguments = (ins Llmc_Tensor:$input, Llmc_Tensor:$scale, Llmc_OptionalTensor:$zero_point,
+                   DefaultValuedAttr<I64Attr, "1">:$axis, DefaultValuedAttr<I64Attr, "0">:$block_size,
+                   TypeAttr:$output_type);
+  let results = (outs Llmc_Tensor:$result);
+}
+
+def Llmc_DequantizeLinearOp : Llmc_Op<"dequantize_linear"> {
+  let summary = "8-bit integer to float dequantization";
+  let description = "`(x - zero_point) * scale`, with scales as in quantize_linear; the result has the scale's type.";
+  let arguments = (ins Llmc_Tensor:$input, Llmc_Tensor:$scale, Llmc_OptionalTensor:$zero_point,
+                   DefaultValuedAttr<I64Attr, "1">:$axis, DefaultValuedAttr<I64Attr, "0">:$block_size);
+  let results = (outs Llmc_Tensor:$result);
+}
+
 #endif // LLMC_LINALG_OPS_TD

@@ -51,6 +51,17 @@ def Llmc_InstanceNormOp : Llmc_Op<"instance_norm"> {
   let results = (outs Llmc_Tensor:$result);
 }
 
+def Llmc_GroupNormOp : Llmc_Op<"group_norm"> {
+  let summary = "group normalization";
+  let description = [{
+    Channels (axis 1) split into `num_groups` groups; each (batch, group) is normalized over its
+    channels and spatial elements, then each channel is scaled and shifted.
+  }];
+  let arguments = (ins Llmc_Tensor:$input, Llmc_Tensor:$scale, Llmc_Tensor:$bias, I64Attr:$num_groups,
+                   DefaultValuedAttr<F32Attr, "1e-5">:$epsilon);
+  let results = (outs Llmc_Tensor:$result);
+}
+
 def Llmc_RmsNormOp : Llmc_Op<"rms_norm"> {
   let summary = "RMS normalization";
   let description = "`x / sqrt(mean(x^2 over [axis, rank)) + epsilon) * scale`.";
