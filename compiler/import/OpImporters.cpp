@@ -596,6 +596,37 @@ FailureOr<SmallVector<Value>> importQuantize(NodeContext &nc) {
                          b.getNamedAttr("output_type", TypeAttr::get(out))}));
 }
 
+// Attention (opset 23+): absent optional inputs become empty tensors, so that the op has a fixed
+// operand list; results the node does not name are simply unused.
+FailureOr<SmallVector<Value>> importAttention(NodeContext &nc) {
+  for (const char *name : {"left_window_size", "right_window_size"})
+    if (nc.attr(name) && nc.attrInt(name, -1) != -1)
+      return nc.fail("Attention's sliding window is not supported yet");
+  Builder &b = nc.builder;
+  SmallVector<Value> operands = {nc.input(0), nc.input(1), nc.input(2)};
+  for (size_t i = 3; i < 7; ++i) {
+    if (Value v = nc.input(i)) {
+      operands.push_back(v);
+      continue;
+    }
+    Type elem = i == 6 ? Type(b.getI64Type()) : cast<RankedTensorType>(nc.input(0).getType()).getElementType();
+    auto empty = RankedTensorType::get({0}, elem);
+    auto c = nc.create1("llmc.constant", {}, {b.getNamedAttr("value", DenseElementsAttr::get(empty, ArrayRef<Attribute>{}))});
+    if (failed(c))
+      return failure();
+    operands.push_back(*c);
+  }
+  SmallVector<NamedAttribute> attrs = {
+      b.getNamedAttr("is_causal", b.getI64IntegerAttr(nc.attrInt("is_causal", 0))),
+      b.getNamedAttr("q_num_heads", b.getI64IntegerAttr(nc.attrInt("q_num_heads", 0))),
+      b.getNamedAttr("kv_num_heads", b.getI64IntegerAttr(nc.attrInt("kv_num_heads", 0))),
+      b.getNamedAttr("softcap", b.getF32FloatAttr(nc.attrFloat("softcap", 0.f))),
+      b.getNamedAttr("qk_matmul_output_mode", b.getI64IntegerAttr(nc.attrInt("qk_matmul_output_mode", 0)))};
+  if (nc.attr("scale"))
+    attrs.push_back(b.getNamedAttr("scale", b.getF32FloatAttr(nc.attrFloat("scale", 1.f))));
+  return nc.create("llmc.attention", operands, attrs);
+}
+
 struct Entry {
   const char *opType;
   ImportFn fn;
@@ -617,6 +648,7 @@ const Entry kCustom[] = {
     {"Tile", importTile},
     {"TopK", importTopK, 11},
     {"QuantizeLinear", importQuantize},
+    {"Attention", importAttention, 23},
     {"Conv", importWindowOp, 11},
     {"MaxPool", importWindowOp, 12},
     {"AveragePool", importWindowOp, 11},

@@ -8,9 +8,11 @@ extern const KernelEntry kReductionKernels[];
 extern const KernelEntry kDataMovementKernels[];
 extern const KernelEntry kConvolutionKernels[];
 extern const KernelEntry kEinsumKernels[];
+extern const KernelEntry kAttentionKernels[];
 
 static const KernelEntry *const kFamilies[] = {kElementwiseKernels, kMatMulKernels, kReductionKernels,
-                                                kDataMovementKernels, kConvolutionKernels, kEinsumKernels};
+                                                kDataMovementKernels, kConvolutionKernels, kEinsumKernels,
+                                                kAttentionKernels};
 
 KernelFn findKernel(std::string_view name) {
   for (const KernelEntry *family : kFamilies)

@@ -21,3 +21,10 @@ func.func @breadth(%x: tensor<2x3x4xf32>, %i: tensor<2x3x4xi64>, %g: tensor<3xf3
   %7 = llmc.dequantize_linear %6, %s, %z : (tensor<2x3x4xui8>, tensor<f32>, tensor<ui8>) -> tensor<2x3x4xf32>
   return %0, %1#0, %1#1, %2, %4, %5, %6, %7 : tensor<2x1x4xi64>, tensor<2x3x2xf32>, tensor<2x3x2xi64>, tensor<4x3x8xf32>, tensor<2x3x4xf32>, tensor<2x4xf32>, tensor<2x3x4xui8>, tensor<2x3x4xf32>
 }
+
+// CHECK-LABEL: func.func @attention
+func.func @attention(%q: tensor<1x4x3x8xf32>, %k: tensor<1x2x3x8xf32>, %v: tensor<1x2x3x8xf32>, %past: tensor<1x2x5x8xf32>, %none: tensor<0xf32>, %nonpad: tensor<0xi64>) -> tensor<1x4x3x8xf32> {
+  // CHECK: llmc.attention {{.*}} -> (tensor<1x4x3x8xf32>, tensor<1x2x8x8xf32>, tensor<1x2x8x8xf32>, tensor<1x4x3x8xf32>)
+  %0:4 = llmc.attention %q, %k, %v, %none, %past, %past, %nonpad {is_causal = 1 : i64} : (tensor<1x4x3x8xf32>, tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>, tensor<0xf32>, tensor<1x2x5x8xf32>, tensor<1x2x5x8xf32>, tensor<0xi64>) -> (tensor<1x4x3x8xf32>, tensor<1x2x8x8xf32>, tensor<1x2x8x8xf32>, tensor<1x4x3x8xf32>)
+  return %0#0 : tensor<1x4x3x8xf32>
+}

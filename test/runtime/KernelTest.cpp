@@ -705,6 +705,49 @@ TEST(Kernels, GroupNormEinsumQuantize) {
   EXPECT_EQ(back.data, (std::vector<float>{-1, 0.5f, 1.5f, 122.5f}));
 }
 
+// Causal grouped-query attention with a past, against a direct computation.
+TEST(Kernels, Attention) {
+  const int64_t B = 1, Hq = 4, Hkv = 2, Sq = 3, P = 2, D = 5, T = P + Sq;
+  Buf<float> q(DType::F32, {B, Hq, Sq, D}, randomFloats(B * Hq * Sq * D, 25)),
+      k(DType::F32, {B, Hkv, Sq, D}, randomFloats(B * Hkv * Sq * D, 26)),
+      v(DType::F32, {B, Hkv, Sq, D}, randomFloats(B * Hkv * Sq * D, 27)),
+      pk(DType::F32, {B, Hkv, P, D}, randomFloats(B * Hkv * P * D, 28)),
+      pv(DType::F32, {B, Hkv, P, D}, randomFloats(B * Hkv * P * D, 29)), mask(DType::F32, {0});
+  Buf<int64_t> nonpad(DType::I64, {0});
+  Buf<float> y(DType::F32, {B, Hq, Sq, D}), presentK(DType::F32, {B, Hkv, T, D}), presentV(DType::F32, {B, Hkv, T, D}),
+      qk(DType::F32, {B, Hq, Sq, T});
+  ASSERT_EQ(call("attention", attrs({intAttr("is_causal", 1)}),
+                 {q.ref(), k.ref(), v.ref(), mask.ref(), pk.ref(), pv.ref(), nonpad.ref()},
+                 {y.ref(), presentK.ref(), presentV.ref(), qk.ref()}),
+            "");
+  auto keyAt = [&](const Buf<float> &past, const Buf<float> &now, int64_t h, int64_t t, int64_t d) {
+    return t < P ? past.data[(h * P + t) * D + d] : now.data[(h * Sq + t - P) * D + d];
+  };
+  for (int64_t h = 0; h < Hq; ++h)
+    for (int64_t i = 0; i < Sq; ++i) {
+      const int64_t hk = h / (Hq / Hkv);
+      std::vector<double> w(T, 0.0);
+      double sum = 0, maxScore = -1e30;
+      for (int64_t t = 0; t <= i + P; ++t) {
+        double s = 0;
+        for (int64_t d = 0; d < D; ++d)
+          s += double(q.data[(h * Sq + i) * D + d]) * keyAt(pk, k, hk, t, d);
+        w[t] = s / std::sqrt(double(D));
+        maxScore = std::max(maxScore, w[t]);
+      }
+      for (int64_t t = 0; t <= i + P; ++t)
+        sum += (w[t] = std::exp(w[t] - maxScore));
+      for (int64_t d = 0; d < D; ++d) {
+        double acc = 0;
+        for (int64_t t = 0; t <= i + P; ++t)
+          acc += w[t] / sum * keyAt(pv, v, hk, t, d);
+        EXPECT_NEAR(y.data[(h * Sq + i) * D + d], acc, 1e-5);
+      }
+    }
+  EXPECT_EQ(presentK.data[0], pk.data[0]);
+  EXPECT_EQ(presentK.data[P * D], k.data[0]);
+}
+
 // Runs last (gtest runs tests in declaration order within a file): every registered kernel
 // must have been exercised above.
 TEST(Kernels, ZZEveryKernelIsTested) {

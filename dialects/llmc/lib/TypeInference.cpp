@@ -370,6 +370,35 @@ LogicalResult inferQuantize(Inference &in) {
   return in.result(in.shape(0), type.getValue());
 }
 
+// Shapes of the four attention results (see AttentionOps.td).
+LogicalResult inferAttention(Inference &in) {
+  ArrayRef<int64_t> q = in.shape(0), k = in.shape(1), v = in.shape(2), past = in.shape(4);
+  if (q.size() != k.size() || q.size() != v.size() || (q.size() != 3 && q.size() != 4))
+    return in.fail("attention needs q, k and v of one rank, 3 or 4");
+  int64_t batch = q[0], hq, hkv, sq, skv, d, dv;
+  if (q.size() == 4) {
+    hq = q[1], hkv = k[1], sq = q[2], skv = k[2], d = q[3], dv = v[3];
+  } else {
+    hq = in.intAttr("q_num_heads", 0), hkv = in.intAttr("kv_num_heads", 0);
+    if (hq <= 0 || hkv <= 0)
+      return in.fail("3-D attention needs q_num_heads and kv_num_heads");
+    sq = q[1], skv = k[1];
+    d = q[2] == kDyn ? kDyn : q[2] / hq;
+    dv = v[2] == kDyn ? kDyn : v[2] / hkv;
+  }
+  const int64_t pastLen = in.type(4).getNumElements() == 0 ? 0 : (past.size() == 4 ? past[2] : kDyn);
+  const int64_t total = skv == kDyn || pastLen == kDyn ? kDyn : skv + pastLen;
+  Type t = in.elem(0);
+  if (q.size() == 4)
+    in.inferred.push_back(RankedTensorType::get({batch, hq, sq, dv}, t));
+  else
+    in.inferred.push_back(RankedTensorType::get({batch, sq, mulDims(hq, dv)}, t));
+  in.inferred.push_back(RankedTensorType::get({batch, hkv, total, d}, t));
+  in.inferred.push_back(RankedTensorType::get({batch, hkv, total, dv}, t));
+  in.inferred.push_back(RankedTensorType::get({batch, hq, sq, total}, t));
+  return success();
+}
+
 LogicalResult inferShape(Inference &in) {
   int64_t rank = in.type(0).getRank();
   int64_t start = in.intAttr("start", 0), end = in.intAttr("end", rank);
@@ -718,6 +747,7 @@ LogicalResult inferResultTypes(StringRef opName, MLIRContext *context, std::opti
       return in.fail("operands must be ranked tensors");
   // The fewest operands each op reads in its inference function.
   const unsigned minOperands = llvm::StringSwitch<unsigned>(name)
+                                   .Case("attention", 7)
                                    .Case("batch_norm", 5)
                                    .Cases({"where", "range", "scatter_elements", "scatter_nd", "instance_norm",
                                            "group_norm"},
@@ -755,6 +785,7 @@ LogicalResult inferResultTypes(StringRef opName, MLIRContext *context, std::opti
               .StartsWith("reduce_", inferReduce)
               .Case("shape", inferShape)
               .Case("einsum", inferEinsum)
+              .Case("attention", inferAttention)
               .Case("quantize_linear", inferQuantize)
               .Case("dequantize_linear", [](Inference &i) { return i.result(i.shape(0), i.elem(1)); })
               .Cases({"arg_max", "arg_min"}, inferArg)

@@ -2,6 +2,7 @@
 #ifndef LLMC_OPS_TD
 #define LLMC_OPS_TD
 
+include "llmc/Dialect/AttentionOps.td"
 include "llmc/Dialect/ConvolutionOps.td"
 include "llmc/Dialect/ElementwiseOps.td"
 include "llmc/Dialect/LinalgOps.td"
