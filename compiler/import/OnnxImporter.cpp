@@ -165,10 +165,6 @@ struct GraphImporter {
     for (const auto &imp : model.opset_import())
       if (imp.domain().empty() || imp.domain() == "ai.onnx")
         opset = imp.version();
-    if (opset == 0) {
-      error = "the model imports no default-domain opset";
-      return nullptr;
-    }
     if (opset > maxSupportedOpset()) {
       error = "the model uses opset " + std::to_string(opset) + ", newer than the newest this importer knows (" +
               std::to_string(maxSupportedOpset()) + ")";
@@ -180,7 +176,11 @@ struct GraphImporter {
       return nullptr;
     }
     if (!checkSupported(graph))
+      return nullptr; // also reports models whose ops are all in other domains
+    if (opset == 0) {
+      error = "the model imports no default-domain opset";
       return nullptr;
+    }
 
     OpBuilder builder(&ctx);
     auto module = ModuleOp::create(UnknownLoc::get(&ctx));

@@ -627,6 +627,26 @@ FailureOr<SmallVector<Value>> importAttention(NodeContext &nc) {
   return nc.create("llmc.attention", operands, attrs);
 }
 
+// RotaryEmbedding (opset 23+): an absent position_ids becomes an empty tensor.
+FailureOr<SmallVector<Value>> importRotary(NodeContext &nc) {
+  Builder &b = nc.builder;
+  SmallVector<Value> operands = {nc.input(0), nc.input(1), nc.input(2)};
+  if (Value pos = nc.input(3)) {
+    operands.push_back(pos);
+  } else {
+    auto empty = RankedTensorType::get({0}, b.getI64Type());
+    auto c = nc.create1("llmc.constant", {}, {b.getNamedAttr("value", DenseElementsAttr::get(empty, ArrayRef<Attribute>{}))});
+    if (failed(c))
+      return failure();
+    operands.push_back(*c);
+  }
+  return one(nc.create1("llmc.rotary", operands,
+                        {b.getNamedAttr("interleaved", b.getI64IntegerAttr(nc.attrInt("interleaved", 0))),
+                         b.getNamedAttr("num_heads", b.getI64IntegerAttr(nc.attrInt("num_heads", 0))),
+                         b.getNamedAttr("rotary_embedding_dim",
+                                        b.getI64IntegerAttr(nc.attrInt("rotary_embedding_dim", 0)))}));
+}
+
 struct Entry {
   const char *opType;
   ImportFn fn;
@@ -649,6 +669,7 @@ const Entry kCustom[] = {
     {"TopK", importTopK, 11},
     {"QuantizeLinear", importQuantize},
     {"Attention", importAttention, 23},
+    {"RotaryEmbedding", importRotary, 23},
     {"Conv", importWindowOp, 11},
     {"MaxPool", importWindowOp, 12},
     {"AveragePool", importWindowOp, 11},

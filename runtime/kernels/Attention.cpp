@@ -158,10 +158,65 @@ std::string attentionKernel(const KernelArgs &args) {
   return {};
 }
 
+std::string rotaryKernel(const KernelArgs &args) {
+  const TensorRef &x = args.in(0), &cosT = args.in(1), &sinT = args.in(2), &pos = args.in(3);
+  TensorRef &y = args.out(0);
+  if (x.dtype != DType::F32 || cosT.dtype != DType::F32 || sinT.dtype != DType::F32 || y.numel() != x.numel())
+    return "input and caches must be f32 (f16 through conversion)";
+  const bool flat = x.shape.rank == 3;
+  if (!flat && x.shape.rank != 4)
+    return "input must be 3-D or 4-D";
+  const int64_t B = x.shape[0];
+  int64_t H, S, D;
+  if (flat) {
+    H = args.attrs.getInt("num_heads", 0);
+    if (H <= 0 || x.shape[2] % H)
+      return "3-D input needs num_heads dividing the hidden size";
+    S = x.shape[1], D = x.shape[2] / H;
+  } else {
+    H = x.shape[1], S = x.shape[2], D = x.shape[3];
+  }
+  const int64_t rot = args.attrs.getInt("rotary_embedding_dim", 0) ? args.attrs.getInt("rotary_embedding_dim", 0) : D;
+  const int64_t half = rot / 2;
+  const bool interleaved = args.attrs.getInt("interleaved", 0);
+  if (rot % 2 || rot > D || cosT.shape.rank < 2 || cosT.shape.dims[cosT.shape.rank - 1] != half || !(cosT.shape == sinT.shape))
+    return "cos/sin caches must have rotary_dim / 2 columns";
+  const bool byPosition = pos.numel() > 0;
+  if (byPosition && (pos.numel() != B * S || cosT.shape.rank != 2 || (pos.dtype != DType::I64 && pos.dtype != DType::I32)))
+    return "position_ids must be [batch, seq] with 2-D caches";
+  if (!byPosition && (cosT.shape.rank != 3 || cosT.shape[0] != B || cosT.shape[1] != S))
+    return "without position_ids the caches must be [batch, seq, rotary_dim / 2]";
+  const float *px = x.as<const float>();
+  float *py = y.as<float>();
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t s = 0; s < S; ++s) {
+      int64_t row = b * S + s;
+      if (byPosition) {
+        row = pos.dtype == DType::I64 ? pos.as<const int64_t>()[b * S + s] : pos.as<const int32_t>()[b * S + s];
+        if (row < 0 || row >= cosT.shape[0])
+          return "position id " + std::to_string(row) + " is outside the caches";
+      }
+      const float *c = cosT.as<const float>() + row * half, *sn = sinT.as<const float>() + row * half;
+      for (int64_t h = 0; h < H; ++h) {
+        const int64_t base = flat ? (b * S + s) * H * D + h * D : ((b * H + h) * S + s) * D;
+        for (int64_t d = rot; d < D; ++d)
+          py[base + d] = px[base + d];
+        for (int64_t i = 0; i < half; ++i) {
+          const int64_t a = interleaved ? 2 * i : i, bIdx = interleaved ? 2 * i + 1 : i + half;
+          const float x1 = px[base + a], x2 = px[base + bIdx];
+          py[base + a] = x1 * c[i] - x2 * sn[i];
+          py[base + bIdx] = x2 * c[i] + x1 * sn[i];
+        }
+      }
+    }
+  return {};
+}
+
 } // namespace
 
 extern const KernelEntry kAttentionKernels[] = {
     {"attention", withHalf<attentionKernel>},
+    {"rotary", withHalf<rotaryKernel>},
     {nullptr, nullptr},
 };
 

@@ -748,6 +748,22 @@ TEST(Kernels, Attention) {
   EXPECT_EQ(presentK.data[P * D], k.data[0]);
 }
 
+TEST(Kernels, Rotary) {
+  // One head of 4 features at position 1 with angle table rows [cos, sin] per pair.
+  Buf<float> x(DType::F32, {1, 1, 1, 4}, {1, 2, 3, 4}), y(DType::F32, {1, 1, 1, 4});
+  Buf<float> c(DType::F32, {2, 2}, {1, 1, 0.5f, 0}), s(DType::F32, {2, 2}, {0, 0, 0.5f, 1});
+  Buf<int64_t> pos(DType::I64, {1, 1}, {1});
+  ASSERT_EQ(call("rotary", {}, {x.ref(), c.ref(), s.ref(), pos.ref()}, {y.ref()}), "");
+  // Halves: pairs (x0, x2) with (cos .5, sin .5) and (x1, x3) with (cos 0, sin 1).
+  EXPECT_FLOAT_EQ(y.data[0], 1 * 0.5f - 3 * 0.5f);
+  EXPECT_FLOAT_EQ(y.data[2], 3 * 0.5f + 1 * 0.5f);
+  EXPECT_FLOAT_EQ(y.data[1], -4);
+  EXPECT_FLOAT_EQ(y.data[3], 2);
+  ASSERT_EQ(call("rotary", attrs({intAttr("interleaved", 1)}), {x.ref(), c.ref(), s.ref(), pos.ref()}, {y.ref()}), "");
+  EXPECT_FLOAT_EQ(y.data[0], 1 * 0.5f - 2 * 0.5f); // pair (x0, x1)
+  EXPECT_FLOAT_EQ(y.data[3], 3);                   // pair (x2, x3) rotated by 90 degrees
+}
+
 // Runs last (gtest runs tests in declaration order within a file): every registered kernel
 // must have been exercised above.
 TEST(Kernels, ZZEveryKernelIsTested) {

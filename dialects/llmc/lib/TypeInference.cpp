@@ -748,6 +748,7 @@ LogicalResult inferResultTypes(StringRef opName, MLIRContext *context, std::opti
   // The fewest operands each op reads in its inference function.
   const unsigned minOperands = llvm::StringSwitch<unsigned>(name)
                                    .Case("attention", 7)
+                                   .Case("rotary", 4)
                                    .Case("batch_norm", 5)
                                    .Cases({"where", "range", "scatter_elements", "scatter_nd", "instance_norm",
                                            "group_norm"},
@@ -770,7 +771,7 @@ LogicalResult inferResultTypes(StringRef opName, MLIRContext *context, std::opti
               .Case("where", [](Inference &i) { return inferElementwise(i, 3, false, 1); })
               .Cases({"neg", "abs", "sqrt", "reciprocal", "exp", "log", "tanh", "erf", "sigmoid", "relu", "cos",
                       "sin", "floor", "ceil", "not", "gelu", "identity", "cumsum", "trilu", "sign", "softplus",
-                      "hard_swish", "round", "elu", "leaky_relu", "hard_sigmoid", "batch_norm", "instance_norm",
+                      "hard_swish", "round", "rotary", "elu", "leaky_relu", "hard_sigmoid", "batch_norm", "instance_norm",
                       "group_norm"},
                      inferSameAsFirst)
               .Case("is_nan", inferBool)
