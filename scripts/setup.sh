@@ -49,6 +49,8 @@ build() {
     log "note: no CUDA toolkit in /usr/local/cuda (not needed yet: this version builds the CPU runtime)"
   fi
   export CCACHE_DIR="$CACHE/ccache"
+  # Paths relative to the clone, so that a fresh clone elsewhere (as CI makes) hits the cache.
+  export CCACHE_BASEDIR="$ROOT" CCACHE_NOHASHDIR=1
   log "configuring and building in $BUILD"
   cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPython3_EXECUTABLE="$PYTHON" >/dev/null
   cmake --build "$BUILD"
