@@ -451,8 +451,6 @@ FailureOr<SmallVector<Value>> importWindowOp(NodeContext &nc) {
     if (!k || k->size() != n)
       return nc.fail("kernel_shape must have one entry per spatial dimension");
     kernel.assign(k->begin(), k->end());
-    if (nc.node.output_size() > 1 && !nc.node.output(1).empty())
-      return nc.fail("MaxPool's Indices output is not supported yet");
   }
   auto orOnes = [&](const char *name) {
     auto v = nc.attrInts(name);
@@ -477,6 +475,10 @@ FailureOr<SmallVector<Value>> importWindowOp(NodeContext &nc) {
   }
   attrs.push_back(b.getNamedAttr("kernel_shape", b.getDenseI64ArrayAttr(kernel)));
   attrs.push_back(b.getNamedAttr("ceil_mode", b.getI64IntegerAttr(nc.attrInt("ceil_mode", 0))));
+  if (type == "MaxPool" && nc.node.output_size() > 1 && !nc.node.output(1).empty()) {
+    attrs.push_back(b.getNamedAttr("storage_order", b.getI64IntegerAttr(nc.attrInt("storage_order", 0))));
+    return nc.create("llmc.max_pool_with_indices", {nc.input(0)}, attrs);
+  }
   attrs.push_back(b.getNamedAttr("count_include_pad", b.getI64IntegerAttr(nc.attrInt("count_include_pad", 0))));
   return one(nc.create1(type == "MaxPool" ? "llmc.max_pool" : "llmc.average_pool", {nc.input(0)}, attrs));
 }
@@ -599,9 +601,6 @@ FailureOr<SmallVector<Value>> importQuantize(NodeContext &nc) {
 // Attention (opset 23+): absent optional inputs become empty tensors, so that the op has a fixed
 // operand list; results the node does not name are simply unused.
 FailureOr<SmallVector<Value>> importAttention(NodeContext &nc) {
-  for (const char *name : {"left_window_size", "right_window_size"})
-    if (nc.attr(name) && nc.attrInt(name, -1) != -1)
-      return nc.fail("Attention's sliding window is not supported yet");
   Builder &b = nc.builder;
   SmallVector<Value> operands = {nc.input(0), nc.input(1), nc.input(2)};
   for (size_t i = 3; i < 7; ++i) {
@@ -621,7 +620,9 @@ FailureOr<SmallVector<Value>> importAttention(NodeContext &nc) {
       b.getNamedAttr("q_num_heads", b.getI64IntegerAttr(nc.attrInt("q_num_heads", 0))),
       b.getNamedAttr("kv_num_heads", b.getI64IntegerAttr(nc.attrInt("kv_num_heads", 0))),
       b.getNamedAttr("softcap", b.getF32FloatAttr(nc.attrFloat("softcap", 0.f))),
-      b.getNamedAttr("qk_matmul_output_mode", b.getI64IntegerAttr(nc.attrInt("qk_matmul_output_mode", 0)))};
+      b.getNamedAttr("qk_matmul_output_mode", b.getI64IntegerAttr(nc.attrInt("qk_matmul_output_mode", 0))),
+      b.getNamedAttr("left_window_size", b.getI64IntegerAttr(nc.attrInt("left_window_size", -1))),
+      b.getNamedAttr("right_window_size", b.getI64IntegerAttr(nc.attrInt("right_window_size", -1)))};
   if (nc.attr("scale"))
     attrs.push_back(b.getNamedAttr("scale", b.getF32FloatAttr(nc.attrFloat("scale", 1.f))));
   return nc.create("llmc.attention", operands, attrs);

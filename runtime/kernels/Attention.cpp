@@ -93,6 +93,7 @@ std::string attentionKernel(const KernelArgs &args) {
   const float softcap = float(args.attrs.getFloat("softcap", 0.0));
   const bool causal = args.attrs.getInt("is_causal", 0);
   const int64_t mode = args.attrs.getInt("qk_matmul_output_mode", 0);
+  const int64_t left = args.attrs.getInt("left_window_size", -1), right = args.attrs.getInt("right_window_size", -1);
   const HeadView qv{q.as<const float>(), Hq, Sq, D, flat};
   std::vector<float> scores(static_cast<size_t>(T)), bias(static_cast<size_t>(T));
   float *y = out.as<float>(), *qk = qkOut.as<float>();
@@ -123,6 +124,9 @@ std::string attentionKernel(const KernelArgs &args) {
             }
           }
           if (causal && j > i + offset)
+            bj = kNegInf;
+          // Sliding window around the query's absolute position.
+          if ((left >= 0 && i + offset - j > left) || (right >= 0 && j - (i + offset) > right))
             bj = kNegInf;
           if (nonpad.numel() && j >= valid)
             bj = kNegInf;

@@ -230,6 +230,43 @@ template <bool Max> std::string poolKernel(const KernelArgs &args) {
   return err;
 }
 
+// max pooling with the flat input index of each maximum (first one on ties).
+std::string maxPoolIndicesKernel(const KernelArgs &args) {
+  const TensorRef &x = args.in(0);
+  TensorRef &y = args.out(0), &idx = args.out(1);
+  std::vector<int64_t> kernel = args.attrs.getInts("kernel_shape");
+  if (int(kernel.size()) != x.shape.rank - 2)
+    return "kernel_shape does not match the spatial rank";
+  Window win;
+  if (std::string err = win.init(args.attrs, x.shape, y.shape, kernel.data()); !err.empty())
+    return err;
+  if (idx.dtype != DType::I64 || idx.numel() != y.numel() || x.dtype != DType::F32)
+    return "indices must be i64 shaped like the values; input f32";
+  const bool columnMajor = args.attrs.getInt("storage_order", 0);
+  if (columnMajor && win.n != 2)
+    return "storage_order 1 needs two spatial dimensions";
+  const int64_t planes = x.shape[0] * x.shape[1];
+  for (int64_t p = 0; p < planes; ++p) {
+    const float *xp = x.as<const float>() + p * win.inSize;
+    for (int64_t o = 0; o < win.outSize; ++o) {
+      float best = -std::numeric_limits<float>::infinity();
+      int64_t at = -1;
+      for (int64_t k = 0; k < win.kernelSize; ++k) {
+        const int64_t off = win.inputOffset(o, k);
+        if (off >= 0 && (at < 0 || xp[off] > best)) {
+          best = xp[off];
+          at = off;
+        }
+      }
+      if (at >= 0 && columnMajor)
+        at = (at % win.in[1]) * win.in[0] + at / win.in[1];
+      y.as<float>()[p * win.outSize + o] = best;
+      idx.as<int64_t>()[p * win.outSize + o] = at < 0 ? -1 : p * win.inSize + at;
+    }
+  }
+  return {};
+}
+
 std::string batchNormKernel(const KernelArgs &args) {
   if (args.numInputs != 5 || args.numOutputs != 1)
     return "expects input, scale, bias, mean and variance";
@@ -267,6 +304,7 @@ extern const KernelEntry kConvolutionKernels[] = {
     {"max_pool", withHalf<poolKernel<true>>},
     {"average_pool", withHalf<poolKernel<false>>},
     {"batch_norm", withHalf<batchNormKernel>},
+    {"max_pool_with_indices", withHalf<maxPoolIndicesKernel>},
     {nullptr, nullptr},
 };
 

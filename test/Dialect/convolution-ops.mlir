@@ -14,6 +14,13 @@ func.func @conv_pool(%x: tensor<1x4x9x9xf32>, %w: tensor<8x2x3x3xf32>, %b: tenso
   return %0, %2, %3 : tensor<1x8x5x5xf32>, tensor<1x8x3x3xf32>, tensor<1x8x2x2xf32>
 }
 
+// CHECK-LABEL: func.func @pool_indices
+func.func @pool_indices(%x: tensor<1x2x4x4xf32>) -> tensor<1x2x2x2xi64> {
+  // CHECK: llmc.max_pool_with_indices {{.*}} -> (tensor<1x2x2x2xf32>, tensor<1x2x2x2xi64>)
+  %0:2 = llmc.max_pool_with_indices %x {kernel_shape = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 2, 2>, dilations = array<i64: 1, 1>, storage_order = 1 : i64} : (tensor<1x2x4x4xf32>) -> (tensor<1x2x2x2xf32>, tensor<1x2x2x2xi64>)
+  return %0#1 : tensor<1x2x2x2xi64>
+}
+
 // CHECK-LABEL: func.func @activations
 func.func @activations(%x: tensor<4xf32>, %i: tensor<4xi64>) -> (tensor<4xf32>, tensor<4xi64>) {
   // CHECK: llmc.elu %{{.*}} {alpha = 5.000000e-01 : f32}

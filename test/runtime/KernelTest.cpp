@@ -585,6 +585,11 @@ TEST(Kernels, PoolingAndBatchNorm) {
   };
   ASSERT_EQ(call("max_pool", at(0), {x.ref()}, {mx.ref()}), "");
   EXPECT_EQ(mx.data, (std::vector<float>{5, 7, 13, 15}));
+  Buf<float> mx2(DType::F32, {1, 1, 2, 2});
+  Buf<int64_t> where(DType::I64, {1, 1, 2, 2});
+  ASSERT_EQ(call("max_pool_with_indices", at(0), {x.ref()}, {mx2.ref(), where.ref()}), "");
+  EXPECT_EQ(mx2.data, mx.data);
+  EXPECT_EQ(where.data, (std::vector<int64_t>{5, 7, 13, 15})); // x[i] == i
   ASSERT_EQ(call("average_pool", at(0), {x.ref()}, {avg.ref()}), "");
   EXPECT_FLOAT_EQ(avg.data[0], (0 + 1 + 4 + 5) / 4.f);
   EXPECT_FLOAT_EQ(avg.data[3], (5 + 6 + 7 + 9 + 10 + 11 + 13 + 14 + 15) / 9.f);

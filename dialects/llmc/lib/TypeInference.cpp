@@ -778,6 +778,13 @@ LogicalResult inferResultTypes(StringRef opName, MLIRContext *context, std::opti
               .Case("cast", inferCast)
               .Case("conv", inferConv)
               .Cases({"max_pool", "average_pool"}, inferPool)
+              .Case("max_pool_with_indices",
+                    [](Inference &i) {
+                      if (failed(inferPool(i)))
+                        return failure();
+                      return i.result(cast<RankedTensorType>(i.inferred.front()).getShape(),
+                                      IntegerType::get(i.context, 64));
+                    })
               .Case("matmul", inferMatMul)
               .Case("gemm", inferGemm)
               .Cases({"softmax", "log_softmax"}, inferSoftmax)

@@ -13,14 +13,18 @@ def Llmc_AttentionOp : Llmc_Op<"attention"> {
     `kv_num_heads`. Results: the output, present key and value (past concatenated with k, v),
     and the attention scores at the stage `qk_matmul_output_mode` selects. Grouped-query
     attention repeats key/value heads; `is_causal` aligns the causal frontier bottom-right;
-    `softcap` > 0 caps scores with tanh; a fully masked row yields zeros.
+    `softcap` > 0 caps scores with tanh; a sliding window (`left_window_size`,
+    `right_window_size`, -1 for unbounded) limits each query to nearby keys; a fully masked row
+    yields zeros.
   }];
   let arguments = (ins Llmc_Tensor:$q, Llmc_Tensor:$k, Llmc_Tensor:$v, Llmc_Tensor:$mask,
                    Llmc_Tensor:$past_key, Llmc_Tensor:$past_value, Llmc_Tensor:$nonpad_kv_seqlen,
                    OptionalAttr<F32Attr>:$scale, DefaultValuedAttr<I64Attr, "0">:$is_causal,
                    DefaultValuedAttr<I64Attr, "0">:$q_num_heads, DefaultValuedAttr<I64Attr, "0">:$kv_num_heads,
                    DefaultValuedAttr<F32Attr, "0.0">:$softcap,
-                   DefaultValuedAttr<I64Attr, "0">:$qk_matmul_output_mode);
+                   DefaultValuedAttr<I64Attr, "0">:$qk_matmul_output_mode,
+                   DefaultValuedAttr<I64Attr, "-1">:$left_window_size,
+                   DefaultValuedAttr<I64Attr, "-1">:$right_window_size);
   let results = (outs Llmc_Tensor:$output, Llmc_Tensor:$present_key, Llmc_Tensor:$present_value,
                  Llmc_Tensor:$qk_output);
   let extraClassDeclaration = commonDeclarations # [{

@@ -32,6 +32,23 @@ class Llmc_PoolOp<string mnemonic, string what> : Llmc_Op<mnemonic> {
 def Llmc_MaxPoolOp : Llmc_PoolOp<"max_pool", "maximum">;
 def Llmc_AveragePoolOp : Llmc_PoolOp<"average_pool", "average">;
 
+def Llmc_MaxPoolWithIndicesOp : Llmc_Op<"max_pool_with_indices"> {
+  let summary = "max pooling that also returns where each maximum came from";
+  let description = [{
+    As `max_pool`; `indices` holds each maximum's flat index in the input (row major, or with
+    the two spatial axes swapped when `storage_order` is 1), as ONNX MaxPool's second output.
+  }];
+  let arguments = (ins Llmc_Tensor:$input, DenseI64ArrayAttr:$kernel_shape, DenseI64ArrayAttr:$pads,
+                   DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$dilations,
+                   DefaultValuedAttr<I64Attr, "0">:$ceil_mode, DefaultValuedAttr<I64Attr, "0">:$storage_order);
+  let results = (outs Llmc_Tensor:$values, Llmc_Tensor:$indices);
+  let extraClassDeclaration = commonDeclarations # [{
+    ::llvm::LogicalResult fold(FoldAdaptor adaptor, ::llvm::SmallVectorImpl<::mlir::OpFoldResult> &results) {
+      return ::llmc::foldWithKernels(getOperation(), adaptor.getOperands(), results);
+    }
+  }];
+}
+
 def Llmc_BatchNormOp : Llmc_Op<"batch_norm"> {
   let summary = "inference-mode batch normalization";
   let description = "`(x - mean) / sqrt(var + epsilon) * scale + bias` per channel (axis 1).";
