@@ -195,9 +195,18 @@ FailureOr<SmallVector<Value>> importDropout(NodeContext &nc) {
     if (!training || training->empty() || (*training)[0] != 0)
       return nc.fail("Dropout in training mode is not supported (inference only)");
   }
-  if (nc.node.output_size() > 1 && !nc.node.output(1).empty())
-    return nc.fail("Dropout's mask output is not supported (inference only)");
-  return SmallVector<Value>{nc.input(0)};
+  if (nc.node.output_size() < 2 || nc.node.output(1).empty())
+    return SmallVector<Value>{nc.input(0)};
+  // Inference keeps every element: the mask is all true.
+  auto type = cast<RankedTensorType>(nc.input(0).getType());
+  if (!type.hasStaticShape())
+    return nc.fail("Dropout's mask output needs a static shape");
+  auto mask = RankedTensorType::get(type.getShape(), nc.builder.getI1Type());
+  auto ones = nc.create1("llmc.constant", {},
+                         {nc.builder.getNamedAttr("value", DenseElementsAttr::get(mask, true))});
+  if (failed(ones))
+    return failure();
+  return SmallVector<Value>{nc.input(0), *ones};
 }
 
 FailureOr<SmallVector<Value>> importConstant(NodeContext &nc) {

@@ -29,6 +29,7 @@ import numpy as np
 
 warnings.filterwarnings("ignore")
 import onnx  # noqa: E402
+import onnx.numpy_helper  # noqa: E402
 from onnx.backend.test.case import node as node_cases  # noqa: E402
 
 # Refusals that name a missing feature, not a bug.
@@ -58,6 +59,13 @@ def tensor_inputs_only(case):
         o.type.HasField("tensor_type") for o in case.model.graph.output)
 
 
+def as_array(value):
+    """Test data comes as numpy arrays or, for some element types, as TensorProtos."""
+    if isinstance(value, onnx.TensorProto):
+        return onnx.numpy_helper.to_array(value)
+    return np.asarray(value)
+
+
 SHAPE_DECIDING = re.compile(r"must be a constant|must be constants|is not static|depends on run-time values")
 
 
@@ -80,7 +88,7 @@ def run_case(case, args):
         for ds, (inputs, outputs) in enumerate(case.data_sets):
             shapes, feeds, compares, integer_inputs = [], [], [], []
             for k, (info, value) in enumerate(zip(case.model.graph.input, inputs)):
-                value = np.asarray(value)
+                value = as_array(value)
                 if value.dtype.kind in "OUS":
                     return "unsupported", "string tensors"
                 if value.shape:  # rank-0 inputs are static already
@@ -91,7 +99,7 @@ def run_case(case, args):
                 if value.dtype.kind in "iu" or value.ndim == 0:
                     integer_inputs.append(info.name)  # may decide shapes: frozen on a retry
             for info, value in zip(case.model.graph.output, outputs):
-                value = np.asarray(value)
+                value = as_array(value)
                 if value.dtype.kind in "OUS":
                     return "unsupported", "string tensors"
                 path = os.path.join(tmp, f"ref{ds}_{info.name}.npy")
