@@ -195,11 +195,7 @@ std::string sliceKernel(const KernelArgs &args) {
     for (int d = 0; d < rank; ++d)
       offset += (begin[d] + index[d] * step[d]) * inStrides[d];
     std::memcpy(dst + i * elem, src + offset * elem, elem);
-    for (int d = rank - 1; d >= 0; --d) {
-      if (++index[d] < out.shape.dims[d])
-        break;
-      index[d] = 0;
-    }
+    advance(index, out.shape);
   }
   return {};
 }
@@ -268,11 +264,7 @@ std::string gatherElementsKernel(const KernelArgs &args) {
     for (int d = 0; d < rank; ++d)
       offset += (d == axis ? idx : index[d]) * dataStrides[d];
     std::memcpy(dst + i * elem, src + offset * elem, elem);
-    for (int d = rank - 1; d >= 0; --d) {
-      if (++index[d] < indices.shape.dims[d])
-        break;
-      index[d] = 0;
-    }
+    advance(index, indices.shape);
   }
   return {};
 }
@@ -464,11 +456,7 @@ std::string padKernel(const KernelArgs &args) {
       offset += p * inStrides[d];
     }
     std::memcpy(dst + i * elem, outside ? fill.data() : src + offset * elem, elem);
-    for (int d = rank - 1; d >= 0; --d) {
-      if (++index[d] < out.shape.dims[d])
-        break;
-      index[d] = 0;
-    }
+    advance(index, out.shape);
   }
   return {};
 }
@@ -493,11 +481,7 @@ std::string tileKernel(const KernelArgs &args) {
     for (int d = 0; d < rank; ++d)
       offset += (index[d] % in.shape.dims[d]) * inStrides[d];
     std::memcpy(dst + i * elem, src + offset * elem, elem);
-    for (int d = rank - 1; d >= 0; --d) {
-      if (++index[d] < out.shape.dims[d])
-        break;
-      index[d] = 0;
-    }
+    advance(index, out.shape);
   }
   return {};
 }
@@ -557,11 +541,7 @@ std::string scatterElementsKernel(const KernelArgs &args) {
       for (int d = 0; d < rank; ++d)
         offset += (d == axis ? at : index[d]) * strides[d];
       combine(y[offset], u[i], reduction);
-      for (int d = rank - 1; d >= 0; --d) {
-        if (++index[d] < indices.shape.dims[d])
-          break;
-        index[d] = 0;
-      }
+      advance(index, indices.shape);
     }
   });
   return err;

@@ -64,6 +64,15 @@ inline bool broadcastsTo(const Shape &in, const Shape &out) {
   return true;
 }
 
+// Steps a row-major multi-index over `shape` to the next element (an odometer).
+inline void advance(int64_t *index, const Shape &shape) {
+  for (int d = shape.rank - 1; d >= 0; --d) {
+    if (++index[d] < shape.dims[d])
+      return;
+    index[d] = 0;
+  }
+}
+
 // Splits `shape` around `axis` into outer x dims[axis] x inner element counts.
 inline void splitAround(const Shape &shape, int axis, int64_t &outer, int64_t &n, int64_t &inner) {
   outer = 1;

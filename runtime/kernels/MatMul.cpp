@@ -99,11 +99,7 @@ std::string matmulKernel(const KernelArgs &args) {
           offB += index[d] * sB[d];
         }
         gemm<T>(false, false, M, N, K, T(1), pa + offA * M * K, K, pb + offB * K * N, N, T(0), po + bi * M * N, N);
-        for (int d = bo.rank - 1; d >= 0; --d) {
-          if (++index[d] < bo.dims[d])
-            break;
-          index[d] = 0;
-        }
+        advance(index, bo);
       }
     }
   });
