@@ -69,3 +69,17 @@ func.func @bad_index() -> tensor<1xi64> {
   %g = llmc.gather %d, %i : (tensor<3xi64>, tensor<1xi64>) -> tensor<1xi64>
   return %g : tensor<1xi64>
 }
+
+// -----
+
+// Transposes whose permutations cancel disappear; others stay.
+// CHECK-LABEL: func.func @transpose_pairs
+// CHECK-NEXT: %[[T:.*]] = llmc.transpose %arg0 {perm = array<i64: 0, 2, 3, 1>}
+// CHECK-NEXT: %[[U:.*]] = llmc.transpose %[[T]] {perm = array<i64: 0, 2, 3, 1>}
+// CHECK-NEXT: return %arg0, %[[U]]
+func.func @transpose_pairs(%x: tensor<1x2x3x4xf32>) -> (tensor<1x2x3x4xf32>, tensor<1x4x2x3xf32>) {
+  %a = llmc.transpose %x {perm = array<i64: 0, 2, 3, 1>} : (tensor<1x2x3x4xf32>) -> tensor<1x3x4x2xf32>
+  %b = llmc.transpose %a {perm = array<i64: 0, 3, 1, 2>} : (tensor<1x3x4x2xf32>) -> tensor<1x2x3x4xf32>
+  %c = llmc.transpose %a {perm = array<i64: 0, 2, 3, 1>} : (tensor<1x3x4x2xf32>) -> tensor<1x4x2x3xf32>
+  return %b, %c : tensor<1x2x3x4xf32>, tensor<1x4x2x3xf32>
+}

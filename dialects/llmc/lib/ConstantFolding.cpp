@@ -74,6 +74,21 @@ OpFoldResult foldSingleResult(Operation *op, ArrayRef<Attribute> operands) {
        name == "flatten" || name == "cast") &&
       input && input.getType() == op->getResult(0).getType() && cast<RankedTensorType>(input.getType()).hasStaticShape())
     return input;
+  // transpose(transpose(x)) whose permutations cancel is x (layout converters leave such pairs).
+  if (name == "transpose" && input && input.getDefiningOp() &&
+      input.getDefiningOp()->getName().getStringRef() == "llmc.transpose") {
+    Operation *inner = input.getDefiningOp();
+    auto outer = op->getAttrOfType<DenseI64ArrayAttr>("perm");
+    auto first = inner->getAttrOfType<DenseI64ArrayAttr>("perm");
+    Value source = inner->getOperand(0);
+    if (outer && first && outer.size() == first.size() && source.getType() == op->getResult(0).getType()) {
+      bool identity = true;
+      for (int64_t i = 0; i < outer.size(); ++i)
+        identity = identity && first[outer[i]] == i;
+      if (identity)
+        return source;
+    }
+  }
   if (name == "shape") {
     auto type = cast<RankedTensorType>(op->getResult(0).getType());
     auto inType = cast<RankedTensorType>(input.getType());
