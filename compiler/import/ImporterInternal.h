@@ -55,8 +55,6 @@ struct NodeContext {
     error = message;
     return mlir::failure();
   }
-  // The integer contents of a constant input, if it is one.
-  std::optional<llvm::SmallVector<int64_t>> constantInts(mlir::Value v) const;
   // Creates llmc op `name` (e.g. "llmc.add") with inferred result types and folds it when its
   // operands are constants. Fails with the type-inference message on invalid operands.
   mlir::FailureOr<llvm::SmallVector<mlir::Value>> create(llvm::StringRef name, mlir::ValueRange operands,

@@ -2,7 +2,6 @@
 #include "ImporterInternal.h"
 #include "llmc/Dialect/LlmcDialect.h"
 
-#include "mlir/IR/Matchers.h"
 
 using namespace mlir;
 
@@ -35,16 +34,6 @@ std::optional<std::vector<int64_t>> NodeContext::attrInts(const std::string &nam
 std::string NodeContext::attrString(const std::string &name, const std::string &fallback) const {
   const auto *a = attr(name);
   return a && a->type() == onnx::AttributeProto::STRING ? a->s() : fallback;
-}
-
-std::optional<SmallVector<int64_t>> NodeContext::constantInts(Value v) const {
-  DenseElementsAttr attr;
-  if (!v || !matchPattern(v, m_Constant(&attr)) || !attr.getElementType().isInteger())
-    return std::nullopt;
-  SmallVector<int64_t> out;
-  for (const APInt &x : attr.getValues<APInt>())
-    out.push_back(x.getSExtValue());
-  return out;
 }
 
 FailureOr<SmallVector<Value>> NodeContext::create(StringRef name, ValueRange operands, ArrayRef<NamedAttribute> attrs) {

@@ -3,6 +3,7 @@
 // such as axes moving from an attribute to an input). Most ops map directly to one llmc op; the
 // rest have a function below. Adding an op is adding an entry.
 #include "ImporterInternal.h"
+#include "llmc/Dialect/LlmcDialect.h"
 
 #include <algorithm>
 #include <cstring>
@@ -191,7 +192,7 @@ FailureOr<SmallVector<Value>> importCast(NodeContext &nc) {
 
 FailureOr<SmallVector<Value>> importDropout(NodeContext &nc) {
   if (Value mode = nc.input(2)) {
-    auto training = nc.constantInts(mode);
+    auto training = constantInts(mode);
     if (!training || training->empty() || (*training)[0] != 0)
       return nc.fail("Dropout in training mode is not supported (inference only)");
   }
@@ -257,7 +258,7 @@ FailureOr<SmallVector<Value>> importConstantOfShape(NodeContext &nc) {
 FailureOr<SmallVector<int64_t>> intsFromInputOrAttr(NodeContext &nc, size_t input, const char *name, bool &present) {
   present = false;
   if (Value v = nc.input(input)) {
-    auto ints = nc.constantInts(v);
+    auto ints = constantInts(v);
     if (!ints)
       return nc.fail(std::string("'") + name + "' must be a constant (data-dependent " + name +
                      " are not supported yet)");
@@ -306,12 +307,12 @@ FailureOr<SmallVector<Value>> importReduce(NodeContext &nc) {
 }
 
 FailureOr<SmallVector<Value>> importSlice(NodeContext &nc) {
-  auto starts = nc.constantInts(nc.input(1)), ends = nc.constantInts(nc.input(2));
+  auto starts = constantInts(nc.input(1)), ends = constantInts(nc.input(2));
   if (!starts || !ends)
     return nc.fail("starts and ends must be constants (data-dependent slicing is not supported yet)");
   SmallVector<int64_t> axes, steps;
   if (nc.input(3)) {
-    auto a = nc.constantInts(nc.input(3));
+    auto a = constantInts(nc.input(3));
     if (!a)
       return nc.fail("axes must be a constant");
     axes = *a;
@@ -320,7 +321,7 @@ FailureOr<SmallVector<Value>> importSlice(NodeContext &nc) {
       axes.push_back(int64_t(i));
   }
   if (nc.input(4)) {
-    auto s = nc.constantInts(nc.input(4));
+    auto s = constantInts(nc.input(4));
     if (!s)
       return nc.fail("steps must be a constant");
     steps = *s;
@@ -522,12 +523,12 @@ FailureOr<SmallVector<Value>> importBatchNorm(NodeContext &nc) {
 // every axis.
 FailureOr<SmallVector<Value>> importPad(NodeContext &nc) {
   const int64_t rank = cast<RankedTensorType>(nc.input(0).getType()).getRank();
-  auto given = nc.constantInts(nc.input(1));
+  auto given = constantInts(nc.input(1));
   if (!given)
     return nc.fail("'pads' must be a constant (data-dependent pads are not supported yet)");
   SmallVector<int64_t> axes;
   if (Value a = nc.input(3)) {
-    auto ax = nc.constantInts(a);
+    auto ax = constantInts(a);
     if (!ax)
       return nc.fail("'axes' must be a constant (data-dependent axes are not supported yet)");
     for (int64_t x : *ax)
@@ -566,7 +567,7 @@ FailureOr<SmallVector<Value>> importSize(NodeContext &nc) {
 
 // Tile: the repeats input must be constant.
 FailureOr<SmallVector<Value>> importTile(NodeContext &nc) {
-  auto repeats = nc.constantInts(nc.input(1));
+  auto repeats = constantInts(nc.input(1));
   if (!repeats)
     return nc.fail("'repeats' must be a constant (data-dependent repeats are not supported yet)");
   return one(nc.create1("llmc.tile", {nc.input(0)},
@@ -575,7 +576,7 @@ FailureOr<SmallVector<Value>> importTile(NodeContext &nc) {
 
 // TopK: K must be constant.
 FailureOr<SmallVector<Value>> importTopK(NodeContext &nc) {
-  auto k = nc.constantInts(nc.input(1));
+  auto k = constantInts(nc.input(1));
   if (!k || k->size() != 1)
     return nc.fail("'K' must be a constant (a data-dependent K is not supported yet)");
   Builder &b = nc.builder;
@@ -607,6 +608,13 @@ FailureOr<SmallVector<Value>> importQuantize(NodeContext &nc) {
                          b.getNamedAttr("output_type", TypeAttr::get(out))}));
 }
 
+// A 0-element constant: how ops with optional operands in the middle mark an absent one.
+FailureOr<Value> emptyTensor(NodeContext &nc, Type elementType) {
+  auto type = RankedTensorType::get({0}, elementType);
+  return nc.create1("llmc.constant", {},
+                    {nc.builder.getNamedAttr("value", DenseElementsAttr::get(type, ArrayRef<Attribute>{}))});
+}
+
 // Attention (opset 23+): absent optional inputs become empty tensors, so that the op has a fixed
 // operand list; results the node does not name are simply unused.
 FailureOr<SmallVector<Value>> importAttention(NodeContext &nc) {
@@ -618,11 +626,10 @@ FailureOr<SmallVector<Value>> importAttention(NodeContext &nc) {
       continue;
     }
     Type elem = i == 6 ? Type(b.getI64Type()) : cast<RankedTensorType>(nc.input(0).getType()).getElementType();
-    auto empty = RankedTensorType::get({0}, elem);
-    auto c = nc.create1("llmc.constant", {}, {b.getNamedAttr("value", DenseElementsAttr::get(empty, ArrayRef<Attribute>{}))});
-    if (failed(c))
+    auto empty = emptyTensor(nc, elem);
+    if (failed(empty))
       return failure();
-    operands.push_back(*c);
+    operands.push_back(*empty);
   }
   SmallVector<NamedAttribute> attrs = {
       b.getNamedAttr("is_causal", b.getI64IntegerAttr(nc.attrInt("is_causal", 0))),
@@ -644,11 +651,10 @@ FailureOr<SmallVector<Value>> importRotary(NodeContext &nc) {
   if (Value pos = nc.input(3)) {
     operands.push_back(pos);
   } else {
-    auto empty = RankedTensorType::get({0}, b.getI64Type());
-    auto c = nc.create1("llmc.constant", {}, {b.getNamedAttr("value", DenseElementsAttr::get(empty, ArrayRef<Attribute>{}))});
-    if (failed(c))
+    auto empty = emptyTensor(nc, b.getI64Type());
+    if (failed(empty))
       return failure();
-    operands.push_back(*c);
+    operands.push_back(*empty);
   }
   return one(nc.create1("llmc.rotary", operands,
                         {b.getNamedAttr("interleaved", b.getI64IntegerAttr(nc.attrInt("interleaved", 0))),

@@ -170,17 +170,25 @@ void maxPool2d(const Window &w, const float *x, float *y, int64_t planes) {
       }
 }
 
-template <bool Max> std::string poolKernel(const KernelArgs &args) {
-  const TensorRef &x = args.in(0);
-  TensorRef &y = args.out(0);
+// The window of a pooling op, from its kernel_shape attribute; batch and channels are kept.
+std::string poolWindow(const KernelArgs &args, Window &win) {
+  const TensorRef &x = args.in(0), &y = args.out(0);
   std::vector<int64_t> kernel = args.attrs.getInts("kernel_shape");
   if (int(kernel.size()) != x.shape.rank - 2)
     return "kernel_shape does not match the spatial rank";
-  Window win;
   if (std::string err = win.init(args.attrs, x.shape, y.shape, kernel.data()); !err.empty())
     return err;
   if (y.shape[0] != x.shape[0] || y.shape[1] != x.shape[1])
     return "batch and channels must be kept";
+  return {};
+}
+
+template <bool Max> std::string poolKernel(const KernelArgs &args) {
+  const TensorRef &x = args.in(0);
+  TensorRef &y = args.out(0);
+  Window win;
+  if (std::string err = poolWindow(args, win); !err.empty())
+    return err;
   const bool countPad = args.attrs.getInt("count_include_pad", 0);
   const int64_t planes = x.shape[0] * x.shape[1];
   std::string err;
@@ -234,11 +242,8 @@ template <bool Max> std::string poolKernel(const KernelArgs &args) {
 std::string maxPoolIndicesKernel(const KernelArgs &args) {
   const TensorRef &x = args.in(0);
   TensorRef &y = args.out(0), &idx = args.out(1);
-  std::vector<int64_t> kernel = args.attrs.getInts("kernel_shape");
-  if (int(kernel.size()) != x.shape.rank - 2)
-    return "kernel_shape does not match the spatial rank";
   Window win;
-  if (std::string err = win.init(args.attrs, x.shape, y.shape, kernel.data()); !err.empty())
+  if (std::string err = poolWindow(args, win); !err.empty())
     return err;
   if (idx.dtype != DType::I64 || idx.numel() != y.numel() || x.dtype != DType::F32)
     return "indices must be i64 shaped like the values; input f32";

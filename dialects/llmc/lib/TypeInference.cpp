@@ -59,17 +59,6 @@ struct Inference {
 
 LogicalResult checkIndices(Inference &in, unsigned i);
 
-// The integer values of a constant operand, if it is one.
-std::optional<SmallVector<int64_t>> constantInts(Value v) {
-  DenseElementsAttr attr;
-  if (!v || !matchPattern(v, m_Constant(&attr)) || !attr.getElementType().isInteger())
-    return std::nullopt;
-  SmallVector<int64_t> values;
-  for (const APInt &x : attr.getValues<APInt>())
-    values.push_back(attr.getElementType().isInteger(1) ? int64_t(x.getZExtValue()) : x.getSExtValue());
-  return values;
-}
-
 std::optional<double> constantScalar(Value v) {
   DenseElementsAttr attr;
   if (!v || !matchPattern(v, m_Constant(&attr)) || attr.getNumElements() != 1)
@@ -735,6 +724,16 @@ LogicalResult inferSoftmax(Inference &in) {
 LogicalResult inferBool(Inference &in) { return in.result(in.shape(0), IntegerType::get(in.context, 1)); }
 
 } // namespace
+
+std::optional<SmallVector<int64_t>> constantInts(Value v) {
+  DenseElementsAttr attr;
+  if (!v || !matchPattern(v, m_Constant(&attr)) || !attr.getElementType().isInteger())
+    return std::nullopt;
+  SmallVector<int64_t> values;
+  for (const APInt &x : attr.getValues<APInt>())
+    values.push_back(attr.getElementType().isInteger(1) ? int64_t(x.getZExtValue()) : x.getSExtValue());
+  return values;
+}
 
 LogicalResult inferResultTypes(StringRef opName, MLIRContext *context, std::optional<Location> location,
                                ValueRange operands, DictionaryAttr attributes, SmallVectorImpl<Type> &inferred) {

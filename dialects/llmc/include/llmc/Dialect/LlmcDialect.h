@@ -25,6 +25,10 @@ llvm::LogicalResult foldWithKernels(mlir::Operation *op, llvm::ArrayRef<mlir::At
                                     llvm::SmallVectorImpl<mlir::OpFoldResult> &results);
 mlir::OpFoldResult foldSingleResult(mlir::Operation *op, llvm::ArrayRef<mlir::Attribute> operands);
 
+// The integer values of `v` when a constant defines it (bools as 0/1), else nullopt. Shape
+// inference and the importer read constant shapes, axes and sizes through it.
+std::optional<llvm::SmallVector<int64_t>> constantInts(mlir::Value v);
+
 // Limit on the elements of a folded result; larger results stay computed at run time.
 inline constexpr int64_t kMaxFoldedElements = int64_t(1) << 24;
 
