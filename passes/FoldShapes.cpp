@@ -50,6 +50,25 @@ bool refineTypes(mlir::func::FuncOp func) {
   return changed;
 }
 
+// Dynamic slices whose starts and ends have folded to constants become plain slices.
+bool lowerConstantSlices(mlir::func::FuncOp func) {
+  llvm::SmallVector<DynamicSliceOp> slices;
+  func.walk([&](DynamicSliceOp op) { slices.push_back(op); });
+  bool changed = false;
+  for (DynamicSliceOp op : slices) {
+    auto starts = constantInts(op.getStarts()), ends = constantInts(op.getEnds());
+    if (!starts || !ends)
+      continue;
+    mlir::OpBuilder b(op);
+    auto slice = SliceOp::create(b, op.getLoc(), op.getInput(), b.getDenseI64ArrayAttr(*starts),
+                                 b.getDenseI64ArrayAttr(*ends), op.getAxesAttr(), op.getStepsAttr());
+    op.getResult().replaceAllUsesWith(slice.getResult());
+    op.erase();
+    changed = true;
+  }
+  return changed;
+}
+
 struct FoldShapes : impl::LlmcFoldShapesBase<FoldShapes> {
   using Base::Base;
 
@@ -69,7 +88,8 @@ struct FoldShapes : impl::LlmcFoldShapesBase<FoldShapes> {
       bool folded = false;
       if (mlir::failed(mlir::applyPatternsGreedily(func, patterns, mlir::GreedyRewriteConfig(), &folded)))
         return signalPassFailure();
-      if (!refineTypes(func) && !folded)
+      const bool lowered = lowerConstantSlices(func);
+      if (!refineTypes(func) && !folded && !lowered)
         break;
     }
     // The function returns what its body now computes.

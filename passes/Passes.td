@@ -5,11 +5,14 @@
 include "mlir/Pass/PassBase.td"
 
 def LlmcVerifyStaticShapes : Pass<"llmc-verify-static-shapes", "mlir::func::FuncOp"> {
-  let summary = "Checks that every tensor has a static shape before plan emission";
+  let summary = "Checks that every tensor shape is static or follows from bounded input symbols";
   let description = [{
-    The plan format of this version holds static shapes only. After folding, every value must
-    have a static shape; the pass names the first op that does not and the inputs whose shape
-    the user should fix with `--input-shape`.
+    After folding, every value must have a static shape, unless the function carries
+    `llmc.symbol_bounds` (from `llmc --max-shape seq=512`): then every dynamic dimension must be
+    an expression in the bounded input symbols (see SymbolicShapes.h), and the pass names the
+    first op whose dimension is not (for instance one that depends on tensor data). Without
+    bounds it names the first op with a dynamic shape and the inputs whose shape the user should
+    fix with `--input-shape`.
 
     Before (fails):
     ```mlir

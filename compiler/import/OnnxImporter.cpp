@@ -1,5 +1,6 @@
 // The importer's driver: parse the ModelProto, check it, build func.func @main.
 #include "OnnxImporter.h"
+#include "llmc/Dialect/SymbolicShapes.h"
 
 #include "ImporterInternal.h"
 #include "llmc/Dialect/KernelBridge.h"
@@ -61,6 +62,30 @@ std::string parseInputShapes(const std::string &spec, ImportOptions &options) {
   return {};
 }
 
+std::string parseMaxShapes(const std::string &spec, ImportOptions &options) {
+  std::stringstream items(spec);
+  std::string item;
+  while (std::getline(items, item, ',')) {
+    if (item.empty())
+      continue;
+    auto eq = item.find('=');
+    long long v = -1;
+    try {
+      size_t used = 0;
+      if (eq != std::string::npos && eq > 0)
+        v = std::stoll(item.substr(eq + 1), &used);
+      if (used != item.size() - eq - 1)
+        v = -1;
+    } catch (const std::exception &) {
+      v = -1;
+    }
+    if (v < 1)
+      return "bad --max-shape item '" + item + "': expected SYMBOL=N with N >= 1 (e.g. seq=512)";
+    options.maxDims[item.substr(0, eq)] = v;
+  }
+  return {};
+}
+
 namespace {
 
 using importer::NodeContext;
@@ -87,6 +112,40 @@ struct GraphImporter {
     return NameLoc::get(StringAttr::get(&ctx, name));
   }
 
+  // Names each dynamic input dimension after its dim_param (argument attribute llmc.dim_symbols)
+  // and stores the --max-shape bounds on the function (see SymbolicShapes.h).
+  bool recordSymbols(OpBuilder &builder, const onnx::GraphProto &graph, func::FuncOp func,
+                     ArrayRef<std::string> argNames) {
+    std::set<std::string> used;
+    for (size_t i = 0; i < argNames.size(); ++i) {
+      auto type = cast<RankedTensorType>(func.getArgument(unsigned(i)).getType());
+      if (type.hasStaticShape())
+        continue;
+      const auto *info = &*std::find_if(graph.input().begin(), graph.input().end(),
+                                        [&](const auto &in) { return in.name() == argNames[i]; });
+      SmallVector<Attribute> names;
+      for (int64_t d = 0; d < type.getRank(); ++d) {
+        std::string name;
+        if (type.isDynamicDim(d) && d < info->type().tensor_type().shape().dim_size())
+          name = info->type().tensor_type().shape().dim(int(d)).dim_param();
+        used.insert(name);
+        names.push_back(builder.getStringAttr(name));
+      }
+      func.setArgAttr(unsigned(i), kDimSymbolsAttr, builder.getArrayAttr(names));
+    }
+    SmallVector<NamedAttribute> bounds;
+    for (const auto &[name, max] : options.maxDims) {
+      if (!used.count(name)) {
+        error = "--max-shape names '" + name + "', which is no dynamic dimension of a graph input";
+        return false;
+      }
+      bounds.push_back(builder.getNamedAttr(name, builder.getI64IntegerAttr(max)));
+    }
+    if (!bounds.empty())
+      func->setAttr(kSymbolBoundsAttr, builder.getDictionaryAttr(bounds));
+    return true;
+  }
+
   // The input's type with the user's static shape or symbol values applied.
   FailureOr<RankedTensorType> inputType(const onnx::ValueInfoProto &info) {
     if (!info.type().has_tensor_type()) {
@@ -103,7 +162,7 @@ struct GraphImporter {
     for (const auto &d : tt.shape().dim()) {
       if (d.has_dim_value())
         dims.push_back(d.dim_value());
-      else if (d.has_dim_param() && options.dimValues.count(d.dim_param()))
+      else if (d.has_dim_param() && options.dimValues.count(d.dim_param()) && !options.maxDims.count(d.dim_param()))
         dims.push_back(options.dimValues.at(d.dim_param()));
       else
         dims.push_back(ShapedType::kDynamic);
@@ -240,6 +299,8 @@ struct GraphImporter {
       func.setArgAttr(i, "llmc.name", builder.getStringAttr(argNames[i]));
       values[argNames[i]] = body->getArgument(i);
     }
+    if (!recordSymbols(builder, graph, func, argNames))
+      return nullptr;
     builder.setInsertionPointToEnd(body);
     for (const auto &[name, type] : frozen) {
       const FrozenInput &f = options.frozenInputs.at(name);

@@ -22,6 +22,8 @@ struct ImportOptions {
   std::map<std::string, std::vector<int64_t>> inputShapes;
   // Values for symbolic dimensions, by dim_param name ("seq" -> 16).
   std::map<std::string, int64_t> dimValues;
+  // Upper bounds for symbolic dimensions that stay dynamic, by dim_param name ("seq" -> 512).
+  std::map<std::string, int64_t> maxDims;
   // Graph inputs to bake into the plan as constants, by name.
   std::map<std::string, FrozenInput> frozenInputs;
 };
@@ -35,6 +37,9 @@ struct ImportStats {
 
 // Parses "name=1x16,other=2x3" or "seq=16" items into `options`; returns an error message or "".
 std::string parseInputShapes(const std::string &spec, ImportOptions &options);
+
+// Parses "seq=512,batch=4" (--max-shape) into `options`; returns an error message or "".
+std::string parseMaxShapes(const std::string &spec, ImportOptions &options);
 
 // Imports the ONNX model at `path` into a module holding `func.func @main`. Initializers become
 // llmc.constant ops whose bytes live in resource blobs, never in IR text. On failure returns

@@ -308,8 +308,10 @@ FailureOr<SmallVector<Value>> importReduce(NodeContext &nc) {
 
 FailureOr<SmallVector<Value>> importSlice(NodeContext &nc) {
   auto starts = constantInts(nc.input(1)), ends = constantInts(nc.input(2));
-  if (!starts || !ends)
-    return nc.fail("starts and ends must be constants (data-dependent slicing is not supported yet)");
+  auto startsType = cast<RankedTensorType>(nc.input(1).getType());
+  if (startsType.getRank() != 1 || startsType.isDynamicDim(0))
+    return nc.fail("starts must be a 1-D tensor of static length");
+  const size_t count = size_t(startsType.getDimSize(0));
   SmallVector<int64_t> axes, steps;
   if (nc.input(3)) {
     auto a = constantInts(nc.input(3));
@@ -317,7 +319,7 @@ FailureOr<SmallVector<Value>> importSlice(NodeContext &nc) {
       return nc.fail("axes must be a constant");
     axes = *a;
   } else {
-    for (size_t i = 0; i < starts->size(); ++i)
+    for (size_t i = 0; i < count; ++i)
       axes.push_back(int64_t(i));
   }
   if (nc.input(4)) {
@@ -326,9 +328,13 @@ FailureOr<SmallVector<Value>> importSlice(NodeContext &nc) {
       return nc.fail("steps must be a constant");
     steps = *s;
   } else {
-    steps.assign(starts->size(), 1);
+    steps.assign(count, 1);
   }
   Builder &b = nc.builder;
+  if (!starts || !ends) // computed at run time, typically from input shapes
+    return one(nc.create1("llmc.dynamic_slice", {nc.input(0), nc.input(1), nc.input(2)},
+                          {b.getNamedAttr("axes", b.getDenseI64ArrayAttr(axes)),
+                           b.getNamedAttr("steps", b.getDenseI64ArrayAttr(steps))}));
   return one(nc.create1("llmc.slice", {nc.input(0)},
                         {b.getNamedAttr("starts", b.getDenseI64ArrayAttr(*starts)),
                          b.getNamedAttr("ends", b.getDenseI64ArrayAttr(*ends)),

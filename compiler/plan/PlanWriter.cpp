@@ -1,15 +1,20 @@
 #include "PlanWriter.h"
 
 #include "Kernels.h"
+#include "DimExprs.h"
 #include "PlanFormat.h"
 #include "llmc/Dialect/KernelBridge.h"
 #include "llmc/Dialect/LlmcDialect.h"
+#include "llmc/Dialect/SymbolicShapes.h"
 #include "plan_generated.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseMap.h"
 
 #include <cerrno>
+#include <map>
+#include <optional>
+#include <tuple>
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
@@ -27,7 +32,8 @@ struct ValueEntry {
   std::string name;
   fb::ValueKind kind = fb::ValueKind_Activation;
   rt::DType dtype = rt::DType::None;
-  std::vector<int64_t> shape;
+  std::vector<int64_t> shape;  // -1 for a dynamic dimension
+  std::vector<int32_t> dims;   // dynamic values: the DimExprNode of each dimension, -1 when static
   uint64_t weightOffset = 0, weightSize = 0;
 };
 
@@ -47,7 +53,49 @@ std::string locationName(Location loc) {
   return {};
 }
 
+// Lowers DimExprs to the plan's dimension-expression nodes, sharing equal subexpressions.
+struct DimNodeEmitter {
+  const SymbolicShapes &shapes;
+  std::vector<plan::DimExprNode> nodes;
+  std::map<std::tuple<int, int32_t, int32_t, int64_t>, int32_t> byKey;
+  std::map<int, int32_t> atomNodes;
+
+  int32_t node(plan::DimOp op, int32_t a, int32_t b, int64_t value) {
+    auto key = std::make_tuple(int(op), a, b, value);
+    auto it = byKey.find(key);
+    if (it != byKey.end())
+      return it->second;
+    nodes.push_back({op, a, b, value});
+    return byKey[key] = int32_t(nodes.size() - 1);
+  }
+  int32_t constant(int64_t v) { return node(plan::DimOp::Const, -1, -1, v); }
+
+  int32_t atom(int id) {
+    if (auto it = atomNodes.find(id); it != atomNodes.end())
+      return it->second;
+    const DimAtoms::Atom &a = shapes.atoms().atom(id);
+    static const plan::DimOp ops[] = {plan::DimOp::FloorDiv, plan::DimOp::CeilDiv, plan::DimOp::Mod,
+                                      plan::DimOp::Min,      plan::DimOp::Max,     plan::DimOp::Broadcast};
+    const int32_t n = a.isSymbol ? node(plan::DimOp::Symbol, -1, -1, a.symbol)
+                                 : node(ops[int(a.op)], expr(a.lhs), expr(a.rhs), 0);
+    return atomNodes[id] = n;
+  }
+
+  int32_t expr(const DimExpr &e) {
+    int32_t sum = -1;
+    for (const auto &[monomial, coefficient] : e.terms()) {
+      int32_t t = monomial.empty() || coefficient != 1 ? constant(coefficient) : -1;
+      for (int id : monomial)
+        t = t < 0 ? atom(id) : node(plan::DimOp::Mul, t, atom(id), 0);
+      sum = sum < 0 ? t : node(plan::DimOp::Add, sum, t, 0);
+    }
+    return sum < 0 ? constant(0) : sum;
+  }
+};
+
 struct Emitter {
+  std::optional<SymbolicShapes> shapes;
+  std::optional<DimNodeEmitter> dimNodes;
   std::vector<ValueEntry> values;
   std::vector<OpEntry> ops;
   std::vector<int32_t> inputs, outputs;
@@ -57,7 +105,7 @@ struct Emitter {
 
   FailureOr<int32_t> addValue(Value v, std::string name, fb::ValueKind kind, Operation *where) {
     auto type = dyn_cast<RankedTensorType>(v.getType());
-    if (!type || !type.hasStaticShape()) {
+    if (!type || (!type.hasStaticShape() && !shapes)) {
       error = "value '" + name + "' has no static shape (" + (type ? "dynamic" : "unranked") +
               "); give static input shapes with --input-shape";
       return failure();
@@ -79,6 +127,18 @@ struct Emitter {
       return failure();
     }
     e.shape.assign(type.getShape().begin(), type.getShape().end());
+    if (shapes) {
+      const ValueShape &symbolic = shapes->shape(v);
+      bool dynamic = false;
+      for (size_t d = 0; d < e.shape.size(); ++d) {
+        auto c = symbolic.dims[d].asConstant();
+        e.shape[d] = c ? *c : -1;
+        e.dims.push_back(c ? -1 : dimNodes->expr(symbolic.dims[d]));
+        dynamic |= !c;
+      }
+      if (!dynamic)
+        e.dims.clear();
+    }
     (void)where;
     values.push_back(std::move(e));
     int32_t i = int32_t(values.size() - 1);
@@ -167,6 +227,13 @@ struct Emitter {
       error = "the module has no single-block func.func @main";
       return failure();
     }
+    if (func->hasAttr(kSymbolBoundsAttr)) {
+      auto analyzed = SymbolicShapes::analyze(func, error);
+      if (failed(analyzed))
+        return failure();
+      shapes.emplace(std::move(*analyzed));
+      dimNodes.emplace(DimNodeEmitter{*shapes, {}, {}, {}});
+    }
     for (unsigned i = 0; i < func.getNumArguments(); ++i) {
       auto nameAttr = func.getArgAttrOfType<StringAttr>(i, "llmc.name");
       auto id = addValue(func.getArgument(i), nameAttr ? nameAttr.str() : "input" + std::to_string(i),
@@ -198,7 +265,8 @@ struct Emitter {
     std::vector<flatbuffers::Offset<fb::Value>> fbValues;
     for (const ValueEntry &v : values)
       fbValues.push_back(fb::CreateValue(b, b.CreateString(v.name), v.kind, uint8_t(v.dtype),
-                                         b.CreateVector(v.shape), v.weightOffset, v.weightSize));
+                                         b.CreateVector(v.shape), v.weightOffset, v.weightSize,
+                                         v.dims.empty() ? 0 : b.CreateVector(v.dims)));
     std::vector<flatbuffers::Offset<fb::Op>> fbOps;
     for (const OpEntry &op : ops) {
       std::vector<flatbuffers::Offset<fb::Attr>> attrs;
@@ -210,8 +278,17 @@ struct Emitter {
       fbOps.push_back(fb::CreateOp(b, b.CreateString(op.kernel), b.CreateVector(op.inputs), b.CreateVector(op.outputs),
                                    b.CreateVector(attrs), b.CreateString(op.location)));
     }
+    std::vector<flatbuffers::Offset<fb::Symbol>> symbols;
+    std::vector<fb::DimNode> nodes;
+    if (shapes) {
+      for (const SymbolInfo &s : shapes->symbols())
+        symbols.push_back(fb::CreateSymbol(b, b.CreateString(s.name), s.max));
+      for (const plan::DimExprNode &n : dimNodes->nodes)
+        nodes.emplace_back(n.value, n.a, n.b, static_cast<fb::DimNodeOp>(n.op));
+    }
     auto root = fb::CreateProgram(b, b.CreateString("llmc " LLMC_VERSION_STRING), b.CreateVector(fbValues),
-                                  b.CreateVector(fbOps), b.CreateVector(inputs), b.CreateVector(outputs));
+                                  b.CreateVector(fbOps), b.CreateVector(inputs), b.CreateVector(outputs),
+                                  shapes ? b.CreateVector(symbols) : 0, shapes ? b.CreateVectorOfStructs(nodes) : 0);
     fb::FinishProgramBuffer(b, root);
     return std::vector<uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
   }

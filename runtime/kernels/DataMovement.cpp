@@ -149,12 +149,11 @@ std::string splitKernel(const KernelArgs &args) {
   return {};
 }
 
-// slice with constant starts/ends/axes/steps attributes (ONNX clamping rules).
-std::string sliceKernel(const KernelArgs &args) {
+// A strided slice (ONNX clamping rules); the output's shape says how many elements each axis takes.
+std::string sliceWith(const KernelArgs &args, const std::vector<int64_t> &starts) {
   const TensorRef &in = args.in(0);
   TensorRef &out = args.out(0);
   const int rank = in.shape.rank;
-  std::vector<int64_t> starts = args.attrs.getInts("starts"), ends = args.attrs.getInts("ends");
   std::vector<int64_t> axes = args.attrs.getInts("axes"), steps = args.attrs.getInts("steps");
   int64_t begin[kMaxRank], step[kMaxRank];
   for (int d = 0; d < rank; ++d) {
@@ -198,6 +197,24 @@ std::string sliceKernel(const KernelArgs &args) {
     advance(index, out.shape);
   }
   return {};
+}
+
+// slice with constant starts/ends/axes/steps attributes.
+std::string sliceKernel(const KernelArgs &args) { return sliceWith(args, args.attrs.getInts("starts")); }
+
+// slice whose starts (input 1) and ends (input 2) are tensors; the ends only decide the output
+// shape, which the caller has already computed.
+std::string dynamicSliceKernel(const KernelArgs &args) {
+  const TensorRef &starts = args.in(1);
+  if (starts.shape.rank != 1 || (starts.dtype != DType::I64 && starts.dtype != DType::I32))
+    return "starts must be a 1-D i32 or i64 tensor";
+  std::vector<int64_t> values(size_t(starts.numel()));
+  for (size_t i = 0; i < values.size(); ++i)
+    values[i] = starts.dtype == DType::I64 ? starts.as<int64_t>()[i] : starts.as<int32_t>()[i];
+  if (values.size() != args.attrs.getInts("axes").size())
+    return "starts has " + std::to_string(values.size()) + " entries for " +
+           std::to_string(args.attrs.getInts("axes").size()) + " axes";
+  return sliceWith(args, values);
 }
 
 // Reads index i of an integer tensor as int64.
@@ -630,6 +647,7 @@ extern const KernelEntry kDataMovementKernels[] = {
     {"concat", concatKernel},
     {"split", splitKernel},
     {"slice", sliceKernel},
+    {"dynamic_slice", dynamicSliceKernel},
     {"gather", gatherKernel},
     {"gather_elements", gatherElementsKernel},
     {"gather_nd", gatherNdKernel},

@@ -48,3 +48,31 @@ extern "C" llmc_status llmc_plan_output_info(llmc_plan plan, int32_t index, cons
                                              llmc_tensor *out_info) {
   return describeValue(plan, plan ? plan->outputs : std::vector<int>{}, index, "output", out_name, out_info);
 }
+
+extern "C" int32_t llmc_plan_symbol_count(llmc_plan plan) { return plan ? int32_t(plan->symbols.size()) : 0; }
+
+extern "C" llmc_status llmc_plan_symbol_info(llmc_plan plan, int32_t index, const char **out_name, int64_t *out_max) {
+  if (!plan)
+    return makeStatus(LLMC_INVALID_ARGUMENT, "plan must not be NULL");
+  if (index < 0 || size_t(index) >= plan->symbols.size())
+    return makeStatus(LLMC_INVALID_ARGUMENT, "symbol index " + std::to_string(index) + " out of range (" +
+                                                 std::to_string(plan->symbols.size()) + " symbols)");
+  if (out_name)
+    *out_name = plan->symbols[size_t(index)].name.c_str();
+  if (out_max)
+    *out_max = plan->symbols[size_t(index)].max;
+  return nullptr;
+}
+
+extern "C" llmc_status llmc_plan_input_dim_symbol(llmc_plan plan, int32_t input, int32_t dim, int32_t *out_symbol) {
+  if (!plan || !out_symbol)
+    return makeStatus(LLMC_INVALID_ARGUMENT, "plan and out_symbol must not be NULL");
+  if (input < 0 || size_t(input) >= plan->inputs.size())
+    return makeStatus(LLMC_INVALID_ARGUMENT, "input index " + std::to_string(input) + " out of range");
+  const llmc::rt::PlanValue &v = plan->values[size_t(plan->inputs[size_t(input)])];
+  if (dim < 0 || dim >= v.shape.rank)
+    return makeStatus(LLMC_INVALID_ARGUMENT, "input '" + v.name + "' has no dimension " + std::to_string(dim));
+  const int32_t node = v.dimNode[dim];
+  *out_symbol = node < 0 ? -1 : int32_t(plan->dimNodes[size_t(node)].value);
+  return nullptr;
+}

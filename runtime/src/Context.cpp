@@ -28,6 +28,8 @@ struct llmc_context_t {
   std::vector<llmc::rt::TensorRef> tensors; // one per plan value
   std::vector<std::unique_ptr<void, AlignedFree>> buffers;
   std::vector<bool> inputSet;
+  std::vector<int64_t> symbols;  // this run's symbol values, bound from the inputs
+  std::vector<int64_t> dimValues; // this run's value of every dimension expression
   int numThreads = 0;
   std::vector<double> kernelMs; // per launch, when collecting times
 
@@ -65,7 +67,7 @@ extern "C" llmc_status llmc_context_create(llmc_plan plan, const llmc_context_op
       t.data = const_cast<void *>(v.weight); // kernels never write their inputs
       continue;
     }
-    const size_t bytes = std::max<size_t>(t.bytes(), 1);
+    const size_t bytes = std::max<size_t>(v.capacity, 1);
     void *p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
     if (!p)
       return makeStatus(LLMC_OUT_OF_MEMORY, "out of memory allocating '" + v.name + "'");
@@ -78,12 +80,18 @@ extern "C" llmc_status llmc_context_create(llmc_plan plan, const llmc_context_op
 
 extern "C" void llmc_context_release(llmc_context context) { delete context; }
 
-static std::string describe(const llmc_tensor &t) {
-  llmc::rt::Shape s;
-  s.rank = t.rank;
-  for (int d = 0; d < t.rank && d < LLMC_MAX_RANK; ++d)
-    s.dims[d] = t.dims[d];
-  return std::string(llmc::rt::dtypeName(static_cast<llmc::rt::DType>(t.dtype))) + "[" + s.str() + "]";
+// "f32[1x16]"; with a plan, a dynamic dimension prints as its symbol's name.
+static std::string describe(const llmc_tensor &t, const llmc_plan_t *plan, const llmc::rt::PlanValue *v = nullptr) {
+  std::string dims;
+  for (int d = 0; d < t.rank && d < LLMC_MAX_RANK; ++d) {
+    dims += d ? "x" : "";
+    if (t.dims[d] < 0 && plan && v && v->dimNode[d] >= 0)
+      dims += plan->symbols[size_t(plan->dimNodes[size_t(v->dimNode[d])].value)].name;
+    else
+      dims += std::to_string(t.dims[d]);
+  }
+  return std::string(llmc::rt::dtypeName(static_cast<llmc::rt::DType>(t.dtype))) + "[" +
+         (t.rank == 0 ? "scalar" : dims) + "]";
 }
 
 extern "C" llmc_status llmc_context_set_input(llmc_context ctx, int32_t index, const llmc_tensor *tensor) {
@@ -97,14 +105,27 @@ extern "C" llmc_status llmc_context_set_input(llmc_context ctx, int32_t index, c
   llmc::rt::TensorRef &t = ctx->tensors[vi];
   bool same = tensor->rank == v.shape.rank && uint8_t(tensor->dtype) == uint8_t(v.dtype);
   for (int d = 0; same && d < v.shape.rank; ++d)
-    same = tensor->dims[d] == v.shape.dims[d];
+    same = v.dimNode[d] >= 0 || tensor->dims[d] == v.shape.dims[d];
   if (!same) {
     llmc_tensor expected{static_cast<llmc_dtype>(v.dtype), v.shape.rank, {}, nullptr};
     for (int d = 0; d < v.shape.rank; ++d)
       expected.dims[d] = v.shape.dims[d];
-    return makeStatus(LLMC_INVALID_ARGUMENT, "input '" + v.name + "' expects " + describe(expected) + ", got " +
-                                                 describe(*tensor));
+    return makeStatus(LLMC_INVALID_ARGUMENT, "input '" + v.name + "' expects " + describe(expected, ctx->plan, &v) +
+                                                 ", got " + describe(*tensor, nullptr));
   }
+  for (int d = 0; d < v.shape.rank; ++d) {
+    if (v.dimNode[d] < 0)
+      continue;
+    const llmc::rt::PlanSymbol &sym = ctx->plan->symbols[size_t(ctx->plan->dimNodes[size_t(v.dimNode[d])].value)];
+    if (tensor->dims[d] < 1 || tensor->dims[d] > sym.max)
+      return makeStatus(LLMC_INVALID_ARGUMENT,
+                        "input '" + v.name + "' dimension " + std::to_string(d) + " ('" + sym.name + "') is " +
+                            std::to_string(tensor->dims[d]) + ", outside the plan's range 1.." +
+                            std::to_string(sym.max) + " (compile with a larger --max-shape " + sym.name + "=N)");
+  }
+  t.shape.rank = tensor->rank;
+  for (int d = 0; d < tensor->rank; ++d)
+    t.shape.dims[d] = tensor->dims[d];
   if (t.bytes() && !tensor->data)
     return makeStatus(LLMC_INVALID_ARGUMENT, "input '" + v.name + "' has no data");
   if (t.bytes())
@@ -124,6 +145,54 @@ extern "C" llmc_status llmc_context_input_index(llmc_context ctx, const char *na
   return makeStatus(LLMC_NOT_FOUND, std::string("the plan has no input named '") + name + "'");
 }
 
+// Binds the symbols from the inputs' shapes, evaluates the dimension expressions and gives
+// every dynamic value its shape for this run.
+static llmc_status bindShapes(llmc_context_t &ctx) {
+  const llmc_plan_t &plan = *ctx.plan;
+  if (plan.dimNodes.empty())
+    return nullptr;
+  ctx.symbols.assign(plan.symbols.size(), -1);
+  std::vector<int> boundBy(plan.symbols.size(), -1);
+  for (int vi : plan.inputs) {
+    const llmc::rt::PlanValue &v = plan.values[size_t(vi)];
+    for (int d = 0; d < v.shape.rank; ++d) {
+      if (v.dimNode[d] < 0)
+        continue;
+      const size_t sym = size_t(plan.dimNodes[size_t(v.dimNode[d])].value);
+      const int64_t given = ctx.tensors[size_t(vi)].shape.dims[d];
+      if (ctx.symbols[sym] >= 0 && ctx.symbols[sym] != given)
+        return makeStatus(LLMC_INVALID_ARGUMENT, "inputs disagree on '" + plan.symbols[sym].name + "': '" +
+                                                     plan.values[size_t(boundBy[sym])].name + "' has " +
+                                                     std::to_string(ctx.symbols[sym]) + ", '" + v.name + "' has " +
+                                                     std::to_string(given));
+      ctx.symbols[sym] = given;
+      boundBy[sym] = vi;
+    }
+  }
+  for (size_t i = 0; i < ctx.symbols.size(); ++i)
+    if (ctx.symbols[i] < 0)
+      ctx.symbols[i] = plan.symbols[i].max; // a symbol no input carries (kept for completeness)
+  if (std::string err = llmc::plan::evaluateDimExprs(plan.dimNodes, ctx.symbols.data(), ctx.dimValues); !err.empty())
+    return makeStatus(LLMC_INVALID_ARGUMENT, err);
+  for (size_t i = 0; i < plan.values.size(); ++i) {
+    const llmc::rt::PlanValue &v = plan.values[i];
+    if (!v.dynamic || v.kind == fb::ValueKind_Input)
+      continue;
+    llmc::rt::TensorRef &t = ctx.tensors[i];
+    for (int d = 0; d < v.shape.rank; ++d) {
+      const int64_t dim = v.dimNode[d] >= 0 ? ctx.dimValues[size_t(v.dimNode[d])] : v.shape.dims[d];
+      if (dim < 0)
+        return makeStatus(LLMC_INVALID_ARGUMENT, "value '" + v.name + "' would have a negative dimension (" +
+                                                     std::to_string(dim) + ") for these input shapes");
+      t.shape.dims[d] = dim;
+    }
+    if (t.bytes() > v.capacity) // the bounds guarantee this never happens; checked all the same
+      return makeStatus(LLMC_RUNTIME_ERROR, "value '" + v.name + "' needs " + std::to_string(t.bytes()) +
+                                                " bytes, above its planned " + std::to_string(v.capacity));
+  }
+  return nullptr;
+}
+
 extern "C" llmc_status llmc_context_run(llmc_context ctx) {
   if (!ctx)
     return makeStatus(LLMC_INVALID_ARGUMENT, "context must not be NULL");
@@ -131,6 +200,8 @@ extern "C" llmc_status llmc_context_run(llmc_context ctx) {
   for (size_t i = 0; i < plan.inputs.size(); ++i)
     if (!ctx->inputSet[i])
       return makeStatus(LLMC_INVALID_ARGUMENT, "input '" + plan.values[plan.inputs[i]].name + "' was not set");
+  if (llmc_status s = bindShapes(*ctx))
+    return s;
   llmc::rt::setGemmThreads(ctx->numThreads);
   std::vector<llmc::rt::TensorRef> ins, outs;
   const bool timed = !ctx->kernelMs.empty();

@@ -47,6 +47,28 @@ llmc_status convertAttr(const fb::Attr &a, Attr &out) {
   return nullptr;
 }
 
+// Reads the symbols and dimension expressions and bounds every expression from the symbols'
+// maxima; `upper` receives each node's upper bound.
+llmc_status parseSymbols(const fb::Program &p, llmc_plan_t &plan, std::vector<int64_t> &upper) {
+  if (p.symbols())
+    for (const fb::Symbol *s : *p.symbols()) {
+      if (s->max() < 1 || s->max() > (int64_t(1) << 40))
+        return invalid("symbol '" + s->name()->str() + "' has a bad upper bound");
+      plan.symbols.push_back({s->name()->str(), s->max()});
+    }
+  if (p.dim_nodes())
+    for (const fb::DimNode *n : *p.dim_nodes())
+      plan.dimNodes.push_back({static_cast<fb::DimOp>(n->op()), n->a(), n->b(), n->value()});
+  if (std::string err = fb::checkDimExprs(plan.dimNodes, plan.symbols.size()); !err.empty())
+    return invalid(err);
+  std::vector<int64_t> maxima;
+  for (const PlanSymbol &s : plan.symbols)
+    maxima.push_back(s.max);
+  if (std::string err = fb::boundDimExprs(plan.dimNodes, maxima.data(), upper); !err.empty())
+    return invalid(err);
+  return nullptr;
+}
+
 } // namespace
 
 llmc_status parsePlan(const void *data, size_t size, bool verifyWeights, llmc_plan_t &plan) {
@@ -82,6 +104,9 @@ llmc_status parsePlan(const void *data, size_t size, bool verifyWeights, llmc_pl
     return invalid("program section fails structural verification");
   const fb::Program *p = fb::GetProgram(program);
 
+  std::vector<int64_t> upper;
+  if (llmc_status s = parseSymbols(*p, plan, upper))
+    return s;
   const auto *values = p->values();
   const int numValues = int(values->size());
   plan.values.resize(numValues);
@@ -96,17 +121,36 @@ llmc_status parsePlan(const void *data, size_t size, bool verifyWeights, llmc_pl
     if (v->shape()->size() > size_t(kMaxRank))
       return invalid("value '" + pv.name + "' has rank above " + std::to_string(kMaxRank));
     pv.shape.rank = int(v->shape()->size());
+    if (v->dims() && v->dims()->size() != v->shape()->size())
+      return invalid("value '" + pv.name + "' has dimension expressions for another rank");
     uint64_t elements = 1;
     for (int d = 0; d < pv.shape.rank; ++d) {
-      const int64_t dim = v->shape()->Get(d);
-      if (dim < 0 || dim > (int64_t(1) << 40))
+      const int32_t node = v->dims() ? v->dims()->Get(d) : -1;
+      int64_t dim = v->shape()->Get(d);
+      pv.dimNode[d] = node;
+      if (node >= 0) {
+        if (size_t(node) >= plan.dimNodes.size() || dim != -1)
+          return invalid("value '" + pv.name + "' has a bad dynamic dimension");
+        pv.dynamic = true;
+        pv.shape.dims[d] = -1;
+        dim = upper[size_t(node)];
+      } else {
+        pv.shape.dims[d] = dim;
+      }
+      if (dim < 0 || dim > (int64_t(1) << 40) || node < -1)
         return invalid("value '" + pv.name + "' has a bad dimension");
-      pv.shape.dims[d] = dim;
       elements = dim == 0 ? 0 : elements;
       if (elements > (uint64_t(1) << 44) / uint64_t(std::max<int64_t>(dim, 1)))
         return invalid("value '" + pv.name + "' is impossibly large");
       elements *= uint64_t(dim);
     }
+    pv.capacity = size_t(elements) * dtypeSize(pv.dtype);
+    if (pv.dynamic && pv.kind == fb::ValueKind_Weight)
+      return invalid("weight '" + pv.name + "' has a dynamic dimension");
+    if (pv.kind == fb::ValueKind_Input)
+      for (int d = 0; d < pv.shape.rank; ++d)
+        if (pv.dimNode[d] >= 0 && plan.dimNodes[size_t(pv.dimNode[d])].op != fb::DimOp::Symbol)
+          return invalid("input '" + pv.name + "' has a dimension that is not a plain symbol");
     if (pv.kind == fb::ValueKind_Weight) {
       const uint64_t expected = uint64_t(pv.shape.numel()) * dtypeSize(pv.dtype);
       if (v->weight_size() != expected || v->weight_offset() > h.weightsSize ||

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "../kernels/Kernels.h"
+#include "DimExprs.h"
 #include "Status.h"
 
 #include <atomic>
@@ -14,8 +15,16 @@ struct PlanValue {
   std::string name;
   uint8_t kind; // llmc::plan::ValueKind
   DType dtype;
-  Shape shape;
+  Shape shape;                  // a dynamic dimension holds -1
+  int32_t dimNode[kMaxRank];    // per dimension: the DimExprNode giving its size, -1 when static
+  bool dynamic = false;         // some dimension is dynamic
+  size_t capacity = 0;          // bytes a context allocates: enough for every shape within the bounds
   const void *weight = nullptr; // into the mapping, weights only
+};
+
+struct PlanSymbol {
+  std::string name;
+  int64_t max;
 };
 
 struct PlanOp {
@@ -36,6 +45,8 @@ struct llmc_plan_t {
   std::vector<llmc::rt::PlanValue> values;
   std::vector<llmc::rt::PlanOp> ops;
   std::vector<int> inputs, outputs;
+  std::vector<llmc::rt::PlanSymbol> symbols;
+  std::vector<llmc::plan::DimExprNode> dimNodes;
 
   ~llmc_plan_t();
   void retain() { refs.fetch_add(1); }

@@ -8,7 +8,7 @@
 namespace llmc::plan {
 
 inline constexpr char kMagic[8] = {'L', 'L', 'M', 'C', 'P', 'L', 'A', 'N'};
-inline constexpr uint32_t kFormatVersion = 1;
+inline constexpr uint32_t kFormatVersion = 2; // 2: symbolic dimensions (readers accept 1 and 2)
 inline constexpr uint64_t kWeightsAlignment = 4096; // section start: page aligned, so it can be mmapped
 inline constexpr uint64_t kTensorAlignment = 64;    // every weight inside the section
 

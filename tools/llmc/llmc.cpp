@@ -1,6 +1,7 @@
 // llmc: compiles an ONNX model into a plan file.
 //
 //   llmc model.onnx -o model.llmc --input-shape input_ids=1x16
+//   llmc model.onnx -o model.llmc --input-shape batch=1 --max-shape seq=512
 //
 // Options for IR dumps and pass timing come from MLIR (--mlir-print-ir-after-all,
 // --mlir-timing, ...); --emit=mlir writes the IR after the pipeline instead of a plan.
@@ -37,6 +38,10 @@ static cl::list<std::string> inputShapes("input-shape",
                                          cl::desc("Static input shapes: NAME=DIMS (input_ids=1x16) or "
                                                   "SYMBOL=N (seq=16); repeat or separate with commas"),
                                          cl::value_desc("spec"), cl::cat(category));
+static cl::list<std::string> maxShapes("max-shape",
+                                       cl::desc("Keep symbolic dimensions dynamic up to a bound: SYMBOL=N "
+                                                "(seq=512,batch=4); one plan then serves every size from 1 to N"),
+                                       cl::value_desc("spec"), cl::cat(category));
 static cl::list<std::string> freezeInputs("freeze-input",
                                           cl::desc("Bake a graph input into the plan as a constant: NAME=FILE.npy "
                                                    "(for inputs that decide shapes, such as axes or a target shape)"),
@@ -101,6 +106,10 @@ int main(int argc, char **argv) {
   llmc::ImportOptions options;
   for (const std::string &spec : inputShapes)
     if (std::string err = llmc::parseInputShapes(spec, options); !err.empty())
+      return fail(err);
+
+  for (const std::string &spec : maxShapes)
+    if (std::string err = llmc::parseMaxShapes(spec, options); !err.empty())
       return fail(err);
 
   for (const std::string &spec : freezeInputs) {

@@ -603,6 +603,25 @@ LogicalResult inferSlice(Inference &in) {
   return in.result(out, in.elem(0));
 }
 
+LogicalResult inferDynamicSlice(Inference &in) {
+  SmallVector<int64_t> out(in.shape(0)), axes = in.arrayAttr("axes"), steps = in.arrayAttr("steps");
+  const int64_t rank = int64_t(out.size());
+  for (unsigned i = 1; i < 3; ++i)
+    if (in.type(i).getRank() != 1 || !in.elem(i).isInteger() || in.shape(i)[0] != int64_t(axes.size()))
+      return in.fail("dynamic_slice starts and ends must be 1-D integer tensors with one entry per axis");
+  if (steps.size() != axes.size())
+    return in.fail("dynamic_slice axes and steps must have the same length");
+  for (size_t i = 0; i < axes.size(); ++i) {
+    int64_t d;
+    if (failed(checkAxis(in, axes[i], rank, d)))
+      return failure();
+    if (steps[i] == 0)
+      return in.fail("slice step must not be 0");
+    out[d] = kDyn;
+  }
+  return in.result(out, in.elem(0));
+}
+
 LogicalResult checkIndices(Inference &in, unsigned i) {
   if (!in.elem(i).isInteger(64) && !in.elem(i).isInteger(32))
     return in.fail("indices must be i32 or i64");
@@ -749,7 +768,7 @@ LogicalResult inferResultTypes(StringRef opName, MLIRContext *context, std::opti
                                    .Case("attention", 7)
                                    .Case("rotary", 4)
                                    .Case("batch_norm", 5)
-                                   .Cases({"where", "range", "scatter_elements", "scatter_nd", "instance_norm",
+                                   .Cases({"where", "range", "scatter_elements", "scatter_nd", "instance_norm", "dynamic_slice",
                                            "group_norm"},
                                           3)
                                    .Cases({"quantize_linear", "dequantize_linear"}, 2)
@@ -808,6 +827,7 @@ LogicalResult inferResultTypes(StringRef opName, MLIRContext *context, std::opti
               .Case("concat", inferConcat)
               .Case("split", inferSplit)
               .Case("slice", inferSlice)
+              .Case("dynamic_slice", inferDynamicSlice)
               .Case("gather", inferGather)
               .Case("gather_elements", inferGatherElements)
               .Case("gather_nd", inferGatherNd)

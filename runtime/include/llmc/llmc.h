@@ -91,11 +91,19 @@ LLMC_API void llmc_plan_release(llmc_plan plan);
 /* Thread safe (the plan is immutable). */
 LLMC_API int32_t llmc_plan_input_count(llmc_plan plan);
 LLMC_API int32_t llmc_plan_output_count(llmc_plan plan);
-/* The name (owned by the plan), dtype and shape of input/output `index`; `out_info->data` is NULL. */
+/* The name (owned by the plan), dtype and shape of input/output `index`; `out_info->data` is NULL.
+ * A dynamic dimension reads -1: its size is given per run by the inputs (see the symbols below);
+ * an output's actual shape is read with llmc_context_output after a run. */
 LLMC_API llmc_status llmc_plan_input_info(llmc_plan plan, int32_t index, const char **out_name,
                                           llmc_tensor *out_info);
 LLMC_API llmc_status llmc_plan_output_info(llmc_plan plan, int32_t index, const char **out_name,
                                            llmc_tensor *out_info);
+/* Symbolic dimensions (batch, sequence length, ...): a plan compiled with `llmc --max-shape` serves
+ * every size from 1 to each symbol's maximum without recompiling. `out_name` is owned by the plan. */
+LLMC_API int32_t llmc_plan_symbol_count(llmc_plan plan);
+LLMC_API llmc_status llmc_plan_symbol_info(llmc_plan plan, int32_t index, const char **out_name, int64_t *out_max);
+/* The symbol that dimension `dim` of input `input` takes its size from, or -1 when it is static. */
+LLMC_API llmc_status llmc_plan_input_dim_symbol(llmc_plan plan, int32_t input, int32_t dim, int32_t *out_symbol);
 /* Number of kernel launches in the program. */
 LLMC_API int32_t llmc_plan_kernel_count(llmc_plan plan);
 

@@ -94,6 +94,18 @@ def Llmc_SliceOp : Llmc_Op<"slice"> {
   let results = (outs Llmc_Tensor:$result);
 }
 
+def Llmc_DynamicSliceOp : Llmc_Op<"dynamic_slice"> {
+  let summary = "strided slice whose starts and ends are computed at run time";
+  let description = [{
+    ONNX Slice whose `starts` and `ends` are 1-D integer tensors (typically derived from input
+    shapes, as in `mask[:, :seq]`); `axes` and `steps` are constant attributes. Clamping as in
+    ONNX. Becomes `llmc.slice` once starts and ends fold to constants.
+  }];
+  let arguments = (ins Llmc_Tensor:$input, Llmc_Tensor:$starts, Llmc_Tensor:$ends,
+                   DenseI64ArrayAttr:$axes, DenseI64ArrayAttr:$steps);
+  let results = (outs Llmc_Tensor:$result);
+}
+
 def Llmc_GatherOp : Llmc_Op<"gather"> {
   let summary = "gather slices along an axis";
   let description = "Result shape: `data[:axis] + indices + data[axis+1:]`; negative indices count from the end.";

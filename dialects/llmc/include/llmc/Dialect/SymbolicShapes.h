@@ -1,0 +1,109 @@
+// Symbolic shapes: every dimension of every value in an llmc function as an expression over the
+// symbols of the graph inputs (batch, seq), and the contents of the small integer tensors that
+// shape computations produce (Shape -> Gather -> Concat -> Reshape). With them one plan serves
+// every input size up to the bounds given at compile time (`llmc --max-shape seq=512`).
+//
+// Symbols come from the function: argument attribute `llmc.dim_symbols` (an array with the symbol
+// name of each dynamic dimension, "" for static ones) and function attribute `llmc.symbol_bounds`
+// (a dictionary from symbol name to its upper bound).
+#pragma once
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseMap.h"
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace llmc {
+
+// How an opaque term combines its two operands (the same operations the plan's dimension
+// expressions have).
+enum class DimTermOp : uint8_t { FloorDiv, CeilDiv, Mod, Min, Max, Broadcast };
+
+// A dimension: a polynomial with integer coefficients over atoms, where an atom is a symbol or an
+// opaque term (a floor division, min, ... that does not simplify). Polynomials have one canonical
+// form, so equal expressions compare equal.
+class DimExpr {
+public:
+  using Monomial = std::vector<int>; // sorted atom ids, repeated for powers
+  DimExpr() = default;
+  static DimExpr constant(int64_t c);
+  static DimExpr atom(int id);
+
+  std::optional<int64_t> asConstant() const;
+  bool operator==(const DimExpr &o) const { return terms_ == o.terms_; }
+  bool operator!=(const DimExpr &o) const { return !(*this == o); }
+  const std::map<Monomial, int64_t> &terms() const { return terms_; }
+
+  DimExpr operator+(const DimExpr &o) const;
+  DimExpr operator-(const DimExpr &o) const;
+  DimExpr operator*(const DimExpr &o) const;
+  // The quotient when `o` divides every term exactly (a constant or a single term), else none.
+  std::optional<DimExpr> divideExactly(const DimExpr &o) const;
+
+private:
+  std::map<Monomial, int64_t> terms_; // no zero coefficients; the empty monomial is the constant
+};
+
+// Owns the atoms that DimExprs refer to.
+class DimAtoms {
+public:
+  struct Atom {
+    bool isSymbol;
+    int symbol;     // symbols only
+    DimTermOp op;   // opaque terms only
+    DimExpr lhs, rhs;
+  };
+  struct Range {
+    int64_t lo, hi;
+  };
+  // Symbols range over [1, max]; the analysis sets the maxima before making expressions.
+  void setSymbolMaxima(std::vector<int64_t> maxima) { symbolMax_ = std::move(maxima); }
+  Range range(const DimExpr &e) const;
+  DimExpr symbol(int index);
+  DimExpr term(DimTermOp op, const DimExpr &lhs, const DimExpr &rhs); // simplifies where it can
+  const Atom &atom(int id) const { return atoms_[size_t(id)]; }
+  std::string str(const DimExpr &e, const std::vector<std::string> &symbolNames) const;
+
+private:
+  Range atomRange(int id) const;
+  std::vector<Atom> atoms_;
+  std::map<std::string, int> byKey_;
+  std::vector<int64_t> symbolMax_;
+};
+
+struct SymbolInfo {
+  std::string name;
+  int64_t max;
+};
+
+struct ValueShape {
+  std::vector<DimExpr> dims;
+  std::optional<std::vector<DimExpr>> contents; // small integer tensors whose elements are known
+};
+
+class SymbolicShapes {
+public:
+  // Fails (with a message naming the op) when a dynamic dimension cannot be expressed in the
+  // symbols, for instance when it depends on tensor data.
+  static mlir::FailureOr<SymbolicShapes> analyze(mlir::func::FuncOp func, std::string &error);
+
+  const std::vector<SymbolInfo> &symbols() const { return symbols_; }
+  const ValueShape &shape(mlir::Value v) const { return shapes_.at(v); }
+  const DimAtoms &atoms() const { return atoms_; }
+  std::string str(const DimExpr &e) const;
+
+private:
+  friend struct ShapeRules;
+  std::vector<SymbolInfo> symbols_;
+  DimAtoms atoms_;
+  llvm::DenseMap<mlir::Value, ValueShape> shapes_;
+};
+
+// Attribute names (see the top of this file).
+inline constexpr const char *kDimSymbolsAttr = "llmc.dim_symbols";
+inline constexpr const char *kSymbolBoundsAttr = "llmc.symbol_bounds";
+
+} // namespace llmc
