@@ -1,6 +1,7 @@
 #include "Passes.h"
 
 #include "llmc/Dialect/LlmcDialect.h"
+#include "llmc/Dialect/SymbolicShapes.h"
 
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
@@ -69,6 +70,56 @@ bool lowerConstantSlices(mlir::func::FuncOp func) {
   return changed;
 }
 
+// With symbolic input dimensions: dimensions that the symbolic analysis proves constant refine
+// the types, and small integer results whose contents it proves constant (a static dimension read
+// through Shape/Gather, say) become constants. Returns whether anything changed. An op the
+// analysis cannot handle stops nothing here; the verify pass reports it.
+bool applySymbolicFacts(mlir::func::FuncOp func) {
+  if (!func->hasAttr(kSymbolBoundsAttr))
+    return false;
+  std::string error;
+  auto shapes = SymbolicShapes::analyze(func, error);
+  if (mlir::failed(shapes))
+    return false;
+  bool changed = false;
+  llvm::SmallVector<mlir::Operation *> ops;
+  for (mlir::Operation &op : func.getBody().front())
+    if (!mlir::isa<ConstantOp>(op) && mlir::isa<LlmcDialect>(op.getDialect()))
+      ops.push_back(&op);
+  for (mlir::Operation *op : ops) {
+    for (mlir::Value result : op->getResults()) {
+      auto type = mlir::cast<mlir::RankedTensorType>(result.getType());
+      const ValueShape &facts = shapes->shape(result);
+      llvm::SmallVector<int64_t> dims(type.getShape());
+      for (size_t d = 0; d < dims.size(); ++d)
+        if (auto c = facts.dims[d].asConstant(); c && mlir::ShapedType::isDynamic(dims[d]))
+          dims[d] = *c;
+      if (llvm::ArrayRef<int64_t>(dims) != type.getShape()) {
+        result.setType(mlir::RankedTensorType::get(dims, type.getElementType()));
+        changed = true;
+      }
+    }
+    if (op->getNumResults() != 1 || !shapes->shape(op->getResult(0)).contents)
+      continue;
+    llvm::SmallVector<int64_t> values;
+    for (const DimExpr &e : *shapes->shape(op->getResult(0)).contents)
+      if (auto c = e.asConstant())
+        values.push_back(*c);
+    auto type = mlir::cast<mlir::RankedTensorType>(op->getResult(0).getType());
+    if (values.size() != size_t(type.getNumElements()) || !type.getElementType().isInteger())
+      continue;
+    llvm::SmallVector<mlir::APInt> bits;
+    for (int64_t v : values)
+      bits.push_back(mlir::APInt(type.getElementType().getIntOrFloatBitWidth(), uint64_t(v), /*isSigned=*/true));
+    mlir::OpBuilder b(op);
+    auto constant = ConstantOp::create(b, op->getLoc(), type, mlir::DenseElementsAttr::get(type, bits));
+    op->getResult(0).replaceAllUsesWith(constant.getResult());
+    op->erase();
+    changed = true;
+  }
+  return changed;
+}
+
 struct FoldShapes : impl::LlmcFoldShapesBase<FoldShapes> {
   using Base::Base;
 
@@ -88,7 +139,7 @@ struct FoldShapes : impl::LlmcFoldShapesBase<FoldShapes> {
       bool folded = false;
       if (mlir::failed(mlir::applyPatternsGreedily(func, patterns, mlir::GreedyRewriteConfig(), &folded)))
         return signalPassFailure();
-      const bool lowered = lowerConstantSlices(func);
+      const bool lowered = lowerConstantSlices(func) | applySymbolicFacts(func);
       if (!refineTypes(func) && !folded && !lowered)
         break;
     }

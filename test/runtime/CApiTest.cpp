@@ -12,8 +12,8 @@ namespace {
 
 struct Loaded {
   llmc_plan plan = nullptr;
-  Loaded() {
-    llmc_status s = llmc_plan_load(llmc::test::writeTemp("capi.llmc", llmc::test::addPlan()).c_str(), nullptr, &plan);
+  explicit Loaded(const std::vector<uint8_t> &file = llmc::test::addPlan()) {
+    llmc_status s = llmc_plan_load(llmc::test::writeTemp("capi.llmc", file).c_str(), nullptr, &plan);
     EXPECT_EQ(s, nullptr) << llmc_status_message(s);
     llmc_status_free(s);
   }
@@ -39,6 +39,59 @@ TEST(CApi, DescribesInputsAndOutputs) {
   EXPECT_EQ(llmc_status_code_of(s), LLMC_INVALID_ARGUMENT);
   llmc_status_free(s);
   EXPECT_EQ(llmc_plan_kernel_count(l.plan), 1);
+}
+
+// One plan, every batch size within the bound; beyond it a clear error, and the context still works.
+TEST(CApi, DynamicShapesFollowTheInputs) {
+  Loaded l(llmc::test::dynamicPlan());
+  ASSERT_EQ(llmc_plan_symbol_count(l.plan), 1);
+  const char *symbol = nullptr;
+  int64_t max = 0;
+  ASSERT_EQ(llmc_plan_symbol_info(l.plan, 0, &symbol, &max), nullptr);
+  EXPECT_STREQ(symbol, "batch");
+  EXPECT_EQ(max, 4);
+  int32_t which = -2;
+  ASSERT_EQ(llmc_plan_input_dim_symbol(l.plan, 0, 0, &which), nullptr);
+  EXPECT_EQ(which, 0);
+  ASSERT_EQ(llmc_plan_input_dim_symbol(l.plan, 0, 1, &which), nullptr);
+  EXPECT_EQ(which, -1);
+  llmc_tensor info;
+  ASSERT_EQ(llmc_plan_input_info(l.plan, 0, nullptr, &info), nullptr);
+  EXPECT_EQ(info.dims[0], -1);
+
+  llmc_context ctx = nullptr;
+  ASSERT_EQ(llmc_context_create(l.plan, nullptr, &ctx), nullptr);
+  for (int64_t batch : {4, 1, 3}) {
+    std::vector<float> x(size_t(batch) * 3);
+    for (size_t i = 0; i < x.size(); ++i)
+      x[i] = float(i);
+    llmc_tensor in = tensor(x.data(), batch, 3);
+    ASSERT_EQ(llmc_context_set_input(ctx, 0, &in), nullptr);
+    ASSERT_EQ(llmc_context_run(ctx), nullptr);
+    llmc_tensor y, z;
+    ASSERT_EQ(llmc_context_output(ctx, 0, &y), nullptr);
+    ASSERT_EQ(llmc_context_output(ctx, 1, &z), nullptr);
+    EXPECT_EQ(y.dims[0], batch);
+    EXPECT_EQ(z.dims[0], 2 * batch);
+    EXPECT_EQ(z.dims[1], 3);
+    for (size_t i = 0; i < x.size(); ++i) {
+      EXPECT_EQ(static_cast<float *>(y.data)[i], x[i] + float(i % 3 + 1));
+      EXPECT_EQ(static_cast<float *>(z.data)[i], x[i] + float(i % 3 + 1));
+      EXPECT_EQ(static_cast<float *>(z.data)[x.size() + i], x[i]);
+    }
+  }
+  float big[15] = {};
+  llmc_tensor over = tensor(big, 5, 3);
+  llmc_status s = llmc_context_set_input(ctx, 0, &over);
+  EXPECT_EQ(llmc_status_code_of(s), LLMC_INVALID_ARGUMENT);
+  const std::string message = llmc_status_message(s);
+  EXPECT_NE(message.find("('batch') is 5, outside the plan's range 1..4"), std::string::npos) << message;
+  llmc_status_free(s);
+  float one[3] = {1, 1, 1};
+  llmc_tensor ok = tensor(one, 1, 3);
+  ASSERT_EQ(llmc_context_set_input(ctx, 0, &ok), nullptr);
+  EXPECT_EQ(llmc_context_run(ctx), nullptr);
+  llmc_context_release(ctx);
 }
 
 TEST(CApi, RunsAndRejectsBadInputsWithoutBreakingTheContext) {

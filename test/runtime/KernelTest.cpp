@@ -466,6 +466,30 @@ TEST(Kernels, Slice) {
       EXPECT_EQ(y.data[i * 4 + j], x.data[(3 - 2 * i) * 5 + 1 + j]);
 }
 
+// dynamic_slice takes its starts from a tensor (i64 or i32) and agrees with slice.
+TEST(Kernels, DynamicSlice) {
+  Buf<float> x(DType::F32, {4, 5}, randomFloats(20, 16));
+  auto at = attrs({intsAttr("axes", {0, 1}), intsAttr("steps", {1, 2})});
+  Buf<int64_t> starts(DType::I64, {2}, {1, -4}), ends(DType::I64, {2}, {3, 5});
+  Buf<float> y(DType::F32, {2, 2}), ref(DType::F32, {2, 2});
+  ASSERT_EQ(call("dynamic_slice", at, {x.ref(), starts.ref(), ends.ref()}, {y.ref()}), "");
+  for (int64_t i = 0; i < 2; ++i)
+    for (int64_t j = 0; j < 2; ++j)
+      EXPECT_EQ(y.data[i * 2 + j], x.data[(1 + i) * 5 + 1 + 2 * j]);
+  auto same = attrs({intsAttr("starts", {1, -4}), intsAttr("ends", {3, 5}), intsAttr("axes", {0, 1}),
+                     intsAttr("steps", {1, 2})});
+  ASSERT_EQ(call("slice", same, {x.ref()}, {ref.ref()}), "");
+  EXPECT_EQ(y.data, ref.data);
+  Buf<int32_t> starts32(DType::I32, {2}, {1, 1});
+  ASSERT_EQ(call("dynamic_slice", at, {x.ref(), starts32.ref(), ends.ref()}, {y.ref()}), "");
+  EXPECT_EQ(y.data, ref.data);
+  // An output larger than the input allows is refused, not read out of bounds.
+  Buf<float> big(DType::F32, {4, 3});
+  EXPECT_NE(call("dynamic_slice", at, {x.ref(), starts.ref(), ends.ref()}, {big.ref()}), "");
+  Buf<int64_t> wrong(DType::I64, {1}, {0});
+  EXPECT_NE(call("dynamic_slice", at, {x.ref(), wrong.ref(), ends.ref()}, {y.ref()}), "");
+}
+
 TEST(Kernels, Gathers) {
   Buf<float> data(DType::F32, {3, 2}, {1, 2, 3, 4, 5, 6});
   Buf<int64_t> idx(DType::I64, {2}, {2, -3});

@@ -89,8 +89,10 @@ TEST(PlanReader, RejectsAnotherTarget) {
 
 // Random byte changes in the program section, with the checksum recomputed so that they reach
 // the structural and semantic checks: loading and running must fail cleanly or succeed, never crash.
-TEST(PlanReader, SurvivesMutatedProgramsWithValidChecksums) {
-  const std::vector<uint8_t> plan = addPlan();
+class MutatedPlans : public ::testing::TestWithParam<bool> {};
+
+TEST_P(MutatedPlans, SurviveWithValidChecksums) {
+  const std::vector<uint8_t> plan = GetParam() ? llmc::test::dynamicPlan() : addPlan();
   const auto sections = llmc::test::sectionsOf(plan);
   std::mt19937 rng(42);
   int loaded = 0, refused = 0;
@@ -134,6 +136,17 @@ TEST(PlanReader, SurvivesMutatedProgramsWithValidChecksums) {
   }
   EXPECT_GT(refused, 0);
   std::printf("mutated plans: %d refused, %d loaded and ran or failed cleanly\n", refused, loaded);
+}
+
+// The static add plan, and the plan with symbols and dimension expressions.
+INSTANTIATE_TEST_SUITE_P(PlanReader, MutatedPlans, ::testing::Values(false, true));
+
+TEST(PlanReader, LoadsADynamicPlanAndBoundsItsBuffers) {
+  llmc_plan p = nullptr;
+  llmc_status s = llmc_plan_load(writeTemp("dynamic.llmc", llmc::test::dynamicPlan()).c_str(), nullptr, &p);
+  ASSERT_EQ(s, nullptr) << llmc_status_message(s);
+  EXPECT_EQ(llmc_plan_symbol_count(p), 1);
+  llmc_plan_release(p);
 }
 
 TEST(PlanReader, ReportsAMissingFile) {

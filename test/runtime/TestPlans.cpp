@@ -12,6 +12,11 @@ namespace fb = llmc::plan;
 
 namespace llmc::test {
 
+namespace {
+// The file around a finished program: header, program, the weights {1, 2, 3}.
+std::vector<uint8_t> planFile(const flatbuffers::FlatBufferBuilder &b, uint32_t formatVersion);
+} // namespace
+
 std::vector<uint8_t> addPlan(uint32_t formatVersion) {
   flatbuffers::FlatBufferBuilder b;
   const float weights[3] = {1, 2, 3};
@@ -30,7 +35,44 @@ std::vector<uint8_t> addPlan(uint32_t formatVersion) {
   auto root = fb::CreateProgram(b, b.CreateString("test"), b.CreateVector(values), b.CreateVector(ops),
                                 b.CreateVector(std::vector<int32_t>{0}), b.CreateVector(std::vector<int32_t>{2}));
   fb::FinishProgramBuffer(b, root);
+  return planFile(b, formatVersion);
+}
 
+std::vector<uint8_t> dynamicPlan() {
+  flatbuffers::FlatBufferBuilder b;
+  const std::vector<int32_t> batchDims = {0, -1}, doubledDims = {2, -1};
+  std::vector<flatbuffers::Offset<fb::Value>> values = {
+      fb::CreateValue(b, b.CreateString("x"), fb::ValueKind_Input, uint8_t(rt::DType::F32),
+                      b.CreateVector(std::vector<int64_t>{-1, 3}), 0, 0, b.CreateVector(batchDims)),
+      fb::CreateValue(b, b.CreateString("w"), fb::ValueKind_Weight, uint8_t(rt::DType::F32),
+                      b.CreateVector(std::vector<int64_t>{3}), 0, 3 * sizeof(float)),
+      fb::CreateValue(b, b.CreateString("y"), fb::ValueKind_Output, uint8_t(rt::DType::F32),
+                      b.CreateVector(std::vector<int64_t>{-1, 3}), 0, 0, b.CreateVector(batchDims)),
+      fb::CreateValue(b, b.CreateString("z"), fb::ValueKind_Output, uint8_t(rt::DType::F32),
+                      b.CreateVector(std::vector<int64_t>{-1, 3}), 0, 0, b.CreateVector(doubledDims)),
+  };
+  std::vector<flatbuffers::Offset<fb::Attr>> axis = {fb::CreateAttr(b, b.CreateString("axis"), fb::AttrKind_Int, 0)};
+  std::vector<flatbuffers::Offset<fb::Op>> ops = {
+      fb::CreateOp(b, b.CreateString("add"), b.CreateVector(std::vector<int32_t>{0, 1}),
+                   b.CreateVector(std::vector<int32_t>{2}), 0, b.CreateString("test_add")),
+      fb::CreateOp(b, b.CreateString("concat"), b.CreateVector(std::vector<int32_t>{2, 0}),
+                   b.CreateVector(std::vector<int32_t>{3}), b.CreateVector(axis), b.CreateString("test_concat")),
+  };
+  std::vector<flatbuffers::Offset<fb::Symbol>> symbols = {fb::CreateSymbol(b, b.CreateString("batch"), 4)};
+  // node 0: batch; node 1: 2; node 2: 2 * batch
+  std::vector<fb::DimNode> nodes = {fb::DimNode(0, -1, -1, fb::DimNodeOp_Symbol),
+                                    fb::DimNode(2, -1, -1, fb::DimNodeOp_Const),
+                                    fb::DimNode(0, 1, 0, fb::DimNodeOp_Mul)};
+  auto root = fb::CreateProgram(b, b.CreateString("test"), b.CreateVector(values), b.CreateVector(ops),
+                                b.CreateVector(std::vector<int32_t>{0}), b.CreateVector(std::vector<int32_t>{2, 3}),
+                                b.CreateVector(symbols), b.CreateVectorOfStructs(nodes));
+  fb::FinishProgramBuffer(b, root);
+  return planFile(b, fb::kFormatVersion);
+}
+
+namespace {
+std::vector<uint8_t> planFile(const flatbuffers::FlatBufferBuilder &b, uint32_t formatVersion) {
+  const float weights[3] = {1, 2, 3};
   fb::Header h{};
   std::memcpy(h.magic, fb::kMagic, 8);
   h.formatVersion = formatVersion;
@@ -48,6 +90,7 @@ std::vector<uint8_t> addPlan(uint32_t formatVersion) {
   std::memcpy(file.data() + h.weightsOffset, weights, sizeof weights);
   return file;
 }
+} // namespace
 
 Sections sectionsOf(const std::vector<uint8_t> &plan) {
   fb::Header h;

@@ -10,6 +10,10 @@ namespace llmc::test {
 // y = x + w with x an f32[2,3] input and w an f32[3] weight {1, 2, 3}.
 std::vector<uint8_t> addPlan(uint32_t formatVersion = 1);
 
+// A plan with a symbolic dimension: x is f32[batch, 3] with batch in 1..4, y = x + w (w as
+// above) and z = concat(y, x) along axis 0, so z is f32[2*batch, 3].
+std::vector<uint8_t> dynamicPlan();
+
 // Byte offsets of the sections of a plan built above.
 struct Sections {
   uint64_t programOffset, programSize, weightsOffset, weightsSize;

@@ -26,6 +26,7 @@ Runs an llmc plan on the CPU.
   --random                 fill inputs not given with random values
   --seed N                 seed for --random (default 0)
   --int-max N              random integers are drawn from [0, N) (default 100)
+  --dim SYMBOL=N           size of a dynamic dimension for --random inputs (seq=7; repeatable)
   --output-dir DIR         write each output to DIR/NAME.npy
   --compare NAME=REF.npy   compare an output with a reference (repeatable)
   --compare-dir DIR        compare every output with DIR/NAME.npy
@@ -41,6 +42,7 @@ Runs an llmc plan on the CPU.
 struct Options {
   std::string plan;
   std::map<std::string, std::string> inputs, compares;
+  std::map<std::string, int64_t> dims; // --dim: symbol sizes for random inputs
   bool random = false, quiet = false, profile = false;
   uint64_t seed = 0;
   int64_t intMax = 100;
@@ -72,6 +74,26 @@ bool splitPair(const std::string &s, std::string &key, std::string &value) {
   return true;
 }
 
+// Gives the dynamic dimensions of random input `index` their --dim sizes.
+std::string sizeDynamicDims(llmc_plan plan, int32_t index, const char *name, const std::map<std::string, int64_t> &dims,
+                            std::vector<int64_t> &shape) {
+  for (size_t d = 0; d < shape.size(); ++d) {
+    int32_t symbol = -1;
+    llmc_status_free(llmc_plan_input_dim_symbol(plan, index, int32_t(d), &symbol));
+    if (symbol < 0)
+      continue;
+    const char *symbolName = nullptr;
+    int64_t max = 0;
+    llmc_status_free(llmc_plan_symbol_info(plan, symbol, &symbolName, &max));
+    auto it = dims.find(symbolName);
+    if (it == dims.end())
+      return std::string("input '") + name + "' dimension " + std::to_string(d) + " is dynamic ('" + symbolName +
+             "', 1.." + std::to_string(max) + "): give its size for --random with --dim " + symbolName + "=N";
+    shape[d] = it->second;
+  }
+  return {};
+}
+
 // Returns "" when the arguments parse, "-" for --help/--version (already printed), else an error.
 std::string parseArgs(int argc, char **argv, Options &o) {
   for (int i = 1; i < argc; ++i) {
@@ -100,6 +122,13 @@ std::string parseArgs(int argc, char **argv, Options &o) {
         if (!splitPair(v, key, value))
           return a + " expects NAME=FILE.npy, got '" + v + "'";
         (a == "--input" ? o.inputs : o.compares)[key] = value;
+      } else if (a == "--dim" && next(v)) {
+        if (!splitPair(v, key, value))
+          return "--dim expects SYMBOL=N, got '" + v + "'";
+        size_t used = 0;
+        o.dims[key] = std::stoll(value, &used);
+        if (used != value.size())
+          throw std::invalid_argument(value);
       } else if (a == "--seed" && next(v)) {
         o.seed = std::stoull(v);
       } else if (a == "--int-max" && next(v)) {
@@ -277,7 +306,14 @@ int run(const Options &o) {
     } else if (o.random) {
       a.dtype = info.dtype;
       a.shape.assign(info.dims, info.dims + info.rank);
-      a.data.resize(size_t(numel(info)) * npy::dtypeSize(info.dtype));
+      if (std::string err = sizeDynamicDims(plan, i, name, o.dims, a.shape); !err.empty()) {
+        rc = fail(err);
+        break;
+      }
+      int64_t elements = 1;
+      for (int64_t d : a.shape)
+        elements *= d;
+      a.data.resize(size_t(elements) * npy::dtypeSize(info.dtype));
       fillRandom(a, rng, o.intMax);
     } else {
       rc = fail(std::string("missing input '") + name + "' (" + npy::dtypeName(info.dtype) + "[" + shapeStr(info) +
