@@ -2,7 +2,10 @@
 """Fetches one real model (models/fetch_real_models.py, cached) and compares llmc with ONNX
 Runtime on it: cosine similarity >= 0.99999 per output, max abs error printed.
 
-    real_model.py --llmc BIN --llmc-run BIN --name resnet50|minilm|smollm2
+    real_model.py --llmc BIN --llmc-run BIN --name resnet50|minilm|smollm2 [--dynamic]
+
+With --dynamic (the transformers): one plan compiled with --max-shape runs at several sequence
+lengths up to the bound against ONNX Runtime (test/e2e/dynamic_shapes.py).
 """
 import argparse
 import os
@@ -16,6 +19,13 @@ CASES = {
     "minilm": (["--shape", "input_ids=2x24", "--shape", "attention_mask=2x24"], ["--vocab", "30522"]),
     "smollm2": (["--shape", "input_ids=1x32"], ["--vocab", "49152"]),
 }
+# Dynamic runs: bound, compile-time fixes, input shapes (SEQ varies), tolerance on raw outputs.
+DYNAMIC = {
+    "minilm": (["--max-shape", "seq=128", "--fix", "batch=2", "--shapes", "input_ids=2xSEQ", "--shapes",
+                "attention_mask=2xSEQ", "--sizes", "1,7,64,128", "--vocab", "30522", "--atol", "1e-4"]),
+    "smollm2": (["--max-shape", "seq=128", "--shapes", "input_ids=1xSEQ", "--sizes", "1,7,64,128", "--vocab",
+                 "49152", "--atol", "1e-3"]),
+}
 
 
 def main():
@@ -23,10 +33,14 @@ def main():
     p.add_argument("--llmc", required=True)
     p.add_argument("--llmc-run", required=True)
     p.add_argument("--name", required=True, choices=sorted(CASES))
+    p.add_argument("--dynamic", action="store_true")
     args = p.parse_args()
     fetched = subprocess.run([sys.executable, os.path.join(ROOT, "models", "fetch_real_models.py"), "--only", args.name],
                              check=True, capture_output=True, text=True).stdout.split()
     model = fetched[1]
+    if args.dynamic:
+        return subprocess.run([sys.executable, os.path.join(HERE, "dynamic_shapes.py"), "--llmc", args.llmc,
+                               "--llmc-run", args.llmc_run, "--model", model] + DYNAMIC[args.name]).returncode
     shapes, extra = CASES[args.name]
     return subprocess.run([sys.executable, os.path.join(HERE, "compare_with_ort.py"), "--llmc", args.llmc,
                            "--llmc-run", args.llmc_run, "--model", model, "--min-cosine", "0.99999"] + shapes + extra

@@ -326,7 +326,7 @@ int run(const Options &o) {
       break;
     }
     std::copy(a.shape.begin(), a.shape.end(), t.dims);
-    if (check(llmc_context_set_input(ctx, i, &t), std::string("input '") + name + "'"))
+    if (check(llmc_context_set_input(ctx, i, &t), "cannot set input"))
       rc = 1;
   }
   for (const auto &[name, path] : o.inputs)
