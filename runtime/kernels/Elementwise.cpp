@@ -130,6 +130,7 @@ LLMC_FLOAT_UNARY(expKernel, std::exp(x))
 LLMC_FLOAT_UNARY(logKernel, std::log(x))
 LLMC_FLOAT_UNARY(tanhKernel, std::tanh(x))
 LLMC_FLOAT_UNARY(erfKernel, std::erf(x))
+LLMC_FLOAT_UNARY(siluKernel, x >= 0 ? x / (T(1) + std::exp(-x)) : x * std::exp(x) / (T(1) + std::exp(x)))
 LLMC_FLOAT_UNARY(sigmoidKernel, x >= 0 ? T(1) / (T(1) + std::exp(-x)) : std::exp(x) / (T(1) + std::exp(x)))
 LLMC_FLOAT_UNARY(cosKernel, std::cos(x))
 LLMC_FLOAT_UNARY(sinKernel, std::sin(x))
@@ -425,6 +426,7 @@ extern const KernelEntry kElementwiseKernels[] = {
     {"tanh", withHalf<tanhKernel>},
     {"erf", withHalf<erfKernel>},
     {"sigmoid", withHalf<sigmoidKernel>},
+    {"silu", withHalf<siluKernel>},
     {"cos", withHalf<cosKernel>},
     {"sin", withHalf<sinKernel>},
     {"floor", withHalf<floorKernel>},

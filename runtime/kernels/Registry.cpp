@@ -9,10 +9,13 @@ extern const KernelEntry kDataMovementKernels[];
 extern const KernelEntry kConvolutionKernels[];
 extern const KernelEntry kEinsumKernels[];
 extern const KernelEntry kAttentionKernels[];
+extern const KernelEntry kFusedKernels[];
+extern const KernelEntry kFusedElementwiseKernels[];
 
 static const KernelEntry *const kFamilies[] = {kElementwiseKernels, kMatMulKernels, kReductionKernels,
                                                 kDataMovementKernels, kConvolutionKernels, kEinsumKernels,
-                                                kAttentionKernels};
+                                                kAttentionKernels, kFusedKernels,
+                                                kFusedElementwiseKernels};
 
 KernelFn findKernel(std::string_view name) {
   for (const KernelEntry *family : kFamilies)

@@ -1,0 +1,286 @@
+// Kernels for the ops the fusion passes create: a linear layer with its epilogue, residual add
+// fused with layer/RMS normalization, and attention with rotary embedding. Float32 (f16 through
+// withHalf). An operand given as an empty tensor (0 elements) is absent.
+#include "KernelUtil.h"
+
+#include <cmath>
+#include <limits>
+
+namespace llmc::rt {
+namespace {
+
+bool absent(const KernelArgs &args, int i) { return !args.hasInput(i) || args.in(i).numel() == 0; }
+
+enum class Activation { None, Relu, Silu, Gelu, GeluTanh };
+
+bool parseActivation(std::string_view name, Activation &out) {
+  if (name.empty() || name == "none")
+    out = Activation::None;
+  else if (name == "relu")
+    out = Activation::Relu;
+  else if (name == "silu")
+    out = Activation::Silu;
+  else if (name == "gelu")
+    out = Activation::Gelu;
+  else if (name == "gelu_tanh")
+    out = Activation::GeluTanh;
+  else
+    return false;
+  return true;
+}
+
+inline float activate(Activation a, float x) {
+  switch (a) {
+  case Activation::None: return x;
+  case Activation::Relu: return x > 0 ? x : 0.0f;
+  case Activation::Silu: return x / (1.0f + std::exp(-x));
+  case Activation::Gelu: return 0.5f * x * (1.0f + std::erf(x * 0.7071067811865476f));
+  case Activation::GeluTanh:
+    return 0.5f * x * (1.0f + std::tanh(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+  }
+  return x;
+}
+
+bool allF32(const KernelArgs &args) {
+  for (int i = 0; i < args.numInputs; ++i)
+    if (!absent(args, i) && args.in(i).dtype != DType::F32)
+      return false;
+  for (int i = 0; i < args.numOutputs; ++i)
+    if (args.out(i).dtype != DType::F32)
+      return false;
+  return true;
+}
+
+// linear: y = act(x · W + bias) * gate + residual, x [..., K], W [K, N] (or [N, K] with transB),
+// bias [N], gate and residual shaped like y.
+std::string linearKernel(const KernelArgs &args) {
+  if (args.numInputs != 5 || args.numOutputs != 1)
+    return "expects 5 inputs (x, w, bias, gate, residual) and 1 output";
+  if (!allF32(args))
+    return "expects f32 tensors";
+  const TensorRef &x = args.in(0), &w = args.in(1);
+  TensorRef &y = args.out(0);
+  Activation act;
+  if (!parseActivation(args.attrs.getString("activation"), act))
+    return "unknown activation '" + std::string(args.attrs.getString("activation")) + "'";
+  const bool transB = args.attrs.getInt("transB", 0) != 0;
+  if (x.shape.rank < 1 || w.shape.rank != 2)
+    return "x must have rank >= 1 and w rank 2";
+  const int64_t K = x.shape.dims[x.shape.rank - 1];
+  const int64_t N = transB ? w.shape.dims[0] : w.shape.dims[1];
+  if ((transB ? w.shape.dims[1] : w.shape.dims[0]) != K)
+    return "contracting dimensions differ";
+  const int64_t M = K == 0 ? 0 : x.numel() / K;
+  if (y.numel() != M * N || y.shape.dims[y.shape.rank - 1] != N)
+    return "output shape does not match";
+  gemmF32(false, transB, M, N, K, 1.0f, x.as<const float>(), K, w.as<const float>(), transB ? K : N, 0.0f,
+          y.as<float>(), N);
+  const float *bias = absent(args, 2) ? nullptr : args.in(2).as<const float>();
+  const float *gate = absent(args, 3) ? nullptr : args.in(3).as<const float>();
+  const float *residual = absent(args, 4) ? nullptr : args.in(4).as<const float>();
+  if (bias && args.in(2).numel() != N)
+    return "bias must have N elements";
+  if ((gate && args.in(3).numel() != y.numel()) || (residual && args.in(4).numel() != y.numel()))
+    return "gate and residual must be shaped like the output";
+  if (!bias && !gate && !residual && act == Activation::None)
+    return {};
+  float *out = y.as<float>();
+  for (int64_t m = 0; m < M; ++m) {
+    float *row = out + m * N;
+    for (int64_t n = 0; n < N; ++n) {
+      float v = activate(act, row[n] + (bias ? bias[n] : 0.0f));
+      if (gate)
+        v *= gate[m * N + n];
+      if (residual)
+        v += residual[m * N + n];
+      row[n] = v;
+    }
+  }
+  return {};
+}
+
+// add_layer_norm / add_rms_norm: sum = x + residual (same shape), normalized over the last
+// dimensions from `axis`; outputs (normalized, sum).
+std::string addNorm(const KernelArgs &args, bool rms) {
+  const int expected = rms ? 3 : 4;
+  if (args.numInputs != expected || args.numOutputs != 2)
+    return rms ? "expects 3 inputs (x, residual, scale) and 2 outputs" : "expects 4 inputs (x, residual, scale, bias) and 2 outputs";
+  if (!allF32(args))
+    return "expects f32 tensors";
+  const TensorRef &x = args.in(0), &r = args.in(1), &scale = args.in(2);
+  if (!(r.shape == x.shape) || !(args.out(0).shape == x.shape) || !(args.out(1).shape == x.shape))
+    return "x, residual and both outputs must have one shape";
+  const int axis = normalizeAxis(args.attrs.getInt("axis", -1), x.shape.rank);
+  if (axis < 0 || axis >= x.shape.rank)
+    return "axis out of range";
+  int64_t inner = 1;
+  for (int d = axis; d < x.shape.rank; ++d)
+    inner *= x.shape.dims[d];
+  if (scale.numel() != inner || (!rms && !absent(args, 3) && args.in(3).numel() != inner))
+    return "scale and bias must cover the normalized dimensions";
+  const float eps = float(args.attrs.getFloat("epsilon", 1e-5));
+  const float *px = x.as<const float>(), *pr = r.as<const float>(), *g = scale.as<const float>();
+  const float *b = rms || absent(args, 3) ? nullptr : args.in(3).as<const float>();
+  float *norm = args.out(0).as<float>(), *sum = args.out(1).as<float>();
+  const int64_t rows = inner == 0 ? 0 : x.numel() / inner;
+  for (int64_t row = 0; row < rows; ++row) {
+    const int64_t o = row * inner;
+    double mean = 0, sq = 0;
+    for (int64_t i = 0; i < inner; ++i) {
+      const float s = px[o + i] + pr[o + i];
+      sum[o + i] = s;
+      mean += s;
+      sq += double(s) * s;
+    }
+    mean /= double(inner);
+    const double var = rms ? sq / double(inner) : std::max(0.0, sq / double(inner) - mean * mean);
+    const float inv = float(1.0 / std::sqrt(var + eps));
+    const float center = rms ? 0.0f : float(mean);
+    for (int64_t i = 0; i < inner; ++i)
+      norm[o + i] = (sum[o + i] - center) * inv * g[i] + (b ? b[i] : 0.0f);
+  }
+  return {};
+}
+
+std::string addLayerNormKernel(const KernelArgs &args) { return addNorm(args, false); }
+std::string addRmsNormKernel(const KernelArgs &args) { return addNorm(args, true); }
+
+// Rotary embedding in the rotate-half form on [B, S, H*D] rows: x' = x * cos + rotate_half(x) * sin,
+// with cos/sin [B or 1, S, D].
+void rotateHalf(const float *x, float *out, int64_t B, int64_t S, int64_t H, int64_t D, const float *cos,
+                const float *sin, bool tablesPerBatch) {
+  const int64_t half = D / 2;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t s = 0; s < S; ++s) {
+      const int64_t t = ((tablesPerBatch ? b : 0) * S + s) * D;
+      for (int64_t h = 0; h < H; ++h) {
+        const float *in = x + ((b * S + s) * H + h) * D;
+        float *o = out + ((b * S + s) * H + h) * D;
+        for (int64_t i = 0; i < D; ++i) {
+          const float rotated = i < half ? -in[i + half] : in[i - half];
+          o[i] = in[i] * cos[t + i] + rotated * sin[t + i];
+        }
+      }
+    }
+}
+
+// fused_attention: q [B, Sq, Hq*D], k/v [B, Sk, Hkv*D] (Hq a multiple of Hkv: grouped-query
+// attention), an optional mask broadcastable to [B, Hq, Sq, Sk] (additive float, or bool where
+// true keeps), optional rotary tables cos/sin [B or 1, S, D] applied to q and k, `is_causal`
+// (bottom-right aligned), `scale` (0: 1/sqrt(D)). Output [B, Sq, Hq*D]; a fully masked row is 0.
+std::string fusedAttentionKernel(const KernelArgs &args) {
+  if (args.numInputs != 6 || args.numOutputs != 1)
+    return "expects 6 inputs (q, k, v, mask, cos, sin) and 1 output";
+  const TensorRef &q = args.in(0), &k = args.in(1), &v = args.in(2);
+  for (int i : {0, 1, 2, 4, 5})
+    if (!absent(args, i) && args.in(i).dtype != DType::F32)
+      return "expects f32 q, k, v and rotary tables";
+  if (q.shape.rank != 3 || k.shape.rank != 3 || v.shape.rank != 3)
+    return "q, k and v must be [batch, seq, heads * head_size]";
+  const int64_t Hq = args.attrs.getInt("q_num_heads", 0), Hkv = args.attrs.getInt("kv_num_heads", 0);
+  if (Hq <= 0 || Hkv <= 0 || Hq % Hkv != 0)
+    return "q_num_heads must be a positive multiple of kv_num_heads";
+  const int64_t B = q.shape.dims[0], Sq = q.shape.dims[1], Sk = k.shape.dims[1];
+  const int64_t D = q.shape.dims[2] / Hq, Dv = v.shape.dims[2] / Hkv;
+  if (q.shape.dims[2] != Hq * D || k.shape.dims[2] != Hkv * D || v.shape.dims[2] != Hkv * Dv ||
+      k.shape.dims[0] != B || v.shape.dims[0] != B || v.shape.dims[1] != Sk)
+    return "q, k and v shapes do not agree";
+  const TensorRef &out = args.out(0);
+  if (out.shape.rank != 3 || out.shape.dims[0] != B || out.shape.dims[1] != Sq || out.shape.dims[2] != Hq * Dv)
+    return "output must be [batch, seq, q_num_heads * v_head_size]";
+  double scale = args.attrs.getFloat("scale", 0.0);
+  if (scale == 0.0)
+    scale = 1.0 / std::sqrt(double(D));
+  const bool causal = args.attrs.getInt("is_causal", 0) != 0;
+
+  // Rotary embedding into copies of q and k.
+  const float *qp = q.as<const float>(), *kp = k.as<const float>();
+  std::vector<float> qr, kr;
+  if (!absent(args, 4)) {
+    const TensorRef &cos = args.in(4), &sin = args.in(5);
+    if (D % 2 != 0 || !(cos.shape == sin.shape) || cos.numel() % (Sq * D) != 0 || Sq != Sk)
+      return "rotary tables must be [batch or 1, seq, head_size] and q/k have one length";
+    const bool perBatch = cos.numel() == B * Sq * D && B > 1;
+    if (!perBatch && cos.numel() != Sq * D)
+      return "rotary tables must be [batch or 1, seq, head_size]";
+    qr.resize(size_t(q.numel()));
+    kr.resize(size_t(k.numel()));
+    rotateHalf(qp, qr.data(), B, Sq, Hq, D, cos.as<const float>(), sin.as<const float>(), perBatch);
+    rotateHalf(kp, kr.data(), B, Sk, Hkv, D, cos.as<const float>(), sin.as<const float>(), perBatch);
+    qp = qr.data();
+    kp = kr.data();
+  }
+
+  // The mask, broadcast to [B, Hq, Sq, Sk] through strides.
+  const bool hasMask = !absent(args, 3);
+  Shape full;
+  full.rank = 4;
+  full.dims[0] = B;
+  full.dims[1] = Hq;
+  full.dims[2] = Sq;
+  full.dims[3] = Sk;
+  int64_t maskStrides[kMaxRank] = {};
+  if (hasMask) {
+    const TensorRef &m = args.in(3);
+    if (m.dtype != DType::F32 && m.dtype != DType::Bool)
+      return "mask must be f32 (additive) or bool";
+    if (m.shape.rank > 4 || !broadcastsTo(m.shape, full))
+      return "mask " + m.shape.str() + " does not broadcast to " + full.str();
+    Shape padded;
+    padded.rank = 4;
+    for (int d = 0; d < 4; ++d)
+      padded.dims[d] = d < 4 - m.shape.rank ? 1 : m.shape.dims[d - (4 - m.shape.rank)];
+    broadcastStrides(padded, full, maskStrides);
+  }
+
+  std::vector<float> scores(size_t(Sq * Sk));
+  const int64_t group = Hq / Hkv, qRow = Hq * D, kRow = Hkv * D, vRow = Hkv * Dv, oRow = Hq * Dv;
+  float *o = args.out(0).as<float>();
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < Hq; ++h) {
+      const int64_t kvh = h / group;
+      gemmF32(false, true, Sq, Sk, D, float(scale), qp + b * Sq * qRow + h * D, qRow, kp + b * Sk * kRow + kvh * D,
+              kRow, 0.0f, scores.data(), Sk);
+      for (int64_t i = 0; i < Sq; ++i) {
+        float *row = scores.data() + i * Sk;
+        const int64_t frontier = causal ? i + (Sk - Sq) : Sk - 1; // last key this query may see
+        float best = -std::numeric_limits<float>::infinity();
+        for (int64_t j = 0; j < Sk; ++j) {
+          bool keep = j <= frontier;
+          if (hasMask) {
+            const int64_t at = b * maskStrides[0] + h * maskStrides[1] + i * maskStrides[2] + j * maskStrides[3];
+            if (args.in(3).dtype == DType::Bool)
+              keep = keep && args.in(3).as<const uint8_t>()[at] != 0;
+            else
+              row[j] += args.in(3).as<const float>()[at];
+          }
+          if (!keep)
+            row[j] = -std::numeric_limits<float>::infinity();
+          best = std::max(best, row[j]);
+        }
+        double total = 0;
+        for (int64_t j = 0; j < Sk; ++j) {
+          row[j] = best == -std::numeric_limits<float>::infinity() ? 0.0f : std::exp(row[j] - best);
+          total += row[j];
+        }
+        const float inv = total > 0 ? float(1.0 / total) : 0.0f;
+        for (int64_t j = 0; j < Sk; ++j)
+          row[j] *= inv;
+      }
+      gemmF32(false, false, Sq, Dv, Sk, 1.0f, scores.data(), Sk, args.in(2).as<const float>() + b * Sk * vRow + kvh * Dv,
+              vRow, 0.0f, o + b * Sq * oRow + h * Dv, oRow);
+    }
+  return {};
+}
+
+} // namespace
+
+extern const KernelEntry kFusedKernels[] = {
+    {"linear", withHalf<linearKernel>},
+    {"add_layer_norm", withHalf<addLayerNormKernel>},
+    {"add_rms_norm", withHalf<addRmsNormKernel>},
+    {"fused_attention", withHalf<fusedAttentionKernel>},
+    {nullptr, nullptr},
+};
+
+} // namespace llmc::rt

@@ -1,0 +1,189 @@
+// The fused kernels against the unfused kernels they replace (each tested on its own against a
+// naive reference in KernelTest.cpp), run on the same random data.
+#include "KernelTestUtil.h"
+
+using namespace llmc::rt;
+using namespace llmc::rt::test;
+
+namespace {
+
+void expectNear(const std::vector<float> &got, const std::vector<float> &want, float tol) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    ASSERT_NEAR(got[i], want[i], tol) << "at " << i;
+}
+
+TEST(Kernels, Silu) {
+  Buf<float> x(DType::F32, {7}, {-30, -2, -0.5f, 0, 0.5f, 2, 30}), y(DType::F32, {7});
+  ASSERT_EQ(call("silu", {}, {x.ref()}, {y.ref()}), "");
+  for (size_t i = 0; i < x.data.size(); ++i)
+    EXPECT_NEAR(y.data[i], x.data[i] / (1 + std::exp(-double(x.data[i]))), 1e-6);
+}
+
+// linear = matmul, then bias, activation, gate multiply and residual add, each its own kernel.
+TEST(Kernels, LinearMatchesItsUnfusedParts) {
+  const int64_t M = 6, K = 5, N = 4;
+  Buf<float> x(DType::F32, {2, 3, K}, randomFloats(M * K, 1)), w(DType::F32, {K, N}, randomFloats(K * N, 2)),
+      bias(DType::F32, {N}, randomFloats(N, 3)), gate(DType::F32, {2, 3, N}, randomFloats(M * N, 4)),
+      residual(DType::F32, {2, 3, N}, randomFloats(M * N, 5)), none(DType::F32, {0});
+  for (const char *activation : {"none", "relu", "silu", "gelu", "gelu_tanh"}) {
+    Buf<float> mm(DType::F32, {2, 3, N}), biased(DType::F32, {2, 3, N}), act(DType::F32, {2, 3, N}),
+        gated(DType::F32, {2, 3, N}), want(DType::F32, {2, 3, N}), got(DType::F32, {2, 3, N});
+    ASSERT_EQ(call("matmul", {}, {x.ref(), w.ref()}, {mm.ref()}), "");
+    ASSERT_EQ(call("add", {}, {mm.ref(), bias.ref()}, {biased.ref()}), "");
+    const std::string a = activation;
+    if (a == "none")
+      act.data = biased.data;
+    else if (a == "gelu" || a == "gelu_tanh")
+      ASSERT_EQ(call("gelu", attrs({stringAttr("approximate", a == "gelu" ? "none" : "tanh")}), {biased.ref()},
+                     {act.ref()}),
+                "");
+    else
+      ASSERT_EQ(call(a, {}, {biased.ref()}, {act.ref()}), "");
+    ASSERT_EQ(call("mul", {}, {act.ref(), gate.ref()}, {gated.ref()}), "");
+    ASSERT_EQ(call("add", {}, {gated.ref(), residual.ref()}, {want.ref()}), "");
+    ASSERT_EQ(call("linear", attrs({stringAttr("activation", a)}),
+                   {x.ref(), w.ref(), bias.ref(), gate.ref(), residual.ref()}, {got.ref()}),
+              "");
+    expectNear(got.data, want.data, 1e-5f);
+  }
+  // Without the optional operands it is the matmul; transB takes W as [N, K].
+  Buf<float> plain(DType::F32, {2, 3, N}), mm(DType::F32, {2, 3, N});
+  ASSERT_EQ(call("matmul", {}, {x.ref(), w.ref()}, {mm.ref()}), "");
+  ASSERT_EQ(call("linear", {}, {x.ref(), w.ref(), none.ref(), none.ref(), none.ref()}, {plain.ref()}), "");
+  expectNear(plain.data, mm.data, 1e-6f);
+  Buf<float> wt(DType::F32, {N, K});
+  for (int64_t k = 0; k < K; ++k)
+    for (int64_t n = 0; n < N; ++n)
+      wt.data[size_t(n * K + k)] = w.data[size_t(k * N + n)];
+  ASSERT_EQ(call("linear", attrs({intAttr("transB", 1)}), {x.ref(), wt.ref(), none.ref(), none.ref(), none.ref()},
+                 {plain.ref()}),
+            "");
+  expectNear(plain.data, mm.data, 1e-6f);
+  EXPECT_NE(call("linear", attrs({stringAttr("activation", "swish")}),
+                 {x.ref(), w.ref(), none.ref(), none.ref(), none.ref()}, {plain.ref()}),
+            "");
+}
+
+TEST(Kernels, AddNormsMatchAddThenNorm) {
+  const std::vector<int64_t> shape = {2, 3, 8};
+  Buf<float> x(DType::F32, shape, randomFloats(48, 6)), r(DType::F32, shape, randomFloats(48, 7)),
+      g(DType::F32, {8}, randomFloats(8, 8)), b(DType::F32, {8}, randomFloats(8, 9));
+  Buf<float> sum(DType::F32, shape), want(DType::F32, shape), got(DType::F32, shape), gotSum(DType::F32, shape);
+  ASSERT_EQ(call("add", {}, {x.ref(), r.ref()}, {sum.ref()}), "");
+  auto eps = floatAttr("epsilon", 1e-5);
+  ASSERT_EQ(call("layer_norm", attrs({eps}), {sum.ref(), g.ref(), b.ref()}, {want.ref()}), "");
+  ASSERT_EQ(call("add_layer_norm", attrs({eps}), {x.ref(), r.ref(), g.ref(), b.ref()}, {got.ref(), gotSum.ref()}), "");
+  expectNear(got.data, want.data, 1e-5f);
+  expectNear(gotSum.data, sum.data, 0.0f);
+  ASSERT_EQ(call("rms_norm", attrs({eps}), {sum.ref(), g.ref()}, {want.ref()}), "");
+  ASSERT_EQ(call("add_rms_norm", attrs({eps}), {x.ref(), r.ref(), g.ref()}, {got.ref(), gotSum.ref()}), "");
+  expectNear(got.data, want.data, 1e-5f);
+  Buf<float> wrong(DType::F32, {2, 3, 7});
+  EXPECT_NE(call("add_rms_norm", attrs({eps}), {x.ref(), wrong.ref(), g.ref()}, {got.ref(), gotSum.ref()}), "");
+}
+
+// fused_attention = rotary (ONNX RotaryEmbedding, half tables) on q and k, then attention on
+// [batch, seq, heads * head] with grouped-query heads, a mask and the causal frontier.
+TEST(Kernels, FusedAttentionMatchesRotaryThenAttention) {
+  const int64_t B = 2, S = 5, Hq = 4, Hkv = 2, D = 6;
+  Buf<float> q(DType::F32, {B, S, Hq * D}, randomFloats(B * S * Hq * D, 10)),
+      k(DType::F32, {B, S, Hkv * D}, randomFloats(B * S * Hkv * D, 11)),
+      v(DType::F32, {B, S, Hkv * D}, randomFloats(B * S * Hkv * D, 12));
+  std::vector<float> angles = randomFloats(size_t(S * D / 2), 13, 0, 3);
+  Buf<float> cosHalf(DType::F32, {B, S, D / 2}), sinHalf(DType::F32, {B, S, D / 2}), cosFull(DType::F32, {1, S, D}),
+      sinFull(DType::F32, {1, S, D});
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t s = 0; s < S; ++s)
+      for (int64_t i = 0; i < D / 2; ++i) {
+        const float a = angles[size_t(s * D / 2 + i)];
+        cosHalf.data[size_t((b * S + s) * D / 2 + i)] = std::cos(a);
+        sinHalf.data[size_t((b * S + s) * D / 2 + i)] = std::sin(a);
+        for (int64_t half : {int64_t(0), D / 2}) {
+          cosFull.data[size_t(s * D + i + half)] = std::cos(a);
+          sinFull.data[size_t(s * D + i + half)] = std::sin(a);
+        }
+      }
+  // An additive mask over keys per batch (padding of the last key in batch 1).
+  Buf<float> mask(DType::F32, {B, 1, 1, S}, std::vector<float>(size_t(B * S), 0.0f));
+  mask.data[size_t(2 * S - 1)] = -1e9f;
+  Buf<int64_t> noPositions(DType::I64, {0});
+  Buf<float> qr(DType::F32, {B, S, Hq * D}), kr(DType::F32, {B, S, Hkv * D}), empty(DType::F32, {0});
+  Buf<int64_t> emptyI(DType::I64, {0});
+  ASSERT_EQ(call("rotary", attrs({intAttr("num_heads", Hq)}), {q.ref(), cosHalf.ref(), sinHalf.ref(), noPositions.ref()},
+                 {qr.ref()}),
+            "");
+  ASSERT_EQ(call("rotary", attrs({intAttr("num_heads", Hkv)}),
+                 {k.ref(), cosHalf.ref(), sinHalf.ref(), noPositions.ref()}, {kr.ref()}),
+            "");
+  for (int causal : {0, 1}) {
+    Buf<float> want(DType::F32, {B, S, Hq * D}), pk(DType::F32, {B, Hkv, S, D}), pv(DType::F32, {B, Hkv, S, D}),
+        qk(DType::F32, {B, Hq, S, S}), got(DType::F32, {B, S, Hq * D});
+    auto at = attrs({intAttr("q_num_heads", Hq), intAttr("kv_num_heads", Hkv), intAttr("is_causal", causal)});
+    ASSERT_EQ(call("attention", at, {qr.ref(), kr.ref(), v.ref(), mask.ref(), empty.ref(), empty.ref(), emptyI.ref()},
+                   {want.ref(), pk.ref(), pv.ref(), qk.ref()}),
+              "");
+    ASSERT_EQ(call("fused_attention", at, {q.ref(), k.ref(), v.ref(), mask.ref(), cosFull.ref(), sinFull.ref()},
+                   {got.ref()}),
+              "");
+    expectNear(got.data, want.data, 1e-5f);
+    // Without rotary tables it is plain attention on the given q and k.
+    ASSERT_EQ(call("fused_attention", at, {qr.ref(), kr.ref(), v.ref(), mask.ref(), empty.ref(), empty.ref()},
+                   {got.ref()}),
+              "");
+    expectNear(got.data, want.data, 1e-5f);
+  }
+  Buf<float> bad(DType::F32, {B, S, 3 * D});
+  EXPECT_NE(call("fused_attention", attrs({intAttr("q_num_heads", Hq), intAttr("kv_num_heads", Hkv)}),
+                 {q.ref(), k.ref(), v.ref(), empty.ref(), empty.ref(), empty.ref()}, {bad.ref()}),
+            "");
+}
+
+// fused_elementwise runs a serialized region: here gelu_tanh written out, and a where/cast tree.
+TEST(Kernels, FusedElementwiseMatchesTheOpsItFuses) {
+  Buf<float> x(DType::F32, {3, 4}, randomFloats(12, 14)), c(DType::F32, {4}, randomFloats(4, 15));
+  // y = tanh(x * c) + 1, z = where(x > c, y, 0.5) cast to f16 and back: two outputs.
+  Buf<float> t0(DType::F32, {3, 4}), t1(DType::F32, {3, 4}), y(DType::F32, {3, 4}), half(DType::F32, {});
+  Buf<float> one(DType::F32, {}, {1.0f});
+  half.data = {0.5f};
+  ASSERT_EQ(call("mul", {}, {x.ref(), c.ref()}, {t0.ref()}), "");
+  ASSERT_EQ(call("tanh", {}, {t0.ref()}, {t1.ref()}), "");
+  ASSERT_EQ(call("add", {}, {t1.ref(), one.ref()}, {y.ref()}), "");
+  Buf<uint8_t> gt(DType::Bool, {3, 4});
+  Buf<float> z(DType::F32, {3, 4});
+  ASSERT_EQ(call("greater", {}, {x.ref(), c.ref()}, {gt.ref()}), "");
+  ASSERT_EQ(call("where", {}, {gt.ref(), y.ref(), half.ref()}, {z.ref()}), "");
+  // registers: 0 x, 1 c; 2 mul, 3 tanh, 4 constant 1, 5 add, 6 greater, 7 constant 0.5, 8 where, 9 cast f16
+  auto program = attrs({stringAttr("ops", "mul;tanh;constant;add;greater;constant;where;cast"),
+                        intsAttr("operands", {0, 1, -1, 2, -1, -1, -1, -1, -1, 3, 4, -1, 0, 1, -1, -1, -1, -1,
+                                              6, 5, 7, 8, -1, -1}),
+                        [] {
+                          Attr a;
+                          a.name = "params";
+                          a.kind = Attr::Kind::Floats;
+                          a.floats = {0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0.5, 0, 0, 0, double(int(DType::F16)), 0};
+                          return a;
+                        }(),
+                        intsAttr("results", {5, 9})});
+  Buf<float> gotY(DType::F32, {3, 4});
+  Buf<uint16_t> gotZ(DType::F16, {3, 4});
+  ASSERT_EQ(call("fused_elementwise", program, {x.ref(), c.ref()}, {gotY.ref(), gotZ.ref()}), "");
+  expectNear(gotY.data, y.data, 1e-6f);
+  for (size_t i = 0; i < z.data.size(); ++i)
+    EXPECT_NEAR(halfToFloat(gotZ.data[i]), z.data[i], 1e-3f);
+  // A register read before it is written, an unknown op: errors, not crashes.
+  auto bad = attrs({stringAttr("ops", "add"), intsAttr("operands", {0, 5, -1}),
+                    [] {
+                      Attr a;
+                      a.name = "params";
+                      a.kind = Attr::Kind::Floats;
+                      a.floats = {0, 0};
+                      return a;
+                    }(),
+                    intsAttr("results", {2})});
+  EXPECT_NE(call("fused_elementwise", bad, {x.ref(), c.ref()}, {gotY.ref()}), "");
+  auto unknown = attrs({stringAttr("ops", "frobnicate"), intsAttr("operands", {0, -1, -1}), intsAttr("results", {2})});
+  EXPECT_NE(call("fused_elementwise", unknown, {x.ref(), c.ref()}, {gotY.ref()}), "");
+}
+
+} // namespace
