@@ -1,4 +1,5 @@
 #include "llmc/Dialect/KernelBridge.h"
+#include "llmc/Dialect/LlmcDialect.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -31,7 +32,57 @@ rt::DType toKernelDType(Type t) {
   return rt::DType::None;
 }
 
+namespace {
+// A fused_elementwise region as the instruction list its kernel runs (see
+// runtime/kernels/FusedElementwise.cpp): op names, operand registers, parameters, results.
+rt::AttrList fusedRegionAttrs(FusedElementwiseOp op) {
+  Block &body = op.getBody().front();
+  llvm::DenseMap<Value, int64_t> reg;
+  for (BlockArgument arg : body.getArguments())
+    reg[arg] = int64_t(arg.getArgNumber());
+  rt::Attr names{"ops", rt::Attr::Kind::String}, operands{"operands", rt::Attr::Kind::Ints},
+      params{"params", rt::Attr::Kind::Floats}, results{"results", rt::Attr::Kind::Ints};
+  int64_t next = int64_t(body.getNumArguments());
+  for (Operation &inner : body.without_terminator()) {
+    std::string name = inner.getName().stripDialect().str();
+    double p0 = 0, p1 = 0;
+    if (auto c = dyn_cast<ConstantOp>(inner)) {
+      auto value = cast<DenseElementsAttr>(c.getValue());
+      Type t = value.getElementType();
+      p0 = isa<FloatType>(t) ? (*value.getValues<APFloat>().begin()).convertToDouble()
+                             : double((*value.getValues<APInt>().begin()).getSExtValue());
+      if (t.isInteger(1))
+        p0 = double((*value.getValues<APInt>().begin()).getZExtValue());
+    } else if (name == "cast") {
+      p0 = double(int(toKernelDType(cast<RankedTensorType>(inner.getResult(0).getType()).getElementType())));
+    } else if (name == "gelu") {
+      auto approximate = inner.getAttrOfType<StringAttr>("approximate");
+      if (approximate && approximate.getValue() == "tanh")
+        name = "gelu_tanh";
+    }
+    if (auto alpha = inner.getAttrOfType<FloatAttr>("alpha"))
+      p0 = alpha.getValueAsDouble();
+    if (auto beta = inner.getAttrOfType<FloatAttr>("beta"))
+      p1 = beta.getValueAsDouble();
+    names.s += (names.s.empty() ? "" : ";") + name;
+    for (unsigned i = 0; i < 3; ++i)
+      operands.ints.push_back(i < inner.getNumOperands() ? reg.lookup(inner.getOperand(i)) : -1);
+    params.floats.push_back(p0);
+    params.floats.push_back(p1);
+    reg[inner.getResult(0)] = next++;
+  }
+  for (Value v : body.getTerminator()->getOperands())
+    results.ints.push_back(reg.lookup(v));
+  rt::AttrList list;
+  for (rt::Attr *a : {&names, &operands, &params, &results})
+    list.add(std::move(*a));
+  return list;
+}
+} // namespace
+
 rt::AttrList toKernelAttrs(Operation *op) {
+  if (auto fused = dyn_cast<FusedElementwiseOp>(op))
+    return fusedRegionAttrs(fused);
   rt::AttrList list;
   for (NamedAttribute named : op->getAttrs()) {
     rt::Attr a;

@@ -291,7 +291,7 @@ static bool isSameShapeOp(StringRef n) {
                              "softplus", "hard_swish", "round", "rotary", "elu", "leaky_relu", "hard_sigmoid",
                              "batch_norm", "instance_norm", "group_norm", "is_nan", "cast", "softmax", "log_softmax",
                              "layer_norm", "rms_norm", "dequantize_linear", "quantize_linear", "scatter_elements",
-                             "scatter_nd"},
+                             "scatter_nd", "silu", "add_layer_norm", "add_rms_norm"},
                             n);
 }
 
@@ -364,7 +364,7 @@ LogicalResult ShapeRules::sliceDims(Operation *op, std::vector<DimExpr> &out) {
 LogicalResult ShapeRules::resultDims(Operation *op, StringRef name, std::vector<std::vector<DimExpr>> &out) {
   auto operandDims = [&](unsigned i) { return dims(op->getOperand(i)); };
   std::vector<DimExpr> r;
-  if (isBroadcastOp(name)) {
+  if (isBroadcastOp(name) || name == "fused_elementwise") {
     r = operandDims(0);
     for (unsigned i = 1; i < op->getNumOperands(); ++i)
       r = broadcast(r, operandDims(i));
@@ -382,6 +382,12 @@ LogicalResult ShapeRules::resultDims(Operation *op, StringRef name, std::vector<
       r.push_back(a[a.size() - 2]);
     if (!vecB)
       r.push_back(b.back());
+  } else if (name == "linear") {
+    r = operandDims(0);
+    r.back() = DimExpr::constant(cast<RankedTensorType>(op->getResult(0).getType()).getShape().back());
+  } else if (name == "fused_attention") {
+    const auto &q = operandDims(0);
+    r = {q[0], q[1], DimExpr::constant(cast<RankedTensorType>(op->getResult(0).getType()).getShape().back())};
   } else if (name == "gemm") {
     const auto &a = operandDims(0), &b = operandDims(1);
     r = {a[intAttr(op, "transA", 0) ? 1 : 0], b[intAttr(op, "transB", 0) ? 0 : 1]};

@@ -6,6 +6,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/StringSwitch.h"
 
 #include <cmath>
@@ -740,6 +741,44 @@ LogicalResult inferSoftmax(Inference &in) {
   return in.sameAs(0);
 }
 
+LogicalResult inferLinear(Inference &in) {
+  ArrayRef<int64_t> x = in.shape(0), w = in.shape(1);
+  if (x.empty() || w.size() != 2)
+    return in.fail("linear needs an input of rank >= 1 and a rank-2 weight");
+  const bool transB = in.intAttr("transB", 0);
+  const int64_t k = transB ? w[1] : w[0], n = transB ? w[0] : w[1];
+  if (k != kDyn && x.back() != kDyn && k != x.back())
+    return in.fail("linear contracting dimensions differ: " + shapeStr(x) + " x " + shapeStr(w));
+  SmallVector<int64_t> out(x.drop_back());
+  out.push_back(n);
+  for (unsigned i = 2; i < 5; ++i)
+    if (in.elem(i) != in.elem(0))
+      return in.fail("linear operands have different element types");
+  return in.result(out, in.elem(0));
+}
+
+LogicalResult inferAddNorm(Inference &in) {
+  if (failed(verifyCompatibleShape(in.type(0), in.type(1))) || in.elem(0) != in.elem(1))
+    return in.fail("the residual's type " + shapeStr(in.shape(1)) + " differs from the input's " + shapeStr(in.shape(0)));
+  int64_t axis;
+  if (failed(checkAxis(in, in.intAttr("axis", -1), in.type(0).getRank(), axis)))
+    return failure();
+  in.inferred.push_back(in.type(0));
+  in.inferred.push_back(in.type(0));
+  return success();
+}
+
+LogicalResult inferFusedAttention(Inference &in) {
+  ArrayRef<int64_t> q = in.shape(0), v = in.shape(2);
+  const int64_t hq = in.intAttr("q_num_heads", 0), hkv = in.intAttr("kv_num_heads", 0);
+  if (q.size() != 3 || in.shape(1).size() != 3 || v.size() != 3)
+    return in.fail("fused_attention needs q, k and v of rank 3 [batch, seq, heads * head]");
+  if (hq <= 0 || hkv <= 0 || hq % hkv != 0)
+    return in.fail("q_num_heads must be a positive multiple of kv_num_heads");
+  const int64_t dv = v[2] == kDyn ? kDyn : v[2] / hkv;
+  return in.result({q[0], q[1], mulDims(hq, dv)}, in.elem(0));
+}
+
 LogicalResult inferBool(Inference &in) { return in.result(in.shape(0), IntegerType::get(in.context, 1)); }
 
 } // namespace
@@ -766,6 +805,10 @@ LogicalResult inferResultTypes(StringRef opName, MLIRContext *context, std::opti
   // The fewest operands each op reads in its inference function.
   const unsigned minOperands = llvm::StringSwitch<unsigned>(name)
                                    .Case("attention", 7)
+                                   .Case("fused_attention", 6)
+                                   .Case("linear", 5)
+                                   .Case("add_layer_norm", 4)
+                                   .Case("add_rms_norm", 3)
                                    .Case("rotary", 4)
                                    .Case("batch_norm", 5)
                                    .Cases({"where", "range", "scatter_elements", "scatter_nd", "instance_norm", "dynamic_slice",
@@ -788,7 +831,7 @@ LogicalResult inferResultTypes(StringRef opName, MLIRContext *context, std::opti
                      [](Inference &i) { return inferElementwise(i, 2, true, 0); })
               .Case("where", [](Inference &i) { return inferElementwise(i, 3, false, 1); })
               .Cases({"neg", "abs", "sqrt", "reciprocal", "exp", "log", "tanh", "erf", "sigmoid", "relu", "cos",
-                      "sin", "floor", "ceil", "not", "gelu", "identity", "cumsum", "trilu", "sign", "softplus",
+                      "sin", "floor", "ceil", "not", "gelu", "identity", "silu", "cumsum", "trilu", "sign", "softplus",
                       "hard_swish", "round", "rotary", "elu", "leaky_relu", "hard_sigmoid", "batch_norm", "instance_norm",
                       "group_norm"},
                      inferSameAsFirst)
@@ -812,6 +855,9 @@ LogicalResult inferResultTypes(StringRef opName, MLIRContext *context, std::opti
               .Case("shape", inferShape)
               .Case("einsum", inferEinsum)
               .Case("attention", inferAttention)
+              .Case("linear", inferLinear)
+              .Cases({"add_layer_norm", "add_rms_norm"}, inferAddNorm)
+              .Case("fused_attention", inferFusedAttention)
               .Case("quantize_linear", inferQuantize)
               .Case("dequantize_linear", [](Inference &i) { return i.result(i.shape(0), i.elem(1)); })
               .Cases({"arg_max", "arg_min"}, inferArg)

@@ -44,6 +44,7 @@ def Llmc_LogOp : Llmc_UnaryOp<"log", "natural logarithm">;
 def Llmc_TanhOp : Llmc_UnaryOp<"tanh", "hyperbolic tangent">;
 def Llmc_ErfOp : Llmc_UnaryOp<"erf", "error function">;
 def Llmc_SigmoidOp : Llmc_UnaryOp<"sigmoid", "logistic sigmoid">;
+def Llmc_SiluOp : Llmc_UnaryOp<"silu", "SiLU (swish), x * sigmoid(x)">;
 def Llmc_ReluOp : Llmc_UnaryOp<"relu", "rectified linear unit">;
 def Llmc_CosOp : Llmc_UnaryOp<"cos", "cosine">;
 def Llmc_SinOp : Llmc_UnaryOp<"sin", "sine">;

@@ -5,6 +5,7 @@
 include "llmc/Dialect/AttentionOps.td"
 include "llmc/Dialect/ConvolutionOps.td"
 include "llmc/Dialect/ElementwiseOps.td"
+include "llmc/Dialect/FusedOps.td"
 include "llmc/Dialect/LinalgOps.td"
 include "llmc/Dialect/NormalizationOps.td"
 include "llmc/Dialect/ReductionOps.td"

@@ -1,0 +1,93 @@
+// Ops that the fusion passes create (passes/Raise*.cpp, passes/Fuse*.cpp); the importer never
+// does. An operand given as an empty tensor (0 elements) is absent.
+#ifndef LLMC_FUSED_OPS_TD
+#define LLMC_FUSED_OPS_TD
+
+include "llmc/Dialect/LlmcBase.td"
+
+def Llmc_LinearOp : Llmc_Op<"linear"> {
+  let summary = "linear layer with a fused epilogue";
+  let description = [{
+    `result = activation(input · weight + bias) * gate + residual`. `input` is [..., K]; `weight`
+    is [K, N] ([N, K] with `transB`); `bias` is [N]; `gate` and `residual` are shaped like the
+    result [..., N]. `activation`: "none", "relu", "silu", "gelu" (erf) or "gelu_tanh". `gate`
+    carries SwiGLU's other branch: `silu(x · Wg) * (x · Wu)` is a linear with activation silu
+    feeding the `gate` of the other.
+  }];
+  let arguments = (ins Llmc_Tensor:$input, Llmc_Tensor:$weight, Llmc_Tensor:$bias, Llmc_Tensor:$gate,
+                   Llmc_Tensor:$residual, DefaultValuedStrAttr<StrAttr, "none">:$activation,
+                   DefaultValuedAttr<I64Attr, "0">:$transB);
+  let results = (outs Llmc_Tensor:$result);
+}
+
+def Llmc_AddLayerNormOp : Llmc_Op<"add_layer_norm"> {
+  let summary = "residual add followed by layer normalization";
+  let description = [{
+    `sum = input + residual` (same shapes), `result = layer_norm(sum) * scale + bias` over
+    dimensions `[axis, rank)`. Yields the sum too, for the next residual connection.
+  }];
+  let arguments = (ins Llmc_Tensor:$input, Llmc_Tensor:$residual, Llmc_Tensor:$scale, Llmc_Tensor:$bias,
+                   DefaultValuedAttr<I64Attr, "-1">:$axis, DefaultValuedAttr<F32Attr, "1e-5">:$epsilon);
+  let results = (outs Llmc_Tensor:$result, Llmc_Tensor:$sum);
+  let extraClassDeclaration = commonDeclarations # [{
+    ::llvm::LogicalResult fold(FoldAdaptor adaptor, ::llvm::SmallVectorImpl<::mlir::OpFoldResult> &results) {
+      return ::llmc::foldWithKernels(getOperation(), adaptor.getOperands(), results);
+    }
+  }];
+}
+
+def Llmc_AddRmsNormOp : Llmc_Op<"add_rms_norm"> {
+  let summary = "residual add followed by RMS normalization";
+  let description = "`sum = input + residual`, `result = rms_norm(sum) * scale`; yields the sum too.";
+  let arguments = (ins Llmc_Tensor:$input, Llmc_Tensor:$residual, Llmc_Tensor:$scale,
+                   DefaultValuedAttr<I64Attr, "-1">:$axis, DefaultValuedAttr<F32Attr, "1e-5">:$epsilon);
+  let results = (outs Llmc_Tensor:$result, Llmc_Tensor:$sum);
+  let extraClassDeclaration = commonDeclarations # [{
+    ::llvm::LogicalResult fold(FoldAdaptor adaptor, ::llvm::SmallVectorImpl<::mlir::OpFoldResult> &results) {
+      return ::llmc::foldWithKernels(getOperation(), adaptor.getOperands(), results);
+    }
+  }];
+}
+
+def Llmc_FusedAttentionOp : Llmc_Op<"fused_attention"> {
+  let summary = "scaled dot-product attention with rotary embedding, raised from its parts";
+  let description = [{
+    `q` [batch, seq_q, q_num_heads * head], `k`/`v` [batch, seq_k, kv_num_heads * head]
+    (grouped-query attention when q_num_heads > kv_num_heads). When `cos`/`sin` are given
+    ([batch or 1, seq, head]), q and k are first rotated in the rotate-half form
+    `x * cos + rotate_half(x) * sin`. `mask` broadcasts to [batch, q_num_heads, seq_q, seq_k]:
+    added when float, keeps where true when bool. `is_causal` hides keys after each query
+    (bottom-right aligned); `scale` 0 means 1/sqrt(head). Result [batch, seq_q, q_num_heads * head];
+    a fully masked row yields zeros.
+  }];
+  let arguments = (ins Llmc_Tensor:$q, Llmc_Tensor:$k, Llmc_Tensor:$v, Llmc_Tensor:$mask, Llmc_Tensor:$cos,
+                   Llmc_Tensor:$sin, I64Attr:$q_num_heads, I64Attr:$kv_num_heads,
+                   DefaultValuedAttr<F32Attr, "0.0">:$scale, DefaultValuedAttr<I64Attr, "0">:$is_causal);
+  let results = (outs Llmc_Tensor:$result);
+}
+
+def Llmc_FusedElementwiseOp : Op<Llmc_Dialect, "fused_elementwise",
+                                 [Pure, IsolatedFromAbove, SingleBlockImplicitTerminator<"YieldOp">]> {
+  let summary = "a chain or tree of elementwise ops run in one pass";
+  let description = [{
+    The region computes one element: its block arguments are 0-d tensors holding one element of
+    each input (numpy broadcasting to the common result shape), its body is llmc elementwise ops
+    on 0-d tensors, and `llmc.yield` gives one value per result. The CPU executor runs it as a
+    small instruction list over cache-sized chunks; the CUDA backend generates a kernel from the
+    same region.
+  }];
+  let arguments = (ins Variadic<Llmc_Tensor>:$inputs);
+  let results = (outs Variadic<Llmc_Tensor>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "$inputs attr-dict `:` functional-type($inputs, $results) $body";
+  let hasVerifier = 1;
+}
+
+def Llmc_YieldOp : Op<Llmc_Dialect, "yield", [Pure, Terminator, HasParent<"FusedElementwiseOp">]> {
+  let summary = "the values a fused_elementwise region gives for one element";
+  let arguments = (ins Variadic<Llmc_Tensor>:$values);
+  let assemblyFormat = "$values attr-dict `:` type($values)";
+  let builders = [OpBuilder<(ins), [{ build($_builder, $_state, ::mlir::ValueRange()); }]>];
+}
+
+#endif // LLMC_FUSED_OPS_TD
