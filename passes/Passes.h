@@ -16,10 +16,13 @@ namespace llmc {
 // What the default pipeline does; `llmc` and `llmc-opt --llmc-pipeline` build it from here.
 struct PipelineOptions {
   bool verifyStaticShapes = true;
+  bool fusion = true; // the raising and fusion passes (llmc --disable-fusion turns them off)
 };
 
 // fold shapes (canonicalization with the ops' kernel-backed folders plus type refinement, to a
-// fixed point; removes dead code) -> drop identities -> CSE -> canonicalize -> verify static shapes.
+// fixed point; removes dead code) -> drop identities -> CSE -> canonicalize -> [fusion: raise
+// norms, activations, attention -> fuse residual+norm -> fuse linear epilogues -> fuse
+// elementwise -> canonicalize] -> verify static shapes. docs/passes.md explains each.
 void buildDefaultPipeline(mlir::OpPassManager &pm, const PipelineOptions &options);
 
 // Registers every llmc pass and the `llmc-pipeline` pass pipeline.

@@ -67,4 +67,65 @@ def LlmcFoldShapes : Pass<"llmc-fold-shapes", "mlir::func::FuncOp"> {
   ];
 }
 
+// ---------------------------------------------------------------------------------------------
+// Fusion (docs/passes.md has a before/after example of each).
+
+def LlmcRaiseNorms : Pass<"llmc-raise-norms", "mlir::func::FuncOp"> {
+  let summary = "Raises decomposed RMSNorm and LayerNorm to llmc.rms_norm / llmc.layer_norm";
+  let description = [{
+    `x / sqrt(mean(x^2) + eps) [* w]` (pow or x*x; division or a reciprocal) becomes
+    `llmc.rms_norm`; `(x - mean(x)) / sqrt(mean((x - mean(x))^2) + eps) [* g] [+ b]` becomes
+    `llmc.layer_norm`, both over the last axis. Intermediates with other uses, a mean over
+    another axis or a non-constant scale leave the ops as they are.
+  }];
+}
+
+def LlmcRaiseActivations : Pass<"llmc-raise-activations", "mlir::func::FuncOp"> {
+  let summary = "Raises written-out GELU (erf and tanh forms) and SiLU";
+  let description = [{
+    `0.5 * x * (1 + erf(x / sqrt(2)))` becomes `llmc.gelu`, the tanh approximation
+    `0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))` becomes `llmc.gelu` with
+    `approximate = "tanh"`, and `x * sigmoid(x)` becomes `llmc.silu`.
+  }];
+}
+
+def LlmcRaiseAttention : Pass<"llmc-raise-attention", "mlir::func::FuncOp"> {
+  let summary = "Raises scaled dot-product attention, with rotary embedding and GQA, to llmc.fused_attention";
+  let description = [{
+    Recognises softmax(Q·Kᵀ · scale [+ mask]) · V with the head split/merge reshapes and
+    transposes around it, scales on Q, K or the scores, a NaN guard after the softmax, grouped
+    key/value heads repeated with unsqueeze/expand/reshape, and the rotate-half rotary embedding
+    on Q and K (`x * cos + concat(-x2, x1) * sin`). A constant causal mask becomes `is_causal`.
+    Native ONNX Attention (3-D form) becomes the same op.
+  }];
+}
+
+def LlmcFuseResidualNorm : Pass<"llmc-fuse-residual-norm", "mlir::func::FuncOp"> {
+  let summary = "Fuses a residual add into the LayerNorm/RMSNorm that follows it";
+  let description = [{
+    `norm(a + b)` over the last axis becomes `llmc.add_layer_norm` / `llmc.add_rms_norm`, which
+    also yields `a + b` for the other users of the sum (the next residual connection).
+  }];
+}
+
+def LlmcFuseLinear : Pass<"llmc-fuse-linear", "mlir::func::FuncOp"> {
+  let summary = "Turns matmuls with constant weights into llmc.linear and fuses their epilogues";
+  let description = [{
+    A matmul (or gemm, with the reshapes exporters put around it) by a constant matrix becomes
+    `llmc.linear`; then a constant bias add, an activation (ReLU, GELU, SiLU), a multiplication
+    by another tensor of the result's shape (SwiGLU's gate) and a residual add fold into it, in
+    that order, each when the intermediate has no other use.
+  }];
+}
+
+def LlmcFuseElementwise : Pass<"llmc-fuse-elementwise", "mlir::func::FuncOp"> {
+  let summary = "Fuses chains and trees of elementwise ops into llmc.fused_elementwise";
+  let description = [{
+    Float and boolean elementwise ops (broadcasting binary ops, unary ops, comparisons, where,
+    casts between f32/f16/bool) whose intermediates are used only inside the group become one
+    `llmc.fused_elementwise` whose region computes one element. Scalar constants move into the
+    region; other constants become inputs.
+  }];
+}
+
 #endif // LLMC_PASSES_TD

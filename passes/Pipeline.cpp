@@ -11,6 +11,16 @@ void buildDefaultPipeline(mlir::OpPassManager &pm, const PipelineOptions &option
   func.addPass(createLlmcDropIdentities());
   func.addPass(mlir::createCSEPass());
   func.addPass(mlir::createCanonicalizerPass());
+  if (options.fusion) {
+    func.addPass(createLlmcRaiseNorms());
+    func.addPass(createLlmcRaiseActivations());
+    func.addPass(createLlmcRaiseAttention());
+    func.addPass(createLlmcFuseResidualNorm());
+    func.addPass(createLlmcFuseLinear());
+    func.addPass(createLlmcFuseElementwise());
+    func.addPass(mlir::createCSEPass());
+    func.addPass(mlir::createCanonicalizerPass());
+  }
   if (options.verifyStaticShapes)
     func.addPass(createLlmcVerifyStaticShapes());
 }
@@ -20,6 +30,7 @@ struct PipelineCLOptions : mlir::PassPipelineOptions<PipelineCLOptions> {
   Option<bool> verifyStaticShapes{*this, "verify-static-shapes",
                                   llvm::cl::desc("Fail when a shape is still dynamic after folding"),
                                   llvm::cl::init(true)};
+  Option<bool> fusion{*this, "fusion", llvm::cl::desc("Run the raising and fusion passes"), llvm::cl::init(true)};
 };
 } // namespace
 
@@ -30,6 +41,7 @@ void registerAllPasses() {
       [](mlir::OpPassManager &pm, const PipelineCLOptions &cl) {
         PipelineOptions options;
         options.verifyStaticShapes = cl.verifyStaticShapes;
+        options.fusion = cl.fusion;
         buildDefaultPipeline(pm, options);
       });
 }

@@ -9,6 +9,7 @@
 #include "OnnxImporter.h"
 #include "Passes.h"
 #include "PlanWriter.h"
+#include "RewriteStats.h"
 #include "llmc/Dialect/LlmcDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -52,8 +53,11 @@ static cl::opt<Emit> emit("emit", cl::desc("What to write"), cl::init(Emit::Plan
                                      clEnumValN(Emit::Mlir, "mlir", "the llmc IR after the pipeline"),
                                      clEnumValN(Emit::Import, "import", "the llmc IR straight from the importer")),
                           cl::cat(category));
+static cl::opt<bool> disableFusion("disable-fusion",
+                                   cl::desc("Skip the raising and fusion passes (to compare with the fused plan)"),
+                                   cl::cat(category));
 static cl::opt<bool> printStats("print-stats", cl::desc("Print op counts after import and after the pipeline, "
-                                                        "and the plan's kernel count"),
+                                                        "what each pass rewrote, and the plan's kernel count"),
                                 cl::cat(category));
 
 static std::map<std::string, int> countOps(mlir::ModuleOp module, int &total) {
@@ -174,11 +178,17 @@ int main(int argc, char **argv) {
   if (mlir::failed(mlir::applyPassManagerCLOptions(pm)))
     return fail("bad pass manager options");
   mlir::applyDefaultTimingPassManagerCLOptions(pm);
-  llmc::buildDefaultPipeline(pm, llmc::PipelineOptions{});
+  llmc::PipelineOptions pipeline;
+  pipeline.fusion = !disableFusion;
+  llmc::buildDefaultPipeline(pm, pipeline);
+
   if (mlir::failed(pm.run(*module)))
     return 1; // the diagnostic handler printed why
-  if (printStats)
+  if (printStats) {
+    for (const llmc::RewriteCount &c : llmc::takeRewriteCounts())
+      llvm::errs() << c.pass << ": " << c.count << " " << c.what << "\n";
     printCounts("after the pipeline", *module);
+  }
   if (emit == Emit::Mlir)
     return writeIR(*module);
 

@@ -1,0 +1,184 @@
+// llmc-fuse-linear: matmuls by constant matrices become llmc.linear, then the ops after them
+// fold into the linear's epilogue: bias add, activation, gate multiply, residual add.
+#include "PatternUtil.h"
+#include "Passes.h"
+#include "RewriteStats.h"
+
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace llmc {
+#define GEN_PASS_DEF_LLMCFUSELINEAR
+#include "Passes.h.inc"
+
+namespace {
+
+using namespace mlir;
+using fusion::def;
+
+bool isFloatTensor(Value v) { return isa<FloatType>(fusion::tensorType(v).getElementType()); }
+
+// A linear's operands and attributes, to rebuild it with one more epilogue stage.
+struct LinearParts {
+  Value input, weight, bias, gate, residual;
+  std::string activation = "none";
+  int64_t transB = 0;
+
+  static LinearParts of(LinearOp op) {
+    return {op.getInput(), op.getWeight(), op.getBias(), op.getGate(), op.getResidual(), op.getActivation().str(),
+            op.getTransB()};
+  }
+  Operation *build(PatternRewriter &rewriter, Location loc) const {
+    return fusion::create(rewriter, loc, "llmc.linear", {input, weight, bias, gate, residual},
+                          {rewriter.getNamedAttr("activation", rewriter.getStringAttr(activation)),
+                           rewriter.getNamedAttr("transB", rewriter.getI64IntegerAttr(transB))});
+  }
+};
+
+Value empty(PatternRewriter &rewriter, Location loc, Value like) {
+  return fusion::emptyTensor(rewriter, loc, fusion::tensorType(like).getElementType());
+}
+
+// matmul(x, W) with a constant W [K, N]  ->  linear(x, W)
+struct MatMulToLinear : OpRewritePattern<MatMulOp> {
+  RewriteCounter &count;
+  MatMulToLinear(MLIRContext *ctx, RewriteCounter &count) : OpRewritePattern(ctx), count(count) {}
+
+  LogicalResult matchAndRewrite(MatMulOp op, PatternRewriter &rewriter) const override {
+    if (!fusion::isConstant(op.getRhs()) || fusion::tensorType(op.getRhs()).getRank() != 2 ||
+        fusion::tensorType(op.getLhs()).getRank() < 2 || !isFloatTensor(op.getLhs()))
+      return failure();
+    Value none = empty(rewriter, op.getLoc(), op.getLhs());
+    LinearParts parts{op.getLhs(), op.getRhs(), none, none, none};
+    Operation *linear = parts.build(rewriter, op.getLoc());
+    if (!linear || linear->getResult(0).getType() != op.getType())
+      return failure();
+    rewriter.replaceOp(op, linear->getResults());
+    ++count;
+    return success();
+  }
+};
+
+// [reshape to 2-D ->] gemm(a, W[, c]) [-> reshape back]  ->  linear(x, W, bias = c)
+struct GemmToLinear : OpRewritePattern<GemmOp> {
+  RewriteCounter &count;
+  GemmToLinear(MLIRContext *ctx, RewriteCounter &count) : OpRewritePattern(ctx), count(count) {}
+
+  LogicalResult matchAndRewrite(GemmOp op, PatternRewriter &rewriter) const override {
+    auto w = fusion::tensorType(op.getB());
+    if (op.getAlpha().convertToDouble() != 1.0 || op.getTransA() != 0 || !fusion::isConstant(op.getB()) ||
+        !isFloatTensor(op.getA()))
+      return failure();
+    const int64_t n = op.getTransB() ? w.getDimSize(0) : w.getDimSize(1);
+    Value bias = op.getC();
+    if (bias && (op.getBeta().convertToDouble() != 1.0 || !fusion::isConstant(bias) ||
+                 fusion::tensorType(bias).getRank() != 1 || fusion::tensorType(bias).getDimSize(0) != n))
+      return failure();
+    // Look through the flattening reshapes exporters put around a gemm.
+    Value input = op.getA();
+    Operation *root = op;
+    if (auto flat = def<ReshapeOp>(op.getA()); flat && op.getResult().hasOneUse()) {
+      auto back = dyn_cast<ReshapeOp>(*op.getResult().getUsers().begin());
+      auto x = fusion::tensorType(flat.getInput());
+      if (back && x.getRank() >= 2 && fusion::tensorType(back.getResult()).getRank() == x.getRank()) {
+        auto outShape = fusion::tensorType(back.getResult()).getShape();
+        bool same = outShape.back() == n;
+        for (int64_t d = 0; same && d + 1 < x.getRank(); ++d)
+          same = outShape[d] == x.getDimSize(d) && !x.isDynamicDim(d);
+        if (same && x.getShape().back() == fusion::tensorType(op.getA()).getShape().back()) {
+          input = flat.getInput();
+          root = back;
+        }
+      }
+    }
+    rewriter.setInsertionPoint(root);
+    Value none = empty(rewriter, op.getLoc(), input);
+    LinearParts parts{input, op.getB(), bias ? bias : none, none, none, "none", op.getTransB()};
+    Operation *linear = parts.build(rewriter, root->getLoc());
+    if (!linear || linear->getResult(0).getType() != root->getResult(0).getType())
+      return failure();
+    rewriter.replaceOp(root, linear->getResults());
+    ++count;
+    return success();
+  }
+};
+
+// The single-use linear among `op`'s operands that can take one more epilogue stage.
+LinearOp producer(Value v) {
+  auto linear = def<LinearOp>(v);
+  return linear && v.hasOneUse() ? linear : LinearOp();
+}
+
+// bias, activation, gate and residual, in that order.
+struct Epilogue : RewritePattern {
+  RewriteCounter &count;
+  Epilogue(MLIRContext *ctx, RewriteCounter &count) : RewritePattern(MatchAnyOpTypeTag(), 1, ctx), count(count) {}
+
+  LogicalResult matchAndRewrite(Operation *op, PatternRewriter &rewriter) const override {
+    std::optional<LinearParts> parts;
+    if (isa<GeluOp, SiluOp, ReluOp>(op)) {
+      auto linear = producer(op->getOperand(0));
+      if (!linear || linear.getActivation() != "none" || !fusion::isEmpty(linear.getGate()) ||
+          !fusion::isEmpty(linear.getResidual()))
+        return failure();
+      parts = LinearParts::of(linear);
+      if (auto gelu = dyn_cast<GeluOp>(op))
+        parts->activation = gelu.getApproximate() == "tanh" ? "gelu_tanh" : "gelu";
+      else
+        parts->activation = isa<SiluOp>(op) ? "silu" : "relu";
+    } else if (isa<AddOp, MulOp>(op)) {
+      const bool isAdd = isa<AddOp>(op);
+      for (int i = 0; i < 2 && !parts; ++i) {
+        auto linear = producer(op->getOperand(i));
+        Value other = op->getOperand(1 - i);
+        if (!linear || fusion::tensorType(op->getResult(0)) != linear.getType())
+          continue;
+        LinearParts p = LinearParts::of(linear);
+        auto otherType = fusion::tensorType(other);
+        const bool bare = p.activation == "none" && fusion::isEmpty(p.gate) && fusion::isEmpty(p.residual);
+        if (isAdd && bare && fusion::isEmpty(p.bias) && fusion::isConstant(other) && otherType.getRank() == 1 &&
+            otherType.getDimSize(0) == linear.getType().getShape().back()) {
+          p.bias = other;
+        } else if (!isAdd && fusion::isEmpty(p.gate) && fusion::isEmpty(p.residual) && otherType == linear.getType()) {
+          // SwiGLU: silu(x Wg) * (x Wu) puts the activated linear in the gate of the other.
+          if (p.activation != "none") {
+            auto host = producer(other);
+            if (!host || host.getActivation() != "none" || !fusion::isEmpty(host.getGate()) ||
+                !fusion::isEmpty(host.getResidual()))
+              continue;
+            p = LinearParts::of(host);
+            other = op->getOperand(i);
+          }
+          p.gate = other;
+        } else if (isAdd && fusion::isEmpty(p.residual) && otherType == linear.getType()) {
+          p.residual = other;
+        } else {
+          continue;
+        }
+        parts = p;
+      }
+    }
+    if (!parts)
+      return failure();
+    Operation *linear = parts->build(rewriter, op->getLoc());
+    if (!linear || linear->getResult(0).getType() != op->getResult(0).getType())
+      return failure();
+    rewriter.replaceOp(op, linear->getResults());
+    ++count;
+    return success();
+  }
+};
+
+struct FuseLinear : impl::LlmcFuseLinearBase<FuseLinear> {
+  RewriteCounter linears{"llmc-fuse-linear", "matmuls turned into linear"};
+  RewriteCounter epilogues{"llmc-fuse-linear", "epilogue ops fused"};
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    patterns.add<MatMulToLinear, GemmToLinear>(&getContext(), linears);
+    patterns.add<Epilogue>(&getContext(), epilogues);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
+} // namespace
+} // namespace llmc

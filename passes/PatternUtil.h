@@ -1,0 +1,93 @@
+// Small matchers and builders shared by the raising and fusion passes.
+#pragma once
+
+#include "llmc/Dialect/LlmcDialect.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/PatternMatch.h"
+
+#include <cmath>
+#include <optional>
+
+namespace llmc::fusion {
+
+inline mlir::RankedTensorType tensorType(mlir::Value v) { return mlir::cast<mlir::RankedTensorType>(v.getType()); }
+
+// The value of a constant whose elements are all equal (a splat or a single element).
+inline std::optional<double> scalarValue(mlir::Value v) {
+  mlir::DenseElementsAttr attr;
+  if (!v || !mlir::matchPattern(v, mlir::m_Constant(&attr)) || attr.getNumElements() < 1)
+    return std::nullopt;
+  if (!attr.isSplat() && attr.getNumElements() != 1)
+    return std::nullopt;
+  mlir::Type t = attr.getElementType();
+  if (mlir::isa<mlir::FloatType>(t))
+    return attr.getSplatValue<llvm::APFloat>().convertToDouble();
+  if (t.isInteger())
+    return double(attr.getSplatValue<llvm::APInt>().getSExtValue());
+  return std::nullopt;
+}
+
+inline bool isScalar(mlir::Value v, double expected, double relTol = 1e-4) {
+  auto s = scalarValue(v);
+  return s && std::fabs(*s - expected) <= relTol * std::max(1.0, std::fabs(expected));
+}
+
+inline bool isConstant(mlir::Value v) { return v && mlir::matchPattern(v, mlir::m_Constant()); }
+
+// The op of type OpT that defines `v`, or null.
+template <typename OpT> OpT def(mlir::Value v) { return v ? v.getDefiningOp<OpT>() : OpT(); }
+
+// For a commutative binary op: the operand that is not `one`, or null when neither is.
+inline mlir::Value other(mlir::Operation *op, mlir::Value one) {
+  if (op->getOperand(0) == one)
+    return op->getOperand(1);
+  if (op->getOperand(1) == one)
+    return op->getOperand(0);
+  return {};
+}
+
+// The factors of a product: descends into llmc.mul ops whose result has one use (the product
+// itself), so x * 0.5 * y and x * (0.5 * y) both give {x, 0.5, y}. `root` must be a mul.
+inline void productFactors(mlir::Value root, llvm::SmallVectorImpl<mlir::Value> &factors, bool isRoot = true) {
+  auto mul = def<MulOp>(root);
+  if (mul && (isRoot || root.hasOneUse())) {
+    productFactors(mul.getLhs(), factors, false);
+    productFactors(mul.getRhs(), factors, false);
+    return;
+  }
+  factors.push_back(root);
+}
+
+// Creates the llmc op `name` ("llmc.linear") with result types from its type inference; null
+// (and no op) when inference refuses the operands.
+inline mlir::Operation *create(mlir::OpBuilder &b, mlir::Location loc, llvm::StringRef name, mlir::ValueRange operands,
+                               llvm::ArrayRef<mlir::NamedAttribute> attrs = {}) {
+  llvm::SmallVector<mlir::Type> types;
+  if (mlir::failed(inferResultTypes(name, b.getContext(), std::nullopt, operands, b.getDictionaryAttr(attrs), types)))
+    return nullptr;
+  mlir::OperationState state(loc, name);
+  state.addOperands(operands);
+  state.addAttributes(attrs);
+  state.addTypes(types);
+  return b.create(state);
+}
+
+// A 0-element constant: how fused ops mark an absent optional operand.
+inline mlir::Value emptyTensor(mlir::OpBuilder &b, mlir::Location loc, mlir::Type element) {
+  auto type = mlir::RankedTensorType::get({0}, element);
+  return ConstantOp::create(b, loc, type, mlir::DenseElementsAttr::get(type, llvm::ArrayRef<mlir::Attribute>{}));
+}
+
+inline bool isEmpty(mlir::Value v) { return tensorType(v).hasStaticShape() && tensorType(v).getNumElements() == 0; }
+
+// A reduction over the last dimension only, keeping it.
+inline bool reducesLastAxisKeepingIt(mlir::Operation *op) {
+  auto axes = op->getAttrOfType<mlir::DenseI64ArrayAttr>("axes");
+  auto keep = op->getAttrOfType<mlir::IntegerAttr>("keepdims");
+  const int64_t rank = tensorType(op->getOperand(0)).getRank();
+  return axes && axes.size() == 1 && (axes[0] == -1 || axes[0] == rank - 1) && (!keep || keep.getInt() == 1);
+}
+
+} // namespace llmc::fusion

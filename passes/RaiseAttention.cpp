@@ -1,0 +1,311 @@
+// llmc-raise-attention: scaled dot-product attention as exporters write it (head split,
+// rotary embedding, repeated KV heads, Q·Kᵀ, scale, mask, softmax, ·V, head merge) becomes one
+// llmc.fused_attention on [batch, seq, heads * head] tensors.
+#include "PatternUtil.h"
+#include "Passes.h"
+#include "RewriteStats.h"
+
+#include "llmc/Dialect/KernelBridge.h"
+
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace llmc {
+#define GEN_PASS_DEF_LLMCRAISEATTENTION
+#include "Passes.h.inc"
+
+namespace {
+
+using namespace mlir;
+using fusion::def;
+
+bool isPerm(Operation *op, ArrayRef<int64_t> perm) {
+  auto t = dyn_cast_or_null<TransposeOp>(op);
+  return t && t.getPerm() == perm;
+}
+
+// Multiplications and divisions by scalar constants around `v`: returns the value inside and
+// multiplies `scale` by what they contributed.
+Value stripScale(Value v, double &scale) {
+  while (true) {
+    if (auto mul = def<MulOp>(v)) {
+      if (auto c = fusion::scalarValue(mul.getRhs())) {
+        scale *= *c;
+        v = mul.getLhs();
+        continue;
+      }
+      if (auto c = fusion::scalarValue(mul.getLhs())) {
+        scale *= *c;
+        v = mul.getRhs();
+        continue;
+      }
+    }
+    if (auto div = def<DivOp>(v))
+      if (auto c = fusion::scalarValue(div.getRhs()); c && *c != 0) {
+        scale /= *c;
+        v = div.getLhs();
+        continue;
+      }
+    return v;
+  }
+}
+
+// [B, H, S, D] from [B, S, H*D]: transpose(0,2,1,3) of reshape to [B, S, H, D]. Returns the
+// 3-D value and sets the head count.
+Value headsToSequence(Value v, int64_t &heads) {
+  auto t = def<TransposeOp>(v);
+  if (!t || !isPerm(t, {0, 2, 1, 3}))
+    return {};
+  auto r = def<ReshapeOp>(t.getInput());
+  if (!r)
+    return {};
+  auto in = fusion::tensorType(r.getInput()), split = fusion::tensorType(r.getResult());
+  if (in.getRank() != 3 || split.getRank() != 4 || split.isDynamicDim(2) || split.isDynamicDim(3) ||
+      in.isDynamicDim(2) || in.getDimSize(2) != split.getDimSize(2) * split.getDimSize(3))
+    return {};
+  heads = split.getDimSize(2);
+  return r.getInput();
+}
+
+// K from Kᵀ: transpose(0,1,3,2), or reshape -> transpose(0,2,1) -> reshape as torch exports it.
+Value untranspose(Value kt) {
+  if (auto t = def<TransposeOp>(kt); t && isPerm(t, {0, 1, 3, 2}))
+    return t.getInput();
+  auto outer = def<ReshapeOp>(kt);
+  auto t = outer ? def<TransposeOp>(outer.getInput()) : TransposeOp();
+  auto inner = t && isPerm(t, {0, 2, 1}) ? def<ReshapeOp>(t.getInput()) : ReshapeOp();
+  if (!inner)
+    return {};
+  auto k = fusion::tensorType(inner.getInput()), result = fusion::tensorType(kt);
+  if (k.getRank() != 4 || result.getRank() != 4 || k.getDimSize(2) != result.getDimSize(3) ||
+      k.getDimSize(3) != result.getDimSize(2) || k.getDimSize(1) != result.getDimSize(1))
+    return {};
+  return inner.getInput();
+}
+
+// Grouped-query heads repeated as reshape(expand(unsqueeze(x, 2))): returns x (fewer heads).
+Value unrepeat(Value v) {
+  auto r = def<ReshapeOp>(v);
+  auto e = r ? def<ExpandOp>(r.getInput()) : ExpandOp();
+  auto u = e ? def<UnsqueezeOp>(e.getInput()) : UnsqueezeOp();
+  if (!u || u.getAxes() != ArrayRef<int64_t>{2})
+    return v;
+  auto x = fusion::tensorType(u.getInput()), out = fusion::tensorType(v);
+  if (x.getRank() != 4 || out.getRank() != 4 || x.getDimSize(3) != out.getDimSize(3) || x.isDynamicDim(1) ||
+      out.isDynamicDim(1) || out.getDimSize(1) % x.getDimSize(1) != 0)
+    return v;
+  return u.getInput();
+}
+
+bool isSliceOfLast(Value v, Value of, int64_t start, int64_t end) {
+  auto s = def<SliceOp>(v);
+  if (!s || s.getInput() != of || s.getStarts().size() != 1)
+    return false;
+  const int64_t rank = fusion::tensorType(of).getRank();
+  const int64_t axis = s.getAxes()[0] < 0 ? s.getAxes()[0] + rank : s.getAxes()[0];
+  const int64_t d = fusion::tensorType(of).getShape().back();
+  return axis == rank - 1 && s.getSteps()[0] == 1 && s.getStarts()[0] == start &&
+         (s.getEnds()[0] == end || (end == d && s.getEnds()[0] >= d));
+}
+
+// x * cos + concat(-x[..., D/2:], x[..., :D/2]) * sin: returns x and the tables.
+Value unrotate(Value v, Value &cos, Value &sin) {
+  auto add = def<AddOp>(v);
+  if (!add)
+    return {};
+  for (int i = 0; i < 2; ++i) {
+    auto direct = def<MulOp>(add->getOperand(i)), rotated = def<MulOp>(add->getOperand(1 - i));
+    if (!direct || !rotated)
+      continue;
+    for (int j = 0; j < 2; ++j)
+      for (int k = 0; k < 2; ++k) {
+        Value x = direct->getOperand(j), c = direct->getOperand(1 - j);
+        auto cat = def<ConcatOp>(rotated->getOperand(k));
+        Value s = rotated->getOperand(1 - k);
+        const int64_t d = fusion::tensorType(x).getShape().back();
+        if (!cat || cat.getInputs().size() != 2 || d == ShapedType::kDynamic || d % 2 != 0 ||
+            (cat.getAxis() != -1 && cat.getAxis() != fusion::tensorType(x).getRank() - 1))
+          continue;
+        auto neg = def<NegOp>(cat.getInputs()[0]);
+        if (!neg || !isSliceOfLast(neg.getInput(), x, d / 2, d) || !isSliceOfLast(cat.getInputs()[1], x, 0, d / 2))
+          continue;
+        cos = c;
+        sin = s;
+        return x;
+      }
+  }
+  return {};
+}
+
+// A constant additive mask that is exactly the causal one (0 where key j <= query i + Sk - Sq,
+// very negative elsewhere), the same for every batch and head.
+bool isCausalMask(Value mask, int64_t sq, int64_t sk) {
+  ElementsAttr attr;
+  if (!matchPattern(mask, m_Constant(&attr)) || !fusion::tensorType(mask).getElementType().isF32())
+    return false;
+  auto type = fusion::tensorType(mask);
+  if (type.getRank() < 2 || type.getDimSize(type.getRank() - 2) != sq || type.getDimSize(type.getRank() - 1) != sk ||
+      type.getNumElements() != sq * sk)
+    return false;
+  std::vector<char> storage;
+  auto bytes = elementsBytes(attr, storage);
+  if (failed(bytes))
+    return false;
+  const float *m = reinterpret_cast<const float *>(bytes->data());
+  for (int64_t i = 0; i < sq; ++i)
+    for (int64_t j = 0; j < sk; ++j) {
+      const float v = m[i * sk + j];
+      if (j <= i + sk - sq ? v != 0.0f : !(v <= -1e4f))
+        return false;
+    }
+  return true;
+}
+
+struct Raised {
+  Value q, k, v, mask, cos, sin;
+  int64_t qHeads = 0, kvHeads = 0;
+  double scale = 1.0;
+  bool causal = false;
+};
+
+struct SdpaPattern : OpRewritePattern<SoftmaxOp> {
+  RewriteCounter &count, &rotaries, &causalMasks;
+  SdpaPattern(MLIRContext *ctx, RewriteCounter &count, RewriteCounter &rotaries, RewriteCounter &causalMasks)
+      : OpRewritePattern(ctx), count(count), rotaries(rotaries), causalMasks(causalMasks) {}
+
+  LogicalResult matchAndRewrite(SoftmaxOp softmax, PatternRewriter &rewriter) const override {
+    auto probsType = fusion::tensorType(softmax.getResult());
+    if (probsType.getRank() != 4 || (softmax.getAxis() != -1 && softmax.getAxis() != 3))
+      return failure();
+    Raised r;
+    // Scores: [mask +] scale * (Q · Kᵀ); the mask is the addend that is not the product.
+    Value scores = softmax.getInput();
+    if (!scores.hasOneUse())
+      return failure();
+    if (auto add = def<AddOp>(scores)) {
+      for (int i = 0; i < 2 && !r.mask; ++i) {
+        double s = 1.0;
+        if (def<MatMulOp>(stripScale(add->getOperand(i), s)) && add->getOperand(i).hasOneUse()) {
+          scores = add->getOperand(i);
+          r.mask = add->getOperand(1 - i);
+        }
+      }
+      if (!r.mask)
+        return failure();
+    }
+    auto qk = def<MatMulOp>(stripScale(scores, r.scale));
+    if (!qk || !qk.getResult().hasOneUse())
+      return failure();
+    Value q4 = stripScale(qk.getLhs(), r.scale);
+    Value k4 = untranspose(stripScale(qk.getRhs(), r.scale));
+    if (!k4)
+      return failure();
+    // Output: softmax [-> where(is_nan(p), 0, p)] -> · V -> transpose(0,2,1,3) -> reshape to 3-D.
+    Value probs = softmax.getResult();
+    Operation *pv = nullptr;
+    for (Operation *user : probs.getUsers()) {
+      if (auto where = dyn_cast<WhereOp>(user); where && where.getY() == probs && fusion::isScalar(where.getX(), 0.0) &&
+                                                 def<IsNanOp>(where.getCondition()) &&
+                                                 def<IsNanOp>(where.getCondition()).getInput() == probs) {
+        if (!where.getResult().hasOneUse())
+          return failure();
+        pv = *where.getResult().getUsers().begin();
+      } else if (isa<MatMulOp>(user) && user->getOperand(0) == probs) {
+        pv = user;
+      } else if (!isa<IsNanOp>(user)) {
+        return failure();
+      }
+    }
+    auto pvMatmul = dyn_cast_or_null<MatMulOp>(pv);
+    if (!pvMatmul || !pvMatmul.getResult().hasOneUse())
+      return failure();
+    auto merge = dyn_cast<TransposeOp>(*pvMatmul.getResult().getUsers().begin());
+    if (!merge || !isPerm(merge, {0, 2, 1, 3}) || !merge.getResult().hasOneUse())
+      return failure();
+    // The head merge reshapes to [B, S, H*D], or straight to [B*S, H*D] ahead of a 2-D gemm.
+    auto root = dyn_cast<ReshapeOp>(*merge.getResult().getUsers().begin());
+    const int64_t rootRank = root ? fusion::tensorType(root.getResult()).getRank() : 0;
+    if (!root || (rootRank != 3 && rootRank != 2))
+      return failure();
+    // Inputs: strip the rotary embedding, repeated KV heads and the head split.
+    Value v4 = unrepeat(pvMatmul.getRhs());
+    k4 = unrepeat(k4);
+    Value qCos, qSin, kCos, kSin;
+    if (Value q = unrotate(q4, qCos, qSin)) {
+      Value k = unrotate(k4, kCos, kSin);
+      if (!k || kCos != qCos || kSin != qSin)
+        return failure();
+      q4 = q;
+      k4 = k;
+      r.cos = qCos;
+      r.sin = qSin;
+    }
+    int64_t vHeads = 0;
+    r.q = headsToSequence(q4, r.qHeads);
+    r.k = headsToSequence(k4, r.kvHeads);
+    r.v = headsToSequence(v4, vHeads);
+    if (!r.q || !r.k || !r.v || vHeads != r.kvHeads || r.qHeads % r.kvHeads != 0)
+      return failure();
+    const int64_t sq = probsType.getDimSize(2), sk = probsType.getDimSize(3);
+    if (r.mask && !ShapedType::isDynamic(sq) && !ShapedType::isDynamic(sk) && isCausalMask(r.mask, sq, sk)) {
+      r.mask = Value();
+      r.causal = true;
+    }
+    // Build: rotary tables as [1 or B, S, D].
+    rewriter.setInsertionPoint(root);
+    Location loc = root.getLoc();
+    auto element = fusion::tensorType(r.q).getElementType();
+    Value none = fusion::emptyTensor(rewriter, loc, element);
+    for (Value *table : {&r.cos, &r.sin}) {
+      if (!*table)
+        continue;
+      auto type = fusion::tensorType(*table);
+      if (type.getRank() == 3)
+        continue;
+      if (type.getRank() != 4 || type.getDimSize(1) != 1)
+        return failure();
+      auto shapeType = RankedTensorType::get({3}, rewriter.getI64Type());
+      Value shape = ConstantOp::create(rewriter, loc, shapeType,
+                                       DenseElementsAttr::get(shapeType, ArrayRef<int64_t>{
+                                                                             type.isDynamicDim(0) ? 0 : type.getDimSize(0),
+                                                                             -1, type.getShape().back()}));
+      *table = fusion::create(rewriter, loc, "llmc.reshape", {*table, shape})->getResult(0);
+    }
+    const double defaultScale = 1.0 / std::sqrt(double(fusion::tensorType(q4).getShape().back()));
+    Operation *fused = fusion::create(
+        rewriter, loc, "llmc.fused_attention",
+        {r.q, r.k, r.v, r.mask ? r.mask : none, r.cos ? r.cos : none, r.sin ? r.sin : none},
+        {rewriter.getNamedAttr("q_num_heads", rewriter.getI64IntegerAttr(r.qHeads)),
+         rewriter.getNamedAttr("kv_num_heads", rewriter.getI64IntegerAttr(r.kvHeads)),
+         rewriter.getNamedAttr("scale", rewriter.getF32FloatAttr(std::fabs(r.scale - defaultScale) < 1e-7 * defaultScale
+                                                                     ? 0.0f
+                                                                     : float(r.scale))),
+         rewriter.getNamedAttr("is_causal", rewriter.getI64IntegerAttr(r.causal))});
+    if (!fused)
+      return failure();
+    Value result = fused->getResult(0);
+    if (rootRank == 2)
+      result = fusion::create(rewriter, loc, "llmc.reshape", {result, root.getShape()})->getResult(0);
+    if (result.getType() != root.getType())
+      return failure();
+    rewriter.replaceOp(root, result);
+    ++count;
+    rotaries += r.cos ? 1 : 0;
+    causalMasks += r.causal ? 1 : 0;
+    return success();
+  }
+};
+
+struct RaiseAttention : impl::LlmcRaiseAttentionBase<RaiseAttention> {
+  RewriteCounter attentions{"llmc-raise-attention", "attention blocks raised"};
+  RewriteCounter rotaries{"llmc-raise-attention", "rotary embeddings folded in"};
+  RewriteCounter causalMasks{"llmc-raise-attention", "causal masks turned into is_causal"};
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    patterns.add<SdpaPattern>(&getContext(), attentions, rotaries, causalMasks);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
+} // namespace
+} // namespace llmc
