@@ -44,11 +44,19 @@ struct MatMulToLinear : OpRewritePattern<MatMulOp> {
   MatMulToLinear(MLIRContext *ctx, RewriteCounter &count) : OpRewritePattern(ctx), count(count) {}
 
   LogicalResult matchAndRewrite(MatMulOp op, PatternRewriter &rewriter) const override {
-    if (!fusion::isConstant(op.getRhs()) || fusion::tensorType(op.getRhs()).getRank() != 2 ||
+    // A transposed constant (tied embeddings) is read as [N, K] instead of transposed per run.
+    Value weight = op.getRhs();
+    int64_t transB = 0;
+    if (auto t = def<TransposeOp>(weight);
+        t && fusion::isConstant(t.getInput()) && t.getPerm() == ArrayRef<int64_t>{1, 0}) {
+      weight = t.getInput();
+      transB = 1;
+    }
+    if (!fusion::isConstant(weight) || fusion::tensorType(weight).getRank() != 2 ||
         fusion::tensorType(op.getLhs()).getRank() < 2 || !isFloatTensor(op.getLhs()))
       return failure();
     Value none = empty(rewriter, op.getLoc(), op.getLhs());
-    LinearParts parts{op.getLhs(), op.getRhs(), none, none, none};
+    LinearParts parts{op.getLhs(), weight, none, none, none, "none", transB};
     Operation *linear = parts.build(rewriter, op.getLoc());
     if (!linear || linear->getResult(0).getType() != op.getType())
       return failure();

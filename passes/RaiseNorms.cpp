@@ -131,7 +131,8 @@ struct RmsNormPattern : RewritePattern {
 struct LayerNormPattern : RewritePattern {
   RewriteCounter &count;
   LayerNormPattern(MLIRContext *ctx, RewriteCounter &count)
-      : RewritePattern(MatchAnyOpTypeTag(), 1, ctx), count(count) {}
+      // Benefit 2: tried before RMSNorm, which would match the centered value's normalization.
+      : RewritePattern(MatchAnyOpTypeTag(), /*benefit=*/2, ctx), count(count) {}
 
   LogicalResult matchAndRewrite(Operation *op, PatternRewriter &rewriter) const override {
     Value centered, denominator, sq;

@@ -17,6 +17,9 @@ for var in ("HOME", "PYTHONPATH", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
         config.environment[var] = os.environ[var]
 
 tools = os.path.join(config.llmc_build_dir, "tools")
+config.substitutions.append(("%fusion-check", "%s %s --llmc %s --llmc-run %s" % (
+    config.python, os.path.join(config.llmc_source_dir, "test", "tools", "fusion_check.py"),
+    os.path.join(tools, "llmc", "llmc"), os.path.join(tools, "llmc-run", "llmc-run"))))
 config.substitutions.append(("%llmc-opt", os.path.join(tools, "llmc-opt", "llmc-opt")))
 config.substitutions.append(("%llmc-run", os.path.join(tools, "llmc-run", "llmc-run")))
 config.substitutions.append(("%llmc", os.path.join(tools, "llmc", "llmc")))

@@ -16,8 +16,9 @@ import onnx.external_data_helper as ext
 import onnx.parser
 
 
-def model_text(path):
-    lines, inside = [], False
+def model_text(path, block=0):
+    """The text of the `block`-th ONNX-BEGIN/ONNX-END block (a file may hold several models)."""
+    blocks, lines, inside = [], [], False
     for line in open(path):
         stripped = line.rstrip("\n")
         for prefix in ("// ", "# ", "//", "#"):
@@ -28,20 +29,23 @@ def model_text(path):
             inside = True
         elif stripped.strip() == "ONNX-END":
             inside = False
+            blocks.append("\n".join(lines))
+            lines = []
         elif inside:
             lines.append(stripped)
-    return "\n".join(lines)
+    return blocks[block]
 
 
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("source")
     p.add_argument("-o", required=True)
+    p.add_argument("--block", type=int, default=0, help="which model of the file (0 = the first)")
     p.add_argument("--external-data")
     p.add_argument("--location", help="rewrite every external location to this string")
     p.add_argument("--typed-fields", action="store_true", help="store float initializers in float_data")
     args = p.parse_args()
-    model = onnx.parser.parse_model(model_text(args.source))
+    model = onnx.parser.parse_model(model_text(args.source, args.block))
     if args.typed_fields:
         for init in model.graph.initializer:
             if init.data_type == onnx.TensorProto.FLOAT and init.raw_data:

@@ -1,0 +1,157 @@
+// Each raising/fusion pass runs alone under llmc-opt (the ONNX-level tests in test/Fusion check
+// more variants and the numerics).
+// RUN: %llmc-opt %s -split-input-file -llmc-raise-norms | FileCheck %s --check-prefix=NORMS
+// RUN: %llmc-opt %s -split-input-file -llmc-raise-activations | FileCheck %s --check-prefix=ACT
+// RUN: %llmc-opt %s -split-input-file -llmc-fuse-residual-norm | FileCheck %s --check-prefix=RES
+// RUN: %llmc-opt %s -split-input-file -llmc-fuse-linear | FileCheck %s --check-prefix=LIN
+// RUN: %llmc-opt %s -split-input-file -llmc-fuse-elementwise | FileCheck %s --check-prefix=EW
+// RUN: %llmc-opt %s -split-input-file -llmc-raise-attention | FileCheck %s --check-prefix=ATT
+
+// NORMS-LABEL: func.func @rms
+// NORMS: llmc.rms_norm %arg0
+// ACT-LABEL: func.func @rms
+// ACT-NOT: llmc.gelu
+func.func @rms(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
+  %two = llmc.constant dense<2.0> : tensor<f32>
+  %eps = llmc.constant dense<1.0e-6> : tensor<f32>
+  %sq = llmc.pow %x, %two : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  %m = llmc.reduce_mean %sq {axes = array<i64: -1>} : (tensor<2x8xf32>) -> tensor<2x1xf32>
+  %a = llmc.add %m, %eps : (tensor<2x1xf32>, tensor<f32>) -> tensor<2x1xf32>
+  %s = llmc.sqrt %a : (tensor<2x1xf32>) -> tensor<2x1xf32>
+  %y = llmc.div %x, %s : (tensor<2x8xf32>, tensor<2x1xf32>) -> tensor<2x8xf32>
+  return %y : tensor<2x8xf32>
+}
+
+// -----
+
+// A mean over the first axis is not an RMSNorm over the last.
+// NORMS-LABEL: func.func @rms_other_axis
+// NORMS-NOT: llmc.rms_norm
+func.func @rms_other_axis(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
+  %two = llmc.constant dense<2.0> : tensor<f32>
+  %eps = llmc.constant dense<1.0e-6> : tensor<f32>
+  %sq = llmc.pow %x, %two : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  %m = llmc.reduce_mean %sq {axes = array<i64: 0>} : (tensor<2x8xf32>) -> tensor<1x8xf32>
+  %a = llmc.add %m, %eps : (tensor<1x8xf32>, tensor<f32>) -> tensor<1x8xf32>
+  %s = llmc.sqrt %a : (tensor<1x8xf32>) -> tensor<1x8xf32>
+  %y = llmc.div %x, %s : (tensor<2x8xf32>, tensor<1x8xf32>) -> tensor<2x8xf32>
+  return %y : tensor<2x8xf32>
+}
+
+// -----
+
+// NORMS-LABEL: func.func @silu
+// ACT-LABEL: func.func @silu
+// ACT: llmc.silu %arg0
+// ACT-NOT: llmc.sigmoid
+func.func @silu(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %s = llmc.sigmoid %x : (tensor<4xf32>) -> tensor<4xf32>
+  %y = llmc.mul %x, %s : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
+// The sigmoid has another use: no SiLU.
+// ACT-LABEL: func.func @silu_shared
+// ACT-NOT: llmc.silu
+func.func @silu_shared(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %s = llmc.sigmoid %x : (tensor<4xf32>) -> tensor<4xf32>
+  %y = llmc.mul %x, %s : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return %y, %s : tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// RES-LABEL: func.func @residual
+// RES: %[[N:.*]], %[[S:.*]] = llmc.add_rms_norm %arg0, %arg1, %arg2
+// RES: llmc.mul %[[S]], %[[N]]
+func.func @residual(%a: tensor<2x8xf32>, %b: tensor<2x8xf32>, %w: tensor<8xf32>) -> tensor<2x8xf32> {
+  %s = llmc.add %a, %b : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  %n = llmc.rms_norm %s, %w : (tensor<2x8xf32>, tensor<8xf32>) -> tensor<2x8xf32>
+  %y = llmc.mul %s, %n : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  return %y : tensor<2x8xf32>
+}
+
+// -----
+
+// A broadcasting add is not a residual connection.
+// RES-LABEL: func.func @broadcast_add
+// RES-NOT: llmc.add_rms_norm
+func.func @broadcast_add(%a: tensor<2x8xf32>, %b: tensor<8xf32>, %w: tensor<8xf32>) -> tensor<2x8xf32> {
+  %s = llmc.add %a, %b : (tensor<2x8xf32>, tensor<8xf32>) -> tensor<2x8xf32>
+  %n = llmc.rms_norm %s, %w : (tensor<2x8xf32>, tensor<8xf32>) -> tensor<2x8xf32>
+  return %n : tensor<2x8xf32>
+}
+
+// -----
+
+// LIN-LABEL: func.func @linear
+// LIN: llmc.linear %arg0, %{{.*}}, %{{.*}}, %{{.*}}, %arg1 {activation = "relu"}
+// LIN-NOT: llmc.matmul
+func.func @linear(%x: tensor<3x2xf32>, %r: tensor<3x2xf32>) -> tensor<3x2xf32> {
+  %w = llmc.constant dense<[[1.0, 2.0], [3.0, 4.0]]> : tensor<2x2xf32>
+  %b = llmc.constant dense<[0.5, -0.5]> : tensor<2xf32>
+  %m = llmc.matmul %x, %w : (tensor<3x2xf32>, tensor<2x2xf32>) -> tensor<3x2xf32>
+  %a = llmc.add %m, %b : (tensor<3x2xf32>, tensor<2xf32>) -> tensor<3x2xf32>
+  %g = llmc.relu %a : (tensor<3x2xf32>) -> tensor<3x2xf32>
+  %y = llmc.add %g, %r : (tensor<3x2xf32>, tensor<3x2xf32>) -> tensor<3x2xf32>
+  return %y : tensor<3x2xf32>
+}
+
+// -----
+
+// A weight that is not constant stays a matmul.
+// LIN-LABEL: func.func @dynamic_weight
+// LIN: llmc.matmul
+// LIN-NOT: llmc.linear
+func.func @dynamic_weight(%x: tensor<3x2xf32>, %w: tensor<2x2xf32>) -> tensor<3x2xf32> {
+  %m = llmc.matmul %x, %w : (tensor<3x2xf32>, tensor<2x2xf32>) -> tensor<3x2xf32>
+  return %m : tensor<3x2xf32>
+}
+
+// -----
+
+// EW-LABEL: func.func @chain
+// EW: llmc.fused_elementwise %arg0, %arg1 : (tensor<2x4xf32>, tensor<4xf32>) -> tensor<2x4xf32>
+// EW: llmc.tanh
+// EW: llmc.yield
+func.func @chain(%x: tensor<2x4xf32>, %c: tensor<4xf32>) -> tensor<2x4xf32> {
+  %a = llmc.mul %x, %c : (tensor<2x4xf32>, tensor<4xf32>) -> tensor<2x4xf32>
+  %t = llmc.tanh %a : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  %y = llmc.neg %t : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  return %y : tensor<2x4xf32>
+}
+
+// -----
+
+// Integer ops are not fused (they compute shapes and indices).
+// EW-LABEL: func.func @integers
+// EW-NOT: llmc.fused_elementwise
+func.func @integers(%x: tensor<4xi64>) -> tensor<4xi64> {
+  %a = llmc.add %x, %x : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
+  %y = llmc.neg %a : (tensor<4xi64>) -> tensor<4xi64>
+  return %y : tensor<4xi64>
+}
+
+// -----
+
+// ATT-LABEL: func.func @sdpa
+// ATT: llmc.fused_attention %arg0, %arg1, %arg2
+func.func @sdpa(%q: tensor<1x4x4xf32>, %k: tensor<1x4x4xf32>, %v: tensor<1x4x4xf32>) -> tensor<1x4x4xf32> {
+  %split = llmc.constant dense<[1, 4, 2, 2]> : tensor<4xi64>
+  %merge = llmc.constant dense<[1, 4, 4]> : tensor<3xi64>
+  %q4 = llmc.reshape %q, %split : (tensor<1x4x4xf32>, tensor<4xi64>) -> tensor<1x4x2x2xf32>
+  %qt = llmc.transpose %q4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x4x2x2xf32>) -> tensor<1x2x4x2xf32>
+  %k4 = llmc.reshape %k, %split : (tensor<1x4x4xf32>, tensor<4xi64>) -> tensor<1x4x2x2xf32>
+  %kh = llmc.transpose %k4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x4x2x2xf32>) -> tensor<1x2x4x2xf32>
+  %kt = llmc.transpose %kh {perm = array<i64: 0, 1, 3, 2>} : (tensor<1x2x4x2xf32>) -> tensor<1x2x2x4xf32>
+  %v4 = llmc.reshape %v, %split : (tensor<1x4x4xf32>, tensor<4xi64>) -> tensor<1x4x2x2xf32>
+  %vt = llmc.transpose %v4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x4x2x2xf32>) -> tensor<1x2x4x2xf32>
+  %s = llmc.matmul %qt, %kt : (tensor<1x2x4x2xf32>, tensor<1x2x2x4xf32>) -> tensor<1x2x4x4xf32>
+  %p = llmc.softmax %s : (tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %o = llmc.matmul %p, %vt : (tensor<1x2x4x4xf32>, tensor<1x2x4x2xf32>) -> tensor<1x2x4x2xf32>
+  %ot = llmc.transpose %o {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x2x4x2xf32>) -> tensor<1x4x2x2xf32>
+  %y = llmc.reshape %ot, %merge : (tensor<1x4x2x2xf32>, tensor<3xi64>) -> tensor<1x4x4xf32>
+  return %y : tensor<1x4x4xf32>
+}
