@@ -295,6 +295,45 @@ struct SdpaPattern : OpRewritePattern<SoftmaxOp> {
   }
 };
 
+// Native ONNX Attention in its 3-D form, without a KV cache and with no score output read, is
+// the same computation: it becomes llmc.fused_attention too (one kernel family to optimize).
+struct NativeAttentionPattern : OpRewritePattern<AttentionOp> {
+  RewriteCounter &count;
+  NativeAttentionPattern(MLIRContext *ctx, RewriteCounter &count) : OpRewritePattern(ctx), count(count) {}
+
+  LogicalResult matchAndRewrite(AttentionOp op, PatternRewriter &rewriter) const override {
+    if (fusion::tensorType(op.getQ()).getRank() != 3 || op.getQNumHeads() <= 0 || op.getKvNumHeads() <= 0 ||
+        !fusion::isEmpty(op.getPastKey()) || !fusion::isEmpty(op.getPastValue()) ||
+        !fusion::isEmpty(op.getNonpadKvSeqlen()) || op.getSoftcap().convertToDouble() != 0.0 ||
+        op.getLeftWindowSize() != -1 || op.getRightWindowSize() != -1 || !op.getPresentKey().use_empty() ||
+        !op.getPresentValue().use_empty() || !op.getQkOutput().use_empty() ||
+        !isa<FloatType>(fusion::tensorType(op.getQ()).getElementType()))
+      return failure();
+    // ONNX aligns its causal frontier top-left (key j <= query i), fused_attention bottom-right
+    // (for a KV cache); they agree when the query and key lengths are one and the same.
+    const int64_t sq = fusion::tensorType(op.getQ()).getDimSize(1), sk = fusion::tensorType(op.getK()).getDimSize(1);
+    if (op.getIsCausal() && (ShapedType::isDynamic(sq) || sq != sk))
+      return failure();
+    Value none = fusion::emptyTensor(rewriter, op.getLoc(), fusion::tensorType(op.getQ()).getElementType());
+    Value mask = op.getMask();
+    if (fusion::isEmpty(mask))
+      mask = none;
+    const float scale = op.getScale() ? op.getScale()->convertToFloat() : 0.0f;
+    Operation *fused = fusion::create(rewriter, op.getLoc(), "llmc.fused_attention",
+                                      {op.getQ(), op.getK(), op.getV(), mask, none, none},
+                                      {rewriter.getNamedAttr("q_num_heads", op.getQNumHeadsAttr()),
+                                       rewriter.getNamedAttr("kv_num_heads", op.getKvNumHeadsAttr()),
+                                       rewriter.getNamedAttr("scale", rewriter.getF32FloatAttr(scale)),
+                                       rewriter.getNamedAttr("is_causal", op.getIsCausalAttr())});
+    if (!fused || fused->getResult(0).getType() != op.getOutput().getType())
+      return failure();
+    rewriter.replaceAllUsesWith(op.getOutput(), fused->getResult(0));
+    rewriter.eraseOp(op);
+    ++count;
+    return success();
+  }
+};
+
 struct RaiseAttention : impl::LlmcRaiseAttentionBase<RaiseAttention> {
   RewriteCounter attentions{"llmc-raise-attention", "attention blocks raised"};
   RewriteCounter rotaries{"llmc-raise-attention", "rotary embeddings folded in"};
@@ -302,6 +341,7 @@ struct RaiseAttention : impl::LlmcRaiseAttentionBase<RaiseAttention> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<SdpaPattern>(&getContext(), attentions, rotaries, causalMasks);
+    patterns.add<NativeAttentionPattern>(&getContext(), attentions);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }
