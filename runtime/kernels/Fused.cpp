@@ -33,10 +33,10 @@ inline float activate(Activation a, float x) {
   switch (a) {
   case Activation::None: return x;
   case Activation::Relu: return x > 0 ? x : 0.0f;
-  case Activation::Silu: return x / (1.0f + std::exp(-x));
-  case Activation::Gelu: return 0.5f * x * (1.0f + std::erf(x * 0.7071067811865476f));
+  case Activation::Silu: return x / (1.0f + fastExp(-x));
+  case Activation::Gelu: return 0.5f * x * (1.0f + fastErf(x * 0.7071067811865476f));
   case Activation::GeluTanh:
-    return 0.5f * x * (1.0f + std::tanh(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+    return 0.5f * x * (1.0f + fastTanh(0.7978845608028654f * (x + 0.044715f * x * x * x)));
   }
   return x;
 }
@@ -85,16 +85,30 @@ std::string linearKernel(const KernelArgs &args) {
   if (!bias && !gate && !residual && act == Activation::None)
     return {};
   float *out = y.as<float>();
-  for (int64_t m = 0; m < M; ++m) {
-    float *row = out + m * N;
-    for (int64_t n = 0; n < N; ++n) {
-      float v = activate(act, row[n] + (bias ? bias[n] : 0.0f));
-      if (gate)
-        v *= gate[m * N + n];
-      if (residual)
-        v += residual[m * N + n];
-      row[n] = v;
+  auto epilogue = [&](auto activation) {
+    for (int64_t m = 0; m < M; ++m) {
+      float *row = out + m * N;
+      const float *g = gate ? gate + m * N : nullptr, *r = residual ? residual + m * N : nullptr;
+      if (bias)
+        for (int64_t n = 0; n < N; ++n)
+          row[n] += bias[n];
+      for (int64_t n = 0; n < N; ++n)
+        row[n] = activation(row[n]);
+      if (g)
+        for (int64_t n = 0; n < N; ++n)
+          row[n] *= g[n];
+      if (r)
+        for (int64_t n = 0; n < N; ++n)
+          row[n] += r[n];
     }
+  };
+  // One instantiation per activation, so that each inner loop is branch-free.
+  switch (act) {
+  case Activation::None: epilogue([](float x) { return x; }); break;
+  case Activation::Relu: epilogue([](float x) { return activate(Activation::Relu, x); }); break;
+  case Activation::Silu: epilogue([](float x) { return activate(Activation::Silu, x); }); break;
+  case Activation::Gelu: epilogue([](float x) { return activate(Activation::Gelu, x); }); break;
+  case Activation::GeluTanh: epilogue([](float x) { return activate(Activation::GeluTanh, x); }); break;
   }
   return {};
 }
@@ -233,6 +247,8 @@ std::string fusedAttentionKernel(const KernelArgs &args) {
     broadcastStrides(padded, full, maskStrides);
   }
 
+  const bool maskBool = hasMask && args.in(3).dtype == DType::Bool;
+  constexpr float kMinusInf = -std::numeric_limits<float>::infinity();
   std::vector<float> scores(size_t(Sq * Sk));
   const int64_t group = Hq / Hkv, qRow = Hq * D, kRow = Hkv * D, vRow = Hkv * Dv, oRow = Hq * Dv;
   float *o = args.out(0).as<float>();
@@ -243,27 +259,29 @@ std::string fusedAttentionKernel(const KernelArgs &args) {
               kRow, 0.0f, scores.data(), Sk);
       for (int64_t i = 0; i < Sq; ++i) {
         float *row = scores.data() + i * Sk;
-        const int64_t frontier = causal ? i + (Sk - Sq) : Sk - 1; // last key this query may see
-        float best = -std::numeric_limits<float>::infinity();
-        for (int64_t j = 0; j < Sk; ++j) {
-          bool keep = j <= frontier;
-          if (hasMask) {
-            const int64_t at = b * maskStrides[0] + h * maskStrides[1] + i * maskStrides[2] + j * maskStrides[3];
-            if (args.in(3).dtype == DType::Bool)
-              keep = keep && args.in(3).as<const uint8_t>()[at] != 0;
-            else
-              row[j] += args.in(3).as<const float>()[at];
+        if (hasMask) {
+          const int64_t base = b * maskStrides[0] + h * maskStrides[1] + i * maskStrides[2], step = maskStrides[3];
+          if (maskBool) {
+            const uint8_t *keep = args.in(3).as<const uint8_t>() + base;
+            for (int64_t j = 0; j < Sk; ++j)
+              row[j] = keep[j * step] ? row[j] : kMinusInf;
+          } else {
+            const float *add = args.in(3).as<const float>() + base;
+            for (int64_t j = 0; j < Sk; ++j)
+              row[j] += add[j * step];
           }
-          if (!keep)
-            row[j] = -std::numeric_limits<float>::infinity();
-          best = std::max(best, row[j]);
         }
-        double total = 0;
-        for (int64_t j = 0; j < Sk; ++j) {
-          row[j] = best == -std::numeric_limits<float>::infinity() ? 0.0f : std::exp(row[j] - best);
-          total += row[j];
+        if (causal) // keys after the frontier i + (Sk - Sq) are hidden
+          for (int64_t j = std::max<int64_t>(0, i + (Sk - Sq) + 1); j < Sk; ++j)
+            row[j] = kMinusInf;
+        const float best = rowMax(row, Sk);
+        if (best == kMinusInf) { // every key masked: the row attends to nothing
+          std::fill(row, row + Sk, 0.0f);
+          continue;
         }
-        const float inv = total > 0 ? float(1.0 / total) : 0.0f;
+        for (int64_t j = 0; j < Sk; ++j) // separate from the sum, so that it vectorizes
+          row[j] = row[j] == kMinusInf ? 0.0f : fastExp(row[j] - best);
+        const float inv = 1.0f / rowSum(row, Sk);
         for (int64_t j = 0; j < Sk; ++j)
           row[j] *= inv;
       }

@@ -3,8 +3,10 @@
 
 #include "Kernels.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 namespace llmc::rt {
@@ -127,6 +129,71 @@ void forEachRow(const Shape &out, const Shape *const (&ins)[N], Fn &&fn) {
 // Row-major float GEMM: C = alpha * op(A) * op(B) + beta * C (OpenBLAS, multithreaded).
 void gemmF32(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
              const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
+
+// exp for float, branch-free so that loops over it vectorize: Cephes' range reduction by ln 2
+// and degree-6 polynomial (within 2 ulp of std::exp over [-87, 88]; below that it returns about
+// 1e-38 rather than 0, above it saturates).
+inline float fastExp(float x) {
+  x = x < -87.3f ? -87.3f : x;
+  x = x > 88.7f ? 88.7f : x;
+  const float y = x * 1.44269504088896341f;
+  const int32_t i = int32_t(y + std::copysign(0.5f, y)); // round to nearest: SSE2 has no floor
+  const float n = float(i);
+  const float r = x - n * 0.693359375f + n * 2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  const int32_t bits = (i + 127) << 23;
+  float scale;
+  std::memcpy(&scale, &bits, sizeof scale);
+  return p * scale;
+}
+
+// Max and sum of a row with eight independent accumulators: without -ffast-math the compiler
+// keeps a reduction sequential, and one dependency chain runs several times slower.
+inline float rowMax(const float *x, int64_t n) {
+  float m[8];
+  std::fill(m, m + 8, -std::numeric_limits<float>::infinity());
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8)
+    for (int k = 0; k < 8; ++k)
+      m[k] = m[k] < x[j + k] ? x[j + k] : m[k];
+  float best = *std::max_element(m, m + 8);
+  for (; j < n; ++j)
+    best = best < x[j] ? x[j] : best;
+  return best;
+}
+
+inline float rowSum(const float *x, int64_t n) {
+  float s[8] = {};
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8)
+    for (int k = 0; k < 8; ++k)
+      s[k] += x[j + k];
+  float total = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+  for (; j < n; ++j)
+    total += x[j];
+  return total;
+}
+
+// erf for float (Abramowitz and Stegun 7.1.26 with fastExp: absolute error below 2e-7).
+inline float fastErf(float x) {
+  const float a = std::fabs(x);
+  const float t = 1.0f / (1.0f + 0.3275911f * a);
+  const float poly = t * (0.254829592f + t * (-0.284496736f + t * (1.421413741f + t * (-1.453152027f + t * 1.061405429f))));
+  const float y = 1.0f - poly * fastExp(-a * a);
+  return std::copysign(y, x);
+}
+
+// tanh for float through fastExp (saturates exactly to +-1 for large |x|).
+inline float fastTanh(float x) {
+  const float e = fastExp(-2.0f * std::fabs(x));
+  return std::copysign((1.0f - e) / (1.0f + e), x);
+}
 
 // IEEE half <-> float, round to nearest even.
 float halfToFloat(uint16_t h);
