@@ -164,7 +164,7 @@ struct Raised {
   Value q, k, v, mask, cos, sin;
   int64_t qHeads = 0, kvHeads = 0;
   double scale = 1.0;
-  bool causal = false;
+  bool causal = false, negateMask = false;
 };
 
 struct SdpaPattern : OpRewritePattern<SoftmaxOp> {
@@ -191,6 +191,21 @@ struct SdpaPattern : OpRewritePattern<SoftmaxOp> {
       }
       if (!r.mask)
         return failure();
+    }
+    // A boolean mask selects: where(keep, scores, -big) or where(hide, -big, scores).
+    if (auto where = def<WhereOp>(scores); where && !r.mask) {
+      auto big = [](Value v) {
+        auto c = fusion::scalarValue(v);
+        return c && *c <= -1e4;
+      };
+      if (big(where.getY()) && where.getX().hasOneUse()) {
+        r.mask = where.getCondition();
+        scores = where.getX();
+      } else if (big(where.getX()) && where.getY().hasOneUse()) {
+        r.mask = where.getCondition();
+        r.negateMask = true; // built with the fused op, once the whole pattern matched
+        scores = where.getY();
+      }
     }
     auto qk = def<MatMulOp>(stripScale(scores, r.scale));
     if (!qk || !qk.getResult().hasOneUse())
@@ -250,19 +265,25 @@ struct SdpaPattern : OpRewritePattern<SoftmaxOp> {
       r.mask = Value();
       r.causal = true;
     }
-    // Build: rotary tables as [1 or B, S, D].
+    // Rotary tables must be [1 or B, S, D] or [1 or B, 1, S, D] (reshaped below).
+    for (Value table : {r.cos, r.sin}) {
+      auto type = table ? fusion::tensorType(table) : RankedTensorType();
+      if (table && type.getRank() != 3 && (type.getRank() != 4 || type.getDimSize(1) != 1))
+        return failure();
+    }
+    // Build: nothing above changed the IR, so a failure there left it as it was.
     rewriter.setInsertionPoint(root);
     Location loc = root.getLoc();
     auto element = fusion::tensorType(r.q).getElementType();
     Value none = fusion::emptyTensor(rewriter, loc, element);
+    if (r.negateMask)
+      r.mask = fusion::create(rewriter, loc, "llmc.not", {r.mask})->getResult(0);
     for (Value *table : {&r.cos, &r.sin}) {
       if (!*table)
         continue;
       auto type = fusion::tensorType(*table);
       if (type.getRank() == 3)
         continue;
-      if (type.getRank() != 4 || type.getDimSize(1) != 1)
-        return failure();
       auto shapeType = RankedTensorType::get({3}, rewriter.getI64Type());
       Value shape = ConstantOp::create(rewriter, loc, shapeType,
                                        DenseElementsAttr::get(shapeType, ArrayRef<int64_t>{
