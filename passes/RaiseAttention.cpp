@@ -355,6 +355,47 @@ struct NativeAttentionPattern : OpRewritePattern<AttentionOp> {
   }
 };
 
+// Native RotaryEmbedding (rotate-half, all features) on both q and k of a fused_attention moves
+// inside it: the half tables, gathered by position when there are position ids, become the full
+// [B, S, D] tables the fused op takes. CSE then shares the tables between layers.
+struct NativeRotaryPattern : OpRewritePattern<FusedAttentionOp> {
+  RewriteCounter &count;
+  NativeRotaryPattern(MLIRContext *ctx, RewriteCounter &count) : OpRewritePattern(ctx), count(count) {}
+
+  static bool plainRotary(RotaryOp r, int64_t heads) {
+    const int64_t d = fusion::tensorType(r.getInput()).getShape().back() / std::max<int64_t>(heads, 1);
+    return fusion::tensorType(r.getInput()).getRank() == 3 && r.getNumHeads() == heads && !r.getInterleaved() &&
+           (r.getRotaryEmbeddingDim() == 0 || r.getRotaryEmbeddingDim() == d);
+  }
+
+  LogicalResult matchAndRewrite(FusedAttentionOp op, PatternRewriter &rewriter) const override {
+    auto q = def<RotaryOp>(op.getQ()), k = def<RotaryOp>(op.getK());
+    if (!fusion::isEmpty(op.getCos()) || !q || !k || !plainRotary(q, op.getQNumHeads()) ||
+        !plainRotary(k, op.getKvNumHeads()) || q.getCos() != k.getCos() || q.getSin() != k.getSin() ||
+        q.getPositionIds() != k.getPositionIds())
+      return failure();
+    const bool byPosition = !fusion::isEmpty(q.getPositionIds());
+    if (fusion::tensorType(q.getCos()).getRank() != (byPosition ? 2 : 3))
+      return failure();
+    SmallVector<Value> tables;
+    for (Value half : {q.getCos(), q.getSin()}) {
+      if (byPosition)
+        half = fusion::create(rewriter, op.getLoc(), "llmc.gather", {half, q.getPositionIds()},
+                              {rewriter.getNamedAttr("axis", rewriter.getI64IntegerAttr(0))})
+                   ->getResult(0);
+      tables.push_back(fusion::create(rewriter, op.getLoc(), "llmc.concat", {half, half},
+                                      {rewriter.getNamedAttr("axis", rewriter.getI64IntegerAttr(-1))})
+                           ->getResult(0));
+    }
+    Operation *fused = fusion::create(rewriter, op.getLoc(), "llmc.fused_attention",
+                                      {q.getInput(), k.getInput(), op.getV(), op.getMask(), tables[0], tables[1]},
+                                      op->getAttrs());
+    rewriter.replaceOp(op, fused->getResults());
+    ++count;
+    return success();
+  }
+};
+
 struct RaiseAttention : impl::LlmcRaiseAttentionBase<RaiseAttention> {
   RewriteCounter attentions{"llmc-raise-attention", "attention blocks raised"};
   RewriteCounter rotaries{"llmc-raise-attention", "rotary embeddings folded in"};
@@ -363,6 +404,7 @@ struct RaiseAttention : impl::LlmcRaiseAttentionBase<RaiseAttention> {
     RewritePatternSet patterns(&getContext());
     patterns.add<SdpaPattern>(&getContext(), attentions, rotaries, causalMasks);
     patterns.add<NativeAttentionPattern>(&getContext(), attentions);
+    patterns.add<NativeRotaryPattern>(&getContext(), rotaries);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }
