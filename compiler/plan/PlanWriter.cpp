@@ -260,7 +260,18 @@ struct Emitter {
     return success();
   }
 
-  std::vector<uint8_t> program() const {
+  static flatbuffers::Offset<fb::Tokenizer> tokenizerTable(flatbuffers::FlatBufferBuilder &b, const TokenizerData &t) {
+    std::vector<flatbuffers::Offset<flatbuffers::String>> vocab;
+    for (const std::string &token : t.vocab)
+      vocab.push_back(b.CreateString(token));
+    std::vector<flatbuffers::Offset<fb::AddedToken>> added;
+    for (const TokenizerData::Added &a : t.added)
+      added.push_back(fb::CreateAddedToken(b, a.id, b.CreateString(a.content), a.special));
+    return fb::CreateTokenizer(b, static_cast<fb::PreTokenizer>(t.preTokenizer), b.CreateVector(vocab),
+                               b.CreateVector(t.merges), b.CreateVector(added));
+  }
+
+  std::vector<uint8_t> program(const TokenizerData *tokenizer) const {
     flatbuffers::FlatBufferBuilder b;
     std::vector<flatbuffers::Offset<fb::Value>> fbValues;
     for (const ValueEntry &v : values)
@@ -288,7 +299,8 @@ struct Emitter {
     }
     auto root = fb::CreateProgram(b, b.CreateString("llmc " LLMC_VERSION_STRING), b.CreateVector(fbValues),
                                   b.CreateVector(fbOps), b.CreateVector(inputs), b.CreateVector(outputs),
-                                  shapes ? b.CreateVector(symbols) : 0, shapes ? b.CreateVectorOfStructs(nodes) : 0);
+                                  shapes ? b.CreateVector(symbols) : 0, shapes ? b.CreateVectorOfStructs(nodes) : 0,
+                                  tokenizer ? tokenizerTable(b, *tokenizer) : 0);
     fb::FinishProgramBuffer(b, root);
     return std::vector<uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
   }
@@ -334,11 +346,11 @@ bool writeAll(int fd, const void *data, size_t size) {
 
 } // namespace
 
-std::string writePlan(ModuleOp module, const std::string &path, PlanStats *stats) {
+std::string writePlan(ModuleOp module, const std::string &path, PlanStats *stats, const TokenizerData *tokenizer) {
   Emitter emitter;
   if (failed(emitter.run(module)))
     return emitter.error;
-  const std::vector<uint8_t> program = emitter.program();
+  const std::vector<uint8_t> program = emitter.program(tokenizer);
 
   fb::Header header{};
   std::memcpy(header.magic, fb::kMagic, sizeof header.magic);

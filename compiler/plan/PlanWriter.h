@@ -1,6 +1,8 @@
 // Lowers func.func @main (llmc graph ops with static shapes) into a plan file.
 #pragma once
 
+#include "TokenizerImport.h"
+
 #include "mlir/IR/BuiltinOps.h"
 
 #include <cstdint>
@@ -17,6 +19,8 @@ struct PlanStats {
 
 // Writes the plan for `module` to `path`. The file appears complete or not at all: it is
 // written to a temporary file in the same folder and renamed. Returns "" or an error message.
-std::string writePlan(mlir::ModuleOp module, const std::string &path, PlanStats *stats = nullptr);
+// `tokenizer`, when given, goes into the plan too.
+std::string writePlan(mlir::ModuleOp module, const std::string &path, PlanStats *stats = nullptr,
+                      const TokenizerData *tokenizer = nullptr);
 
 } // namespace llmc

@@ -204,6 +204,11 @@ llmc_status parsePlan(const void *data, size_t size, bool verifyWeights, llmc_pl
       return invalid("a graph output is never computed");
     plan.outputs.push_back(index);
   }
+  if (p->tokenizer()) {
+    plan.tokenizer = std::make_unique<Tokenizer>();
+    if (std::string err = plan.tokenizer->load(*p->tokenizer()); !err.empty())
+      return invalid(err);
+  }
   return nullptr;
 }
 

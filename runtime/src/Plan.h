@@ -4,8 +4,10 @@
 #include "../kernels/Kernels.h"
 #include "DimExprs.h"
 #include "Status.h"
+#include "Tokenizer.h"
 
 #include <atomic>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -47,6 +49,7 @@ struct llmc_plan_t {
   std::vector<int> inputs, outputs;
   std::vector<llmc::rt::PlanSymbol> symbols;
   std::vector<llmc::plan::DimExprNode> dimNodes;
+  std::unique_ptr<llmc::rt::Tokenizer> tokenizer; // when the plan carries one
 
   ~llmc_plan_t();
   void retain() { refs.fetch_add(1); }

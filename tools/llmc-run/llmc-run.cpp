@@ -1,6 +1,7 @@
 // llmc-run: runs a plan on inputs from .npy files (or random ones), writes outputs as .npy,
 // compares them with references and benchmarks latency. Uses only the runtime's C API.
 #include "Npy.h"
+#include "Tokenize.h"
 #include "llmc/llmc.h"
 
 #include <algorithm>
@@ -19,6 +20,7 @@ namespace {
 namespace npy = llmc::npy;
 
 const char *kUsage = R"(usage: llmc-run PLAN [options]
+       llmc-run tokenize PLAN (--text TEXT | --hex-lines FILE | --decode ID...)
 
 Runs an llmc plan on the CPU.
 
@@ -408,6 +410,8 @@ int run(const Options &o) {
 } // namespace
 
 int main(int argc, char **argv) {
+  if (argc > 1 && std::string(argv[1]) == "tokenize")
+    return tokenizeMain(argc - 1, argv + 1);
   Options o;
   std::string err = parseArgs(argc, argv, o);
   if (err == "-")

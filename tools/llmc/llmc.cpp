@@ -43,6 +43,9 @@ static cl::list<std::string> maxShapes("max-shape",
                                        cl::desc("Keep symbolic dimensions dynamic up to a bound: SYMBOL=N "
                                                 "(seq=512,batch=4); one plan then serves every size from 1 to N"),
                                        cl::value_desc("spec"), cl::cat(category));
+static cl::opt<std::string> tokenizerFile("tokenizer",
+                                          cl::desc("Store this Hugging Face tokenizer.json (byte-level BPE) in the plan"),
+                                          cl::value_desc("tokenizer.json"), cl::cat(category));
 static cl::list<std::string> freezeInputs("freeze-input",
                                           cl::desc("Bake a graph input into the plan as a constant: NAME=FILE.npy "
                                                    "(for inputs that decide shapes, such as axes or a target shape)"),
@@ -197,8 +200,13 @@ int main(int argc, char **argv) {
     in.consume_back(".onnx");
     outPath = in.str() + ".llmc";
   }
+  llmc::TokenizerData tokenizer;
+  if (!tokenizerFile.empty())
+    if (std::string err = llmc::readTokenizerJson(tokenizerFile, tokenizer); !err.empty())
+      return fail(err);
   llmc::PlanStats stats;
-  if (std::string err = llmc::writePlan(*module, outPath, &stats); !err.empty())
+  if (std::string err = llmc::writePlan(*module, outPath, &stats, tokenizerFile.empty() ? nullptr : &tokenizer);
+      !err.empty())
     return fail(err);
   if (printStats) {
     llvm::errs() << "plan: " << stats.kernels << " kernels, " << stats.weights << " weights (" << stats.weightBytes

@@ -104,6 +104,21 @@ LLMC_API int32_t llmc_plan_symbol_count(llmc_plan plan);
 LLMC_API llmc_status llmc_plan_symbol_info(llmc_plan plan, int32_t index, const char **out_name, int64_t *out_max);
 /* The symbol that dimension `dim` of input `input` takes its size from, or -1 when it is static. */
 LLMC_API llmc_status llmc_plan_input_dim_symbol(llmc_plan plan, int32_t input, int32_t dim, int32_t *out_symbol);
+/* --- tokenizer --------------------------------------------------------------------------
+ * A plan compiled with `llmc --tokenizer tokenizer.json` carries its byte-level BPE tokenizer
+ * (GPT-2, Llama 3, SmolLM2 families): the same ids as Hugging Face `tokenizers`. Thread safe. */
+LLMC_API int32_t llmc_plan_has_tokenizer(llmc_plan plan);
+LLMC_API int32_t llmc_plan_vocab_size(llmc_plan plan); /* 0 without a tokenizer */
+/* Token ids of `length` bytes of UTF-8 `text`. `*out_count` is set to the number of ids the text
+ * has; when `capacity` is smaller (or `ids` is NULL) nothing is written and, if `ids` is not NULL,
+ * the status says so (LLMC_INVALID_ARGUMENT): call again with a larger buffer. */
+LLMC_API llmc_status llmc_tokenize(llmc_plan plan, const char *text, size_t length, int32_t *ids, int32_t capacity,
+                                   int32_t *out_count);
+/* The UTF-8 text of `count` ids into `text` (not NUL-terminated), `*out_length` its length in
+ * bytes; the same buffer protocol as llmc_tokenize. An id outside the vocabulary is an error. */
+LLMC_API llmc_status llmc_detokenize(llmc_plan plan, const int32_t *ids, int32_t count, char *text, size_t capacity,
+                                     size_t *out_length);
+
 /* Number of kernel launches in the program. */
 LLMC_API int32_t llmc_plan_kernel_count(llmc_plan plan);
 
