@@ -69,19 +69,30 @@ std::string parseMaxShapes(const std::string &spec, ImportOptions &options) {
     if (item.empty())
       continue;
     auto eq = item.find('=');
-    long long v = -1;
+    long long lo = 1, v = -1;
     try {
-      size_t used = 0;
-      if (eq != std::string::npos && eq > 0)
-        v = std::stoll(item.substr(eq + 1), &used);
-      if (used != item.size() - eq - 1)
-        v = -1;
+      if (eq != std::string::npos && eq > 0) {
+        std::string range = item.substr(eq + 1);
+        size_t used = 0, dots = range.find("..");
+        if (dots != std::string::npos) {
+          lo = std::stoll(range.substr(0, dots), &used);
+          if (used != dots)
+            lo = -1;
+          range = range.substr(dots + 2);
+        }
+        v = std::stoll(range, &used);
+        if (used != range.size())
+          v = -1;
+      }
     } catch (const std::exception &) {
       v = -1;
     }
-    if (v < 1)
-      return "bad --max-shape item '" + item + "': expected SYMBOL=N with N >= 1 (e.g. seq=512)";
+    if (v < 1 || lo < 0 || lo > v)
+      return "bad --max-shape item '" + item + "': expected SYMBOL=N or SYMBOL=MIN..N with 0 <= MIN <= N, N >= 1 "
+             "(e.g. seq=512, past=0..512)";
     options.maxDims[item.substr(0, eq)] = v;
+    if (lo != 1)
+      options.minDims[item.substr(0, eq)] = lo;
   }
   return {};
 }
@@ -143,6 +154,11 @@ struct GraphImporter {
     }
     if (!bounds.empty())
       func->setAttr(kSymbolBoundsAttr, builder.getDictionaryAttr(bounds));
+    SmallVector<NamedAttribute> minima;
+    for (const auto &[name, min] : options.minDims)
+      minima.push_back(builder.getNamedAttr(name, builder.getI64IntegerAttr(min)));
+    if (!minima.empty())
+      func->setAttr(kSymbolMinimaAttr, builder.getDictionaryAttr(minima));
     return true;
   }
 

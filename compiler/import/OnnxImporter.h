@@ -24,6 +24,8 @@ struct ImportOptions {
   std::map<std::string, int64_t> dimValues;
   // Upper bounds for symbolic dimensions that stay dynamic, by dim_param name ("seq" -> 512).
   std::map<std::string, int64_t> maxDims;
+  // Lower bounds where they are not 1 ("past" -> 0 for past=0..128).
+  std::map<std::string, int64_t> minDims;
   // Graph inputs to bake into the plan as constants, by name.
   std::map<std::string, FrozenInput> frozenInputs;
 };
@@ -38,7 +40,8 @@ struct ImportStats {
 // Parses "name=1x16,other=2x3" or "seq=16" items into `options`; returns an error message or "".
 std::string parseInputShapes(const std::string &spec, ImportOptions &options);
 
-// Parses "seq=512,batch=4" (--max-shape) into `options`; returns an error message or "".
+// Parses "seq=512,batch=4" or "past=0..512" (--max-shape) into `options`; returns an error
+// message or "".
 std::string parseMaxShapes(const std::string &spec, ImportOptions &options);
 
 // Imports the ONNX model at `path` into a module holding `func.func @main`. Initializers become

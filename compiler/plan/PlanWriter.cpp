@@ -293,7 +293,7 @@ struct Emitter {
     std::vector<fb::DimNode> nodes;
     if (shapes) {
       for (const SymbolInfo &s : shapes->symbols())
-        symbols.push_back(fb::CreateSymbol(b, b.CreateString(s.name), s.max));
+        symbols.push_back(fb::CreateSymbol(b, b.CreateString(s.name), s.max, s.min));
       for (const plan::DimExprNode &n : dimNodes->nodes)
         nodes.emplace_back(n.value, n.a, n.b, static_cast<fb::DimNodeOp>(n.op));
     }

@@ -117,10 +117,11 @@ extern "C" llmc_status llmc_context_set_input(llmc_context ctx, int32_t index, c
     if (v.dimNode[d] < 0)
       continue;
     const llmc::rt::PlanSymbol &sym = ctx->plan->symbols[size_t(ctx->plan->dimNodes[size_t(v.dimNode[d])].value)];
-    if (tensor->dims[d] < 1 || tensor->dims[d] > sym.max)
+    if (tensor->dims[d] < sym.min || tensor->dims[d] > sym.max)
       return makeStatus(LLMC_INVALID_ARGUMENT,
                         "input '" + v.name + "' dimension " + std::to_string(d) + " ('" + sym.name + "') is " +
-                            std::to_string(tensor->dims[d]) + ", outside the plan's range 1.." +
+                            std::to_string(tensor->dims[d]) + ", outside the plan's range " + std::to_string(sym.min) +
+                            ".." +
                             std::to_string(sym.max) + " (compile with a larger --max-shape " + sym.name + "=N)");
   }
   t.shape.rank = tensor->rank;

@@ -70,7 +70,8 @@ std::string evaluateDimExprs(const std::vector<DimExprNode> &nodes, const int64_
   return {};
 }
 
-std::string boundDimExprs(const std::vector<DimExprNode> &nodes, const int64_t *symbolMax, std::vector<int64_t> &upper) {
+std::string boundDimExprs(const std::vector<DimExprNode> &nodes, const int64_t *symbolMin, const int64_t *symbolMax,
+                          std::vector<int64_t> &upper) {
   std::vector<Interval> iv(nodes.size());
   for (size_t i = 0; i < nodes.size(); ++i) {
     const DimExprNode &n = nodes[i];
@@ -80,7 +81,7 @@ std::string boundDimExprs(const std::vector<DimExprNode> &nodes, const int64_t *
       continue;
     }
     if (n.op == DimOp::Symbol) {
-      r = {1, symbolMax[n.value]};
+      r = {symbolMin[n.value], symbolMax[n.value]};
       continue;
     }
     const Interval a = iv[size_t(n.a)], b = iv[size_t(n.b)];

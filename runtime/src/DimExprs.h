@@ -27,8 +27,10 @@ std::string checkDimExprs(const std::vector<DimExprNode> &nodes, size_t numSymbo
 std::string evaluateDimExprs(const std::vector<DimExprNode> &nodes, const int64_t *symbols,
                              std::vector<int64_t> &out);
 
-// An upper bound of every node over all symbol values in [1, max] (interval arithmetic), so
+// An upper bound of every node over all symbol values in [min, max] (interval arithmetic), so
 // that buffers sized by it hold every shape a run can have.
-std::string boundDimExprs(const std::vector<DimExprNode> &nodes, const int64_t *symbolMax, std::vector<int64_t> &upper);
+// Symbols range over [symbolMin, symbolMax].
+std::string boundDimExprs(const std::vector<DimExprNode> &nodes, const int64_t *symbolMin, const int64_t *symbolMax,
+                          std::vector<int64_t> &upper);
 
 } // namespace llmc::plan

@@ -52,19 +52,21 @@ llmc_status convertAttr(const fb::Attr &a, Attr &out) {
 llmc_status parseSymbols(const fb::Program &p, llmc_plan_t &plan, std::vector<int64_t> &upper) {
   if (p.symbols())
     for (const fb::Symbol *s : *p.symbols()) {
-      if (s->max() < 1 || s->max() > (int64_t(1) << 40))
-        return invalid("symbol '" + s->name()->str() + "' has a bad upper bound");
-      plan.symbols.push_back({s->name()->str(), s->max()});
+      if (s->max() < 1 || s->max() > (int64_t(1) << 40) || s->min() < 0 || s->min() > s->max())
+        return invalid("symbol '" + s->name()->str() + "' has bad bounds");
+      plan.symbols.push_back({s->name()->str(), s->max(), s->min()});
     }
   if (p.dim_nodes())
     for (const fb::DimNode *n : *p.dim_nodes())
       plan.dimNodes.push_back({static_cast<fb::DimOp>(n->op()), n->a(), n->b(), n->value()});
   if (std::string err = fb::checkDimExprs(plan.dimNodes, plan.symbols.size()); !err.empty())
     return invalid(err);
-  std::vector<int64_t> maxima;
-  for (const PlanSymbol &s : plan.symbols)
+  std::vector<int64_t> minima, maxima;
+  for (const PlanSymbol &s : plan.symbols) {
+    minima.push_back(s.min);
     maxima.push_back(s.max);
-  if (std::string err = fb::boundDimExprs(plan.dimNodes, maxima.data(), upper); !err.empty())
+  }
+  if (std::string err = fb::boundDimExprs(plan.dimNodes, minima.data(), maxima.data(), upper); !err.empty())
     return invalid(err);
   return nullptr;
 }

@@ -27,6 +27,7 @@ struct PlanValue {
 struct PlanSymbol {
   std::string name;
   int64_t max;
+  int64_t min; // 1, or 0 for a symbol that may be empty
 };
 
 struct PlanOp {

@@ -31,9 +31,9 @@ TEST(DimExprs, EvaluatesEveryNode) {
 
 // The upper bound of each node is at least its value for every symbol value within the bound.
 TEST(DimExprs, BoundsCoverEveryValue) {
-  const int64_t max = 50;
+  const int64_t min = 1, max = 50;
   std::vector<int64_t> upper, out;
-  ASSERT_EQ(llmc::plan::boundDimExprs(sample(), &max, upper), "");
+  ASSERT_EQ(llmc::plan::boundDimExprs(sample(), &min, &max, upper), "");
   for (int64_t seq = 1; seq <= max; ++seq) {
     ASSERT_EQ(llmc::plan::evaluateDimExprs(sample(), &seq, out), "");
     for (size_t i = 0; i < out.size(); ++i)
@@ -51,9 +51,9 @@ TEST(DimExprs, RejectsForwardReferencesUnknownSymbolsAndDivisionByZero) {
   const std::vector<DimExprNode> byZero = {{DimOp::Symbol, -1, -1, 0}, {DimOp::Const, -1, -1, 0},
                                            {DimOp::FloorDiv, 0, 1, 0}};
   std::vector<int64_t> out;
-  const int64_t seq = 3;
+  const int64_t seq = 3, one = 1;
   EXPECT_NE(llmc::plan::evaluateDimExprs(byZero, &seq, out), "");
-  EXPECT_NE(llmc::plan::boundDimExprs(byZero, &seq, out), "");
+  EXPECT_NE(llmc::plan::boundDimExprs(byZero, &one, &seq, out), "");
 }
 
 } // namespace

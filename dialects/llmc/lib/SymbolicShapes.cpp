@@ -127,7 +127,8 @@ DimAtoms::Range DimAtoms::atomRange(int id) const {
   const Atom &a = atoms_[size_t(id)];
   constexpr int64_t kUnknown = int64_t(1) << 40;
   if (a.isSymbol)
-    return {1, size_t(a.symbol) < symbolMax_.size() ? symbolMax_[size_t(a.symbol)] : kUnknown};
+    return {size_t(a.symbol) < symbolMin_.size() ? symbolMin_[size_t(a.symbol)] : 1,
+            size_t(a.symbol) < symbolMax_.size() ? symbolMax_[size_t(a.symbol)] : kUnknown};
   const Range x = range(a.lhs), y = range(a.rhs);
   switch (a.op) {
   case DimTermOp::Min: return {std::min(x.lo, y.lo), std::min(x.hi, y.hi)};
@@ -684,10 +685,16 @@ FailureOr<SymbolicShapes> SymbolicShapes::analyze(func::FuncOp func, std::string
       symbolIndex[b.getName().str()] = int(result.symbols_.size());
       result.symbols_.push_back({b.getName().str(), cast<IntegerAttr>(b.getValue()).getInt()});
     }
-  std::vector<int64_t> maxima;
-  for (const SymbolInfo &s : result.symbols_)
+  if (auto minima = func->getAttrOfType<DictionaryAttr>(kSymbolMinimaAttr))
+    for (NamedAttribute m : minima)
+      if (auto it = symbolIndex.find(m.getName().str()); it != symbolIndex.end())
+        result.symbols_[size_t(it->second)].min = cast<IntegerAttr>(m.getValue()).getInt();
+  std::vector<int64_t> minima, maxima;
+  for (const SymbolInfo &s : result.symbols_) {
+    minima.push_back(s.min);
     maxima.push_back(s.max);
-  result.atoms_.setSymbolMaxima(std::move(maxima));
+  }
+  result.atoms_.setSymbolBounds(std::move(minima), std::move(maxima));
   ShapeRules rules{result, error};
   constexpr int64_t kMaxContents = 64;
 

@@ -99,7 +99,8 @@ LLMC_API llmc_status llmc_plan_input_info(llmc_plan plan, int32_t index, const c
 LLMC_API llmc_status llmc_plan_output_info(llmc_plan plan, int32_t index, const char **out_name,
                                            llmc_tensor *out_info);
 /* Symbolic dimensions (batch, sequence length, ...): a plan compiled with `llmc --max-shape` serves
- * every size from 1 to each symbol's maximum without recompiling. `out_name` is owned by the plan. */
+ * every size from each symbol's minimum (1, or 0 when compiled with `past=0..N`) to its maximum
+ * without recompiling. `out_name` is owned by the plan. */
 LLMC_API int32_t llmc_plan_symbol_count(llmc_plan plan);
 LLMC_API llmc_status llmc_plan_symbol_info(llmc_plan plan, int32_t index, const char **out_name, int64_t *out_max);
 /* The symbol that dimension `dim` of input `input` takes its size from, or -1 when it is static. */

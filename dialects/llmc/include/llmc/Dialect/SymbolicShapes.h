@@ -59,8 +59,11 @@ public:
   struct Range {
     int64_t lo, hi;
   };
-  // Symbols range over [1, max]; the analysis sets the maxima before making expressions.
-  void setSymbolMaxima(std::vector<int64_t> maxima) { symbolMax_ = std::move(maxima); }
+  // Symbols range over [min, max]; the analysis sets the bounds before making expressions.
+  void setSymbolBounds(std::vector<int64_t> minima, std::vector<int64_t> maxima) {
+    symbolMin_ = std::move(minima);
+    symbolMax_ = std::move(maxima);
+  }
   Range range(const DimExpr &e) const;
   DimExpr symbol(int index);
   DimExpr term(DimTermOp op, const DimExpr &lhs, const DimExpr &rhs); // simplifies where it can
@@ -71,12 +74,13 @@ private:
   Range atomRange(int id) const;
   std::vector<Atom> atoms_;
   std::map<std::string, int> byKey_;
-  std::vector<int64_t> symbolMax_;
+  std::vector<int64_t> symbolMin_, symbolMax_;
 };
 
 struct SymbolInfo {
   std::string name;
   int64_t max;
+  int64_t min = 1;
 };
 
 struct ValueShape {
@@ -105,5 +109,6 @@ private:
 // Attribute names (see the top of this file).
 inline constexpr const char *kDimSymbolsAttr = "llmc.dim_symbols";
 inline constexpr const char *kSymbolBoundsAttr = "llmc.symbol_bounds";
+inline constexpr const char *kSymbolMinimaAttr = "llmc.symbol_minima"; // only where not 1
 
 } // namespace llmc
