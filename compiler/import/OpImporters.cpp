@@ -357,10 +357,12 @@ FailureOr<SmallVector<Value>> importSplit(NodeContext &nc) {
   if (!present) {
     const int64_t parts = nc.attrInt("num_outputs", nc.node.output_size());
     const int64_t dim = type.getDimSize(axis);
-    if (ShapedType::isDynamic(dim))
-      return nc.fail("splitting a dynamic dimension into equal parts is not supported yet");
     if (parts <= 0)
       return nc.fail("num_outputs must be positive");
+    if (ShapedType::isDynamic(dim)) // sizes known once shapes are (fold-shapes, or each run)
+      return nc.create("llmc.split", {nc.input(0)},
+                       {nc.builder.getNamedAttr("axis", nc.builder.getI64IntegerAttr(axis)),
+                        nc.builder.getNamedAttr("num_outputs", nc.builder.getI64IntegerAttr(parts))});
     const int64_t chunk = (dim + parts - 1) / parts;
     for (int64_t i = 0, left = dim; i < parts; ++i, left -= chunk)
       sizes->push_back(std::max<int64_t>(0, std::min(chunk, left)));

@@ -1,6 +1,7 @@
 // llmc-run: runs a plan on inputs from .npy files (or random ones), writes outputs as .npy,
 // compares them with references and benchmarks latency. Uses only the runtime's C API.
 #include "Npy.h"
+#include "Generate.h"
 #include "Tokenize.h"
 #include "llmc/llmc.h"
 
@@ -21,6 +22,7 @@ namespace npy = llmc::npy;
 
 const char *kUsage = R"(usage: llmc-run PLAN [options]
        llmc-run tokenize PLAN (--text TEXT | --hex-lines FILE | --decode ID...)
+       llmc-run generate PLAN --prompt TEXT [--max-tokens N] ...   (see llmc-run generate --help)
 
 Runs an llmc plan on the CPU.
 
@@ -412,6 +414,8 @@ int run(const Options &o) {
 int main(int argc, char **argv) {
   if (argc > 1 && std::string(argv[1]) == "tokenize")
     return tokenizeMain(argc - 1, argv + 1);
+  if (argc > 1 && std::string(argv[1]) == "generate")
+    return generateMain(argc - 1, argv + 1);
   Options o;
   std::string err = parseArgs(argc, argv, o);
   if (err == "-")

@@ -470,7 +470,19 @@ LogicalResult ShapeRules::resultDims(Operation *op, StringRef name, std::vector<
     int64_t axis = intAttr(op, "axis", 0);
     if (axis < 0)
       axis += int64_t(s.size());
-    for (int64_t part : arrayAttr(op, "split")) {
+    SmallVector<int64_t> sizes = arrayAttr(op, "split");
+    if (sizes.empty()) { // num_outputs equal parts of a dynamic size: ceil(d / n), the last what is left
+      const int64_t parts = intAttr(op, "num_outputs", 1);
+      const DimExpr dim = s[size_t(axis)];
+      const DimExpr chunk = atoms().term(DimTermOp::CeilDiv, dim, DimExpr::constant(parts));
+      for (int64_t i = 0; i < parts; ++i) {
+        std::vector<DimExpr> d = s;
+        d[size_t(axis)] = i + 1 < parts ? chunk : dim - chunk * DimExpr::constant(parts - 1);
+        out.push_back(d);
+      }
+      return success();
+    }
+    for (int64_t part : sizes) {
       std::vector<DimExpr> d = s;
       d[size_t(axis)] = DimExpr::constant(part);
       out.push_back(d);

@@ -551,8 +551,21 @@ LogicalResult inferSplit(Inference &in) {
   if (failed(checkAxis(in, in.intAttr("axis", 0), int64_t(s.size()), axis)))
     return failure();
   SmallVector<int64_t> sizes = in.arrayAttr("split");
-  if (sizes.empty())
-    return in.fail("split needs the sizes of its parts");
+  if (sizes.empty()) { // num_outputs equal parts, as ONNX Split without sizes
+    const int64_t parts = in.intAttr("num_outputs", 0);
+    if (parts <= 0)
+      return in.fail("split needs the sizes of its parts or num_outputs");
+    const int64_t dim = s[axis];
+    const int64_t chunk = dim == kDyn ? kDyn : (dim + parts - 1) / parts;
+    for (int64_t i = 0, left = dim; i < parts; ++i) {
+      SmallVector<int64_t> out(s);
+      out[axis] = dim == kDyn ? kDyn : std::max<int64_t>(0, std::min(chunk, left));
+      if (dim != kDyn)
+        left -= chunk;
+      in.inferred.push_back(RankedTensorType::get(out, in.elem(0)));
+    }
+    return success();
+  }
   int64_t total = 0;
   for (int64_t part : sizes) {
     if (part < 0)

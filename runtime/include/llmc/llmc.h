@@ -105,21 +105,6 @@ LLMC_API int32_t llmc_plan_symbol_count(llmc_plan plan);
 LLMC_API llmc_status llmc_plan_symbol_info(llmc_plan plan, int32_t index, const char **out_name, int64_t *out_max);
 /* The symbol that dimension `dim` of input `input` takes its size from, or -1 when it is static. */
 LLMC_API llmc_status llmc_plan_input_dim_symbol(llmc_plan plan, int32_t input, int32_t dim, int32_t *out_symbol);
-/* --- tokenizer --------------------------------------------------------------------------
- * A plan compiled with `llmc --tokenizer tokenizer.json` carries its byte-level BPE tokenizer
- * (GPT-2, Llama 3, SmolLM2 families): the same ids as Hugging Face `tokenizers`. Thread safe. */
-LLMC_API int32_t llmc_plan_has_tokenizer(llmc_plan plan);
-LLMC_API int32_t llmc_plan_vocab_size(llmc_plan plan); /* 0 without a tokenizer */
-/* Token ids of `length` bytes of UTF-8 `text`. `*out_count` is set to the number of ids the text
- * has; when `capacity` is smaller (or `ids` is NULL) nothing is written and, if `ids` is not NULL,
- * the status says so (LLMC_INVALID_ARGUMENT): call again with a larger buffer. */
-LLMC_API llmc_status llmc_tokenize(llmc_plan plan, const char *text, size_t length, int32_t *ids, int32_t capacity,
-                                   int32_t *out_count);
-/* The UTF-8 text of `count` ids into `text` (not NUL-terminated), `*out_length` its length in
- * bytes; the same buffer protocol as llmc_tokenize. An id outside the vocabulary is an error. */
-LLMC_API llmc_status llmc_detokenize(llmc_plan plan, const int32_t *ids, int32_t count, char *text, size_t capacity,
-                                     size_t *out_length);
-
 /* Number of kernel launches in the program. */
 LLMC_API int32_t llmc_plan_kernel_count(llmc_plan plan);
 
@@ -156,6 +141,56 @@ LLMC_API llmc_status llmc_context_output(llmc_context context, int32_t index, ll
  * so far. Not thread safe with a concurrent run of the same context. */
 LLMC_API llmc_status llmc_context_kernel_time(llmc_context context, int32_t index, const char **out_kernel,
                                              const char **out_node, double *out_total_ms);
+
+/* --- tokenizer --------------------------------------------------------------------------
+ * A plan compiled with `llmc --tokenizer tokenizer.json` carries its byte-level BPE tokenizer
+ * (GPT-2, Llama 3, SmolLM2 families): the same ids as Hugging Face `tokenizers`. Thread safe. */
+LLMC_API int32_t llmc_plan_has_tokenizer(llmc_plan plan);
+LLMC_API int32_t llmc_plan_vocab_size(llmc_plan plan); /* 0 without a tokenizer */
+/* Token ids of `length` bytes of UTF-8 `text`. `*out_count` is set to the number of ids the text
+ * has; when `capacity` is smaller (or `ids` is NULL) nothing is written and, if `ids` is not NULL,
+ * the status says so (LLMC_INVALID_ARGUMENT): call again with a larger buffer. */
+LLMC_API llmc_status llmc_tokenize(llmc_plan plan, const char *text, size_t length, int32_t *ids, int32_t capacity,
+                                   int32_t *out_count);
+/* The UTF-8 text of `count` ids into `text` (not NUL-terminated), `*out_length` its length in
+ * bytes; the same buffer protocol as llmc_tokenize. An id outside the vocabulary is an error. */
+LLMC_API llmc_status llmc_detokenize(llmc_plan plan, const int32_t *ids, int32_t count, char *text, size_t capacity,
+                                     size_t *out_length);
+
+/* --- generation -------------------------------------------------------------------------
+ * A generator runs a decoder plan exported in the Hugging Face past/present form (inputs
+ * `input_ids`, optional `attention_mask` and `position_ids`, `past_key_values.{i}.key/.value`;
+ * outputs `logits`, `present.{i}.key/.value`), compiled with a bound on the past length
+ * (`llmc --max-shape past=0..N`): it owns the KV cache, feeds prompt tokens in chunks (prefill)
+ * and single tokens (decode), and samples. Batch 1. One generator per thread. */
+typedef struct llmc_generator_t *llmc_generator;
+
+typedef struct llmc_sampling {
+  size_t struct_size;       /* sizeof(llmc_sampling) */
+  float temperature;        /* 0: greedy (argmax) */
+  int32_t top_k;            /* keep the k most likely tokens; 0: all */
+  float top_p;              /* keep the smallest set with this much probability; 1: all */
+  float repetition_penalty; /* > 1 makes tokens already in the context less likely; 1: off */
+  uint64_t seed;            /* for the random draws (temperature > 0) */
+} llmc_sampling;
+
+LLMC_API void llmc_sampling_init(llmc_sampling *sampling); /* greedy, no penalty, seed 0 */
+LLMC_API llmc_status llmc_generator_create(llmc_plan plan, const llmc_context_options *options,
+                                           llmc_generator *out_generator);
+LLMC_API void llmc_generator_release(llmc_generator generator);
+/* Empties the context: the next feed starts a new sequence. */
+LLMC_API void llmc_generator_reset(llmc_generator generator);
+/* Runs the model over `count` more tokens (the prompt, or the token just sampled) and keeps the
+ * logits of the last one. Fails without changing the context when a token is outside the
+ * vocabulary or the context would exceed its capacity. */
+LLMC_API llmc_status llmc_generator_feed(llmc_generator generator, const int32_t *tokens, int32_t count);
+/* The logits after the last feed (owned by the generator, valid until the next feed). */
+LLMC_API llmc_status llmc_generator_logits(llmc_generator generator, const float **out_logits, int32_t *out_vocab);
+/* Draws the next token from the last logits (it is not fed: feed it to continue). */
+LLMC_API llmc_status llmc_generator_sample(llmc_generator generator, const llmc_sampling *sampling,
+                                           int32_t *out_token);
+LLMC_API int32_t llmc_generator_length(llmc_generator generator);   /* tokens in the context */
+LLMC_API int32_t llmc_generator_capacity(llmc_generator generator); /* the most it can hold */
 
 #ifdef __cplusplus
 }

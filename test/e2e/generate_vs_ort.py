@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""Generation against ONNX Runtime, step by step: llmc-run generate runs a past/present decoder
+plan greedily and writes the logits of every step; ONNX Runtime runs the same export's decode
+loop (feeding its present tensors back as past) on the same tokens; the logits must agree.
+
+    generate_vs_ort.py --llmc BIN --llmc-run BIN --model M_kv.onnx [--steps 32] [--atol 1e-4]
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnxruntime as ort
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--llmc", required=True)
+    p.add_argument("--llmc-run", required=True)
+    p.add_argument("--model", required=True)
+    p.add_argument("--steps", type=int, default=32)
+    p.add_argument("--prompt-length", type=int, default=7)
+    p.add_argument("--atol", type=float, default=1e-4)
+    p.add_argument("--vocab", type=int, default=512)
+    args = p.parse_args()
+    rng = np.random.default_rng(0)
+    prompt = rng.integers(0, args.vocab, args.prompt_length).tolist()
+    with tempfile.TemporaryDirectory() as tmp:
+        plan = os.path.join(tmp, "model.llmc")
+        bound = args.prompt_length + args.steps + 8
+        subprocess.run([args.llmc, args.model, "-o", plan, "--input-shape", "batch=1", "--max-shape",
+                        f"seq=16,past=0..{bound},total={bound + 16}"], check=True)
+        run = subprocess.run([args.llmc_run, "generate", plan, "--prompt-ids", ",".join(map(str, prompt)),
+                              "--max-tokens", str(args.steps + 1), "--ids", "--logits-dir", tmp],
+                             capture_output=True, text=True)
+        if run.returncode != 0:
+            print(run.stderr)
+            return 1
+        generated = [int(t) for t in run.stdout.split()]
+        session = ort.InferenceSession(args.model, providers=["CPUExecutionProvider"])
+        names = [i.name for i in session.get_inputs()]
+        past = {i.name: np.zeros([1, i.shape[1], 0, i.shape[3]], np.float32) for i in session.get_inputs()
+                if i.name.startswith("past_key_values")}
+        outputs = [o.name for o in session.get_outputs()]
+        worst, length, tokens = 0.0, 0, list(prompt)
+        for step in range(args.steps + 1):
+            feed_ids = tokens if step == 0 else [generated[step - 1]]
+            n = len(feed_ids)
+            feeds = {"input_ids": np.array([feed_ids], np.int64),
+                     "attention_mask": np.ones((1, length + n), np.int64),
+                     "position_ids": np.arange(length, length + n, dtype=np.int64)[None]}
+            feeds.update(past)
+            result = dict(zip(outputs, session.run(None, {k: v for k, v in feeds.items() if k in names})))
+            expected = result["logits"][0, -1]
+            got = np.load(os.path.join(tmp, f"step_{step}.npy"))
+            worst = max(worst, float(np.max(np.abs(got - expected))))
+            if int(np.argmax(expected)) != generated[step] and step < len(generated):
+                top2 = np.sort(expected)[-2:]
+                print(f"step {step}: ONNX Runtime's argmax {int(np.argmax(expected))} vs llmc's {generated[step]} "
+                      f"(top two logits {top2[1]:.6f}, {top2[0]:.6f})")
+            past = {k.replace("present", "past_key_values"): v for k, v in result.items() if k.startswith("present")}
+            length += n
+    ok = worst <= args.atol
+    print(f"{os.path.basename(args.model)}: prefill of {args.prompt_length} tokens and {args.steps} decode steps, "
+          f"logits max abs error {worst:.3g}: {'PASS' if ok else 'FAIL'}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

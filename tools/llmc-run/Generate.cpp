@@ -1,0 +1,238 @@
+// `llmc-run generate`: text generation with a past/present decoder plan, streaming tokens.
+#include "Generate.h"
+
+#include "Npy.h"
+#include "llmc/llmc.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+const char *kUsage = R"(usage: llmc-run generate PLAN (--prompt TEXT | --prompt-ids 1,2,3) [options]
+
+  --max-tokens N           tokens to generate (default 64)
+  --temperature T          0 (default): greedy; otherwise sample
+  --top-k K, --top-p P     sampling filters (default off)
+  --repetition-penalty R   > 1 penalizes tokens already in the context (default 1)
+  --seed S                 seed for sampling (default 0)
+  --chat                   wrap the prompt as a user turn (<|im_start|>user ... <|im_start|>assistant)
+  --ids                    print token ids instead of text
+  --logits-dir DIR         write the logits of each step to DIR/step_K.npy (K = 0 after the prompt)
+  --threads N              threads for GEMMs
+)";
+
+int fail(const std::string &message) {
+  std::fprintf(stderr, "llmc-run: error: %s\n", message.c_str());
+  return 1;
+}
+
+bool ok(llmc_status status, std::string &error) {
+  if (!status)
+    return true;
+  error = llmc_status_message(status);
+  llmc_status_free(status);
+  return false;
+}
+
+// Bytes of `text` that form complete UTF-8 characters: a token may end inside a character.
+size_t completeUtf8(const std::string &text) {
+  size_t end = text.size();
+  for (size_t back = 1; back <= 3 && back <= text.size(); ++back) {
+    const unsigned char c = static_cast<unsigned char>(text[text.size() - back]);
+    if ((c & 0xC0) == 0x80)
+      continue; // a continuation byte: look further back for the lead byte
+    const size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+    if (need > back)
+      end = text.size() - back;
+    break;
+  }
+  return end;
+}
+
+struct Args {
+  std::string plan, prompt, logitsDir;
+  std::vector<int32_t> promptIds;
+  bool haveIds = false, chat = false, printIds = false;
+  int maxTokens = 64, threads = 0;
+  llmc_sampling sampling;
+};
+
+std::string parse(int argc, char **argv, Args &a) {
+  llmc_sampling_init(&a.sampling);
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto value = [&]() -> std::string { return i + 1 < argc ? argv[++i] : std::string(); };
+    try {
+      if (arg == "--prompt")
+        a.prompt = value();
+      else if (arg == "--prompt-ids") {
+        a.haveIds = true;
+        std::string list = value();
+        for (size_t start = 0; start < list.size();) {
+          size_t comma = list.find(',', start);
+          a.promptIds.push_back(int32_t(std::stol(list.substr(start, comma - start))));
+          start = comma == std::string::npos ? list.size() : comma + 1;
+        }
+      } else if (arg == "--max-tokens")
+        a.maxTokens = std::stoi(value());
+      else if (arg == "--temperature")
+        a.sampling.temperature = std::stof(value());
+      else if (arg == "--top-k")
+        a.sampling.top_k = std::stoi(value());
+      else if (arg == "--top-p")
+        a.sampling.top_p = std::stof(value());
+      else if (arg == "--repetition-penalty")
+        a.sampling.repetition_penalty = std::stof(value());
+      else if (arg == "--seed")
+        a.sampling.seed = std::stoull(value());
+      else if (arg == "--threads")
+        a.threads = std::stoi(value());
+      else if (arg == "--logits-dir")
+        a.logitsDir = value();
+      else if (arg == "--chat")
+        a.chat = true;
+      else if (arg == "--ids")
+        a.printIds = true;
+      else if (arg == "--help" || arg == "-h")
+        return "-";
+      else if (a.plan.empty() && !arg.empty() && arg[0] != '-')
+        a.plan = arg;
+      else
+        return "unknown or incomplete option '" + arg + "'";
+    } catch (const std::exception &) {
+      return "bad value for " + arg;
+    }
+  }
+  if (a.plan.empty())
+    return "no plan given";
+  if (!a.haveIds && a.prompt.empty())
+    return "give --prompt TEXT or --prompt-ids 1,2,3";
+  return {};
+}
+
+// Token ids of the special tokens that end a turn, where the tokenizer has them.
+std::vector<int32_t> stopTokens(llmc_plan plan) {
+  std::vector<int32_t> stops;
+  for (const char *s : {"<|endoftext|>", "<|im_end|>", "<|eot_id|>", "<|end_of_text|>", "</s>"}) {
+    int32_t id = -1, n = 0;
+    llmc_status st = llmc_tokenize(plan, s, std::strlen(s), &id, 1, &n);
+    if (!st && n == 1)
+      stops.push_back(id);
+    llmc_status_free(st);
+  }
+  return stops;
+}
+
+} // namespace
+
+int generateMain(int argc, char **argv) {
+  Args a;
+  if (std::string err = parse(argc, argv, a); !err.empty()) {
+    if (err == "-") {
+      std::printf("%s", kUsage);
+      return 0;
+    }
+    return fail(err + " (see llmc-run generate --help)");
+  }
+  std::string error;
+  llmc_plan plan = nullptr;
+  if (!ok(llmc_plan_load(a.plan.c_str(), nullptr, &plan), error))
+    return fail("loading '" + a.plan + "': " + error);
+  const bool text = llmc_plan_has_tokenizer(plan);
+  std::vector<int32_t> prompt = a.promptIds;
+  if (!a.haveIds) {
+    if (!text) {
+      llmc_plan_release(plan);
+      return fail("the plan has no tokenizer (compile it with llmc --tokenizer tokenizer.json, or give --prompt-ids)");
+    }
+    std::string wrapped =
+        a.chat ? "<|im_start|>user\n" + a.prompt + "<|im_end|>\n<|im_start|>assistant\n" : a.prompt;
+    int32_t n = 0;
+    llmc_status_free(llmc_tokenize(plan, wrapped.data(), wrapped.size(), nullptr, 0, &n));
+    prompt.resize(size_t(n));
+    if (!ok(llmc_tokenize(plan, wrapped.data(), wrapped.size(), prompt.data(), n, &n), error)) {
+      llmc_plan_release(plan);
+      return fail(error);
+    }
+  }
+  llmc_context_options options;
+  llmc_context_options_init(&options);
+  options.num_threads = a.threads;
+  llmc_generator gen = nullptr;
+  if (!ok(llmc_generator_create(plan, &options, &gen), error)) {
+    llmc_plan_release(plan);
+    return fail(error);
+  }
+  const std::vector<int32_t> stops = text ? stopTokens(plan) : std::vector<int32_t>();
+  auto saveLogits = [&](int step) {
+    if (a.logitsDir.empty())
+      return;
+    const float *logits = nullptr;
+    int32_t vocab = 0;
+    llmc_status_free(llmc_generator_logits(gen, &logits, &vocab));
+    if (std::string err = llmc::npy::write(a.logitsDir + "/step_" + std::to_string(step) + ".npy", LLMC_DTYPE_F32,
+                                           {vocab}, logits, sizeof(float) * size_t(vocab));
+        !err.empty())
+      std::fprintf(stderr, "llmc-run: warning: %s\n", err.c_str());
+  };
+
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  int rc = 0;
+  if (!ok(llmc_generator_feed(gen, prompt.data(), int32_t(prompt.size())), error))
+    rc = fail(error);
+  const double prefillMs = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  double firstTokenMs = 0;
+  std::vector<int32_t> generated;
+  std::string shown;
+  auto decodeLoopStart = Clock::now();
+  for (int step = 0; rc == 0 && step < a.maxTokens; ++step) {
+    saveLogits(step);
+    int32_t token = -1;
+    if (!ok(llmc_generator_sample(gen, &a.sampling, &token), error)) {
+      rc = fail(error);
+      break;
+    }
+    if (step == 0) {
+      firstTokenMs = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+      decodeLoopStart = Clock::now();
+    }
+    generated.push_back(token);
+    if (a.printIds || !text) {
+      std::printf(generated.size() > 1 ? " %d" : "%d", token);
+    } else { // print what the new token completes
+      size_t length = 0;
+      llmc_status_free(llmc_detokenize(plan, generated.data(), int32_t(generated.size()), nullptr, 0, &length));
+      std::string all(length, '\0');
+      llmc_status_free(llmc_detokenize(plan, generated.data(), int32_t(generated.size()), all.data(), length, &length));
+      const size_t ready = completeUtf8(all);
+      if (ready > shown.size()) {
+        std::fwrite(all.data() + shown.size(), 1, ready - shown.size(), stdout);
+        shown.assign(all, 0, ready);
+      }
+    }
+    std::fflush(stdout);
+    if (std::find(stops.begin(), stops.end(), token) != stops.end())
+      break;
+    if (step + 1 < a.maxTokens && !ok(llmc_generator_feed(gen, &token, 1), error))
+      rc = fail(error);
+  }
+  std::printf("\n");
+  std::fflush(stdout); // before the timings on stderr
+  const double decodeMs = std::chrono::duration<double, std::milli>(Clock::now() - decodeLoopStart).count();
+  if (rc == 0)
+    std::fprintf(stderr,
+                 "prompt: %zu tokens in %.1f ms (%.1f tokens/s); first token after %.1f ms; %zu tokens generated, "
+                 "%.2f ms per output token\n",
+                 prompt.size(), prefillMs, prefillMs > 0 ? 1000.0 * double(prompt.size()) / prefillMs : 0.0,
+                 firstTokenMs, generated.size(),
+                 generated.size() > 1 ? decodeMs / double(generated.size() - 1) : 0.0);
+  llmc_generator_release(gen);
+  llmc_plan_release(plan);
+  return rc;
+}
