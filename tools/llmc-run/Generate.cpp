@@ -22,6 +22,7 @@ const char *kUsage = R"(usage: llmc-run generate PLAN (--prompt TEXT | --prompt-
   --seed S                 seed for sampling (default 0)
   --chat                   wrap the prompt as a user turn (<|im_start|>user ... <|im_start|>assistant)
   --ids                    print token ids instead of text
+  --ignore-eos             do not stop at end-of-turn tokens
   --logits-dir DIR         write the logits of each step to DIR/step_K.npy (K = 0 after the prompt)
   --threads N              threads for GEMMs
 )";
@@ -57,7 +58,7 @@ size_t completeUtf8(const std::string &text) {
 struct Args {
   std::string plan, prompt, logitsDir;
   std::vector<int32_t> promptIds;
-  bool haveIds = false, chat = false, printIds = false;
+  bool haveIds = false, chat = false, printIds = false, ignoreEos = false;
   int maxTokens = 64, threads = 0;
   llmc_sampling sampling;
 };
@@ -98,6 +99,8 @@ std::string parse(int argc, char **argv, Args &a) {
         a.chat = true;
       else if (arg == "--ids")
         a.printIds = true;
+      else if (arg == "--ignore-eos")
+        a.ignoreEos = true;
       else if (arg == "--help" || arg == "-h")
         return "-";
       else if (a.plan.empty() && !arg.empty() && arg[0] != '-')
@@ -168,7 +171,7 @@ int generateMain(int argc, char **argv) {
     llmc_plan_release(plan);
     return fail(error);
   }
-  const std::vector<int32_t> stops = text ? stopTokens(plan) : std::vector<int32_t>();
+  const std::vector<int32_t> stops = text && !a.ignoreEos ? stopTokens(plan) : std::vector<int32_t>();
   auto saveLogits = [&](int step) {
     if (a.logitsDir.empty())
       return;
@@ -202,7 +205,10 @@ int generateMain(int argc, char **argv) {
       firstTokenMs = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
       decodeLoopStart = Clock::now();
     }
+    const bool stop = std::find(stops.begin(), stops.end(), token) != stops.end();
     generated.push_back(token);
+    if (stop && !(a.printIds || !text))
+      break; // the end-of-turn token's text is not part of the answer
     if (a.printIds || !text) {
       std::printf(generated.size() > 1 ? " %d" : "%d", token);
     } else { // print what the new token completes
@@ -217,8 +223,13 @@ int generateMain(int argc, char **argv) {
       }
     }
     std::fflush(stdout);
-    if (std::find(stops.begin(), stops.end(), token) != stops.end())
+    if (stop)
       break;
+    if (step + 1 < a.maxTokens && llmc_generator_length(gen) >= llmc_generator_capacity(gen)) {
+      std::fprintf(stderr, "\nllmc-run: note: the context is full (%d tokens); generation stops here\n",
+                   llmc_generator_capacity(gen));
+      break;
+    }
     if (step + 1 < a.maxTokens && !ok(llmc_generator_feed(gen, &token, 1), error))
       rc = fail(error);
   }
