@@ -245,20 +245,35 @@ struct SdpaPattern : OpRewritePattern<SoftmaxOp> {
     Value v4 = unrepeat(pvMatmul.getRhs());
     k4 = unrepeat(k4);
     Value qCos, qSin, kCos, kSin;
-    if (Value q = unrotate(q4, qCos, qSin)) {
-      Value k = unrotate(k4, kCos, kSin);
-      if (!k || kCos != qCos || kSin != qSin)
-        return failure();
-      q4 = q;
-      k4 = k;
+    Value qPlain = unrotate(q4, qCos, qSin);
+    Value kPlain = qPlain ? unrotate(k4, kCos, kSin) : Value();
+    const bool bothRotated = qPlain && kPlain && kCos == qCos && kSin == qSin;
+    if (qPlain) {
       r.cos = qCos;
       r.sin = qSin;
     }
+    r.q = headsToSequence(qPlain ? qPlain : q4, r.qHeads);
+    if (!r.q)
+      return failure();
+    // K and V split from [B, S, H*D] like Q; or else (a KV cache: past keys concatenated with the
+    // new ones) taken as [B, Hkv, Sk, D], in which case only Q turns by the rotary tables.
     int64_t vHeads = 0;
-    r.q = headsToSequence(q4, r.qHeads);
-    r.k = headsToSequence(k4, r.kvHeads);
-    r.v = headsToSequence(v4, vHeads);
-    if (!r.q || !r.k || !r.v || vHeads != r.kvHeads || r.qHeads % r.kvHeads != 0)
+    Value k3 = !qPlain || bothRotated ? headsToSequence(bothRotated ? kPlain : k4, r.kvHeads) : Value();
+    Value v3 = k3 ? headsToSequence(v4, vHeads) : Value();
+    if (k3 && v3 && vHeads == r.kvHeads) {
+      r.k = k3;
+      r.v = v3;
+    } else {
+      auto kt = fusion::tensorType(k4), vt = fusion::tensorType(v4);
+      const int64_t d = fusion::tensorType(q4).getShape().back();
+      if (kt.getRank() != 4 || vt.getRank() != 4 || kt.isDynamicDim(1) || kt.getDimSize(1) != vt.getDimSize(1) ||
+          kt.getDimSize(3) != d || vt.isDynamicDim(3))
+        return failure();
+      r.k = k4;
+      r.v = v4;
+      r.kvHeads = kt.getDimSize(1);
+    }
+    if (r.qHeads % r.kvHeads != 0)
       return failure();
     const int64_t sq = probsType.getDimSize(2), sk = probsType.getDimSize(3);
     if (r.mask && !ShapedType::isDynamic(sq) && !ShapedType::isDynamic(sk) && isCausalMask(r.mask, sq, sk)) {

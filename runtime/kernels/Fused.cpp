@@ -189,16 +189,24 @@ std::string fusedAttentionKernel(const KernelArgs &args) {
   for (int i : {0, 1, 2, 4, 5})
     if (!absent(args, i) && args.in(i).dtype != DType::F32)
       return "expects f32 q, k, v and rotary tables";
-  if (q.shape.rank != 3 || k.shape.rank != 3 || v.shape.rank != 3)
-    return "q, k and v must be [batch, seq, heads * head_size]";
+  // K and V are [B, Sk, Hkv*D] like q, or [B, Hkv, Sk, D] as a KV cache holds them.
+  const bool cacheLayout = k.shape.rank == 4;
+  if (q.shape.rank != 3 || k.shape.rank != v.shape.rank || (k.shape.rank != 3 && !cacheLayout))
+    return "q must be [batch, seq, heads * head_size], k and v the same or [batch, kv_heads, seq, head_size]";
   const int64_t Hq = args.attrs.getInt("q_num_heads", 0), Hkv = args.attrs.getInt("kv_num_heads", 0);
   if (Hq <= 0 || Hkv <= 0 || Hq % Hkv != 0)
     return "q_num_heads must be a positive multiple of kv_num_heads";
-  const int64_t B = q.shape.dims[0], Sq = q.shape.dims[1], Sk = k.shape.dims[1];
-  const int64_t D = q.shape.dims[2] / Hq, Dv = v.shape.dims[2] / Hkv;
-  if (q.shape.dims[2] != Hq * D || k.shape.dims[2] != Hkv * D || v.shape.dims[2] != Hkv * Dv ||
-      k.shape.dims[0] != B || v.shape.dims[0] != B || v.shape.dims[1] != Sk)
+  const int64_t B = q.shape.dims[0], Sq = q.shape.dims[1], Sk = cacheLayout ? k.shape.dims[2] : k.shape.dims[1];
+  const int64_t D = q.shape.dims[2] / Hq, Dv = cacheLayout ? v.shape.dims[3] : v.shape.dims[2] / Hkv;
+  const bool kvAgree = cacheLayout ? k.shape.dims[1] == Hkv && v.shape.dims[1] == Hkv && k.shape.dims[3] == D &&
+                                         v.shape.dims[2] == Sk
+                                   : k.shape.dims[2] == Hkv * D && v.shape.dims[2] == Hkv * Dv && v.shape.dims[1] == Sk;
+  if (q.shape.dims[2] != Hq * D || !kvAgree || k.shape.dims[0] != B || v.shape.dims[0] != B)
     return "q, k and v shapes do not agree";
+  // Where row j of head h of batch b starts, and the distance between rows.
+  const int64_t kRowStride = cacheLayout ? D : Hkv * D, vRowStride = cacheLayout ? Dv : Hkv * Dv;
+  auto kBase = [&](int64_t b, int64_t h) { return cacheLayout ? (b * Hkv + h) * Sk * D : b * Sk * Hkv * D + h * D; };
+  auto vBase = [&](int64_t b, int64_t h) { return cacheLayout ? (b * Hkv + h) * Sk * Dv : b * Sk * Hkv * Dv + h * Dv; };
   const TensorRef &out = args.out(0);
   if (out.shape.rank != 3 || out.shape.dims[0] != B || out.shape.dims[1] != Sq || out.shape.dims[2] != Hq * Dv)
     return "output must be [batch, seq, q_num_heads * v_head_size]";
@@ -212,17 +220,20 @@ std::string fusedAttentionKernel(const KernelArgs &args) {
   std::vector<float> qr, kr;
   if (!absent(args, 4)) {
     const TensorRef &cos = args.in(4), &sin = args.in(5);
-    if (D % 2 != 0 || !(cos.shape == sin.shape) || cos.numel() % (Sq * D) != 0 || Sq != Sk)
+    // With the cache layout the keys were rotated when they were cached: only q turns here.
+    if (D % 2 != 0 || !(cos.shape == sin.shape) || cos.numel() % (Sq * D) != 0 || (!cacheLayout && Sq != Sk))
       return "rotary tables must be [batch or 1, seq, head_size] and q/k have one length";
     const bool perBatch = cos.numel() == B * Sq * D && B > 1;
     if (!perBatch && cos.numel() != Sq * D)
       return "rotary tables must be [batch or 1, seq, head_size]";
     qr.resize(size_t(q.numel()));
-    kr.resize(size_t(k.numel()));
     rotateHalf(qp, qr.data(), B, Sq, Hq, D, cos.as<const float>(), sin.as<const float>(), perBatch);
-    rotateHalf(kp, kr.data(), B, Sk, Hkv, D, cos.as<const float>(), sin.as<const float>(), perBatch);
     qp = qr.data();
-    kp = kr.data();
+    if (!cacheLayout) {
+      kr.resize(size_t(k.numel()));
+      rotateHalf(kp, kr.data(), B, Sk, Hkv, D, cos.as<const float>(), sin.as<const float>(), perBatch);
+      kp = kr.data();
+    }
   }
 
   // The mask, broadcast to [B, Hq, Sq, Sk] through strides.
@@ -250,13 +261,13 @@ std::string fusedAttentionKernel(const KernelArgs &args) {
   const bool maskBool = hasMask && args.in(3).dtype == DType::Bool;
   constexpr float kMinusInf = -std::numeric_limits<float>::infinity();
   std::vector<float> scores(size_t(Sq * Sk));
-  const int64_t group = Hq / Hkv, qRow = Hq * D, kRow = Hkv * D, vRow = Hkv * Dv, oRow = Hq * Dv;
+  const int64_t group = Hq / Hkv, qRow = Hq * D, oRow = Hq * Dv;
   float *o = args.out(0).as<float>();
   for (int64_t b = 0; b < B; ++b)
     for (int64_t h = 0; h < Hq; ++h) {
       const int64_t kvh = h / group;
-      gemmF32(false, true, Sq, Sk, D, float(scale), qp + b * Sq * qRow + h * D, qRow, kp + b * Sk * kRow + kvh * D,
-              kRow, 0.0f, scores.data(), Sk);
+      gemmF32(false, true, Sq, Sk, D, float(scale), qp + b * Sq * qRow + h * D, qRow, kp + kBase(b, kvh), kRowStride,
+              0.0f, scores.data(), Sk);
       for (int64_t i = 0; i < Sq; ++i) {
         float *row = scores.data() + i * Sk;
         if (hasMask) {
@@ -285,8 +296,8 @@ std::string fusedAttentionKernel(const KernelArgs &args) {
         for (int64_t j = 0; j < Sk; ++j)
           row[j] *= inv;
       }
-      gemmF32(false, false, Sq, Dv, Sk, 1.0f, scores.data(), Sk, args.in(2).as<const float>() + b * Sk * vRow + kvh * Dv,
-              vRow, 0.0f, o + b * Sq * oRow + h * Dv, oRow);
+      gemmF32(false, false, Sq, Dv, Sk, 1.0f, scores.data(), Sk, args.in(2).as<const float>() + vBase(b, kvh),
+              vRowStride, 0.0f, o + b * Sq * oRow + h * Dv, oRow);
     }
   return {};
 }

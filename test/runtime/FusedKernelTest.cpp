@@ -133,6 +133,26 @@ TEST(Kernels, FusedAttentionMatchesRotaryThenAttention) {
               "");
     expectNear(got.data, want.data, 1e-5f);
   }
+  // The cache layout [B, Hkv, S, D]: the same attention (keys already rotated, so only q turns).
+  Buf<float> kc(DType::F32, {B, Hkv, S, D}), vc(DType::F32, {B, Hkv, S, D});
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t s = 0; s < S; ++s)
+      for (int64_t h = 0; h < Hkv; ++h)
+        for (int64_t d = 0; d < D; ++d) {
+          kc.data[size_t(((b * Hkv + h) * S + s) * D + d)] = kr.data[size_t((b * S + s) * Hkv * D + h * D + d)];
+          vc.data[size_t(((b * Hkv + h) * S + s) * D + d)] = v.data[size_t((b * S + s) * Hkv * D + h * D + d)];
+        }
+  for (int causal : {0, 1}) {
+    auto at = attrs({intAttr("q_num_heads", Hq), intAttr("kv_num_heads", Hkv), intAttr("is_causal", causal)});
+    Buf<float> want(DType::F32, {B, S, Hq * D}), got(DType::F32, {B, S, Hq * D});
+    ASSERT_EQ(call("fused_attention", at, {q.ref(), k.ref(), v.ref(), mask.ref(), cosFull.ref(), sinFull.ref()},
+                   {want.ref()}),
+              "");
+    ASSERT_EQ(call("fused_attention", at, {q.ref(), kc.ref(), vc.ref(), mask.ref(), cosFull.ref(), sinFull.ref()},
+                   {got.ref()}),
+              "");
+    expectNear(got.data, want.data, 1e-5f);
+  }
   Buf<float> bad(DType::F32, {B, S, 3 * D});
   EXPECT_NE(call("fused_attention", attrs({intAttr("q_num_heads", Hq), intAttr("kv_num_heads", Hkv)}),
                  {q.ref(), k.ref(), v.ref(), empty.ref(), empty.ref(), empty.ref()}, {bad.ref()}),

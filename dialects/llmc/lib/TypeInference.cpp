@@ -784,11 +784,13 @@ LogicalResult inferAddNorm(Inference &in) {
 LogicalResult inferFusedAttention(Inference &in) {
   ArrayRef<int64_t> q = in.shape(0), v = in.shape(2);
   const int64_t hq = in.intAttr("q_num_heads", 0), hkv = in.intAttr("kv_num_heads", 0);
-  if (q.size() != 3 || in.shape(1).size() != 3 || v.size() != 3)
-    return in.fail("fused_attention needs q, k and v of rank 3 [batch, seq, heads * head]");
+  const size_t kvRank = in.shape(1).size();
+  if (q.size() != 3 || (kvRank != 3 && kvRank != 4) || v.size() != kvRank)
+    return in.fail("fused_attention needs q of rank 3 [batch, seq, heads * head] and k, v the same or "
+                   "[batch, kv_heads, seq, head]");
   if (hq <= 0 || hkv <= 0 || hq % hkv != 0)
     return in.fail("q_num_heads must be a positive multiple of kv_num_heads");
-  const int64_t dv = v[2] == kDyn ? kDyn : v[2] / hkv;
+  const int64_t dv = kvRank == 4 ? v[3] : v[2] == kDyn ? kDyn : v[2] / hkv;
   return in.result({q[0], q[1], mulDims(hq, dv)}, in.elem(0));
 }
 

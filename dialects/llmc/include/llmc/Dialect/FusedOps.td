@@ -52,10 +52,11 @@ def Llmc_AddRmsNormOp : Llmc_Op<"add_rms_norm"> {
 def Llmc_FusedAttentionOp : Llmc_Op<"fused_attention"> {
   let summary = "scaled dot-product attention with rotary embedding, raised from its parts";
   let description = [{
-    `q` [batch, seq_q, q_num_heads * head], `k`/`v` [batch, seq_k, kv_num_heads * head]
-    (grouped-query attention when q_num_heads > kv_num_heads). When `cos`/`sin` are given
-    ([batch or 1, seq, head]), q and k are first rotated in the rotate-half form
-    `x * cos + rotate_half(x) * sin`. `mask` broadcasts to [batch, q_num_heads, seq_q, seq_k]:
+    `q` [batch, seq_q, q_num_heads * head], `k`/`v` [batch, seq_k, kv_num_heads * head], or
+    [batch, kv_num_heads, seq_k, head] as a KV cache holds them (grouped-query attention when
+    q_num_heads > kv_num_heads). When `cos`/`sin` are given ([batch or 1, seq_q, head]), q and
+    (in the first layout) k are first rotated in the rotate-half form `x * cos + rotate_half(x) * sin`;
+    keys in the cache layout were rotated before they were cached. `mask` broadcasts to [batch, q_num_heads, seq_q, seq_k]:
     added when float, keeps where true when bool. `is_causal` hides keys after each query
     (bottom-right aligned); `scale` 0 means 1/sqrt(head). Result [batch, seq_q, q_num_heads * head];
     a fully masked row yields zeros.
