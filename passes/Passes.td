@@ -70,6 +70,17 @@ def LlmcFoldShapes : Pass<"llmc-fold-shapes", "mlir::func::FuncOp"> {
 // ---------------------------------------------------------------------------------------------
 // Fusion (docs/passes.md has a before/after example of each).
 
+def LlmcKvCacheLayout : Pass<"llmc-kv-cache-layout", "mlir::func::FuncOp"> {
+  let summary = "Turns past/present KV-cache pairs from [B, H, T, D] to [B, T, H*D]";
+  let description = [{
+    A past input `past_key_values.N.key` whose only use is `concat(past, new, axis 2)`, returned
+    as `present.N.key`, becomes `[batch, past, heads * head]` with the present
+    `concat(past, new', axis 1)`: a longer cache then extends a shorter one at its end, so with
+    batch 1 the runtime can append a step's keys and values in place. Readers of the old present
+    get a reshape/transpose view, which attention raising folds away.
+  }];
+}
+
 def LlmcRaiseNorms : Pass<"llmc-raise-norms", "mlir::func::FuncOp"> {
   let summary = "Raises decomposed RMSNorm and LayerNorm to llmc.rms_norm / llmc.layer_norm";
   let description = [{

@@ -11,6 +11,8 @@ void buildDefaultPipeline(mlir::OpPassManager &pm, const PipelineOptions &option
   func.addPass(createLlmcDropIdentities());
   func.addPass(mlir::createCSEPass());
   func.addPass(mlir::createCanonicalizerPass());
+  func.addPass(createLlmcKvCacheLayout());
+  func.addPass(mlir::createCanonicalizerPass());
   if (options.fusion) {
     func.addPass(createLlmcRaiseNorms());
     func.addPass(createLlmcRaiseActivations());

@@ -164,7 +164,7 @@ struct Raised {
   Value q, k, v, mask, cos, sin;
   int64_t qHeads = 0, kvHeads = 0;
   double scale = 1.0;
-  bool causal = false, negateMask = false;
+  bool causal = false, negateMask = false, rotateKeys = true;
 };
 
 struct SdpaPattern : OpRewritePattern<SoftmaxOp> {
@@ -258,7 +258,9 @@ struct SdpaPattern : OpRewritePattern<SoftmaxOp> {
     // K and V split from [B, S, H*D] like Q; or else (a KV cache: past keys concatenated with the
     // new ones) taken as [B, Hkv, Sk, D], in which case only Q turns by the rotary tables.
     int64_t vHeads = 0;
-    Value k3 = !qPlain || bothRotated ? headsToSequence(bothRotated ? kPlain : k4, r.kvHeads) : Value();
+    // Keys rotated together with Q, or not at all here (a cache holds them rotated already).
+    Value k3 = headsToSequence(bothRotated ? kPlain : k4, r.kvHeads);
+    r.rotateKeys = bothRotated;
     Value v3 = k3 ? headsToSequence(v4, vHeads) : Value();
     if (k3 && v3 && vHeads == r.kvHeads) {
       r.k = k3;
@@ -315,7 +317,8 @@ struct SdpaPattern : OpRewritePattern<SoftmaxOp> {
          rewriter.getNamedAttr("scale", rewriter.getF32FloatAttr(std::fabs(r.scale - defaultScale) < 1e-7 * defaultScale
                                                                      ? 0.0f
                                                                      : float(r.scale))),
-         rewriter.getNamedAttr("is_causal", rewriter.getI64IntegerAttr(r.causal))});
+         rewriter.getNamedAttr("is_causal", rewriter.getI64IntegerAttr(r.causal)),
+         rewriter.getNamedAttr("rotate_keys", rewriter.getI64IntegerAttr(r.rotateKeys || !r.cos))});
     if (!fused)
       return failure();
     Value result = fused->getResult(0);

@@ -113,7 +113,9 @@ std::string concatKernel(const KernelArgs &args) {
     if (position + rowLen > outRow)
       return "input sizes exceed the output";
     const char *src = static_cast<const char *>(in.data);
-    for (int64_t o = 0; o < outer; ++o)
+    // An input that already lies where it goes (a KV cache extended in place) is not copied.
+    const bool inPlace = outer == 1 && src == dst + position * elem;
+    for (int64_t o = 0; o < outer && !inPlace; ++o)
       copyElements(src + o * rowLen * elem, dst + (o * outRow + position) * elem, rowLen, elem);
     position += rowLen;
   }

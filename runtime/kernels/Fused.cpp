@@ -221,7 +221,8 @@ std::string fusedAttentionKernel(const KernelArgs &args) {
   if (!absent(args, 4)) {
     const TensorRef &cos = args.in(4), &sin = args.in(5);
     // With the cache layout the keys were rotated when they were cached: only q turns here.
-    if (D % 2 != 0 || !(cos.shape == sin.shape) || cos.numel() % (Sq * D) != 0 || (!cacheLayout && Sq != Sk))
+    const bool rotateKeys = !cacheLayout && args.attrs.getInt("rotate_keys", 1) != 0;
+    if (D % 2 != 0 || !(cos.shape == sin.shape) || cos.numel() % (Sq * D) != 0 || (rotateKeys && Sq != Sk))
       return "rotary tables must be [batch or 1, seq, head_size] and q/k have one length";
     const bool perBatch = cos.numel() == B * Sq * D && B > 1;
     if (!perBatch && cos.numel() != Sq * D)
@@ -229,7 +230,7 @@ std::string fusedAttentionKernel(const KernelArgs &args) {
     qr.resize(size_t(q.numel()));
     rotateHalf(qp, qr.data(), B, Sq, Hq, D, cos.as<const float>(), sin.as<const float>(), perBatch);
     qp = qr.data();
-    if (!cacheLayout) {
+    if (!cacheLayout && args.attrs.getInt("rotate_keys", 1) != 0) {
       kr.resize(size_t(k.numel()));
       rotateHalf(kp, kr.data(), B, Sk, Hkv, D, cos.as<const float>(), sin.as<const float>(), perBatch);
       kp = kr.data();

@@ -94,7 +94,9 @@ static std::string describe(const llmc_tensor &t, const llmc_plan_t *plan, const
          (t.rank == 0 ? "scalar" : dims) + "]";
 }
 
-extern "C" llmc_status llmc_context_set_input(llmc_context ctx, int32_t index, const llmc_tensor *tensor) {
+// Checks `tensor` against input `index` and gives the input its shape; the data is the caller's
+// business (copied by set_input, referenced by bind_input).
+static llmc_status shapeInput(llmc_context ctx, int32_t index, const llmc_tensor *tensor) {
   if (!ctx || !tensor)
     return makeStatus(LLMC_INVALID_ARGUMENT, "context and tensor must not be NULL");
   if (index < 0 || size_t(index) >= ctx->plan->inputs.size())
@@ -118,20 +120,61 @@ extern "C" llmc_status llmc_context_set_input(llmc_context ctx, int32_t index, c
       continue;
     const llmc::rt::PlanSymbol &sym = ctx->plan->symbols[size_t(ctx->plan->dimNodes[size_t(v.dimNode[d])].value)];
     if (tensor->dims[d] < sym.min || tensor->dims[d] > sym.max)
-      return makeStatus(LLMC_INVALID_ARGUMENT,
-                        "input '" + v.name + "' dimension " + std::to_string(d) + " ('" + sym.name + "') is " +
-                            std::to_string(tensor->dims[d]) + ", outside the plan's range " + std::to_string(sym.min) +
-                            ".." +
-                            std::to_string(sym.max) + " (compile with a larger --max-shape " + sym.name + "=N)");
+      return makeStatus(LLMC_INVALID_ARGUMENT, "input '" + v.name + "' dimension " + std::to_string(d) + " ('" +
+                                                   sym.name + "') is " + std::to_string(tensor->dims[d]) +
+                                                   ", outside the plan's range " + std::to_string(sym.min) + ".." +
+                                                   std::to_string(sym.max) + " (compile with a larger --max-shape " +
+                                                   sym.name + "=N)");
   }
-  t.shape.rank = tensor->rank;
+  llmc::rt::TensorRef shaped = t;
+  shaped.shape.rank = tensor->rank;
   for (int d = 0; d < tensor->rank; ++d)
-    t.shape.dims[d] = tensor->dims[d];
-  if (t.bytes() && !tensor->data)
+    shaped.shape.dims[d] = tensor->dims[d];
+  if (shaped.bytes() && !tensor->data)
     return makeStatus(LLMC_INVALID_ARGUMENT, "input '" + v.name + "' has no data");
+  t.shape = shaped.shape;
+  return nullptr;
+}
+
+extern "C" llmc_status llmc_context_set_input(llmc_context ctx, int32_t index, const llmc_tensor *tensor) {
+  if (llmc_status s = shapeInput(ctx, index, tensor))
+    return s;
+  const size_t vi = size_t(ctx->plan->inputs[size_t(index)]);
+  llmc::rt::TensorRef &t = ctx->tensors[vi];
+  t.data = ctx->buffers[vi].get(); // back to the context's own buffer after a bind_input
   if (t.bytes())
     std::memcpy(t.data, tensor->data, t.bytes());
-  ctx->inputSet[index] = true;
+  ctx->inputSet[size_t(index)] = true;
+  return nullptr;
+}
+
+extern "C" llmc_status llmc_context_bind_input(llmc_context ctx, int32_t index, const llmc_tensor *tensor) {
+  if (llmc_status s = shapeInput(ctx, index, tensor))
+    return s;
+  const size_t vi = size_t(ctx->plan->inputs[size_t(index)]);
+  llmc::rt::TensorRef &t = ctx->tensors[vi];
+  t.data = t.bytes() ? tensor->data : ctx->buffers[vi].get(); // kernels never write their inputs
+  ctx->inputSet[size_t(index)] = true;
+  return nullptr;
+}
+
+extern "C" size_t llmc_context_output_capacity(llmc_context ctx, int32_t index) {
+  if (!ctx || index < 0 || size_t(index) >= ctx->plan->outputs.size())
+    return 0;
+  return std::max<size_t>(ctx->plan->values[size_t(ctx->plan->outputs[size_t(index)])].capacity, 1);
+}
+
+extern "C" llmc_status llmc_context_bind_output(llmc_context ctx, int32_t index, void *data, size_t capacity) {
+  if (!ctx || !data)
+    return makeStatus(LLMC_INVALID_ARGUMENT, "context and data must not be NULL");
+  if (index < 0 || size_t(index) >= ctx->plan->outputs.size())
+    return makeStatus(LLMC_INVALID_ARGUMENT, "output index " + std::to_string(index) + " out of range");
+  const size_t vi = size_t(ctx->plan->outputs[size_t(index)]);
+  const llmc::rt::PlanValue &v = ctx->plan->values[vi];
+  if (capacity < v.capacity)
+    return makeStatus(LLMC_INVALID_ARGUMENT, "output '" + v.name + "' needs " + std::to_string(v.capacity) +
+                                                 " bytes at its bounds; the buffer has " + std::to_string(capacity));
+  ctx->tensors[vi].data = data;
   return nullptr;
 }
 

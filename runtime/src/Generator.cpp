@@ -1,14 +1,19 @@
 // Generation on a past/present decoder plan: the generator owns the KV cache, runs prompt chunks
 // and single tokens through one context, and samples from the last logits.
 //
-// The cache lives in host buffers shaped like the plan's past inputs; after each run the present
-// outputs are copied into them (one copy per layer per step). Keeping the cache in place inside
-// the context, so that a step writes only the new token's keys and values, is the next step.
+// The compiler (llmc-kv-cache-layout) turns each past/present pair to [1, length, heads * head],
+// where a longer cache extends a shorter one at its end. The generator gives each pair one buffer
+// at the bound's size, binds the past input to its filled prefix and the present output to the
+// whole buffer: a run then writes only the new tokens' keys and values (the concatenation skips
+// the part already in place) and nothing is copied between steps. Plans that keep the
+// [1, heads, length, head] layout fall back to copying each present output into the next past.
 #include "Plan.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <numeric>
 #include <random>
 
@@ -16,10 +21,16 @@ using llmc::rt::makeStatus;
 
 namespace {
 
+struct AlignedFree {
+  void operator()(void *p) const { std::free(p); }
+};
+
 struct CachePair {
   int32_t pastInput = -1, presentOutput = -1;
-  int64_t heads = 0, headSize = 0;
-  std::vector<float> data; // [1, heads, length, headSize]
+  bool inPlace = false;    // [1, length, width] in `buffer`; else [1, heads, length, width] in `data`
+  int64_t heads = 0, width = 0;
+  std::vector<float> data; // copy mode
+  std::unique_ptr<float, AlignedFree> buffer; // in-place mode: the present output's memory
 };
 
 int32_t findInput(llmc_plan plan, const std::string &name) {
@@ -105,16 +116,19 @@ extern "C" llmc_status llmc_generator_create(llmc_plan plan, const llmc_context_
         return makeStatus(LLMC_UNSUPPORTED, "input '" + prefix + kind + "' has no output 'present." +
                                                 std::to_string(i) + "." + kind + "'");
       const llmc::rt::PlanValue &past = plan->values[size_t(plan->inputs[size_t(pair.pastInput)])];
-      if (past.shape.rank != 4 || past.dtype != llmc::rt::DType::F32 || past.dimNode[2] < 0 || past.dimNode[1] >= 0 ||
-          past.dimNode[3] >= 0)
-        return makeStatus(LLMC_UNSUPPORTED, "'" + past.name + "' must be f32 [batch, heads, past, head_size] with a "
-                                            "dynamic past length (compile with --max-shape past=0..N)");
-      if (plan->symbols[size_t(plan->dimNodes[size_t(past.dimNode[2])].value)].min != 0)
+      pair.inPlace = past.shape.rank == 3;
+      const int lengthDim = pair.inPlace ? 1 : 2;
+      const bool layoutOk = pair.inPlace ? past.dimNode[2] < 0
+                                         : past.shape.rank == 4 && past.dimNode[1] < 0 && past.dimNode[3] < 0;
+      if (!layoutOk || past.dtype != llmc::rt::DType::F32 || past.dimNode[lengthDim] < 0)
+        return makeStatus(LLMC_UNSUPPORTED, "'" + past.name + "' must be f32 [batch, past, heads * head] or [batch, "
+                                            "heads, past, head] with a dynamic past length (--max-shape past=0..N)");
+      if (plan->symbols[size_t(plan->dimNodes[size_t(past.dimNode[lengthDim])].value)].min != 0)
         return makeStatus(LLMC_UNSUPPORTED, "the past length of '" + past.name +
                                                 "' must be allowed to be 0 (compile with --max-shape past=0..N)");
-      pair.heads = past.shape.dims[1];
-      pair.headSize = past.shape.dims[3];
-      const int64_t cap = symbolMax(plan, past, 2);
+      pair.heads = pair.inPlace ? 1 : past.shape.dims[1];
+      pair.width = past.shape.dims[pair.inPlace ? 2 : 3];
+      const int64_t cap = symbolMax(plan, past, lengthDim);
       g->capacity = g->cache.empty() ? cap : std::min(g->capacity, cap);
       g->cache.push_back(std::move(pair));
     }
@@ -130,6 +144,16 @@ extern "C" llmc_status llmc_generator_create(llmc_plan plan, const llmc_context_
     g->capacity = std::min(g->capacity, symbolMax(plan, plan->values[size_t(plan->inputs[size_t(g->maskInput)])], 1));
   if (llmc_status s = llmc_context_create(plan, options, &g->context))
     return s;
+  for (CachePair &c : g->cache) {
+    if (!c.inPlace)
+      continue;
+    const size_t bytes = (llmc_context_output_capacity(g->context, c.presentOutput) + 63) / 64 * 64;
+    c.buffer.reset(static_cast<float *>(std::aligned_alloc(64, bytes)));
+    if (!c.buffer)
+      return makeStatus(LLMC_OUT_OF_MEMORY, "out of memory allocating the KV cache");
+    if (llmc_status s = llmc_context_bind_output(g->context, c.presentOutput, c.buffer.get(), bytes))
+      return s;
+  }
   *out = g.release();
   return nullptr;
 }
@@ -169,7 +193,13 @@ static llmc_status runChunk(llmc_generator g, const int32_t *tokens, int64_t n) 
       return s;
   }
   for (CachePair &c : g->cache) {
-    llmc_tensor past{LLMC_DTYPE_F32, 4, {1, c.heads, g->length, c.headSize}, c.data.data()};
+    if (c.inPlace) { // the filled prefix of the buffer the present output extends
+      llmc_tensor past{LLMC_DTYPE_F32, 3, {1, g->length, c.width}, c.buffer.get()};
+      if (llmc_status s = llmc_context_bind_input(g->context, c.pastInput, &past))
+        return s;
+      continue;
+    }
+    llmc_tensor past{LLMC_DTYPE_F32, 4, {1, c.heads, g->length, c.width}, c.data.data()};
     if (llmc_status s = llmc_context_set_input(g->context, c.pastInput, &past))
       return s;
   }
@@ -178,9 +208,11 @@ static llmc_status runChunk(llmc_generator g, const int32_t *tokens, int64_t n) 
   for (CachePair &c : g->cache) {
     llmc_tensor present;
     llmc_context_output(g->context, c.presentOutput, &present);
-    const size_t count = size_t(c.heads * (g->length + n) * c.headSize);
-    if (present.rank != 4 || present.dims[2] != g->length + n)
+    if (present.dims[c.inPlace ? 1 : 2] != g->length + n)
       return makeStatus(LLMC_RUNTIME_ERROR, "a present output does not have the expected length");
+    if (c.inPlace) // already where the next step reads it
+      continue;
+    const size_t count = size_t(c.heads * (g->length + n) * c.width);
     c.data.assign(static_cast<const float *>(present.data), static_cast<const float *>(present.data) + count);
   }
   llmc_tensor logits;

@@ -94,6 +94,33 @@ TEST(CApi, DynamicShapesFollowTheInputs) {
   llmc_context_release(ctx);
 }
 
+// Inputs read from and outputs written into the caller's memory (how generation keeps its cache).
+TEST(CApi, BoundInputsAndOutputsUseTheCallersMemory) {
+  Loaded l(llmc::test::dynamicPlan());
+  llmc_context ctx = nullptr;
+  ASSERT_EQ(llmc_context_create(l.plan, nullptr, &ctx), nullptr);
+  const size_t need = llmc_context_output_capacity(ctx, 0);
+  EXPECT_EQ(need, 4 * 3 * sizeof(float)); // y at the bound batch = 4
+  std::vector<float> y(12, -1.0f);
+  llmc_status s = llmc_context_bind_output(ctx, 0, y.data(), need - 1);
+  EXPECT_EQ(llmc_status_code_of(s), LLMC_INVALID_ARGUMENT);
+  llmc_status_free(s);
+  ASSERT_EQ(llmc_context_bind_output(ctx, 0, y.data(), need), nullptr);
+  float x[6] = {0, 1, 2, 3, 4, 5};
+  llmc_tensor in = tensor(x, 2, 3);
+  ASSERT_EQ(llmc_context_bind_input(ctx, 0, &in), nullptr);
+  ASSERT_EQ(llmc_context_run(ctx), nullptr);
+  llmc_tensor out;
+  ASSERT_EQ(llmc_context_output(ctx, 0, &out), nullptr);
+  EXPECT_EQ(out.data, y.data());
+  EXPECT_EQ(y[0], 1.0f);
+  EXPECT_EQ(y[5], 8.0f);
+  x[0] = 10; // the bound input is read where it is
+  ASSERT_EQ(llmc_context_run(ctx), nullptr);
+  EXPECT_EQ(y[0], 11.0f);
+  llmc_context_release(ctx);
+}
+
 TEST(CApi, RunsAndRejectsBadInputsWithoutBreakingTheContext) {
   Loaded l;
   llmc_context ctx = nullptr;

@@ -345,6 +345,23 @@ TEST(Kernels, ConcatAndSplit) {
   EXPECT_EQ(q.data, b.data);
 }
 
+// A KV cache extended in place: the output's buffer holds the first input at its start, so only
+// the second input is written (and the result is the same as a copying concatenation).
+TEST(Kernels, ConcatIntoTheFirstInputsBuffer) {
+  std::vector<float> buffer = {1, 2, 3, 4, 0, 0, 0, 0, -1, -1}; // [1, 2, 2] filled, room for more
+  Buf<float> fresh(DType::F32, {1, 2, 2}, {5, 6, 7, 8});
+  TensorRef past, out;
+  past.dtype = out.dtype = DType::F32;
+  past.shape.rank = out.shape.rank = 3;
+  past.shape.dims[0] = out.shape.dims[0] = 1;
+  past.shape.dims[1] = 2;
+  out.shape.dims[1] = 4;
+  past.shape.dims[2] = out.shape.dims[2] = 2;
+  past.data = out.data = buffer.data();
+  ASSERT_EQ(call("concat", attrs({intAttr("axis", 1)}), {past, fresh.ref()}, {out}), "");
+  EXPECT_EQ(buffer, (std::vector<float>{1, 2, 3, 4, 5, 6, 7, 8, -1, -1}));
+}
+
 TEST(Kernels, Slice) {
   std::vector<int64_t> shape = {4, 5};
   Buf<float> x(DType::F32, shape, randomFloats(20, 15));

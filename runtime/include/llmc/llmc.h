@@ -127,6 +127,15 @@ LLMC_API void llmc_context_release(llmc_context context);
 /* Copies `tensor` into input `index`. Its dtype and shape must match the plan's input exactly. */
 LLMC_API llmc_status llmc_context_set_input(llmc_context context, int32_t index, const llmc_tensor *tensor);
 /* Looks up an input index by name. */
+/* Like llmc_context_set_input, but the context reads the caller's memory instead of a copy: it
+ * must stay valid and unchanged until the runs that use it are done (or the input is set again). */
+LLMC_API llmc_status llmc_context_bind_input(llmc_context context, int32_t index, const llmc_tensor *tensor);
+/* Makes output `index` be written into the caller's `data`, which must hold `capacity` bytes, at
+ * least the output's largest size within the plan's bounds (llmc_context_output_capacity). With
+ * an output bound to the memory of an input that a concatenation extends (a KV cache, batch 1),
+ * the run appends in place. */
+LLMC_API llmc_status llmc_context_bind_output(llmc_context context, int32_t index, void *data, size_t capacity);
+LLMC_API size_t llmc_context_output_capacity(llmc_context context, int32_t index);
 LLMC_API llmc_status llmc_context_input_index(llmc_context context, const char *name, int32_t *out_index);
 
 /* Runs the program. Every input must have been set. */

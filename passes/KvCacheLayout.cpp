@@ -1,0 +1,123 @@
+// llmc-kv-cache-layout: a decoder's KV cache in the Hugging Face past/present form is
+// [batch, heads, length, head]; this pass turns each past/present pair to [batch, length,
+// heads * head], in which a longer cache extends a shorter one at its end. With batch 1 the runtime
+// then appends a step's keys in place (the present output shares the past input's buffer) instead
+// of copying the cache, and attention reads it as it reads any [batch, seq, heads * head] K/V.
+#include "PatternUtil.h"
+#include "Passes.h"
+#include "RewriteStats.h"
+
+#include "llmc/Dialect/SymbolicShapes.h"
+
+namespace llmc {
+#define GEN_PASS_DEF_LLMCKVCACHELAYOUT
+#include "Passes.h.inc"
+
+namespace {
+
+using namespace mlir;
+
+Value shapeConstant(OpBuilder &b, Location loc, ArrayRef<int64_t> dims) {
+  auto type = RankedTensorType::get({int64_t(dims.size())}, b.getI64Type());
+  return ConstantOp::create(b, loc, type, DenseElementsAttr::get(type, dims));
+}
+
+Value build(OpBuilder &b, Location loc, StringRef name, ValueRange operands, ArrayRef<NamedAttribute> attrs = {}) {
+  return fusion::create(b, loc, name, operands, attrs)->getResult(0);
+}
+
+struct KvCacheLayout : impl::LlmcKvCacheLayoutBase<KvCacheLayout> {
+  RewriteCounter pairs{"llmc-kv-cache-layout", "past/present pairs turned sequence-major"};
+
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+    for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+      auto name = func.getArgAttrOfType<StringAttr>(i, "llmc.name");
+      if (!name || !name.getValue().starts_with("past_key_values."))
+        continue;
+      BlockArgument past = func.getArgument(i);
+      auto type = dyn_cast<RankedTensorType>(past.getType());
+      if (!type || type.getRank() != 4 || type.isDynamicDim(1) || type.isDynamicDim(3))
+        continue;
+      // One concatenation; other users may only read the shape (the past length, for the mask).
+      ConcatOp concat;
+      bool others = false;
+      for (Operation *user : past.getUsers()) {
+        if (auto c = dyn_cast<ConcatOp>(user); c && !concat)
+          concat = c;
+        else
+          others |= !isa<ShapeOp>(user);
+      }
+      if (others)
+        continue;
+      if (!concat || concat.getInputs().size() != 2 || concat.getInputs()[0] != past ||
+          (concat.getAxis() != 2 && concat.getAxis() != -2))
+        continue;
+      // The concatenation must be returned as the matching present output.
+      const std::string present = "present." + name.getValue().drop_front(strlen("past_key_values.")).str();
+      int resultIndex = -1;
+      for (unsigned r = 0; r < ret.getNumOperands(); ++r) {
+        auto resultName = func.getResultAttrOfType<StringAttr>(r, "llmc.name");
+        if (ret.getOperand(r) == concat.getResult() && resultName && resultName.getValue() == present)
+          resultIndex = int(r);
+      }
+      if (resultIndex < 0)
+        continue;
+      rewrite(func, i, concat, ret, unsigned(resultIndex));
+      ++pairs;
+    }
+    // The signature follows the entry block (FuncOp::getArgumentTypes reads the old signature).
+    func.setFunctionType(
+        FunctionType::get(func.getContext(), func.getBody().front().getArgumentTypes(), ret.getOperandTypes()));
+  }
+
+  void rewrite(func::FuncOp func, unsigned argIndex, ConcatOp concat, func::ReturnOp ret, unsigned resultIndex) {
+    BlockArgument past = func.getArgument(argIndex);
+    auto type = cast<RankedTensorType>(past.getType());
+    const int64_t heads = type.getDimSize(1), head = type.getDimSize(3);
+    // [B, H, P, D] -> [B, P, H*D]; the past symbol moves from dimension 2 to 1.
+    past.setType(RankedTensorType::get({type.getDimSize(0), type.getDimSize(2), heads * head}, type.getElementType()));
+    if (auto symbols = func.getArgAttrOfType<ArrayAttr>(argIndex, kDimSymbolsAttr); symbols && symbols.size() == 4)
+      func.setArgAttr(argIndex, kDimSymbolsAttr, ArrayAttr::get(func.getContext(), {symbols[0], symbols[2], symbols[1]}));
+    OpBuilder b(concat);
+    Location loc = concat.getLoc();
+    // The new entries to sequence-major: transpose(0,2,1,3), then merge the heads.
+    Value fresh = build(b, loc, "llmc.transpose", {concat.getInputs()[1]},
+                        {b.getNamedAttr("perm", b.getDenseI64ArrayAttr({0, 2, 1, 3}))});
+    fresh = build(b, loc, "llmc.reshape", {fresh, shapeConstant(b, loc, {0, -1, heads * head})});
+    Value cache = build(b, loc, "llmc.concat", {past, fresh}, {b.getNamedAttr("axis", b.getI64IntegerAttr(1))});
+    // Other readers (attention) get the heads-major view back; raising attention removes it again.
+    Value view = build(b, loc, "llmc.reshape", {cache, shapeConstant(b, loc, {0, -1, heads, head})});
+    view = build(b, loc, "llmc.transpose", {view}, {b.getNamedAttr("perm", b.getDenseI64ArrayAttr({0, 2, 1, 3}))});
+    concat.getResult().replaceAllUsesWith(view);
+    ret.setOperand(resultIndex, cache);
+    concat.erase();
+    // Shape readers: the old shape [B, H, P, D] assembled from the new one.
+    for (Operation *user : llvm::to_vector(past.getUsers())) {
+      auto shape = dyn_cast<ShapeOp>(user);
+      if (!shape)
+        continue;
+      OpBuilder sb(shape);
+      auto slice = [&](int64_t start, int64_t end) {
+        return build(sb, loc, "llmc.shape", {past},
+                     {sb.getNamedAttr("start", sb.getI64IntegerAttr(start)), sb.getNamedAttr("end", sb.getI64IntegerAttr(end))});
+      };
+      Value full = build(sb, loc, "llmc.concat",
+                         {slice(0, 1), shapeConstant(sb, loc, {heads}), slice(1, 2), shapeConstant(sb, loc, {head})},
+                         {sb.getNamedAttr("axis", sb.getI64IntegerAttr(0))});
+      const int64_t start = shape->getAttrOfType<IntegerAttr>("start") ? shape->getAttrOfType<IntegerAttr>("start").getInt() : 0;
+      const int64_t end = shape->getAttrOfType<IntegerAttr>("end") ? shape->getAttrOfType<IntegerAttr>("end").getInt() : 4;
+      Value part = build(sb, loc, "llmc.slice", {full},
+                         {sb.getNamedAttr("starts", sb.getDenseI64ArrayAttr({start})),
+                          sb.getNamedAttr("ends", sb.getDenseI64ArrayAttr({end})),
+                          sb.getNamedAttr("axes", sb.getDenseI64ArrayAttr({0})),
+                          sb.getNamedAttr("steps", sb.getDenseI64ArrayAttr({1}))});
+      shape.getResult().replaceAllUsesWith(part);
+      shape.erase();
+    }
+  }
+};
+
+} // namespace
+} // namespace llmc

@@ -1,0 +1,31 @@
+// RUN: %llmc-opt %s -split-input-file -llmc-kv-cache-layout | FileCheck %s
+
+// A past/present pair becomes [batch, length, heads * head]: the new keys are transposed and
+// appended along axis 1; the old layout is rebuilt for other readers; shape readers see the old shape.
+// CHECK-LABEL: func.func @pair
+// CHECK-SAME: (%[[PAST:.*]]: tensor<1x?x32xf32> {llmc.dim_symbols = ["", "past", ""], llmc.name = "past_key_values.0.key"}
+// CHECK-SAME: -> (tensor<1x?x32xf32> {llmc.name = "present.0.key"}, tensor<1x2x?x16xf32>, tensor<4xi64>)
+// CHECK: %[[NEW:.*]] = llmc.transpose %arg1 {perm = array<i64: 0, 2, 1, 3>}
+// CHECK: %[[FLAT:.*]] = llmc.reshape %[[NEW]]
+// CHECK: %[[CACHE:.*]] = llmc.concat %[[PAST]], %[[FLAT]] {axis = 1 : i64}
+// CHECK: return %[[CACHE]]
+func.func @pair(%past: tensor<1x2x?x16xf32> {llmc.name = "past_key_values.0.key", llmc.dim_symbols = ["", "", "past", ""]},
+                %new: tensor<1x2x3x16xf32>) -> (tensor<1x2x?x16xf32> {llmc.name = "present.0.key"}, tensor<1x2x?x16xf32>, tensor<4xi64>) {
+  %s = llmc.shape %past : (tensor<1x2x?x16xf32>) -> tensor<4xi64>
+  %c = llmc.concat %past, %new {axis = 2 : i64} : (tensor<1x2x?x16xf32>, tensor<1x2x3x16xf32>) -> tensor<1x2x?x16xf32>
+  %e = llmc.exp %c : (tensor<1x2x?x16xf32>) -> tensor<1x2x?x16xf32>
+  return %c, %e, %s : tensor<1x2x?x16xf32>, tensor<1x2x?x16xf32>, tensor<4xi64>
+}
+
+// -----
+
+// The past is read by something else than the concatenation: left alone.
+// CHECK-LABEL: func.func @other_reader
+// CHECK-SAME: tensor<1x2x?x16xf32> {llmc.name = "past_key_values.0.key"}
+// CHECK: llmc.concat %arg0, %arg1 {axis = 2 : i64}
+func.func @other_reader(%past: tensor<1x2x?x16xf32> {llmc.name = "past_key_values.0.key"},
+                        %new: tensor<1x2x3x16xf32>) -> (tensor<1x2x?x16xf32> {llmc.name = "present.0.key"}, tensor<1x2x?x16xf32>) {
+  %c = llmc.concat %past, %new {axis = 2 : i64} : (tensor<1x2x?x16xf32>, tensor<1x2x3x16xf32>) -> tensor<1x2x?x16xf32>
+  %e = llmc.exp %past : (tensor<1x2x?x16xf32>) -> tensor<1x2x?x16xf32>
+  return %c, %e : tensor<1x2x?x16xf32>, tensor<1x2x?x16xf32>
+}
