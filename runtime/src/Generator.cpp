@@ -1,12 +1,17 @@
 // Generation on a past/present decoder plan: the generator owns the KV cache, runs prompt chunks
-// and single tokens through one context, and samples from the last logits.
+// and single tokens through one context, and samples from the last logits, for a batch of
+// sequences that may have different lengths.
 //
-// The compiler (llmc-kv-cache-layout) turns each past/present pair to [1, length, heads * head],
-// where a longer cache extends a shorter one at its end. The generator gives each pair one buffer
-// at the bound's size, binds the past input to its filled prefix and the present output to the
-// whole buffer: a run then writes only the new tokens' keys and values (the concatenation skips
-// the part already in place) and nothing is copied between steps. Plans that keep the
-// [1, heads, length, head] layout fall back to copying each present output into the next past.
+// The compiler (llmc-kv-cache-layout) turns each past/present pair to [batch, length, heads *
+// head]. With batch 1 a longer cache extends a shorter one at its end, so the generator gives each
+// pair one buffer at the bound's size, binds the past input to its filled prefix and the present
+// output to the whole buffer: a run writes only the new tokens' keys and values (the concatenation
+// skips the part already in place) and nothing is copied between steps. With a larger batch the
+// present is written to a second buffer, which the next step reads as its past (the buffers swap).
+// Plans that keep the [batch, heads, length, head] layout fall back to copying each present.
+//
+// Sequences of different lengths share the cache's slots: each feed puts every sequence's new
+// tokens at the end of the chunk (padding before them), and the attention mask hides the padding.
 #include "Plan.h"
 
 #include <algorithm>
@@ -24,13 +29,23 @@ namespace {
 struct AlignedFree {
   void operator()(void *p) const { std::free(p); }
 };
+using Buffer = std::unique_ptr<float, AlignedFree>;
+
+enum class CacheMode { InPlace, PingPong, Copy };
 
 struct CachePair {
   int32_t pastInput = -1, presentOutput = -1;
-  bool inPlace = false;    // [1, length, width] in `buffer`; else [1, heads, length, width] in `data`
-  int64_t heads = 0, width = 0;
-  std::vector<float> data; // copy mode
-  std::unique_ptr<float, AlignedFree> buffer; // in-place mode: the present output's memory
+  CacheMode mode = CacheMode::Copy;
+  int64_t heads = 0, width = 0; // Copy: [B, heads, length, width]; else [B, length, width]
+  std::vector<float> data;      // Copy
+  Buffer buffers[2];            // InPlace: [0]; PingPong: the past is buffers[current]
+  int current = 0;
+};
+
+struct Sequence {
+  std::vector<int32_t> tokens; // fed since the last reset, for the repetition penalty
+  std::vector<int64_t> mask;   // per cache slot: 1 where the slot holds one of its tokens
+  int64_t count = 0;           // its tokens in the cache (the next position id)
 };
 
 int32_t findInput(llmc_plan plan, const std::string &name) {
@@ -60,9 +75,10 @@ struct llmc_generator_t {
   llmc_context context = nullptr;
   int32_t idsInput = -1, maskInput = -1, positionInput = -1, logitsOutput = -1;
   std::vector<CachePair> cache;
-  int64_t length = 0, capacity = 0, chunk = 0, vocab = 0;
-  std::vector<int32_t> history; // every token fed since the last reset
-  std::vector<float> logits;    // of the last token fed
+  int64_t batch = 1, length = 0, capacity = 0, chunk = 0, vocab = 0;
+  std::vector<Sequence> sequences;
+  std::vector<float> logits; // [batch, vocab]: each sequence's after its last token
+  bool fed = false;
   std::mt19937_64 rng;
   uint64_t seededWith = ~uint64_t(0);
 
@@ -84,14 +100,51 @@ extern "C" void llmc_sampling_init(llmc_sampling *s) {
   s->seed = 0;
 }
 
-extern "C" llmc_status llmc_generator_create(llmc_plan plan, const llmc_context_options *options,
-                                             llmc_generator *out) {
-  if (!plan || !out)
-    return makeStatus(LLMC_INVALID_ARGUMENT, "plan and out_generator must not be NULL");
+static llmc_status findCache(llmc_generator g) {
+  llmc_plan plan = g->plan;
+  for (int i = 0;; ++i) {
+    const std::string prefix = "past_key_values." + std::to_string(i) + ".";
+    for (const char *kind : {"key", "value"}) {
+      CachePair pair;
+      pair.pastInput = findInput(plan, prefix + kind);
+      pair.presentOutput = findOutput(plan, "present." + std::to_string(i) + "." + kind);
+      if (pair.pastInput < 0)
+        return nullptr;
+      if (pair.presentOutput < 0)
+        return makeStatus(LLMC_UNSUPPORTED, "input '" + prefix + kind + "' has no output 'present." +
+                                                std::to_string(i) + "." + kind + "'");
+      const llmc::rt::PlanValue &past = plan->values[size_t(plan->inputs[size_t(pair.pastInput)])];
+      const bool flat = past.shape.rank == 3;
+      const int lengthDim = flat ? 1 : 2;
+      const bool layoutOk = flat ? past.dimNode[2] < 0 : past.shape.rank == 4 && past.dimNode[1] < 0 && past.dimNode[3] < 0;
+      if (!layoutOk || past.dtype != llmc::rt::DType::F32 || past.dimNode[lengthDim] < 0)
+        return makeStatus(LLMC_UNSUPPORTED, "'" + past.name + "' must be f32 [batch, past, heads * head] or [batch, "
+                                            "heads, past, head] with a dynamic past length (--max-shape past=0..N)");
+      if (plan->symbols[size_t(plan->dimNodes[size_t(past.dimNode[lengthDim])].value)].min != 0)
+        return makeStatus(LLMC_UNSUPPORTED, "the past length of '" + past.name +
+                                                "' must be allowed to be 0 (compile with --max-shape past=0..N)");
+      if (g->batch > symbolMax(plan, past, 0))
+        return makeStatus(LLMC_INVALID_ARGUMENT, "batch " + std::to_string(g->batch) + " is above the plan's bound " +
+                                                     std::to_string(symbolMax(plan, past, 0)));
+      pair.mode = !flat ? CacheMode::Copy : g->batch == 1 ? CacheMode::InPlace : CacheMode::PingPong;
+      pair.heads = flat ? 1 : past.shape.dims[1];
+      pair.width = past.shape.dims[flat ? 2 : 3];
+      const int64_t cap = symbolMax(plan, past, lengthDim);
+      g->capacity = g->cache.empty() ? cap : std::min(g->capacity, cap);
+      g->cache.push_back(std::move(pair));
+    }
+  }
+}
+
+extern "C" llmc_status llmc_generator_create_batch(llmc_plan plan, const llmc_context_options *options, int32_t batch,
+                                                   llmc_generator *out) {
+  if (!plan || !out || batch < 1)
+    return makeStatus(LLMC_INVALID_ARGUMENT, "plan and out_generator must not be NULL, batch at least 1");
   *out = nullptr;
   auto g = std::make_unique<llmc_generator_t>();
   plan->retain();
   g->plan = plan;
+  g->batch = batch;
   g->idsInput = findInput(plan, "input_ids");
   g->maskInput = findInput(plan, "attention_mask");
   g->positionInput = findInput(plan, "position_ids");
@@ -102,39 +155,12 @@ extern "C" llmc_status llmc_generator_create(llmc_plan plan, const llmc_context_
   const llmc::rt::PlanValue &logits = plan->values[size_t(plan->outputs[size_t(g->logitsOutput)])];
   if (ids.shape.rank != 2 || logits.shape.rank != 3 || logits.dimNode[2] >= 0)
     return makeStatus(LLMC_UNSUPPORTED, "input_ids must be [batch, seq] and logits [batch, seq, vocab]");
+  if (batch > 1 && g->maskInput < 0)
+    return makeStatus(LLMC_UNSUPPORTED, "a batch of sequences needs an attention_mask input (to hide the padding)");
   g->vocab = logits.shape.dims[2];
   g->chunk = symbolMax(plan, ids, 1);
-  for (int i = 0;; ++i) {
-    const std::string prefix = "past_key_values." + std::to_string(i) + ".";
-    for (const char *kind : {"key", "value"}) {
-      CachePair pair;
-      pair.pastInput = findInput(plan, prefix + kind);
-      pair.presentOutput = findOutput(plan, "present." + std::to_string(i) + "." + kind);
-      if (pair.pastInput < 0)
-        break;
-      if (pair.presentOutput < 0)
-        return makeStatus(LLMC_UNSUPPORTED, "input '" + prefix + kind + "' has no output 'present." +
-                                                std::to_string(i) + "." + kind + "'");
-      const llmc::rt::PlanValue &past = plan->values[size_t(plan->inputs[size_t(pair.pastInput)])];
-      pair.inPlace = past.shape.rank == 3;
-      const int lengthDim = pair.inPlace ? 1 : 2;
-      const bool layoutOk = pair.inPlace ? past.dimNode[2] < 0
-                                         : past.shape.rank == 4 && past.dimNode[1] < 0 && past.dimNode[3] < 0;
-      if (!layoutOk || past.dtype != llmc::rt::DType::F32 || past.dimNode[lengthDim] < 0)
-        return makeStatus(LLMC_UNSUPPORTED, "'" + past.name + "' must be f32 [batch, past, heads * head] or [batch, "
-                                            "heads, past, head] with a dynamic past length (--max-shape past=0..N)");
-      if (plan->symbols[size_t(plan->dimNodes[size_t(past.dimNode[lengthDim])].value)].min != 0)
-        return makeStatus(LLMC_UNSUPPORTED, "the past length of '" + past.name +
-                                                "' must be allowed to be 0 (compile with --max-shape past=0..N)");
-      pair.heads = pair.inPlace ? 1 : past.shape.dims[1];
-      pair.width = past.shape.dims[pair.inPlace ? 2 : 3];
-      const int64_t cap = symbolMax(plan, past, lengthDim);
-      g->capacity = g->cache.empty() ? cap : std::min(g->capacity, cap);
-      g->cache.push_back(std::move(pair));
-    }
-    if (g->cache.size() < size_t(2 * (i + 1)))
-      break;
-  }
+  if (llmc_status s = findCache(g.get()))
+    return s;
   if (g->cache.empty())
     return makeStatus(LLMC_UNSUPPORTED, "the plan has no past_key_values inputs (export the decoder with its KV cache)");
   // Every run starts at a past length within its bound, so the context ends at most one token
@@ -145,17 +171,26 @@ extern "C" llmc_status llmc_generator_create(llmc_plan plan, const llmc_context_
   if (llmc_status s = llmc_context_create(plan, options, &g->context))
     return s;
   for (CachePair &c : g->cache) {
-    if (!c.inPlace)
+    if (c.mode == CacheMode::Copy)
       continue;
     const size_t bytes = (llmc_context_output_capacity(g->context, c.presentOutput) + 63) / 64 * 64;
-    c.buffer.reset(static_cast<float *>(std::aligned_alloc(64, bytes)));
-    if (!c.buffer)
-      return makeStatus(LLMC_OUT_OF_MEMORY, "out of memory allocating the KV cache");
-    if (llmc_status s = llmc_context_bind_output(g->context, c.presentOutput, c.buffer.get(), bytes))
+    for (int k = 0; k < (c.mode == CacheMode::PingPong ? 2 : 1); ++k) {
+      c.buffers[k].reset(static_cast<float *>(std::aligned_alloc(64, bytes)));
+      if (!c.buffers[k])
+        return makeStatus(LLMC_OUT_OF_MEMORY, "out of memory allocating the KV cache");
+    }
+    if (llmc_status s = llmc_context_bind_output(g->context, c.presentOutput, c.buffers[0].get(), bytes))
       return s;
   }
+  g->sequences.resize(size_t(batch));
+  g->logits.assign(size_t(batch * g->vocab), 0.0f);
   *out = g.release();
   return nullptr;
+}
+
+extern "C" llmc_status llmc_generator_create(llmc_plan plan, const llmc_context_options *options,
+                                             llmc_generator *out) {
+  return llmc_generator_create_batch(plan, options, 1, out);
 }
 
 extern "C" void llmc_generator_release(llmc_generator g) { delete g; }
@@ -164,92 +199,154 @@ extern "C" void llmc_generator_reset(llmc_generator g) {
   if (!g)
     return;
   g->length = 0;
-  g->history.clear();
-  g->logits.clear();
-  for (CachePair &c : g->cache)
+  g->fed = false;
+  for (Sequence &s : g->sequences)
+    s = Sequence();
+  for (CachePair &c : g->cache) {
     c.data.clear();
+    c.current = 0;
+  }
 }
 
 extern "C" int32_t llmc_generator_length(llmc_generator g) { return g ? int32_t(g->length) : 0; }
 extern "C" int32_t llmc_generator_capacity(llmc_generator g) { return g ? int32_t(g->capacity) : 0; }
+extern "C" int32_t llmc_generator_batch(llmc_generator g) { return g ? int32_t(g->batch) : 0; }
 
-// Runs one chunk of at most `g->chunk` tokens at position g->length.
-static llmc_status runChunk(llmc_generator g, const int32_t *tokens, int64_t n) {
-  std::vector<int64_t> ids(tokens, tokens + n);
-  std::vector<int64_t> positions(static_cast<size_t>(n));
-  std::vector<int64_t> mask(static_cast<size_t>(g->length + n), 1);
-  std::iota(positions.begin(), positions.end(), g->length);
-  llmc_tensor t{LLMC_DTYPE_I64, 2, {1, n}, ids.data()};
+// Runs `n` columns of `ids` ([batch, n], padding marked by `real` = 0) at cache slot g->length.
+static llmc_status runChunk(llmc_generator g, const std::vector<int64_t> &ids, const std::vector<uint8_t> &real,
+                            int64_t n) {
+  const int64_t B = g->batch, total = g->length + n;
+  std::vector<int64_t> positions(size_t(B * n), 0), mask(size_t(B * total), 0);
+  for (int64_t b = 0; b < B; ++b) {
+    Sequence &s = g->sequences[size_t(b)];
+    std::copy(s.mask.begin(), s.mask.end(), mask.begin() + b * total);
+    int64_t next = s.count;
+    for (int64_t j = 0; j < n; ++j)
+      if (real[size_t(b * n + j)]) {
+        positions[size_t(b * n + j)] = next++;
+        mask[size_t(b * total + g->length + j)] = 1;
+      }
+  }
+  llmc_tensor t{LLMC_DTYPE_I64, 2, {B, n}, const_cast<int64_t *>(ids.data())};
   if (llmc_status s = llmc_context_set_input(g->context, g->idsInput, &t))
     return s;
   if (g->positionInput >= 0) {
-    llmc_tensor p{LLMC_DTYPE_I64, 2, {1, n}, positions.data()};
+    llmc_tensor p{LLMC_DTYPE_I64, 2, {B, n}, positions.data()};
     if (llmc_status s = llmc_context_set_input(g->context, g->positionInput, &p))
       return s;
   }
   if (g->maskInput >= 0) {
-    llmc_tensor m{LLMC_DTYPE_I64, 2, {1, g->length + n}, mask.data()};
+    llmc_tensor m{LLMC_DTYPE_I64, 2, {B, total}, mask.data()};
     if (llmc_status s = llmc_context_set_input(g->context, g->maskInput, &m))
       return s;
   }
   for (CachePair &c : g->cache) {
-    if (c.inPlace) { // the filled prefix of the buffer the present output extends
-      llmc_tensor past{LLMC_DTYPE_F32, 3, {1, g->length, c.width}, c.buffer.get()};
-      if (llmc_status s = llmc_context_bind_input(g->context, c.pastInput, &past))
+    if (c.mode == CacheMode::Copy) {
+      llmc_tensor past{LLMC_DTYPE_F32, 4, {B, c.heads, g->length, c.width}, c.data.data()};
+      if (llmc_status s = llmc_context_set_input(g->context, c.pastInput, &past))
         return s;
       continue;
     }
-    llmc_tensor past{LLMC_DTYPE_F32, 4, {1, c.heads, g->length, c.width}, c.data.data()};
-    if (llmc_status s = llmc_context_set_input(g->context, c.pastInput, &past))
+    llmc_tensor past{LLMC_DTYPE_F32, 3, {B, g->length, c.width}, c.buffers[c.current].get()};
+    if (llmc_status s = llmc_context_bind_input(g->context, c.pastInput, &past))
       return s;
+    if (c.mode == CacheMode::PingPong) {
+      const size_t bytes = (llmc_context_output_capacity(g->context, c.presentOutput) + 63) / 64 * 64;
+      if (llmc_status s = llmc_context_bind_output(g->context, c.presentOutput, c.buffers[1 - c.current].get(), bytes))
+        return s;
+    }
   }
   if (llmc_status s = llmc_context_run(g->context))
     return s;
   for (CachePair &c : g->cache) {
     llmc_tensor present;
     llmc_context_output(g->context, c.presentOutput, &present);
-    if (present.dims[c.inPlace ? 1 : 2] != g->length + n)
+    if (present.dims[c.mode == CacheMode::Copy ? 2 : 1] != total)
       return makeStatus(LLMC_RUNTIME_ERROR, "a present output does not have the expected length");
-    if (c.inPlace) // already where the next step reads it
-      continue;
-    const size_t count = size_t(c.heads * (g->length + n) * c.width);
-    c.data.assign(static_cast<const float *>(present.data), static_cast<const float *>(present.data) + count);
+    if (c.mode == CacheMode::PingPong)
+      c.current = 1 - c.current;
+    if (c.mode == CacheMode::Copy) {
+      const size_t count = size_t(B * c.heads * total * c.width);
+      c.data.assign(static_cast<const float *>(present.data), static_cast<const float *>(present.data) + count);
+    }
   }
   llmc_tensor logits;
   llmc_context_output(g->context, g->logitsOutput, &logits);
-  const float *last = static_cast<const float *>(logits.data) + (n - 1) * g->vocab;
-  g->logits.assign(last, last + g->vocab);
-  g->length += n;
+  for (int64_t b = 0; b < B; ++b) {
+    Sequence &s = g->sequences[size_t(b)];
+    bool any = false;
+    for (int64_t j = 0; j < n; ++j)
+      if (real[size_t(b * n + j)]) {
+        s.tokens.push_back(int32_t(ids[size_t(b * n + j)]));
+        ++s.count;
+        any = true;
+      }
+    s.mask.insert(s.mask.end(), mask.begin() + b * total + g->length, mask.begin() + (b + 1) * total);
+    if (any) { // its last column is its newest token (tokens sit at the end of a chunk)
+      const float *row = static_cast<const float *>(logits.data) + (b * n + n - 1) * g->vocab;
+      std::copy(row, row + g->vocab, g->logits.begin() + b * g->vocab);
+    }
+  }
+  g->length = total;
+  return nullptr;
+}
+
+extern "C" llmc_status llmc_generator_feed_batch(llmc_generator g, const int32_t *const *tokens, const int32_t *counts) {
+  if (!g || !tokens || !counts)
+    return makeStatus(LLMC_INVALID_ARGUMENT, "generator, tokens and counts must not be NULL");
+  int64_t n = 0;
+  for (int64_t b = 0; b < g->batch; ++b) {
+    if (counts[b] < 0 || (counts[b] && !tokens[b]))
+      return makeStatus(LLMC_INVALID_ARGUMENT, "sequence " + std::to_string(b) + " has a bad token list");
+    for (int32_t i = 0; i < counts[b]; ++i)
+      if (tokens[b][i] < 0 || tokens[b][i] >= g->vocab)
+        return makeStatus(LLMC_INVALID_ARGUMENT, "token id " + std::to_string(tokens[b][i]) +
+                                                     " is outside the vocabulary (0.." + std::to_string(g->vocab - 1) +
+                                                     ")");
+    n = std::max<int64_t>(n, counts[b]);
+  }
+  if (n == 0)
+    return nullptr;
+  if (g->length + n > g->capacity)
+    return makeStatus(LLMC_INVALID_ARGUMENT, "the context holds " + std::to_string(g->capacity) + " tokens; " +
+                                                 std::to_string(g->length) + " are in it and " + std::to_string(n) +
+                                                 " more do not fit (reset it, or compile with a larger past bound)");
+  // Each sequence's tokens end at the last column; padding (id 0, masked) before them.
+  for (int64_t done = 0; done < n;) {
+    const int64_t m = std::min(g->chunk, n - done);
+    std::vector<int64_t> ids(size_t(g->batch * m), 0);
+    std::vector<uint8_t> real(size_t(g->batch * m), 0);
+    for (int64_t b = 0; b < g->batch; ++b)
+      for (int64_t j = 0; j < m; ++j) {
+        const int64_t slot = done + j - (n - counts[b]); // index into this sequence's tokens
+        if (slot >= 0) {
+          ids[size_t(b * m + j)] = tokens[b][slot];
+          real[size_t(b * m + j)] = 1;
+        }
+      }
+    if (llmc_status s = runChunk(g, ids, real, m)) {
+      llmc_generator_reset(g); // a failed run leaves the cache half written
+      return s;
+    }
+    done += m;
+  }
+  g->fed = true;
   return nullptr;
 }
 
 extern "C" llmc_status llmc_generator_feed(llmc_generator g, const int32_t *tokens, int32_t count) {
   if (!g || (!tokens && count) || count < 0)
     return makeStatus(LLMC_INVALID_ARGUMENT, "generator and tokens must not be NULL, count not negative");
-  for (int32_t i = 0; i < count; ++i)
-    if (tokens[i] < 0 || tokens[i] >= g->vocab)
-      return makeStatus(LLMC_INVALID_ARGUMENT, "token id " + std::to_string(tokens[i]) +
-                                                   " is outside the vocabulary (0.." + std::to_string(g->vocab - 1) + ")");
-  if (g->length + count > g->capacity)
-    return makeStatus(LLMC_INVALID_ARGUMENT, "the context holds " + std::to_string(g->capacity) + " tokens; " +
-                                                 std::to_string(g->length) + " are in it and " + std::to_string(count) +
-                                                 " more do not fit (reset it, or compile with a larger past bound)");
-  for (int32_t done = 0; done < count;) {
-    const int64_t n = std::min<int64_t>(g->chunk, count - done);
-    if (llmc_status s = runChunk(g, tokens + done, n)) {
-      llmc_generator_reset(g); // a failed run leaves the cache half written
-      return s;
-    }
-    g->history.insert(g->history.end(), tokens + done, tokens + done + n);
-    done += int32_t(n);
-  }
-  return nullptr;
+  if (g->batch != 1)
+    return makeStatus(LLMC_INVALID_ARGUMENT, "the generator has a batch of " + std::to_string(g->batch) +
+                                                 " sequences: use llmc_generator_feed_batch");
+  return llmc_generator_feed_batch(g, &tokens, &count);
 }
 
 extern "C" llmc_status llmc_generator_logits(llmc_generator g, const float **out_logits, int32_t *out_vocab) {
   if (!g || !out_logits)
     return makeStatus(LLMC_INVALID_ARGUMENT, "generator and out_logits must not be NULL");
-  if (g->logits.empty())
+  if (!g->fed)
     return makeStatus(LLMC_INVALID_ARGUMENT, "no tokens were fed yet");
   *out_logits = g->logits.data();
   if (out_vocab)
@@ -257,24 +354,16 @@ extern "C" llmc_status llmc_generator_logits(llmc_generator g, const float **out
   return nullptr;
 }
 
-extern "C" llmc_status llmc_generator_sample(llmc_generator g, const llmc_sampling *sampling, int32_t *out_token) {
-  if (!g || !out_token)
-    return makeStatus(LLMC_INVALID_ARGUMENT, "generator and out_token must not be NULL");
-  if (g->logits.empty())
-    return makeStatus(LLMC_INVALID_ARGUMENT, "no tokens were fed yet");
-  llmc_sampling defaults;
-  llmc_sampling_init(&defaults);
-  const llmc_sampling &s = sampling ? *sampling : defaults;
-  std::vector<float> scores = g->logits;
+// One draw from `scores` (a sequence's logits) after the penalties and filters.
+static int32_t sampleOne(llmc_generator g, std::vector<float> scores, const std::vector<int32_t> &history,
+                         const llmc_sampling &s) {
   if (s.repetition_penalty > 0 && s.repetition_penalty != 1.0f)
-    for (int32_t t : g->history) { // as in Hugging Face: divide positive scores, multiply negative
+    for (int32_t t : history) { // as in Hugging Face: divide positive scores, multiply negative
       float &x = scores[size_t(t)];
       x = x > 0 ? x / s.repetition_penalty : x * s.repetition_penalty;
     }
-  if (s.temperature <= 0.0f) {
-    *out_token = int32_t(std::max_element(scores.begin(), scores.end()) - scores.begin());
-    return nullptr;
-  }
+  if (s.temperature <= 0.0f)
+    return int32_t(std::max_element(scores.begin(), scores.end()) - scores.begin());
   std::vector<int32_t> order(scores.size());
   std::iota(order.begin(), order.end(), 0);
   std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return scores[size_t(a)] > scores[size_t(b)]; });
@@ -300,6 +389,27 @@ extern "C" llmc_status llmc_generator_sample(llmc_generator g, const llmc_sampli
   size_t pick = 0;
   while (pick + 1 < keep && draw >= probs[pick])
     draw -= probs[pick++];
-  *out_token = order[pick];
+  return order[pick];
+}
+
+extern "C" llmc_status llmc_generator_sample_batch(llmc_generator g, const llmc_sampling *sampling,
+                                                   int32_t *out_tokens) {
+  if (!g || !out_tokens)
+    return makeStatus(LLMC_INVALID_ARGUMENT, "generator and out_tokens must not be NULL");
+  if (!g->fed)
+    return makeStatus(LLMC_INVALID_ARGUMENT, "no tokens were fed yet");
+  llmc_sampling defaults;
+  llmc_sampling_init(&defaults);
+  for (int64_t b = 0; b < g->batch; ++b) {
+    std::vector<float> scores(g->logits.begin() + b * g->vocab, g->logits.begin() + (b + 1) * g->vocab);
+    out_tokens[b] = sampleOne(g, std::move(scores), g->sequences[size_t(b)].tokens, sampling ? *sampling : defaults);
+  }
   return nullptr;
+}
+
+extern "C" llmc_status llmc_generator_sample(llmc_generator g, const llmc_sampling *sampling, int32_t *out_token) {
+  if (g && g->batch != 1)
+    return makeStatus(LLMC_INVALID_ARGUMENT, "the generator has a batch of " + std::to_string(g->batch) +
+                                                 " sequences: use llmc_generator_sample_batch");
+  return llmc_generator_sample_batch(g, sampling, out_token);
 }

@@ -16,6 +16,7 @@ namespace {
 const char *kUsage = R"(usage: llmc-run generate PLAN (--prompt TEXT | --prompt-ids 1,2,3) [options]
 
   --max-tokens N           tokens to generate (default 64)
+                           (several --prompt or --prompt-ids: one batch; each result on its own line)
   --temperature T          0 (default): greedy; otherwise sample
   --top-k K, --top-p P     sampling filters (default off)
   --repetition-penalty R   > 1 penalizes tokens already in the context (default 1)
@@ -58,6 +59,8 @@ size_t completeUtf8(const std::string &text) {
 struct Args {
   std::string plan, prompt, logitsDir;
   std::vector<int32_t> promptIds;
+  std::vector<std::string> prompts;              // every --prompt (more than one: a batch)
+  std::vector<std::vector<int32_t>> promptIdLists; // every --prompt-ids
   bool haveIds = false, chat = false, printIds = false, ignoreEos = false;
   int maxTokens = 64, threads = 0;
   llmc_sampling sampling;
@@ -69,16 +72,22 @@ std::string parse(int argc, char **argv, Args &a) {
     std::string arg = argv[i];
     auto value = [&]() -> std::string { return i + 1 < argc ? argv[++i] : std::string(); };
     try {
-      if (arg == "--prompt")
+      if (arg == "--prompt") {
         a.prompt = value();
+        a.prompts.push_back(a.prompt);
+      }
       else if (arg == "--prompt-ids") {
         a.haveIds = true;
+        a.promptIds.clear();
         std::string list = value();
         for (size_t start = 0; start < list.size();) {
           size_t comma = list.find(',', start);
           a.promptIds.push_back(int32_t(std::stol(list.substr(start, comma - start))));
           start = comma == std::string::npos ? list.size() : comma + 1;
         }
+        a.promptIdLists.push_back(a.promptIds);
+        if (a.promptIdLists.size() > 1)
+          a.promptIds = a.promptIdLists.front();
       } else if (arg == "--max-tokens")
         a.maxTokens = std::stoi(value());
       else if (arg == "--temperature")
@@ -133,6 +142,76 @@ std::vector<int32_t> stopTokens(llmc_plan plan) {
 
 } // namespace
 
+// Several prompts at once: one generator with a batch, greedy or sampled, each sequence stopping at
+// its end-of-turn token; the results are printed one per line when all are done.
+int generateBatch(llmc_plan plan, const Args &a, const std::vector<std::vector<int32_t>> &prompts, bool text) {
+  std::string error;
+  llmc_context_options options;
+  llmc_context_options_init(&options);
+  options.num_threads = a.threads;
+  llmc_generator gen = nullptr;
+  if (!ok(llmc_generator_create_batch(plan, &options, int32_t(prompts.size()), &gen), error))
+    return fail(error);
+  const std::vector<int32_t> stops = text && !a.ignoreEos ? stopTokens(plan) : std::vector<int32_t>();
+  const size_t B = prompts.size();
+  std::vector<const int32_t *> lists(B);
+  std::vector<int32_t> counts(B), tokens(B);
+  for (size_t b = 0; b < B; ++b) {
+    lists[b] = prompts[b].data();
+    counts[b] = int32_t(prompts[b].size());
+  }
+  std::vector<std::vector<int32_t>> generated(B);
+  std::vector<bool> done(B, false);
+  int rc = 0;
+  if (!ok(llmc_generator_feed_batch(gen, lists.data(), counts.data()), error))
+    rc = fail(error);
+  for (int step = 0; rc == 0 && step < a.maxTokens; ++step) {
+    if (!ok(llmc_generator_sample_batch(gen, &a.sampling, tokens.data()), error)) {
+      rc = fail(error);
+      break;
+    }
+    bool all = true;
+    for (size_t b = 0; b < B; ++b) {
+      counts[b] = 0;
+      if (done[b])
+        continue;
+      if (std::find(stops.begin(), stops.end(), tokens[b]) != stops.end()) {
+        done[b] = true;
+        continue;
+      }
+      generated[b].push_back(tokens[b]);
+      lists[b] = &tokens[b];
+      counts[b] = 1;
+      all = false;
+    }
+    if (all || step + 1 == a.maxTokens)
+      break;
+    if (llmc_generator_length(gen) >= llmc_generator_capacity(gen)) {
+      std::fprintf(stderr, "llmc-run: note: the context is full (%d slots); generation stops here\n",
+                   llmc_generator_capacity(gen));
+      break;
+    }
+    if (!ok(llmc_generator_feed_batch(gen, lists.data(), counts.data()), error))
+      rc = fail(error);
+  }
+  for (size_t b = 0; rc == 0 && b < B; ++b) {
+    if (a.printIds || !text) {
+      for (size_t i = 0; i < generated[b].size(); ++i)
+        std::printf(i ? " %d" : "%d", generated[b][i]);
+    } else {
+      size_t length = 0;
+      llmc_status_free(llmc_detokenize(plan, generated[b].data(), int32_t(generated[b].size()), nullptr, 0, &length));
+      std::string out(length, '\0');
+      llmc_status_free(
+          llmc_detokenize(plan, generated[b].data(), int32_t(generated[b].size()), out.data(), length, &length));
+      std::printf("%s", out.c_str());
+    }
+    std::printf("\n");
+  }
+  llmc_generator_release(gen);
+  return rc;
+}
+
 int generateMain(int argc, char **argv) {
   Args a;
   if (std::string err = parse(argc, argv, a); !err.empty()) {
@@ -147,6 +226,23 @@ int generateMain(int argc, char **argv) {
   if (!ok(llmc_plan_load(a.plan.c_str(), nullptr, &plan), error))
     return fail("loading '" + a.plan + "': " + error);
   const bool text = llmc_plan_has_tokenizer(plan);
+  if (a.prompts.size() > 1 || a.promptIdLists.size() > 1) { // a batch
+    std::vector<std::vector<int32_t>> prompts = a.promptIdLists;
+    for (const std::string &p : a.haveIds ? std::vector<std::string>() : a.prompts) {
+      if (!text) {
+        llmc_plan_release(plan);
+        return fail("the plan has no tokenizer (compile it with llmc --tokenizer tokenizer.json, or give --prompt-ids)");
+      }
+      const std::string wrapped = a.chat ? "<|im_start|>user\n" + p + "<|im_end|>\n<|im_start|>assistant\n" : p;
+      int32_t n = 0;
+      llmc_status_free(llmc_tokenize(plan, wrapped.data(), wrapped.size(), nullptr, 0, &n));
+      prompts.emplace_back(size_t(n));
+      llmc_status_free(llmc_tokenize(plan, wrapped.data(), wrapped.size(), prompts.back().data(), n, &n));
+    }
+    const int rc = generateBatch(plan, a, prompts, text);
+    llmc_plan_release(plan);
+    return rc;
+  }
   std::vector<int32_t> prompt = a.promptIds;
   if (!a.haveIds) {
     if (!text) {

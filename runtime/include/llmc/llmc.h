@@ -171,7 +171,8 @@ LLMC_API llmc_status llmc_detokenize(llmc_plan plan, const int32_t *ids, int32_t
  * `input_ids`, optional `attention_mask` and `position_ids`, `past_key_values.{i}.key/.value`;
  * outputs `logits`, `present.{i}.key/.value`), compiled with a bound on the past length
  * (`llmc --max-shape past=0..N`): it owns the KV cache, feeds prompt tokens in chunks (prefill)
- * and single tokens (decode), and samples. Batch 1. One generator per thread. */
+ * and single tokens (decode), and samples, for one sequence or a batch of them (which may have
+ * different lengths: padding is masked). One generator per thread. */
 typedef struct llmc_generator_t *llmc_generator;
 
 typedef struct llmc_sampling {
@@ -185,7 +186,10 @@ typedef struct llmc_sampling {
 
 LLMC_API void llmc_sampling_init(llmc_sampling *sampling); /* greedy, no penalty, seed 0 */
 LLMC_API llmc_status llmc_generator_create(llmc_plan plan, const llmc_context_options *options,
-                                           llmc_generator *out_generator);
+                                           llmc_generator *out_generator); /* batch 1 */
+LLMC_API llmc_status llmc_generator_create_batch(llmc_plan plan, const llmc_context_options *options, int32_t batch,
+                                                 llmc_generator *out_generator);
+LLMC_API int32_t llmc_generator_batch(llmc_generator generator);
 LLMC_API void llmc_generator_release(llmc_generator generator);
 /* Empties the context: the next feed starts a new sequence. */
 LLMC_API void llmc_generator_reset(llmc_generator generator);
@@ -193,12 +197,19 @@ LLMC_API void llmc_generator_reset(llmc_generator generator);
  * logits of the last one. Fails without changing the context when a token is outside the
  * vocabulary or the context would exceed its capacity. */
 LLMC_API llmc_status llmc_generator_feed(llmc_generator generator, const int32_t *tokens, int32_t count);
-/* The logits after the last feed (owned by the generator, valid until the next feed). */
+/* The same for a batch: sequence b gets counts[b] tokens tokens[b][0..counts[b]) (0 to skip it).
+ * Shorter lists are padded in front; the padding is masked, so each sequence sees only its own. */
+LLMC_API llmc_status llmc_generator_feed_batch(llmc_generator generator, const int32_t *const *tokens,
+                                               const int32_t *counts);
+/* The logits after the last feed, [batch, vocab] (owned by the generator, valid until the next
+ * feed); a sequence that got no tokens in a feed keeps its earlier row. */
 LLMC_API llmc_status llmc_generator_logits(llmc_generator generator, const float **out_logits, int32_t *out_vocab);
 /* Draws the next token from the last logits (it is not fed: feed it to continue). */
 LLMC_API llmc_status llmc_generator_sample(llmc_generator generator, const llmc_sampling *sampling,
                                            int32_t *out_token);
-LLMC_API int32_t llmc_generator_length(llmc_generator generator);   /* tokens in the context */
+LLMC_API llmc_status llmc_generator_sample_batch(llmc_generator generator, const llmc_sampling *sampling,
+                                                 int32_t *out_tokens); /* one per sequence */
+LLMC_API int32_t llmc_generator_length(llmc_generator generator);   /* cache slots used (padding included) */
 LLMC_API int32_t llmc_generator_capacity(llmc_generator generator); /* the most it can hold */
 
 #ifdef __cplusplus
