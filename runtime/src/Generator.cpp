@@ -413,3 +413,29 @@ extern "C" llmc_status llmc_generator_sample(llmc_generator g, const llmc_sampli
                                                  " sequences: use llmc_generator_sample_batch");
   return llmc_generator_sample_batch(g, sampling, out_token);
 }
+
+extern "C" llmc_status llmc_generator_generate(llmc_generator g, const llmc_sampling *sampling, int32_t max_tokens,
+                                               const int32_t *stop_ids, int32_t stop_count,
+                                               llmc_token_callback on_token, void *user_data, int32_t *out_tokens,
+                                               int32_t *out_count) {
+  if (!g || !out_count || max_tokens < 0 || (stop_count > 0 && !stop_ids))
+    return makeStatus(LLMC_INVALID_ARGUMENT, "generator and out_count must not be NULL, max_tokens not negative");
+  *out_count = 0;
+  for (int32_t step = 0; step < max_tokens; ++step) {
+    int32_t token = -1;
+    if (llmc_status s = llmc_generator_sample(g, sampling, &token))
+      return s;
+    if (std::find(stop_ids, stop_ids + std::max(stop_count, 0), token) != stop_ids + std::max(stop_count, 0))
+      return nullptr;
+    if (out_tokens)
+      out_tokens[*out_count] = token;
+    ++*out_count;
+    if (on_token && on_token(token, user_data))
+      return nullptr;
+    if (step + 1 == max_tokens || g->length >= g->capacity)
+      return nullptr;
+    if (llmc_status s = llmc_generator_feed(g, &token, 1))
+      return s;
+  }
+  return nullptr;
+}

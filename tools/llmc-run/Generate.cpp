@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -286,49 +287,53 @@ int generateMain(int argc, char **argv) {
   if (!ok(llmc_generator_feed(gen, prompt.data(), int32_t(prompt.size())), error))
     rc = fail(error);
   const double prefillMs = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-  double firstTokenMs = 0;
-  std::vector<int32_t> generated;
-  std::string shown;
-  auto decodeLoopStart = Clock::now();
-  for (int step = 0; rc == 0 && step < a.maxTokens; ++step) {
-    saveLogits(step);
-    int32_t token = -1;
-    if (!ok(llmc_generator_sample(gen, &a.sampling, &token), error)) {
-      rc = fail(error);
-      break;
+  // Streams through llmc_generator_generate's callback: logits, the first token's time, the text.
+  struct Stream {
+    const Args &a;
+    llmc_plan plan;
+    bool text;
+    std::function<void(int)> saveLogits;
+    Clock::time_point start, decodeStart;
+    double firstTokenMs = 0;
+    std::vector<int32_t> generated;
+    std::string shown;
+  } stream{a, plan, text, saveLogits, start, Clock::now(), 0, {}, {}};
+  auto onToken = [](int32_t token, void *user) -> int {
+    Stream &st = *static_cast<Stream *>(user);
+    if (st.generated.empty()) {
+      st.firstTokenMs = std::chrono::duration<double, std::milli>(Clock::now() - st.start).count();
+      st.decodeStart = Clock::now();
     }
-    if (step == 0) {
-      firstTokenMs = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-      decodeLoopStart = Clock::now();
-    }
-    const bool stop = std::find(stops.begin(), stops.end(), token) != stops.end();
-    generated.push_back(token);
-    if (stop && !(a.printIds || !text))
-      break; // the end-of-turn token's text is not part of the answer
-    if (a.printIds || !text) {
-      std::printf(generated.size() > 1 ? " %d" : "%d", token);
+    st.generated.push_back(token);
+    if (st.a.printIds || !st.text) {
+      std::printf(st.generated.size() > 1 ? " %d" : "%d", token);
     } else { // print what the new token completes
       size_t length = 0;
-      llmc_status_free(llmc_detokenize(plan, generated.data(), int32_t(generated.size()), nullptr, 0, &length));
+      llmc_status_free(llmc_detokenize(st.plan, st.generated.data(), int32_t(st.generated.size()), nullptr, 0, &length));
       std::string all(length, '\0');
-      llmc_status_free(llmc_detokenize(plan, generated.data(), int32_t(generated.size()), all.data(), length, &length));
+      llmc_status_free(
+          llmc_detokenize(st.plan, st.generated.data(), int32_t(st.generated.size()), all.data(), length, &length));
       const size_t ready = completeUtf8(all);
-      if (ready > shown.size()) {
-        std::fwrite(all.data() + shown.size(), 1, ready - shown.size(), stdout);
-        shown.assign(all, 0, ready);
+      if (ready > st.shown.size()) {
+        std::fwrite(all.data() + st.shown.size(), 1, ready - st.shown.size(), stdout);
+        st.shown.assign(all, 0, ready);
       }
     }
     std::fflush(stdout);
-    if (stop)
-      break;
-    if (step + 1 < a.maxTokens && llmc_generator_length(gen) >= llmc_generator_capacity(gen)) {
-      std::fprintf(stderr, "\nllmc-run: note: the context is full (%d tokens); generation stops here\n",
-                   llmc_generator_capacity(gen));
-      break;
-    }
-    if (step + 1 < a.maxTokens && !ok(llmc_generator_feed(gen, &token, 1), error))
-      rc = fail(error);
-  }
+    st.saveLogits(int(st.generated.size()) - 1); // the logits this token was drawn from (not fed yet)
+    return 0;
+  };
+  int32_t count = 0;
+  if (rc == 0 && !ok(llmc_generator_generate(gen, &a.sampling, a.maxTokens, stops.data(), int32_t(stops.size()),
+                                             onToken, &stream, nullptr, &count),
+                     error))
+    rc = fail(error);
+  if (rc == 0 && count < a.maxTokens && llmc_generator_length(gen) >= llmc_generator_capacity(gen))
+    std::fprintf(stderr, "\nllmc-run: note: the context is full (%d tokens); generation stops here\n",
+                 llmc_generator_capacity(gen));
+  const double firstTokenMs = stream.firstTokenMs;
+  const std::vector<int32_t> &generated = stream.generated;
+  const auto decodeLoopStart = stream.decodeStart;
   std::printf("\n");
   std::fflush(stdout); // before the timings on stderr
   const double decodeMs = std::chrono::duration<double, std::milli>(Clock::now() - decodeLoopStart).count();

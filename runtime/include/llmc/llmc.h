@@ -209,6 +209,16 @@ LLMC_API llmc_status llmc_generator_sample(llmc_generator generator, const llmc_
                                            int32_t *out_token);
 LLMC_API llmc_status llmc_generator_sample_batch(llmc_generator generator, const llmc_sampling *sampling,
                                                  int32_t *out_tokens); /* one per sequence */
+/* The whole loop for one sequence (batch 1): after the prompt was fed, samples and feeds up to
+ * `max_tokens` tokens, stopping after a token in `stop_ids` (which is not fed or counted), when
+ * the context is full, or when `on_token` (optional; called with each token as it comes, for
+ * streaming) returns non-zero. `out_tokens` (capacity `max_tokens`, may be NULL) receives them and
+ * `*out_count` their number. */
+typedef int (*llmc_token_callback)(int32_t token, void *user_data);
+LLMC_API llmc_status llmc_generator_generate(llmc_generator generator, const llmc_sampling *sampling,
+                                             int32_t max_tokens, const int32_t *stop_ids, int32_t stop_count,
+                                             llmc_token_callback on_token, void *user_data, int32_t *out_tokens,
+                                             int32_t *out_count);
 LLMC_API int32_t llmc_generator_length(llmc_generator generator);   /* cache slots used (padding included) */
 LLMC_API int32_t llmc_generator_capacity(llmc_generator generator); /* the most it can hold */
 
