@@ -1,8 +1,8 @@
 // llmc-kv-cache-layout: a decoder's KV cache in the Hugging Face past/present form is
-// [batch, heads, length, head]; this pass turns each past/present pair to [batch, length,
-// heads * head], in which a longer cache extends a shorter one at its end. With batch 1 the runtime
-// then appends a step's keys in place (the present output shares the past input's buffer) instead
-// of copying the cache, and attention reads it as it reads any [batch, seq, heads * head] K/V.
+// [batch, heads, length, head]; this pass turns each past/present pair to [length, batch,
+// heads * head], in which a longer cache extends a shorter one at its end whatever the batch. The
+// runtime then appends a step's keys in place (the present output shares the past input's buffer)
+// instead of copying the cache, and attention reads it where it is (kv_time_major).
 #include "PatternUtil.h"
 #include "Passes.h"
 #include "RewriteStats.h"
@@ -27,7 +27,7 @@ Value build(OpBuilder &b, Location loc, StringRef name, ValueRange operands, Arr
 }
 
 struct KvCacheLayout : impl::LlmcKvCacheLayoutBase<KvCacheLayout> {
-  RewriteCounter pairs{"llmc-kv-cache-layout", "past/present pairs turned sequence-major"};
+  RewriteCounter pairs{"llmc-kv-cache-layout", "past/present pairs turned length-major"};
 
   void runOnOperation() override {
     func::FuncOp func = getOperation();
@@ -76,20 +76,20 @@ struct KvCacheLayout : impl::LlmcKvCacheLayoutBase<KvCacheLayout> {
     BlockArgument past = func.getArgument(argIndex);
     auto type = cast<RankedTensorType>(past.getType());
     const int64_t heads = type.getDimSize(1), head = type.getDimSize(3);
-    // [B, H, P, D] -> [B, P, H*D]; the past symbol moves from dimension 2 to 1.
-    past.setType(RankedTensorType::get({type.getDimSize(0), type.getDimSize(2), heads * head}, type.getElementType()));
+    // [B, H, P, D] -> [P, B, H*D]: the past symbol moves to dimension 0, the batch to 1.
+    past.setType(RankedTensorType::get({type.getDimSize(2), type.getDimSize(0), heads * head}, type.getElementType()));
     if (auto symbols = func.getArgAttrOfType<ArrayAttr>(argIndex, kDimSymbolsAttr); symbols && symbols.size() == 4)
-      func.setArgAttr(argIndex, kDimSymbolsAttr, ArrayAttr::get(func.getContext(), {symbols[0], symbols[2], symbols[1]}));
+      func.setArgAttr(argIndex, kDimSymbolsAttr, ArrayAttr::get(func.getContext(), {symbols[2], symbols[0], symbols[3]}));
     OpBuilder b(concat);
     Location loc = concat.getLoc();
-    // The new entries to sequence-major: transpose(0,2,1,3), then merge the heads.
+    // The new entries to length-major: [B, H, S, D] -> [S, B, H, D] -> [S, B, H*D].
     Value fresh = build(b, loc, "llmc.transpose", {concat.getInputs()[1]},
-                        {b.getNamedAttr("perm", b.getDenseI64ArrayAttr({0, 2, 1, 3}))});
-    fresh = build(b, loc, "llmc.reshape", {fresh, shapeConstant(b, loc, {0, -1, heads * head})});
-    Value cache = build(b, loc, "llmc.concat", {past, fresh}, {b.getNamedAttr("axis", b.getI64IntegerAttr(1))});
+                        {b.getNamedAttr("perm", b.getDenseI64ArrayAttr({2, 0, 1, 3}))});
+    fresh = build(b, loc, "llmc.reshape", {fresh, shapeConstant(b, loc, {0, 0, heads * head})});
+    Value cache = build(b, loc, "llmc.concat", {past, fresh}, {b.getNamedAttr("axis", b.getI64IntegerAttr(0))});
     // Other readers (attention) get the heads-major view back; raising attention removes it again.
-    Value view = build(b, loc, "llmc.reshape", {cache, shapeConstant(b, loc, {0, -1, heads, head})});
-    view = build(b, loc, "llmc.transpose", {view}, {b.getNamedAttr("perm", b.getDenseI64ArrayAttr({0, 2, 1, 3}))});
+    Value view = build(b, loc, "llmc.reshape", {cache, shapeConstant(b, loc, {0, 0, heads, head})});
+    view = build(b, loc, "llmc.transpose", {view}, {b.getNamedAttr("perm", b.getDenseI64ArrayAttr({1, 2, 0, 3}))});
     concat.getResult().replaceAllUsesWith(view);
     ret.setOperand(resultIndex, cache);
     concat.erase();
@@ -104,7 +104,7 @@ struct KvCacheLayout : impl::LlmcKvCacheLayoutBase<KvCacheLayout> {
                      {sb.getNamedAttr("start", sb.getI64IntegerAttr(start)), sb.getNamedAttr("end", sb.getI64IntegerAttr(end))});
       };
       Value full = build(sb, loc, "llmc.concat",
-                         {slice(0, 1), shapeConstant(sb, loc, {heads}), slice(1, 2), shapeConstant(sb, loc, {head})},
+                         {slice(1, 2), shapeConstant(sb, loc, {heads}), slice(0, 1), shapeConstant(sb, loc, {head})},
                          {sb.getNamedAttr("axis", sb.getI64IntegerAttr(0))});
       const int64_t start = shape->getAttrOfType<IntegerAttr>("start") ? shape->getAttrOfType<IntegerAttr>("start").getInt() : 0;
       const int64_t end = shape->getAttrOfType<IntegerAttr>("end") ? shape->getAttrOfType<IntegerAttr>("end").getInt() : 4;

@@ -71,12 +71,12 @@ def LlmcFoldShapes : Pass<"llmc-fold-shapes", "mlir::func::FuncOp"> {
 // Fusion (docs/passes.md has a before/after example of each).
 
 def LlmcKvCacheLayout : Pass<"llmc-kv-cache-layout", "mlir::func::FuncOp"> {
-  let summary = "Turns past/present KV-cache pairs from [B, H, T, D] to [B, T, H*D]";
+  let summary = "Turns past/present KV-cache pairs from [B, H, T, D] to [T, B, H*D]";
   let description = [{
-    A past input `past_key_values.N.key` whose only use is `concat(past, new, axis 2)`, returned
-    as `present.N.key`, becomes `[batch, past, heads * head]` with the present
-    `concat(past, new', axis 1)`: a longer cache then extends a shorter one at its end, so with
-    batch 1 the runtime can append a step's keys and values in place. Readers of the old present
+    A past input `past_key_values.N.key` whose only uses are `concat(past, new, axis 2)`, returned
+    as `present.N.key`, and Shape, becomes `[past, batch, heads * head]` with the present
+    `concat(past, new', axis 0)`: a longer cache then extends a shorter one at its end for any
+    batch, so the runtime appends a step's keys and values in place. Readers of the old present
     get a reshape/transpose view, which attention raising folds away.
   }];
 }

@@ -66,6 +66,23 @@ Value headsToSequence(Value v, int64_t &heads) {
   return r.getInput();
 }
 
+// [B, H, T, D] from a length-major cache [T, B, H*D] (llmc-kv-cache-layout): transpose(1,2,0,3)
+// of a reshape to [T, B, H, D]. Returns the cache and sets the head count.
+Value timeMajorToHeads(Value v, int64_t &heads) {
+  auto t = def<TransposeOp>(v);
+  if (!t || !isPerm(t, {1, 2, 0, 3}))
+    return {};
+  auto r = def<ReshapeOp>(t.getInput());
+  if (!r)
+    return {};
+  auto in = fusion::tensorType(r.getInput()), split = fusion::tensorType(r.getResult());
+  if (in.getRank() != 3 || split.getRank() != 4 || split.isDynamicDim(2) || split.isDynamicDim(3) ||
+      in.isDynamicDim(2) || in.getDimSize(2) != split.getDimSize(2) * split.getDimSize(3))
+    return {};
+  heads = split.getDimSize(2);
+  return r.getInput();
+}
+
 // K from Kᵀ: transpose(0,1,3,2), or reshape -> transpose(0,2,1) -> reshape as torch exports it.
 Value untranspose(Value kt) {
   if (auto t = def<TransposeOp>(kt); t && isPerm(t, {0, 1, 3, 2}))
@@ -164,7 +181,7 @@ struct Raised {
   Value q, k, v, mask, cos, sin;
   int64_t qHeads = 0, kvHeads = 0;
   double scale = 1.0;
-  bool causal = false, negateMask = false, rotateKeys = true;
+  bool causal = false, negateMask = false, rotateKeys = true, timeMajor = false;
 };
 
 struct SdpaPattern : OpRewritePattern<SoftmaxOp> {
@@ -262,9 +279,16 @@ struct SdpaPattern : OpRewritePattern<SoftmaxOp> {
     Value k3 = headsToSequence(bothRotated ? kPlain : k4, r.kvHeads);
     r.rotateKeys = bothRotated;
     Value v3 = k3 ? headsToSequence(v4, vHeads) : Value();
+    int64_t tmHeads = 0, tmvHeads = 0;
+    Value kt = k3 ? Value() : timeMajorToHeads(k4, tmHeads), vt = kt ? timeMajorToHeads(v4, tmvHeads) : Value();
     if (k3 && v3 && vHeads == r.kvHeads) {
       r.k = k3;
       r.v = v3;
+    } else if (kt && vt && tmHeads == tmvHeads) { // a length-major KV cache, read where it is
+      r.k = kt;
+      r.v = vt;
+      r.kvHeads = tmHeads;
+      r.timeMajor = true;
     } else {
       auto kt = fusion::tensorType(k4), vt = fusion::tensorType(v4);
       const int64_t d = fusion::tensorType(q4).getShape().back();
@@ -318,7 +342,8 @@ struct SdpaPattern : OpRewritePattern<SoftmaxOp> {
                                                                      ? 0.0f
                                                                      : float(r.scale))),
          rewriter.getNamedAttr("is_causal", rewriter.getI64IntegerAttr(r.causal)),
-         rewriter.getNamedAttr("rotate_keys", rewriter.getI64IntegerAttr(r.rotateKeys || !r.cos))});
+         rewriter.getNamedAttr("rotate_keys", rewriter.getI64IntegerAttr(r.rotateKeys || !r.cos)),
+         rewriter.getNamedAttr("kv_time_major", rewriter.getI64IntegerAttr(r.timeMajor))});
     if (!fused)
       return failure();
     Value result = fused->getResult(0);

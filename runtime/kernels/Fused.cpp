@@ -191,22 +191,33 @@ std::string fusedAttentionKernel(const KernelArgs &args) {
       return "expects f32 q, k, v and rotary tables";
   // K and V are [B, Sk, Hkv*D] like q, or [B, Hkv, Sk, D] as a KV cache holds them.
   const bool cacheLayout = k.shape.rank == 4;
+  const bool timeMajor = args.attrs.getInt("kv_time_major", 0) != 0; // [Sk, B, Hkv*D]
   if (q.shape.rank != 3 || k.shape.rank != v.shape.rank || (k.shape.rank != 3 && !cacheLayout))
     return "q must be [batch, seq, heads * head_size], k and v the same or [batch, kv_heads, seq, head_size]";
   const int64_t Hq = args.attrs.getInt("q_num_heads", 0), Hkv = args.attrs.getInt("kv_num_heads", 0);
   if (Hq <= 0 || Hkv <= 0 || Hq % Hkv != 0)
     return "q_num_heads must be a positive multiple of kv_num_heads";
-  const int64_t B = q.shape.dims[0], Sq = q.shape.dims[1], Sk = cacheLayout ? k.shape.dims[2] : k.shape.dims[1];
+  if (timeMajor && cacheLayout)
+    return "kv_time_major needs 3-D k and v";
+  const int64_t B = q.shape.dims[0], Sq = q.shape.dims[1];
+  const int64_t Sk = cacheLayout ? k.shape.dims[2] : timeMajor ? k.shape.dims[0] : k.shape.dims[1];
   const int64_t D = q.shape.dims[2] / Hq, Dv = cacheLayout ? v.shape.dims[3] : v.shape.dims[2] / Hkv;
+  const int64_t kvBatch = cacheLayout || !timeMajor ? k.shape.dims[0] : k.shape.dims[1];
   const bool kvAgree = cacheLayout ? k.shape.dims[1] == Hkv && v.shape.dims[1] == Hkv && k.shape.dims[3] == D &&
-                                         v.shape.dims[2] == Sk
-                                   : k.shape.dims[2] == Hkv * D && v.shape.dims[2] == Hkv * Dv && v.shape.dims[1] == Sk;
-  if (q.shape.dims[2] != Hq * D || !kvAgree || k.shape.dims[0] != B || v.shape.dims[0] != B)
+                                         v.shape.dims[2] == Sk && v.shape.dims[0] == B
+                                   : k.shape.dims[2] == Hkv * D && v.shape.dims[2] == Hkv * Dv &&
+                                         v.shape.dims[timeMajor ? 0 : 1] == Sk && v.shape.dims[timeMajor ? 1 : 0] == B;
+  if (q.shape.dims[2] != Hq * D || !kvAgree || kvBatch != B)
     return "q, k and v shapes do not agree";
   // Where row j of head h of batch b starts, and the distance between rows.
-  const int64_t kRowStride = cacheLayout ? D : Hkv * D, vRowStride = cacheLayout ? Dv : Hkv * Dv;
-  auto kBase = [&](int64_t b, int64_t h) { return cacheLayout ? (b * Hkv + h) * Sk * D : b * Sk * Hkv * D + h * D; };
-  auto vBase = [&](int64_t b, int64_t h) { return cacheLayout ? (b * Hkv + h) * Sk * Dv : b * Sk * Hkv * Dv + h * Dv; };
+  const int64_t kRowStride = cacheLayout ? D : timeMajor ? B * Hkv * D : Hkv * D;
+  const int64_t vRowStride = cacheLayout ? Dv : timeMajor ? B * Hkv * Dv : Hkv * Dv;
+  auto kBase = [&](int64_t b, int64_t h) {
+    return cacheLayout ? (b * Hkv + h) * Sk * D : timeMajor ? (b * Hkv + h) * D : b * Sk * Hkv * D + h * D;
+  };
+  auto vBase = [&](int64_t b, int64_t h) {
+    return cacheLayout ? (b * Hkv + h) * Sk * Dv : timeMajor ? (b * Hkv + h) * Dv : b * Sk * Hkv * Dv + h * Dv;
+  };
   const TensorRef &out = args.out(0);
   if (out.shape.rank != 3 || out.shape.dims[0] != B || out.shape.dims[1] != Sq || out.shape.dims[2] != Hq * Dv)
     return "output must be [batch, seq, q_num_heads * v_head_size]";
@@ -221,7 +232,7 @@ std::string fusedAttentionKernel(const KernelArgs &args) {
   if (!absent(args, 4)) {
     const TensorRef &cos = args.in(4), &sin = args.in(5);
     // With the cache layout the keys were rotated when they were cached: only q turns here.
-    const bool rotateKeys = !cacheLayout && args.attrs.getInt("rotate_keys", 1) != 0;
+    const bool rotateKeys = !cacheLayout && !timeMajor && args.attrs.getInt("rotate_keys", 1) != 0;
     if (D % 2 != 0 || !(cos.shape == sin.shape) || cos.numel() % (Sq * D) != 0 || (rotateKeys && Sq != Sk))
       return "rotary tables must be [batch or 1, seq, head_size] and q/k have one length";
     const bool perBatch = cos.numel() == B * Sq * D && B > 1;
@@ -230,7 +241,7 @@ std::string fusedAttentionKernel(const KernelArgs &args) {
     qr.resize(size_t(q.numel()));
     rotateHalf(qp, qr.data(), B, Sq, Hq, D, cos.as<const float>(), sin.as<const float>(), perBatch);
     qp = qr.data();
-    if (!cacheLayout && args.attrs.getInt("rotate_keys", 1) != 0) {
+    if (rotateKeys) {
       kr.resize(size_t(k.numel()));
       rotateHalf(kp, kr.data(), B, Sk, Hkv, D, cos.as<const float>(), sin.as<const float>(), perBatch);
       kp = kr.data();

@@ -2,13 +2,12 @@
 // and single tokens through one context, and samples from the last logits, for a batch of
 // sequences that may have different lengths.
 //
-// The compiler (llmc-kv-cache-layout) turns each past/present pair to [batch, length, heads *
-// head]. With batch 1 a longer cache extends a shorter one at its end, so the generator gives each
-// pair one buffer at the bound's size, binds the past input to its filled prefix and the present
-// output to the whole buffer: a run writes only the new tokens' keys and values (the concatenation
-// skips the part already in place) and nothing is copied between steps. With a larger batch the
-// present is written to a second buffer, which the next step reads as its past (the buffers swap).
-// Plans that keep the [batch, heads, length, head] layout fall back to copying each present.
+// The compiler (llmc-kv-cache-layout) turns each past/present pair to [length, batch, heads *
+// head], where a longer cache extends a shorter one at its end. The generator gives each pair one
+// buffer at the bound's size, binds the past input to its filled prefix and the present output to
+// the whole buffer: a run writes only the new tokens' keys and values (the concatenation skips the
+// part already in place) and nothing is copied between steps, for any batch. Plans that keep the
+// [batch, heads, length, head] layout fall back to copying each present.
 //
 // Sequences of different lengths share the cache's slots: each feed puts every sequence's new
 // tokens at the end of the chunk (padding before them), and the attention mask hides the padding.
@@ -31,15 +30,14 @@ struct AlignedFree {
 };
 using Buffer = std::unique_ptr<float, AlignedFree>;
 
-enum class CacheMode { InPlace, PingPong, Copy };
+enum class CacheMode { InPlace, Copy };
 
 struct CachePair {
   int32_t pastInput = -1, presentOutput = -1;
   CacheMode mode = CacheMode::Copy;
-  int64_t heads = 0, width = 0; // Copy: [B, heads, length, width]; else [B, length, width]
+  int64_t heads = 0, width = 0; // Copy: [B, heads, length, width]; InPlace: [length, B, width]
   std::vector<float> data;      // Copy
-  Buffer buffers[2];            // InPlace: [0]; PingPong: the past is buffers[current]
-  int current = 0;
+  Buffer buffer;                // InPlace
 };
 
 struct Sequence {
@@ -115,7 +113,7 @@ static llmc_status findCache(llmc_generator g) {
                                                 std::to_string(i) + "." + kind + "'");
       const llmc::rt::PlanValue &past = plan->values[size_t(plan->inputs[size_t(pair.pastInput)])];
       const bool flat = past.shape.rank == 3;
-      const int lengthDim = flat ? 1 : 2;
+      const int lengthDim = flat ? 0 : 2, batchDim = flat ? 1 : 0;
       const bool layoutOk = flat ? past.dimNode[2] < 0 : past.shape.rank == 4 && past.dimNode[1] < 0 && past.dimNode[3] < 0;
       if (!layoutOk || past.dtype != llmc::rt::DType::F32 || past.dimNode[lengthDim] < 0)
         return makeStatus(LLMC_UNSUPPORTED, "'" + past.name + "' must be f32 [batch, past, heads * head] or [batch, "
@@ -123,10 +121,10 @@ static llmc_status findCache(llmc_generator g) {
       if (plan->symbols[size_t(plan->dimNodes[size_t(past.dimNode[lengthDim])].value)].min != 0)
         return makeStatus(LLMC_UNSUPPORTED, "the past length of '" + past.name +
                                                 "' must be allowed to be 0 (compile with --max-shape past=0..N)");
-      if (g->batch > symbolMax(plan, past, 0))
+      if (g->batch > symbolMax(plan, past, batchDim))
         return makeStatus(LLMC_INVALID_ARGUMENT, "batch " + std::to_string(g->batch) + " is above the plan's bound " +
-                                                     std::to_string(symbolMax(plan, past, 0)));
-      pair.mode = !flat ? CacheMode::Copy : g->batch == 1 ? CacheMode::InPlace : CacheMode::PingPong;
+                                                     std::to_string(symbolMax(plan, past, batchDim)));
+      pair.mode = flat ? CacheMode::InPlace : CacheMode::Copy;
       pair.heads = flat ? 1 : past.shape.dims[1];
       pair.width = past.shape.dims[flat ? 2 : 3];
       const int64_t cap = symbolMax(plan, past, lengthDim);
@@ -174,12 +172,10 @@ extern "C" llmc_status llmc_generator_create_batch(llmc_plan plan, const llmc_co
     if (c.mode == CacheMode::Copy)
       continue;
     const size_t bytes = (llmc_context_output_capacity(g->context, c.presentOutput) + 63) / 64 * 64;
-    for (int k = 0; k < (c.mode == CacheMode::PingPong ? 2 : 1); ++k) {
-      c.buffers[k].reset(static_cast<float *>(std::aligned_alloc(64, bytes)));
-      if (!c.buffers[k])
-        return makeStatus(LLMC_OUT_OF_MEMORY, "out of memory allocating the KV cache");
-    }
-    if (llmc_status s = llmc_context_bind_output(g->context, c.presentOutput, c.buffers[0].get(), bytes))
+    c.buffer.reset(static_cast<float *>(std::aligned_alloc(64, bytes)));
+    if (!c.buffer)
+      return makeStatus(LLMC_OUT_OF_MEMORY, "out of memory allocating the KV cache");
+    if (llmc_status s = llmc_context_bind_output(g->context, c.presentOutput, c.buffer.get(), bytes))
       return s;
   }
   g->sequences.resize(size_t(batch));
@@ -202,10 +198,8 @@ extern "C" void llmc_generator_reset(llmc_generator g) {
   g->fed = false;
   for (Sequence &s : g->sequences)
     s = Sequence();
-  for (CachePair &c : g->cache) {
+  for (CachePair &c : g->cache)
     c.data.clear();
-    c.current = 0;
-  }
 }
 
 extern "C" int32_t llmc_generator_length(llmc_generator g) { return g ? int32_t(g->length) : 0; }
@@ -247,24 +241,17 @@ static llmc_status runChunk(llmc_generator g, const std::vector<int64_t> &ids, c
         return s;
       continue;
     }
-    llmc_tensor past{LLMC_DTYPE_F32, 3, {B, g->length, c.width}, c.buffers[c.current].get()};
+    llmc_tensor past{LLMC_DTYPE_F32, 3, {g->length, B, c.width}, c.buffer.get()};
     if (llmc_status s = llmc_context_bind_input(g->context, c.pastInput, &past))
       return s;
-    if (c.mode == CacheMode::PingPong) {
-      const size_t bytes = (llmc_context_output_capacity(g->context, c.presentOutput) + 63) / 64 * 64;
-      if (llmc_status s = llmc_context_bind_output(g->context, c.presentOutput, c.buffers[1 - c.current].get(), bytes))
-        return s;
-    }
   }
   if (llmc_status s = llmc_context_run(g->context))
     return s;
   for (CachePair &c : g->cache) {
     llmc_tensor present;
     llmc_context_output(g->context, c.presentOutput, &present);
-    if (present.dims[c.mode == CacheMode::Copy ? 2 : 1] != total)
+    if (present.dims[c.mode == CacheMode::Copy ? 2 : 0] != total)
       return makeStatus(LLMC_RUNTIME_ERROR, "a present output does not have the expected length");
-    if (c.mode == CacheMode::PingPong)
-      c.current = 1 - c.current;
     if (c.mode == CacheMode::Copy) {
       const size_t count = size_t(B * c.heads * total * c.width);
       c.data.assign(static_cast<const float *>(present.data), static_cast<const float *>(present.data) + count);

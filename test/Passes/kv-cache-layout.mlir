@@ -1,13 +1,15 @@
 // RUN: %llmc-opt %s -split-input-file -llmc-kv-cache-layout | FileCheck %s
 
-// A past/present pair becomes [batch, length, heads * head]: the new keys are transposed and
-// appended along axis 1; the old layout is rebuilt for other readers; shape readers see the old shape.
+// A past/present pair becomes [length, batch, heads * head]: the new keys are transposed and
+// appended along axis 0; the old layout is rebuilt for other readers; shape readers see the old shape.
 // CHECK-LABEL: func.func @pair
-// CHECK-SAME: (%[[PAST:.*]]: tensor<1x?x32xf32> {llmc.dim_symbols = ["", "past", ""], llmc.name = "past_key_values.0.key"}
-// CHECK-SAME: -> (tensor<1x?x32xf32> {llmc.name = "present.0.key"}, tensor<1x2x?x16xf32>, tensor<4xi64>)
-// CHECK: %[[NEW:.*]] = llmc.transpose %arg1 {perm = array<i64: 0, 2, 1, 3>}
+// CHECK-SAME: (%[[PAST:.*]]: tensor<?x1x32xf32> {llmc.dim_symbols = ["past", "", ""], llmc.name = "past_key_values.0.key"}
+// CHECK-SAME: -> (tensor<?x1x32xf32> {llmc.name = "present.0.key"}, tensor<1x2x?x16xf32>, tensor<4xi64>)
+// CHECK: %[[NEW:.*]] = llmc.transpose %arg1 {perm = array<i64: 2, 0, 1, 3>}
 // CHECK: %[[FLAT:.*]] = llmc.reshape %[[NEW]]
-// CHECK: %[[CACHE:.*]] = llmc.concat %[[PAST]], %[[FLAT]] {axis = 1 : i64}
+// CHECK: %[[CACHE:.*]] = llmc.concat %[[PAST]], %[[FLAT]] {axis = 0 : i64}
+// CHECK: %[[VIEW:.*]] = llmc.reshape %[[CACHE]]
+// CHECK: llmc.transpose %[[VIEW]] {perm = array<i64: 1, 2, 0, 3>}
 // CHECK: return %[[CACHE]]
 func.func @pair(%past: tensor<1x2x?x16xf32> {llmc.name = "past_key_values.0.key", llmc.dim_symbols = ["", "", "past", ""]},
                 %new: tensor<1x2x3x16xf32>) -> (tensor<1x2x?x16xf32> {llmc.name = "present.0.key"}, tensor<1x2x?x16xf32>, tensor<4xi64>) {

@@ -153,6 +153,26 @@ TEST(Kernels, FusedAttentionMatchesRotaryThenAttention) {
               "");
     expectNear(got.data, want.data, 1e-5f);
   }
+  // The length-major layout [S, B, Hkv*D] (kv_time_major): the same again.
+  Buf<float> kt(DType::F32, {S, B, Hkv * D}), vt(DType::F32, {S, B, Hkv * D});
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t s = 0; s < S; ++s)
+      for (int64_t c = 0; c < Hkv * D; ++c) {
+        kt.data[size_t((s * B + b) * Hkv * D + c)] = kr.data[size_t((b * S + s) * Hkv * D + c)];
+        vt.data[size_t((s * B + b) * Hkv * D + c)] = v.data[size_t((b * S + s) * Hkv * D + c)];
+      }
+  {
+    auto at = attrs({intAttr("q_num_heads", Hq), intAttr("kv_num_heads", Hkv), intAttr("is_causal", 1),
+                     intAttr("kv_time_major", 1)});
+    Buf<float> want(DType::F32, {B, S, Hq * D}), got(DType::F32, {B, S, Hq * D});
+    ASSERT_EQ(call("fused_attention", attrs({intAttr("q_num_heads", Hq), intAttr("kv_num_heads", Hkv), intAttr("is_causal", 1)}),
+                   {q.ref(), k.ref(), v.ref(), mask.ref(), cosFull.ref(), sinFull.ref()}, {want.ref()}),
+              "");
+    ASSERT_EQ(call("fused_attention", at, {q.ref(), kt.ref(), vt.ref(), mask.ref(), cosFull.ref(), sinFull.ref()},
+                   {got.ref()}),
+              "");
+    expectNear(got.data, want.data, 1e-5f);
+  }
   Buf<float> bad(DType::F32, {B, S, 3 * D});
   EXPECT_NE(call("fused_attention", attrs({intAttr("q_num_heads", Hq), intAttr("kv_num_heads", Hkv)}),
                  {q.ref(), k.ref(), v.ref(), empty.ref(), empty.ref(), empty.ref()}, {bad.ref()}),

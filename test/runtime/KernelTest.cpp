@@ -348,17 +348,17 @@ TEST(Kernels, ConcatAndSplit) {
 // A KV cache extended in place: the output's buffer holds the first input at its start, so only
 // the second input is written (and the result is the same as a copying concatenation).
 TEST(Kernels, ConcatIntoTheFirstInputsBuffer) {
-  std::vector<float> buffer = {1, 2, 3, 4, 0, 0, 0, 0, -1, -1}; // [1, 2, 2] filled, room for more
+  std::vector<float> buffer = {1, 2, 3, 4, 0, 0, 0, 0, -1, -1}; // [length 1, batch 2, 2] filled, room for more
   Buf<float> fresh(DType::F32, {1, 2, 2}, {5, 6, 7, 8});
   TensorRef past, out;
   past.dtype = out.dtype = DType::F32;
   past.shape.rank = out.shape.rank = 3;
-  past.shape.dims[0] = out.shape.dims[0] = 1;
-  past.shape.dims[1] = 2;
-  out.shape.dims[1] = 4;
+  past.shape.dims[0] = 1;
+  out.shape.dims[0] = 2;
+  past.shape.dims[1] = out.shape.dims[1] = 2;
   past.shape.dims[2] = out.shape.dims[2] = 2;
   past.data = out.data = buffer.data();
-  ASSERT_EQ(call("concat", attrs({intAttr("axis", 1)}), {past, fresh.ref()}, {out}), "");
+  ASSERT_EQ(call("concat", attrs({intAttr("axis", 0)}), {past, fresh.ref()}, {out}), "");
   EXPECT_EQ(buffer, (std::vector<float>{1, 2, 3, 4, 5, 6, 7, 8, -1, -1}));
 }
 
