@@ -16,7 +16,8 @@ namespace llmc {
 // What the default pipeline does; `llmc` and `llmc-opt --llmc-pipeline` build it from here.
 struct PipelineOptions {
   bool verifyStaticShapes = true;
-  bool fusion = true; // the raising and fusion passes (llmc --disable-fusion turns them off)
+  bool fusion = true;  // the raising and fusion passes (llmc --disable-fusion turns them off)
+  bool merging = true; // the weight-merging passes (llmc --disable-merging turns them off)
 };
 
 // fold shapes (canonicalization with the ops' kernel-backed folders plus type refinement, to a

@@ -81,6 +81,19 @@ def LlmcKvCacheLayout : Pass<"llmc-kv-cache-layout", "mlir::func::FuncOp"> {
   }];
 }
 
+def LlmcFoldConvAffine : Pass<"llmc-fold-conv-affine", "mlir::func::FuncOp"> {
+  let summary = "Folds BatchNormalization and per-channel constant scales/shifts into convolutions and matmuls";
+  let description = [{
+    A convolution with constant weights whose result feeds only an inference BatchNormalization
+    with constant statistics, or only a multiplication, division, addition or subtraction by a
+    constant that varies along the output channels alone (also behind a transpose to
+    channels-last, as exporters leave decomposed BatchNorms), becomes one convolution with folded
+    weights and bias. A matmul by a constant matrix whose result is only scaled per column by a
+    constant becomes one matmul. Not folded: statistics or scales that are not constant, a
+    convolution result with another use, a constant that varies along another axis.
+  }];
+}
+
 def LlmcRaiseNorms : Pass<"llmc-raise-norms", "mlir::func::FuncOp"> {
   let summary = "Raises decomposed RMSNorm and LayerNorm to llmc.rms_norm / llmc.layer_norm";
   let description = [{

@@ -12,6 +12,8 @@ void buildDefaultPipeline(mlir::OpPassManager &pm, const PipelineOptions &option
   func.addPass(mlir::createCSEPass());
   func.addPass(mlir::createCanonicalizerPass());
   func.addPass(createLlmcKvCacheLayout());
+  if (options.merging)
+    func.addPass(createLlmcFoldConvAffine());
   func.addPass(mlir::createCanonicalizerPass());
   if (options.fusion) {
     func.addPass(createLlmcRaiseNorms());
@@ -33,6 +35,7 @@ struct PipelineCLOptions : mlir::PassPipelineOptions<PipelineCLOptions> {
                                   llvm::cl::desc("Fail when a shape is still dynamic after folding"),
                                   llvm::cl::init(true)};
   Option<bool> fusion{*this, "fusion", llvm::cl::desc("Run the raising and fusion passes"), llvm::cl::init(true)};
+  Option<bool> merging{*this, "merging", llvm::cl::desc("Run the weight-merging passes"), llvm::cl::init(true)};
 };
 } // namespace
 
@@ -44,6 +47,7 @@ void registerAllPasses() {
         PipelineOptions options;
         options.verifyStaticShapes = cl.verifyStaticShapes;
         options.fusion = cl.fusion;
+        options.merging = cl.merging;
         buildDefaultPipeline(pm, options);
       });
 }

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""Compiles a model twice, with fusion and with --disable-fusion, runs both plans on the same
-random inputs and compares every output. Prints one line:
+"""Compiles a model twice, with fusion and with --disable-fusion (with --merging: weight merging
+and --disable-merging), runs both plans on the same random inputs and compares every output.
+Prints one line:
 
     fusion: K fused kernels vs U unfused, max abs diff D: same|DIFFERENT
 
-    fusion_check.py --llmc BIN --llmc-run BIN MODEL.onnx [--atol 1e-5] [-- extra llmc options]
+    fusion_check.py --llmc BIN --llmc-run BIN MODEL.onnx [--atol 1e-5] [--merging] [-- extra llmc options]
 """
 import argparse
 import os
@@ -21,6 +22,7 @@ def main():
     p.add_argument("--llmc", required=True)
     p.add_argument("--llmc-run", required=True)
     p.add_argument("--atol", type=float, default=1e-5)
+    p.add_argument("--merging", action="store_true", help="compare with --disable-merging instead")
     p.add_argument("model")
     argv = sys.argv[1:]
     extra = argv[argv.index("--") + 1:] if "--" in argv else []
@@ -28,7 +30,8 @@ def main():
     args.extra = extra
     with tempfile.TemporaryDirectory() as tmp:
         kernels, outputs = {}, {}
-        for name, flags in (("fused", []), ("unfused", ["--disable-fusion"])):
+        off = "--disable-merging" if args.merging else "--disable-fusion"
+        for name, flags in (("fused", []), ("unfused", [off])):
             plan = os.path.join(tmp, name + ".llmc")
             stats = subprocess.run([args.llmc, args.model, "-o", plan, "--print-stats"] + flags + args.extra,
                                    capture_output=True, text=True)

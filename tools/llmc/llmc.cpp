@@ -59,6 +59,9 @@ static cl::opt<Emit> emit("emit", cl::desc("What to write"), cl::init(Emit::Plan
 static cl::opt<bool> disableFusion("disable-fusion",
                                    cl::desc("Skip the raising and fusion passes (to compare with the fused plan)"),
                                    cl::cat(category));
+static cl::opt<bool> disableMerging("disable-merging",
+                                    cl::desc("Skip the weight-merging passes (to compare with the merged plan)"),
+                                    cl::cat(category));
 static cl::opt<bool> printStats("print-stats", cl::desc("Print op counts after import and after the pipeline, "
                                                         "what each pass rewrote, and the plan's kernel count"),
                                 cl::cat(category));
@@ -183,6 +186,7 @@ int main(int argc, char **argv) {
   mlir::applyDefaultTimingPassManagerCLOptions(pm);
   llmc::PipelineOptions pipeline;
   pipeline.fusion = !disableFusion;
+  pipeline.merging = !disableMerging;
   llmc::buildDefaultPipeline(pm, pipeline);
 
   if (mlir::failed(pm.run(*module)))
