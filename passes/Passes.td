@@ -94,6 +94,18 @@ def LlmcFoldConvAffine : Pass<"llmc-fold-conv-affine", "mlir::func::FuncOp"> {
   }];
 }
 
+def LlmcMergeParallelLinears : Pass<"llmc-merge-parallel-linears", "mlir::func::FuncOp"> {
+  let summary = "Merges linears with constant weights that read the same input";
+  let description = [{
+    SwiGLU's `linear(x, Wu, gate = linear(x, Wg, silu))` becomes one `linear(x, [Wg | Wu])` with the
+    "swiglu" epilogue (silu of the first half times the second). Other linears (no activation,
+    gate or residual) reading the same input become one linear over the concatenated weights and
+    biases, whose result an `llmc.split` cuts back into the parts: Q, K and V of any widths (as in
+    grouped-query attention). A lone linear (GPT-2's c_attn) stays. Not merged: weights that are
+    not constant, different inputs, linears with an activation or residual.
+  }];
+}
+
 def LlmcRaiseNorms : Pass<"llmc-raise-norms", "mlir::func::FuncOp"> {
   let summary = "Raises decomposed RMSNorm and LayerNorm to llmc.rms_norm / llmc.layer_norm";
   let description = [{

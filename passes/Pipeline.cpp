@@ -21,6 +21,8 @@ void buildDefaultPipeline(mlir::OpPassManager &pm, const PipelineOptions &option
     func.addPass(createLlmcRaiseAttention());
     func.addPass(createLlmcFuseResidualNorm());
     func.addPass(createLlmcFuseLinear());
+    if (options.merging)
+      func.addPass(createLlmcMergeParallelLinears());
     func.addPass(createLlmcFuseElementwise());
     func.addPass(mlir::createCSEPass());
     func.addPass(mlir::createCanonicalizerPass());

@@ -14,7 +14,7 @@ bool absent(const KernelArgs &args, int i) { return !args.hasInput(i) || args.in
 enum class Activation { None, Relu, Silu, Gelu, GeluTanh };
 
 bool parseActivation(std::string_view name, Activation &out) {
-  if (name.empty() || name == "none")
+  if (name.empty() || name == "none" || name == "swiglu") // swiglu: see swigluLinear
     out = Activation::None;
   else if (name == "relu")
     out = Activation::Relu;
@@ -51,6 +51,30 @@ bool allF32(const KernelArgs &args) {
   return true;
 }
 
+// The "swiglu" linear: y = x · W + bias over [Wg | Wu], result silu(y[:, :N/2]) * y[:, N/2:].
+std::string swigluLinear(const KernelArgs &args, int64_t M, int64_t N, int64_t K, bool transB) {
+  TensorRef &out = args.out(0);
+  const int64_t half = N / 2;
+  if (N % 2 != 0 || out.numel() != M * half || !absent(args, 3) || !absent(args, 4))
+    return "a swiglu linear needs an even width, a [..., N/2] output and no gate or residual";
+  if (!absent(args, 2) && args.in(2).numel() != N)
+    return "bias must have N elements";
+  std::vector<float> y(size_t(M * N));
+  gemmF32(false, transB, M, N, K, 1.0f, args.in(0).as<const float>(), K, args.in(1).as<const float>(), transB ? K : N,
+          0.0f, y.data(), N);
+  const float *bias = absent(args, 2) ? nullptr : args.in(2).as<const float>();
+  float *o = out.as<float>();
+  for (int64_t m = 0; m < M; ++m) {
+    float *row = y.data() + m * N;
+    if (bias)
+      for (int64_t n = 0; n < N; ++n)
+        row[n] += bias[n];
+    for (int64_t n = 0; n < half; ++n)
+      o[m * half + n] = row[n] / (1.0f + fastExp(-row[n])) * row[half + n];
+  }
+  return {};
+}
+
 // linear: y = act(x · W + bias) * gate + residual, x [..., K], W [K, N] (or [N, K] with transB),
 // bias [N], gate and residual shaped like y.
 std::string linearKernel(const KernelArgs &args) {
@@ -71,6 +95,8 @@ std::string linearKernel(const KernelArgs &args) {
   if ((transB ? w.shape.dims[1] : w.shape.dims[0]) != K)
     return "contracting dimensions differ";
   const int64_t M = K == 0 ? 0 : x.numel() / K;
+  if (args.attrs.getString("activation") == "swiglu")
+    return swigluLinear(args, M, N, K, transB);
   if (y.numel() != M * N || y.shape.dims[y.shape.rank - 1] != N)
     return "output shape does not match";
   gemmF32(false, transB, M, N, K, 1.0f, x.as<const float>(), K, w.as<const float>(), transB ? K : N, 0.0f,

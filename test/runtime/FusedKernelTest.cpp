@@ -65,6 +65,27 @@ TEST(Kernels, LinearMatchesItsUnfusedParts) {
             "");
 }
 
+// The swiglu linear over [Wg | Wu] = linear(Wu) gated by linear(Wg, silu).
+TEST(Kernels, SwigluLinearMatchesGateAndUp) {
+  const int64_t M = 4, K = 3, N = 2;
+  Buf<float> x(DType::F32, {M, K}, randomFloats(M * K, 20)), wg(DType::F32, {K, N}, randomFloats(K * N, 21)),
+      wu(DType::F32, {K, N}, randomFloats(K * N, 22)), both(DType::F32, {K, 2 * N}), none(DType::F32, {0});
+  for (int64_t k = 0; k < K; ++k)
+    for (int64_t n = 0; n < N; ++n) {
+      both.data[size_t(k * 2 * N + n)] = wg.data[size_t(k * N + n)];
+      both.data[size_t(k * 2 * N + N + n)] = wu.data[size_t(k * N + n)];
+    }
+  Buf<float> g(DType::F32, {M, N}), want(DType::F32, {M, N}), got(DType::F32, {M, N});
+  ASSERT_EQ(call("linear", attrs({stringAttr("activation", "silu")}), {x.ref(), wg.ref(), none.ref(), none.ref(), none.ref()},
+                 {g.ref()}),
+            "");
+  ASSERT_EQ(call("linear", {}, {x.ref(), wu.ref(), none.ref(), g.ref(), none.ref()}, {want.ref()}), "");
+  ASSERT_EQ(call("linear", attrs({stringAttr("activation", "swiglu")}),
+                 {x.ref(), both.ref(), none.ref(), none.ref(), none.ref()}, {got.ref()}),
+            "");
+  expectNear(got.data, want.data, 1e-5f);
+}
+
 TEST(Kernels, AddNormsMatchAddThenNorm) {
   const std::vector<int64_t> shape = {2, 3, 8};
   Buf<float> x(DType::F32, shape, randomFloats(48, 6)), r(DType::F32, shape, randomFloats(48, 7)),

@@ -763,7 +763,11 @@ LogicalResult inferLinear(Inference &in) {
   if (k != kDyn && x.back() != kDyn && k != x.back())
     return in.fail("linear contracting dimensions differ: " + shapeStr(x) + " x " + shapeStr(w));
   SmallVector<int64_t> out(x.drop_back());
-  out.push_back(n);
+  const bool swiglu = in.attrs && in.attrs.getAs<StringAttr>("activation") &&
+                      in.attrs.getAs<StringAttr>("activation").getValue() == "swiglu";
+  if (swiglu && n != kDyn && n % 2 != 0)
+    return in.fail("a swiglu linear needs an even output width");
+  out.push_back(swiglu && n != kDyn ? n / 2 : n);
   for (unsigned i = 2; i < 5; ++i)
     if (in.elem(i) != in.elem(0))
       return in.fail("linear operands have different element types");

@@ -12,7 +12,8 @@ def Llmc_LinearOp : Llmc_Op<"linear"> {
     is [K, N] ([N, K] with `transB`); `bias` is [N]; `gate` and `residual` are shaped like the
     result [..., N]. `activation`: "none", "relu", "silu", "gelu" (erf) or "gelu_tanh". `gate`
     carries SwiGLU's other branch: `silu(x · Wg) * (x · Wu)` is a linear with activation silu
-    feeding the `gate` of the other.
+    feeding the `gate` of the other; with the weights side by side it is one linear with
+    activation "swiglu": `silu(y[..., :N/2]) * y[..., N/2:]` of `y = x · W + bias`, result [..., N/2].
   }];
   let arguments = (ins Llmc_Tensor:$input, Llmc_Tensor:$weight, Llmc_Tensor:$bias, Llmc_Tensor:$gate,
                    Llmc_Tensor:$residual, DefaultValuedStrAttr<StrAttr, "none">:$activation,

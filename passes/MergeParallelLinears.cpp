@@ -1,0 +1,167 @@
+// llmc-merge-parallel-linears: linears with constant weights that read the same input become one
+// linear over the concatenated weights (Q, K and V; any such group, of any widths, with or
+// without biases), whose result is split; SwiGLU's gate and up projections become one linear
+// with the "swiglu" epilogue, which needs no split.
+#include "PatternUtil.h"
+#include "Passes.h"
+#include "RewriteStats.h"
+
+#include "llmc/Dialect/KernelBridge.h"
+
+#include "llvm/ADT/MapVector.h"
+
+namespace llmc {
+#define GEN_PASS_DEF_LLMCMERGEPARALLELLINEARS
+#include "Passes.h.inc"
+
+namespace {
+
+using namespace mlir;
+using fusion::def;
+
+std::optional<std::vector<char>> bytesOf(Value v) {
+  auto c = def<ConstantOp>(v);
+  if (!c)
+    return std::nullopt;
+  std::vector<char> storage;
+  auto bytes = elementsBytes(c.getValue(), storage);
+  if (failed(bytes))
+    return std::nullopt;
+  return std::vector<char>(bytes->begin(), bytes->end());
+}
+
+// A linear whose weight (and bias) are constants and that has no epilogue past its bias.
+bool mergeable(LinearOp op) {
+  return op.getActivation() == "none" && fusion::isEmpty(op.getGate()) && fusion::isEmpty(op.getResidual()) &&
+         bytesOf(op.getWeight()) && (fusion::isEmpty(op.getBias()) || bytesOf(op.getBias())) &&
+         fusion::tensorType(op.getWeight()).getElementType().isF32();
+}
+
+int64_t width(LinearOp op) {
+  auto w = fusion::tensorType(op.getWeight());
+  return op.getTransB() ? w.getDimSize(0) : w.getDimSize(1);
+}
+
+// The weights of `ops` side by side ([K, sum N], or [sum N, K] with transB), and their biases
+// (zeros for a linear without one).
+std::pair<Value, Value> concatenated(OpBuilder &b, Location loc, SmallVector<LinearOp> ops) {
+  LinearOp first = ops.front();
+  const bool transB = first.getTransB();
+  const int64_t k = fusion::tensorType(first.getWeight()).getDimSize(transB ? 1 : 0);
+  int64_t total = 0;
+  for (LinearOp op : ops)
+    total += width(op);
+  std::vector<float> w(size_t(k * total)), bias(size_t(total), 0.0f);
+  int64_t at = 0;
+  bool anyBias = false;
+  for (LinearOp op : ops) {
+    const int64_t n = width(op);
+    std::vector<char> bytes = *bytesOf(op.getWeight());
+    const float *src = reinterpret_cast<const float *>(bytes.data());
+    for (int64_t r = 0; r < (transB ? n : k); ++r) // rows of the source
+      for (int64_t c = 0; c < (transB ? k : n); ++c)
+        w[size_t(transB ? (at + r) * k + c : r * total + at + c)] = src[r * (transB ? k : n) + c];
+    if (!fusion::isEmpty(op.getBias())) {
+      anyBias = true;
+      std::vector<char> bb = *bytesOf(op.getBias());
+      std::memcpy(bias.data() + at, bb.data(), size_t(n) * sizeof(float));
+    }
+    at += n;
+  }
+  auto wType = RankedTensorType::get(transB ? ArrayRef<int64_t>{total, k} : ArrayRef<int64_t>{k, total},
+                                     b.getF32Type());
+  Value weight = ConstantOp::create(
+      b, loc, wType, makeElements(wType, ArrayRef<char>(reinterpret_cast<const char *>(w.data()), w.size() * 4)));
+  Value biasValue = fusion::emptyTensor(b, loc, b.getF32Type());
+  if (anyBias) {
+    auto bType = RankedTensorType::get({total}, b.getF32Type());
+    biasValue = ConstantOp::create(
+        b, loc, bType, makeElements(bType, ArrayRef<char>(reinterpret_cast<const char *>(bias.data()), bias.size() * 4)));
+  }
+  return {weight, biasValue};
+}
+
+Value buildLinear(OpBuilder &b, Location loc, Value input, std::pair<Value, Value> params, StringRef activation,
+                  bool transB) {
+  Value none = fusion::emptyTensor(b, loc, b.getF32Type());
+  return fusion::create(b, loc, "llmc.linear", {input, params.first, params.second, none, none},
+                        {b.getNamedAttr("activation", b.getStringAttr(activation)),
+                         b.getNamedAttr("transB", b.getI64IntegerAttr(transB))})
+      ->getResult(0);
+}
+
+struct MergeParallelLinears : impl::LlmcMergeParallelLinearsBase<MergeParallelLinears> {
+  RewriteCounter swiglus{"llmc-merge-parallel-linears", "gate/up pairs merged into a swiglu linear"};
+  RewriteCounter groups{"llmc-merge-parallel-linears", "groups of parallel linears merged"};
+  RewriteCounter merged{"llmc-merge-parallel-linears", "linears merged into groups"};
+
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    mergeSwiGlu(func);
+    mergeGroups(func);
+  }
+
+  // linear(x, Wu, gate = linear(x, Wg, silu))  ->  linear(x, [Wg | Wu], swiglu)
+  void mergeSwiGlu(func::FuncOp func) {
+    SmallVector<LinearOp> ups;
+    func.walk([&](LinearOp op) { ups.push_back(op); });
+    for (LinearOp up : ups) {
+      auto gate = def<LinearOp>(up.getGate());
+      if (!gate || up.getActivation() != "none" || !fusion::isEmpty(up.getResidual()) || gate.getActivation() != "silu" ||
+          !gate.getResult().hasOneUse() || !fusion::isEmpty(gate.getGate()) || !fusion::isEmpty(gate.getResidual()) ||
+          gate.getInput() != up.getInput() || gate.getTransB() != up.getTransB() || width(gate) != width(up) ||
+          !bytesOf(up.getWeight()) || !bytesOf(gate.getWeight()) ||
+          (!fusion::isEmpty(up.getBias()) && !bytesOf(up.getBias())) ||
+          (!fusion::isEmpty(gate.getBias()) && !bytesOf(gate.getBias())))
+        continue;
+      OpBuilder b(up);
+      // Same shapes, so concatenating the two as "plain" linears gives [Wg | Wu].
+      SmallVector<LinearOp> pair = {gate, up};
+      Value result = buildLinear(b, up.getLoc(), up.getInput(), concatenated(b, up.getLoc(), pair), "swiglu",
+                                 up.getTransB());
+      up.getResult().replaceAllUsesWith(result);
+      up.erase();
+      gate.erase();
+      ++swiglus;
+    }
+  }
+
+  void mergeGroups(func::FuncOp func) {
+    llvm::MapVector<Value, SmallVector<LinearOp>> byInput;
+    func.walk([&](LinearOp op) {
+      if (mergeable(op))
+        byInput[op.getInput()].push_back(op);
+    });
+    for (auto &[input, members] : byInput) {
+      // One group per transB setting; a lone linear stays as it is.
+      for (int64_t transB : {0, 1}) {
+        SmallVector<LinearOp> group;
+        for (LinearOp op : members)
+          if (op.getTransB() == transB)
+            group.push_back(op);
+        if (group.size() < 2)
+          continue;
+        llvm::sort(group, [](LinearOp a, LinearOp b) { return a->isBeforeInBlock(b); });
+        OpBuilder b(group.front());
+        Location loc = group.front().getLoc();
+        Value all = buildLinear(b, loc, input, concatenated(b, loc, group), "none", transB);
+        SmallVector<int64_t> sizes;
+        for (LinearOp op : group)
+          sizes.push_back(width(op));
+        const int64_t rank = fusion::tensorType(all).getRank();
+        Operation *split = fusion::create(b, loc, "llmc.split", {all},
+                                          {b.getNamedAttr("axis", b.getI64IntegerAttr(rank - 1)),
+                                           b.getNamedAttr("split", b.getDenseI64ArrayAttr(sizes))});
+        for (auto [op, part] : llvm::zip(group, split->getResults())) {
+          op.getResult().replaceAllUsesWith(part);
+          op.erase();
+        }
+        ++groups;
+        merged += int64_t(group.size());
+      }
+    }
+  }
+};
+
+} // namespace
+} // namespace llmc

@@ -1,0 +1,48 @@
+// RUN: %llmc-opt %s -split-input-file -llmc-merge-parallel-linears | FileCheck %s
+
+// Three linears of different widths on one input (one with a bias) become one linear over
+// [W1 | W2 | W3] with the biases side by side (zeros where there was none), split back.
+// CHECK-LABEL: func.func @qkv
+// CHECK: %[[ALL:.*]] = llmc.linear %arg0, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : (tensor<3x2xf32>, tensor<2x4xf32>, tensor<4xf32>, tensor<0xf32>, tensor<0xf32>) -> tensor<3x4xf32>
+// CHECK: llmc.split %[[ALL]] {axis = 1 : i64, split = array<i64: 2, 1, 1>}
+// CHECK-NOT: llmc.linear
+func.func @qkv(%x: tensor<3x2xf32>) -> (tensor<3x2xf32>, tensor<3x1xf32>, tensor<3x1xf32>) {
+  %none = llmc.constant dense<> : tensor<0xf32>
+  %wq = llmc.constant dense<[[1.0, 2.0], [3.0, 4.0]]> : tensor<2x2xf32>
+  %wk = llmc.constant dense<[[5.0], [6.0]]> : tensor<2x1xf32>
+  %wv = llmc.constant dense<[[7.0], [8.0]]> : tensor<2x1xf32>
+  %bk = llmc.constant dense<[0.5]> : tensor<1xf32>
+  %q = llmc.linear %x, %wq, %none, %none, %none : (tensor<3x2xf32>, tensor<2x2xf32>, tensor<0xf32>, tensor<0xf32>, tensor<0xf32>) -> tensor<3x2xf32>
+  %k = llmc.linear %x, %wk, %bk, %none, %none : (tensor<3x2xf32>, tensor<2x1xf32>, tensor<1xf32>, tensor<0xf32>, tensor<0xf32>) -> tensor<3x1xf32>
+  %v = llmc.linear %x, %wv, %none, %none, %none : (tensor<3x2xf32>, tensor<2x1xf32>, tensor<0xf32>, tensor<0xf32>, tensor<0xf32>) -> tensor<3x1xf32>
+  return %q, %k, %v : tensor<3x2xf32>, tensor<3x1xf32>, tensor<3x1xf32>
+}
+
+// -----
+
+// SwiGLU: the up projection gated by silu of the gate projection becomes one swiglu linear.
+// CHECK-LABEL: func.func @swiglu
+// CHECK: llmc.linear %arg0, %{{.*}} {activation = "swiglu"} : ({{.*}}tensor<2x4xf32>{{.*}}) -> tensor<3x2xf32>
+func.func @swiglu(%x: tensor<3x2xf32>) -> tensor<3x2xf32> {
+  %none = llmc.constant dense<> : tensor<0xf32>
+  %wg = llmc.constant dense<[[1.0, 2.0], [3.0, 4.0]]> : tensor<2x2xf32>
+  %wu = llmc.constant dense<[[5.0, 6.0], [7.0, 8.0]]> : tensor<2x2xf32>
+  %g = llmc.linear %x, %wg, %none, %none, %none {activation = "silu"} : (tensor<3x2xf32>, tensor<2x2xf32>, tensor<0xf32>, tensor<0xf32>, tensor<0xf32>) -> tensor<3x2xf32>
+  %u = llmc.linear %x, %wu, %none, %g, %none : (tensor<3x2xf32>, tensor<2x2xf32>, tensor<0xf32>, tensor<3x2xf32>, tensor<0xf32>) -> tensor<3x2xf32>
+  return %u : tensor<3x2xf32>
+}
+
+// -----
+
+// Not merged: different inputs; a weight that is not constant.
+// CHECK-LABEL: func.func @not_merged
+// CHECK-COUNT-3: llmc.linear
+// CHECK-NOT: llmc.split
+func.func @not_merged(%x: tensor<3x2xf32>, %y: tensor<3x2xf32>, %w: tensor<2x2xf32>) -> (tensor<3x2xf32>, tensor<3x2xf32>, tensor<3x2xf32>) {
+  %none = llmc.constant dense<> : tensor<0xf32>
+  %wq = llmc.constant dense<[[1.0, 2.0], [3.0, 4.0]]> : tensor<2x2xf32>
+  %a = llmc.linear %x, %wq, %none, %none, %none : (tensor<3x2xf32>, tensor<2x2xf32>, tensor<0xf32>, tensor<0xf32>, tensor<0xf32>) -> tensor<3x2xf32>
+  %b = llmc.linear %y, %wq, %none, %none, %none : (tensor<3x2xf32>, tensor<2x2xf32>, tensor<0xf32>, tensor<0xf32>, tensor<0xf32>) -> tensor<3x2xf32>
+  %c = llmc.linear %x, %w, %none, %none, %none : (tensor<3x2xf32>, tensor<2x2xf32>, tensor<0xf32>, tensor<0xf32>, tensor<0xf32>) -> tensor<3x2xf32>
+  return %a, %b, %c : tensor<3x2xf32>, tensor<3x2xf32>, tensor<3x2xf32>
+}
