@@ -95,10 +95,47 @@ struct MergeParallelLinears : impl::LlmcMergeParallelLinearsBase<MergeParallelLi
   RewriteCounter groups{"llmc-merge-parallel-linears", "groups of parallel linears merged"};
   RewriteCounter merged{"llmc-merge-parallel-linears", "linears merged into groups"};
 
+  RewriteCounter packed{"llmc-merge-parallel-linears", "attentions reading a merged QKV projection directly"};
+
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     mergeSwiGlu(func);
     mergeGroups(func);
+    packAttention(func);
+  }
+
+  // fused_attention(split#0, split#1, split#2) of a merged QKV projection reads the projection
+  // itself (packed_qkv): no split launch.
+  void packAttention(func::FuncOp func) {
+    SmallVector<FusedAttentionOp> attentions;
+    func.walk([&](FusedAttentionOp op) { attentions.push_back(op); });
+    for (FusedAttentionOp op : attentions) {
+      auto split = def<SplitOp>(op.getQ());
+      if (!split || split->getNumResults() != 3 || op.getQ() != split->getResult(0) ||
+          op.getK() != split->getResult(1) || op.getV() != split->getResult(2) || op.getKvTimeMajor() ||
+          !op.getRotateKeys())
+        continue;
+      auto type = fusion::tensorType(split.getInput());
+      if (type.getRank() != 3 || split.getAxis() != 2 ||
+          !llvm::all_of(split->getResults(), [](Value r) { return r.hasOneUse(); }))
+        continue;
+      OpBuilder b(op);
+      Value none = fusion::emptyTensor(b, op.getLoc(), type.getElementType());
+      NamedAttrList attrs(op->getAttrs()); // set, not append: the op may hold the default already
+      attrs.set("packed_qkv", b.getI64IntegerAttr(1));
+      Operation *fused = fusion::create(b, op.getLoc(), "llmc.fused_attention",
+                                        {split.getInput(), none, none, op.getMask(), op.getCos(), op.getSin()},
+                                        attrs.getAttrs());
+      if (!fused || fused->getResult(0).getType() != op.getType()) {
+        if (fused)
+          fused->erase();
+        continue;
+      }
+      op.getResult().replaceAllUsesWith(fused->getResult(0));
+      op.erase();
+      split.erase();
+      ++packed;
+    }
   }
 
   // linear(x, Wu, gate = linear(x, Wg, silu))  ->  linear(x, [Wg | Wu], swiglu)

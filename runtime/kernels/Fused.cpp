@@ -208,9 +208,39 @@ void rotateHalf(const float *x, float *out, int64_t B, int64_t S, int64_t H, int
 // attention), an optional mask broadcastable to [B, Hq, Sq, Sk] (additive float, or bool where
 // true keeps), optional rotary tables cos/sin [B or 1, S, D] applied to q and k, `is_causal`
 // (bottom-right aligned), `scale` (0: 1/sqrt(D)). Output [B, Sq, Hq*D]; a fully masked row is 0.
+std::string fusedAttentionUnpacked(const KernelArgs &args);
+
+// packed_qkv: Q, K and V side by side in input 0 ([B, S, (Hq + 2 Hkv) * D], a merged QKV
+// projection) are copied apart, then attention runs as usual. The copies are rows of one
+// projection; the launch (and the split it replaces) goes away.
 std::string fusedAttentionKernel(const KernelArgs &args) {
   if (args.numInputs != 6 || args.numOutputs != 1)
     return "expects 6 inputs (q, k, v, mask, cos, sin) and 1 output";
+  if (args.attrs.getInt("packed_qkv", 0) == 0)
+    return fusedAttentionUnpacked(args);
+  const TensorRef &packed = args.in(0);
+  const int64_t Hq = args.attrs.getInt("q_num_heads", 0), Hkv = args.attrs.getInt("kv_num_heads", 0);
+  if (packed.dtype != DType::F32 || packed.shape.rank != 3 || Hq <= 0 || Hkv <= 0 ||
+      packed.shape.dims[2] % (Hq + 2 * Hkv) != 0)
+    return "packed q must be f32 [batch, seq, (q_num_heads + 2 * kv_num_heads) * head]";
+  const int64_t rows = packed.shape.dims[0] * packed.shape.dims[1], width = packed.shape.dims[2];
+  const int64_t D = width / (Hq + 2 * Hkv);
+  const int64_t widths[3] = {Hq * D, Hkv * D, Hkv * D};
+  std::vector<float> parts[3];
+  TensorRef refs[6] = {args.in(0), args.in(0), args.in(0), args.in(3), args.in(4), args.in(5)};
+  for (int p = 0, offset = 0; p < 3; offset += int(widths[p]), ++p) {
+    parts[p].resize(size_t(rows * widths[p]));
+    for (int64_t r = 0; r < rows; ++r)
+      std::memcpy(parts[p].data() + r * widths[p], packed.as<const float>() + r * width + offset,
+                  size_t(widths[p]) * sizeof(float));
+    refs[p].shape.dims[2] = widths[p];
+    refs[p].data = parts[p].data();
+  }
+  KernelArgs unpacked{args.attrs, refs, 6, args.outputs, args.numOutputs};
+  return fusedAttentionUnpacked(unpacked);
+}
+
+std::string fusedAttentionUnpacked(const KernelArgs &args) {
   const TensorRef &q = args.in(0), &k = args.in(1), &v = args.in(2);
   for (int i : {0, 1, 2, 4, 5})
     if (!absent(args, i) && args.in(i).dtype != DType::F32)

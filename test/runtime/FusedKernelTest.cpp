@@ -174,6 +174,27 @@ TEST(Kernels, FusedAttentionMatchesRotaryThenAttention) {
               "");
     expectNear(got.data, want.data, 1e-5f);
   }
+  // packed_qkv: Q, K and V side by side in one [B, S, (Hq + 2 Hkv) * D] tensor.
+  {
+    const int64_t W = (Hq + 2 * Hkv) * D;
+    Buf<float> packed(DType::F32, {B, S, W});
+    for (int64_t r = 0; r < B * S; ++r)
+      for (int64_t c = 0; c < W; ++c)
+        packed.data[size_t(r * W + c)] = c < Hq * D            ? q.data[size_t(r * Hq * D + c)]
+                                         : c < (Hq + Hkv) * D ? k.data[size_t(r * Hkv * D + c - Hq * D)]
+                                                              : v.data[size_t(r * Hkv * D + c - (Hq + Hkv) * D)];
+    Buf<float> want(DType::F32, {B, S, Hq * D}), got(DType::F32, {B, S, Hq * D});
+    auto at = attrs({intAttr("q_num_heads", Hq), intAttr("kv_num_heads", Hkv), intAttr("is_causal", 1)});
+    ASSERT_EQ(call("fused_attention", at, {q.ref(), k.ref(), v.ref(), mask.ref(), cosFull.ref(), sinFull.ref()},
+                   {want.ref()}),
+              "");
+    auto packedAttrs = attrs({intAttr("q_num_heads", Hq), intAttr("kv_num_heads", Hkv), intAttr("is_causal", 1),
+                              intAttr("packed_qkv", 1)});
+    ASSERT_EQ(call("fused_attention", packedAttrs,
+                   {packed.ref(), empty.ref(), empty.ref(), mask.ref(), cosFull.ref(), sinFull.ref()}, {got.ref()}),
+              "");
+    expectNear(got.data, want.data, 1e-6f);
+  }
   // The length-major layout [S, B, Hkv*D] (kv_time_major): the same again.
   Buf<float> kt(DType::F32, {S, B, Hkv * D}), vt(DType::F32, {S, B, Hkv * D});
   for (int64_t b = 0; b < B; ++b)

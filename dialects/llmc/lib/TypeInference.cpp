@@ -788,6 +788,14 @@ LogicalResult inferAddNorm(Inference &in) {
 LogicalResult inferFusedAttention(Inference &in) {
   ArrayRef<int64_t> q = in.shape(0), v = in.shape(2);
   const int64_t hq = in.intAttr("q_num_heads", 0), hkv = in.intAttr("kv_num_heads", 0);
+  if (in.intAttr("packed_qkv", 0)) { // q carries Q, K and V side by side
+    if (q.size() != 3 || hq <= 0 || hkv <= 0 || hq % hkv != 0)
+      return in.fail("packed fused_attention needs q [batch, seq, (q_heads + 2 * kv_heads) * head]");
+    const int64_t d = q[2] == kDyn ? kDyn : q[2] / (hq + 2 * hkv);
+    if (d != kDyn && d * (hq + 2 * hkv) != q[2])
+      return in.fail("the packed width is not a multiple of q_num_heads + 2 * kv_num_heads");
+    return in.result({q[0], q[1], mulDims(hq, d)}, in.elem(0));
+  }
   const size_t kvRank = in.shape(1).size();
   if (q.size() != 3 || (kvRank != 3 && kvRank != 4) || v.size() != kvRank)
     return in.fail("fused_attention needs q of rank 3 [batch, seq, heads * head] and k, v the same or "

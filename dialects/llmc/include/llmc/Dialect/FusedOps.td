@@ -59,7 +59,9 @@ def Llmc_FusedAttentionOp : Llmc_Op<"fused_attention"> {
     (in the first layout) k are first rotated in the rotate-half form `x * cos + rotate_half(x) * sin`;
     keys in the cache layout, or with `rotate_keys = 0`, were rotated before they were cached.
     With `kv_time_major`, k and v are [seq_k, batch, kv_num_heads * head] (a KV cache that grows
-    at its end, see llmc-kv-cache-layout). `mask` broadcasts to [batch, q_num_heads, seq_q, seq_k]:
+    at its end, see llmc-kv-cache-layout). With `packed_qkv`, `q` holds Q, K and V side by side,
+    [batch, seq, (q_num_heads + 2 * kv_num_heads) * head] (a merged QKV projection), and k and v
+    are empty. `mask` broadcasts to [batch, q_num_heads, seq_q, seq_k]:
     added when float, keeps where true when bool. `is_causal` hides keys after each query
     (bottom-right aligned); `scale` 0 means 1/sqrt(head). Result [batch, seq_q, q_num_heads * head];
     a fully masked row yields zeros.
@@ -67,7 +69,8 @@ def Llmc_FusedAttentionOp : Llmc_Op<"fused_attention"> {
   let arguments = (ins Llmc_Tensor:$q, Llmc_Tensor:$k, Llmc_Tensor:$v, Llmc_Tensor:$mask, Llmc_Tensor:$cos,
                    Llmc_Tensor:$sin, I64Attr:$q_num_heads, I64Attr:$kv_num_heads,
                    DefaultValuedAttr<F32Attr, "0.0">:$scale, DefaultValuedAttr<I64Attr, "0">:$is_causal,
-                   DefaultValuedAttr<I64Attr, "1">:$rotate_keys, DefaultValuedAttr<I64Attr, "0">:$kv_time_major);
+                   DefaultValuedAttr<I64Attr, "1">:$rotate_keys, DefaultValuedAttr<I64Attr, "0">:$kv_time_major,
+                   DefaultValuedAttr<I64Attr, "0">:$packed_qkv);
   let results = (outs Llmc_Tensor:$result);
 }
 
