@@ -25,7 +25,7 @@ struct LinearParts {
 
   static LinearParts of(LinearOp op) {
     return {op.getInput(), op.getWeight(), op.getBias(), op.getGate(), op.getResidual(), op.getActivation().str(),
-            op.getTransB()};
+            int64_t(op.getTransB())};
   }
   Operation *build(PatternRewriter &rewriter, Location loc) const {
     return fusion::create(rewriter, loc, "llmc.linear", {input, weight, bias, gate, residual},
@@ -100,7 +100,7 @@ struct GemmToLinear : OpRewritePattern<GemmOp> {
     }
     rewriter.setInsertionPoint(root);
     Value none = empty(rewriter, op.getLoc(), input);
-    LinearParts parts{input, op.getB(), bias ? bias : none, none, none, "none", op.getTransB()};
+    LinearParts parts{input, op.getB(), bias ? bias : none, none, none, "none", int64_t(op.getTransB())};
     Operation *linear = parts.build(rewriter, root->getLoc());
     if (!linear || linear->getResult(0).getType() != root->getResult(0).getType())
       return failure();

@@ -9,6 +9,8 @@
 
 #include "llmc/Dialect/SymbolicShapes.h"
 
+#include <cstring>
+
 namespace llmc {
 #define GEN_PASS_DEF_LLMCKVCACHELAYOUT
 #include "Passes.h.inc"
