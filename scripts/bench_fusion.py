@@ -26,12 +26,13 @@ def fetch(name):
     return out[1]
 
 
-def measure(build, model, feeds, extra, fused, threads, runs, tmp):
+def measure(build, model, feeds, extra, fused, threads, runs, tmp, flags=()):
     plan = os.path.join(tmp, "fused.llmc" if fused else "plain.llmc")
     shapes = ",".join(f"{k}={'x'.join(map(str, v.shape))}" for k, v in feeds.items())
     cmd = [os.path.join(build, "tools/llmc/llmc"), model, "-o", plan, "--input-shape", shapes + extra, "--print-stats"]
     if not fused:
         cmd.append("--disable-fusion")
+    cmd += list(flags)
     stats = subprocess.run(cmd, check=True, capture_output=True, text=True).stderr
     kernels = int(re.search(r"plan: (\d+) kernels", stats).group(1))
     run = [os.path.join(build, "tools/llmc-run/llmc-run"), plan, "--quiet", "--threads", str(threads), "--benchmark",
