@@ -36,6 +36,16 @@ struct llmc_context_t {
   ~llmc_context_t() { plan->release(); }
 };
 
+// The context's own buffer for value `i`, at the bound's size; allocated on first use. Null when
+// out of memory.
+static void *ownBuffer(llmc_context_t &ctx, size_t i) {
+  if (!ctx.buffers[i]) {
+    const size_t bytes = std::max<size_t>(ctx.plan->values[i].capacity, 1);
+    ctx.buffers[i].reset(std::aligned_alloc(64, (bytes + 63) / 64 * 64));
+  }
+  return ctx.buffers[i].get();
+}
+
 extern "C" void llmc_context_options_init(llmc_context_options *options) {
   if (!options)
     return;
@@ -67,12 +77,11 @@ extern "C" llmc_status llmc_context_create(llmc_plan plan, const llmc_context_op
       t.data = const_cast<void *>(v.weight); // kernels never write their inputs
       continue;
     }
-    const size_t bytes = std::max<size_t>(v.capacity, 1);
-    void *p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
-    if (!p)
+    if (v.kind == fb::ValueKind_Input)
+      continue; // allocated by the first set_input: an input that is always bound never needs one
+    if (!ownBuffer(*ctx, i))
       return makeStatus(LLMC_OUT_OF_MEMORY, "out of memory allocating '" + v.name + "'");
-    ctx->buffers[i].reset(p);
-    t.data = p;
+    t.data = ctx->buffers[i].get();
   }
   *out_context = ctx.release();
   return nullptr;
@@ -141,7 +150,9 @@ extern "C" llmc_status llmc_context_set_input(llmc_context ctx, int32_t index, c
     return s;
   const size_t vi = size_t(ctx->plan->inputs[size_t(index)]);
   llmc::rt::TensorRef &t = ctx->tensors[vi];
-  t.data = ctx->buffers[vi].get(); // back to the context's own buffer after a bind_input
+  t.data = ownBuffer(*ctx, vi); // (back) to the context's own buffer, also after a bind_input
+  if (!t.data)
+    return makeStatus(LLMC_OUT_OF_MEMORY, "out of memory allocating input '" + ctx->plan->values[vi].name + "'");
   if (t.bytes())
     std::memcpy(t.data, tensor->data, t.bytes());
   ctx->inputSet[size_t(index)] = true;
@@ -153,7 +164,8 @@ extern "C" llmc_status llmc_context_bind_input(llmc_context ctx, int32_t index, 
     return s;
   const size_t vi = size_t(ctx->plan->inputs[size_t(index)]);
   llmc::rt::TensorRef &t = ctx->tensors[vi];
-  t.data = t.bytes() ? tensor->data : ctx->buffers[vi].get(); // kernels never write their inputs
+  static char empty[64];
+  t.data = t.bytes() ? tensor->data : empty; // kernels never write their inputs, nor touch empty ones
   ctx->inputSet[size_t(index)] = true;
   return nullptr;
 }
@@ -175,6 +187,7 @@ extern "C" llmc_status llmc_context_bind_output(llmc_context ctx, int32_t index,
     return makeStatus(LLMC_INVALID_ARGUMENT, "output '" + v.name + "' needs " + std::to_string(v.capacity) +
                                                  " bytes at its bounds; the buffer has " + std::to_string(capacity));
   ctx->tensors[vi].data = data;
+  ctx->buffers[vi].reset(); // the context's own buffer is not needed any more
   return nullptr;
 }
 
