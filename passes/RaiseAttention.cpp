@@ -49,11 +49,11 @@ Value stripScale(Value v, double &scale) {
   }
 }
 
-// [B, H, S, D] from [B, S, H*D]: transpose(0,2,1,3) of reshape to [B, S, H, D]. Returns the
-// 3-D value and sets the head count.
-Value headsToSequence(Value v, int64_t &heads) {
+// [B, H, S, D] as transpose(perm) of a reshape that splits the last axis of a 3-D value into
+// [H, D]: returns that value and sets the head count, or null.
+Value splitHeads(Value v, ArrayRef<int64_t> perm, int64_t &heads) {
   auto t = def<TransposeOp>(v);
-  if (!t || !isPerm(t, {0, 2, 1, 3}))
+  if (!t || !isPerm(t, perm))
     return {};
   auto r = def<ReshapeOp>(t.getInput());
   if (!r)
@@ -66,22 +66,12 @@ Value headsToSequence(Value v, int64_t &heads) {
   return r.getInput();
 }
 
+// [B, H, S, D] from [B, S, H*D]: transpose(0,2,1,3) of a reshape to [B, S, H, D].
+Value headsToSequence(Value v, int64_t &heads) { return splitHeads(v, {0, 2, 1, 3}, heads); }
+
 // [B, H, T, D] from a length-major cache [T, B, H*D] (llmc-kv-cache-layout): transpose(1,2,0,3)
-// of a reshape to [T, B, H, D]. Returns the cache and sets the head count.
-Value timeMajorToHeads(Value v, int64_t &heads) {
-  auto t = def<TransposeOp>(v);
-  if (!t || !isPerm(t, {1, 2, 0, 3}))
-    return {};
-  auto r = def<ReshapeOp>(t.getInput());
-  if (!r)
-    return {};
-  auto in = fusion::tensorType(r.getInput()), split = fusion::tensorType(r.getResult());
-  if (in.getRank() != 3 || split.getRank() != 4 || split.isDynamicDim(2) || split.isDynamicDim(3) ||
-      in.isDynamicDim(2) || in.getDimSize(2) != split.getDimSize(2) * split.getDimSize(3))
-    return {};
-  heads = split.getDimSize(2);
-  return r.getInput();
-}
+// of a reshape to [T, B, H, D].
+Value timeMajorToHeads(Value v, int64_t &heads) { return splitHeads(v, {1, 2, 0, 3}, heads); }
 
 // K from Kᵀ: transpose(0,1,3,2), or reshape -> transpose(0,2,1) -> reshape as torch exports it.
 Value untranspose(Value kt) {
