@@ -7,8 +7,6 @@
 #include "Passes.h"
 #include "RewriteStats.h"
 
-#include "llmc/Dialect/KernelBridge.h"
-
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace llmc {
@@ -19,26 +17,7 @@ namespace {
 
 using namespace mlir;
 using fusion::def;
-
-// The f32 values of a constant, or none.
-std::optional<std::vector<float>> floats(Value v) {
-  auto c = def<ConstantOp>(v);
-  if (!c || !fusion::tensorType(v).getElementType().isF32())
-    return std::nullopt;
-  std::vector<char> storage;
-  auto bytes = elementsBytes(c.getValue(), storage);
-  if (failed(bytes))
-    return std::nullopt;
-  std::vector<float> out(bytes->size() / sizeof(float));
-  std::memcpy(out.data(), bytes->data(), out.size() * sizeof(float));
-  return out;
-}
-
-Value constant(PatternRewriter &rewriter, Location loc, RankedTensorType type, const std::vector<float> &values) {
-  return ConstantOp::create(rewriter, loc, type,
-                            makeElements(type, ArrayRef<char>(reinterpret_cast<const char *>(values.data()),
-                                                              values.size() * sizeof(float))));
-}
+using fusion::floats;
 
 // A conv with constant f32 weights (and bias, if any) whose result has one use.
 ConvOp foldableConv(Value v) {
@@ -60,8 +39,8 @@ Value rebuild(PatternRewriter &rewriter, ConvOp conv, const std::vector<float> &
     b[size_t(c)] = b[size_t(c)] * scale[size_t(c)] + shift[size_t(c)];
   }
   Location loc = conv.getLoc();
-  Value weight = constant(rewriter, loc, wType, w);
-  Value bias = constant(rewriter, loc, RankedTensorType::get({channels}, wType.getElementType()), b);
+  Value weight = fusion::floatConstant(rewriter, loc, wType, w);
+  Value bias = fusion::floatConstant(rewriter, loc, RankedTensorType::get({channels}, wType.getElementType()), b);
   SmallVector<NamedAttribute> attrs(conv->getAttrs());
   return fusion::create(rewriter, loc, "llmc.conv", {conv.getInput(), weight, bias}, attrs)->getResult(0);
 }
@@ -169,7 +148,7 @@ struct ScaleIntoMatMul : OpRewritePattern<MulOp> {
       for (size_t i = 0; i < w->size(); ++i)
         (*w)[i] *= (*s)[i % size_t(n)];
       rewriter.setInsertionPoint(op);
-      Value weight = constant(rewriter, mm.getLoc(), fusion::tensorType(mm.getRhs()), *w);
+      Value weight = fusion::floatConstant(rewriter, mm.getLoc(), fusion::tensorType(mm.getRhs()), *w);
       rewriter.replaceOp(op, fusion::create(rewriter, op.getLoc(), "llmc.matmul", {mm.getLhs(), weight})->getResults());
       ++count;
       return success();

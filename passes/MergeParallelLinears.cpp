@@ -6,8 +6,6 @@
 #include "Passes.h"
 #include "RewriteStats.h"
 
-#include "llmc/Dialect/KernelBridge.h"
-
 #include "llvm/ADT/MapVector.h"
 
 namespace llmc {
@@ -18,23 +16,12 @@ namespace {
 
 using namespace mlir;
 using fusion::def;
-
-std::optional<std::vector<char>> bytesOf(Value v) {
-  auto c = def<ConstantOp>(v);
-  if (!c)
-    return std::nullopt;
-  std::vector<char> storage;
-  auto bytes = elementsBytes(c.getValue(), storage);
-  if (failed(bytes))
-    return std::nullopt;
-  return std::vector<char>(bytes->begin(), bytes->end());
-}
+using fusion::floats;
 
 // A linear whose weight (and bias) are constants and that has no epilogue past its bias.
 bool mergeable(LinearOp op) {
   return op.getActivation() == "none" && fusion::isEmpty(op.getGate()) && fusion::isEmpty(op.getResidual()) &&
-         bytesOf(op.getWeight()) && (fusion::isEmpty(op.getBias()) || bytesOf(op.getBias())) &&
-         fusion::tensorType(op.getWeight()).getElementType().isF32();
+         floats(op.getWeight()) && (fusion::isEmpty(op.getBias()) || floats(op.getBias()));
 }
 
 int64_t width(LinearOp op) {
@@ -56,27 +43,25 @@ std::pair<Value, Value> concatenated(OpBuilder &b, Location loc, SmallVector<Lin
   bool anyBias = false;
   for (LinearOp op : ops) {
     const int64_t n = width(op);
-    std::vector<char> bytes = *bytesOf(op.getWeight());
-    const float *src = reinterpret_cast<const float *>(bytes.data());
+    const std::vector<float> weight = *floats(op.getWeight());
+    const float *src = weight.data();
     for (int64_t r = 0; r < (transB ? n : k); ++r) // rows of the source
       for (int64_t c = 0; c < (transB ? k : n); ++c)
         w[size_t(transB ? (at + r) * k + c : r * total + at + c)] = src[r * (transB ? k : n) + c];
     if (!fusion::isEmpty(op.getBias())) {
       anyBias = true;
-      std::vector<char> bb = *bytesOf(op.getBias());
-      std::memcpy(bias.data() + at, bb.data(), size_t(n) * sizeof(float));
+      const std::vector<float> values = *floats(op.getBias());
+      std::copy(values.begin(), values.end(), bias.begin() + at);
     }
     at += n;
   }
   auto wType = RankedTensorType::get(transB ? ArrayRef<int64_t>{total, k} : ArrayRef<int64_t>{k, total},
                                      b.getF32Type());
-  Value weight = ConstantOp::create(
-      b, loc, wType, makeElements(wType, ArrayRef<char>(reinterpret_cast<const char *>(w.data()), w.size() * 4)));
+  Value weight = fusion::floatConstant(b, loc, wType, w);
   Value biasValue = fusion::emptyTensor(b, loc, b.getF32Type());
   if (anyBias) {
     auto bType = RankedTensorType::get({total}, b.getF32Type());
-    biasValue = ConstantOp::create(
-        b, loc, bType, makeElements(bType, ArrayRef<char>(reinterpret_cast<const char *>(bias.data()), bias.size() * 4)));
+    biasValue = fusion::floatConstant(b, loc, bType, bias);
   }
   return {weight, biasValue};
 }
@@ -147,9 +132,9 @@ struct MergeParallelLinears : impl::LlmcMergeParallelLinearsBase<MergeParallelLi
       if (!gate || up.getActivation() != "none" || !fusion::isEmpty(up.getResidual()) || gate.getActivation() != "silu" ||
           !gate.getResult().hasOneUse() || !fusion::isEmpty(gate.getGate()) || !fusion::isEmpty(gate.getResidual()) ||
           gate.getInput() != up.getInput() || gate.getTransB() != up.getTransB() || width(gate) != width(up) ||
-          !bytesOf(up.getWeight()) || !bytesOf(gate.getWeight()) ||
-          (!fusion::isEmpty(up.getBias()) && !bytesOf(up.getBias())) ||
-          (!fusion::isEmpty(gate.getBias()) && !bytesOf(gate.getBias())))
+          !floats(up.getWeight()) || !floats(gate.getWeight()) ||
+          (!fusion::isEmpty(up.getBias()) && !floats(up.getBias())) ||
+          (!fusion::isEmpty(gate.getBias()) && !floats(gate.getBias())))
         continue;
       OpBuilder b(up);
       // Same shapes, so concatenating the two as "plain" linears gives [Wg | Wu].

@@ -1,6 +1,7 @@
 // Small matchers and builders shared by the raising and fusion passes.
 #pragma once
 
+#include "llmc/Dialect/KernelBridge.h"
 #include "llmc/Dialect/LlmcDialect.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
@@ -8,7 +9,9 @@
 #include "mlir/IR/PatternMatch.h"
 
 #include <cmath>
+#include <cstring>
 #include <optional>
+#include <vector>
 
 namespace llmc::fusion {
 
@@ -72,6 +75,29 @@ inline mlir::Operation *create(mlir::OpBuilder &b, mlir::Location loc, llvm::Str
   state.addAttributes(attrs);
   state.addTypes(types);
   return b.create(state);
+}
+
+// The values of an f32 constant (inline or in a resource blob), or none: what weight-merging
+// passes read and rewrite.
+inline std::optional<std::vector<float>> floats(mlir::Value v) {
+  auto c = def<ConstantOp>(v);
+  if (!c || !tensorType(v).getElementType().isF32())
+    return std::nullopt;
+  std::vector<char> storage;
+  auto bytes = elementsBytes(c.getValue(), storage);
+  if (mlir::failed(bytes))
+    return std::nullopt;
+  std::vector<float> out(bytes->size() / sizeof(float));
+  std::memcpy(out.data(), bytes->data(), out.size() * sizeof(float));
+  return out;
+}
+
+// An f32 constant of `type` holding `values` (a resource blob when large).
+inline mlir::Value floatConstant(mlir::OpBuilder &b, mlir::Location loc, mlir::RankedTensorType type,
+                                 const std::vector<float> &values) {
+  return ConstantOp::create(b, loc, type,
+                            makeElements(type, llvm::ArrayRef<char>(reinterpret_cast<const char *>(values.data()),
+                                                                    values.size() * sizeof(float))));
 }
 
 // A 0-element constant: how fused ops mark an absent optional operand.
