@@ -1,6 +1,8 @@
 // `llmc-run generate`: text generation with a past/present decoder plan, streaming tokens.
 #include "Generate.h"
 
+#include "Common.h"
+
 #include "Npy.h"
 #include "llmc/llmc.h"
 
@@ -29,18 +31,8 @@ const char *kUsage = R"(usage: llmc-run generate PLAN (--prompt TEXT | --prompt-
   --threads N              threads for GEMMs
 )";
 
-int fail(const std::string &message) {
-  std::fprintf(stderr, "llmc-run: error: %s\n", message.c_str());
-  return 1;
-}
-
-bool ok(llmc_status status, std::string &error) {
-  if (!status)
-    return true;
-  error = llmc_status_message(status);
-  llmc_status_free(status);
-  return false;
-}
+using llmcrun::fail;
+using llmcrun::ok;
 
 // Bytes of `text` that form complete UTF-8 characters: a token may end inside a character.
 size_t completeUtf8(const std::string &text) {
@@ -145,6 +137,13 @@ std::vector<int32_t> stopTokens(llmc_plan plan) {
 
 // Several prompts at once: one generator with a batch, greedy or sampled, each sequence stopping at
 // its end-of-turn token; the results are printed one per line when all are done.
+// The token ids of `prompt`, wrapped as a user turn with --chat.
+bool tokenizePrompt(llmc_plan plan, const Args &a, const std::string &prompt, std::vector<int32_t> &ids,
+                    std::string &error) {
+  const std::string wrapped = a.chat ? "<|im_start|>user\n" + prompt + "<|im_end|>\n<|im_start|>assistant\n" : prompt;
+  return llmcrun::encode(plan, wrapped, ids, error);
+}
+
 int generateBatch(llmc_plan plan, const Args &a, const std::vector<std::vector<int32_t>> &prompts, bool text) {
   std::string error;
   llmc_context_options options;
@@ -200,11 +199,8 @@ int generateBatch(llmc_plan plan, const Args &a, const std::vector<std::vector<i
       for (size_t i = 0; i < generated[b].size(); ++i)
         std::printf(i ? " %d" : "%d", generated[b][i]);
     } else {
-      size_t length = 0;
-      llmc_status_free(llmc_detokenize(plan, generated[b].data(), int32_t(generated[b].size()), nullptr, 0, &length));
-      std::string out(length, '\0');
-      llmc_status_free(
-          llmc_detokenize(plan, generated[b].data(), int32_t(generated[b].size()), out.data(), length, &length));
+      std::string out, error;
+      llmcrun::decode(plan, generated[b], out, error); // the ids came from the model: in the vocabulary
       std::printf("%s", out.c_str());
     }
     std::printf("\n");
@@ -234,11 +230,8 @@ int generateMain(int argc, char **argv) {
         llmc_plan_release(plan);
         return fail("the plan has no tokenizer (compile it with llmc --tokenizer tokenizer.json, or give --prompt-ids)");
       }
-      const std::string wrapped = a.chat ? "<|im_start|>user\n" + p + "<|im_end|>\n<|im_start|>assistant\n" : p;
-      int32_t n = 0;
-      llmc_status_free(llmc_tokenize(plan, wrapped.data(), wrapped.size(), nullptr, 0, &n));
-      prompts.emplace_back(size_t(n));
-      llmc_status_free(llmc_tokenize(plan, wrapped.data(), wrapped.size(), prompts.back().data(), n, &n));
+      prompts.emplace_back();
+      tokenizePrompt(plan, a, p, prompts.back(), error);
     }
     const int rc = generateBatch(plan, a, prompts, text);
     llmc_plan_release(plan);
@@ -250,12 +243,7 @@ int generateMain(int argc, char **argv) {
       llmc_plan_release(plan);
       return fail("the plan has no tokenizer (compile it with llmc --tokenizer tokenizer.json, or give --prompt-ids)");
     }
-    std::string wrapped =
-        a.chat ? "<|im_start|>user\n" + a.prompt + "<|im_end|>\n<|im_start|>assistant\n" : a.prompt;
-    int32_t n = 0;
-    llmc_status_free(llmc_tokenize(plan, wrapped.data(), wrapped.size(), nullptr, 0, &n));
-    prompt.resize(size_t(n));
-    if (!ok(llmc_tokenize(plan, wrapped.data(), wrapped.size(), prompt.data(), n, &n), error)) {
+    if (!tokenizePrompt(plan, a, a.prompt, prompt, error)) {
       llmc_plan_release(plan);
       return fail(error);
     }
@@ -296,7 +284,7 @@ int generateMain(int argc, char **argv) {
     Clock::time_point start, decodeStart;
     double firstTokenMs = 0;
     std::vector<int32_t> generated;
-    std::string shown;
+    std::string pending; // decoded bytes not printed yet: a token may end inside a character
   } stream{a, plan, text, saveLogits, start, Clock::now(), 0, {}, {}};
   auto onToken = [](int32_t token, void *user) -> int {
     Stream &st = *static_cast<Stream *>(user);
@@ -307,17 +295,13 @@ int generateMain(int argc, char **argv) {
     st.generated.push_back(token);
     if (st.a.printIds || !st.text) {
       std::printf(st.generated.size() > 1 ? " %d" : "%d", token);
-    } else { // print what the new token completes
-      size_t length = 0;
-      llmc_status_free(llmc_detokenize(st.plan, st.generated.data(), int32_t(st.generated.size()), nullptr, 0, &length));
-      std::string all(length, '\0');
-      llmc_status_free(
-          llmc_detokenize(st.plan, st.generated.data(), int32_t(st.generated.size()), all.data(), length, &length));
-      const size_t ready = completeUtf8(all);
-      if (ready > st.shown.size()) {
-        std::fwrite(all.data() + st.shown.size(), 1, ready - st.shown.size(), stdout);
-        st.shown.assign(all, 0, ready);
-      }
+    } else { // print what the new token completes (a token's text is its bytes, so one at a time)
+      std::string piece, error;
+      llmcrun::decode(st.plan, {token}, piece, error); // sampled from the logits: in the vocabulary
+      st.pending += piece;
+      const size_t ready = completeUtf8(st.pending);
+      std::fwrite(st.pending.data(), 1, ready, stdout);
+      st.pending.erase(0, ready);
     }
     std::fflush(stdout);
     st.saveLogits(int(st.generated.size()) - 1); // the logits this token was drawn from (not fed yet)

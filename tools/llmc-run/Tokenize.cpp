@@ -7,6 +7,8 @@
 //   llmc-run tokenize PLAN --decode 9906 1917       prints the text of ids
 #include "Tokenize.h"
 
+#include "Common.h"
+
 #include "llmc/llmc.h"
 
 #include <cstdio>
@@ -16,34 +18,9 @@
 
 namespace {
 
-int fail(const std::string &message) {
-  std::fprintf(stderr, "llmc-run: error: %s\n", message.c_str());
-  return 1;
-}
-
-bool check(llmc_status status, std::string &error) {
-  if (!status)
-    return true;
-  error = llmc_status_message(status);
-  llmc_status_free(status);
-  return false;
-}
-
-bool encode(llmc_plan plan, const std::string &text, std::vector<int32_t> &ids, std::string &error) {
-  int32_t count = 0;
-  if (!check(llmc_tokenize(plan, text.data(), text.size(), nullptr, 0, &count), error))
-    return false;
-  ids.resize(size_t(count));
-  return check(llmc_tokenize(plan, text.data(), text.size(), ids.data(), count, &count), error);
-}
-
-bool decode(llmc_plan plan, const std::vector<int32_t> &ids, std::string &text, std::string &error) {
-  size_t length = 0;
-  if (!check(llmc_detokenize(plan, ids.data(), int32_t(ids.size()), nullptr, 0, &length), error))
-    return false;
-  text.resize(length);
-  return check(llmc_detokenize(plan, ids.data(), int32_t(ids.size()), text.data(), length, &length), error);
-}
+using llmcrun::decode;
+using llmcrun::encode;
+using llmcrun::fail;
 
 bool unhex(const std::string &hex, std::string &out) {
   if (hex.size() % 2)
@@ -73,7 +50,7 @@ int tokenizeMain(int argc, char **argv) {
     return fail("usage: llmc-run tokenize PLAN (--text TEXT | --hex-lines FILE | --decode ID...)");
   llmc_plan plan = nullptr;
   std::string error;
-  if (!check(llmc_plan_load(argv[1], nullptr, &plan), error))
+  if (!llmcrun::ok(llmc_plan_load(argv[1], nullptr, &plan), error))
     return fail("loading '" + std::string(argv[1]) + "': " + error);
   const std::string mode = argv[2];
   int rc = 0;

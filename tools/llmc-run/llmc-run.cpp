@@ -1,6 +1,7 @@
 // llmc-run: runs a plan on inputs from .npy files (or random ones), writes outputs as .npy,
 // compares them with references and benchmarks latency. Uses only the runtime's C API.
 #include "Npy.h"
+#include "Common.h"
 #include "Generate.h"
 #include "Tokenize.h"
 #include "llmc/llmc.h"
@@ -55,10 +56,7 @@ struct Options {
   int benchmark = 0, warmup = 3, threads = 0;
 };
 
-int fail(const std::string &message) {
-  std::fprintf(stderr, "llmc-run: error: %s\n", message.c_str());
-  return 1;
-}
+using llmcrun::fail;
 
 // Prints and frees a status; true when it was an error.
 bool check(llmc_status status, const std::string &what) {
