@@ -5,6 +5,9 @@
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassManager.h"
 
+#include <string>
+#include <vector>
+
 namespace llmc {
 
 #define GEN_PASS_DECL
@@ -18,7 +21,12 @@ struct PipelineOptions {
   bool verifyStaticShapes = true;
   bool fusion = true;  // the raising and fusion passes (llmc --disable-fusion turns them off)
   bool merging = true; // the weight-merging passes (llmc --disable-merging turns them off)
+  std::string mlaFactors = "auto"; // llmc-absorb-mla's factors option (llmc --mla-factors)
+  std::vector<std::string> skipPasses; // passes left out by name (llmc --skip-pass), to measure each
 };
+
+// The passes --skip-pass may name: the optimizations (the rest is needed for a valid plan).
+std::vector<std::string> optionalPassNames();
 
 // fold shapes (canonicalization with the ops' kernel-backed folders plus type refinement, to a
 // fixed point; removes dead code) -> drop identities -> CSE -> canonicalize -> [fusion: raise

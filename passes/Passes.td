@@ -94,6 +94,40 @@ def LlmcFoldConvAffine : Pass<"llmc-fold-conv-affine", "mlir::func::FuncOp"> {
   }];
 }
 
+def LlmcAbsorbMla : Pass<"llmc-absorb-mla", "mlir::func::FuncOp"> {
+  let summary = "Runs DeepSeek multi-head latent attention in the latent space, caching only the latent";
+  let description = [{
+    Recognises multi-head latent attention in an export that caches expanded keys and values
+    (after llmc-kv-cache-layout): kv_b_proj's per-head split into [k_nope | v] of a latent
+    [B, 1, S, L], keys `concat(k_nope, expand(rope key))`, the past/present pairs
+    `past_key_values.N.key/.value`, and `softmax(q · kᵀ · scale + mask) · v`. The pair becomes one
+    latent cache `past_key_values.N.latent` / `present.N.latent` [T, B, L + R] (latent and rotary
+    key per token), and the attention `llmc.latent_attention` with W_UK [H, n, L] and W_UV [H, L, v]
+    as separate per-head factors. With `factors=auto` a factor is multiplied into q_b_proj
+    (W_UK) or o_proj (W_UV) when that costs fewer multiply-adds per token; the estimate, and the
+    KV-cache bytes per token before and after, are reported (`llmc --print-stats`).
+
+    Before (per layer):
+    ```mlir
+    %kv = llmc.matmul %latent, %w_kv_b : (tensor<1x1x?x128xf32>, tensor<128x512xf32>) -> ...
+    ... split [k_nope | v], keys = concat(k_nope, expand(rope_key)), caches [T, B, H * D] ...
+    %s = llmc.matmul %q, %kT ; %p = llmc.softmax(%s * scale + %mask) ; %o = llmc.matmul %p, %v
+    ```
+    After:
+    ```mlir
+    %new = ... concat(%latent, %rope_key) to [S, B, 144]
+    %cache = llmc.concat %past_latent, %new {axis = 0} : ... -> tensor<?x1x144xf32>
+    %o = llmc.latent_attention %q, %cache, %w_uk, %w_uv, %mask {scale = 0.144}
+        : (tensor<1x8x?x48xf32>, tensor<?x1x144xf32>, tensor<8x32x128xf32>, tensor<8x128x32xf32>, ...)
+        -> tensor<1x8x?x32xf32>
+    ```
+  }];
+  let options = [
+    Option<"factors", "factors", "std::string", /*default=*/"\"auto\"",
+           "W_UK and W_UV: auto (by the cost estimate), separate, or multiplied (into q_b_proj and o_proj)">
+  ];
+}
+
 def LlmcMergeParallelLinears : Pass<"llmc-merge-parallel-linears", "mlir::func::FuncOp"> {
   let summary = "Merges linears with constant weights that read the same input";
   let description = [{

@@ -7,28 +7,40 @@ namespace llmc {
 
 void buildDefaultPipeline(mlir::OpPassManager &pm, const PipelineOptions &options) {
   mlir::OpPassManager &func = pm.nest<mlir::func::FuncOp>();
-  func.addPass(createLlmcFoldShapes());
-  func.addPass(createLlmcDropIdentities());
-  func.addPass(mlir::createCSEPass());
-  func.addPass(mlir::createCanonicalizerPass());
-  func.addPass(createLlmcKvCacheLayout());
-  if (options.merging)
-    func.addPass(createLlmcFoldConvAffine());
-  func.addPass(mlir::createCanonicalizerPass());
+  auto add = [&](std::unique_ptr<mlir::Pass> pass) {
+    if (!llvm::is_contained(options.skipPasses, pass->getArgument().str()))
+      func.addPass(std::move(pass));
+  };
+  add(createLlmcFoldShapes());
+  add(createLlmcDropIdentities());
+  add(mlir::createCSEPass());
+  add(mlir::createCanonicalizerPass());
+  add(createLlmcKvCacheLayout());
+  if (options.merging) {
+    add(createLlmcAbsorbMla(LlmcAbsorbMlaOptions{options.mlaFactors}));
+    add(createLlmcFoldConvAffine());
+  }
+  add(mlir::createCanonicalizerPass());
   if (options.fusion) {
-    func.addPass(createLlmcRaiseNorms());
-    func.addPass(createLlmcRaiseActivations());
-    func.addPass(createLlmcRaiseAttention());
-    func.addPass(createLlmcFuseResidualNorm());
-    func.addPass(createLlmcFuseLinear());
+    add(createLlmcRaiseNorms());
+    add(createLlmcRaiseActivations());
+    add(createLlmcRaiseAttention());
+    add(createLlmcFuseResidualNorm());
+    add(createLlmcFuseLinear());
     if (options.merging)
-      func.addPass(createLlmcMergeParallelLinears());
-    func.addPass(createLlmcFuseElementwise());
-    func.addPass(mlir::createCSEPass());
-    func.addPass(mlir::createCanonicalizerPass());
+      add(createLlmcMergeParallelLinears());
+    add(createLlmcFuseElementwise());
+    add(mlir::createCSEPass());
+    add(mlir::createCanonicalizerPass());
   }
   if (options.verifyStaticShapes)
-    func.addPass(createLlmcVerifyStaticShapes());
+    add(createLlmcVerifyStaticShapes());
+}
+
+std::vector<std::string> optionalPassNames() {
+  return {"llmc-kv-cache-layout", "llmc-absorb-mla", "llmc-fold-conv-affine", "llmc-raise-norms",
+          "llmc-raise-activations", "llmc-raise-attention", "llmc-fuse-residual-norm", "llmc-fuse-linear",
+          "llmc-merge-parallel-linears", "llmc-fuse-elementwise"};
 }
 
 namespace {
@@ -38,6 +50,9 @@ struct PipelineCLOptions : mlir::PassPipelineOptions<PipelineCLOptions> {
                                   llvm::cl::init(true)};
   Option<bool> fusion{*this, "fusion", llvm::cl::desc("Run the raising and fusion passes"), llvm::cl::init(true)};
   Option<bool> merging{*this, "merging", llvm::cl::desc("Run the weight-merging passes"), llvm::cl::init(true)};
+  Option<std::string> mlaFactors{*this, "mla-factors",
+                                 llvm::cl::desc("llmc-absorb-mla's W_UK/W_UV: auto, separate or multiplied"),
+                                 llvm::cl::init("auto")};
 };
 } // namespace
 
@@ -50,6 +65,7 @@ void registerAllPasses() {
         options.verifyStaticShapes = cl.verifyStaticShapes;
         options.fusion = cl.fusion;
         options.merging = cl.merging;
+        options.mlaFactors = cl.mlaFactors;
         buildDefaultPipeline(pm, options);
       });
 }

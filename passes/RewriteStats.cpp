@@ -7,6 +7,7 @@ namespace llmc {
 namespace {
 std::mutex mutex;
 std::vector<RewriteCount> counts;
+std::vector<std::string> notes;
 } // namespace
 
 void countRewrite(const char *pass, const char *what, int64_t n) {
@@ -22,6 +23,16 @@ void countRewrite(const char *pass, const char *what, int64_t n) {
 std::vector<RewriteCount> takeRewriteCounts() {
   std::lock_guard<std::mutex> lock(mutex);
   return std::exchange(counts, {});
+}
+
+void noteRewrite(const char *pass, std::string text) {
+  std::lock_guard<std::mutex> lock(mutex);
+  notes.push_back(std::string(pass) + ": " + std::move(text));
+}
+
+std::vector<std::string> takeRewriteNotes() {
+  std::lock_guard<std::mutex> lock(mutex);
+  return std::exchange(notes, {});
 }
 
 } // namespace llmc

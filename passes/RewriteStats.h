@@ -19,6 +19,12 @@ void countRewrite(const char *pass, const char *what, int64_t n = 1);
 // Every count so far, in the order first counted; clears them.
 std::vector<RewriteCount> takeRewriteCounts();
 
+// A line of text about what `pass` did (a cost estimate, a size before and after).
+void noteRewrite(const char *pass, std::string text);
+
+// Every note so far, as "pass: text", in order; clears them.
+std::vector<std::string> takeRewriteNotes();
+
 // A counter a pass or pattern holds: `++counter` records one rewrite.
 class RewriteCounter {
 public:

@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
-"""CPU latency and kernel count without and with weight merging (Conv/BatchNorm folding and
-parallel-linear merging together; fusion on in both), in one table: ResNet-50 (batch 1) and
-SmolLM2 (prefill of 128 tokens, one token).
+"""CPU latency before and after each weight-merging pass (fusion on throughout), in one run:
+Conv/BatchNorm folding on ResNet-50, parallel-linear merging on SmolLM2 (prefill of 128 tokens,
+one token), and MLA absorption on the tiny DeepSeek-V3-style model (one decode step at a context
+of 1, 256 and 1024 tokens, its KV cache given at that length).
 
     python3 scripts/bench_merging.py [--build build] [--threads 2] [--runs 20]
 
-The DeepSeek-style MLA model of the weight-merging issue is not exported yet.
+"before" is the plan compiled with that pass left out (llmc --skip-pass), "after" the default.
 """
 import argparse
 import os
+import re
+import subprocess
 import sys
 import tempfile
 
@@ -16,6 +19,20 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_fusion  # noqa: E402
+
+
+def deepseek_decode(build, model, context, skip, threads, runs, tmp):
+    """One decode step with `context - 1` cached tokens: kernels and median latency."""
+    plan = os.path.join(tmp, "deepseek.llmc")
+    cmd = [os.path.join(build, "tools/llmc/llmc"), model, "-o", plan, "--input-shape", "batch=1,seq=1",
+           "--max-shape", "past=0..1024,total=1025", "--print-stats"] + (["--skip-pass", skip] if skip else [])
+    stats = subprocess.run(cmd, check=True, capture_output=True, text=True).stderr
+    kernels = int(re.search(r"plan: (\d+) kernels", stats).group(1))
+    run = [os.path.join(build, "tools/llmc-run/llmc-run"), plan, "--quiet", "--threads", str(threads), "--benchmark",
+           str(runs), "--warmup", "2", "--random", "--int-max", "2", "--dim", f"past={context - 1}",
+           "--dim", f"total={context}"]
+    out = subprocess.run(run, check=True, capture_output=True, text=True).stdout
+    return kernels, float(re.search(r"median ([0-9.]+) ms", out).group(1))
 
 
 def main():
@@ -26,19 +43,30 @@ def main():
     args = p.parse_args()
     rng = np.random.default_rng(0)
     resnet, smollm2 = bench_fusion.fetch("resnet50"), bench_fusion.fetch("smollm2")
+    deepseek = subprocess.run([sys.executable, os.path.join(bench_fusion.ROOT, "models", "export_deepseek.py")],
+                              check=True, capture_output=True, text=True).stdout.split()[-1]
     cases = [
-        ("resnet50", "1x224x224x3", resnet, {"input_0": rng.standard_normal((1, 224, 224, 3)).astype(np.float32)}),
-        ("smollm2 prefill", "1x128", smollm2, {"input_ids": rng.integers(0, 49152, (1, 128), dtype=np.int64)}),
-        ("smollm2 one token", "1x1", smollm2, {"input_ids": rng.integers(0, 49152, (1, 1), dtype=np.int64)}),
+        ("llmc-fold-conv-affine", "resnet50", "1x224x224x3", resnet,
+         {"input_0": rng.standard_normal((1, 224, 224, 3)).astype(np.float32)}),
+        ("llmc-merge-parallel-linears", "smollm2 prefill", "1x128", smollm2,
+         {"input_ids": rng.integers(0, 49152, (1, 128), dtype=np.int64)}),
+        ("llmc-merge-parallel-linears", "smollm2 one token", "1x1", smollm2,
+         {"input_ids": rng.integers(0, 49152, (1, 1), dtype=np.int64)}),
     ]
     print(f"CPU, batch 1, {args.threads} threads, median of {args.runs} runs; fusion on in both columns")
-    print(f"{'model':<18} {'input':<12} {'kernels':>14} {'unmerged':>11} {'merged':>11} {'speedup':>8}")
-    for name, shape, model, feeds in cases:
+    print(f"{'pass':<28} {'model':<20} {'input':<12} {'kernels':>14} {'before':>11} {'after':>11} {'speedup':>8}")
+    for skip, name, shape, model, feeds in cases:
         with tempfile.TemporaryDirectory() as tmp:
             k0, t0 = bench_fusion.measure(args.build, model, feeds, "", True, args.threads, args.runs, tmp,
-                                          ["--disable-merging"])
+                                          ["--skip-pass", skip])
             k1, t1 = bench_fusion.measure(args.build, model, feeds, "", True, args.threads, args.runs, tmp)
-        print(f"{name:<18} {shape:<12} {k0:>6} -> {k1:<5} {t0:>8.2f} ms {t1:>8.2f} ms {t0 / t1:>7.2f}x")
+        print(f"{skip:<28} {name:<20} {shape:<12} {k0:>6} -> {k1:<5} {t0:>8.2f} ms {t1:>8.2f} ms {t0 / t1:>7.2f}x")
+    for context in (1, 256, 1024):
+        with tempfile.TemporaryDirectory() as tmp:
+            k0, t0 = deepseek_decode(args.build, deepseek, context, "llmc-absorb-mla", args.threads, args.runs, tmp)
+            k1, t1 = deepseek_decode(args.build, deepseek, context, None, args.threads, args.runs, tmp)
+        print(f"{'llmc-absorb-mla':<28} {'deepseek decode':<20} {f'context {context}':<12} {k0:>6} -> {k1:<5} "
+              f"{t0:>8.3f} ms {t1:>8.3f} ms {t0 / t1:>7.2f}x")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 // Kernels for the ops the fusion passes create: a linear layer with its epilogue, residual add
 // fused with layer/RMS normalization, and attention with rotary embedding. Float32 (f16 through
 // withHalf). An operand given as an empty tensor (0 elements) is absent.
+#include "AttentionRows.h"
 #include "KernelUtil.h"
 
 #include <cmath>
@@ -304,30 +305,9 @@ std::string fusedAttentionUnpacked(const KernelArgs &args) {
     }
   }
 
-  // The mask, broadcast to [B, Hq, Sq, Sk] through strides.
-  const bool hasMask = !absent(args, 3);
-  Shape full;
-  full.rank = 4;
-  full.dims[0] = B;
-  full.dims[1] = Hq;
-  full.dims[2] = Sq;
-  full.dims[3] = Sk;
-  int64_t maskStrides[kMaxRank] = {};
-  if (hasMask) {
-    const TensorRef &m = args.in(3);
-    if (m.dtype != DType::F32 && m.dtype != DType::Bool)
-      return "mask must be f32 (additive) or bool";
-    if (m.shape.rank > 4 || !broadcastsTo(m.shape, full))
-      return "mask " + m.shape.str() + " does not broadcast to " + full.str();
-    Shape padded;
-    padded.rank = 4;
-    for (int d = 0; d < 4; ++d)
-      padded.dims[d] = d < 4 - m.shape.rank ? 1 : m.shape.dims[d - (4 - m.shape.rank)];
-    broadcastStrides(padded, full, maskStrides);
-  }
-
-  const bool maskBool = hasMask && args.in(3).dtype == DType::Bool;
-  constexpr float kMinusInf = -std::numeric_limits<float>::infinity();
+  ScoreMask mask;
+  if (std::string err = mask.init(absent(args, 3) ? nullptr : &args.in(3), B, Hq, Sq, Sk); !err.empty())
+    return err;
   std::vector<float> scores(size_t(Sq * Sk));
   const int64_t group = Hq / Hkv, qRow = Hq * D, oRow = Hq * Dv;
   float *o = args.out(0).as<float>();
@@ -336,34 +316,7 @@ std::string fusedAttentionUnpacked(const KernelArgs &args) {
       const int64_t kvh = h / group;
       gemmF32(false, true, Sq, Sk, D, float(scale), qp + b * Sq * qRow + h * D, qRow, kp + kBase(b, kvh), kRowStride,
               0.0f, scores.data(), Sk);
-      for (int64_t i = 0; i < Sq; ++i) {
-        float *row = scores.data() + i * Sk;
-        if (hasMask) {
-          const int64_t base = b * maskStrides[0] + h * maskStrides[1] + i * maskStrides[2], step = maskStrides[3];
-          if (maskBool) {
-            const uint8_t *keep = args.in(3).as<const uint8_t>() + base;
-            for (int64_t j = 0; j < Sk; ++j)
-              row[j] = keep[j * step] ? row[j] : kMinusInf;
-          } else {
-            const float *add = args.in(3).as<const float>() + base;
-            for (int64_t j = 0; j < Sk; ++j)
-              row[j] += add[j * step];
-          }
-        }
-        if (causal) // keys after the frontier i + (Sk - Sq) are hidden
-          for (int64_t j = std::max<int64_t>(0, i + (Sk - Sq) + 1); j < Sk; ++j)
-            row[j] = kMinusInf;
-        const float best = rowMax(row, Sk);
-        if (best == kMinusInf) { // every key masked: the row attends to nothing
-          std::fill(row, row + Sk, 0.0f);
-          continue;
-        }
-        for (int64_t j = 0; j < Sk; ++j) // separate from the sum, so that it vectorizes
-          row[j] = row[j] == kMinusInf ? 0.0f : fastExp(row[j] - best);
-        const float inv = 1.0f / rowSum(row, Sk);
-        for (int64_t j = 0; j < Sk; ++j)
-          row[j] *= inv;
-      }
+      maskedSoftmaxRows(scores.data(), Sq, Sk, mask, b, h, causal);
       gemmF32(false, false, Sq, Dv, Sk, 1.0f, scores.data(), Sk, args.in(2).as<const float>() + vBase(b, kvh),
               vRowStride, 0.0f, o + b * Sq * oRow + h * Dv, oRow);
     }

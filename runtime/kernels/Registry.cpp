@@ -11,11 +11,12 @@ extern const KernelEntry kEinsumKernels[];
 extern const KernelEntry kAttentionKernels[];
 extern const KernelEntry kFusedKernels[];
 extern const KernelEntry kFusedElementwiseKernels[];
+extern const KernelEntry kLatentAttentionKernels[];
 
 static const KernelEntry *const kFamilies[] = {kElementwiseKernels, kMatMulKernels, kReductionKernels,
                                                 kDataMovementKernels, kConvolutionKernels, kEinsumKernels,
                                                 kAttentionKernels, kFusedKernels,
-                                                kFusedElementwiseKernels};
+                                                kFusedElementwiseKernels, kLatentAttentionKernels};
 
 KernelFn findKernel(std::string_view name) {
   for (const KernelEntry *family : kFamilies)

@@ -100,14 +100,16 @@ extern "C" void llmc_sampling_init(llmc_sampling *s) {
 
 static llmc_status findCache(llmc_generator g) {
   llmc_plan plan = g->plan;
+  // Per layer a key and a value cache, or one latent cache (DeepSeek MLA after llmc-absorb-mla).
   for (int i = 0;; ++i) {
     const std::string prefix = "past_key_values." + std::to_string(i) + ".";
-    for (const char *kind : {"key", "value"}) {
+    const size_t cachesBefore = g->cache.size();
+    for (const char *kind : {"key", "value", "latent"}) {
       CachePair pair;
       pair.pastInput = findInput(plan, prefix + kind);
       pair.presentOutput = findOutput(plan, "present." + std::to_string(i) + "." + kind);
       if (pair.pastInput < 0)
-        return nullptr;
+        continue;
       if (pair.presentOutput < 0)
         return makeStatus(LLMC_UNSUPPORTED, "input '" + prefix + kind + "' has no output 'present." +
                                                 std::to_string(i) + "." + kind + "'");
@@ -131,6 +133,8 @@ static llmc_status findCache(llmc_generator g) {
       g->capacity = g->cache.empty() ? cap : std::min(g->capacity, cap);
       g->cache.push_back(std::move(pair));
     }
+    if (g->cache.size() == cachesBefore)
+      return nullptr;
   }
 }
 

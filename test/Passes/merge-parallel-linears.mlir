@@ -46,3 +46,26 @@ func.func @not_merged(%x: tensor<3x2xf32>, %y: tensor<3x2xf32>, %w: tensor<2x2xf
   %c = llmc.linear %x, %w, %none, %none, %none : (tensor<3x2xf32>, tensor<2x2xf32>, tensor<0xf32>, tensor<0xf32>, tensor<0xf32>) -> tensor<3x2xf32>
   return %a, %b, %c : tensor<3x2xf32>, tensor<3x2xf32>, tensor<3x2xf32>
 }
+
+// -----
+
+// Not merged: weights of another dtype (f16, the pass merges f32 weights), and a quantized weight
+// (int8 dequantized at run time) beside a float one on the same input.
+// CHECK-LABEL: func.func @not_merged_dtypes
+// CHECK-COUNT-4: llmc.linear
+// CHECK-NOT: llmc.split
+func.func @not_merged_dtypes(%x: tensor<3x2xf16>, %y: tensor<3x2xf32>) -> (tensor<3x2xf16>, tensor<3x2xf16>, tensor<3x2xf32>, tensor<3x2xf32>) {
+  %noneh = llmc.constant dense<> : tensor<0xf16>
+  %none = llmc.constant dense<> : tensor<0xf32>
+  %wh1 = llmc.constant dense<[[1.0, 2.0], [3.0, 4.0]]> : tensor<2x2xf16>
+  %wh2 = llmc.constant dense<[[5.0, 6.0], [7.0, 8.0]]> : tensor<2x2xf16>
+  %a = llmc.linear %x, %wh1, %noneh, %noneh, %noneh : (tensor<3x2xf16>, tensor<2x2xf16>, tensor<0xf16>, tensor<0xf16>, tensor<0xf16>) -> tensor<3x2xf16>
+  %b = llmc.linear %x, %wh2, %noneh, %noneh, %noneh : (tensor<3x2xf16>, tensor<2x2xf16>, tensor<0xf16>, tensor<0xf16>, tensor<0xf16>) -> tensor<3x2xf16>
+  %q = llmc.constant dense<[[1, 2], [3, 4]]> : tensor<2x2xi8>
+  %s = llmc.constant dense<0.5> : tensor<f32>
+  %wd = llmc.dequantize_linear %q, %s : (tensor<2x2xi8>, tensor<f32>) -> tensor<2x2xf32>
+  %wf = llmc.constant dense<[[1.0, 2.0], [3.0, 4.0]]> : tensor<2x2xf32>
+  %c = llmc.linear %y, %wf, %none, %none, %none : (tensor<3x2xf32>, tensor<2x2xf32>, tensor<0xf32>, tensor<0xf32>, tensor<0xf32>) -> tensor<3x2xf32>
+  %d = llmc.linear %y, %wd, %none, %none, %none : (tensor<3x2xf32>, tensor<2x2xf32>, tensor<0xf32>, tensor<0xf32>, tensor<0xf32>) -> tensor<3x2xf32>
+  return %a, %b, %c, %d : tensor<3x2xf16>, tensor<3x2xf16>, tensor<3x2xf32>, tensor<3x2xf32>
+}

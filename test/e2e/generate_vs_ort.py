@@ -4,6 +4,7 @@ plan greedily and writes the logits of every step; ONNX Runtime runs the same ex
 loop (feeding its present tensors back as past) on the same tokens; the logits must agree.
 
     generate_vs_ort.py --llmc BIN --llmc-run BIN --model M_kv.onnx [--steps 32] [--atol 1e-4]
+                       [--llmc-flag=--mla-factors=multiplied ...]
 """
 import argparse
 import os
@@ -24,6 +25,7 @@ def main():
     p.add_argument("--prompt-length", type=int, default=7)
     p.add_argument("--atol", type=float, default=1e-4)
     p.add_argument("--vocab", type=int, default=512)
+    p.add_argument("--llmc-flag", action="append", default=[], help="an extra llmc flag (repeatable)")
     args = p.parse_args()
     rng = np.random.default_rng(0)
     prompt = rng.integers(0, args.vocab, args.prompt_length).tolist()
@@ -31,7 +33,7 @@ def main():
         plan = os.path.join(tmp, "model.llmc")
         bound = args.prompt_length + args.steps + 8
         subprocess.run([args.llmc, args.model, "-o", plan, "--input-shape", "batch=1", "--max-shape",
-                        f"seq=16,past=0..{bound},total={bound + 16}"], check=True)
+                        f"seq=16,past=0..{bound},total={bound + 16}"] + args.llmc_flag, check=True)
         run = subprocess.run([args.llmc_run, "generate", plan, "--prompt-ids", ",".join(map(str, prompt)),
                               "--max-tokens", str(args.steps + 1), "--ids", "--logits-dir", tmp],
                              capture_output=True, text=True)
@@ -63,7 +65,8 @@ def main():
             past = {k.replace("present", "past_key_values"): v for k, v in result.items() if k.startswith("present")}
             length += n
     ok = worst <= args.atol
-    print(f"{os.path.basename(args.model)}: prefill of {args.prompt_length} tokens and {args.steps} decode steps, "
+    flags = f" ({' '.join(args.llmc_flag)})" if args.llmc_flag else ""
+    print(f"{os.path.basename(args.model)}{flags}: prefill of {args.prompt_length} tokens and {args.steps} decode steps, "
           f"logits max abs error {worst:.3g}: {'PASS' if ok else 'FAIL'}")
     return 0 if ok else 1
 

@@ -1,6 +1,9 @@
 // The fused kernels against the unfused kernels they replace (each tested on its own against a
 // naive reference in KernelTest.cpp), run on the same random data.
 #include "KernelTestUtil.h"
+#include "LatentAttentionCost.h"
+
+#include <limits>
 
 using namespace llmc::rt;
 using namespace llmc::rt::test;
@@ -269,3 +272,77 @@ TEST(Kernels, FusedElementwiseMatchesTheOpsItFuses) {
 }
 
 } // namespace
+
+// latent_attention against attention written out: keys [latent · w_uk[h]ᵀ, rope key] and values
+// latent · w_uv[h] per head, softmax(scale · q · kᵀ + mask) · v. Decode-shaped calls run absorbed,
+// prompt-shaped ones expanded (both checked to occur); absent factors leave q or the result in
+// the latent space.
+TEST(Kernels, LatentAttentionMatchesExpandedAttention) {
+  const int64_t B = 2, H = 3, n = 4, R = 2, L = 8, v = 3;
+  const float scale = 0.4f;
+  const llmc::rt::mla::Dims dims{n, R, L, v};
+  bool sawAbsorbed = false, sawExpanded = false;
+  for (auto [Sq, Sk] : {std::pair<int64_t, int64_t>{1, 9}, {6, 6}, {3, 11}}) {
+    (mla::expandIsCheaper(dims, Sq, Sk) ? sawExpanded : sawAbsorbed) = true;
+    Buf<float> q(DType::F32, {B, H, Sq, n + R}, randomFloats(B * H * Sq * (n + R), 11)),
+        cache(DType::F32, {Sk, B, L + R}, randomFloats(Sk * B * (L + R), 12)),
+        wuk(DType::F32, {H, n, L}, randomFloats(H * n * L, 13)), wuv(DType::F32, {H, L, v}, randomFloats(H * L * v, 14)),
+        mask(DType::F32, {B, 1, Sq, Sk}, randomFloats(B * Sq * Sk, 15)), none(DType::F32, {0});
+    mask.data[1] = -std::numeric_limits<float>::infinity();
+    auto c = [&](int64_t t, int64_t b, int64_t i) { return double(cache.data[size_t((t * B + b) * (L + R) + i)]); };
+    std::vector<float> want(size_t(B * H * Sq * v)), wantLatent(size_t(B * H * Sq * L)), qLatent(size_t(B * H * Sq * (L + R)));
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t i = 0; i < Sq; ++i) {
+          const float *qi = q.data.data() + ((b * H + h) * Sq + i) * (n + R);
+          for (int64_t l = 0; l < L; ++l) { // the query in the latent space, for the absent-w_uk case
+            double s = 0;
+            for (int64_t d = 0; d < n; ++d)
+              s += double(qi[d]) * wuk.data[size_t((h * n + d) * L + l)];
+            qLatent[size_t(((b * H + h) * Sq + i) * (L + R) + l)] = float(s);
+          }
+          for (int64_t r = 0; r < R; ++r)
+            qLatent[size_t(((b * H + h) * Sq + i) * (L + R) + L + r)] = qi[n + r];
+          std::vector<double> p(static_cast<size_t>(Sk));
+          double best = -1e300, sum = 0;
+          for (int64_t t = 0; t < Sk; ++t) {
+            double s = 0;
+            for (int64_t d = 0; d < n; ++d) {
+              double key = 0;
+              for (int64_t l = 0; l < L; ++l)
+                key += c(t, b, l) * wuk.data[size_t((h * n + d) * L + l)];
+              s += qi[d] * key;
+            }
+            for (int64_t r = 0; r < R; ++r)
+              s += qi[n + r] * c(t, b, L + r);
+            p[size_t(t)] = scale * s + mask.data[size_t((b * Sq + i) * Sk + t)];
+            best = std::max(best, p[size_t(t)]);
+          }
+          for (double &x : p)
+            sum += (x = std::exp(x - best));
+          for (int64_t l = 0; l < L; ++l) {
+            double o = 0;
+            for (int64_t t = 0; t < Sk; ++t)
+              o += p[size_t(t)] / sum * c(t, b, l);
+            wantLatent[size_t(((b * H + h) * Sq + i) * L + l)] = float(o);
+          }
+          for (int64_t j = 0; j < v; ++j) {
+            double o = 0;
+            for (int64_t l = 0; l < L; ++l)
+              o += double(wantLatent[size_t(((b * H + h) * Sq + i) * L + l)]) * wuv.data[size_t((h * L + l) * v + j)];
+            want[size_t(((b * H + h) * Sq + i) * v + j)] = float(o);
+          }
+        }
+    const auto a = attrs({floatAttr("scale", scale), intAttr("rope_dim", R)});
+    Buf<float> got(DType::F32, {B, H, Sq, v}), gotLatent(DType::F32, {B, H, Sq, L});
+    ASSERT_EQ(call("latent_attention", a, {q.ref(), cache.ref(), wuk.ref(), wuv.ref(), mask.ref()}, {got.ref()}), "");
+    expectNear(got.data, want, 1e-4f);
+    Buf<float> qa(DType::F32, {B, H, Sq, L + R}, qLatent);
+    ASSERT_EQ(call("latent_attention", a, {qa.ref(), cache.ref(), none.ref(), none.ref(), mask.ref()}, {gotLatent.ref()}), "");
+    expectNear(gotLatent.data, wantLatent, 1e-4f);
+    // Refused: widths that do not agree.
+    Buf<float> badCache(DType::F32, {Sk, B, L + R + 1});
+    EXPECT_NE(call("latent_attention", a, {q.ref(), badCache.ref(), wuk.ref(), wuv.ref(), mask.ref()}, {got.ref()}), "");
+  }
+  EXPECT_TRUE(sawAbsorbed && sawExpanded);
+}

@@ -17,6 +17,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OperationSupport.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -62,6 +63,16 @@ static cl::opt<bool> disableFusion("disable-fusion",
 static cl::opt<bool> disableMerging("disable-merging",
                                     cl::desc("Skip the weight-merging passes (to compare with the merged plan)"),
                                     cl::cat(category));
+static cl::opt<std::string> mlaFactors("mla-factors",
+                                       cl::desc("DeepSeek MLA absorption: keep W_UK/W_UV as per-head factors "
+                                                "('separate'), multiply them into the projections ('multiplied'), "
+                                                "or choose by the cost estimate ('auto', the default)"),
+                                       cl::init("auto"), cl::value_desc("auto|separate|multiplied"), cl::cat(category));
+static cl::list<std::string> skipPasses("skip-pass",
+                                        cl::desc("Leave one optimization pass out of the pipeline, to measure what it "
+                                                 "does (llmc-absorb-mla, llmc-merge-parallel-linears, ...); repeat or "
+                                                 "separate with commas"),
+                                        cl::value_desc("name"), cl::CommaSeparated, cl::cat(category));
 static cl::opt<bool> printStats("print-stats", cl::desc("Print op counts after import and after the pipeline, "
                                                         "what each pass rewrote, and the plan's kernel count"),
                                 cl::cat(category));
@@ -187,6 +198,15 @@ int main(int argc, char **argv) {
   llmc::PipelineOptions pipeline;
   pipeline.fusion = !disableFusion;
   pipeline.merging = !disableMerging;
+  if (mlaFactors != "auto" && mlaFactors != "separate" && mlaFactors != "multiplied")
+    return fail("--mla-factors must be auto, separate or multiplied, not '" + mlaFactors + "'");
+  pipeline.mlaFactors = mlaFactors;
+  const std::vector<std::string> optional = llmc::optionalPassNames();
+  for (const std::string &name : skipPasses) {
+    if (!llvm::is_contained(optional, name))
+      return fail("--skip-pass: '" + name + "' is not an optional pass; these are: " + llvm::join(optional, ", "));
+    pipeline.skipPasses.push_back(name);
+  }
   llmc::buildDefaultPipeline(pm, pipeline);
 
   if (mlir::failed(pm.run(*module)))
@@ -194,6 +214,8 @@ int main(int argc, char **argv) {
   if (printStats) {
     for (const llmc::RewriteCount &c : llmc::takeRewriteCounts())
       llvm::errs() << c.pass << ": " << c.count << " " << c.what << "\n";
+    for (const std::string &note : llmc::takeRewriteNotes())
+      llvm::errs() << note << "\n";
     printCounts("after the pipeline", *module);
   }
   if (emit == Emit::Mlir)

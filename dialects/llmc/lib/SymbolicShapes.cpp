@@ -389,6 +389,9 @@ LogicalResult ShapeRules::resultDims(Operation *op, StringRef name, std::vector<
   } else if (name == "fused_attention") {
     const auto &q = operandDims(0);
     r = {q[0], q[1], DimExpr::constant(cast<RankedTensorType>(op->getResult(0).getType()).getShape().back())};
+  } else if (name == "latent_attention") {
+    const auto &q = operandDims(0);
+    r = {q[0], q[1], q[2], DimExpr::constant(cast<RankedTensorType>(op->getResult(0).getType()).getShape().back())};
   } else if (name == "gemm") {
     const auto &a = operandDims(0), &b = operandDims(1);
     r = {a[intAttr(op, "transA", 0) ? 1 : 0], b[intAttr(op, "transB", 0) ? 0 : 1]};

@@ -806,6 +806,23 @@ LogicalResult inferFusedAttention(Inference &in) {
   return in.result({q[0], q[1], mulDims(hq, dv)}, in.elem(0));
 }
 
+LogicalResult inferLatentAttention(Inference &in) {
+  ArrayRef<int64_t> q = in.shape(0), cache = in.shape(1), uk = in.shape(2), uv = in.shape(3);
+  const bool hasUk = uk.size() != 1 || uk[0] != 0, hasUv = uv.size() != 1 || uv[0] != 0;
+  if (q.size() != 4 || cache.size() != 3 || (hasUk && uk.size() != 3) || (hasUv && uv.size() != 3))
+    return in.fail("latent_attention needs q [batch, heads, seq, nope + rope], cache [seq_k, batch, latent + rope], "
+                   "w_uk [heads, nope, latent] or empty, w_uv [heads, latent, v] or empty");
+  if (q[1] == kDyn || q[3] == kDyn || cache[2] == kDyn)
+    return in.fail("latent_attention needs static head counts and widths");
+  const int64_t heads = q[1], rope = in.intAttr("rope_dim", -1), latent = cache[2] - rope;
+  if (rope < 0 || latent <= 0)
+    return in.fail("latent_attention's rope_dim must be within the cache width");
+  if ((hasUk && (uk[0] != heads || uk[2] != latent || q[3] != uk[1] + rope)) || (!hasUk && q[3] != latent + rope) ||
+      (hasUv && (uv[0] != heads || uv[1] != latent)))
+    return in.fail("latent_attention operand widths do not agree");
+  return in.result({q[0], q[1], q[2], hasUv ? uv[2] : latent}, in.elem(0));
+}
+
 LogicalResult inferBool(Inference &in) { return in.result(in.shape(0), IntegerType::get(in.context, 1)); }
 
 } // namespace
@@ -833,6 +850,7 @@ LogicalResult inferResultTypes(StringRef opName, MLIRContext *context, std::opti
   const unsigned minOperands = llvm::StringSwitch<unsigned>(name)
                                    .Case("attention", 7)
                                    .Case("fused_attention", 6)
+                                   .Case("latent_attention", 5)
                                    .Case("linear", 5)
                                    .Case("add_layer_norm", 4)
                                    .Case("add_rms_norm", 3)
@@ -885,6 +903,7 @@ LogicalResult inferResultTypes(StringRef opName, MLIRContext *context, std::opti
               .Case("linear", inferLinear)
               .Cases({"add_layer_norm", "add_rms_norm"}, inferAddNorm)
               .Case("fused_attention", inferFusedAttention)
+              .Case("latent_attention", inferLatentAttention)
               .Case("quantize_linear", inferQuantize)
               .Case("dequantize_linear", [](Inference &i) { return i.result(i.shape(0), i.elem(1)); })
               .Cases({"arg_max", "arg_min"}, inferArg)

@@ -74,6 +74,28 @@ def Llmc_FusedAttentionOp : Llmc_Op<"fused_attention"> {
   let results = (outs Llmc_Tensor:$result);
 }
 
+def Llmc_LatentAttentionOp : Llmc_Op<"latent_attention"> {
+  let summary = "multi-head latent attention (DeepSeek MLA) over a cache of latents";
+  let description = [{
+    `q` [batch, heads, seq_q, nope + rope]: per head the query's non-rotary part, then its rotated
+    part. `cache` [seq_k, batch, latent + rope]: per token the compressed KV latent, then the
+    rotated key shared by all heads (the KV cache, length-major, see llmc-absorb-mla). `w_uk`
+    [heads, nope, latent] and `w_uv` [heads, latent, v] are the per-head slices of the latent's
+    up-projection to keys and values. Per head h the result equals ordinary attention with keys
+    `[latent · w_uk[h]ᵀ, rope key]` and values `latent · w_uv[h]`: `softmax(scale · q · kᵀ + mask) · v`.
+    The kernel runs it absorbed (the query moved into the latent space, `q_nope · w_uk[h]`, and
+    `w_uv` applied after the weighted sum) or expanded (keys and values built from the cache),
+    whichever costs fewer FLOPs for the call's lengths. `mask` broadcasts to [batch, heads, seq_q,
+    seq_k], added when float, keeping where true when bool. Result [batch, heads, seq_q, v].
+    A factor multiplied into a projection is absent (empty): without `w_uk`, `q` is already in
+    the latent space, [batch, heads, seq_q, latent + rope]; without `w_uv` the result is the
+    latent-space output [batch, heads, seq_q, latent]. `rope_dim` is the rotary key's width.
+  }];
+  let arguments = (ins Llmc_Tensor:$q, Llmc_Tensor:$cache, Llmc_Tensor:$w_uk, Llmc_Tensor:$w_uv,
+                   Llmc_Tensor:$mask, F32Attr:$scale, I64Attr:$rope_dim);
+  let results = (outs Llmc_Tensor:$result);
+}
+
 def Llmc_FusedElementwiseOp : Op<Llmc_Dialect, "fused_elementwise",
                                  [Pure, IsolatedFromAbove, SingleBlockImplicitTerminator<"YieldOp">]> {
   let summary = "a chain or tree of elementwise ops run in one pass";

@@ -1,0 +1,28 @@
+// What the attention kernels share: the mask broadcast to [B, H, Sq, Sk] through strides, and
+// the masked softmax of one head's block of score rows.
+#pragma once
+
+#include "KernelUtil.h"
+
+#include <string>
+
+namespace llmc::rt {
+
+class ScoreMask {
+public:
+  // `mask` null or empty: no mask. Fails when it is not f32/bool or does not broadcast.
+  std::string init(const TensorRef *mask, int64_t B, int64_t H, int64_t Sq, int64_t Sk);
+  // Adds (f32) or applies (bool) the mask to row i of head (b, h); `row` holds Sk scores.
+  void apply(float *row, int64_t b, int64_t h, int64_t i, int64_t Sk) const;
+
+private:
+  const TensorRef *mask_ = nullptr;
+  int64_t strides_[kMaxRank] = {};
+};
+
+// Softmax over each of the Sq rows of `scores` (row length Sk) after the mask and, with `causal`,
+// hiding the keys after each query (bottom-right aligned). A fully masked row becomes zeros.
+void maskedSoftmaxRows(float *scores, int64_t Sq, int64_t Sk, const ScoreMask &mask, int64_t b, int64_t h,
+                       bool causal);
+
+} // namespace llmc::rt

@@ -1,0 +1,98 @@
+// latent_attention: multi-head latent attention over a length-major cache of latents and rotary
+// keys (see the op in FusedOps.td). Per head it runs absorbed or expanded, whichever the cost
+// model (LatentAttentionCost.h) says is cheaper for this call: decode steps absorb, long prompts
+// expand the cache once per head. Float32 (f16 through withHalf).
+#include "AttentionRows.h"
+#include "KernelUtil.h"
+#include "LatentAttentionCost.h"
+
+#include <cstring>
+#include <vector>
+
+namespace llmc::rt {
+namespace {
+
+std::string latentAttentionKernel(const KernelArgs &args) {
+  if (args.numInputs != 5 || args.numOutputs != 1)
+    return "expects 5 inputs (q, cache, w_uk, w_uv, mask) and 1 output";
+  const TensorRef &q = args.in(0), &cache = args.in(1), &wuk = args.in(2), &wuv = args.in(3);
+  for (int i = 0; i < 4; ++i)
+    if (args.in(i).dtype != DType::F32)
+      return "expects f32 q, cache and weights";
+  // A factor multiplied into its projection is absent: q already in the latent space, or the
+  // result left there.
+  const bool hasUk = wuk.numel() > 0, hasUv = wuv.numel() > 0;
+  if (q.shape.rank != 4 || cache.shape.rank != 3 || (hasUk && wuk.shape.rank != 3) || (hasUv && wuv.shape.rank != 3))
+    return "expects q [B, H, Sq, nope + rope], cache [Sk, B, latent + rope], w_uk [H, nope, latent] or empty, "
+           "w_uv [H, latent, v] or empty";
+  const int64_t B = q.shape.dims[0], H = q.shape.dims[1], Sq = q.shape.dims[2], Sk = cache.shape.dims[0];
+  mla::Dims d;
+  d.rope = args.attrs.getInt("rope_dim", -1);
+  d.latent = cache.shape.dims[2] - d.rope;
+  d.nope = hasUk ? wuk.shape.dims[1] : 0;
+  d.v = hasUv ? wuv.shape.dims[2] : d.latent;
+  if (d.rope < 0 || d.latent <= 0 || cache.shape.dims[1] != B || q.shape.dims[3] != (hasUk ? d.nope : d.latent) + d.rope ||
+      (hasUk && (wuk.shape.dims[0] != H || wuk.shape.dims[2] != d.latent)) ||
+      (hasUv && (wuv.shape.dims[0] != H || wuv.shape.dims[1] != d.latent)))
+    return "q, cache and weight shapes do not agree";
+  TensorRef &out = args.out(0);
+  if (out.shape.rank != 4 || out.numel() != B * H * Sq * d.v)
+    return "output must be [B, H, Sq, v] (latent without w_uv)";
+  ScoreMask mask;
+  if (std::string err = mask.init(args.in(4).numel() ? &args.in(4) : nullptr, B, H, Sq, Sk); !err.empty())
+    return err;
+  const float scale = float(args.attrs.getFloat("scale", 0.0));
+  const int64_t width = d.latent + d.rope, qWidth = q.shape.dims[3], cacheRow = B * width;
+  const bool expand = hasUk && hasUv && mla::expandIsCheaper(d, Sq, Sk);
+  std::vector<float> scores(size_t(Sq * Sk));
+  // Absorbed: the latent-space query and weighted sum. Expanded: one head's keys and values.
+  std::vector<float> qLatent, oLatent, keys, values;
+  if (expand)
+    keys.resize(size_t(Sk * qWidth)), values.resize(size_t(Sk * d.v));
+  else
+    qLatent.resize(size_t(Sq * width)), oLatent.resize(size_t(Sq * d.latent));
+  const float *uk = wuk.as<const float>(), *uv = wuv.as<const float>();
+  for (int64_t b = 0; b < B; ++b) {
+    const float *c = cache.as<const float>() + b * width; // row t at c + t * cacheRow
+    for (int64_t h = 0; h < H; ++h) {
+      const float *qh = q.as<const float>() + (b * H + h) * Sq * qWidth;
+      const float *ukh = hasUk ? uk + h * d.nope * d.latent : nullptr, *uvh = hasUv ? uv + h * d.latent * d.v : nullptr;
+      float *oh = out.as<float>() + (b * H + h) * Sq * d.v;
+      if (expand) {
+        // keys = [latent · w_uk[h]ᵀ, rope key], values = latent · w_uv[h]
+        gemmF32(false, true, Sk, d.nope, d.latent, 1.0f, c, cacheRow, ukh, d.latent, 0.0f, keys.data(), qWidth);
+        for (int64_t t = 0; t < Sk; ++t)
+          std::memcpy(keys.data() + t * qWidth + d.nope, c + t * cacheRow + d.latent, size_t(d.rope) * sizeof(float));
+        gemmF32(false, false, Sk, d.v, d.latent, 1.0f, c, cacheRow, uvh, d.v, 0.0f, values.data(), d.v);
+        gemmF32(false, true, Sq, Sk, qWidth, scale, qh, qWidth, keys.data(), qWidth, 0.0f, scores.data(), Sk);
+        maskedSoftmaxRows(scores.data(), Sq, Sk, mask, b, h, false);
+        gemmF32(false, false, Sq, d.v, Sk, 1.0f, scores.data(), Sk, values.data(), d.v, 0.0f, oh, d.v);
+      } else {
+        // qa = [q_nope · w_uk[h], q_rope]; scores against the cache rows themselves
+        const float *qa = qh;
+        if (hasUk) {
+          gemmF32(false, false, Sq, d.latent, d.nope, 1.0f, qh, qWidth, ukh, d.latent, 0.0f, qLatent.data(), width);
+          for (int64_t i = 0; i < Sq; ++i)
+            std::memcpy(qLatent.data() + i * width + d.latent, qh + i * qWidth + d.nope, size_t(d.rope) * sizeof(float));
+          qa = qLatent.data();
+        }
+        gemmF32(false, true, Sq, Sk, width, scale, qa, width, c, cacheRow, 0.0f, scores.data(), Sk);
+        maskedSoftmaxRows(scores.data(), Sq, Sk, mask, b, h, false);
+        float *ol = hasUv ? oLatent.data() : oh;
+        gemmF32(false, false, Sq, d.latent, Sk, 1.0f, scores.data(), Sk, c, cacheRow, 0.0f, ol, d.latent);
+        if (hasUv)
+          gemmF32(false, false, Sq, d.v, d.latent, 1.0f, ol, d.latent, uvh, d.v, 0.0f, oh, d.v);
+      }
+    }
+  }
+  return {};
+}
+
+} // namespace
+
+extern const KernelEntry kLatentAttentionKernels[] = {
+    {"latent_attention", withHalf<latentAttentionKernel>},
+    {nullptr, nullptr},
+};
+
+} // namespace llmc::rt
