@@ -8,6 +8,7 @@
 // Every register holds floats: f16 and bool inputs widen on load, outputs narrow on store, and a
 // cast to f16 rounds through half precision. Inputs broadcast (numpy) to the output shape; the
 // work goes row by row in chunks that stay in the L1 cache.
+#include "FusedProgram.h"
 #include "KernelUtil.h"
 
 #include <array>
@@ -19,47 +20,7 @@ namespace {
 
 constexpr int64_t kChunk = 256;
 
-enum class Op : uint8_t {
-  Add, Sub, Mul, Div, Pow, Max, Min, Equal, Less, LessEqual, Greater, GreaterEqual, And, Or, Xor, Where,
-  Neg, Abs, Sqrt, Reciprocal, Exp, Log, Tanh, Erf, Sigmoid, Silu, Relu, Cos, Sin, Floor, Ceil, Sign, Softplus,
-  Round, Not, IsNan, Gelu, GeluTanh, LeakyRelu, Elu, HardSigmoid, HardSwish, Identity, Constant, Cast
-};
-
-struct Named {
-  std::string_view name;
-  Op op;
-};
-constexpr Named kOps[] = {
-    {"add", Op::Add},           {"sub", Op::Sub},         {"mul", Op::Mul},
-    {"div", Op::Div},           {"pow", Op::Pow},         {"max", Op::Max},
-    {"min", Op::Min},           {"equal", Op::Equal},     {"less", Op::Less},
-    {"less_equal", Op::LessEqual}, {"greater", Op::Greater}, {"greater_equal", Op::GreaterEqual},
-    {"and", Op::And},           {"or", Op::Or},           {"xor", Op::Xor},
-    {"where", Op::Where},       {"neg", Op::Neg},         {"abs", Op::Abs},
-    {"sqrt", Op::Sqrt},         {"reciprocal", Op::Reciprocal}, {"exp", Op::Exp},
-    {"log", Op::Log},           {"tanh", Op::Tanh},       {"erf", Op::Erf},
-    {"sigmoid", Op::Sigmoid},   {"silu", Op::Silu},       {"relu", Op::Relu},
-    {"cos", Op::Cos},           {"sin", Op::Sin},         {"floor", Op::Floor},
-    {"ceil", Op::Ceil},         {"sign", Op::Sign},       {"softplus", Op::Softplus},
-    {"round", Op::Round},       {"not", Op::Not},         {"is_nan", Op::IsNan},
-    {"gelu", Op::Gelu},         {"gelu_tanh", Op::GeluTanh}, {"leaky_relu", Op::LeakyRelu},
-    {"elu", Op::Elu},           {"hard_sigmoid", Op::HardSigmoid}, {"hard_swish", Op::HardSwish},
-    {"identity", Op::Identity}, {"constant", Op::Constant}, {"cast", Op::Cast},
-};
-
-int arity(Op op) {
-  if (op == Op::Where)
-    return 3;
-  if (op == Op::Constant)
-    return 0;
-  return op <= Op::Xor ? 2 : 1;
-}
-
-struct Instruction {
-  Op op;
-  int a, b, c;
-  float p0, p1;
-};
+using namespace fused;
 
 float roundHalf(float x) { return halfToFloat(floatToHalf(x)); }
 
@@ -135,50 +96,10 @@ void store(TensorRef &t, int64_t i, float v) {
   }
 }
 
-std::string parseProgram(const KernelArgs &args, std::vector<Instruction> &program, std::vector<int> &results) {
-  const std::string_view names = args.attrs.getString("ops");
-  const std::vector<int64_t> operands = args.attrs.getInts("operands"), res = args.attrs.getInts("results");
-  const std::vector<double> params = args.attrs.getFloats("params");
-  size_t start = 0;
-  while (start < names.size()) {
-    size_t end = names.find(';', start);
-    if (end == std::string_view::npos)
-      end = names.size();
-    const std::string_view name = names.substr(start, end - start);
-    start = end + 1;
-    const Named *found = nullptr;
-    for (const Named &n : kOps)
-      if (n.name == name)
-        found = &n;
-    if (!found)
-      return "unknown op '" + std::string(name) + "' in the fused region";
-    const size_t i = program.size();
-    if (operands.size() < 3 * (i + 1) || params.size() < 2 * (i + 1))
-      return "operands or params are missing for instruction " + std::to_string(i);
-    Instruction in{found->op, int(operands[3 * i]), int(operands[3 * i + 1]), int(operands[3 * i + 2]),
-                   float(params[2 * i]), float(params[2 * i + 1])};
-    const int registers = args.numInputs + int(i);
-    const int used[3] = {in.a, in.b, in.c};
-    for (int k = 0; k < 3; ++k)
-      if ((k < arity(in.op) && (used[k] < 0 || used[k] >= registers)) || (k >= arity(in.op) && used[k] != -1))
-        return "instruction " + std::to_string(i) + " reads a register that does not exist";
-    program.push_back(in);
-  }
-  const int registers = args.numInputs + int(program.size());
-  if (res.size() != size_t(args.numOutputs))
-    return "expects one result register per output";
-  for (int64_t r : res) {
-    if (r < 0 || r >= registers)
-      return "a result register does not exist";
-    results.push_back(int(r));
-  }
-  return {};
-}
-
 std::string fusedElementwiseKernel(const KernelArgs &args) {
   std::vector<Instruction> program;
   std::vector<int> results;
-  if (std::string err = parseProgram(args, program, results); !err.empty())
+  if (std::string err = parseProgram(args.attrs, args.numInputs, args.numOutputs, program, results); !err.empty())
     return err;
   if (args.numOutputs < 1)
     return "expects at least one output";
