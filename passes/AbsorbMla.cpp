@@ -259,6 +259,13 @@ std::optional<Site> matchSite(func::FuncOp func, SplitOp split) {
   if (!keys || !values)
     return std::nullopt;
   s.keys = *keys, s.values = *values;
+  // The views attention reads are [B, H, T, width] of the right widths.
+  auto viewIs = [&](Value view, int64_t width) {
+    auto t = tensorType(view);
+    return t.getRank() == 4 && t.getDimSize(1) == s.heads && t.getDimSize(3) == width;
+  };
+  if (!viewIs(s.keys.view, s.nope + s.rope) || !viewIs(s.values.view, s.v))
+    return std::nullopt;
   // The pair must be past_key_values.N.key / .value of the same N.
   auto nameOf = [&](BlockArgument a) { return func.getArgAttrOfType<StringAttr>(a.getArgNumber(), "llmc.name"); };
   auto kName = nameOf(s.keys.past), vName = nameOf(s.values.past);
