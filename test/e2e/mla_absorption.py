@@ -7,7 +7,9 @@
 2. numerics: a prefill and 32 greedy decode steps against ONNX Runtime on the original export
    (logits max abs error <= 1e-4; the 7-token prompt runs latent_attention expanded, the decode
    steps absorbed, by the kernel's cost count) for the absorbed plan with W_UK/W_UV chosen by the cost
-   estimate, kept separate, and multiplied out, and for the plan without the pass.
+   estimate, kept separate, and multiplied out, and for the plan without the pass;
+3. the generator on the latent cache: a batch of prompts of different lengths gives each prompt's
+   tokens alone.
 
     mla_absorption.py --llmc BIN --llmc-run BIN
 """
@@ -68,6 +70,12 @@ def main():
         print(run.stdout.strip().splitlines()[-1] if run.stdout.strip() else run.stderr)
         if run.returncode != 0:
             failures.append(f"generation with {flags or 'defaults'} differs from ONNX Runtime")
+    # 3. A batch of prompts of different lengths generates what each prompt generates alone.
+    run = subprocess.run([sys.executable, os.path.join(HERE, "batch_vs_single.py"), "--llmc", args.llmc,
+                          "--llmc-run", args.llmc_run, "--model", model], capture_output=True, text=True)
+    print(run.stdout.strip().splitlines()[-1] if run.stdout.strip() else run.stderr)
+    if run.returncode != 0:
+        failures.append("a batch generates other tokens than its prompts alone")
     for f in failures:
         print("FAIL:", f)
     print("PASS" if not failures else "FAIL")
