@@ -422,7 +422,7 @@ struct AbsorbMla : impl::LlmcAbsorbMlaBase<AbsorbMla> {
     if (query) {
       const int64_t Q = query->product.k, separate = Q * H * n + H * n * L, merged = Q * H * L;
       mergeQuery = decide(merged, separate);
-      r.text += "  W_UK: per token " + std::to_string(separate) + " MACs (q_b_proj's nope columns, then W_UK per head) "
+      r.text += "  W_UK: per token " + std::to_string(separate) + " MACs = weight floats read (q_b_proj's nope columns, then W_UK per head) "
                 "vs " + std::to_string(merged) + " multiplied into q_b_proj: " +
                 (mergeQuery ? "multiplied out\n" : "kept separate\n");
     }
@@ -442,7 +442,13 @@ struct AbsorbMla : impl::LlmcAbsorbMlaBase<AbsorbMla> {
     r.text += ", uncompressed cache";
     for (int64_t context : {int64_t(1), int64_t(256), int64_t(1024)})
       r.text += (context == 1 ? " " : " / ") + std::to_string(H * rt::mla::uncompressedMacs(dims, 1, context));
-    r.text += " (the kernel picks absorbed or expanded per call by this count)";
+    r.text += " (the kernel picks absorbed or expanded per call by this count)\n";
+    r.text += "  KV-cache bytes read per decoded token (context 1 / 256 / 1024): latent";
+    for (int64_t context : {int64_t(1), int64_t(256), int64_t(1024)})
+      r.text += (context == 1 ? " " : " / ") + std::to_string(context * r.kvAfter);
+    r.text += ", uncompressed";
+    for (int64_t context : {int64_t(1), int64_t(256), int64_t(1024)})
+      r.text += (context == 1 ? " " : " / ") + std::to_string(context * r.kvBefore);
 
     Value q = s.q, wuk, wuv;
     if (mergeQuery) {
