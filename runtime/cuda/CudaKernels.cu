@@ -1,0 +1,363 @@
+// The CUDA executor's hand-written kernels (see CudaKernels.h): templates over the storage type,
+// f32 arithmetic throughout. One block per row for the row-wise kernels (the row staged in shared
+// memory as f32), one thread per element for the data movement ones.
+#include "CudaKernels.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cmath>
+
+namespace llmc::rt::cuda {
+namespace {
+
+constexpr int kRowThreads = 256;
+constexpr int kElementThreads = 256;
+constexpr int64_t kMaxRowCols = 12 * 1024;   // the row staged in 48 KiB of shared memory
+constexpr int kDecodeThreads = 128;          // 4 warps per (sequence, head, split)
+constexpr int64_t kMaxDecodeChunk = 1024;    // cache rows one decode block scores
+constexpr int64_t kMaxDecodeHeadDim = 256;
+
+template <typename T> __device__ __forceinline__ float toF(T x);
+template <> __device__ __forceinline__ float toF<float>(float x) { return x; }
+template <> __device__ __forceinline__ float toF<__half>(__half x) { return __half2float(x); }
+template <> __device__ __forceinline__ float toF<__nv_bfloat16>(__nv_bfloat16 x) { return __bfloat162float(x); }
+
+template <typename T> __device__ __forceinline__ T fromF(float x);
+template <> __device__ __forceinline__ float fromF<float>(float x) { return x; }
+template <> __device__ __forceinline__ __half fromF<__half>(float x) { return __float2half_rn(x); }
+template <> __device__ __forceinline__ __nv_bfloat16 fromF<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+
+// Runs `f(T{})` with T the storage type.
+template <typename F> void dispatch(Storage s, F &&f) {
+  switch (s) {
+  case Storage::F32: f(float{}); break;
+  case Storage::F16: f(__half{}); break;
+  case Storage::BF16: f(__nv_bfloat16{}); break;
+  }
+}
+
+std::string launched(const char *what) {
+  const cudaError_t e = cudaGetLastError();
+  return e == cudaSuccess ? std::string() : std::string(what) + ": " + cudaGetErrorString(e);
+}
+
+int64_t blocksFor(int64_t n, int threads) { return std::max<int64_t>(1, std::min<int64_t>((n + threads - 1) / threads, 65535 * 8)); }
+
+// Sum / max over the block (blockDim.x a multiple of 32, at most 1024); every thread gets it.
+template <bool kMax> __device__ float blockReduce(float v) {
+  __shared__ float partial[32];
+  for (int o = 16; o > 0; o >>= 1) {
+    const float other = __shfl_xor_sync(0xffffffffu, v, o);
+    v = kMax ? fmaxf(v, other) : v + other;
+  }
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
+  __syncthreads(); // the previous call's readers are done with `partial`
+  if (lane == 0)
+    partial[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    v = lane < warps ? partial[lane] : (kMax ? -INFINITY : 0.0f);
+    for (int o = 16; o > 0; o >>= 1) {
+      const float other = __shfl_xor_sync(0xffffffffu, v, o);
+      v = kMax ? fmaxf(v, other) : v + other;
+    }
+    if (lane == 0)
+      partial[0] = v;
+  }
+  __syncthreads();
+  return partial[0];
+}
+
+template <typename T, bool kLayer>
+__global__ void addNormKernel(const T *__restrict__ x, const T *__restrict__ r, const T *__restrict__ scale,
+                              const T *__restrict__ bias, T *__restrict__ out, T *__restrict__ sum, int64_t cols,
+                              float eps) {
+  extern __shared__ float row[];
+  const int64_t base = int64_t(blockIdx.x) * cols;
+  float acc = 0.0f;
+  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+    const float v = toF(x[base + c]) + (r ? toF(r[base + c]) : 0.0f);
+    if (sum)
+      sum[base + c] = fromF<T>(v);
+    row[c] = v;
+    acc += kLayer ? v : v * v;
+  }
+  const float total = blockReduce<false>(acc);
+  float mean = 0.0f, inv;
+  if (kLayer) {
+    mean = total / float(cols);
+    float sq = 0.0f;
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
+      sq += (row[c] - mean) * (row[c] - mean);
+    inv = rsqrtf(blockReduce<false>(sq) / float(cols) + eps);
+  } else {
+    inv = rsqrtf(total / float(cols) + eps);
+  }
+  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+    float y = (row[c] - mean) * inv * toF(scale[c]);
+    if (bias)
+      y += toF(bias[c]);
+    out[base + c] = fromF<T>(y);
+  }
+}
+
+template <typename T>
+__global__ void softmaxKernel(const T *__restrict__ x, T *__restrict__ y, int64_t cols) {
+  extern __shared__ float row[];
+  const int64_t base = int64_t(blockIdx.x) * cols;
+  float best = -INFINITY;
+  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+    row[c] = toF(x[base + c]);
+    best = fmaxf(best, row[c]);
+  }
+  best = blockReduce<true>(best);
+  float acc = 0.0f;
+  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+    row[c] = __expf(row[c] - best);
+    acc += row[c];
+  }
+  const float inv = 1.0f / blockReduce<false>(acc);
+  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
+    y[base + c] = fromF<T>(row[c] * inv);
+}
+
+template <typename T>
+__global__ void rotaryKernel(const T *__restrict__ x, T *__restrict__ y, const float *__restrict__ cosT,
+                             const float *__restrict__ sinT, int64_t tableRows, const int64_t *__restrict__ positions,
+                             int64_t B, int64_t H, int64_t S, int64_t D, int64_t rot, bool interleaved, bool flat,
+                             int *error) {
+  const int64_t n = B * H * S * D, half = rot / 2;
+  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t d = e % D, rowIndex = e / D;
+    int64_t b, h, s;
+    if (flat) { // rows ordered (b, s, h)
+      h = rowIndex % H, s = (rowIndex / H) % S, b = rowIndex / (H * S);
+    } else {    // rows ordered (b, h, s)
+      s = rowIndex % S, h = (rowIndex / S) % H, b = rowIndex / (S * H);
+    }
+    (void)h;
+    const int64_t base = rowIndex * D;
+    if (d >= rot) {
+      y[e] = x[e];
+      continue;
+    }
+    const int64_t pos = positions[b * S + s];
+    if (pos < 0 || pos >= tableRows) {
+      atomicExch(error, 1);
+      y[e] = x[e];
+      continue;
+    }
+    const int64_t i = interleaved ? d / 2 : (d < half ? d : d - half);
+    const int64_t a = interleaved ? 2 * i : i, bIdx = interleaved ? 2 * i + 1 : i + half;
+    const float c = cosT[pos * half + i], sn = sinT[pos * half + i];
+    const float x1 = toF(x[base + a]), x2 = toF(x[base + bIdx]);
+    y[e] = fromF<T>(d == a ? x1 * c - x2 * sn : x2 * c + x1 * sn);
+  }
+}
+
+template <typename T>
+__global__ void gatherRowsKernel(const T *__restrict__ table, int64_t rows, int64_t width,
+                                 const int64_t *__restrict__ ids, int64_t count, T *__restrict__ out, int *error) {
+  const int64_t n = count * width;
+  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += int64_t(gridDim.x) * blockDim.x) {
+    int64_t id = ids[e / width];
+    if (id < 0)
+      id += rows;
+    if (id < 0 || id >= rows) {
+      atomicExch(error, 1);
+      out[e] = fromF<T>(0.0f);
+    } else {
+      out[e] = table[id * width + e % width];
+    }
+  }
+}
+
+template <typename T>
+__global__ void appendKvKernel(const T *__restrict__ fresh, T *__restrict__ cache, int64_t past, int64_t B, int64_t S,
+                               int64_t W) {
+  const int64_t n = B * S * W;
+  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t w = e % W, s = (e / W) % S, b = e / (W * S);
+    cache[((past + s) * B + b) * W + w] = fresh[e];
+  }
+}
+
+// Decode attention, pass 1: block (sequence b and head h, split) scores its chunk of the cache,
+// then writes its running max, its sum of exponentials and its unnormalized weighted sum of values.
+template <typename T>
+__global__ void decodePartialKernel(const T *__restrict__ q, const T *__restrict__ k, const T *__restrict__ v,
+                                    const uint8_t *__restrict__ keep, float *__restrict__ ws, int64_t B, int64_t Hq,
+                                    int64_t Hkv, int64_t T_, int64_t D, int64_t Dv, float scale, int64_t chunk) {
+  __shared__ float qs[kMaxDecodeHeadDim];
+  __shared__ float p[kMaxDecodeChunk];
+  const int64_t bh = blockIdx.x, b = bh / Hq, h = bh % Hq, kvh = h / (Hq / Hkv);
+  const int split = blockIdx.y, splits = gridDim.y;
+  const int64_t t0 = split * chunk, t1 = t0 + chunk < T_ ? t0 + chunk : T_;
+  for (int64_t d = threadIdx.x; d < D; d += blockDim.x)
+    qs[d] = toF(q[(b * Hq + h) * D + d]) * scale;
+  __syncthreads();
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  for (int64_t t = t0 + warp; t < t1; t += warps) {
+    const T *kt = k + (t * B + b) * Hkv * D + kvh * D;
+    float dot = 0.0f;
+    for (int64_t d = lane; d < D; d += 32)
+      dot += qs[d] * toF(kt[d]);
+    for (int o = 16; o > 0; o >>= 1)
+      dot += __shfl_xor_sync(0xffffffffu, dot, o);
+    if (lane == 0)
+      p[t - t0] = keep && !keep[b * T_ + t] ? -INFINITY : dot;
+  }
+  __syncthreads();
+  float best = -INFINITY;
+  for (int64_t t = t0 + threadIdx.x; t < t1; t += blockDim.x)
+    best = fmaxf(best, p[t - t0]);
+  best = blockReduce<true>(best);
+  float acc = 0.0f;
+  for (int64_t t = t0 + threadIdx.x; t < t1; t += blockDim.x) {
+    const float e = best == -INFINITY ? 0.0f : __expf(p[t - t0] - best);
+    p[t - t0] = e;
+    acc += e;
+  }
+  const float total = blockReduce<false>(acc); // also orders the writes to p before the reads below
+  float *out = ws + (bh * splits + split) * (Dv + 2);
+  for (int64_t dv = threadIdx.x; dv < Dv; dv += blockDim.x) {
+    float o = 0.0f;
+    for (int64_t t = t0; t < t1; ++t)
+      o += p[t - t0] * toF(v[(t * B + b) * Hkv * Dv + kvh * Dv + dv]);
+    out[2 + dv] = o;
+  }
+  if (threadIdx.x == 0)
+    out[0] = best, out[1] = total;
+}
+
+// Decode attention, pass 2: the splits' partial results combined, rescaled to the global max.
+template <typename T>
+__global__ void decodeCombineKernel(const float *__restrict__ ws, T *__restrict__ out, int64_t Hq, int64_t Dv,
+                                    int splits) {
+  const int64_t bh = blockIdx.x;
+  const float *part = ws + bh * splits * (Dv + 2);
+  float best = -INFINITY;
+  for (int s = 0; s < splits; ++s)
+    best = fmaxf(best, part[s * (Dv + 2)]);
+  float total = 0.0f;
+  for (int s = 0; s < splits; ++s)
+    if (part[s * (Dv + 2)] != -INFINITY)
+      total += part[s * (Dv + 2) + 1] * __expf(part[s * (Dv + 2)] - best);
+  for (int64_t dv = threadIdx.x; dv < Dv; dv += blockDim.x) {
+    float o = 0.0f;
+    for (int s = 0; s < splits; ++s)
+      if (part[s * (Dv + 2)] != -INFINITY)
+        o += part[s * (Dv + 2) + 2 + dv] * __expf(part[s * (Dv + 2)] - best);
+    out[bh * Dv + dv] = fromF<T>(best == -INFINITY ? 0.0f : o / total); // every key masked: zeros
+  }
+}
+
+} // namespace
+
+size_t storageBytes(Storage s) { return s == Storage::F32 ? 4 : 2; }
+
+std::string addNorm(Storage s, bool layerNorm, const void *x, const void *residual, const void *scale,
+                    const void *bias, void *out, void *sum, int64_t rows, int64_t cols, float epsilon, void *stream) {
+  if (rows <= 0 || cols <= 0 || cols > kMaxRowCols)
+    return "addNorm: rows must be positive and 1 <= cols <= " + std::to_string(kMaxRowCols);
+  const size_t shared = size_t(cols) * sizeof(float);
+  auto st = static_cast<cudaStream_t>(stream);
+  dispatch(s, [&](auto tag) {
+    using T = decltype(tag);
+    auto kernel = layerNorm ? addNormKernel<T, true> : addNormKernel<T, false>;
+    if (shared > 48 * 1024)
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared));
+    kernel<<<unsigned(rows), kRowThreads, shared, st>>>(static_cast<const T *>(x), static_cast<const T *>(residual),
+                                                        static_cast<const T *>(scale), static_cast<const T *>(bias),
+                                                        static_cast<T *>(out), static_cast<T *>(sum), cols, epsilon);
+  });
+  return launched("addNorm");
+}
+
+std::string softmax(Storage s, const void *x, void *y, int64_t rows, int64_t cols, void *stream) {
+  if (rows <= 0 || cols <= 0 || cols > kMaxRowCols)
+    return "softmax: rows must be positive and 1 <= cols <= " + std::to_string(kMaxRowCols);
+  const size_t shared = size_t(cols) * sizeof(float);
+  dispatch(s, [&](auto tag) {
+    using T = decltype(tag);
+    if (shared > 48 * 1024)
+      cudaFuncSetAttribute(softmaxKernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared));
+    softmaxKernel<T><<<unsigned(rows), kRowThreads, shared, static_cast<cudaStream_t>(stream)>>>(
+        static_cast<const T *>(x), static_cast<T *>(y), cols);
+  });
+  return launched("softmax");
+}
+
+std::string rotary(Storage s, const void *x, void *y, const float *cos, const float *sin, int64_t positionsInTable,
+                   const int64_t *positions, int64_t B, int64_t H, int64_t S, int64_t D, int64_t rotaryDim,
+                   bool interleaved, bool flat, int *error, void *stream) {
+  if (rotaryDim <= 0 || rotaryDim % 2 || rotaryDim > D)
+    return "rotary: rotaryDim must be even and within the head";
+  const int64_t n = B * H * S * D;
+  if (n == 0)
+    return {};
+  dispatch(s, [&](auto tag) {
+    using T = decltype(tag);
+    rotaryKernel<T><<<unsigned(blocksFor(n, kElementThreads)), kElementThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+        static_cast<const T *>(x), static_cast<T *>(y), cos, sin, positionsInTable, positions, B, H, S, D, rotaryDim,
+        interleaved, flat, error);
+  });
+  return launched("rotary");
+}
+
+std::string gatherRows(Storage s, const void *table, int64_t rows, int64_t width, const int64_t *ids, int64_t count,
+                       void *out, int *error, void *stream) {
+  if (count * width == 0)
+    return {};
+  dispatch(s, [&](auto tag) {
+    using T = decltype(tag);
+    gatherRowsKernel<T><<<unsigned(blocksFor(count * width, kElementThreads)), kElementThreads, 0,
+                          static_cast<cudaStream_t>(stream)>>>(static_cast<const T *>(table), rows, width, ids, count,
+                                                               static_cast<T *>(out), error);
+  });
+  return launched("gatherRows");
+}
+
+std::string appendKv(Storage s, const void *fresh, void *cache, int64_t past, int64_t B, int64_t S, int64_t W,
+                     void *stream) {
+  if (B * S * W == 0)
+    return {};
+  dispatch(s, [&](auto tag) {
+    using T = decltype(tag);
+    appendKvKernel<T><<<unsigned(blocksFor(B * S * W, kElementThreads)), kElementThreads, 0,
+                        static_cast<cudaStream_t>(stream)>>>(static_cast<const T *>(fresh), static_cast<T *>(cache),
+                                                             past, B, S, W);
+  });
+  return launched("appendKv");
+}
+
+int decodeAttentionSplits(int64_t T) { return int(std::max<int64_t>(1, (T + 255) / 256)); }
+
+size_t decodeAttentionWorkspaceBytes(int64_t B, int64_t Hq, int64_t Dv, int splits) {
+  return size_t(B * Hq) * size_t(splits) * size_t(Dv + 2) * sizeof(float);
+}
+
+std::string decodeAttention(Storage s, const void *q, const void *k, const void *v, const uint8_t *keep, void *out,
+                            int64_t B, int64_t Hq, int64_t Hkv, int64_t T, int64_t D, int64_t Dv, float scale,
+                            int splits, void *workspace, void *stream) {
+  if (splits <= 0)
+    splits = decodeAttentionSplits(T);
+  const int64_t chunk = (T + splits - 1) / splits;
+  if (B <= 0 || Hkv <= 0 || Hq % Hkv || T <= 0 || D > kMaxDecodeHeadDim || chunk > kMaxDecodeChunk || splits > 65535)
+    return "decodeAttention: needs Hq a multiple of Hkv, T > 0, D <= " + std::to_string(kMaxDecodeHeadDim) +
+           " and at most " + std::to_string(kMaxDecodeChunk) + " cache rows per split";
+  auto st = static_cast<cudaStream_t>(stream);
+  dispatch(s, [&](auto tag) {
+    using T_ = decltype(tag);
+    decodePartialKernel<T_><<<dim3(unsigned(B * Hq), unsigned(splits)), kDecodeThreads, 0, st>>>(
+        static_cast<const T_ *>(q), static_cast<const T_ *>(k), static_cast<const T_ *>(v), keep,
+        static_cast<float *>(workspace), B, Hq, Hkv, T, D, Dv, scale, chunk);
+    decodeCombineKernel<T_><<<unsigned(B * Hq), kDecodeThreads, 0, st>>>(static_cast<const float *>(workspace),
+                                                                          static_cast<T_ *>(out), Hq, Dv, splits);
+  });
+  return launched("decodeAttention");
+}
+
+} // namespace llmc::rt::cuda

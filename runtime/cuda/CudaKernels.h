@@ -1,0 +1,55 @@
+// Hand-written CUDA kernels of the CUDA executor (issue 7, in progress), callable from C++
+// compiled without nvcc: pointers are device pointers, `stream` a cudaStream_t. Activations and
+// weights are stored as f32, f16 or bf16 (`Storage`); every kernel accumulates in f32. Each returns
+// an error message (bad arguments, a failed launch), empty on success. Their semantics are the
+// CPU kernels' of the same name (runtime/kernels), which test/cuda checks them against.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace llmc::rt::cuda {
+
+enum class Storage { F32, F16, BF16 };
+
+size_t storageBytes(Storage s);
+
+// add_rms_norm / add_layer_norm over the last axis of [rows, cols]: sum = x + residual (residual
+// may be null: plain rms_norm / layer_norm), out = norm(sum) * scale (+ bias). `sum` (nullable)
+// receives x + residual. scale and bias are [cols] in the same storage; bias may be null.
+std::string addNorm(Storage s, bool layerNorm, const void *x, const void *residual, const void *scale,
+                    const void *bias, void *out, void *sum, int64_t rows, int64_t cols, float epsilon, void *stream);
+
+// Softmax over the last axis of [rows, cols].
+std::string softmax(Storage s, const void *x, void *y, int64_t rows, int64_t cols, void *stream);
+
+// Rotary embedding of x [B, H, S, D] (or [B, S, H * D] with `flat`) into y: the first `rotaryDim`
+// dimensions of each head turn by the angles of each token's position (cos/sin tables
+// [positions, rotaryDim / 2], f32; positions [B, S] int64), pairs (i, i + rotaryDim/2) or, with
+// `interleaved`, (2i, 2i + 1). A position outside the tables sets *error (device int) to 1.
+std::string rotary(Storage s, const void *x, void *y, const float *cos, const float *sin, int64_t positionsInTable,
+                   const int64_t *positions, int64_t B, int64_t H, int64_t S, int64_t D, int64_t rotaryDim,
+                   bool interleaved, bool flat, int *error, void *stream);
+
+// Embedding lookup: out[i, :] = table[ids[i], :] for `count` ids into a [rows, width] table. An id
+// outside [0, rows) (negative ids count from the end, as ONNX Gather) sets *error to 1 and writes zeros.
+std::string gatherRows(Storage s, const void *table, int64_t rows, int64_t width, const int64_t *ids, int64_t count,
+                       void *out, int *error, void *stream);
+
+// KV-cache append: the new entries [B, S, W] go to rows past .. past + S of a length-major cache
+// [capacity, B, W] (llmc-kv-cache-layout's layout).
+std::string appendKv(Storage s, const void *fresh, void *cache, int64_t past, int64_t B, int64_t S, int64_t W,
+                     void *stream);
+
+// Decode attention, one query per sequence: q [B, Hq * D], keys and values in the length-major
+// cache [T, B, Hkv * D] / [T, B, Hkv * Dv] (grouped-query: Hq a multiple of Hkv), optional
+// `keep` [B, T] (bool bytes, 0 = masked), out [B, Hq * Dv]. The cache length is split across
+// `splits` blocks per head (0: chosen from T), whose partial results `workspace` holds
+// (decodeAttentionWorkspaceBytes); a second kernel combines them.
+size_t decodeAttentionWorkspaceBytes(int64_t B, int64_t Hq, int64_t Dv, int splits);
+int decodeAttentionSplits(int64_t T);
+std::string decodeAttention(Storage s, const void *q, const void *k, const void *v, const uint8_t *keep, void *out,
+                            int64_t B, int64_t Hq, int64_t Hkv, int64_t T, int64_t D, int64_t Dv, float scale,
+                            int splits, void *workspace, void *stream);
+
+} // namespace llmc::rt::cuda

@@ -1,0 +1,286 @@
+// Every CUDA kernel against the CPU kernel it stands for (the CPU executor is the reference), in
+// f32, f16 and bf16 storage, on random data rounded to the storage type first so that both sides
+// see the same inputs. Without a GPU the binary exits with 77, which CTest reports as skipped.
+#include "CudaKernels.h"
+#include "FusedElementwiseCuda.h"
+#include "KernelTestUtil.h"
+#include "Nvrtc.h"
+
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <cstring>
+
+using namespace llmc::rt;
+using namespace llmc::rt::test;
+namespace cu = llmc::rt::cuda;
+
+namespace {
+
+const cu::Storage kStorages[] = {cu::Storage::F32, cu::Storage::F16, cu::Storage::BF16};
+
+const char *name(cu::Storage s) { return s == cu::Storage::F32 ? "f32" : s == cu::Storage::F16 ? "f16" : "bf16"; }
+
+uint16_t toBf16(float f) { // round to nearest even
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+float fromBf16(uint16_t h) {
+  const uint32_t u = uint32_t(h) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+// Values as `s` stores them, widened back: what both executors read.
+std::vector<float> rounded(std::vector<float> v, cu::Storage s) {
+  for (float &x : v)
+    x = s == cu::Storage::F16 ? halfToFloat(floatToHalf(x)) : s == cu::Storage::BF16 ? fromBf16(toBf16(x)) : x;
+  return v;
+}
+
+float tolerance(cu::Storage s) { return s == cu::Storage::F32 ? 2e-5f : s == cu::Storage::F16 ? 4e-3f : 3e-2f; }
+
+// A device buffer.
+struct Device {
+  void *p = nullptr;
+  size_t bytes = 0;
+  explicit Device(size_t n) : bytes(n) { EXPECT_EQ(cudaMalloc(&p, std::max<size_t>(n, 1)), cudaSuccess); }
+  ~Device() { cudaFree(p); }
+  Device(const Device &) = delete;
+  template <typename T> T *as() const { return static_cast<T *>(p); }
+};
+
+// Floats uploaded in storage `s`.
+std::unique_ptr<Device> upload(const std::vector<float> &v, cu::Storage s) {
+  auto d = std::make_unique<Device>(v.size() * cu::storageBytes(s));
+  if (s == cu::Storage::F32) {
+    cudaMemcpy(d->p, v.data(), d->bytes, cudaMemcpyHostToDevice);
+  } else {
+    std::vector<uint16_t> h(v.size());
+    for (size_t i = 0; i < v.size(); ++i)
+      h[i] = s == cu::Storage::F16 ? floatToHalf(v[i]) : toBf16(v[i]);
+    cudaMemcpy(d->p, h.data(), d->bytes, cudaMemcpyHostToDevice);
+  }
+  return d;
+}
+
+std::vector<float> download(const Device &d, size_t n, cu::Storage s) {
+  std::vector<float> out(n);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  if (s == cu::Storage::F32) {
+    cudaMemcpy(out.data(), d.p, n * 4, cudaMemcpyDeviceToHost);
+  } else {
+    std::vector<uint16_t> h(n);
+    cudaMemcpy(h.data(), d.p, n * 2, cudaMemcpyDeviceToHost);
+    for (size_t i = 0; i < n; ++i)
+      out[i] = s == cu::Storage::F16 ? halfToFloat(h[i]) : fromBf16(h[i]);
+  }
+  return out;
+}
+
+template <typename T> std::unique_ptr<Device> uploadRaw(const std::vector<T> &v) {
+  auto d = std::make_unique<Device>(v.size() * sizeof(T));
+  cudaMemcpy(d->p, v.data(), d->bytes, cudaMemcpyHostToDevice);
+  return d;
+}
+
+// |got - want| <= tol * (1 + |want|) everywhere.
+void expectClose(const std::vector<float> &got, const std::vector<float> &want, float tol, const std::string &what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < got.size(); ++i)
+    if (got[i] != want[i]) // equal infinities are close too
+      ASSERT_LE(std::fabs(got[i] - want[i]), tol * (1 + std::fabs(want[i]))) << what << " at " << i;
+}
+
+TEST(Cuda, AddNormsMatchTheCpu) {
+  const int64_t rows = 5, cols = 1000;
+  for (cu::Storage s : kStorages)
+    for (bool layer : {false, true})
+      for (bool withResidual : {false, true}) {
+        Buf<float> x(DType::F32, {rows, cols}, rounded(randomFloats(rows * cols, 1), s)),
+            r(DType::F32, {rows, cols}, withResidual ? rounded(randomFloats(rows * cols, 2), s) : std::vector<float>(rows * cols)),
+            scale(DType::F32, {cols}, rounded(randomFloats(cols, 3), s)), bias(DType::F32, {cols}, rounded(randomFloats(cols, 4), s)),
+            want(DType::F32, {rows, cols}), wantSum(DType::F32, {rows, cols});
+        std::vector<TensorRef> ins = {x.ref(), r.ref(), scale.ref()};
+        if (layer)
+          ins.push_back(bias.ref());
+        ASSERT_EQ(call(layer ? "add_layer_norm" : "add_rms_norm", attrs({floatAttr("epsilon", 1e-5)}), ins,
+                       {want.ref(), wantSum.ref()}),
+                  "");
+        auto dx = upload(x.data, s), dr = upload(r.data, s), dscale = upload(scale.data, s), dbias = upload(bias.data, s);
+        Device out(size_t(rows * cols) * cu::storageBytes(s)), sum(size_t(rows * cols) * cu::storageBytes(s));
+        ASSERT_EQ(cu::addNorm(s, layer, dx->p, withResidual ? dr->p : nullptr, dscale->p, layer ? dbias->p : nullptr,
+                              out.p, sum.p, rows, cols, 1e-5f, nullptr),
+                  "");
+        const std::string what = std::string(layer ? "add_layer_norm " : "add_rms_norm ") + name(s);
+        expectClose(download(out, size_t(rows * cols), s), want.data, tolerance(s), what);
+        expectClose(download(sum, size_t(rows * cols), s), wantSum.data, tolerance(s), what + " sum");
+      }
+}
+
+TEST(Cuda, SoftmaxMatchesTheCpu) {
+  const int64_t rows = 7, cols = 333;
+  for (cu::Storage s : kStorages) {
+    Buf<float> x(DType::F32, {rows, cols}, rounded(randomFloats(rows * cols, 5, -8, 8), s)), want(DType::F32, {rows, cols});
+    ASSERT_EQ(call("softmax", attrs({intAttr("axis", -1)}), {x.ref()}, {want.ref()}), "");
+    auto dx = upload(x.data, s);
+    Device y(size_t(rows * cols) * cu::storageBytes(s));
+    ASSERT_EQ(cu::softmax(s, dx->p, y.p, rows, cols, nullptr), "");
+    expectClose(download(y, size_t(rows * cols), s), want.data, tolerance(s), std::string("softmax ") + name(s));
+  }
+}
+
+TEST(Cuda, RotaryMatchesTheCpu) {
+  const int64_t B = 2, H = 3, S = 5, D = 16, table = 40;
+  for (cu::Storage s : kStorages)
+    for (bool interleaved : {false, true})
+      for (bool flat : {false, true})
+        for (int64_t rot : {D, D / 2}) {
+          std::vector<int64_t> shape = flat ? std::vector<int64_t>{B, S, H * D} : std::vector<int64_t>{B, H, S, D};
+          Buf<float> x(DType::F32, shape, rounded(randomFloats(B * H * S * D, 6), s)), want(DType::F32, shape),
+              cosT(DType::F32, {table, rot / 2}, randomFloats(table * rot / 2, 7)),
+              sinT(DType::F32, {table, rot / 2}, randomFloats(table * rot / 2, 8));
+          Buf<int64_t> pos(DType::I64, {B, S}, {3, 9, 0, 39, 12, 1, 2, 3, 4, 5});
+          AttrList a = attrs({intAttr("interleaved", interleaved), intAttr("rotary_embedding_dim", rot)});
+          if (flat)
+            a.add(intAttr("num_heads", H));
+          ASSERT_EQ(call("rotary", a, {x.ref(), cosT.ref(), sinT.ref(), pos.ref()}, {want.ref()}), "");
+          auto dx = upload(x.data, s), dcos = uploadRaw(cosT.data), dsin = uploadRaw(sinT.data), dpos = uploadRaw(pos.data);
+          auto error = uploadRaw(std::vector<int>{0});
+          Device y(size_t(B * H * S * D) * cu::storageBytes(s));
+          ASSERT_EQ(cu::rotary(s, dx->p, y.p, dcos->as<float>(), dsin->as<float>(), table, dpos->as<int64_t>(), B, H, S, D,
+                               rot, interleaved, flat, error->as<int>(), nullptr),
+                    "");
+          expectClose(download(y, size_t(B * H * S * D), s), want.data, tolerance(s), std::string("rotary ") + name(s));
+          int flag = 1;
+          cudaMemcpy(&flag, error->p, sizeof flag, cudaMemcpyDeviceToHost);
+          EXPECT_EQ(flag, 0);
+        }
+}
+
+TEST(Cuda, GatherRowsMatchesTheCpuAndFlagsBadIds) {
+  const int64_t rows = 50, width = 24;
+  for (cu::Storage s : kStorages) {
+    Buf<float> table(DType::F32, {rows, width}, rounded(randomFloats(rows * width, 9), s)), want(DType::F32, {2, 3, width});
+    Buf<int64_t> ids(DType::I64, {2, 3}, {0, 49, 7, -1, 3, 3});
+    ASSERT_EQ(call("gather", attrs({intAttr("axis", 0)}), {table.ref(), ids.ref()}, {want.ref()}), "");
+    auto dt = upload(table.data, s), di = uploadRaw(ids.data), error = uploadRaw(std::vector<int>{0});
+    Device out(size_t(6 * width) * cu::storageBytes(s));
+    ASSERT_EQ(cu::gatherRows(s, dt->p, rows, width, di->as<int64_t>(), 6, out.p, error->as<int>(), nullptr), "");
+    expectClose(download(out, size_t(6 * width), s), want.data, 0.0f, std::string("gather ") + name(s));
+    auto bad = uploadRaw(std::vector<int64_t>{50});
+    ASSERT_EQ(cu::gatherRows(s, dt->p, rows, width, bad->as<int64_t>(), 1, out.p, error->as<int>(), nullptr), "");
+    int flag = 0;
+    cudaMemcpy(&flag, error->p, sizeof flag, cudaMemcpyDeviceToHost);
+    EXPECT_EQ(flag, 1);
+  }
+}
+
+TEST(Cuda, AppendKvMatchesTransposeThenConcat) {
+  const int64_t P = 6, B = 2, S = 3, W = 20;
+  for (cu::Storage s : kStorages) {
+    Buf<float> past(DType::F32, {P, B, W}, rounded(randomFloats(P * B * W, 10), s)),
+        fresh(DType::F32, {B, S, W}, rounded(randomFloats(B * S * W, 11), s)), freshT(DType::F32, {S, B, W}),
+        want(DType::F32, {P + S, B, W});
+    ASSERT_EQ(call("transpose", attrs({intsAttr("perm", {1, 0, 2})}), {fresh.ref()}, {freshT.ref()}), "");
+    ASSERT_EQ(call("concat", attrs({intAttr("axis", 0)}), {past.ref(), freshT.ref()}, {want.ref()}), "");
+    std::vector<float> cache = past.data;
+    cache.resize(size_t((P + S + 4) * B * W), 0.0f); // capacity beyond what is filled
+    auto dc = upload(cache, s), df = upload(fresh.data, s);
+    ASSERT_EQ(cu::appendKv(s, df->p, dc->p, P, B, S, W, nullptr), "");
+    expectClose(download(*dc, size_t((P + S) * B * W), s), want.data, 0.0f, std::string("appendKv ") + name(s));
+  }
+}
+
+TEST(Cuda, DecodeAttentionMatchesFusedAttention) {
+  const int64_t B = 2, Hq = 8, Hkv = 2, D = 64, Dv = 64;
+  for (cu::Storage s : kStorages)
+    for (int64_t T : {1, 37, 700})
+      for (bool masked : {false, true}) {
+        Buf<float> q(DType::F32, {B, 1, Hq * D}, rounded(randomFloats(B * Hq * D, 12), s)),
+            k(DType::F32, {T, B, Hkv * D}, rounded(randomFloats(T * B * Hkv * D, 13), s)),
+            v(DType::F32, {T, B, Hkv * Dv}, rounded(randomFloats(T * B * Hkv * Dv, 14), s)), want(DType::F32, {B, 1, Hq * Dv}),
+            none(DType::F32, {0});
+        Buf<uint8_t> keep(DType::Bool, {B, 1, 1, T});
+        for (int64_t i = 0; i < B * T; ++i)
+          keep.data[size_t(i)] = !masked || (i % 5 != 2); // a few masked keys (never all: see below)
+        const float scale = 0.125f;
+        ASSERT_EQ(call("fused_attention",
+                       attrs({intAttr("q_num_heads", Hq), intAttr("kv_num_heads", Hkv), floatAttr("scale", scale),
+                              intAttr("kv_time_major", 1)}),
+                       {q.ref(), k.ref(), v.ref(), masked ? keep.ref() : none.ref(), none.ref(), none.ref()}, {want.ref()}),
+                  "");
+        auto dq = upload(q.data, s), dk = upload(k.data, s), dv = upload(v.data, s), dkeep = uploadRaw(keep.data);
+        Device out(size_t(B * Hq * Dv) * cu::storageBytes(s));
+        const int splits = cu::decodeAttentionSplits(T);
+        Device ws(cu::decodeAttentionWorkspaceBytes(B, Hq, Dv, splits));
+        ASSERT_EQ(cu::decodeAttention(s, dq->p, dk->p, dv->p, masked ? dkeep->as<uint8_t>() : nullptr, out.p, B, Hq, Hkv,
+                                      T, D, Dv, scale, splits, ws.p, nullptr),
+                  "");
+        expectClose(download(out, size_t(B * Hq * Dv), s), want.data, tolerance(s),
+                    std::string("decode attention ") + name(s) + " T=" + std::to_string(T));
+      }
+}
+
+// The NVRTC-generated fused_elementwise kernel, run on the device, against the CPU kernel on the
+// same program: where(mask, gelu(x) * 0.5 + y, -inf) over broadcast inputs.
+TEST(Cuda, GeneratedFusedElementwiseMatchesTheCpu) {
+  int device = 0;
+  cudaDeviceProp props{};
+  ASSERT_EQ(cudaGetDeviceProperties(&props, device), cudaSuccess);
+  const std::string arch = "sm_" + std::to_string(props.major * 10 + props.minor) + (props.major == 9 ? "a" : "");
+  AttrList a = attrs({stringAttr("ops", "gelu;constant;mul;add;constant;where"),
+                      intsAttr("operands", {1, -1, -1, -1, -1, -1, 3, 4, -1, 5, 2, -1, -1, -1, -1, 0, 6, 7}),
+                      intsAttr("results", {8})});
+  Attr params;
+  params.name = "params";
+  params.kind = Attr::Kind::Floats;
+  params.floats = {0, 0, 0.5, 0, 0, 0, 0, 0, -INFINITY, 0, 0, 0};
+  a.add(params);
+  std::vector<fused::Instruction> program;
+  std::vector<int> results;
+  ASSERT_EQ(fused::parseProgram(a, 3, 1, program, results), "");
+  const int64_t R = 4, C = 300;
+  Buf<uint8_t> mask(DType::Bool, {R, 1});
+  mask.data = {1, 0, 1, 1};
+  Buf<float> x(DType::F32, {R, C}, randomFloats(R * C, 15)), y(DType::F32, {C}, randomFloats(C, 16)), want(DType::F32, {R, C});
+  ASSERT_EQ(call("fused_elementwise", a, {mask.ref(), x.ref(), y.ref()}, {want.ref()}), "");
+  std::string error;
+  const std::string source = cu::fusedElementwiseSource(program, results, {DType::Bool, DType::F32, DType::F32},
+                                                         {DType::F32}, "fused_test", error);
+  ASSERT_EQ(error, "");
+  std::vector<char> cubin;
+  ASSERT_EQ(cu::compileToCubin(source, "fused_test", arch, cubin), "");
+  cudaLibrary_t library;
+  ASSERT_EQ(cudaLibraryLoadData(&library, cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0), cudaSuccess);
+  cudaKernel_t kernel;
+  ASSERT_EQ(cudaLibraryGetKernel(&kernel, library, "fused_test"), cudaSuccess);
+  auto dm = uploadRaw(mask.data), dx = uploadRaw(x.data), dy = uploadRaw(y.data);
+  Device out(size_t(R * C) * 4);
+  cu::FusedShape shape{};
+  shape.count = R * C, shape.rank = 2, shape.dims[0] = R, shape.dims[1] = C;
+  shape.strides[0][0] = 1, shape.strides[0][1] = 0; // mask [R, 1]
+  shape.strides[1][0] = C, shape.strides[1][1] = 1; // x [R, C]
+  shape.strides[2][0] = 0, shape.strides[2][1] = 1; // y [C]
+  void *m = dm->p, *xp = dx->p, *yp = dy->p, *o = out.p;
+  void *args[] = {&m, &xp, &yp, &o, &shape};
+  ASSERT_EQ(cudaLaunchKernel(reinterpret_cast<const void *>(kernel), dim3(4), dim3(256), args, 0, nullptr), cudaSuccess);
+  expectClose(download(out, size_t(R * C), cu::Storage::F32), want.data, 1e-5f, "fused_elementwise");
+  cudaLibraryUnload(library);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  int devices = 0;
+  const cudaError_t e = cudaGetDeviceCount(&devices);
+  if (e != cudaSuccess || devices == 0) {
+    std::printf("no CUDA device (%s): the CUDA tests are skipped, not passed\n",
+                e != cudaSuccess ? cudaGetErrorString(e) : "none found");
+    return 77;
+  }
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}
