@@ -4,8 +4,10 @@
 #include "CudaKernels.h"
 #include "FusedElementwiseCuda.h"
 #include "KernelTestUtil.h"
+#include "LtLinear.h"
 #include "Nvrtc.h"
 
+#include <cublasLt.h>
 #include <cuda_runtime.h>
 
 #include <cstdio>
@@ -269,6 +271,50 @@ TEST(Cuda, GeneratedFusedElementwiseMatchesTheCpu) {
   ASSERT_EQ(cudaLaunchKernel(reinterpret_cast<const void *>(kernel), dim3(4), dim3(256), args, 0, nullptr), cudaSuccess);
   expectClose(download(out, size_t(R * C), cu::Storage::F32), want.data, 1e-5f, "fused_elementwise");
   cudaLibraryUnload(library);
+}
+
+// cuBLASLt linears (algorithms chosen once per size class, run at several M) against the CPU linear.
+TEST(Cuda, LtLinearMatchesTheCpu) {
+  cublasLtHandle_t handle;
+  ASSERT_EQ(cublasLtCreate(&handle), CUBLAS_STATUS_SUCCESS);
+  const int64_t N = 96, K = 80, maxM = 70;
+  const size_t workspaceBytes = 32 << 20;
+  Device workspace(workspaceBytes);
+  for (cu::Storage s : kStorages)
+    for (bool tf32 : {false, true})
+      for (const char *activation : {"none", "relu", "gelu_tanh"})
+        for (bool transB : {false, true})
+          for (bool bias : {false, true}) {
+            if (tf32 && s != cu::Storage::F32)
+              continue;
+            cu::LinearSpec spec;
+            spec.storage = s, spec.maxM = maxM, spec.N = N, spec.K = K, spec.transB = transB, spec.bias = bias;
+            spec.activation = activation, spec.tf32 = tf32;
+            std::unique_ptr<cu::LtLinear> linear;
+            ASSERT_EQ(cu::LtLinear::create(handle, spec, workspaceBytes, linear), "");
+            Buf<float> w(DType::F32, transB ? std::vector<int64_t>{N, K} : std::vector<int64_t>{K, N},
+                         rounded(randomFloats(N * K, 17, -0.5f, 0.5f), s)),
+                b(DType::F32, {N}, rounded(randomFloats(N, 18), s)), none(DType::F32, {0});
+            auto dw = upload(w.data, s), db = upload(b.data, s);
+            for (int64_t M : {int64_t(1), int64_t(7), maxM}) {
+              Buf<float> x(DType::F32, {M, K}, rounded(randomFloats(M * K, 19), s)), want(DType::F32, {M, N});
+              ASSERT_EQ(call("linear", attrs({stringAttr("activation", activation), intAttr("transB", transB)}),
+                             {x.ref(), w.ref(), bias ? b.ref() : none.ref(), none.ref(), none.ref()}, {want.ref()}),
+                        "");
+              auto dx = upload(x.data, s);
+              Device y(size_t(M * N) * cu::storageBytes(s));
+              ASSERT_EQ(linear->run(dx->p, dw->p, bias ? db->p : nullptr, y.p, M, workspace.p, nullptr), "");
+              // TF32 keeps 10 mantissa bits of each product's inputs.
+              const float tol = tf32 ? 3e-3f : s == cu::Storage::F32 ? 1e-4f : tolerance(s);
+              expectClose(download(y, size_t(M * N), s), want.data, tol,
+                          std::string("linear ") + name(s) + " " + activation + (tf32 ? " tf32" : ""));
+            }
+          }
+  cu::LinearSpec erf;
+  erf.N = N, erf.K = K, erf.activation = "gelu";
+  std::unique_ptr<cu::LtLinear> refused;
+  EXPECT_NE(cu::LtLinear::create(handle, erf, workspaceBytes, refused), "");
+  cublasLtDestroy(handle);
 }
 
 } // namespace
