@@ -44,46 +44,56 @@ std::string latentAttentionKernel(const KernelArgs &args) {
   const float scale = float(args.attrs.getFloat("scale", 0.0));
   const int64_t width = d.latent + d.rope, qWidth = q.shape.dims[3], cacheRow = B * width;
   const bool expand = hasUk && hasUv && mla::expandIsCheaper(d, Sq, Sk);
-  std::vector<float> scores(size_t(Sq * Sk));
-  // Absorbed: the latent-space query and weighted sum. Expanded: one head's keys and values.
-  std::vector<float> qLatent, oLatent, keys, values;
-  if (expand)
-    keys.resize(size_t(Sk * qWidth)), values.resize(size_t(Sk * d.v));
-  else
-    qLatent.resize(size_t(Sq * width)), oLatent.resize(size_t(Sq * d.latent));
   const float *uk = wuk.as<const float>(), *uv = wuv.as<const float>();
-  for (int64_t b = 0; b < B; ++b) {
-    const float *c = cache.as<const float>() + b * width; // row t at c + t * cacheRow
-    for (int64_t h = 0; h < H; ++h) {
-      const float *qh = q.as<const float>() + (b * H + h) * Sq * qWidth;
-      const float *ukh = hasUk ? uk + h * d.nope * d.latent : nullptr, *uvh = hasUv ? uv + h * d.latent * d.v : nullptr;
-      float *oh = out.as<float>() + (b * H + h) * Sq * d.v;
-      if (expand) {
+  if (expand) { // per head: keys and values rebuilt from the cache, then plain attention
+    std::vector<float> scores(size_t(Sq * Sk)), keys(size_t(Sk * qWidth)), values(size_t(Sk * d.v));
+    for (int64_t b = 0; b < B; ++b) {
+      const float *c = cache.as<const float>() + b * width; // row t at c + t * cacheRow
+      for (int64_t h = 0; h < H; ++h) {
+        const float *qh = q.as<const float>() + (b * H + h) * Sq * qWidth;
+        float *oh = out.as<float>() + (b * H + h) * Sq * d.v;
         // keys = [latent · w_uk[h]ᵀ, rope key], values = latent · w_uv[h]
-        gemmF32(false, true, Sk, d.nope, d.latent, 1.0f, c, cacheRow, ukh, d.latent, 0.0f, keys.data(), qWidth);
+        gemmF32(false, true, Sk, d.nope, d.latent, 1.0f, c, cacheRow, uk + h * d.nope * d.latent, d.latent, 0.0f,
+                keys.data(), qWidth);
         for (int64_t t = 0; t < Sk; ++t)
           std::memcpy(keys.data() + t * qWidth + d.nope, c + t * cacheRow + d.latent, size_t(d.rope) * sizeof(float));
-        gemmF32(false, false, Sk, d.v, d.latent, 1.0f, c, cacheRow, uvh, d.v, 0.0f, values.data(), d.v);
+        gemmF32(false, false, Sk, d.v, d.latent, 1.0f, c, cacheRow, uv + h * d.latent * d.v, d.v, 0.0f, values.data(), d.v);
         gemmF32(false, true, Sq, Sk, qWidth, scale, qh, qWidth, keys.data(), qWidth, 0.0f, scores.data(), Sk);
         maskedSoftmaxRows(scores.data(), Sq, Sk, mask, b, h, false);
         gemmF32(false, false, Sq, d.v, Sk, 1.0f, scores.data(), Sk, values.data(), d.v, 0.0f, oh, d.v);
-      } else {
-        // qa = [q_nope · w_uk[h], q_rope]; scores against the cache rows themselves
-        const float *qa = qh;
-        if (hasUk) {
-          gemmF32(false, false, Sq, d.latent, d.nope, 1.0f, qh, qWidth, ukh, d.latent, 0.0f, qLatent.data(), width);
-          for (int64_t i = 0; i < Sq; ++i)
-            std::memcpy(qLatent.data() + i * width + d.latent, qh + i * qWidth + d.nope, size_t(d.rope) * sizeof(float));
-          qa = qLatent.data();
-        }
-        gemmF32(false, true, Sq, Sk, width, scale, qa, width, c, cacheRow, 0.0f, scores.data(), Sk);
-        maskedSoftmaxRows(scores.data(), Sq, Sk, mask, b, h, false);
-        float *ol = hasUv ? oLatent.data() : oh;
-        gemmF32(false, false, Sq, d.latent, Sk, 1.0f, scores.data(), Sk, c, cacheRow, 0.0f, ol, d.latent);
-        if (hasUv)
-          gemmF32(false, false, Sq, d.v, d.latent, 1.0f, ol, d.latent, uvh, d.v, 0.0f, oh, d.v);
       }
     }
+    return {};
+  }
+  // Absorbed: every head reads the same latent cache, so the heads' latent-space queries stack
+  // into one [H * Sq, latent + rope] matrix and scores and weighted sums are one GEMM each.
+  std::vector<float> scores(size_t(H * Sq * Sk)), qLatent(hasUk ? size_t(H * Sq * width) : 0),
+      oLatent(hasUv ? size_t(H * Sq * d.latent) : 0);
+  for (int64_t b = 0; b < B; ++b) {
+    const float *c = cache.as<const float>() + b * width;
+    const float *qb = q.as<const float>() + b * H * Sq * qWidth;
+    const float *qa = qb; // without w_uk, q already is [H * Sq, latent + rope]
+    if (hasUk) {
+      for (int64_t h = 0; h < H; ++h) {
+        const float *qh = qb + h * Sq * qWidth;
+        float *qlh = qLatent.data() + h * Sq * width;
+        gemmF32(false, false, Sq, d.latent, d.nope, 1.0f, qh, qWidth, uk + h * d.nope * d.latent, d.latent, 0.0f, qlh,
+                width);
+        for (int64_t i = 0; i < Sq; ++i)
+          std::memcpy(qlh + i * width + d.latent, qh + i * qWidth + d.nope, size_t(d.rope) * sizeof(float));
+      }
+      qa = qLatent.data();
+    }
+    gemmF32(false, true, H * Sq, Sk, width, scale, qa, width, c, cacheRow, 0.0f, scores.data(), Sk);
+    for (int64_t h = 0; h < H; ++h)
+      maskedSoftmaxRows(scores.data() + h * Sq * Sk, Sq, Sk, mask, b, h, false);
+    float *ob = out.as<float>() + b * H * Sq * d.v;
+    float *ol = hasUv ? oLatent.data() : ob; // without w_uv the result is the latent-space output
+    gemmF32(false, false, H * Sq, d.latent, Sk, 1.0f, scores.data(), Sk, c, cacheRow, 0.0f, ol, d.latent);
+    if (hasUv)
+      for (int64_t h = 0; h < H; ++h)
+        gemmF32(false, false, Sq, d.v, d.latent, 1.0f, ol + h * Sq * d.latent, d.latent, uv + h * d.latent * d.v, d.v,
+                0.0f, ob + h * Sq * d.v, d.v);
   }
   return {};
 }
