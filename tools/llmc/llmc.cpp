@@ -114,7 +114,12 @@ int main(int argc, char **argv) {
   // otherwise (a later occurrence of the same option wins).
   std::vector<const char *> args(argv, argv + argc);
   args.insert(args.begin() + 1, {"--mlir-elide-elementsattrs-if-larger=16", "--mlir-elide-resource-strings-if-larger=64"});
-  cl::ParseCommandLineOptions(int(args.size()), args.data(), "llmc: compile an ONNX model into an llmc plan\n");
+  // --help lists llmc's own options; --help-hidden also the MLIR and LLVM ones (IR dumps, timing).
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(int(args.size()), args.data(),
+                              "llmc: compile an ONNX model into an llmc plan\n\n"
+                              "  --help-hidden also lists MLIR's debugging options, e.g.\n"
+                              "  --mlir-print-ir-after=llmc-raise-attention or --mlir-timing\n");
 
   if (listOnnxOps) {
     for (const std::string &op : llmc::supportedOnnxOps())
