@@ -254,6 +254,101 @@ __global__ void decodeCombineKernel(const float *__restrict__ ws, T *__restrict_
   }
 }
 
+template <typename T> __global__ void attentionKernel(AttentionArgs a) {
+  extern __shared__ float smem[]; // q row (D), then Sk scores
+  float *qrow = smem, *p = smem + a.D;
+  const int64_t row = blockIdx.x, i = row % a.Sq, h = (row / a.Sq) % a.Hq, b = row / (a.Sq * a.Hq);
+  const int64_t kvh = h / (a.Hq / a.Hkv), half = a.D / 2;
+  const T *q = static_cast<const T *>(a.q) + b * a.qs.batch + i * a.qs.token + h * a.qs.head;
+  const float *cq = a.cos ? a.cos + ((a.tablesPerBatch ? b : 0) * a.Sq + i) * a.D : nullptr;
+  const float *sq = a.sin ? a.sin + ((a.tablesPerBatch ? b : 0) * a.Sq + i) * a.D : nullptr;
+  for (int64_t d = threadIdx.x; d < a.D; d += blockDim.x) {
+    float x = toF(q[d]);
+    if (cq)
+      x = x * cq[d] + (d < half ? -toF(q[d + half]) : toF(q[d - half])) * sq[d];
+    qrow[d] = x;
+  }
+  __syncthreads();
+  const T *kb = static_cast<const T *>(a.k) + b * a.ks.batch + kvh * a.ks.head;
+  for (int64_t j = threadIdx.x; j < a.Sk; j += blockDim.x) {
+    const T *kj = kb + j * a.ks.token;
+    const float *ck = a.rotateKeys ? a.cos + ((a.tablesPerBatch ? b : 0) * a.Sq + j) * a.D : nullptr;
+    const float *sk = a.rotateKeys ? a.sin + ((a.tablesPerBatch ? b : 0) * a.Sq + j) * a.D : nullptr;
+    float dot = 0.0f;
+    for (int64_t d = 0; d < a.D; ++d) {
+      float kv = toF(kj[d]);
+      if (ck)
+        kv = kv * ck[d] + (d < half ? -toF(kj[d + half]) : toF(kj[d - half])) * sk[d];
+      dot += qrow[d] * kv;
+    }
+    float score = dot * a.scale;
+    if (a.mask) {
+      const int64_t at = b * a.maskStrides[0] + h * a.maskStrides[1] + i * a.maskStrides[2] + j * a.maskStrides[3];
+      if (a.maskBool)
+        score = static_cast<const uint8_t *>(a.mask)[at] ? score : -INFINITY;
+      else
+        score += static_cast<const float *>(a.mask)[at];
+    }
+    if (a.causal && j > i + (a.Sk - a.Sq))
+      score = -INFINITY;
+    p[j] = score;
+  }
+  __syncthreads();
+  float best = -INFINITY;
+  for (int64_t j = threadIdx.x; j < a.Sk; j += blockDim.x)
+    best = fmaxf(best, p[j]);
+  best = blockReduce<true>(best);
+  float acc = 0.0f;
+  for (int64_t j = threadIdx.x; j < a.Sk; j += blockDim.x) {
+    p[j] = best == -INFINITY ? 0.0f : __expf(p[j] - best);
+    acc += p[j];
+  }
+  const float total = blockReduce<false>(acc);
+  const float inv = total > 0.0f ? 1.0f / total : 0.0f; // a fully masked row attends to nothing
+  const T *vb = static_cast<const T *>(a.v) + b * a.vs.batch + kvh * a.vs.head;
+  T *out = static_cast<T *>(a.out) + ((b * a.Sq + i) * a.Hq + h) * a.Dv;
+  for (int64_t dv = threadIdx.x; dv < a.Dv; dv += blockDim.x) {
+    float o = 0.0f;
+    for (int64_t j = 0; j < a.Sk; ++j)
+      o += p[j] * toF(vb[j * a.vs.token + dv]);
+    out[dv] = fromF<T>(o * inv);
+  }
+}
+
+enum class Act { None, Relu, Silu, Gelu, GeluTanh };
+
+__device__ __forceinline__ float activate(Act act, float x) {
+  switch (act) {
+  case Act::None: return x;
+  case Act::Relu: return fmaxf(x, 0.0f);
+  case Act::Silu: return x / (1.0f + __expf(-x));
+  case Act::Gelu: return 0.5f * x * (1.0f + erff(x * 0.7071067811865476f));
+  case Act::GeluTanh: return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+  }
+  return x;
+}
+
+template <typename T>
+__global__ void linearEpilogueKernel(const T *__restrict__ y, T *__restrict__ out, const T *__restrict__ gate,
+                                     const T *__restrict__ residual, int64_t M, int64_t N, Act act, bool swiglu) {
+  const int64_t n = M * N;
+  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t m = e / N, c = e % N;
+    float v;
+    if (swiglu) {
+      const float g = toF(y[m * 2 * N + c]);
+      v = g / (1.0f + __expf(-g)) * toF(y[m * 2 * N + N + c]);
+    } else {
+      v = activate(act, toF(y[e]));
+    }
+    if (gate)
+      v *= toF(gate[e]);
+    if (residual)
+      v += toF(residual[e]);
+    out[e] = fromF<T>(v);
+  }
+}
+
 } // namespace
 
 size_t storageBytes(Storage s) { return s == Storage::F32 ? 4 : 2; }
@@ -358,6 +453,52 @@ std::string decodeAttention(Storage s, const void *q, const void *k, const void 
                                                                           static_cast<T_ *>(out), Hq, Dv, splits);
   });
   return launched("decodeAttention");
+}
+
+} // namespace llmc::rt::cuda
+
+namespace llmc::rt::cuda {
+
+std::string attention(Storage s, const AttentionArgs &a, void *stream) {
+  if (a.B <= 0 || a.Sq <= 0 || a.Sk <= 0 || a.Hkv <= 0 || a.Hq % a.Hkv || a.Sk > kMaxRowCols || (a.cos && a.D % 2) ||
+      (a.rotateKeys && (!a.cos || a.Sk != a.Sq)))
+    return "attention: bad shapes (Hq a multiple of Hkv, 1 <= Sk <= " + std::to_string(kMaxRowCols) +
+           ", even D with rotary, Sk == Sq when keys rotate)";
+  const size_t shared = size_t(a.D + a.Sk) * sizeof(float);
+  dispatch(s, [&](auto tag) {
+    using T = decltype(tag);
+    if (shared > 48 * 1024)
+      cudaFuncSetAttribute(attentionKernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared));
+    attentionKernel<T><<<unsigned(a.B * a.Hq * a.Sq), kRowThreads, shared, static_cast<cudaStream_t>(stream)>>>(a);
+  });
+  return launched("attention");
+}
+
+std::string linearEpilogue(Storage s, const void *y, void *out, const void *gate, const void *residual, int64_t M,
+                           int64_t N, const std::string &activation, bool swiglu, void *stream) {
+  Act act;
+  if (activation == "none" || activation == "swiglu")
+    act = Act::None;
+  else if (activation == "relu")
+    act = Act::Relu;
+  else if (activation == "silu")
+    act = Act::Silu;
+  else if (activation == "gelu")
+    act = Act::Gelu;
+  else if (activation == "gelu_tanh")
+    act = Act::GeluTanh;
+  else
+    return "linearEpilogue: unknown activation '" + activation + "'";
+  if (M * N == 0)
+    return {};
+  dispatch(s, [&](auto tag) {
+    using T = decltype(tag);
+    linearEpilogueKernel<T><<<unsigned(blocksFor(M * N, kElementThreads)), kElementThreads, 0,
+                             static_cast<cudaStream_t>(stream)>>>(static_cast<const T *>(y), static_cast<T *>(out),
+                                                                  static_cast<const T *>(gate),
+                                                                  static_cast<const T *>(residual), M, N, act, swiglu);
+  });
+  return launched("linearEpilogue");
 }
 
 } // namespace llmc::rt::cuda

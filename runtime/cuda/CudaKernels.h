@@ -52,4 +52,37 @@ std::string decodeAttention(Storage s, const void *q, const void *k, const void 
                             int64_t B, int64_t Hq, int64_t Hkv, int64_t T, int64_t D, int64_t Dv, float scale,
                             int splits, void *workspace, void *stream);
 
+// Where element (b, h, i, d) of q, k or v lies: base + b * batch + i * token + h * head + d.
+struct HeadStrides {
+  int64_t batch, token, head;
+};
+
+// Attention for any number of queries (prefill), the fused_attention op's semantics: per (b, h,
+// query i) scores over the Sk keys, scale, then the mask ([B, H, Sq, Sk] broadcast through
+// `maskStrides`, 0 where it broadcasts; f32 added or bool bytes keeping), causal hiding of keys
+// after i + Sk - Sq, softmax, weighted sum of values into out [B, Sq, Hq * Dv]. With cos/sin
+// ([B or 1, Sq, D] f32, `tablesPerBatch`) q is rotated (rotate-half), and k too with `rotateKeys`
+// (then Sk == Sq). A fully masked row is zeros. One block per query row; Sk at most 12288.
+struct AttentionArgs {
+  const void *q, *k, *v;
+  HeadStrides qs, ks, vs;
+  int64_t B, Hq, Hkv, Sq, Sk, D, Dv;
+  float scale;
+  bool causal;
+  const void *mask = nullptr; // null: none
+  bool maskBool = false;
+  int64_t maskStrides[4] = {};
+  const float *cos = nullptr, *sin = nullptr;
+  bool tablesPerBatch = false, rotateKeys = false;
+  void *out;
+};
+std::string attention(Storage s, const AttentionArgs &a, void *stream);
+
+// The epilogue of a linear that cuBLASLt has no exact epilogue for: from y [M, N] (or [M, 2N]
+// with `swiglu`, bias already added), out = act(y) (silu(y[:, :N]) * y[:, N:] with swiglu),
+// times `gate` when given, plus `residual` when given ([M, N] each). `activation`: "none", "relu",
+// "silu", "gelu" (erf), "gelu_tanh".
+std::string linearEpilogue(Storage s, const void *y, void *out, const void *gate, const void *residual, int64_t M,
+                           int64_t N, const std::string &activation, bool swiglu, void *stream);
+
 } // namespace llmc::rt::cuda

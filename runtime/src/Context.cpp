@@ -1,11 +1,14 @@
 // Execution contexts: per-context buffers for inputs, activations and outputs; weights are
 // read in place from the plan's mapping. The CPU executor runs the ops in program order.
+#include "CudaBackend.h"
 #include "Plan.h"
 
 #include "plan_generated.h"
 
 #include <chrono>
+#include <cstddef>
 #include <cstdlib>
+#include <dlfcn.h>
 #include <cstring>
 #include <memory>
 
@@ -32,9 +35,48 @@ struct llmc_context_t {
   std::vector<int64_t> dimValues; // this run's value of every dimension expression
   int numThreads = 0;
   std::vector<double> kernelMs; // per launch, when collecting times
+  const llmc::rt::CudaBackend *cuda = nullptr; // a CUDA context: the backend and its state
+  void *cudaState = nullptr;
 
-  ~llmc_context_t() { plan->release(); }
+  ~llmc_context_t() {
+    if (cuda)
+      cuda->destroy(cudaState);
+    plan->release();
+  }
 };
+
+// libllmc_cuda.so, from the directory libllmc was loaded from (else the loader's search path);
+// loaded once. Null with `error` set when it cannot be had.
+static const llmc::rt::CudaBackend *cudaBackend(std::string &error) {
+  static std::string loadError;
+  static const llmc::rt::CudaBackend *backend = [] () -> const llmc::rt::CudaBackend * {
+    Dl_info self{};
+    std::string path = "libllmc_cuda.so";
+    if (dladdr(reinterpret_cast<void *>(&cudaBackend), &self) && self.dli_fname) {
+      const std::string here = self.dli_fname;
+      const size_t slash = here.rfind('/');
+      if (slash != std::string::npos)
+        path = here.substr(0, slash + 1) + path;
+    }
+    void *lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!lib)
+      lib = dlopen("libllmc_cuda.so", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+      loadError = std::string("the CUDA backend (libllmc_cuda.so) could not be loaded: ") + dlerror() +
+                  " (a build without the CUDA toolkit has none)";
+      return nullptr;
+    }
+    auto entry = reinterpret_cast<const llmc::rt::CudaBackend *(*)()>(dlsym(lib, "llmc_cuda_backend"));
+    const llmc::rt::CudaBackend *b = entry ? entry() : nullptr;
+    if (!b || b->abi != llmc::rt::kCudaBackendAbi) {
+      loadError = "libllmc_cuda.so is from another build of llmc (interface version mismatch)";
+      return nullptr;
+    }
+    return b;
+  }();
+  error = loadError;
+  return backend;
+}
 
 // The context's own buffer for value `i`, at the bound's size; allocated on first use. Null when
 // out of memory.
@@ -52,6 +94,7 @@ extern "C" void llmc_context_options_init(llmc_context_options *options) {
   options->struct_size = sizeof *options;
   options->num_threads = 0;
   options->collect_times = 0;
+  options->device = LLMC_DEVICE_CPU;
 }
 
 extern "C" llmc_status llmc_context_create(llmc_plan plan, const llmc_context_options *options,
@@ -63,6 +106,11 @@ extern "C" llmc_status llmc_context_create(llmc_plan plan, const llmc_context_op
   plan->retain();
   ctx->plan = plan;
   ctx->numThreads = options ? options->num_threads : 0;
+  // `device` came with the struct's third version; older callers' structs end before it.
+  const bool hasDevice = options && options->struct_size >= offsetof(llmc_context_options, device) + sizeof(int32_t);
+  const int32_t device = hasDevice ? options->device : LLMC_DEVICE_CPU;
+  if (device != LLMC_DEVICE_CPU && device != LLMC_DEVICE_CUDA)
+    return makeStatus(LLMC_INVALID_ARGUMENT, "unknown device " + std::to_string(device));
   if (options && options->collect_times)
     ctx->kernelMs.assign(plan->ops.size(), 0.0);
   ctx->tensors.resize(plan->values.size());
@@ -83,11 +131,27 @@ extern "C" llmc_status llmc_context_create(llmc_plan plan, const llmc_context_op
       return makeStatus(LLMC_OUT_OF_MEMORY, "out of memory allocating '" + v.name + "'");
     t.data = ctx->buffers[i].get();
   }
+  if (device == LLMC_DEVICE_CUDA) {
+    // The host buffers above stay: inputs are copied from them and outputs to them.
+    if (options->collect_times)
+      return makeStatus(LLMC_UNSUPPORTED, "collect_times is not supported on the CUDA device yet");
+    std::string error;
+    const llmc::rt::CudaBackend *backend = cudaBackend(error);
+    if (!backend)
+      return makeStatus(LLMC_UNSUPPORTED, error);
+    if (std::string err = backend->create(*plan, &ctx->cudaState); !err.empty())
+      return makeStatus(LLMC_UNSUPPORTED, "CUDA: " + err);
+    ctx->cuda = backend;
+  }
   *out_context = ctx.release();
   return nullptr;
 }
 
 extern "C" void llmc_context_release(llmc_context context) { delete context; }
+
+extern "C" size_t llmc_context_device_bytes(llmc_context context) {
+  return context && context->cuda ? context->cuda->deviceBytes(context->cudaState) : 0;
+}
 
 // "f32[1x16]"; with a plan, a dynamic dimension prints as its symbol's name.
 static std::string describe(const llmc_tensor &t, const llmc_plan_t *plan, const llmc::rt::PlanValue *v = nullptr) {
@@ -259,6 +323,11 @@ extern "C" llmc_status llmc_context_run(llmc_context ctx) {
       return makeStatus(LLMC_INVALID_ARGUMENT, "input '" + plan.values[plan.inputs[i]].name + "' was not set");
   if (llmc_status s = bindShapes(*ctx))
     return s;
+  if (ctx->cuda) {
+    if (std::string err = ctx->cuda->run(ctx->cudaState, ctx->tensors); !err.empty())
+      return makeStatus(LLMC_RUNTIME_ERROR, "CUDA: " + err);
+    return nullptr;
+  }
   llmc::rt::setGemmThreads(ctx->numThreads);
   std::vector<llmc::rt::TensorRef> ins, outs;
   const bool timed = !ctx->kernelMs.empty();

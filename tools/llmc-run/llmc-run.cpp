@@ -39,6 +39,7 @@ Runs an llmc plan on the CPU.
   --benchmark N            run N more times and print latency median and p90
   --warmup N               untimed runs before the benchmark (default 3)
   --threads N              threads for GEMMs (default: the library's choice)
+  --device cpu|cuda        where to run (cuda: the CUDA executor, work in progress; default cpu)
   --profile                time every kernel and print the total per kernel type
   --quiet                  print no output values
   --help, --version
@@ -54,6 +55,7 @@ struct Options {
   std::string outputDir, compareDir;
   double atol = 1e-4, rtol = 1e-4;
   int benchmark = 0, warmup = 3, threads = 0;
+  llmc_device device = LLMC_DEVICE_CPU;
 };
 
 using llmcrun::fail;
@@ -149,6 +151,10 @@ std::string parseArgs(int argc, char **argv, Options &o) {
         o.warmup = std::stoi(v);
       } else if (a == "--threads" && next(v)) {
         o.threads = std::stoi(v);
+      } else if (a == "--device" && next(v)) {
+        if (v != "cpu" && v != "cuda")
+          return "--device must be cpu or cuda, not '" + v + "'";
+        o.device = v == "cuda" ? LLMC_DEVICE_CUDA : LLMC_DEVICE_CPU;
       } else if (!a.empty() && a[0] != '-' && o.plan.empty()) {
         o.plan = a;
       } else {
@@ -276,12 +282,16 @@ int run(const Options &o) {
   llmc_context_options_init(&copts);
   copts.num_threads = o.threads;
   copts.collect_times = o.profile;
+  copts.device = o.device;
   llmc_context ctx = nullptr;
   int rc = 0;
   if (check(llmc_context_create(plan, &copts, &ctx), "creating a context")) {
     llmc_plan_release(plan);
     return 1;
   }
+  if (o.device == LLMC_DEVICE_CUDA)
+    std::printf("device memory: %.1f MB (weights, activations and workspaces, allocated once)\n",
+                double(llmc_context_device_bytes(ctx)) / 1e6);
   if (!o.outputDir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(o.outputDir, ec);

@@ -110,10 +110,14 @@ LLMC_API int32_t llmc_plan_kernel_count(llmc_plan plan);
 
 /* --- execution contexts ------------------------------------------------------------------ */
 
+typedef enum llmc_device { LLMC_DEVICE_CPU = 0, LLMC_DEVICE_CUDA = 1 } llmc_device;
+
 typedef struct llmc_context_options {
   size_t struct_size;    /* sizeof(llmc_context_options) */
   int32_t num_threads;   /* threads for GEMMs; 0 = the library default */
   int32_t collect_times; /* non-zero: time every kernel launch (see llmc_context_kernel_time) */
+  int32_t device;        /* llmc_device: where the context runs (CUDA: the current CUDA device, through
+                            libllmc_cuda.so beside libllmc; work in progress, see docs/cuda.md) */
 } llmc_context_options;
 
 LLMC_API void llmc_context_options_init(llmc_context_options *options);
@@ -123,6 +127,8 @@ LLMC_API void llmc_context_options_init(llmc_context_options *options);
 LLMC_API llmc_status llmc_context_create(llmc_plan plan, const llmc_context_options *options,
                                          llmc_context *out_context);
 LLMC_API void llmc_context_release(llmc_context context);
+/* Device memory the context holds (weights, activations, workspaces); 0 for a CPU context. */
+LLMC_API size_t llmc_context_device_bytes(llmc_context context);
 
 /* Copies `tensor` into input `index`. Its dtype and shape must match the plan's input exactly. */
 LLMC_API llmc_status llmc_context_set_input(llmc_context context, int32_t index, const llmc_tensor *tensor);

@@ -1,0 +1,446 @@
+// The CUDA executor (libllmc_cuda.so; see CudaBackend.h): the plan's ops on the current CUDA
+// device, every one by a CUDA kernel or cuBLASLt — a plan with an op that has none is refused
+// when the context is created, never run half on the CPU. Weights are uploaded once; every other
+// value gets a fixed slot in one device arena sized from the plan's bounds, so a run allocates
+// nothing. Activations are f32 for now (the precision option is still to come).
+//
+// Work in progress (issue 7): no CUDA graphs yet, inputs and outputs go through the host buffers
+// of the C API on every run, and the prefill attention is a plain per-row kernel, not the flash
+// kernel on tensor cores. See docs/cuda.md.
+#include "CudaBackend.h"
+#include "CudaKernels.h"
+#include "FusedElementwiseCuda.h"
+#include "LtLinear.h"
+#include "Nvrtc.h"
+
+#include "plan_generated.h"
+
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include <functional>
+#include <memory>
+
+namespace llmc::rt::cuda {
+namespace {
+
+namespace fb = llmc::plan;
+
+std::string cudaError(const std::string &what, cudaError_t e) { return what + ": " + cudaGetErrorString(e); }
+
+constexpr size_t kAlign = 256;
+constexpr size_t kGemmWorkspace = 32u << 20;
+
+size_t aligned(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+struct Executor;
+
+// One op, prepared: `launch` runs it on the executor's stream for this run's shapes.
+struct PreparedOp {
+  std::string name;
+  std::function<std::string(Executor &, const std::vector<TensorRef> &)> launch;
+};
+
+struct Executor {
+  const llmc_plan_t *plan = nullptr;
+  int device = 0;
+  cudaStream_t stream = nullptr;
+  cublasLtHandle_t lt = nullptr;
+  void *weights = nullptr, *arena = nullptr, *workspace = nullptr;
+  int *errorFlag = nullptr; // device: set by kernels that meet bad data (an id out of range)
+  size_t weightBytes = 0, arenaBytes = 0, workspaceBytes = 0;
+  std::vector<void *> device_; // per value: its device address (weights or arena slot)
+  std::vector<PreparedOp> ops;
+  std::vector<std::unique_ptr<LtLinear>> linears;
+  std::vector<cudaLibrary_t> libraries;
+  std::string arch; // "sm_90a"
+
+  ~Executor() {
+    for (cudaLibrary_t l : libraries)
+      cudaLibraryUnload(l);
+    linears.clear();
+    if (lt)
+      cublasLtDestroy(lt);
+    cudaFree(weights);
+    cudaFree(arena);
+    cudaFree(workspace);
+    cudaFree(errorFlag);
+    if (stream)
+      cudaStreamDestroy(stream);
+  }
+
+  void *at(int value) const { return value >= 0 ? device_[size_t(value)] : nullptr; }
+};
+
+bool isF32(const PlanValue &v) { return v.dtype == DType::F32; }
+
+int64_t lastDim(const Shape &s) { return s.rank ? s.dims[s.rank - 1] : 1; }
+
+int64_t rowsBefore(const Shape &s, int axis) {
+  int64_t n = 1;
+  for (int d = 0; d < axis; ++d)
+    n *= s.dims[d];
+  return n;
+}
+
+// --- the ops ----------------------------------------------------------------------------------
+
+std::string prepareNorm(Executor &ex, const PlanOp &op, PreparedOp &out) {
+  const bool fused = op.kernel == "add_rms_norm" || op.kernel == "add_layer_norm";
+  const bool layer = op.kernel == "layer_norm" || op.kernel == "add_layer_norm";
+  const int scaleAt = fused ? 2 : 1, biasAt = scaleAt + 1;
+  const PlanValue &x = ex.plan->values[size_t(op.inputs[0])];
+  const int rank = x.shape.rank;
+  const int64_t axis = op.attrs.getInt("axis", -1);
+  if (!isF32(x) || (axis != -1 && axis != rank - 1))
+    return "needs f32 and normalization over the last axis";
+  const int64_t n = lastDim(x.shape);
+  const PlanValue &scale = ex.plan->values[size_t(op.inputs[size_t(scaleAt)])];
+  if (scale.shape.numel() != n)
+    return "needs one scale per element of the last axis";
+  const bool hasBias = layer && int(op.inputs.size()) > biasAt && op.inputs[size_t(biasAt)] >= 0;
+  if (hasBias && ex.plan->values[size_t(op.inputs[size_t(biasAt)])].shape.numel() != n)
+    return "needs one bias per element of the last axis";
+  const float eps = float(op.attrs.getFloat("epsilon", 1e-5));
+  out.launch = [=, &op](Executor &e, const std::vector<TensorRef> &t) {
+    const Shape &s = t[size_t(op.inputs[0])].shape;
+    return addNorm(Storage::F32, layer, e.at(op.inputs[0]), fused ? e.at(op.inputs[1]) : nullptr,
+                   e.at(op.inputs[size_t(scaleAt)]), hasBias ? e.at(op.inputs[size_t(biasAt)]) : nullptr,
+                   e.at(op.outputs[0]), fused ? e.at(op.outputs[1]) : nullptr, rowsBefore(s, s.rank - 1), lastDim(s), eps,
+                   e.stream);
+  };
+  return {};
+}
+
+std::string prepareSoftmax(Executor &ex, const PlanOp &op, PreparedOp &out) {
+  const PlanValue &x = ex.plan->values[size_t(op.inputs[0])];
+  const int64_t axis = op.attrs.getInt("axis", -1);
+  if (!isF32(x) || (axis != -1 && axis != x.shape.rank - 1))
+    return "needs f32 and the last axis";
+  out.launch = [&op](Executor &e, const std::vector<TensorRef> &t) {
+    const Shape &s = t[size_t(op.inputs[0])].shape;
+    return softmax(Storage::F32, e.at(op.inputs[0]), e.at(op.outputs[0]), rowsBefore(s, s.rank - 1), lastDim(s), e.stream);
+  };
+  return {};
+}
+
+// An embedding lookup: gather along axis 0 of a 2-D table.
+std::string prepareGather(Executor &ex, const PlanOp &op, PreparedOp &out) {
+  const PlanValue &table = ex.plan->values[size_t(op.inputs[0])], &ids = ex.plan->values[size_t(op.inputs[1])];
+  if (op.attrs.getInt("axis", 0) != 0 || table.shape.rank != 2 || !isF32(table) || ids.dtype != DType::I64)
+    return "supports f32 tables [rows, width] gathered along axis 0 by int64 ids";
+  out.launch = [&op](Executor &e, const std::vector<TensorRef> &t) {
+    const TensorRef &tab = t[size_t(op.inputs[0])];
+    return gatherRows(Storage::F32, e.at(op.inputs[0]), tab.shape.dims[0], tab.shape.dims[1],
+                      static_cast<const int64_t *>(e.at(op.inputs[1])), t[size_t(op.inputs[1])].numel(),
+                      e.at(op.outputs[0]), e.errorFlag, e.stream);
+  };
+  return {};
+}
+
+// linear: cuBLASLt (bias in its epilogue), then our epilogue kernel for what cuBLASLt has no
+// exact form of (SiLU, erf GELU, SwiGLU, gate, residual), through a scratch slot of the arena.
+std::string prepareLinear(Executor &ex, const PlanOp &op, PreparedOp &out, size_t &scratchBytes) {
+  const PlanValue &x = ex.plan->values[size_t(op.inputs[0])], &w = ex.plan->values[size_t(op.inputs[1])];
+  if (!isF32(x) || !isF32(w) || w.kind != fb::ValueKind_Weight || w.shape.rank != 2)
+    return "needs f32 input and a constant 2-D f32 weight";
+  auto present = [&](size_t i) { return op.inputs.size() > i && op.inputs[i] >= 0 && ex.plan->values[size_t(op.inputs[i])].shape.numel() > 0; };
+  const std::string activation(op.attrs.getString("activation").empty() ? "none" : op.attrs.getString("activation"));
+  const bool transB = op.attrs.getInt("transB", 0) != 0, swiglu = activation == "swiglu";
+  const bool bias = present(2), gate = present(3), residual = present(4);
+  LinearSpec spec;
+  spec.K = w.shape.dims[transB ? 1 : 0];
+  spec.N = w.shape.dims[transB ? 0 : 1];
+  spec.transB = transB, spec.bias = bias;
+  // The bound of M: the input's capacity over its row width.
+  spec.maxM = std::max<int64_t>(1, int64_t(x.capacity / sizeof(float)) / spec.K);
+  const bool epilogue = activation != "none" || gate || residual;
+  std::unique_ptr<LtLinear> linear;
+  if (std::string err = LtLinear::create(ex.lt, spec, ex.workspaceBytes, linear); !err.empty())
+    return err;
+  if (epilogue)
+    scratchBytes = std::max(scratchBytes, aligned(size_t(spec.maxM * spec.N) * sizeof(float)));
+  const LtLinear *l = linear.get();
+  ex.linears.push_back(std::move(linear));
+  const int64_t N = spec.N, K = spec.K;
+  out.launch = [=, &op](Executor &e, const std::vector<TensorRef> &t) {
+    const int64_t M = t[size_t(op.inputs[0])].numel() / K;
+    void *y = epilogue ? e.arena : e.at(op.outputs[0]); // the scratch slot opens the arena
+    if (std::string err = l->run(e.at(op.inputs[0]), e.at(op.inputs[1]), bias ? e.at(op.inputs[2]) : nullptr, y, M,
+                                 e.workspace, e.stream);
+        !err.empty())
+      return err;
+    if (!epilogue)
+      return std::string();
+    return linearEpilogue(Storage::F32, y, e.at(op.outputs[0]), gate ? e.at(op.inputs[3]) : nullptr,
+                          residual ? e.at(op.inputs[4]) : nullptr, M, swiglu ? N / 2 : N, activation, swiglu, e.stream);
+  };
+  return {};
+}
+
+// Strides of [d0, d1, d2, d3] broadcast to `full` (0 where a dimension is 1), right-aligned.
+void broadcastStrides4(const Shape &s, const int64_t full[4], int64_t out[4]) {
+  int64_t stride = 1;
+  for (int d = 3; d >= 0; --d) {
+    const int sd = s.rank - (4 - d);
+    const int64_t dim = sd >= 0 ? s.dims[sd] : 1;
+    out[d] = dim == 1 && full[d] != 1 ? 0 : stride;
+    stride *= dim;
+  }
+}
+
+std::string prepareAttention(Executor &ex, const PlanOp &op, PreparedOp &out) {
+  for (int i : {0, 1, 2, 4, 5})
+    if (op.inputs.size() > size_t(i) && op.inputs[size_t(i)] >= 0 && ex.plan->values[size_t(op.inputs[size_t(i)])].shape.numel() &&
+        !isF32(ex.plan->values[size_t(op.inputs[size_t(i)])]))
+      return "needs f32 q, k, v and rotary tables";
+  out.launch = [&op](Executor &e, const std::vector<TensorRef> &t) -> std::string {
+    auto has = [&](size_t i) { return op.inputs.size() > i && op.inputs[i] >= 0 && t[size_t(op.inputs[i])].numel() > 0; };
+    const bool packed = op.attrs.getInt("packed_qkv", 0) != 0, timeMajor = op.attrs.getInt("kv_time_major", 0) != 0;
+    const TensorRef &q = t[size_t(op.inputs[0])];
+    AttentionArgs a;
+    a.Hq = op.attrs.getInt("q_num_heads", 0), a.Hkv = op.attrs.getInt("kv_num_heads", 0);
+    if (q.shape.rank != 3 || a.Hq <= 0 || a.Hkv <= 0)
+      return std::string("q must be [batch, seq, heads * head]");
+    a.B = q.shape.dims[0], a.Sq = q.shape.dims[1];
+    const char *base = static_cast<const char *>(e.at(op.inputs[0]));
+    if (packed) {
+      const int64_t width = q.shape.dims[2];
+      a.D = a.Dv = width / (a.Hq + 2 * a.Hkv);
+      a.Sk = a.Sq;
+      a.qs = a.ks = a.vs = {a.Sq * width, width, a.D};
+      a.q = base;
+      a.k = base + a.Hq * a.D * sizeof(float);
+      a.v = base + (a.Hq + a.Hkv) * a.D * sizeof(float);
+    } else {
+      const TensorRef &k = t[size_t(op.inputs[1])], &v = t[size_t(op.inputs[2])];
+      a.D = q.shape.dims[2] / a.Hq;
+      a.qs = {a.Sq * a.Hq * a.D, a.Hq * a.D, a.D};
+      a.q = base, a.k = e.at(op.inputs[1]), a.v = e.at(op.inputs[2]);
+      if (k.shape.rank == 4) { // [B, Hkv, Sk, D]
+        a.Sk = k.shape.dims[2], a.Dv = v.shape.dims[3];
+        a.ks = {a.Hkv * a.Sk * a.D, a.D, a.Sk * a.D}, a.vs = {a.Hkv * a.Sk * a.Dv, a.Dv, a.Sk * a.Dv};
+      } else if (timeMajor) { // [Sk, B, Hkv * D]
+        a.Sk = k.shape.dims[0], a.Dv = v.shape.dims[2] / a.Hkv;
+        a.ks = {a.Hkv * a.D, a.B * a.Hkv * a.D, a.D}, a.vs = {a.Hkv * a.Dv, a.B * a.Hkv * a.Dv, a.Dv};
+      } else { // [B, Sk, Hkv * D]
+        a.Sk = k.shape.dims[1], a.Dv = v.shape.dims[2] / a.Hkv;
+        a.ks = {a.Sk * a.Hkv * a.D, a.Hkv * a.D, a.D}, a.vs = {a.Sk * a.Hkv * a.Dv, a.Hkv * a.Dv, a.Dv};
+      }
+    }
+    const double scale = op.attrs.getFloat("scale", 0.0);
+    a.scale = float(scale != 0.0 ? scale : 1.0 / std::sqrt(double(a.D)));
+    a.causal = op.attrs.getInt("is_causal", 0) != 0;
+    if (has(3)) {
+      const TensorRef &m = t[size_t(op.inputs[3])];
+      if (m.shape.rank > 4 || (m.dtype != DType::F32 && m.dtype != DType::Bool))
+        return std::string("the mask must be f32 or bool of rank at most 4");
+      const int64_t full[4] = {a.B, a.Hq, a.Sq, a.Sk};
+      broadcastStrides4(m.shape, full, a.maskStrides);
+      a.mask = e.at(op.inputs[3]), a.maskBool = m.dtype == DType::Bool;
+    }
+    if (has(4)) {
+      const TensorRef &c = t[size_t(op.inputs[4])];
+      a.cos = static_cast<const float *>(e.at(op.inputs[4])), a.sin = static_cast<const float *>(e.at(op.inputs[5]));
+      a.tablesPerBatch = a.B > 1 && c.numel() == a.B * a.Sq * a.D;
+      const bool cacheLayout = !packed && t[size_t(op.inputs[1])].shape.rank == 4;
+      a.rotateKeys = !cacheLayout && !timeMajor && op.attrs.getInt("rotate_keys", 1) != 0;
+    }
+    a.out = e.at(op.outputs[0]);
+    return attention(Storage::F32, a, e.stream);
+  };
+  return {};
+}
+
+// fused_elementwise: the region's CUDA C, compiled by NVRTC for this device when the context is
+// created (the plan does not carry CUBINs yet), launched with this run's broadcast strides.
+std::string prepareFusedElementwise(Executor &ex, const PlanOp &op, PreparedOp &out, int index) {
+  std::vector<fused::Instruction> program;
+  std::vector<int> results;
+  if (std::string err = fused::parseProgram(op.attrs, int(op.inputs.size()), int(op.outputs.size()), program, results);
+      !err.empty())
+    return err;
+  std::vector<DType> ins, outs;
+  for (int i : op.inputs)
+    ins.push_back(ex.plan->values[size_t(i)].dtype);
+  for (int o : op.outputs)
+    outs.push_back(ex.plan->values[size_t(o)].dtype);
+  const std::string name = "llmc_fused_" + std::to_string(index);
+  std::string error;
+  const std::string source = fusedElementwiseSource(program, results, ins, outs, name, error);
+  if (!error.empty())
+    return error;
+  std::vector<char> cubin;
+  if (std::string err = compileToCubin(source, name, ex.arch, cubin); !err.empty())
+    return err;
+  cudaLibrary_t library;
+  if (cudaError_t e = cudaLibraryLoadData(&library, cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0); e != cudaSuccess)
+    return cudaError("loading a generated kernel", e);
+  ex.libraries.push_back(library);
+  cudaKernel_t kernel;
+  if (cudaError_t e = cudaLibraryGetKernel(&kernel, library, name.c_str()); e != cudaSuccess)
+    return cudaError("finding a generated kernel", e);
+  out.launch = [kernel, &op](Executor &e, const std::vector<TensorRef> &t) -> std::string {
+    const Shape &shape = t[size_t(op.outputs[0])].shape;
+    FusedShape fs{};
+    fs.count = shape.numel(), fs.rank = shape.rank;
+    for (int d = 0; d < shape.rank; ++d)
+      fs.dims[d] = shape.dims[d];
+    for (size_t i = 0; i < op.inputs.size(); ++i) {
+      const Shape &in = t[size_t(op.inputs[i])].shape;
+      int64_t stride = 1;
+      for (int d = shape.rank - 1; d >= 0; --d) {
+        const int id = in.rank - (shape.rank - d);
+        const int64_t dim = id >= 0 ? in.dims[id] : 1;
+        fs.strides[i][d] = dim == 1 ? 0 : stride;
+        stride *= dim;
+      }
+    }
+    if (fs.count == 0)
+      return std::string();
+    std::vector<void *> pointers;
+    for (int i : op.inputs)
+      pointers.push_back(e.at(i));
+    for (int o : op.outputs)
+      pointers.push_back(e.at(o));
+    std::vector<void *> args;
+    for (void *&p : pointers)
+      args.push_back(&p);
+    args.push_back(&fs);
+    const unsigned blocks = unsigned(std::min<int64_t>((fs.count + 255) / 256, 65535 * 4));
+    if (cudaError_t err = cudaLaunchKernel(reinterpret_cast<const void *>(kernel), dim3(blocks), dim3(256), args.data(), 0,
+                                           e.stream);
+        err != cudaSuccess)
+      return cudaError("fused_elementwise launch", err);
+    return std::string();
+  };
+  return {};
+}
+
+// --- the backend ------------------------------------------------------------------------------
+
+std::string create(const llmc_plan_t &plan, void **state) {
+  int count = 0;
+  if (cudaError_t e = cudaGetDeviceCount(&count); e != cudaSuccess || count == 0)
+    return std::string("no CUDA device on this machine (") + (e != cudaSuccess ? cudaGetErrorString(e) : "none found") + ")";
+  auto ex = std::make_unique<Executor>();
+  ex->plan = &plan;
+  cudaGetDevice(&ex->device);
+  cudaDeviceProp props{};
+  cudaGetDeviceProperties(&props, ex->device);
+  if (props.major < 8)
+    return "the CUDA executor needs compute capability 8.0 or newer; device " + std::to_string(ex->device) + " (" +
+           props.name + ") has " + std::to_string(props.major) + "." + std::to_string(props.minor);
+  ex->arch = "sm_" + std::to_string(props.major * 10 + props.minor) + (props.major == 9 ? "a" : "");
+  if (cudaError_t e = cudaStreamCreateWithFlags(&ex->stream, cudaStreamNonBlocking); e != cudaSuccess)
+    return cudaError("creating a stream", e);
+  if (cublasLtCreate(&ex->lt) != CUBLAS_STATUS_SUCCESS)
+    return "cuBLASLt could not be initialized";
+  ex->workspaceBytes = kGemmWorkspace;
+  if (cudaError_t e = cudaMalloc(&ex->workspace, ex->workspaceBytes); e != cudaSuccess)
+    return cudaError("allocating the GEMM workspace", e);
+  if (cudaError_t e = cudaMalloc(&ex->errorFlag, sizeof(int)); e != cudaSuccess)
+    return cudaError("allocating the error flag", e);
+  cudaMemset(ex->errorFlag, 0, sizeof(int));
+
+  // Every op gets its kernel first: a plan with an op the executor cannot run is refused here.
+  size_t scratch = 0;
+  for (size_t k = 0; k < plan.ops.size(); ++k) {
+    const PlanOp &op = plan.ops[k];
+    PreparedOp p;
+    p.name = op.kernel;
+    std::string err;
+    if (op.kernel == "rms_norm" || op.kernel == "layer_norm" || op.kernel == "add_rms_norm" ||
+        op.kernel == "add_layer_norm")
+      err = prepareNorm(*ex, op, p);
+    else if (op.kernel == "softmax")
+      err = prepareSoftmax(*ex, op, p);
+    else if (op.kernel == "gather")
+      err = prepareGather(*ex, op, p);
+    else if (op.kernel == "linear")
+      err = prepareLinear(*ex, op, p, scratch);
+    else if (op.kernel == "fused_attention")
+      err = prepareAttention(*ex, op, p);
+    else if (op.kernel == "fused_elementwise")
+      err = prepareFusedElementwise(*ex, op, p, int(k));
+    else
+      err = "no CUDA kernel for this op yet";
+    if (!err.empty())
+      return "op '" + op.kernel + "'" + (op.location.empty() ? "" : " (" + op.location + ")") + ": " + err;
+    ex->ops.push_back(std::move(p));
+  }
+
+  // Weights once; every other value a slot of the arena, after the linears' scratch slot.
+  ex->device_.assign(plan.values.size(), nullptr);
+  std::vector<size_t> offsets(plan.values.size(), 0);
+  for (size_t i = 0; i < plan.values.size(); ++i) {
+    const PlanValue &v = plan.values[i];
+    size_t &total = v.kind == fb::ValueKind_Weight ? ex->weightBytes : ex->arenaBytes;
+    if (v.kind != fb::ValueKind_Weight && total == 0)
+      total = scratch;
+    offsets[i] = total;
+    total += aligned(std::max<size_t>(v.kind == fb::ValueKind_Weight ? size_t(v.shape.numel()) * dtypeSize(v.dtype) : v.capacity, 1));
+  }
+  if (cudaError_t e = cudaMalloc(&ex->weights, std::max<size_t>(ex->weightBytes, 1)); e != cudaSuccess)
+    return cudaError("allocating " + std::to_string(ex->weightBytes) + " bytes of weights", e);
+  if (cudaError_t e = cudaMalloc(&ex->arena, std::max<size_t>(ex->arenaBytes, 1)); e != cudaSuccess)
+    return cudaError("allocating the " + std::to_string(ex->arenaBytes) + "-byte arena", e);
+  for (size_t i = 0; i < plan.values.size(); ++i) {
+    const PlanValue &v = plan.values[i];
+    const bool weight = v.kind == fb::ValueKind_Weight;
+    ex->device_[i] = static_cast<char *>(weight ? ex->weights : ex->arena) + offsets[i];
+    if (weight)
+      if (cudaError_t e = cudaMemcpy(ex->device_[i], v.weight, size_t(v.shape.numel()) * dtypeSize(v.dtype),
+                                     cudaMemcpyHostToDevice);
+          e != cudaSuccess)
+        return cudaError("uploading the weights", e);
+  }
+  *state = ex.release();
+  return {};
+}
+
+std::string run(void *state, const std::vector<TensorRef> &tensors) {
+  Executor &ex = *static_cast<Executor *>(state);
+  const llmc_plan_t &plan = *ex.plan;
+  for (int vi : plan.inputs) {
+    const TensorRef &t = tensors[size_t(vi)];
+    if (t.bytes())
+      if (cudaError_t e = cudaMemcpyAsync(ex.at(vi), t.data, t.bytes(), cudaMemcpyHostToDevice, ex.stream); e != cudaSuccess)
+        return cudaError("copying an input to the device", e);
+  }
+  for (size_t k = 0; k < ex.ops.size(); ++k)
+    if (std::string err = ex.ops[k].launch(ex, tensors); !err.empty())
+      return "op '" + plan.ops[k].kernel + "'" + (plan.ops[k].location.empty() ? "" : " (" + plan.ops[k].location + ")") +
+             ": " + err;
+  for (int vi : plan.outputs) {
+    const TensorRef &t = tensors[size_t(vi)];
+    if (t.bytes())
+      if (cudaError_t e = cudaMemcpyAsync(t.data, ex.at(vi), t.bytes(), cudaMemcpyDeviceToHost, ex.stream); e != cudaSuccess)
+        return cudaError("copying an output from the device", e);
+  }
+  int flag = 0;
+  cudaMemcpyAsync(&flag, ex.errorFlag, sizeof flag, cudaMemcpyDeviceToHost, ex.stream);
+  if (cudaError_t e = cudaStreamSynchronize(ex.stream); e != cudaSuccess)
+    return cudaError("running the plan", e);
+  if (flag) {
+    cudaMemsetAsync(ex.errorFlag, 0, sizeof(int), ex.stream);
+    return "an index was out of range (a token id outside the vocabulary, or a position outside the rotary tables)";
+  }
+  return {};
+}
+
+void destroy(void *state) { delete static_cast<Executor *>(state); }
+
+size_t deviceBytes(void *state) {
+  const Executor &ex = *static_cast<Executor *>(state);
+  return ex.weightBytes + ex.arenaBytes + ex.workspaceBytes + sizeof(int);
+}
+
+const CudaBackend kBackend{kCudaBackendAbi, create, run, destroy, deviceBytes};
+
+} // namespace
+} // namespace llmc::rt::cuda
+
+extern "C" __attribute__((visibility("default"))) const llmc::rt::CudaBackend *llmc_cuda_backend() {
+  return &llmc::rt::cuda::kBackend;
+}

@@ -1,0 +1,32 @@
+// The CUDA executor lives in libllmc_cuda.so, which libllmc loads when a context asks for the
+// CUDA device: libllmc itself never depends on CUDA, so it loads on machines without it. Both
+// libraries come from one build (the interface passes C++ types); `abi` guards against mixing.
+#pragma once
+
+#include "Plan.h"
+
+#include <string>
+#include <vector>
+
+namespace llmc::rt {
+
+constexpr int kCudaBackendAbi = 1;
+
+struct CudaBackend {
+  int abi;
+  // Prepares `plan` on the current CUDA device: uploads the weights, allocates one arena for
+  // every other value, and checks that every op has a CUDA kernel (no CPU fallback). Sets
+  // *state, or returns why not (no device, an op without a kernel, out of memory).
+  std::string (*create)(const llmc_plan_t &plan, void **state);
+  // One run: `tensors` (one per plan value) hold this run's shapes; inputs' data is read from
+  // the host pointers there, outputs' data written to them.
+  std::string (*run)(void *state, const std::vector<TensorRef> &tensors);
+  void (*destroy)(void *state);
+  // Device bytes the context holds: weights, arena and workspaces (nothing is allocated per run).
+  size_t (*deviceBytes)(void *state);
+};
+
+} // namespace llmc::rt
+
+// Exported by libllmc_cuda.so.
+extern "C" const llmc::rt::CudaBackend *llmc_cuda_backend();
