@@ -4,9 +4,13 @@
 // value gets a fixed slot in one device arena sized from the plan's bounds, so a run allocates
 // nothing. Activations are f32 for now (the precision option is still to come).
 //
-// Work in progress (issue 7): no CUDA graphs yet, inputs and outputs go through the host buffers
-// of the C API on every run, and the prefill attention is a plain per-row kernel, not the flash
-// kernel on tensor cores. See docs/cuda.md.
+// With graphs on (the default), the launches of a run are captured once per input-shape bucket
+// (the input shapes determine every other shape and every kernel argument) and replayed after:
+// a decode step is then one graph launch between the input and output copies.
+//
+// Work in progress (issue 7): inputs and outputs go through the host buffers of the C API on
+// every run, and the prefill attention is a plain per-row kernel, not the flash kernel on tensor
+// cores. See docs/cuda.md.
 #include "CudaBackend.h"
 #include "CudaKernels.h"
 #include "FusedElementwiseCuda.h"
@@ -19,6 +23,7 @@
 #include <cuda_runtime.h>
 
 #include <functional>
+#include <map>
 #include <memory>
 
 namespace llmc::rt::cuda {
@@ -29,6 +34,7 @@ namespace fb = llmc::plan;
 std::string cudaError(const std::string &what, cudaError_t e) { return what + ": " + cudaGetErrorString(e); }
 
 constexpr size_t kAlign = 256;
+constexpr size_t kMaxGraphs = 64; // input-shape buckets kept as graphs; others run eagerly
 constexpr size_t kGemmWorkspace = 32u << 20;
 
 size_t aligned(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
@@ -54,8 +60,12 @@ struct Executor {
   std::vector<std::unique_ptr<LtLinear>> linears;
   std::vector<cudaLibrary_t> libraries;
   std::string arch; // "sm_90a"
+  bool useGraphs = true;
+  std::map<std::vector<int64_t>, cudaGraphExec_t> graphs; // by the inputs' shapes
 
   ~Executor() {
+    for (auto &entry : graphs)
+      cudaGraphExecDestroy(entry.second);
     for (cudaLibrary_t l : libraries)
       cudaLibraryUnload(l);
     linears.clear();
@@ -319,12 +329,13 @@ std::string prepareFusedElementwise(Executor &ex, const PlanOp &op, PreparedOp &
 
 // --- the backend ------------------------------------------------------------------------------
 
-std::string create(const llmc_plan_t &plan, void **state) {
+std::string create(const llmc_plan_t &plan, const CudaOptions &options, void **state) {
   int count = 0;
   if (cudaError_t e = cudaGetDeviceCount(&count); e != cudaSuccess || count == 0)
     return std::string("no CUDA device on this machine (") + (e != cudaSuccess ? cudaGetErrorString(e) : "none found") + ")";
   auto ex = std::make_unique<Executor>();
   ex->plan = &plan;
+  ex->useGraphs = options.graphs;
   cudaGetDevice(&ex->device);
   cudaDeviceProp props{};
   cudaGetDeviceProperties(&props, ex->device);
@@ -399,6 +410,51 @@ std::string create(const llmc_plan_t &plan, void **state) {
   return {};
 }
 
+std::string launchOps(Executor &ex, const std::vector<TensorRef> &tensors) {
+  const llmc_plan_t &plan = *ex.plan;
+  for (size_t k = 0; k < ex.ops.size(); ++k)
+    if (std::string err = ex.ops[k].launch(ex, tensors); !err.empty())
+      return "op '" + plan.ops[k].kernel + "'" + (plan.ops[k].location.empty() ? "" : " (" + plan.ops[k].location + ")") +
+             ": " + err;
+  return {};
+}
+
+// Every op's launches: replayed from this input-shape bucket's graph, captured on first use.
+std::string launchAll(Executor &ex, const std::vector<TensorRef> &tensors) {
+  if (!ex.useGraphs)
+    return launchOps(ex, tensors);
+  std::vector<int64_t> key;
+  for (int vi : ex.plan->inputs) {
+    const Shape &s = tensors[size_t(vi)].shape;
+    key.insert(key.end(), s.dims, s.dims + s.rank);
+    key.push_back(-1);
+  }
+  auto found = ex.graphs.find(key);
+  if (found == ex.graphs.end()) {
+    if (ex.graphs.size() >= kMaxGraphs)
+      return launchOps(ex, tensors);
+    if (cudaError_t e = cudaStreamBeginCapture(ex.stream, cudaStreamCaptureModeThreadLocal); e != cudaSuccess)
+      return cudaError("starting a graph capture", e);
+    const std::string err = launchOps(ex, tensors);
+    cudaGraph_t graph = nullptr;
+    const cudaError_t ended = cudaStreamEndCapture(ex.stream, &graph);
+    if (!err.empty() || ended != cudaSuccess) {
+      if (graph)
+        cudaGraphDestroy(graph);
+      return !err.empty() ? err : cudaError("capturing the run as a graph", ended);
+    }
+    cudaGraphExec_t exec = nullptr;
+    const cudaError_t made = cudaGraphInstantiate(&exec, graph, 0);
+    cudaGraphDestroy(graph);
+    if (made != cudaSuccess)
+      return cudaError("instantiating the run's graph", made);
+    found = ex.graphs.emplace(std::move(key), exec).first;
+  }
+  if (cudaError_t e = cudaGraphLaunch(found->second, ex.stream); e != cudaSuccess)
+    return cudaError("launching the run's graph", e);
+  return {};
+}
+
 std::string run(void *state, const std::vector<TensorRef> &tensors) {
   Executor &ex = *static_cast<Executor *>(state);
   const llmc_plan_t &plan = *ex.plan;
@@ -408,10 +464,8 @@ std::string run(void *state, const std::vector<TensorRef> &tensors) {
       if (cudaError_t e = cudaMemcpyAsync(ex.at(vi), t.data, t.bytes(), cudaMemcpyHostToDevice, ex.stream); e != cudaSuccess)
         return cudaError("copying an input to the device", e);
   }
-  for (size_t k = 0; k < ex.ops.size(); ++k)
-    if (std::string err = ex.ops[k].launch(ex, tensors); !err.empty())
-      return "op '" + plan.ops[k].kernel + "'" + (plan.ops[k].location.empty() ? "" : " (" + plan.ops[k].location + ")") +
-             ": " + err;
+  if (std::string err = launchAll(ex, tensors); !err.empty())
+    return err;
   for (int vi : plan.outputs) {
     const TensorRef &t = tensors[size_t(vi)];
     if (t.bytes())
@@ -436,7 +490,9 @@ size_t deviceBytes(void *state) {
   return ex.weightBytes + ex.arenaBytes + ex.workspaceBytes + sizeof(int);
 }
 
-const CudaBackend kBackend{kCudaBackendAbi, create, run, destroy, deviceBytes};
+size_t graphCount(void *state) { return static_cast<Executor *>(state)->graphs.size(); }
+
+const CudaBackend kBackend{kCudaBackendAbi, create, run, destroy, deviceBytes, graphCount};
 
 } // namespace
 } // namespace llmc::rt::cuda

@@ -95,6 +95,7 @@ extern "C" void llmc_context_options_init(llmc_context_options *options) {
   options->num_threads = 0;
   options->collect_times = 0;
   options->device = LLMC_DEVICE_CPU;
+  options->cuda_graphs = 1;
 }
 
 extern "C" llmc_status llmc_context_create(llmc_plan plan, const llmc_context_options *options,
@@ -139,7 +140,10 @@ extern "C" llmc_status llmc_context_create(llmc_plan plan, const llmc_context_op
     const llmc::rt::CudaBackend *backend = cudaBackend(error);
     if (!backend)
       return makeStatus(LLMC_UNSUPPORTED, error);
-    if (std::string err = backend->create(*plan, &ctx->cudaState); !err.empty())
+    llmc::rt::CudaOptions cudaOptions;
+    const bool hasGraphs = options->struct_size >= offsetof(llmc_context_options, cuda_graphs) + sizeof(int32_t);
+    cudaOptions.graphs = !hasGraphs || options->cuda_graphs != 0;
+    if (std::string err = backend->create(*plan, cudaOptions, &ctx->cudaState); !err.empty())
       return makeStatus(LLMC_UNSUPPORTED, "CUDA: " + err);
     ctx->cuda = backend;
   }
@@ -151,6 +155,10 @@ extern "C" void llmc_context_release(llmc_context context) { delete context; }
 
 extern "C" size_t llmc_context_device_bytes(llmc_context context) {
   return context && context->cuda ? context->cuda->deviceBytes(context->cudaState) : 0;
+}
+
+extern "C" size_t llmc_context_cuda_graph_count(llmc_context context) {
+  return context && context->cuda ? context->cuda->graphCount(context->cudaState) : 0;
 }
 
 // "f32[1x16]"; with a plan, a dynamic dimension prints as its symbol's name.

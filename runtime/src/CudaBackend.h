@@ -10,20 +10,26 @@
 
 namespace llmc::rt {
 
-constexpr int kCudaBackendAbi = 1;
+constexpr int kCudaBackendAbi = 2;
+
+struct CudaOptions {
+  bool graphs = true; // capture each input-shape bucket's launches once and replay them
+};
 
 struct CudaBackend {
   int abi;
   // Prepares `plan` on the current CUDA device: uploads the weights, allocates one arena for
   // every other value, and checks that every op has a CUDA kernel (no CPU fallback). Sets
   // *state, or returns why not (no device, an op without a kernel, out of memory).
-  std::string (*create)(const llmc_plan_t &plan, void **state);
+  std::string (*create)(const llmc_plan_t &plan, const CudaOptions &options, void **state);
   // One run: `tensors` (one per plan value) hold this run's shapes; inputs' data is read from
   // the host pointers there, outputs' data written to them.
   std::string (*run)(void *state, const std::vector<TensorRef> &tensors);
   void (*destroy)(void *state);
   // Device bytes the context holds: weights, arena and workspaces (nothing is allocated per run).
   size_t (*deviceBytes)(void *state);
+  // CUDA graphs captured so far (one per input-shape bucket run).
+  size_t (*graphCount)(void *state);
 };
 
 } // namespace llmc::rt

@@ -45,18 +45,22 @@ def check(args):
         cases = json.load(f)
     failed = 0
     for case in cases:
-        run = subprocess.run([args.llmc_run, os.path.join(args.dir, case["plan"]), "--device", "cuda", "--random",
-                              "--seed", "1", "--int-max", "512", "--quiet", "--compare-dir",
-                              os.path.join(args.dir, case["ref"]), "--atol", str(args.atol), "--rtol", str(args.atol)],
-                             capture_output=True, text=True)
-        if "no CUDA device" in run.stderr:
-            print(run.stderr.strip())
-            print("no CUDA device: skipped, not passed")
-            return SKIP
-        print(f"{case['name']}: {'PASS' if run.returncode == 0 else 'FAIL'}")
-        print("  " + (run.stdout + run.stderr).strip().replace("\n", "\n  "))
-        failed += run.returncode != 0
-    print("PASS" if not failed else f"FAIL ({failed} of {len(cases)})")
+        for graphs in (True, False):
+            # Graphs on: the first run captures, the benchmark runs replay; one graph in all.
+            flags = ["--benchmark", "3", "--warmup", "1"] if graphs else ["--no-cuda-graphs"]
+            run = subprocess.run([args.llmc_run, os.path.join(args.dir, case["plan"]), "--device", "cuda", "--random",
+                                  "--seed", "1", "--int-max", "512", "--quiet", "--compare-dir",
+                                  os.path.join(args.dir, case["ref"]), "--atol", str(args.atol), "--rtol",
+                                  str(args.atol)] + flags, capture_output=True, text=True)
+            if "no CUDA device" in run.stderr:
+                print(run.stderr.strip())
+                print("no CUDA device: skipped, not passed")
+                return SKIP
+            ok = run.returncode == 0 and (not graphs or "CUDA graphs: 1 captured" in run.stdout)
+            print(f"{case['name']} (graphs {'on' if graphs else 'off'}): {'PASS' if ok else 'FAIL'}")
+            print("  " + (run.stdout + run.stderr).strip().replace("\n", "\n  "))
+            failed += not ok
+    print("PASS" if not failed else f"FAIL ({failed} of {2 * len(cases)} runs)")
     return 1 if failed else 0
 
 

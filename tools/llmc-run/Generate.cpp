@@ -29,6 +29,7 @@ const char *kUsage = R"(usage: llmc-run generate PLAN (--prompt TEXT | --prompt-
   --ignore-eos             do not stop at end-of-turn tokens
   --logits-dir DIR         write the logits of each step to DIR/step_K.npy (K = 0 after the prompt)
   --threads N              threads for GEMMs
+  --device cpu|cuda        where to run (cuda: work in progress, see docs/cuda.md)
 )";
 
 using llmcrun::fail;
@@ -56,6 +57,7 @@ struct Args {
   std::vector<std::vector<int32_t>> promptIdLists; // every --prompt-ids
   bool haveIds = false, chat = false, printIds = false, ignoreEos = false;
   int maxTokens = 64, threads = 0;
+  llmc_device device = LLMC_DEVICE_CPU;
   llmc_sampling sampling;
 };
 
@@ -95,6 +97,12 @@ std::string parse(int argc, char **argv, Args &a) {
         a.sampling.seed = std::stoull(value());
       else if (arg == "--threads")
         a.threads = std::stoi(value());
+      else if (arg == "--device") {
+        const std::string d = value();
+        if (d != "cpu" && d != "cuda")
+          throw std::invalid_argument("--device must be cpu or cuda");
+        a.device = d == "cuda" ? LLMC_DEVICE_CUDA : LLMC_DEVICE_CPU;
+      }
       else if (arg == "--logits-dir")
         a.logitsDir = value();
       else if (arg == "--chat")
@@ -149,6 +157,7 @@ int generateBatch(llmc_plan plan, const Args &a, const std::vector<std::vector<i
   llmc_context_options options;
   llmc_context_options_init(&options);
   options.num_threads = a.threads;
+  options.device = a.device;
   llmc_generator gen = nullptr;
   if (!ok(llmc_generator_create_batch(plan, &options, int32_t(prompts.size()), &gen), error))
     return fail(error);
@@ -251,6 +260,7 @@ int generateMain(int argc, char **argv) {
   llmc_context_options options;
   llmc_context_options_init(&options);
   options.num_threads = a.threads;
+  options.device = a.device;
   llmc_generator gen = nullptr;
   if (!ok(llmc_generator_create(plan, &options, &gen), error)) {
     llmc_plan_release(plan);

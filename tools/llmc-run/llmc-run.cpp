@@ -40,6 +40,7 @@ Runs an llmc plan on the CPU.
   --warmup N               untimed runs before the benchmark (default 3)
   --threads N              threads for GEMMs (default: the library's choice)
   --device cpu|cuda        where to run (cuda: the CUDA executor, work in progress; default cpu)
+  --no-cuda-graphs         CUDA: launch every kernel every run instead of replaying a captured graph
   --profile                time every kernel and print the total per kernel type
   --quiet                  print no output values
   --help, --version
@@ -56,6 +57,7 @@ struct Options {
   double atol = 1e-4, rtol = 1e-4;
   int benchmark = 0, warmup = 3, threads = 0;
   llmc_device device = LLMC_DEVICE_CPU;
+  bool cudaGraphs = true;
 };
 
 using llmcrun::fail;
@@ -151,6 +153,8 @@ std::string parseArgs(int argc, char **argv, Options &o) {
         o.warmup = std::stoi(v);
       } else if (a == "--threads" && next(v)) {
         o.threads = std::stoi(v);
+      } else if (a == "--no-cuda-graphs") {
+        o.cudaGraphs = false;
       } else if (a == "--device" && next(v)) {
         if (v != "cpu" && v != "cuda")
           return "--device must be cpu or cuda, not '" + v + "'";
@@ -283,6 +287,7 @@ int run(const Options &o) {
   copts.num_threads = o.threads;
   copts.collect_times = o.profile;
   copts.device = o.device;
+  copts.cuda_graphs = o.cudaGraphs;
   llmc_context ctx = nullptr;
   int rc = 0;
   if (check(llmc_context_create(plan, &copts, &ctx), "creating a context")) {
@@ -408,6 +413,9 @@ int run(const Options &o) {
       auto at = [&](double q) { return times[std::min(times.size() - 1, size_t(q * double(times.size() - 1) + 0.5))]; };
       std::printf("benchmark: %zu runs, median %.3f ms, p90 %.3f ms, min %.3f ms\n", times.size(), at(0.5), at(0.9),
                   times.front());
+      if (o.device == LLMC_DEVICE_CUDA)
+        std::printf("CUDA graphs: %zu captured (%s)\n", llmc_context_cuda_graph_count(ctx),
+                    o.cudaGraphs ? "each run replays one" : "off: kernels launched one by one");
     }
   }
   if (rc == 0 && o.profile)

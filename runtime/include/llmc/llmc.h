@@ -118,6 +118,8 @@ typedef struct llmc_context_options {
   int32_t collect_times; /* non-zero: time every kernel launch (see llmc_context_kernel_time) */
   int32_t device;        /* llmc_device: where the context runs (CUDA: the current CUDA device, through
                             libllmc_cuda.so beside libllmc; work in progress, see docs/cuda.md) */
+  int32_t cuda_graphs;   /* CUDA: non-zero (the default) captures the launches of each input shape
+                            once as a CUDA graph and replays it; 0 launches every kernel every run */
 } llmc_context_options;
 
 LLMC_API void llmc_context_options_init(llmc_context_options *options);
@@ -129,6 +131,8 @@ LLMC_API llmc_status llmc_context_create(llmc_plan plan, const llmc_context_opti
 LLMC_API void llmc_context_release(llmc_context context);
 /* Device memory the context holds (weights, activations, workspaces); 0 for a CPU context. */
 LLMC_API size_t llmc_context_device_bytes(llmc_context context);
+/* CUDA graphs the context has captured (one per input shape it ran with graphs on); 0 on the CPU. */
+LLMC_API size_t llmc_context_cuda_graph_count(llmc_context context);
 
 /* Copies `tensor` into input `index`. Its dtype and shape must match the plan's input exactly. */
 LLMC_API llmc_status llmc_context_set_input(llmc_context context, int32_t index, const llmc_tensor *tensor);
