@@ -15,6 +15,7 @@
 #include "CudaKernels.h"
 #include "FusedElementwiseCuda.h"
 #include "LtLinear.h"
+#include "MemoryPlan.h"
 #include "Nvrtc.h"
 
 #include "plan_generated.h"
@@ -381,17 +382,22 @@ std::string create(const llmc_plan_t &plan, const CudaOptions &options, void **s
     ex->ops.push_back(std::move(p));
   }
 
-  // Weights once; every other value a slot of the arena, after the linears' scratch slot.
+  // Weights once; every other value a slot of the arena, after the linears' scratch slot. Values
+  // whose lifetimes do not overlap share bytes (MemoryPlan.h).
   ex->device_.assign(plan.values.size(), nullptr);
   std::vector<size_t> offsets(plan.values.size(), 0);
   for (size_t i = 0; i < plan.values.size(); ++i) {
     const PlanValue &v = plan.values[i];
-    size_t &total = v.kind == fb::ValueKind_Weight ? ex->weightBytes : ex->arenaBytes;
-    if (v.kind != fb::ValueKind_Weight && total == 0)
-      total = scratch;
-    offsets[i] = total;
-    total += aligned(std::max<size_t>(v.kind == fb::ValueKind_Weight ? size_t(v.shape.numel()) * dtypeSize(v.dtype) : v.capacity, 1));
+    if (v.kind == fb::ValueKind_Weight) {
+      offsets[i] = ex->weightBytes;
+      ex->weightBytes += aligned(std::max<size_t>(size_t(v.shape.numel()) * dtypeSize(v.dtype), 1));
+    }
   }
+  const ArenaPlan arena = planArena(planLifetimes(plan), kAlign);
+  ex->arenaBytes = scratch + arena.total;
+  for (size_t i = 0; i < plan.values.size(); ++i)
+    if (plan.values[i].kind != fb::ValueKind_Weight)
+      offsets[i] = scratch + arena.offsets[i];
   if (cudaError_t e = cudaMalloc(&ex->weights, std::max<size_t>(ex->weightBytes, 1)); e != cudaSuccess)
     return cudaError("allocating " + std::to_string(ex->weightBytes) + " bytes of weights", e);
   if (cudaError_t e = cudaMalloc(&ex->arena, std::max<size_t>(ex->arenaBytes, 1)); e != cudaSuccess)

@@ -1,0 +1,30 @@
+// Offsets in one arena for values with known lifetimes: two values share bytes only when no op
+// runs while both are live. The CUDA executor sizes its device arena with it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+struct llmc_plan_t;
+
+namespace llmc::rt {
+
+struct Lifetime {
+  size_t bytes;
+  int first, last; // op indices: written by op `first` (-1: before the run), read until op `last`
+};
+
+struct ArenaPlan {
+  std::vector<size_t> offsets; // per lifetime, multiples of `alignment`
+  size_t total = 0;
+};
+
+// Greedy placement, largest first, each at the lowest offset that no overlapping lifetime holds.
+ArenaPlan planArena(const std::vector<Lifetime> &lifetimes, size_t alignment);
+
+// Lifetimes of a plan's values (weights get bytes 0): inputs from before the first op, outputs
+// to after the last, every other value from the op that writes it to the last op that reads it.
+std::vector<Lifetime> planLifetimes(const llmc_plan_t &plan);
+
+} // namespace llmc::rt
