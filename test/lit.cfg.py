@@ -31,3 +31,10 @@ config.substitutions.append(("%testtools", os.path.join(config.llmc_source_dir, 
 # ctest 'large-models' test).
 if os.environ.get("LLMC_LARGE_TESTS") == "1":
     config.available_features.add("large-models")
+
+# A usable CUDA device changes what running a CUDA plan does (tests that expect the no-GPU error
+# say UNSUPPORTED: cuda-device).
+import shutil
+import subprocess
+if shutil.which("nvidia-smi") and subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0:
+    config.available_features.add("cuda-device")

@@ -271,7 +271,33 @@ struct Emitter {
                                b.CreateVector(t.merges), b.CreateVector(added));
   }
 
-  std::vector<uint8_t> program(const TokenizerData *tokenizer) const {
+  // The fused elementwise regions compiled for every CUDA architecture of the target.
+  std::string cudaKernels(flatbuffers::FlatBufferBuilder &b, const CudaTarget &cuda,
+                          std::vector<flatbuffers::Offset<fb::CudaKernel>> &out) const {
+    for (size_t k = 0; k < ops.size(); ++k) {
+      if (ops[k].kernel != "fused_elementwise")
+        continue;
+      std::vector<rt::DType> ins, outs;
+      for (int32_t i : ops[k].inputs)
+        ins.push_back(values[size_t(i)].dtype);
+      for (int32_t o : ops[k].outputs)
+        outs.push_back(values[size_t(o)].dtype);
+      const std::string name = "llmc_fused_" + std::to_string(k);
+      for (const std::string &arch : cuda.archs) {
+        std::vector<char> cubin;
+        if (std::string err = cuda.compileFused(ops[k].attrs, ins, outs, name, arch, cubin); !err.empty())
+          return "compiling the fused region of op " + std::to_string(k) + " (" + ops[k].location + ") for " + arch +
+                 ": " + err;
+        out.push_back(fb::CreateCudaKernel(b, int32_t(k), b.CreateString(arch), b.CreateString(name),
+                                           b.CreateVector(reinterpret_cast<const uint8_t *>(cubin.data()), cubin.size())));
+      }
+    }
+    return {};
+  }
+
+  mutable int64_t cudaKernelCount = 0;
+
+  std::vector<uint8_t> program(const TokenizerData *tokenizer, const CudaTarget *cuda, std::string &error) const {
     flatbuffers::FlatBufferBuilder b;
     std::vector<flatbuffers::Offset<fb::Value>> fbValues;
     for (const ValueEntry &v : values)
@@ -297,10 +323,20 @@ struct Emitter {
       for (const plan::DimExprNode &n : dimNodes->nodes)
         nodes.emplace_back(n.value, n.a, n.b, static_cast<fb::DimNodeOp>(n.op));
     }
+    std::vector<flatbuffers::Offset<flatbuffers::String>> archs;
+    std::vector<flatbuffers::Offset<fb::CudaKernel>> kernels;
+    if (cuda) {
+      for (const std::string &arch : cuda->archs)
+        archs.push_back(b.CreateString(arch));
+      if (error = cudaKernels(b, *cuda, kernels); !error.empty())
+        return {};
+      cudaKernelCount = int64_t(kernels.size());
+    }
     auto root = fb::CreateProgram(b, b.CreateString("llmc " LLMC_VERSION_STRING), b.CreateVector(fbValues),
                                   b.CreateVector(fbOps), b.CreateVector(inputs), b.CreateVector(outputs),
                                   shapes ? b.CreateVector(symbols) : 0, shapes ? b.CreateVectorOfStructs(nodes) : 0,
-                                  tokenizer ? tokenizerTable(b, *tokenizer) : 0);
+                                  tokenizer ? tokenizerTable(b, *tokenizer) : 0, cuda ? b.CreateVector(archs) : 0,
+                                  cuda ? b.CreateVector(kernels) : 0);
     fb::FinishProgramBuffer(b, root);
     return std::vector<uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
   }
@@ -346,17 +382,25 @@ bool writeAll(int fd, const void *data, size_t size) {
 
 } // namespace
 
-std::string writePlan(ModuleOp module, const std::string &path, PlanStats *stats, const TokenizerData *tokenizer) {
+std::string writePlan(ModuleOp module, const std::string &path, PlanStats *stats, const TokenizerData *tokenizer,
+                      const CudaTarget *cuda) {
   Emitter emitter;
   if (failed(emitter.run(module)))
     return emitter.error;
-  const std::vector<uint8_t> program = emitter.program(tokenizer);
+  if (cuda && cuda->archs.empty())
+    return "a CUDA plan needs at least one architecture";
+  std::string error;
+  const std::vector<uint8_t> program = emitter.program(tokenizer, cuda, error);
+  if (!error.empty())
+    return error;
 
   fb::Header header{};
   std::memcpy(header.magic, fb::kMagic, sizeof header.magic);
   header.formatVersion = fb::kFormatVersion;
   header.headerSize = sizeof header;
-  header.target = uint32_t(fb::Target::Cpu);
+  header.target = uint32_t(cuda ? fb::Target::Cuda : fb::Target::Cpu);
+  if (cuda) // the preferred architecture's compute capability times 10 ("sm_90a" -> 90)
+    header.targetArch = uint32_t(std::atoi(cuda->archs.front().c_str() + 3));
   header.programOffset = sizeof header;
   header.programSize = program.size();
   header.weightsOffset =
@@ -390,6 +434,7 @@ std::string writePlan(ModuleOp module, const std::string &path, PlanStats *stats
       stats->weights += v.kind == fb::ValueKind_Weight;
     stats->weightBytes = emitter.weightsSize;
     stats->fileBytes = header.weightsOffset + header.weightsSize;
+    stats->cudaKernels = emitter.cudaKernelCount;
   }
   return {};
 }

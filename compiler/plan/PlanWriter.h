@@ -6,7 +6,12 @@
 #include "mlir/IR/BuiltinOps.h"
 
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <vector>
+
+#include "Attrs.h"
+#include "Tensor.h"
 
 namespace llmc {
 
@@ -15,12 +20,23 @@ struct PlanStats {
   int64_t weights = 0;
   uint64_t weightBytes = 0;
   uint64_t fileBytes = 0;
+  int64_t cudaKernels = 0; // CUBINs of a CUDA plan (fused regions times architectures)
+};
+
+// A CUDA plan (llmc --target cuda): its architectures, and how to compile one fused elementwise
+// region for one of them (the tool supplies NVRTC; the writer itself needs no CUDA).
+struct CudaTarget {
+  std::vector<std::string> archs; // "sm_90a", "sm_80"; the first is preferred
+  std::function<std::string(const rt::AttrList &attrs, const std::vector<rt::DType> &inputs,
+                            const std::vector<rt::DType> &outputs, const std::string &name, const std::string &arch,
+                            std::vector<char> &cubin)>
+      compileFused;
 };
 
 // Writes the plan for `module` to `path`. The file appears complete or not at all: it is
 // written to a temporary file in the same folder and renamed. Returns "" or an error message.
 // `tokenizer`, when given, goes into the plan too.
 std::string writePlan(mlir::ModuleOp module, const std::string &path, PlanStats *stats = nullptr,
-                      const TokenizerData *tokenizer = nullptr);
+                      const TokenizerData *tokenizer = nullptr, const CudaTarget *cuda = nullptr);
 
 } // namespace llmc

@@ -276,16 +276,23 @@ std::string prepareFusedElementwise(Executor &ex, const PlanOp &op, PreparedOp &
     ins.push_back(ex.plan->values[size_t(i)].dtype);
   for (int o : op.outputs)
     outs.push_back(ex.plan->values[size_t(o)].dtype);
-  const std::string name = "llmc_fused_" + std::to_string(index);
-  std::string error;
-  const std::string source = fusedElementwiseSource(program, results, ins, outs, name, error);
-  if (!error.empty())
-    return error;
-  std::vector<char> cubin;
-  if (std::string err = compileToCubin(source, name, ex.arch, cubin); !err.empty())
-    return err;
+  std::string name = "llmc_fused_" + std::to_string(index);
+  std::vector<char> compiled;
+  const void *code = nullptr;
+  for (const PlanCudaKernel &k : ex.plan->cudaKernels) // the plan's own CUBIN for this device
+    if (k.op == index && k.arch == ex.arch)
+      code = k.cubin, name = k.name;
+  if (!code) { // a CPU plan: compile the region for this device now
+    std::string error;
+    const std::string source = fusedElementwiseSource(program, results, ins, outs, name, error);
+    if (!error.empty())
+      return error;
+    if (std::string err = compileToCubin(source, name, ex.arch, compiled); !err.empty())
+      return err;
+    code = compiled.data();
+  }
   cudaLibrary_t library;
-  if (cudaError_t e = cudaLibraryLoadData(&library, cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0); e != cudaSuccess)
+  if (cudaError_t e = cudaLibraryLoadData(&library, code, nullptr, nullptr, 0, nullptr, nullptr, 0); e != cudaSuccess)
     return cudaError("loading a generated kernel", e);
   ex.libraries.push_back(library);
   cudaKernel_t kernel;
@@ -331,9 +338,12 @@ std::string prepareFusedElementwise(Executor &ex, const PlanOp &op, PreparedOp &
 // --- the backend ------------------------------------------------------------------------------
 
 std::string create(const llmc_plan_t &plan, const CudaOptions &options, void **state) {
+  // A CUDA plan says which architectures it was built for; every refusal names them.
+  const std::string builtFor = plan.cudaArchs.empty() ? std::string() : "; the plan was built for CUDA " + plan.cudaArchList;
   int count = 0;
   if (cudaError_t e = cudaGetDeviceCount(&count); e != cudaSuccess || count == 0)
-    return std::string("no CUDA device on this machine (") + (e != cudaSuccess ? cudaGetErrorString(e) : "none found") + ")";
+    return std::string("no CUDA device on this machine (") + (e != cudaSuccess ? cudaGetErrorString(e) : "none found") +
+           ")" + builtFor;
   auto ex = std::make_unique<Executor>();
   ex->plan = &plan;
   ex->useGraphs = options.graphs;
@@ -344,6 +354,23 @@ std::string create(const llmc_plan_t &plan, const CudaOptions &options, void **s
     return "the CUDA executor needs compute capability 8.0 or newer; device " + std::to_string(ex->device) + " (" +
            props.name + ") has " + std::to_string(props.major) + "." + std::to_string(props.minor);
   ex->arch = "sm_" + std::to_string(props.major * 10 + props.minor) + (props.major == 9 ? "a" : "");
+  if (!plan.cudaArchs.empty()) {
+    // A CUBIN for sm_XY runs on compute capability X.Z with Z >= Y; an "a" one only on X.Y.
+    std::string usable;
+    for (const std::string &arch : plan.cudaArchs) {
+      const int cc = std::atoi(arch.c_str() + 3);
+      const bool exact = arch.back() == 'a';
+      if (cc / 10 == props.major && (exact ? cc % 10 == props.minor : cc % 10 <= props.minor)) {
+        usable = arch;
+        break;
+      }
+    }
+    if (usable.empty())
+      return "device " + std::to_string(ex->device) + " (" + props.name + ") has compute capability " +
+             std::to_string(props.major) + "." + std::to_string(props.minor) + builtFor +
+             " (rebuild with llmc --target cuda --cuda-arch sm_" + std::to_string(props.major * 10 + props.minor) + ")";
+    ex->arch = usable;
+  }
   if (cudaError_t e = cudaStreamCreateWithFlags(&ex->stream, cudaStreamNonBlocking); e != cudaSuccess)
     return cudaError("creating a stream", e);
   if (cublasLtCreate(&ex->lt) != CUBLAS_STATUS_SUCCESS)

@@ -1,5 +1,6 @@
 #include "FusedElementwiseCuda.h"
 
+#include <cmath>
 #include <cstdio>
 
 namespace llmc::rt::cuda {
@@ -7,15 +8,18 @@ namespace {
 
 using fused::Op;
 
+// A float literal CUDA C accepts for `v` ("0.f", "2.5f", "1e+30f"; infinities and NaN by their bits).
 std::string literal(float v) {
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%.9gf", double(v));
-  std::string s = buf;
-  if (s == "inff" || s == "-inff")
-    return s[0] == '-' ? "(-__int_as_float(0x7f800000))" : "__int_as_float(0x7f800000)";
-  if (s == "nanf" || s == "-nanf")
+  if (std::isnan(v))
     return "__int_as_float(0x7fc00000)";
-  return s;
+  if (std::isinf(v))
+    return v < 0 ? "(-__int_as_float(0x7f800000))" : "__int_as_float(0x7f800000)";
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.9g", double(v));
+  std::string s = buf;
+  if (s.find_first_of(".e") == std::string::npos)
+    s += ".";
+  return "(" + s + "f)";
 }
 
 // The expression computing one instruction from registers x, y, z; matches fused::apply on the CPU.

@@ -51,6 +51,12 @@ extern "C" llmc_status llmc_plan_output_info(llmc_plan plan, int32_t index, cons
 
 extern "C" int32_t llmc_plan_symbol_count(llmc_plan plan) { return plan ? int32_t(plan->symbols.size()) : 0; }
 
+extern "C" int32_t llmc_plan_target(llmc_plan plan) {
+  return plan && !plan->cudaArchs.empty() ? LLMC_DEVICE_CUDA : LLMC_DEVICE_CPU;
+}
+
+extern "C" const char *llmc_plan_cuda_archs(llmc_plan plan) { return plan ? plan->cudaArchList.c_str() : ""; }
+
 extern "C" llmc_status llmc_plan_symbol_info(llmc_plan plan, int32_t index, const char **out_name, int64_t *out_max) {
   if (!plan)
     return makeStatus(LLMC_INVALID_ARGUMENT, "plan must not be NULL");

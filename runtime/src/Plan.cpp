@@ -87,10 +87,8 @@ llmc_status parsePlan(const void *data, size_t size, bool verifyWeights, llmc_pl
                                             std::to_string(fb::kFormatVersion) + "); upgrade the runtime");
   if (h.formatVersion == 0 || h.headerSize < sizeof(fb::Header))
     return invalid("bad format version or header size");
-  if (h.target != uint32_t(fb::Target::Cpu))
-    return makeStatus(LLMC_UNSUPPORTED, "plan was compiled for target " + std::to_string(h.target) +
-                                            " (CUDA sm_" + std::to_string(h.targetArch) +
-                                            "); this runtime runs CPU plans only");
+  if (h.target != uint32_t(fb::Target::Cpu) && h.target != uint32_t(fb::Target::Cuda))
+    return makeStatus(LLMC_UNSUPPORTED, "plan was compiled for an unknown target " + std::to_string(h.target));
   auto inFile = [&](uint64_t off, uint64_t len) { return off <= size && len <= size - off; };
   if (!inFile(h.programOffset, h.programSize) || !inFile(h.weightsOffset, h.weightsSize))
     return invalid("a section extends past the end of the file (" + std::to_string(size) +
@@ -206,6 +204,19 @@ llmc_status parsePlan(const void *data, size_t size, bool verifyWeights, llmc_pl
       return invalid("a graph output is never computed");
     plan.outputs.push_back(index);
   }
+  if (p->cuda_archs())
+    for (const flatbuffers::String *arch : *p->cuda_archs()) {
+      plan.cudaArchs.push_back(arch->str());
+      plan.cudaArchList += (plan.cudaArchList.empty() ? "" : ", ") + arch->str();
+    }
+  if ((h.target == uint32_t(fb::Target::Cuda)) != !plan.cudaArchs.empty())
+    return invalid("the header's target and the plan's CUDA architectures disagree");
+  if (p->cuda_kernels())
+    for (const fb::CudaKernel *k : *p->cuda_kernels()) {
+      if (k->op() < 0 || size_t(k->op()) >= plan.ops.size() || k->cubin()->size() == 0)
+        return invalid("a CUDA kernel names an op that does not exist, or is empty");
+      plan.cudaKernels.push_back({k->op(), k->arch()->str(), k->name()->str(), k->cubin()->data(), k->cubin()->size()});
+    }
   if (p->tokenizer()) {
     plan.tokenizer = std::make_unique<Tokenizer>();
     if (std::string err = plan.tokenizer->load(*p->tokenizer()); !err.empty())

@@ -39,6 +39,14 @@ struct PlanOp {
   std::vector<int> outputs;
 };
 
+// A CUBIN the plan carries for op `op` on architecture `arch` (into the mapping).
+struct PlanCudaKernel {
+  int op;
+  std::string arch, name;
+  const uint8_t *cubin;
+  size_t size;
+};
+
 } // namespace llmc::rt
 
 struct llmc_plan_t {
@@ -51,6 +59,9 @@ struct llmc_plan_t {
   std::vector<llmc::rt::PlanSymbol> symbols;
   std::vector<llmc::plan::DimExprNode> dimNodes;
   std::unique_ptr<llmc::rt::Tokenizer> tokenizer; // when the plan carries one
+  std::vector<std::string> cudaArchs;              // a CUDA plan's architectures (empty: a CPU plan)
+  std::vector<llmc::rt::PlanCudaKernel> cudaKernels;
+  std::string cudaArchList;                        // cudaArchs joined by ", "
 
   ~llmc_plan_t();
   void retain() { refs.fetch_add(1); }

@@ -39,6 +39,21 @@ TEST(CudaCodegen, EveryOpCompiles) {
   }
 }
 
+// Constants of every form a region holds: integral values, exponents, infinities, NaN. Register
+// 0 is the input and instruction i writes register 1 + i: each constant is added to the sum so far.
+TEST(CudaCodegen, EveryKindOfConstantCompiles) {
+  std::vector<Instruction> program;
+  int sum = 0;
+  for (float c : {0.0f, 1.0f, -3.0f, 2.5f, 1e30f, -1e-30f, std::numeric_limits<float>::infinity(),
+                  -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()}) {
+    program.push_back({Op::Constant, -1, -1, -1, c, 0});
+    const int constant = int(program.size()); // its register
+    program.push_back({Op::Add, sum, constant, -1, 0, 0});
+    sum = int(program.size());
+  }
+  expectCompiles(program, {sum}, {DType::F32}, {DType::F32}, "fused_constants");
+}
+
 TEST(CudaCodegen, MixedDtypesAndSeveralOutputs) {
   // where(mask, x * 0.5, -inf) from a bool mask and an f16 x, stored as f16 and as bool.
   const std::vector<Instruction> program = {

@@ -75,16 +75,22 @@ TEST(PlanReader, RejectsAFileThatIsNotAPlan) {
   EXPECT_NE(message.find("magic"), std::string::npos) << message;
 }
 
-TEST(PlanReader, RejectsAnotherTarget) {
+TEST(PlanReader, RejectsAnUnknownTargetAndACudaHeaderWithoutArchitectures) {
   std::vector<uint8_t> plan = addPlan();
   llmc::plan::Header h;
   std::memcpy(&h, plan.data(), sizeof h);
+  h.target = 7;
+  std::memcpy(plan.data(), &h, sizeof h);
+  auto [code, message] = load(plan, "other.llmc");
+  EXPECT_EQ(code, LLMC_UNSUPPORTED);
+  EXPECT_NE(message.find("unknown target 7"), std::string::npos) << message;
+  // A CUDA header on a program that names no CUDA architectures.
   h.target = uint32_t(llmc::plan::Target::Cuda);
   h.targetArch = 90;
   std::memcpy(plan.data(), &h, sizeof h);
-  auto [code, message] = load(plan, "cuda.llmc");
-  EXPECT_EQ(code, LLMC_UNSUPPORTED);
-  EXPECT_NE(message.find("CPU plans only"), std::string::npos) << message;
+  std::tie(code, message) = load(plan, "cuda.llmc");
+  EXPECT_EQ(code, LLMC_INVALID_PLAN);
+  EXPECT_NE(message.find("disagree"), std::string::npos) << message;
 }
 
 // Random byte changes in the program section, with the checksum recomputed so that they reach

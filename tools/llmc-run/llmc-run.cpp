@@ -39,7 +39,8 @@ Runs an llmc plan on the CPU.
   --benchmark N            run N more times and print latency median and p90
   --warmup N               untimed runs before the benchmark (default 3)
   --threads N              threads for GEMMs (default: the library's choice)
-  --device cpu|cuda        where to run (cuda: the CUDA executor, work in progress; default cpu)
+  --device cpu|cuda        where to run (default: the device the plan was built for; cuda: the CUDA
+                           executor, work in progress; any plan also runs on the cpu)
   --no-cuda-graphs         CUDA: launch every kernel every run instead of replaying a captured graph
   --profile                time every kernel and print the total per kernel type
   --quiet                  print no output values
@@ -57,6 +58,7 @@ struct Options {
   double atol = 1e-4, rtol = 1e-4;
   int benchmark = 0, warmup = 3, threads = 0;
   llmc_device device = LLMC_DEVICE_CPU;
+  bool deviceGiven = false; // else the plan's target
   bool cudaGraphs = true;
 };
 
@@ -159,6 +161,7 @@ std::string parseArgs(int argc, char **argv, Options &o) {
         if (v != "cpu" && v != "cuda")
           return "--device must be cpu or cuda, not '" + v + "'";
         o.device = v == "cuda" ? LLMC_DEVICE_CUDA : LLMC_DEVICE_CPU;
+        o.deviceGiven = true;
       } else if (!a.empty() && a[0] != '-' && o.plan.empty()) {
         o.plan = a;
       } else {
@@ -278,10 +281,12 @@ void printProfile(llmc_context ctx, llmc_plan plan) {
                 total > 0 ? 100 * ms / total : 0);
 }
 
-int run(const Options &o) {
+int run(Options o) {
   llmc_plan plan = nullptr;
   if (check(llmc_plan_load(o.plan.c_str(), nullptr, &plan), "loading '" + o.plan + "'"))
     return 1;
+  if (!o.deviceGiven)
+    o.device = static_cast<llmc_device>(llmc_plan_target(plan));
   llmc_context_options copts;
   llmc_context_options_init(&copts);
   copts.num_threads = o.threads;

@@ -26,6 +26,12 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <map>
+#include <regex>
+
+#ifdef LLMC_HAVE_NVRTC
+#include "FusedElementwiseCuda.h"
+#include "Nvrtc.h"
+#endif
 #include <sys/resource.h>
 
 namespace cl = llvm::cl;
@@ -73,6 +79,14 @@ static cl::list<std::string> skipPasses("skip-pass",
                                                  "does (llmc-absorb-mla, llmc-merge-parallel-linears, ...); repeat or "
                                                  "separate with commas"),
                                         cl::value_desc("name"), cl::CommaSeparated, cl::cat(category));
+static cl::opt<std::string> target("target", cl::desc("The device the plan is built for: cpu (default) or cuda "
+                                                     "(the fused regions are compiled for --cuda-arch and stored in "
+                                                     "the plan; any plan also runs on the CPU)"),
+                                   cl::init("cpu"), cl::value_desc("cpu|cuda"), cl::cat(category));
+static cl::list<std::string> cudaArchs("cuda-arch",
+                                       cl::desc("CUDA architectures of a --target cuda plan, preferred first "
+                                                "(default sm_90a,sm_80)"),
+                                       cl::value_desc("sm_XY"), cl::CommaSeparated, cl::cat(category));
 static cl::opt<bool> printStats("print-stats", cl::desc("Print op counts after import and after the pipeline, "
                                                         "what each pass rewrote, and the plan's kernel count"),
                                 cl::cat(category));
@@ -203,6 +217,16 @@ int main(int argc, char **argv) {
   llmc::PipelineOptions pipeline;
   pipeline.fusion = !disableFusion;
   pipeline.merging = !disableMerging;
+  if (target != "cpu" && target != "cuda")
+    return fail("--target must be cpu or cuda, not '" + target + "'");
+  for (const std::string &arch : cudaArchs) {
+    static const std::regex archForm("sm_([0-9]+)a?");
+    std::smatch m;
+    if (!std::regex_match(arch, m, archForm) || std::stoi(m[1]) < 80)
+      return fail("--cuda-arch: '" + arch + "' is not an architecture from sm_80 on (sm_80, sm_86, sm_90a, ...)");
+  }
+  if (!cudaArchs.empty() && target != "cuda")
+    return fail("--cuda-arch needs --target cuda");
   if (mlaFactors != "auto" && mlaFactors != "separate" && mlaFactors != "multiplied")
     return fail("--mla-factors must be auto, separate or multiplied, not '" + mlaFactors + "'");
   pipeline.mlaFactors = mlaFactors;
@@ -236,12 +260,37 @@ int main(int argc, char **argv) {
     if (std::string err = llmc::readTokenizerJson(tokenizerFile, tokenizer); !err.empty())
       return fail(err);
   llmc::PlanStats stats;
-  if (std::string err = llmc::writePlan(*module, outPath, &stats, tokenizerFile.empty() ? nullptr : &tokenizer);
+  llmc::CudaTarget cuda;
+  if (target == "cuda") {
+#ifdef LLMC_HAVE_NVRTC
+    cuda.archs = cudaArchs.empty() ? std::vector<std::string>{"sm_90a", "sm_80"}
+                                   : std::vector<std::string>(cudaArchs.begin(), cudaArchs.end());
+    cuda.compileFused = [](const llmc::rt::AttrList &attrs, const std::vector<llmc::rt::DType> &inputs,
+                           const std::vector<llmc::rt::DType> &outputs, const std::string &name, const std::string &arch,
+                           std::vector<char> &cubin) -> std::string {
+      std::vector<llmc::rt::fused::Instruction> program;
+      std::vector<int> results;
+      if (std::string err = llmc::rt::fused::parseProgram(attrs, int(inputs.size()), int(outputs.size()), program, results);
+          !err.empty())
+        return err;
+      std::string error;
+      const std::string source = llmc::rt::cuda::fusedElementwiseSource(program, results, inputs, outputs, name, error);
+      return error.empty() ? llmc::rt::cuda::compileToCubin(source, name, arch, cubin) : error;
+    };
+#else
+    return fail("this llmc was built without the CUDA toolkit, so it cannot build --target cuda plans");
+#endif
+  }
+  if (std::string err = llmc::writePlan(*module, outPath, &stats, tokenizerFile.empty() ? nullptr : &tokenizer,
+                                        target == "cuda" ? &cuda : nullptr);
       !err.empty())
     return fail(err);
   if (printStats) {
     llvm::errs() << "plan: " << stats.kernels << " kernels, " << stats.weights << " weights (" << stats.weightBytes
                  << " bytes), file " << stats.fileBytes << " bytes\n";
+    if (target == "cuda")
+      llvm::errs() << "cuda: " << stats.cudaKernels << " fused kernels compiled with NVRTC (" << cuda.archs.size()
+                   << " architectures: " << llvm::join(cuda.archs, ", ") << ")\n";
     struct rusage usage;
     getrusage(RUSAGE_SELF, &usage);
     const double peak = double(usage.ru_maxrss) * 1024.0;

@@ -105,6 +105,11 @@ LLMC_API int32_t llmc_plan_symbol_count(llmc_plan plan);
 LLMC_API llmc_status llmc_plan_symbol_info(llmc_plan plan, int32_t index, const char **out_name, int64_t *out_max);
 /* The symbol that dimension `dim` of input `input` takes its size from, or -1 when it is static. */
 LLMC_API llmc_status llmc_plan_input_dim_symbol(llmc_plan plan, int32_t input, int32_t dim, int32_t *out_symbol);
+/* The device the plan was built for (llmc --target): LLMC_DEVICE_CPU or LLMC_DEVICE_CUDA. Any plan
+ * also runs on the CPU executor, the reference. For a CUDA plan, its architectures ("sm_90a, sm_80"),
+ * owned by the plan; "" for a CPU plan. */
+LLMC_API int32_t llmc_plan_target(llmc_plan plan);
+LLMC_API const char *llmc_plan_cuda_archs(llmc_plan plan);
 /* Number of kernel launches in the program. */
 LLMC_API int32_t llmc_plan_kernel_count(llmc_plan plan);
 
