@@ -35,6 +35,7 @@ struct ValueEntry {
   std::vector<int64_t> shape;  // -1 for a dynamic dimension
   std::vector<int32_t> dims;   // dynamic values: the DimExprNode of each dimension, -1 when static
   uint64_t weightOffset = 0, weightSize = 0;
+  bool randomFill = false; // not stored: filled at load
 };
 
 struct OpEntry {
@@ -100,6 +101,7 @@ struct Emitter {
   std::vector<OpEntry> ops;
   std::vector<int32_t> inputs, outputs;
   uint64_t weightsSize = 0;
+  const RandomWeights *random = nullptr;
   llvm::DenseMap<Value, int32_t> index;
   std::string error;
 
@@ -157,6 +159,12 @@ struct Emitter {
     if (failed(bytes)) {
       error = "constant '" + values[*id].name + "' has data the plan cannot store";
       return failure();
+    }
+    auto type = cast<RankedTensorType>(op.getResult().getType());
+    if (random && (type.getElementType().isF32() || type.getElementType().isF16()) &&
+        type.getNumElements() >= random->minElements) {
+      values[*id].randomFill = true; // no bytes in the file
+      return success();
     }
     const uint64_t offset = (weightsSize + fb::kTensorAlignment - 1) / fb::kTensorAlignment * fb::kTensorAlignment;
     weightsSize = offset + bytes->size();
@@ -303,7 +311,7 @@ struct Emitter {
     for (const ValueEntry &v : values)
       fbValues.push_back(fb::CreateValue(b, b.CreateString(v.name), v.kind, uint8_t(v.dtype),
                                          b.CreateVector(v.shape), v.weightOffset, v.weightSize,
-                                         v.dims.empty() ? 0 : b.CreateVector(v.dims)));
+                                         v.dims.empty() ? 0 : b.CreateVector(v.dims), v.randomFill));
     std::vector<flatbuffers::Offset<fb::Op>> fbOps;
     for (const OpEntry &op : ops) {
       std::vector<flatbuffers::Offset<fb::Attr>> attrs;
@@ -336,7 +344,7 @@ struct Emitter {
                                   b.CreateVector(fbOps), b.CreateVector(inputs), b.CreateVector(outputs),
                                   shapes ? b.CreateVector(symbols) : 0, shapes ? b.CreateVectorOfStructs(nodes) : 0,
                                   tokenizer ? tokenizerTable(b, *tokenizer) : 0, cuda ? b.CreateVector(archs) : 0,
-                                  cuda ? b.CreateVector(kernels) : 0);
+                                  cuda ? b.CreateVector(kernels) : 0, random ? random->seed : 0);
     fb::FinishProgramBuffer(b, root);
     return std::vector<uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
   }
@@ -350,7 +358,7 @@ bool writeWeights(int fd, const std::vector<ValueEntry> &values, fb::Checksum &c
   static const char zeros[fb::kTensorAlignment] = {};
   uint64_t at = 0;
   for (const ValueEntry &v : values) {
-    if (v.kind != fb::ValueKind_Weight)
+    if (v.kind != fb::ValueKind_Weight || v.randomFill)
       continue;
     std::vector<char> storage;
     auto bytes = elementsBytes(v.weight, storage);
@@ -383,8 +391,9 @@ bool writeAll(int fd, const void *data, size_t size) {
 } // namespace
 
 std::string writePlan(ModuleOp module, const std::string &path, PlanStats *stats, const TokenizerData *tokenizer,
-                      const CudaTarget *cuda) {
+                      const CudaTarget *cuda, const RandomWeights *random) {
   Emitter emitter;
+  emitter.random = random;
   if (failed(emitter.run(module)))
     return emitter.error;
   if (cuda && cuda->archs.empty())

@@ -33,10 +33,18 @@ struct CudaTarget {
       compileFused;
 };
 
+// A plan without its large float weights, which the runtime fills with random values from `seed`
+// at load: benchmarks of big models without carrying their weights (llmc --random-weights).
+struct RandomWeights {
+  uint64_t seed = 0;
+  int64_t minElements = 1024; // smaller weights and integer constants (shapes, ids) stay stored
+};
+
 // Writes the plan for `module` to `path`. The file appears complete or not at all: it is
 // written to a temporary file in the same folder and renamed. Returns "" or an error message.
 // `tokenizer`, when given, goes into the plan too.
 std::string writePlan(mlir::ModuleOp module, const std::string &path, PlanStats *stats = nullptr,
-                      const TokenizerData *tokenizer = nullptr, const CudaTarget *cuda = nullptr);
+                      const TokenizerData *tokenizer = nullptr, const CudaTarget *cuda = nullptr,
+                      const RandomWeights *random = nullptr);
 
 } // namespace llmc

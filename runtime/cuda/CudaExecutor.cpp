@@ -54,6 +54,7 @@ struct Executor {
   cudaStream_t stream = nullptr;
   cublasLtHandle_t lt = nullptr;
   void *weights = nullptr, *arena = nullptr, *workspace = nullptr;
+  void *attentionWorkspace = nullptr; // decode attention's partial results (as large as the GEMMs')
   int *errorFlag = nullptr; // device: set by kernels that meet bad data (an id out of range)
   size_t weightBytes = 0, arenaBytes = 0, workspaceBytes = 0;
   std::vector<void *> device_; // per value: its device address (weights or arena slot)
@@ -75,6 +76,7 @@ struct Executor {
     cudaFree(weights);
     cudaFree(arena);
     cudaFree(workspace);
+    cudaFree(attentionWorkspace);
     cudaFree(errorFlag);
     if (stream)
       cudaStreamDestroy(stream);
@@ -258,6 +260,15 @@ std::string prepareAttention(Executor &ex, const PlanOp &op, PreparedOp &out) {
       a.rotateKeys = !cacheLayout && !timeMajor && op.attrs.getInt("rotate_keys", 1) != 0;
     }
     a.out = e.at(op.outputs[0]);
+    // A decode step over a length-major cache: the cache length split across blocks.
+    const bool keepMask = !a.mask || (a.maskBool && a.maskStrides[1] == 0 && a.maskStrides[3] == 1 &&
+                                      (a.B == 1 || a.maskStrides[0] == a.Sk));
+    if (a.Sq == 1 && timeMajor && !a.cos && keepMask) {
+      const int splits = decodeAttentionSplits(a.Sk);
+      if (decodeAttentionWorkspaceBytes(a.B, a.Hq, a.Dv, splits) <= e.workspaceBytes)
+        return decodeAttention(Storage::F32, a.q, a.k, a.v, static_cast<const uint8_t *>(a.mask), a.out, a.B, a.Hq, a.Hkv,
+                               a.Sk, a.D, a.Dv, a.scale, splits, e.attentionWorkspace, e.stream);
+    }
     return attention(Storage::F32, a, e.stream);
   };
   return {};
@@ -378,6 +389,8 @@ std::string create(const llmc_plan_t &plan, const CudaOptions &options, void **s
   ex->workspaceBytes = kGemmWorkspace;
   if (cudaError_t e = cudaMalloc(&ex->workspace, ex->workspaceBytes); e != cudaSuccess)
     return cudaError("allocating the GEMM workspace", e);
+  if (cudaError_t e = cudaMalloc(&ex->attentionWorkspace, ex->workspaceBytes); e != cudaSuccess)
+    return cudaError("allocating the attention workspace", e);
   if (cudaError_t e = cudaMalloc(&ex->errorFlag, sizeof(int)); e != cudaSuccess)
     return cudaError("allocating the error flag", e);
   cudaMemset(ex->errorFlag, 0, sizeof(int));
@@ -520,7 +533,7 @@ void destroy(void *state) { delete static_cast<Executor *>(state); }
 
 size_t deviceBytes(void *state) {
   const Executor &ex = *static_cast<Executor *>(state);
-  return ex.weightBytes + ex.arenaBytes + ex.workspaceBytes + sizeof(int);
+  return ex.weightBytes + ex.arenaBytes + 2 * ex.workspaceBytes + sizeof(int);
 }
 
 size_t graphCount(void *state) { return static_cast<Executor *>(state)->graphs.size(); }

@@ -3,9 +3,12 @@
 #include "Plan.h"
 
 #include "PlanFormat.h"
+#include "../kernels/KernelUtil.h"
 #include "plan_generated.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -72,6 +75,31 @@ llmc_status parseSymbols(const fb::Program &p, llmc_plan_t &plan, std::vector<in
 }
 
 } // namespace
+
+// A weight the plan does not hold (llmc --random-weights): uniform values in +-1/sqrt(rows) from
+// a splitmix64 stream, so that every load of the plan gets the same numbers.
+static std::string fillRandomWeight(llmc_plan_t &plan, PlanValue &pv, uint64_t seed) {
+  const size_t count = size_t(pv.shape.numel()), bytes = count * dtypeSize(pv.dtype);
+  void *memory = std::aligned_alloc(64, std::max<size_t>((bytes + 63) / 64 * 64, 64));
+  if (!memory)
+    return "out of memory filling weight '" + pv.name + "' (" + std::to_string(bytes) + " bytes)";
+  plan.filledWeights.emplace_back(static_cast<uint8_t *>(memory), std::free);
+  const double scale = 1.0 / std::sqrt(double(std::max<int64_t>(pv.shape.rank ? pv.shape.dims[0] : 1, 1)));
+  uint64_t state = seed;
+  for (size_t k = 0; k < count; ++k) {
+    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    const float x = float((double(z >> 11) / double(1ull << 53) * 2.0 - 1.0) * scale);
+    if (pv.dtype == DType::F32)
+      static_cast<float *>(memory)[k] = x;
+    else
+      static_cast<uint16_t *>(memory)[k] = floatToHalf(x);
+  }
+  pv.weight = memory;
+  return {};
+}
 
 llmc_status parsePlan(const void *data, size_t size, bool verifyWeights, llmc_plan_t &plan) {
   const auto *bytes = static_cast<const uint8_t *>(data);
@@ -151,7 +179,13 @@ llmc_status parsePlan(const void *data, size_t size, bool verifyWeights, llmc_pl
       for (int d = 0; d < pv.shape.rank; ++d)
         if (pv.dimNode[d] >= 0 && plan.dimNodes[size_t(pv.dimNode[d])].op != fb::DimOp::Symbol)
           return invalid("input '" + pv.name + "' has a dimension that is not a plain symbol");
-    if (pv.kind == fb::ValueKind_Weight) {
+    if (pv.kind == fb::ValueKind_Weight && v->random_fill()) {
+      if ((pv.dtype != DType::F32 && pv.dtype != DType::F16) || v->weight_size() != 0)
+        return invalid("weight '" + pv.name + "' is to be filled at load but is not a float weight without data");
+      if (std::string err = fillRandomWeight(plan, pv, p->random_weights_seed() ^ (uint64_t(i) * 0x9e3779b97f4a7c15ull));
+          !err.empty())
+        return makeStatus(LLMC_OUT_OF_MEMORY, err);
+    } else if (pv.kind == fb::ValueKind_Weight) {
       const uint64_t expected = uint64_t(pv.shape.numel()) * dtypeSize(pv.dtype);
       if (v->weight_size() != expected || v->weight_offset() > h.weightsSize ||
           v->weight_size() > h.weightsSize - v->weight_offset())

@@ -62,6 +62,7 @@ struct llmc_plan_t {
   std::vector<std::string> cudaArchs;              // a CUDA plan's architectures (empty: a CPU plan)
   std::vector<llmc::rt::PlanCudaKernel> cudaKernels;
   std::string cudaArchList;                        // cudaArchs joined by ", "
+  std::vector<std::unique_ptr<uint8_t, void (*)(void *)>> filledWeights; // random_fill weights, made at load
 
   ~llmc_plan_t();
   void retain() { refs.fetch_add(1); }

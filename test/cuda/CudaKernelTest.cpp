@@ -317,6 +317,89 @@ TEST(Cuda, LtLinearMatchesTheCpu) {
   cublasLtDestroy(handle);
 }
 
+// The general attention kernel in the layouts fused_attention has: 3-D q/k/v with rotary (keys
+// rotated too) and a causal mask, packed QKV, a 4-D [B, Hkv, Sk, D] cache and a length-major cache
+// with an additive mask; against the CPU fused_attention.
+TEST(Cuda, AttentionMatchesFusedAttention) {
+  const int64_t B = 2, Hq = 4, Hkv = 2, S = 5, D = 16;
+  for (cu::Storage s : kStorages)
+    for (const char *layout : {"3d-rotary-causal", "packed", "cache4d", "time-major-mask"}) {
+      const std::string l = layout;
+      const bool packed = l == "packed", cache4d = l == "cache4d", timeMajor = l == "time-major-mask";
+      const int64_t Sk = cache4d || timeMajor ? 9 : S;
+      Buf<float> none(DType::F32, {0});
+      Buf<float> q(DType::F32, {B, S, packed ? (Hq + 2 * Hkv) * D : Hq * D},
+                   rounded(randomFloats(B * S * (packed ? (Hq + 2 * Hkv) : Hq) * D, 20), s));
+      std::vector<int64_t> kvShape = cache4d ? std::vector<int64_t>{B, Hkv, Sk, D}
+                                     : timeMajor ? std::vector<int64_t>{Sk, B, Hkv * D}
+                                                 : std::vector<int64_t>{B, Sk, Hkv * D};
+      Buf<float> k(DType::F32, packed ? std::vector<int64_t>{0} : kvShape, packed ? std::vector<float>{} : rounded(randomFloats(B * Sk * Hkv * D, 21), s)),
+          v(DType::F32, packed ? std::vector<int64_t>{0} : kvShape, packed ? std::vector<float>{} : rounded(randomFloats(B * Sk * Hkv * D, 22), s)),
+          mask(DType::F32, {B, 1, S, Sk}, randomFloats(B * S * Sk, 23)), cosT(DType::F32, {1, S, D}, randomFloats(S * D, 24)),
+          sinT(DType::F32, {1, S, D}, randomFloats(S * D, 25)), want(DType::F32, {B, S, Hq * D});
+      const bool rotary = l == "3d-rotary-causal" || packed;
+      AttrList a = attrs({intAttr("q_num_heads", Hq), intAttr("kv_num_heads", Hkv), floatAttr("scale", 0.3),
+                          intAttr("is_causal", l == "3d-rotary-causal"), intAttr("packed_qkv", packed),
+                          intAttr("kv_time_major", timeMajor)});
+      ASSERT_EQ(call("fused_attention", a,
+                     {q.ref(), packed ? none.ref() : k.ref(), packed ? none.ref() : v.ref(), timeMajor ? mask.ref() : none.ref(),
+                      rotary ? cosT.ref() : none.ref(), rotary ? sinT.ref() : none.ref()},
+                     {want.ref()}),
+                "") << layout;
+      auto dq = upload(q.data, s), dk = upload(k.data, s), dv = upload(v.data, s), dmask = uploadRaw(mask.data),
+           dcos = uploadRaw(cosT.data), dsin = uploadRaw(sinT.data);
+      Device out(size_t(B * S * Hq * D) * cu::storageBytes(s));
+      cu::AttentionArgs args;
+      args.B = B, args.Hq = Hq, args.Hkv = Hkv, args.Sq = S, args.Sk = Sk, args.D = D, args.Dv = D;
+      args.scale = 0.3f, args.causal = l == "3d-rotary-causal", args.out = out.p;
+      const size_t bytes = cu::storageBytes(s);
+      if (packed) {
+        const int64_t w = (Hq + 2 * Hkv) * D;
+        args.q = dq->p, args.k = static_cast<char *>(dq->p) + Hq * D * bytes, args.v = static_cast<char *>(dq->p) + (Hq + Hkv) * D * bytes;
+        args.qs = args.ks = args.vs = {S * w, w, D};
+      } else {
+        args.q = dq->p, args.k = dk->p, args.v = dv->p;
+        args.qs = {S * Hq * D, Hq * D, D};
+        args.ks = args.vs = cache4d ? cu::HeadStrides{Hkv * Sk * D, D, Sk * D}
+                          : timeMajor ? cu::HeadStrides{Hkv * D, B * Hkv * D, D}
+                                      : cu::HeadStrides{Sk * Hkv * D, Hkv * D, D};
+      }
+      if (timeMajor) {
+        args.mask = dmask->p;
+        args.maskStrides[0] = S * Sk, args.maskStrides[1] = 0, args.maskStrides[2] = Sk, args.maskStrides[3] = 1;
+      }
+      if (rotary)
+        args.cos = dcos->as<float>(), args.sin = dsin->as<float>(), args.rotateKeys = true;
+      ASSERT_EQ(cu::attention(s, args, nullptr), "");
+      expectClose(download(out, size_t(B * S * Hq * D), s), want.data, tolerance(s) * 2,
+                  std::string("attention ") + layout + " " + name(s));
+    }
+}
+
+// The linear epilogue kernel against the CPU linear: SwiGLU, erf GELU and SiLU with gate and
+// residual, the GEMM part (with bias) done by the CPU matmul and add.
+TEST(Cuda, LinearEpilogueMatchesTheCpuLinear) {
+  const int64_t M = 6, K = 8, N = 10;
+  for (cu::Storage s : kStorages)
+    for (const char *activation : {"swiglu", "gelu", "silu", "relu"}) {
+      const bool swiglu = std::string(activation) == "swiglu";
+      const int64_t full = swiglu ? 2 * N : N;
+      Buf<float> x(DType::F32, {M, K}, rounded(randomFloats(M * K, 26), s)), w(DType::F32, {K, full}, rounded(randomFloats(K * full, 27), s)),
+          bias(DType::F32, {full}, rounded(randomFloats(full, 28), s)), gate(DType::F32, {M, N}, rounded(randomFloats(M * N, 29), s)),
+          residual(DType::F32, {M, N}, rounded(randomFloats(M * N, 30), s)), none(DType::F32, {0}), y(DType::F32, {M, full}),
+          yb(DType::F32, {M, full}), want(DType::F32, {M, N});
+      ASSERT_EQ(call("linear", attrs({stringAttr("activation", activation)}),
+                     {x.ref(), w.ref(), bias.ref(), swiglu ? none.ref() : gate.ref(), residual.ref()}, {want.ref()}),
+                "");
+      ASSERT_EQ(call("matmul", {}, {x.ref(), w.ref()}, {y.ref()}), "");
+      ASSERT_EQ(call("add", {}, {y.ref(), bias.ref()}, {yb.ref()}), "");
+      auto dy = upload(rounded(yb.data, s), s), dg = upload(gate.data, s), dr = upload(residual.data, s);
+      Device out(size_t(M * N) * cu::storageBytes(s));
+      ASSERT_EQ(cu::linearEpilogue(s, dy->p, out.p, swiglu ? nullptr : dg->p, dr->p, M, N, activation, swiglu, nullptr), "");
+      expectClose(download(out, size_t(M * N), s), want.data, tolerance(s) * 4, std::string("epilogue ") + activation + " " + name(s));
+    }
+}
+
 } // namespace
 
 int main(int argc, char **argv) {

@@ -87,6 +87,13 @@ static cl::list<std::string> cudaArchs("cuda-arch",
                                        cl::desc("CUDA architectures of a --target cuda plan, preferred first "
                                                 "(default sm_90a,sm_80)"),
                                        cl::value_desc("sm_XY"), cl::CommaSeparated, cl::cat(category));
+static cl::opt<bool> randomWeights("random-weights",
+                                   cl::desc("Leave the float weights of 1024 elements or more out of the plan; the "
+                                            "runtime fills them with seeded random values at load (benchmarks of "
+                                            "large models without their weights; the outputs mean nothing)"),
+                                   cl::cat(category));
+static cl::opt<uint64_t> randomSeed("random-seed", cl::desc("The seed of --random-weights (default 0)"), cl::init(0),
+                                    cl::value_desc("N"), cl::cat(category));
 static cl::opt<bool> printStats("print-stats", cl::desc("Print op counts after import and after the pipeline, "
                                                         "what each pass rewrote, and the plan's kernel count"),
                                 cl::cat(category));
@@ -260,6 +267,8 @@ int main(int argc, char **argv) {
     if (std::string err = llmc::readTokenizerJson(tokenizerFile, tokenizer); !err.empty())
       return fail(err);
   llmc::PlanStats stats;
+  llmc::RandomWeights random;
+  random.seed = randomSeed;
   llmc::CudaTarget cuda;
   if (target == "cuda") {
 #ifdef LLMC_HAVE_NVRTC
@@ -282,7 +291,7 @@ int main(int argc, char **argv) {
 #endif
   }
   if (std::string err = llmc::writePlan(*module, outPath, &stats, tokenizerFile.empty() ? nullptr : &tokenizer,
-                                        target == "cuda" ? &cuda : nullptr);
+                                        target == "cuda" ? &cuda : nullptr, randomWeights ? &random : nullptr);
       !err.empty())
     return fail(err);
   if (printStats) {
