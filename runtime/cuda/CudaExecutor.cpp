@@ -23,6 +23,7 @@
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <memory>
@@ -63,6 +64,7 @@ struct Executor {
   std::vector<cudaLibrary_t> libraries;
   std::string arch; // "sm_90a"
   bool useGraphs = true;
+  bool dry = false; // checking a plan without a device: prepare nothing that needs one
   std::map<std::vector<int64_t>, cudaGraphExec_t> graphs; // by the inputs' shapes
 
   ~Executor() {
@@ -168,6 +170,8 @@ std::string prepareLinear(Executor &ex, const PlanOp &op, PreparedOp &out, size_
   // The bound of M: the input's capacity over its row width.
   spec.maxM = std::max<int64_t>(1, int64_t(x.capacity / sizeof(float)) / spec.K);
   const bool epilogue = activation != "none" || gate || residual;
+  if (ex.dry)
+    return spec.N > 0 && spec.K > 0 ? std::string() : "an empty weight";
   std::unique_ptr<LtLinear> linear;
   if (std::string err = LtLinear::create(ex.lt, spec, ex.workspaceBytes, linear); !err.empty())
     return err;
@@ -296,12 +300,14 @@ std::string prepareFusedElementwise(Executor &ex, const PlanOp &op, PreparedOp &
   if (!code) { // a CPU plan: compile the region for this device now
     std::string error;
     const std::string source = fusedElementwiseSource(program, results, ins, outs, name, error);
-    if (!error.empty())
+    if (!error.empty() || ex.dry)
       return error;
     if (std::string err = compileToCubin(source, name, ex.arch, compiled); !err.empty())
       return err;
     code = compiled.data();
   }
+  if (ex.dry)
+    return {};
   cudaLibrary_t library;
   if (cudaError_t e = cudaLibraryLoadData(&library, code, nullptr, nullptr, 0, nullptr, nullptr, 0); e != cudaSuccess)
     return cudaError("loading a generated kernel", e);
@@ -344,6 +350,255 @@ std::string prepareFusedElementwise(Executor &ex, const PlanOp &op, PreparedOp &
     return std::string();
   };
   return {};
+}
+
+// --- data movement and small ops ------------------------------------------------------------
+
+void contiguousStrides(const Shape &s, int64_t *out) {
+  int64_t stride = 1;
+  for (int d = s.rank - 1; d >= 0; --d) {
+    out[d] = stride;
+    stride *= s.dims[d];
+  }
+}
+
+// Strides of `in` read at the indices of `out` (numpy broadcasting, right-aligned): 0 where it broadcasts.
+void broadcastStridesTo(const Shape &in, const Shape &out, int64_t *strides) {
+  int64_t inStrides[kMaxRank];
+  contiguousStrides(in, inStrides);
+  for (int d = 0; d < out.rank; ++d) {
+    const int id = in.rank - (out.rank - d);
+    strides[d] = id < 0 || in.dims[id] == 1 ? 0 : inStrides[id];
+  }
+}
+
+StridedCopy copyOf(const Shape &dims, int elemBytes) {
+  StridedCopy c;
+  c.rank = dims.rank, c.elemBytes = elemBytes;
+  for (int d = 0; d < dims.rank; ++d)
+    c.dims[d] = dims.dims[d];
+  contiguousStrides(dims, c.dst);
+  contiguousStrides(dims, c.src);
+  return c;
+}
+
+int axisOf(const PlanOp &op, int rank) {
+  const int64_t a = op.attrs.getInt("axis", 0);
+  return int(a < 0 ? a + rank : a);
+}
+
+// Ops whose output holds the input's bytes unchanged.
+std::string prepareCopy(Executor &, const PlanOp &op, PreparedOp &out) {
+  out.launch = [&op](Executor &e, const std::vector<TensorRef> &t) -> std::string {
+    const size_t bytes = t[size_t(op.outputs[0])].bytes();
+    if (bytes != t[size_t(op.inputs[0])].bytes())
+      return "the output's size differs from the input's";
+    if (bytes && e.at(op.outputs[0]) != e.at(op.inputs[0]))
+      if (cudaError_t err = cudaMemcpyAsync(e.at(op.outputs[0]), e.at(op.inputs[0]), bytes, cudaMemcpyDeviceToDevice, e.stream);
+          err != cudaSuccess)
+        return cudaError("copy", err);
+    return std::string();
+  };
+  return {};
+}
+
+std::string prepareDataMovement(Executor &ex, const PlanOp &op, PreparedOp &out) {
+  const int elem = int(dtypeSize(ex.plan->values[size_t(op.inputs[0])].dtype));
+  const std::string &k = op.kernel;
+  if (k == "transpose") {
+    out.launch = [&op, elem](Executor &e, const std::vector<TensorRef> &t) {
+      const Shape &in = t[size_t(op.inputs[0])].shape, &o = t[size_t(op.outputs[0])].shape;
+      std::vector<int64_t> perm = op.attrs.getInts("perm");
+      if (perm.empty())
+        for (int d = in.rank - 1; d >= 0; --d)
+          perm.push_back(d);
+      StridedCopy c = copyOf(o, elem);
+      int64_t inStrides[kMaxRank];
+      contiguousStrides(in, inStrides);
+      for (int d = 0; d < o.rank; ++d)
+        c.src[d] = inStrides[perm[size_t(d)]];
+      return stridedCopy(e.at(op.inputs[0]), e.at(op.outputs[0]), c, e.stream);
+    };
+  } else if (k == "slice") {
+    out.launch = [&op, elem](Executor &e, const std::vector<TensorRef> &t) -> std::string {
+      const Shape &in = t[size_t(op.inputs[0])].shape, &o = t[size_t(op.outputs[0])].shape;
+      const std::vector<int64_t> starts = op.attrs.getInts("starts"), axes = op.attrs.getInts("axes"),
+                                 steps = op.attrs.getInts("steps");
+      StridedCopy c = copyOf(o, elem);
+      int64_t inStrides[kMaxRank];
+      contiguousStrides(in, inStrides);
+      for (int d = 0; d < in.rank; ++d)
+        c.src[d] = inStrides[d];
+      for (size_t i = 0; i < starts.size(); ++i) {
+        const int d = int(axes.empty() ? int64_t(i) : (axes[i] < 0 ? axes[i] + in.rank : axes[i]));
+        const int64_t step = steps.empty() ? 1 : steps[i], dim = in.dims[d];
+        int64_t begin = starts[i] < 0 ? starts[i] + dim : starts[i];
+        begin = step > 0 ? std::clamp<int64_t>(begin, 0, dim) : std::clamp<int64_t>(begin, 0, dim - 1);
+        c.srcBase += begin * inStrides[d];
+        c.src[d] = inStrides[d] * step;
+      }
+      return stridedCopy(e.at(op.inputs[0]), e.at(op.outputs[0]), c, e.stream);
+    };
+  } else if (k == "concat") {
+    out.launch = [&op, elem](Executor &e, const std::vector<TensorRef> &t) -> std::string {
+      const Shape &o = t[size_t(op.outputs[0])].shape;
+      const int axis = axisOf(op, o.rank);
+      int64_t outStrides[kMaxRank], at = 0;
+      contiguousStrides(o, outStrides);
+      for (int i : op.inputs) {
+        const Shape &in = t[size_t(i)].shape;
+        StridedCopy c = copyOf(in, elem);
+        for (int d = 0; d < o.rank; ++d)
+          c.dst[d] = outStrides[d];
+        c.dstBase = at * outStrides[axis];
+        at += in.dims[axis];
+        if (std::string err = stridedCopy(e.at(i), e.at(op.outputs[0]), c, e.stream); !err.empty())
+          return err;
+      }
+      return std::string();
+    };
+  } else if (k == "split") {
+    out.launch = [&op, elem](Executor &e, const std::vector<TensorRef> &t) -> std::string {
+      const Shape &in = t[size_t(op.inputs[0])].shape;
+      const int axis = axisOf(op, in.rank);
+      int64_t inStrides[kMaxRank], at = 0;
+      contiguousStrides(in, inStrides);
+      for (int o : op.outputs) {
+        const Shape &part = t[size_t(o)].shape;
+        StridedCopy c = copyOf(part, elem);
+        for (int d = 0; d < in.rank; ++d)
+          c.src[d] = inStrides[d];
+        c.srcBase = at * inStrides[axis];
+        at += part.dims[axis];
+        if (std::string err = stridedCopy(e.at(op.inputs[0]), e.at(o), c, e.stream); !err.empty())
+          return err;
+      }
+      return std::string();
+    };
+  } else if (k == "expand") {
+    out.launch = [&op, elem](Executor &e, const std::vector<TensorRef> &t) {
+      const Shape &o = t[size_t(op.outputs[0])].shape;
+      StridedCopy c = copyOf(o, elem);
+      broadcastStridesTo(t[size_t(op.inputs[0])].shape, o, c.src);
+      return stridedCopy(e.at(op.inputs[0]), e.at(op.outputs[0]), c, e.stream);
+    };
+  } else {
+    return "not a data-movement op";
+  }
+  return {};
+}
+
+std::string prepareElementwise(Executor &, const PlanOp &op, PreparedOp &out, int code) {
+  if (op.kernel == "gelu" && op.attrs.getString("approximate") == "tanh")
+    code = elementwiseOp("gelu_tanh");
+  if (int(op.inputs.size()) != elementwiseArity(code) || op.outputs.size() != 1)
+    return "expects " + std::to_string(elementwiseArity(code)) + " inputs and one output";
+  for (int i : op.inputs)
+    if (i < 0)
+      return "an absent input";
+  out.launch = [&op, code](Executor &e, const std::vector<TensorRef> &t) {
+    const TensorRef &o = t[size_t(op.outputs[0])];
+    ElementwiseArgs a;
+    a.op = code, a.numInputs = int(op.inputs.size()), a.out = e.at(op.outputs[0]), a.outType = int(o.dtype);
+    a.rank = o.shape.rank;
+    for (int d = 0; d < o.shape.rank; ++d)
+      a.dims[d] = o.shape.dims[d];
+    for (size_t j = 0; j < op.inputs.size(); ++j) {
+      const TensorRef &in = t[size_t(op.inputs[j])];
+      a.in[j] = e.at(op.inputs[j]), a.inType[j] = int(in.dtype);
+      broadcastStridesTo(in.shape, o.shape, a.inStrides[j]);
+    }
+    return elementwise(a, e.stream);
+  };
+  return {};
+}
+
+std::string prepareSmallOp(Executor &ex, const PlanOp &op, PreparedOp &out) {
+  if (op.kernel == "shape") {
+    out.launch = [&op](Executor &e, const std::vector<TensorRef> &t) {
+      const Shape &s = t[size_t(op.inputs[0])].shape;
+      int64_t start = op.attrs.getInt("start", 0), end = op.attrs.getInt("end", s.rank);
+      start = std::clamp<int64_t>(start < 0 ? start + s.rank : start, 0, s.rank);
+      end = std::clamp<int64_t>(end < 0 ? end + s.rank : end, 0, s.rank);
+      return writeInt64s(e.at(op.outputs[0]), s.dims + start, int(std::max<int64_t>(0, end - start)), e.stream);
+    };
+  } else if (op.kernel == "range") {
+    out.launch = [&op](Executor &e, const std::vector<TensorRef> &t) {
+      const TensorRef &o = t[size_t(op.outputs[0])];
+      return range(int(o.dtype), e.at(op.inputs[0]), e.at(op.inputs[2]), e.at(op.outputs[0]), o.numel(), e.stream);
+    };
+  } else if (op.kernel == "gather_nd") {
+    if (op.attrs.getInt("batch_dims", 0) != 0 || ex.plan->values[size_t(op.inputs[1])].dtype != DType::I64)
+      return "supports batch_dims 0 and int64 indices";
+    const int elem = int(dtypeSize(ex.plan->values[size_t(op.inputs[0])].dtype));
+    out.launch = [&op, elem](Executor &e, const std::vector<TensorRef> &t) {
+      const Shape &data = t[size_t(op.inputs[0])].shape, &idx = t[size_t(op.inputs[1])].shape;
+      const int k = int(idx.dims[idx.rank - 1]);
+      int64_t strides[kMaxRank];
+      contiguousStrides(data, strides);
+      int64_t slice = 1;
+      for (int d = k; d < data.rank; ++d)
+        slice *= data.dims[d];
+      const int64_t tuples = t[size_t(op.inputs[1])].numel() / std::max(k, 1);
+      return gatherNd(e.at(op.inputs[0]), static_cast<const int64_t *>(e.at(op.inputs[1])), e.at(op.outputs[0]), tuples, k,
+                      data.dims, strides, slice, elem, e.errorFlag, e.stream);
+    };
+  } else {
+    return "not a small op";
+  }
+  return {};
+}
+
+// The op's CUDA kernel, prepared; or why it has none. An error names the op and its node.
+std::string prepareOp(Executor &ex, int k, PreparedOp &p, size_t &scratch) {
+  const PlanOp &op = ex.plan->ops[size_t(k)];
+  p.name = op.kernel;
+  std::string err;
+  if (op.kernel == "rms_norm" || op.kernel == "layer_norm" || op.kernel == "add_rms_norm" || op.kernel == "add_layer_norm")
+    err = prepareNorm(ex, op, p);
+  else if (op.kernel == "softmax")
+    err = prepareSoftmax(ex, op, p);
+  else if (op.kernel == "gather")
+    err = prepareGather(ex, op, p);
+  else if (op.kernel == "linear")
+    err = prepareLinear(ex, op, p, scratch);
+  else if (op.kernel == "fused_attention")
+    err = prepareAttention(ex, op, p);
+  else if (op.kernel == "fused_elementwise")
+    err = prepareFusedElementwise(ex, op, p, k);
+  else if (op.kernel == "reshape" || op.kernel == "unsqueeze" || op.kernel == "squeeze" || op.kernel == "flatten" ||
+           op.kernel == "identity")
+    err = prepareCopy(ex, op, p);
+  else if (op.kernel == "transpose" || op.kernel == "slice" || op.kernel == "concat" || op.kernel == "split" ||
+           op.kernel == "expand")
+    err = prepareDataMovement(ex, op, p);
+  else if (op.kernel == "shape" || op.kernel == "range" || op.kernel == "gather_nd")
+    err = prepareSmallOp(ex, op, p);
+  else if (int code = elementwiseOp(op.kernel); code >= 0 && op.kernel != "gelu_tanh")
+    err = prepareElementwise(ex, op, p, code);
+  else
+    err = "no CUDA kernel for this op yet";
+  return err.empty() ? err : "op '" + op.kernel + "'" + (op.location.empty() ? "" : " (" + op.location + ")") + ": " + err;
+}
+
+// Which ops of `plan` the executor cannot run, without a device: one line per kind of op.
+std::string check(const llmc_plan_t &plan) {
+  Executor ex;
+  ex.plan = &plan, ex.dry = true, ex.arch = "sm_90a";
+  std::map<std::string, std::pair<int, std::string>> missing; // per kernel: count, first reason
+  size_t scratch = 0;
+  for (size_t k = 0; k < plan.ops.size(); ++k) {
+    PreparedOp p;
+    if (std::string err = prepareOp(ex, int(k), p, scratch); !err.empty()) {
+      auto &m = missing[plan.ops[k].kernel];
+      if (m.first++ == 0)
+        m.second = err;
+    }
+  }
+  std::string report;
+  for (const auto &[kernel, m] : missing)
+    report += std::to_string(m.first) + " x " + m.second + "\n";
+  return report;
 }
 
 // --- the backend ------------------------------------------------------------------------------
@@ -398,27 +653,9 @@ std::string create(const llmc_plan_t &plan, const CudaOptions &options, void **s
   // Every op gets its kernel first: a plan with an op the executor cannot run is refused here.
   size_t scratch = 0;
   for (size_t k = 0; k < plan.ops.size(); ++k) {
-    const PlanOp &op = plan.ops[k];
     PreparedOp p;
-    p.name = op.kernel;
-    std::string err;
-    if (op.kernel == "rms_norm" || op.kernel == "layer_norm" || op.kernel == "add_rms_norm" ||
-        op.kernel == "add_layer_norm")
-      err = prepareNorm(*ex, op, p);
-    else if (op.kernel == "softmax")
-      err = prepareSoftmax(*ex, op, p);
-    else if (op.kernel == "gather")
-      err = prepareGather(*ex, op, p);
-    else if (op.kernel == "linear")
-      err = prepareLinear(*ex, op, p, scratch);
-    else if (op.kernel == "fused_attention")
-      err = prepareAttention(*ex, op, p);
-    else if (op.kernel == "fused_elementwise")
-      err = prepareFusedElementwise(*ex, op, p, int(k));
-    else
-      err = "no CUDA kernel for this op yet";
-    if (!err.empty())
-      return "op '" + op.kernel + "'" + (op.location.empty() ? "" : " (" + op.location + ")") + ": " + err;
+    if (std::string err = prepareOp(*ex, int(k), p, scratch); !err.empty())
+      return err;
     ex->ops.push_back(std::move(p));
   }
 
@@ -538,7 +775,7 @@ size_t deviceBytes(void *state) {
 
 size_t graphCount(void *state) { return static_cast<Executor *>(state)->graphs.size(); }
 
-const CudaBackend kBackend{kCudaBackendAbi, create, run, destroy, deviceBytes, graphCount};
+const CudaBackend kBackend{kCudaBackendAbi, create, run, destroy, deviceBytes, graphCount, check};
 
 } // namespace
 } // namespace llmc::rt::cuda

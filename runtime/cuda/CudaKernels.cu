@@ -502,3 +502,251 @@ std::string linearEpilogue(Storage s, const void *y, void *out, const void *gate
 }
 
 } // namespace llmc::rt::cuda
+
+// --- data movement and small ops --------------------------------------------------------------
+
+namespace llmc::rt::cuda {
+namespace {
+
+template <typename E> __global__ void stridedCopyKernel(const E *__restrict__ src, E *__restrict__ dst, StridedCopy c,
+                                                        int64_t n) {
+  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += int64_t(gridDim.x) * blockDim.x) {
+    int64_t rest = e, s = c.srcBase, d = c.dstBase;
+    for (int k = c.rank - 1; k >= 0; --k) {
+      const int64_t i = rest % c.dims[k];
+      rest /= c.dims[k];
+      s += i * c.src[k];
+      d += i * c.dst[k];
+    }
+    dst[d] = src[s];
+  }
+}
+
+// DType numbers (Tensor.h).
+enum : int { F32 = 1, F16 = 2, F64 = 3, I64 = 4, I32 = 5, I8 = 6, U8 = 7, Bool = 8 };
+
+__device__ double loadAs(const void *p, int type, int64_t i) {
+  switch (type) {
+  case F32: return static_cast<const float *>(p)[i];
+  case F16: return __half2float(static_cast<const __half *>(p)[i]);
+  case F64: return static_cast<const double *>(p)[i];
+  case I64: return double(static_cast<const long long *>(p)[i]);
+  case I32: return static_cast<const int *>(p)[i];
+  case I8: return static_cast<const signed char *>(p)[i];
+  default: return static_cast<const unsigned char *>(p)[i]; // u8, bool
+  }
+}
+
+__device__ void storeAs(void *p, int type, int64_t i, double v) {
+  switch (type) {
+  case F32: static_cast<float *>(p)[i] = float(v); break;
+  case F16: static_cast<__half *>(p)[i] = __float2half_rn(float(v)); break;
+  case F64: static_cast<double *>(p)[i] = v; break;
+  case I64: static_cast<long long *>(p)[i] = (long long)v; break;
+  case I32: static_cast<int *>(p)[i] = int(v); break;
+  case I8: static_cast<signed char *>(p)[i] = (signed char)v; break;
+  case Bool: static_cast<unsigned char *>(p)[i] = v != 0.0; break;
+  default: static_cast<unsigned char *>(p)[i] = (unsigned char)v; break;
+  }
+}
+
+enum Ew : int {
+  Add, Sub, Mul, Div, Pow, Max, Min, Equal, Less, LessEqual, Greater, GreaterEqual, And, Or, Xor, Where, Neg, Abs,
+  Sqrt, Reciprocal, Exp, Log, Tanh, Erf, Sigmoid, Silu, Relu, Cos, Sin, Floor, Ceil, Sign, Not, Gelu, GeluTanh,
+  Identity, Cast
+};
+const char *const kEwNames[] = {"add", "sub", "mul", "div", "pow", "max", "min", "equal", "less", "less_equal",
+                                "greater", "greater_equal", "and", "or", "xor", "where", "neg", "abs", "sqrt",
+                                "reciprocal", "exp", "log", "tanh", "erf", "sigmoid", "silu", "relu", "cos", "sin",
+                                "floor", "ceil", "sign", "not", "gelu", "gelu_tanh", "identity", "cast"};
+
+__device__ double apply(int op, double x, double y, double z, bool integral) {
+  switch (op) {
+  case Add: return x + y;
+  case Sub: return x - y;
+  case Mul: return x * y;
+  case Div: return integral ? trunc(x / y) : x / y; // integer division truncates, as on the CPU
+  case Pow: return pow(x, y);
+  case Max: return isnan(x) || isnan(y) ? NAN : fmax(x, y);
+  case Min: return isnan(x) || isnan(y) ? NAN : fmin(x, y);
+  case Equal: return x == y;
+  case Less: return x < y;
+  case LessEqual: return x <= y;
+  case Greater: return x > y;
+  case GreaterEqual: return x >= y;
+  case And: return (x != 0) && (y != 0);
+  case Or: return (x != 0) || (y != 0);
+  case Xor: return (x != 0) != (y != 0);
+  case Where: return x != 0 ? y : z;
+  case Neg: return -x;
+  case Abs: return fabs(x);
+  case Sqrt: return sqrt(x);
+  case Reciprocal: return 1.0 / x;
+  case Exp: return exp(x);
+  case Log: return log(x);
+  case Tanh: return tanh(x);
+  case Erf: return erf(x);
+  case Sigmoid: return 1.0 / (1.0 + exp(-x));
+  case Silu: return x / (1.0 + exp(-x));
+  case Relu: return x > 0 ? x : 0.0;
+  case Cos: return cos(x);
+  case Sin: return sin(x);
+  case Floor: return floor(x);
+  case Ceil: return ceil(x);
+  case Sign: return double((x > 0) - (x < 0));
+  case Not: return x == 0;
+  case Gelu: return 0.5 * x * (1.0 + erf(x * 0.7071067811865476));
+  case GeluTanh: return 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+  default: return x; // identity, cast
+  }
+}
+
+__global__ void elementwiseKernel(ElementwiseArgs a, int64_t n) {
+  const bool integral = a.outType == I64 || a.outType == I32 || a.outType == I8 || a.outType == U8;
+  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += int64_t(gridDim.x) * blockDim.x) {
+    int64_t rest = e, at[3] = {0, 0, 0};
+    for (int k = a.rank - 1; k >= 0; --k) {
+      const int64_t i = rest % a.dims[k];
+      rest /= a.dims[k];
+      for (int j = 0; j < a.numInputs; ++j)
+        at[j] += i * a.inStrides[j][k];
+    }
+    double v[3] = {0, 0, 0};
+    for (int j = 0; j < a.numInputs; ++j)
+      v[j] = loadAs(a.in[j], a.inType[j], at[j]);
+    storeAs(a.out, a.outType, e, apply(a.op, v[0], v[1], v[2], integral));
+  }
+}
+
+__global__ void rangeKernel(int type, const void *start, const void *delta, void *out, int64_t n) {
+  const double s = loadAs(start, type, 0), d = loadAs(delta, type, 0);
+  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += int64_t(gridDim.x) * blockDim.x)
+    storeAs(out, type, e, s + double(e) * d);
+}
+
+struct Int64s {
+  long long v[kMaxDims];
+};
+__global__ void writeInt64sKernel(long long *out, Int64s values, int count) {
+  if (threadIdx.x < count)
+    out[threadIdx.x] = values.v[threadIdx.x];
+}
+
+struct NdIndex {
+  int64_t dims[kMaxDims], strides[kMaxDims];
+};
+template <typename E>
+__global__ void gatherNdKernel(const E *__restrict__ data, const int64_t *__restrict__ indices, E *__restrict__ out,
+                               int64_t tuples, int k, NdIndex nd, int64_t slice, int *error) {
+  const int64_t n = tuples * slice;
+  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t t = e / slice;
+    int64_t offset = e % slice;
+    bool ok = true;
+    for (int j = 0; j < k; ++j) {
+      int64_t idx = indices[t * k + j];
+      if (idx < 0)
+        idx += nd.dims[j];
+      ok = ok && idx >= 0 && idx < nd.dims[j];
+      offset += idx * nd.strides[j];
+    }
+    if (!ok) {
+      atomicExch(error, 1);
+      continue;
+    }
+    out[e] = data[offset];
+  }
+}
+
+int64_t numelOf(int rank, const int64_t *dims) {
+  int64_t n = 1;
+  for (int d = 0; d < rank; ++d)
+    n *= dims[d];
+  return n;
+}
+
+// Runs `f(E{})` with E an unsigned integer type of `bytes` bytes.
+template <typename F> bool byElementSize(int bytes, F &&f) {
+  switch (bytes) {
+  case 1: f(uint8_t{}); return true;
+  case 2: f(uint16_t{}); return true;
+  case 4: f(uint32_t{}); return true;
+  case 8: f(uint64_t{}); return true;
+  default: return false;
+  }
+}
+
+} // namespace
+
+std::string stridedCopy(const void *src, void *dst, const StridedCopy &c, void *stream) {
+  const int64_t n = numelOf(c.rank, c.dims);
+  if (n == 0)
+    return {};
+  if (c.rank < 0 || c.rank > kMaxDims)
+    return "stridedCopy: rank above " + std::to_string(kMaxDims);
+  const bool known = byElementSize(c.elemBytes, [&](auto tag) {
+    using E = decltype(tag);
+    stridedCopyKernel<E><<<unsigned(blocksFor(n, kElementThreads)), kElementThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+        static_cast<const E *>(src), static_cast<E *>(dst), c, n);
+  });
+  return known ? launched("stridedCopy") : "stridedCopy: elements of " + std::to_string(c.elemBytes) + " bytes";
+}
+
+int elementwiseOp(const std::string &name) {
+  for (int i = 0; i < int(sizeof kEwNames / sizeof kEwNames[0]); ++i)
+    if (name == kEwNames[i])
+      return i;
+  return -1;
+}
+
+int elementwiseArity(int op) { return op == Where ? 3 : op <= Xor ? 2 : 1; }
+
+std::string elementwise(const ElementwiseArgs &a, void *stream) {
+  const int64_t n = numelOf(a.rank, a.dims);
+  if (a.op < 0 || a.op > Cast || a.numInputs != elementwiseArity(a.op) || a.rank > kMaxDims)
+    return "elementwise: bad arguments";
+  if (n == 0)
+    return {};
+  elementwiseKernel<<<unsigned(blocksFor(n, kElementThreads)), kElementThreads, 0, static_cast<cudaStream_t>(stream)>>>(a, n);
+  return launched("elementwise");
+}
+
+std::string range(int type, const void *start, const void *delta, void *out, int64_t count, void *stream) {
+  if (count == 0)
+    return {};
+  rangeKernel<<<unsigned(blocksFor(count, kElementThreads)), kElementThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+      type, start, delta, out, count);
+  return launched("range");
+}
+
+std::string writeInt64s(void *out, const int64_t *values, int count, void *stream) {
+  if (count < 0 || count > kMaxDims)
+    return "writeInt64s: at most " + std::to_string(kMaxDims) + " values";
+  if (count == 0)
+    return {};
+  Int64s v{};
+  for (int i = 0; i < count; ++i)
+    v.v[i] = values[i];
+  writeInt64sKernel<<<1, 32, 0, static_cast<cudaStream_t>(stream)>>>(static_cast<long long *>(out), v, count);
+  return launched("writeInt64s");
+}
+
+std::string gatherNd(const void *data, const int64_t *indices, void *out, int64_t tuples, int k, const int64_t *dims,
+                     const int64_t *strides, int64_t slice, int elemBytes, int *error, void *stream) {
+  if (k < 1 || k > kMaxDims)
+    return "gatherNd: index depth must be 1.." + std::to_string(kMaxDims);
+  if (tuples * slice == 0)
+    return {};
+  NdIndex nd{};
+  for (int j = 0; j < k; ++j)
+    nd.dims[j] = dims[j], nd.strides[j] = strides[j];
+  const bool known = byElementSize(elemBytes, [&](auto tag) {
+    using E = decltype(tag);
+    gatherNdKernel<E><<<unsigned(blocksFor(tuples * slice, kElementThreads)), kElementThreads, 0,
+                        static_cast<cudaStream_t>(stream)>>>(static_cast<const E *>(data), indices, static_cast<E *>(out),
+                                                             tuples, k, nd, slice, error);
+  });
+  return known ? launched("gatherNd") : "gatherNd: elements of " + std::to_string(elemBytes) + " bytes";
+}
+
+} // namespace llmc::rt::cuda

@@ -85,4 +85,49 @@ std::string attention(Storage s, const AttentionArgs &a, void *stream);
 std::string linearEpilogue(Storage s, const void *y, void *out, const void *gate, const void *residual, int64_t M,
                            int64_t N, const std::string &activation, bool swiglu, void *stream);
 
+// --- data movement and small ops (shape subgraphs, masks, caches) ----------------------------
+// Element types are the plan's DType numbers (1 f32, 2 f16, 3 f64, 4 i64, 5 i32, 6 i8, 7 u8, 8 bool).
+
+constexpr int kMaxDims = 8;
+
+// dst[dstBase + Σ i_d * dstStrides[d]] = src[srcBase + Σ i_d * srcStrides[d]] for every index of
+// `dims` (element offsets; a source stride of 0 broadcasts): transpose, slice, concat, split and
+// expand are each one or a few of these.
+struct StridedCopy {
+  int rank = 0;
+  int64_t dims[kMaxDims] = {}, src[kMaxDims] = {}, dst[kMaxDims] = {};
+  int64_t srcBase = 0, dstBase = 0;
+  int elemBytes = 4;
+};
+std::string stridedCopy(const void *src, void *dst, const StridedCopy &c, void *stream);
+
+// One elementwise op of any element type with numpy broadcasting, computed in f64: the ops of
+// shape subgraphs and masks (integer and bool ones included) that no fused region took.
+// `op` from elementwiseOp(); `to` the cast's target for "cast".
+int elementwiseOp(const std::string &name); // -1 when not an elementwise op this kernel has
+int elementwiseArity(int op);                // inputs it reads: 1, 2 (binary) or 3 (where)
+struct ElementwiseArgs {
+  int op = 0, numInputs = 0;
+  const void *in[3] = {};
+  int inType[3] = {};
+  int64_t inStrides[3][kMaxDims] = {};
+  void *out = nullptr;
+  int outType = 1;
+  int rank = 0;
+  int64_t dims[kMaxDims] = {};
+};
+std::string elementwise(const ElementwiseArgs &a, void *stream);
+
+// out[i] = start + i * delta for `count` elements of `type`, start and delta read on the device.
+std::string range(int type, const void *start, const void *delta, void *out, int64_t count, void *stream);
+
+// Writes `count` int64 values known on the host when the launch is recorded (a Shape op's dims).
+std::string writeInt64s(void *out, const int64_t *values, int count, void *stream);
+
+// gather_nd with batch_dims 0: indices [..., k] (int64) into data's first k dimensions, each index
+// picking a slice of `slice` elements; `dims`/`strides` are data's first k dims and element
+// strides. An index out of range sets *error.
+std::string gatherNd(const void *data, const int64_t *indices, void *out, int64_t tuples, int k, const int64_t *dims,
+                     const int64_t *strides, int64_t slice, int elemBytes, int *error, void *stream);
+
 } // namespace llmc::rt::cuda

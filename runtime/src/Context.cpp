@@ -88,6 +88,17 @@ static void *ownBuffer(llmc_context_t &ctx, size_t i) {
   return ctx.buffers[i].get();
 }
 
+extern "C" llmc_status llmc_plan_check_cuda(llmc_plan plan) {
+  if (!plan)
+    return makeStatus(LLMC_INVALID_ARGUMENT, "plan must not be NULL");
+  std::string error;
+  const llmc::rt::CudaBackend *backend = cudaBackend(error);
+  if (!backend)
+    return makeStatus(LLMC_UNSUPPORTED, error);
+  const std::string report = backend->check(*plan);
+  return report.empty() ? nullptr : makeStatus(LLMC_UNSUPPORTED, "the CUDA executor cannot run:\n" + report);
+}
+
 extern "C" void llmc_context_options_init(llmc_context_options *options) {
   if (!options)
     return;

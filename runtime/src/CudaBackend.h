@@ -10,7 +10,7 @@
 
 namespace llmc::rt {
 
-constexpr int kCudaBackendAbi = 2;
+constexpr int kCudaBackendAbi = 3;
 
 struct CudaOptions {
   bool graphs = true; // capture each input-shape bucket's launches once and replay them
@@ -30,6 +30,9 @@ struct CudaBackend {
   size_t (*deviceBytes)(void *state);
   // CUDA graphs captured so far (one per input-shape bucket run).
   size_t (*graphCount)(void *state);
+  // Without a device: which ops of `plan` have no CUDA kernel (or one that cannot take them), one
+  // line per kind of op; empty when the executor can run every op.
+  std::string (*check)(const llmc_plan_t &plan);
 };
 
 } // namespace llmc::rt

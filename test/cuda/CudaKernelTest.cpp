@@ -400,6 +400,117 @@ TEST(Cuda, LinearEpilogueMatchesTheCpuLinear) {
     }
 }
 
+template <typename T> std::vector<T> downloadRaw(const Device &d, size_t n) {
+  std::vector<T> out(n);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  cudaMemcpy(out.data(), d.p, n * sizeof(T), cudaMemcpyDeviceToHost);
+  return out;
+}
+
+// The strided copy as transpose, stepped slice and broadcast against the CPU kernels.
+TEST(Cuda, StridedCopiesMatchTheCpu) {
+  Buf<float> x(DType::F32, {2, 3, 4}, randomFloats(24, 31)), t(DType::F32, {4, 2, 3}), sl(DType::F32, {2, 2, 2}),
+      ex(DType::F32, {3, 2, 3, 4});
+  ASSERT_EQ(call("transpose", attrs({intsAttr("perm", {2, 0, 1})}), {x.ref()}, {t.ref()}), "");
+  ASSERT_EQ(call("slice", attrs({intsAttr("starts", {0, 3}), intsAttr("ends", {3, 0}), intsAttr("axes", {1, 2}),
+                                 intsAttr("steps", {2, -2})}),
+                 {x.ref()}, {sl.ref()}),
+            "");
+  Buf<int64_t> shape(DType::I64, {4}, {3, 2, 3, 4});
+  ASSERT_EQ(call("expand", {}, {x.ref(), shape.ref()}, {ex.ref()}), "");
+  auto dx = uploadRaw(x.data);
+  { // transpose [2,3,4] -> [4,2,3]
+    Device out(24 * 4);
+    cu::StridedCopy c;
+    c.rank = 3, c.elemBytes = 4;
+    const int64_t dims[3] = {4, 2, 3}, src[3] = {1, 12, 4}, dst[3] = {6, 3, 1};
+    for (int d = 0; d < 3; ++d)
+      c.dims[d] = dims[d], c.src[d] = src[d], c.dst[d] = dst[d];
+    ASSERT_EQ(cu::stridedCopy(dx->p, out.p, c, nullptr), "");
+    expectClose(downloadRaw<float>(out, 24), t.data, 0.0f, "transpose");
+  }
+  { // x[:, 0:3:2, 3:0:-2]
+    Device out(8 * 4);
+    cu::StridedCopy c;
+    c.rank = 3, c.elemBytes = 4, c.srcBase = 3;
+    const int64_t dims[3] = {2, 2, 2}, src[3] = {12, 8, -2}, dst[3] = {4, 2, 1};
+    for (int d = 0; d < 3; ++d)
+      c.dims[d] = dims[d], c.src[d] = src[d], c.dst[d] = dst[d];
+    ASSERT_EQ(cu::stridedCopy(dx->p, out.p, c, nullptr), "");
+    expectClose(downloadRaw<float>(out, 8), sl.data, 0.0f, "slice");
+  }
+  { // expand to [3, 2, 3, 4]
+    Device out(72 * 4);
+    cu::StridedCopy c;
+    c.rank = 4, c.elemBytes = 4;
+    const int64_t dims[4] = {3, 2, 3, 4}, src[4] = {0, 12, 4, 1}, dst[4] = {24, 12, 4, 1};
+    for (int d = 0; d < 4; ++d)
+      c.dims[d] = dims[d], c.src[d] = src[d], c.dst[d] = dst[d];
+    ASSERT_EQ(cu::stridedCopy(dx->p, out.p, c, nullptr), "");
+    expectClose(downloadRaw<float>(out, 72), ex.data, 0.0f, "expand");
+  }
+}
+
+// Elementwise ops of shape subgraphs and masks (int64, bool, f32), range, gather_nd, shape values.
+TEST(Cuda, SmallOpsMatchTheCpu) {
+  Buf<int64_t> a(DType::I64, {2, 3}, {1, -7, 3, 40, 5, -6}), b(DType::I64, {3}, {2, 2, -4}), sum(DType::I64, {2, 3}),
+      quotient(DType::I64, {2, 3});
+  Buf<uint8_t> le(DType::Bool, {2, 3});
+  ASSERT_EQ(call("add", {}, {a.ref(), b.ref()}, {sum.ref()}), "");
+  ASSERT_EQ(call("div", {}, {a.ref(), b.ref()}, {quotient.ref()}), "");
+  ASSERT_EQ(call("less_equal", {}, {a.ref(), b.ref()}, {le.ref()}), "");
+  Buf<float> x(DType::F32, {2, 3}, randomFloats(6, 32)), zero(DType::F32, {}, {0.0f}), where(DType::F32, {2, 3}),
+      gelu(DType::F32, {2, 3});
+  ASSERT_EQ(call("where", {}, {le.ref(), x.ref(), zero.ref()}, {where.ref()}), "");
+  ASSERT_EQ(call("gelu", attrs({stringAttr("approximate", "tanh")}), {x.ref()}, {gelu.ref()}), "");
+  auto da = uploadRaw(a.data), db = uploadRaw(b.data), dx = uploadRaw(x.data), dz = uploadRaw(zero.data);
+  Device dsum(48), dq(48), dle(6), dwhere(24), dgelu(24);
+  auto run = [&](const char *op, std::vector<std::pair<const void *, DType>> ins, std::vector<std::vector<int64_t>> strides,
+                 void *out, DType outType) {
+    cu::ElementwiseArgs e;
+    e.op = cu::elementwiseOp(op), e.numInputs = int(ins.size()), e.out = out, e.outType = int(outType), e.rank = 2;
+    e.dims[0] = 2, e.dims[1] = 3;
+    for (size_t j = 0; j < ins.size(); ++j) {
+      e.in[j] = ins[j].first, e.inType[j] = int(ins[j].second);
+      e.inStrides[j][0] = strides[j][0], e.inStrides[j][1] = strides[j][1];
+    }
+    return cu::elementwise(e, nullptr);
+  };
+  ASSERT_EQ(run("add", {{da->p, DType::I64}, {db->p, DType::I64}}, {{3, 1}, {0, 1}}, dsum.p, DType::I64), "");
+  ASSERT_EQ(run("div", {{da->p, DType::I64}, {db->p, DType::I64}}, {{3, 1}, {0, 1}}, dq.p, DType::I64), "");
+  ASSERT_EQ(run("less_equal", {{da->p, DType::I64}, {db->p, DType::I64}}, {{3, 1}, {0, 1}}, dle.p, DType::Bool), "");
+  ASSERT_EQ(run("where", {{dle.p, DType::Bool}, {dx->p, DType::F32}, {dz->p, DType::F32}}, {{3, 1}, {3, 1}, {0, 0}},
+                dwhere.p, DType::F32),
+            "");
+  ASSERT_EQ(run("gelu_tanh", {{dx->p, DType::F32}}, {{3, 1}}, dgelu.p, DType::F32), "");
+  EXPECT_EQ(downloadRaw<int64_t>(dsum, 6), sum.data);
+  EXPECT_EQ(downloadRaw<int64_t>(dq, 6), quotient.data);
+  EXPECT_EQ(downloadRaw<uint8_t>(dle, 6), le.data);
+  expectClose(downloadRaw<float>(dwhere, 6), where.data, 1e-6f, "where");
+  expectClose(downloadRaw<float>(dgelu, 6), gelu.data, 1e-5f, "gelu tanh");
+  // range(3, 3 + 5 * 4, 4)
+  Buf<int64_t> start(DType::I64, {}, {3}), limit(DType::I64, {}, {23}), delta(DType::I64, {}, {4}), want(DType::I64, {5});
+  ASSERT_EQ(call("range", {}, {start.ref(), limit.ref(), delta.ref()}, {want.ref()}), "");
+  auto ds = uploadRaw(start.data), dd = uploadRaw(delta.data);
+  Device range(40);
+  ASSERT_EQ(cu::range(int(DType::I64), ds->p, dd->p, range.p, 5, nullptr), "");
+  EXPECT_EQ(downloadRaw<int64_t>(range, 5), want.data);
+  // gather_nd: pairs of indices into [3, 4] data with rows of 2 picked whole.
+  Buf<float> data(DType::F32, {3, 4, 2}, randomFloats(24, 33)), picked(DType::F32, {2, 2});
+  Buf<int64_t> idx(DType::I64, {2, 2}, {2, 1, 0, -1});
+  ASSERT_EQ(call("gather_nd", {}, {data.ref(), idx.ref()}, {picked.ref()}), "");
+  auto ddata = uploadRaw(data.data), didx = uploadRaw(idx.data), error = uploadRaw(std::vector<int>{0});
+  Device gathered(16);
+  const int64_t dims[2] = {3, 4}, strides[2] = {8, 2};
+  ASSERT_EQ(cu::gatherNd(ddata->p, didx->as<int64_t>(), gathered.p, 2, 2, dims, strides, 2, 4, error->as<int>(), nullptr), "");
+  expectClose(downloadRaw<float>(gathered, 4), picked.data, 0.0f, "gather_nd");
+  // The values of a Shape op.
+  const int64_t values[3] = {7, 1, 64};
+  Device shape(24);
+  ASSERT_EQ(cu::writeInt64s(shape.p, values, 3, nullptr), "");
+  EXPECT_EQ(downloadRaw<int64_t>(shape, 3), (std::vector<int64_t>{7, 1, 64}));
+}
+
 } // namespace
 
 int main(int argc, char **argv) {

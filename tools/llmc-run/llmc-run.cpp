@@ -42,6 +42,7 @@ Runs an llmc plan on the CPU.
   --device cpu|cuda        where to run (default: the device the plan was built for; cuda: the CUDA
                            executor, work in progress; any plan also runs on the cpu)
   --no-cuda-graphs         CUDA: launch every kernel every run instead of replaying a captured graph
+  --check-cuda             check, without a GPU, that the CUDA executor has a kernel for every op
   --profile                time every kernel and print the total per kernel type
   --quiet                  print no output values
   --help, --version
@@ -60,6 +61,7 @@ struct Options {
   llmc_device device = LLMC_DEVICE_CPU;
   bool deviceGiven = false; // else the plan's target
   bool cudaGraphs = true;
+  bool checkCuda = false;
 };
 
 using llmcrun::fail;
@@ -155,6 +157,8 @@ std::string parseArgs(int argc, char **argv, Options &o) {
         o.warmup = std::stoi(v);
       } else if (a == "--threads" && next(v)) {
         o.threads = std::stoi(v);
+      } else if (a == "--check-cuda") {
+        o.checkCuda = true;
       } else if (a == "--no-cuda-graphs") {
         o.cudaGraphs = false;
       } else if (a == "--device" && next(v)) {
@@ -285,6 +289,13 @@ int run(Options o) {
   llmc_plan plan = nullptr;
   if (check(llmc_plan_load(o.plan.c_str(), nullptr, &plan), "loading '" + o.plan + "'"))
     return 1;
+  if (o.checkCuda) { // no device needed
+    const bool ok = !check(llmc_plan_check_cuda(plan), "checking the plan for the CUDA executor");
+    if (ok)
+      std::printf("the CUDA executor has a kernel for every op of the plan\n");
+    llmc_plan_release(plan);
+    return ok ? 0 : 1;
+  }
   if (!o.deviceGiven)
     o.device = static_cast<llmc_device>(llmc_plan_target(plan));
   llmc_context_options copts;

@@ -109,6 +109,9 @@ LLMC_API llmc_status llmc_plan_input_dim_symbol(llmc_plan plan, int32_t input, i
  * also runs on the CPU executor, the reference. For a CUDA plan, its architectures ("sm_90a, sm_80"),
  * owned by the plan; "" for a CPU plan. */
 LLMC_API int32_t llmc_plan_target(llmc_plan plan);
+/* Whether the CUDA executor can run every op of the plan, checked without a device: NULL when it
+ * can, else LLMC_UNSUPPORTED listing the ops it cannot run (one line per kind of op). */
+LLMC_API llmc_status llmc_plan_check_cuda(llmc_plan plan);
 LLMC_API const char *llmc_plan_cuda_archs(llmc_plan plan);
 /* Number of kernel launches in the program. */
 LLMC_API int32_t llmc_plan_kernel_count(llmc_plan plan);
