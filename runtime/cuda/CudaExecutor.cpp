@@ -24,6 +24,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <memory>
@@ -549,6 +550,138 @@ std::string prepareSmallOp(Executor &ex, const PlanOp &op, PreparedOp &out) {
   return {};
 }
 
+// --- reductions, convolution, pooling, padding (f32) ----------------------------------------
+
+std::string prepareReduce(Executor &ex, const PlanOp &op, PreparedOp &out) {
+  const PlanValue &x = ex.plan->values[size_t(op.inputs[0])];
+  const std::string kind = op.kernel.substr(strlen("reduce_"));
+  if (!isF32(x) || (kind != "sum" && kind != "mean" && kind != "max" && kind != "min" && kind != "l2" &&
+                    kind != "sum_square"))
+    return "supports f32 sum, mean, max, min, l2 and sum_square";
+  if (op.inputs.size() > 1 && op.inputs[1] >= 0)
+    return "axes given as a tensor";
+  out.launch = [&op, kind](Executor &e, const std::vector<TensorRef> &t) -> std::string {
+    const Shape &s = t[size_t(op.inputs[0])].shape;
+    const std::vector<int64_t> axes = op.attrs.getInts("axes");
+    if (axes.empty() && op.attrs.getInt("noop_with_empty_axes", 0)) {
+      const size_t bytes = t[size_t(op.inputs[0])].bytes();
+      return bytes ? (cudaMemcpyAsync(e.at(op.outputs[0]), e.at(op.inputs[0]), bytes, cudaMemcpyDeviceToDevice, e.stream) ==
+                              cudaSuccess
+                          ? std::string()
+                          : std::string("copy failed"))
+                   : std::string();
+    }
+    bool reduced[kMaxRank] = {};
+    for (int d = 0; d < s.rank; ++d)
+      reduced[d] = axes.empty();
+    for (int64_t a : axes)
+      reduced[a < 0 ? a + s.rank : a] = true;
+    return reduce(kind, static_cast<const float *>(e.at(op.inputs[0])), static_cast<float *>(e.at(op.outputs[0])),
+                  s.rank, s.dims, reduced, e.stream);
+  };
+  return {};
+}
+
+// The window of a conv or pool op for this run's shapes.
+std::string windowOf(const PlanOp &op, const Shape &x, const Shape &y, const int64_t *kernel, Window &w) {
+  w.spatial = x.rank - 2;
+  if (w.spatial < 1 || w.spatial > 3 || y.rank != x.rank)
+    return "needs 1 to 3 spatial dimensions";
+  const std::vector<int64_t> pads = op.attrs.getInts("pads"), strides = op.attrs.getInts("strides"),
+                             dilations = op.attrs.getInts("dilations");
+  for (int d = 0; d < w.spatial; ++d) {
+    w.in[d] = x.dims[d + 2], w.out[d] = y.dims[d + 2], w.kernel[d] = kernel[d];
+    w.padBegin[d] = pads.size() == size_t(2 * w.spatial) ? pads[size_t(d)] : 0;
+    w.stride[d] = strides.size() == size_t(w.spatial) ? strides[size_t(d)] : 1;
+    w.dilation[d] = dilations.size() == size_t(w.spatial) ? dilations[size_t(d)] : 1;
+  }
+  return {};
+}
+
+std::string prepareConvPoolPad(Executor &ex, const PlanOp &op, PreparedOp &out) {
+  if (!isF32(ex.plan->values[size_t(op.inputs[0])]))
+    return "supports f32";
+  if (op.kernel == "conv") {
+    const PlanValue &w = ex.plan->values[size_t(op.inputs[1])];
+    if (!isF32(w) || (op.attrs.find("auto_pad") && op.attrs.getString("auto_pad") != "NOTSET"))
+      return "supports f32 weights and explicit pads";
+    const bool bias = op.inputs.size() > 2 && op.inputs[2] >= 0;
+    out.launch = [&op, bias](Executor &e, const std::vector<TensorRef> &t) -> std::string {
+      const Shape &x = t[size_t(op.inputs[0])].shape, &w = t[size_t(op.inputs[1])].shape, &y = t[size_t(op.outputs[0])].shape;
+      Window win;
+      if (std::string err = windowOf(op, x, y, w.dims + 2, win); !err.empty())
+        return err;
+      return conv(static_cast<const float *>(e.at(op.inputs[0])), static_cast<const float *>(e.at(op.inputs[1])),
+                  bias ? static_cast<const float *>(e.at(op.inputs[2])) : nullptr, static_cast<float *>(e.at(op.outputs[0])),
+                  x.dims[0], x.dims[1], w.dims[0], op.attrs.getInt("group", 1), win, e.stream);
+    };
+  } else if (op.kernel == "max_pool" || op.kernel == "average_pool") {
+    if (op.outputs.size() != 1)
+      return "no indices output";
+    out.launch = [&op](Executor &e, const std::vector<TensorRef> &t) -> std::string {
+      const Shape &x = t[size_t(op.inputs[0])].shape, &y = t[size_t(op.outputs[0])].shape;
+      const std::vector<int64_t> kernel = op.attrs.getInts("kernel_shape");
+      if (int(kernel.size()) != x.rank - 2)
+        return "kernel_shape does not match the spatial rank";
+      Window win;
+      if (std::string err = windowOf(op, x, y, kernel.data(), win); !err.empty())
+        return err;
+      return pool(op.kernel == "max_pool", static_cast<const float *>(e.at(op.inputs[0])),
+                  static_cast<float *>(e.at(op.outputs[0])), x.dims[0] * x.dims[1], win,
+                  op.attrs.getInt("count_include_pad", 0) != 0, e.stream);
+    };
+  } else { // pad
+    const std::string mode(op.attrs.getString("mode"));
+    if (!mode.empty() && mode != "constant" && mode != "edge" && mode != "reflect" && mode != "wrap")
+      return "unknown mode '" + mode + "'";
+    const bool hasValue = op.inputs.size() > 1 && op.inputs[1] >= 0;
+    if (hasValue && ex.plan->values[size_t(op.inputs[1])].kind != fb::ValueKind_Weight)
+      return "needs a constant padding value";
+    const float value = hasValue ? *static_cast<const float *>(ex.plan->values[size_t(op.inputs[1])].weight) : 0.0f;
+    out.launch = [&op, value, mode](Executor &e, const std::vector<TensorRef> &t) -> std::string {
+      const Shape &x = t[size_t(op.inputs[0])].shape, &y = t[size_t(op.outputs[0])].shape;
+      const std::vector<int64_t> pads = op.attrs.getInts("pads");
+      if (pads.size() != size_t(2 * x.rank))
+        return "pads must hold a begin and an end per dimension";
+      for (int d = 0; d < x.rank; ++d)
+        if (pads[size_t(d)] < 0 || pads[size_t(d + x.rank)] < 0)
+          return "negative pads (cropping) are not supported";
+      return pad(mode, static_cast<const float *>(e.at(op.inputs[0])), static_cast<float *>(e.at(op.outputs[0])), x.rank,
+                 x.dims, y.dims, pads.data(), value, e.stream);
+    };
+  }
+  return {};
+}
+
+std::string prepareLatentAttention(Executor &ex, const PlanOp &op, PreparedOp &out) {
+  for (int i = 0; i < 4; ++i)
+    if (!isF32(ex.plan->values[size_t(op.inputs[size_t(i)])]))
+      return "supports f32";
+  if (op.inputs.size() > 4 && op.inputs[4] >= 0 && ex.plan->values[size_t(op.inputs[4])].shape.numel() != 0 &&
+      ex.plan->values[size_t(op.inputs[4])].dtype != DType::F32)
+    return "supports additive f32 masks";
+  out.launch = [&op](Executor &e, const std::vector<TensorRef> &t) -> std::string {
+    const TensorRef &q = t[size_t(op.inputs[0])], &cache = t[size_t(op.inputs[1])], &uk = t[size_t(op.inputs[2])],
+                    &uv = t[size_t(op.inputs[3])];
+    const bool hasUk = uk.numel() > 0, hasUv = uv.numel() > 0;
+    const bool hasMask = op.inputs.size() > 4 && op.inputs[4] >= 0 && t[size_t(op.inputs[4])].numel() > 0;
+    const int64_t rope = op.attrs.getInt("rope_dim", 0), latent = cache.shape.dims[2] - rope;
+    const int64_t B = q.shape.dims[0], H = q.shape.dims[1], Sq = q.shape.dims[2], Sk = cache.shape.dims[0];
+    int64_t maskStrides[4] = {};
+    if (hasMask) {
+      const int64_t full[4] = {B, H, Sq, Sk};
+      broadcastStrides4(t[size_t(op.inputs[4])].shape, full, maskStrides);
+    }
+    return latentAttention(static_cast<const float *>(e.at(op.inputs[0])), static_cast<const float *>(e.at(op.inputs[1])),
+                           hasUk ? static_cast<const float *>(e.at(op.inputs[2])) : nullptr,
+                           hasUv ? static_cast<const float *>(e.at(op.inputs[3])) : nullptr,
+                           hasMask ? static_cast<const float *>(e.at(op.inputs[4])) : nullptr, maskStrides,
+                           static_cast<float *>(e.at(op.outputs[0])), B, H, Sq, Sk, hasUk ? uk.shape.dims[1] : 0, rope,
+                           latent, hasUv ? uv.shape.dims[2] : latent, float(op.attrs.getFloat("scale", 1.0)), e.stream);
+  };
+  return {};
+}
+
 // The op's CUDA kernel, prepared; or why it has none. An error names the op and its node.
 std::string prepareOp(Executor &ex, int k, PreparedOp &p, size_t &scratch) {
   const PlanOp &op = ex.plan->ops[size_t(k)];
@@ -574,6 +707,12 @@ std::string prepareOp(Executor &ex, int k, PreparedOp &p, size_t &scratch) {
     err = prepareDataMovement(ex, op, p);
   else if (op.kernel == "shape" || op.kernel == "range" || op.kernel == "gather_nd")
     err = prepareSmallOp(ex, op, p);
+  else if (op.kernel == "latent_attention")
+    err = prepareLatentAttention(ex, op, p);
+  else if (op.kernel.rfind("reduce_", 0) == 0)
+    err = prepareReduce(ex, op, p);
+  else if (op.kernel == "conv" || op.kernel == "max_pool" || op.kernel == "average_pool" || op.kernel == "pad")
+    err = prepareConvPoolPad(ex, op, p);
   else if (int code = elementwiseOp(op.kernel); code >= 0 && op.kernel != "gelu_tanh")
     err = prepareElementwise(ex, op, p, code);
   else

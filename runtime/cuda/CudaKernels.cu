@@ -750,3 +750,296 @@ std::string gatherNd(const void *data, const int64_t *indices, void *out, int64_
 }
 
 } // namespace llmc::rt::cuda
+
+// --- reductions, convolution, pooling, padding ------------------------------------------------
+
+namespace llmc::rt::cuda {
+namespace {
+
+enum ReduceKind : int { RSum, RMean, RMax, RMin, RL2, RSumSquare };
+
+struct ReduceShape {
+  int rank;
+  int64_t dims[kMaxDims], strides[kMaxDims];
+  bool reduced[kMaxDims];
+  int64_t count; // elements reduced into each output
+};
+
+__global__ void reduceKernel(const float *__restrict__ in, float *__restrict__ out, ReduceShape r, int kind,
+                             int64_t outputs) {
+  for (int64_t o = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; o < outputs; o += int64_t(gridDim.x) * blockDim.x) {
+    int64_t rest = o, base = 0;
+    for (int d = r.rank - 1; d >= 0; --d)
+      if (!r.reduced[d]) {
+        base += (rest % r.dims[d]) * r.strides[d];
+        rest /= r.dims[d];
+      }
+    double acc = kind == RMax ? -INFINITY : kind == RMin ? INFINITY : 0.0;
+    for (int64_t k = 0; k < r.count; ++k) {
+      int64_t q = k, at = base;
+      for (int d = r.rank - 1; d >= 0; --d)
+        if (r.reduced[d]) {
+          at += (q % r.dims[d]) * r.strides[d];
+          q /= r.dims[d];
+        }
+      const double v = in[at];
+      acc = kind == RMax ? fmax(acc, v) : kind == RMin ? fmin(acc, v) : kind == RL2 || kind == RSumSquare ? acc + v * v : acc + v;
+    }
+    out[o] = float(kind == RMean ? acc / double(r.count) : kind == RL2 ? sqrt(acc) : acc);
+  }
+}
+
+__device__ int64_t tapOffset(const Window &w, int64_t o, int64_t k) { // -1 in padding
+  int64_t offset = 0, scale = 1;
+  for (int d = w.spatial - 1; d >= 0; --d) {
+    const int64_t od = o % w.out[d], kd = k % w.kernel[d];
+    o /= w.out[d];
+    k /= w.kernel[d];
+    const int64_t p = od * w.stride[d] - w.padBegin[d] + kd * w.dilation[d];
+    if (p < 0 || p >= w.in[d])
+      return -1;
+    offset += p * scale;
+    scale *= w.in[d];
+  }
+  return offset;
+}
+
+int64_t sizeOf(const int64_t *dims, int n) {
+  int64_t s = 1;
+  for (int d = 0; d < n; ++d)
+    s *= dims[d];
+  return s;
+}
+
+__global__ void convKernel(const float *__restrict__ x, const float *__restrict__ w, const float *__restrict__ bias,
+                           float *__restrict__ y, int64_t N, int64_t C, int64_t M, int64_t group, Window win,
+                           int64_t inSize, int64_t outSize, int64_t kernelSize) {
+  const int64_t total = N * M * outSize, Cg = C / group, Mg = M / group;
+  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < total; e += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t o = e % outSize, m = (e / outSize) % M, b = e / (outSize * M), g = m / Mg;
+    float acc = bias ? bias[m] : 0.0f;
+    for (int64_t c = 0; c < Cg; ++c) {
+      const float *xc = x + (b * C + g * Cg + c) * inSize;
+      const float *wc = w + (m * Cg + c) * kernelSize;
+      for (int64_t k = 0; k < kernelSize; ++k) {
+        const int64_t at = tapOffset(win, o, k);
+        if (at >= 0)
+          acc += xc[at] * wc[k];
+      }
+    }
+    y[e] = acc;
+  }
+}
+
+__global__ void poolKernel(bool max, const float *__restrict__ x, float *__restrict__ y, int64_t planes, Window win,
+                           int64_t inSize, int64_t outSize, int64_t kernelSize, bool countPad) {
+  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < planes * outSize; e += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t o = e % outSize, p = e / outSize;
+    const float *xp = x + p * inSize;
+    float acc = max ? -INFINITY : 0.0f;
+    int64_t counted = 0;
+    for (int64_t k = 0; k < kernelSize; ++k) {
+      const int64_t at = tapOffset(win, o, k);
+      if (at < 0)
+        continue;
+      acc = max ? fmaxf(acc, xp[at]) : acc + xp[at];
+      ++counted;
+    }
+    y[e] = max ? acc : acc / float(countPad ? kernelSize : (counted ? counted : 1));
+  }
+}
+
+struct PadShape {
+  int rank;
+  int64_t in[kMaxDims], out[kMaxDims], begin[kMaxDims];
+};
+
+// mode 0 constant, 1 edge (clamp), 2 reflect (mirror without repeating the edge), 3 wrap.
+__global__ void padKernel(const float *__restrict__ in, float *__restrict__ out, PadShape s, float value, int mode,
+                          int64_t n) {
+  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += int64_t(gridDim.x) * blockDim.x) {
+    int64_t rest = e, at = 0, scale = 1;
+    bool inside = true;
+    for (int d = s.rank - 1; d >= 0; --d) {
+      int64_t i = rest % s.out[d] - s.begin[d];
+      const int64_t len = s.in[d];
+      rest /= s.out[d];
+      if (i < 0 || i >= len) {
+        if (mode == 1) {
+          i = i < 0 ? 0 : len - 1;
+        } else if (mode == 2 && len > 1) {
+          const int64_t period = 2 * (len - 1);
+          i = ((i % period) + period) % period;
+          i = i < len ? i : period - i;
+        } else if (mode == 3) {
+          i = ((i % len) + len) % len;
+        } else if (mode == 2) {
+          i = 0;
+        } else {
+          inside = false;
+        }
+      }
+      at += i * scale;
+      scale *= len;
+    }
+    out[e] = inside ? in[at] : value;
+  }
+}
+
+} // namespace
+
+std::string reduce(const std::string &kind, const float *in, float *out, int rank, const int64_t *dims,
+                   const bool *reduced, void *stream) {
+  const int k = kind == "sum" ? RSum : kind == "mean" ? RMean : kind == "max" ? RMax : kind == "min" ? RMin
+              : kind == "l2" ? RL2 : kind == "sum_square" ? RSumSquare : -1;
+  if (k < 0 || rank < 0 || rank > kMaxDims)
+    return "reduce: unknown kind '" + kind + "' or rank above " + std::to_string(kMaxDims);
+  ReduceShape r{};
+  r.rank = rank, r.count = 1;
+  int64_t outputs = 1, stride = 1;
+  for (int d = rank - 1; d >= 0; --d) {
+    r.dims[d] = dims[d], r.strides[d] = stride, r.reduced[d] = reduced[d];
+    stride *= dims[d];
+    (reduced[d] ? r.count : outputs) *= dims[d];
+  }
+  if (outputs == 0)
+    return {};
+  reduceKernel<<<unsigned(blocksFor(outputs, kElementThreads)), kElementThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+      in, out, r, k, outputs);
+  return launched("reduce");
+}
+
+std::string conv(const float *x, const float *w, const float *bias, float *y, int64_t N, int64_t C, int64_t M,
+                 int64_t group, const Window &win, void *stream) {
+  if (win.spatial < 1 || win.spatial > 3 || group < 1 || C % group || M % group)
+    return "conv: 1 to 3 spatial dims and channels divisible by the group";
+  const int64_t outSize = sizeOf(win.out, win.spatial), total = N * M * outSize;
+  if (total == 0)
+    return {};
+  convKernel<<<unsigned(blocksFor(total, kElementThreads)), kElementThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+      x, w, bias, y, N, C, M, group, win, sizeOf(win.in, win.spatial), outSize, sizeOf(win.kernel, win.spatial));
+  return launched("conv");
+}
+
+std::string pool(bool max, const float *x, float *y, int64_t planes, const Window &win, bool countPad, void *stream) {
+  if (win.spatial < 1 || win.spatial > 3)
+    return "pool: 1 to 3 spatial dims";
+  const int64_t outSize = sizeOf(win.out, win.spatial);
+  if (planes * outSize == 0)
+    return {};
+  poolKernel<<<unsigned(blocksFor(planes * outSize, kElementThreads)), kElementThreads, 0,
+               static_cast<cudaStream_t>(stream)>>>(max, x, y, planes, win, sizeOf(win.in, win.spatial), outSize,
+                                                    sizeOf(win.kernel, win.spatial), countPad);
+  return launched("pool");
+}
+
+std::string pad(const std::string &mode, const float *in, float *out, int rank, const int64_t *inDims,
+                const int64_t *outDims, const int64_t *padBegin, float value, void *stream) {
+  const int m = mode.empty() || mode == "constant" ? 0 : mode == "edge" ? 1 : mode == "reflect" ? 2 : mode == "wrap" ? 3 : -1;
+  if (m < 0)
+    return "pad: unknown mode '" + mode + "'";
+  if (rank < 0 || rank > kMaxDims)
+    return "pad: rank above " + std::to_string(kMaxDims);
+  PadShape s{};
+  s.rank = rank;
+  for (int d = 0; d < rank; ++d)
+    s.in[d] = inDims[d], s.out[d] = outDims[d], s.begin[d] = padBegin[d];
+  const int64_t n = sizeOf(outDims, rank);
+  if (n == 0)
+    return {};
+  padKernel<<<unsigned(blocksFor(n, kElementThreads)), kElementThreads, 0, static_cast<cudaStream_t>(stream)>>>(in, out, s,
+                                                                                                             value, m, n);
+  return launched("pad");
+}
+
+} // namespace llmc::rt::cuda
+
+namespace llmc::rt::cuda {
+namespace {
+
+struct LatentArgs {
+  const float *q, *cache, *wuk, *wuv, *mask;
+  int64_t maskStrides[4];
+  float *out;
+  int64_t B, H, Sq, Sk, nope, rope, latent, v;
+  float scale;
+};
+
+__global__ void latentAttentionKernel(LatentArgs a) {
+  extern __shared__ float smem[]; // query in the latent space (latent + rope), Sk scores, latent output
+  const int64_t width = a.latent + a.rope;
+  float *ql = smem, *p = smem + width, *ol = p + a.Sk;
+  const int64_t row = blockIdx.x, i = row % a.Sq, h = (row / a.Sq) % a.H, b = row / (a.Sq * a.H);
+  const int64_t qWidth = a.wuk ? a.nope + a.rope : width;
+  const float *q = a.q + row * qWidth;
+  for (int64_t l = threadIdx.x; l < width; l += blockDim.x) {
+    if (!a.wuk || l >= a.latent) {
+      ql[l] = a.wuk ? q[a.nope + (l - a.latent)] : q[l];
+    } else {
+      float acc = 0.0f;
+      for (int64_t n = 0; n < a.nope; ++n)
+        acc += q[n] * a.wuk[(h * a.nope + n) * a.latent + l];
+      ql[l] = acc;
+    }
+  }
+  __syncthreads();
+  for (int64_t t = threadIdx.x; t < a.Sk; t += blockDim.x) {
+    const float *c = a.cache + (t * a.B + b) * width;
+    float dot = 0.0f;
+    for (int64_t l = 0; l < width; ++l)
+      dot += ql[l] * c[l];
+    float score = dot * a.scale;
+    if (a.mask)
+      score += a.mask[b * a.maskStrides[0] + h * a.maskStrides[1] + i * a.maskStrides[2] + t * a.maskStrides[3]];
+    p[t] = score;
+  }
+  __syncthreads();
+  float best = -INFINITY;
+  for (int64_t t = threadIdx.x; t < a.Sk; t += blockDim.x)
+    best = fmaxf(best, p[t]);
+  best = blockReduce<true>(best);
+  float acc = 0.0f;
+  for (int64_t t = threadIdx.x; t < a.Sk; t += blockDim.x) {
+    p[t] = best == -INFINITY ? 0.0f : __expf(p[t] - best);
+    acc += p[t];
+  }
+  const float total = blockReduce<false>(acc);
+  const float inv = total > 0.0f ? 1.0f / total : 0.0f;
+  for (int64_t l = threadIdx.x; l < a.latent; l += blockDim.x) {
+    float o = 0.0f;
+    for (int64_t t = 0; t < a.Sk; ++t)
+      o += p[t] * a.cache[(t * a.B + b) * width + l];
+    ol[l] = o * inv;
+  }
+  __syncthreads();
+  if (!a.wuv) {
+    for (int64_t l = threadIdx.x; l < a.latent; l += blockDim.x)
+      a.out[row * a.latent + l] = ol[l];
+    return;
+  }
+  for (int64_t j = threadIdx.x; j < a.v; j += blockDim.x) {
+    float o = 0.0f;
+    for (int64_t l = 0; l < a.latent; ++l)
+      o += ol[l] * a.wuv[(h * a.latent + l) * a.v + j];
+    a.out[row * a.v + j] = o;
+  }
+}
+
+} // namespace
+
+std::string latentAttention(const float *q, const float *cache, const float *wuk, const float *wuv, const float *mask,
+                            const int64_t maskStrides[4], float *out, int64_t B, int64_t H, int64_t Sq, int64_t Sk,
+                            int64_t nope, int64_t rope, int64_t latent, int64_t v, float scale, void *stream) {
+  const size_t shared = size_t(latent + rope + Sk + latent) * sizeof(float);
+  if (B <= 0 || H <= 0 || Sq <= 0 || Sk <= 0 || shared > 96 * 1024)
+    return "latentAttention: bad shapes or a cache longer than this kernel stages (" + std::to_string(Sk) + " rows)";
+  LatentArgs a{q, cache, wuk, wuv, mask, {}, out, B, H, Sq, Sk, nope, rope, latent, v, scale};
+  for (int d = 0; d < 4; ++d)
+    a.maskStrides[d] = mask ? maskStrides[d] : 0;
+  if (shared > 48 * 1024)
+    cudaFuncSetAttribute(latentAttentionKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared));
+  latentAttentionKernel<<<unsigned(B * H * Sq), kRowThreads, shared, static_cast<cudaStream_t>(stream)>>>(a);
+  return launched("latentAttention");
+}
+
+} // namespace llmc::rt::cuda

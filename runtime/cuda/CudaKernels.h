@@ -130,4 +130,39 @@ std::string writeInt64s(void *out, const int64_t *values, int count, void *strea
 std::string gatherNd(const void *data, const int64_t *indices, void *out, int64_t tuples, int k, const int64_t *dims,
                      const int64_t *strides, int64_t slice, int elemBytes, int *error, void *stream);
 
+// --- reductions, convolution, pooling, padding (f32) ------------------------------------------
+
+// Reduces the f32 input [dims] over the dimensions with reduced[d] into out (kept dims in order).
+// kind: "sum", "mean", "max", "min", "l2", "sum_square".
+std::string reduce(const std::string &kind, const float *in, float *out, int rank, const int64_t *dims,
+                   const bool *reduced, void *stream);
+
+// A convolution or pooling window over 1 to 3 spatial dimensions (NC + spatial layout).
+struct Window {
+  int spatial = 0;
+  int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, kernel[3] = {1, 1, 1};
+  int64_t padBegin[3] = {}, stride[3] = {1, 1, 1}, dilation[3] = {1, 1, 1};
+};
+
+// y [N, M, out...] = conv(x [N, C, in...], w [M, C / group, kernel...]) + bias [M] (nullable).
+std::string conv(const float *x, const float *w, const float *bias, float *y, int64_t N, int64_t C, int64_t M,
+                 int64_t group, const Window &win, void *stream);
+
+// Max or average pooling per plane (planes = N * C); padding taps are skipped, and counted in
+// the average only with countPad.
+std::string pool(bool max, const float *x, float *y, int64_t planes, const Window &win, bool countPad, void *stream);
+
+// Padding: in [inDims] lands in out [outDims] at padBegin; the rest is `value` (mode "constant"),
+// the nearest edge ("edge"), the mirror image without the edge ("reflect") or the other end ("wrap").
+std::string pad(const std::string &mode, const float *in, float *out, int rank, const int64_t *inDims,
+                const int64_t *outDims, const int64_t *padBegin, float value, void *stream);
+
+// latent_attention (DeepSeek MLA, see the op): q [B, H, Sq, nope + rope] (or [.., latent + rope]
+// without w_uk), cache [Sk, B, latent + rope], w_uk [H, nope, latent] and w_uv [H, latent, v]
+// (either null when multiplied into a projection), f32 mask [B, H, Sq, Sk] through maskStrides
+// (null: none), out [B, H, Sq, v] (latent without w_uv). Absorbed form, one block per query row.
+std::string latentAttention(const float *q, const float *cache, const float *wuk, const float *wuv, const float *mask,
+                            const int64_t maskStrides[4], float *out, int64_t B, int64_t H, int64_t Sq, int64_t Sk,
+                            int64_t nope, int64_t rope, int64_t latent, int64_t v, float scale, void *stream);
+
 } // namespace llmc::rt::cuda

@@ -376,8 +376,8 @@ TEST(Cuda, AttentionMatchesFusedAttention) {
     }
 }
 
-// The linear epilogue kernel against the CPU linear: SwiGLU, erf GELU and SiLU with gate and
-// residual, the GEMM part (with bias) done by the CPU matmul and add.
+// The linear epilogue kernel against the CPU linear: SwiGLU (which takes no gate or residual),
+// erf GELU, SiLU and ReLU with gate and residual; the GEMM part (with bias) by the CPU matmul and add.
 TEST(Cuda, LinearEpilogueMatchesTheCpuLinear) {
   const int64_t M = 6, K = 8, N = 10;
   for (cu::Storage s : kStorages)
@@ -389,13 +389,16 @@ TEST(Cuda, LinearEpilogueMatchesTheCpuLinear) {
           residual(DType::F32, {M, N}, rounded(randomFloats(M * N, 30), s)), none(DType::F32, {0}), y(DType::F32, {M, full}),
           yb(DType::F32, {M, full}), want(DType::F32, {M, N});
       ASSERT_EQ(call("linear", attrs({stringAttr("activation", activation)}),
-                     {x.ref(), w.ref(), bias.ref(), swiglu ? none.ref() : gate.ref(), residual.ref()}, {want.ref()}),
+                     {x.ref(), w.ref(), bias.ref(), swiglu ? none.ref() : gate.ref(), swiglu ? none.ref() : residual.ref()},
+                     {want.ref()}),
                 "");
       ASSERT_EQ(call("matmul", {}, {x.ref(), w.ref()}, {y.ref()}), "");
       ASSERT_EQ(call("add", {}, {y.ref(), bias.ref()}, {yb.ref()}), "");
       auto dy = upload(rounded(yb.data, s), s), dg = upload(gate.data, s), dr = upload(residual.data, s);
       Device out(size_t(M * N) * cu::storageBytes(s));
-      ASSERT_EQ(cu::linearEpilogue(s, dy->p, out.p, swiglu ? nullptr : dg->p, dr->p, M, N, activation, swiglu, nullptr), "");
+      ASSERT_EQ(cu::linearEpilogue(s, dy->p, out.p, swiglu ? nullptr : dg->p, swiglu ? nullptr : dr->p, M, N, activation,
+                                   swiglu, nullptr),
+                "");
       expectClose(download(out, size_t(M * N), s), want.data, tolerance(s) * 4, std::string("epilogue ") + activation + " " + name(s));
     }
 }
@@ -509,6 +512,82 @@ TEST(Cuda, SmallOpsMatchTheCpu) {
   Device shape(24);
   ASSERT_EQ(cu::writeInt64s(shape.p, values, 3, nullptr), "");
   EXPECT_EQ(downloadRaw<int64_t>(shape, 3), (std::vector<int64_t>{7, 1, 64}));
+}
+
+// Reductions, convolution (grouped, strided, padded, dilated), pooling and padding against the CPU.
+TEST(Cuda, ReduceConvPoolPadMatchTheCpu) {
+  Buf<float> x(DType::F32, {2, 4, 6, 5}, randomFloats(240, 34));
+  auto dx = uploadRaw(x.data);
+  const int64_t dims[4] = {2, 4, 6, 5};
+  for (const char *kind : {"sum", "mean", "max", "min", "l2", "sum_square"}) {
+    Buf<float> want(DType::F32, {2, 1, 1, 5});
+    ASSERT_EQ(call(std::string("reduce_") + kind, attrs({intsAttr("axes", {1, 2}), intAttr("keepdims", 1)}), {x.ref()},
+                   {want.ref()}),
+              "");
+    const bool reduced[4] = {false, true, true, false};
+    Device out(10 * 4);
+    ASSERT_EQ(cu::reduce(kind, dx->as<float>(), out.as<float>(), 4, dims, reduced, nullptr), "");
+    expectClose(downloadRaw<float>(out, 10), want.data, 1e-5f, std::string("reduce_") + kind);
+  }
+  { // conv: 4 -> 6 channels in 2 groups, kernel 3x2, stride (2, 1), pads (1, 0, 1, 1), dilation (1, 2)
+    Buf<float> w(DType::F32, {6, 2, 3, 2}, randomFloats(72, 35)), bias(DType::F32, {6}, randomFloats(6, 36)),
+        want(DType::F32, {2, 6, 3, 4});
+    const AttrList a = attrs({intsAttr("pads", {1, 0, 1, 1}), intsAttr("strides", {2, 1}), intsAttr("dilations", {1, 2}),
+                              intAttr("group", 2)});
+    ASSERT_EQ(call("conv", a, {x.ref(), w.ref(), bias.ref()}, {want.ref()}), "");
+    cu::Window win;
+    win.spatial = 2;
+    const int64_t in[2] = {6, 5}, out[2] = {3, 4}, k[2] = {3, 2}, pb[2] = {1, 0}, st[2] = {2, 1}, di[2] = {1, 2};
+    for (int d = 0; d < 2; ++d)
+      win.in[d] = in[d], win.out[d] = out[d], win.kernel[d] = k[d], win.padBegin[d] = pb[d], win.stride[d] = st[d],
+      win.dilation[d] = di[d];
+    auto dw = uploadRaw(w.data), db = uploadRaw(bias.data);
+    Device y(size_t(want.numel()) * 4);
+    ASSERT_EQ(cu::conv(dx->as<float>(), dw->as<float>(), db->as<float>(), y.as<float>(), 2, 4, 6, 2, win, nullptr), "");
+    expectClose(downloadRaw<float>(y, size_t(want.numel())), want.data, 1e-4f, "conv");
+  }
+  for (bool max : {true, false}) { // 3x3 pooling, stride 2, pads 1
+    Buf<float> want(DType::F32, {2, 4, 3, 3});
+    const AttrList a = attrs({intsAttr("kernel_shape", {3, 3}), intsAttr("pads", {1, 1, 1, 1}), intsAttr("strides", {2, 2}),
+                              intsAttr("dilations", {1, 1})});
+    ASSERT_EQ(call(max ? "max_pool" : "average_pool", a, {x.ref()}, {want.ref()}), "");
+    cu::Window win;
+    win.spatial = 2;
+    win.in[0] = 6, win.in[1] = 5, win.out[0] = 3, win.out[1] = 3, win.kernel[0] = win.kernel[1] = 3;
+    win.padBegin[0] = win.padBegin[1] = 1, win.stride[0] = win.stride[1] = 2;
+    Device y(size_t(want.numel()) * 4);
+    ASSERT_EQ(cu::pool(max, dx->as<float>(), y.as<float>(), 8, win, false, nullptr), "");
+    expectClose(downloadRaw<float>(y, size_t(want.numel())), want.data, 1e-5f, max ? "max_pool" : "average_pool");
+  }
+  for (const char *mode : {"constant", "edge", "reflect", "wrap"}) {
+    Buf<float> want(DType::F32, {2, 5, 9, 6});
+    ASSERT_EQ(call("pad", attrs({intsAttr("pads", {0, 1, 2, 0, 0, 0, 1, 1}), stringAttr("mode", mode)}), {x.ref()},
+                   {want.ref()}),
+              "");
+    const int64_t outDims[4] = {2, 5, 9, 6}, begin[4] = {0, 1, 2, 0};
+    Device y(size_t(want.numel()) * 4);
+    ASSERT_EQ(cu::pad(mode, dx->as<float>(), y.as<float>(), 4, dims, outDims, begin, 0.0f, nullptr), "");
+    expectClose(downloadRaw<float>(y, size_t(want.numel())), want.data, 0.0f, std::string("pad ") + mode);
+  }
+}
+
+// The naive latent attention kernel against the CPU latent_attention, with and without factors.
+TEST(Cuda, LatentAttentionMatchesTheCpu) {
+  const int64_t B = 2, H = 3, Sq = 2, Sk = 7, n = 4, R = 2, L = 8, v = 3;
+  Buf<float> q(DType::F32, {B, H, Sq, n + R}, randomFloats(B * H * Sq * (n + R), 37)),
+      cache(DType::F32, {Sk, B, L + R}, randomFloats(Sk * B * (L + R), 38)), uk(DType::F32, {H, n, L}, randomFloats(H * n * L, 39)),
+      uv(DType::F32, {H, L, v}, randomFloats(H * L * v, 40)), mask(DType::F32, {B, 1, Sq, Sk}, randomFloats(B * Sq * Sk, 41)),
+      want(DType::F32, {B, H, Sq, v});
+  const AttrList a = attrs({floatAttr("scale", 0.35), intAttr("rope_dim", R)});
+  ASSERT_EQ(call("latent_attention", a, {q.ref(), cache.ref(), uk.ref(), uv.ref(), mask.ref()}, {want.ref()}), "");
+  auto dq = uploadRaw(q.data), dc = uploadRaw(cache.data), duk = uploadRaw(uk.data), duv = uploadRaw(uv.data),
+       dm = uploadRaw(mask.data);
+  const int64_t maskStrides[4] = {Sq * Sk, 0, Sk, 1};
+  Device out(size_t(want.numel()) * 4);
+  ASSERT_EQ(cu::latentAttention(dq->as<float>(), dc->as<float>(), duk->as<float>(), duv->as<float>(), dm->as<float>(),
+                                maskStrides, out.as<float>(), B, H, Sq, Sk, n, R, L, v, 0.35f, nullptr),
+            "");
+  expectClose(downloadRaw<float>(out, size_t(want.numel())), want.data, 1e-4f, "latent attention");
 }
 
 } // namespace
