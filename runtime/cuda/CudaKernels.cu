@@ -70,6 +70,23 @@ template <bool kMax> __device__ float blockReduce(float v) {
   return partial[0];
 }
 
+// Turns the n scores in p (shared memory, written before the call) into exp(score - max) in place
+// and returns their sum; *best gets the max (-inf when every score is masked: then all are 0).
+// Every thread must call it; it ends with a barrier, so p can be read right after.
+__device__ float blockExpScores(float *p, int64_t n, float *best) {
+  float m = -INFINITY;
+  for (int64_t j = threadIdx.x; j < n; j += blockDim.x)
+    m = fmaxf(m, p[j]);
+  m = blockReduce<true>(m);
+  float acc = 0.0f;
+  for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
+    p[j] = m == -INFINITY ? 0.0f : __expf(p[j] - m);
+    acc += p[j];
+  }
+  *best = m;
+  return blockReduce<false>(acc);
+}
+
 template <typename T, bool kLayer>
 __global__ void addNormKernel(const T *__restrict__ x, const T *__restrict__ r, const T *__restrict__ scale,
                               const T *__restrict__ bias, T *__restrict__ out, T *__restrict__ sum, int64_t cols,
@@ -210,17 +227,8 @@ __global__ void decodePartialKernel(const T *__restrict__ q, const T *__restrict
       p[t - t0] = keep && !keep[b * T_ + t] ? -INFINITY : dot;
   }
   __syncthreads();
-  float best = -INFINITY;
-  for (int64_t t = t0 + threadIdx.x; t < t1; t += blockDim.x)
-    best = fmaxf(best, p[t - t0]);
-  best = blockReduce<true>(best);
-  float acc = 0.0f;
-  for (int64_t t = t0 + threadIdx.x; t < t1; t += blockDim.x) {
-    const float e = best == -INFINITY ? 0.0f : __expf(p[t - t0] - best);
-    p[t - t0] = e;
-    acc += e;
-  }
-  const float total = blockReduce<false>(acc); // also orders the writes to p before the reads below
+  float best;
+  const float total = blockExpScores(p, t1 > t0 ? t1 - t0 : 0, &best);
   float *out = ws + (bh * splits + split) * (Dv + 2);
   for (int64_t dv = threadIdx.x; dv < Dv; dv += blockDim.x) {
     float o = 0.0f;
@@ -294,16 +302,8 @@ template <typename T> __global__ void attentionKernel(AttentionArgs a) {
     p[j] = score;
   }
   __syncthreads();
-  float best = -INFINITY;
-  for (int64_t j = threadIdx.x; j < a.Sk; j += blockDim.x)
-    best = fmaxf(best, p[j]);
-  best = blockReduce<true>(best);
-  float acc = 0.0f;
-  for (int64_t j = threadIdx.x; j < a.Sk; j += blockDim.x) {
-    p[j] = best == -INFINITY ? 0.0f : __expf(p[j] - best);
-    acc += p[j];
-  }
-  const float total = blockReduce<false>(acc);
+  float best;
+  const float total = blockExpScores(p, a.Sk, &best);
   const float inv = total > 0.0f ? 1.0f / total : 0.0f; // a fully masked row attends to nothing
   const T *vb = static_cast<const T *>(a.v) + b * a.vs.batch + kvh * a.vs.head;
   T *out = static_cast<T *>(a.out) + ((b * a.Sq + i) * a.Hq + h) * a.Dv;
@@ -994,16 +994,8 @@ __global__ void latentAttentionKernel(LatentArgs a) {
     p[t] = score;
   }
   __syncthreads();
-  float best = -INFINITY;
-  for (int64_t t = threadIdx.x; t < a.Sk; t += blockDim.x)
-    best = fmaxf(best, p[t]);
-  best = blockReduce<true>(best);
-  float acc = 0.0f;
-  for (int64_t t = threadIdx.x; t < a.Sk; t += blockDim.x) {
-    p[t] = best == -INFINITY ? 0.0f : __expf(p[t] - best);
-    acc += p[t];
-  }
-  const float total = blockReduce<false>(acc);
+  float best;
+  const float total = blockExpScores(p, a.Sk, &best);
   const float inv = total > 0.0f ? 1.0f / total : 0.0f;
   for (int64_t l = threadIdx.x; l < a.latent; l += blockDim.x) {
     float o = 0.0f;
