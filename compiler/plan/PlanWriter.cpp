@@ -1,5 +1,6 @@
 #include "PlanWriter.h"
 
+#include "DevicePrecision.h"
 #include "Kernels.h"
 #include "DimExprs.h"
 #include "PlanFormat.h"
@@ -36,6 +37,7 @@ struct ValueEntry {
   std::vector<int32_t> dims;   // dynamic values: the DimExprNode of each dimension, -1 when static
   uint64_t weightOffset = 0, weightSize = 0;
   bool randomFill = false; // not stored: filled at load
+  rt::DType deviceDType = rt::DType::None; // a reduced-precision plan's 16-bit type for this f32 value
 };
 
 struct OpEntry {
@@ -102,6 +104,8 @@ struct Emitter {
   std::vector<int32_t> inputs, outputs;
   uint64_t weightsSize = 0;
   const RandomWeights *random = nullptr;
+  rt::DType precision = rt::DType::F32;
+  int64_t reducedCount = 0;
   llvm::DenseMap<Value, int32_t> index;
   std::string error;
 
@@ -166,12 +170,42 @@ struct Emitter {
       values[*id].randomFill = true; // no bytes in the file
       return success();
     }
-    const uint64_t offset = (weightsSize + fb::kTensorAlignment - 1) / fb::kTensorAlignment * fb::kTensorAlignment;
-    weightsSize = offset + bytes->size();
     values[*id].weight = op.getValue();
-    values[*id].weightOffset = offset;
     values[*id].weightSize = bytes->size();
     return success();
+  }
+
+  // Chooses which f32 values a reduced-precision plan keeps in 16 bits (DevicePrecision.h).
+  void assignPrecision(rt::DType precision) {
+    if (precision == rt::DType::F32)
+      return;
+    std::vector<PrecisionValue> pv;
+    for (const ValueEntry &v : values) {
+      int64_t elements = 1;
+      for (int64_t d : v.shape)
+        elements *= d < 0 ? 1 : d;
+      pv.push_back({v.dtype, v.kind == fb::ValueKind_Input, v.kind == fb::ValueKind_Weight, elements});
+    }
+    std::vector<PrecisionOp> po;
+    for (const OpEntry &op : ops)
+      po.push_back({op.kernel, op.inputs, op.outputs});
+    const std::vector<bool> reduced = reducedValues(pv, po);
+    for (size_t v = 0; v < values.size(); ++v)
+      if (reduced[v]) {
+        values[v].deviceDType = precision;
+        if (values[v].kind == fb::ValueKind_Weight)
+          values[v].weightSize /= 2; // stored as 16-bit numbers
+        ++reducedCount;
+      }
+  }
+
+  // Places the stored weights in the weights section, each aligned.
+  void layoutWeights() {
+    for (ValueEntry &v : values)
+      if (v.kind == fb::ValueKind_Weight && !v.randomFill) {
+        v.weightOffset = (weightsSize + fb::kTensorAlignment - 1) / fb::kTensorAlignment * fb::kTensorAlignment;
+        weightsSize = v.weightOffset + v.weightSize;
+      }
   }
 
   LogicalResult addOp(Operation *op) {
@@ -286,10 +320,13 @@ struct Emitter {
       if (ops[k].kernel != "fused_elementwise")
         continue;
       std::vector<rt::DType> ins, outs;
+      auto onDevice = [&](int32_t v) {
+        return values[size_t(v)].deviceDType != rt::DType::None ? values[size_t(v)].deviceDType : values[size_t(v)].dtype;
+      };
       for (int32_t i : ops[k].inputs)
-        ins.push_back(values[size_t(i)].dtype);
+        ins.push_back(onDevice(i));
       for (int32_t o : ops[k].outputs)
-        outs.push_back(values[size_t(o)].dtype);
+        outs.push_back(onDevice(o));
       const std::string name = "llmc_fused_" + std::to_string(k);
       for (const std::string &arch : cuda.archs) {
         std::vector<char> cubin;
@@ -311,7 +348,8 @@ struct Emitter {
     for (const ValueEntry &v : values)
       fbValues.push_back(fb::CreateValue(b, b.CreateString(v.name), v.kind, uint8_t(v.dtype),
                                          b.CreateVector(v.shape), v.weightOffset, v.weightSize,
-                                         v.dims.empty() ? 0 : b.CreateVector(v.dims), v.randomFill));
+                                         v.dims.empty() ? 0 : b.CreateVector(v.dims), v.randomFill,
+                                         uint8_t(v.deviceDType)));
     std::vector<flatbuffers::Offset<fb::Op>> fbOps;
     for (const OpEntry &op : ops) {
       std::vector<flatbuffers::Offset<fb::Attr>> attrs;
@@ -344,7 +382,10 @@ struct Emitter {
                                   b.CreateVector(fbOps), b.CreateVector(inputs), b.CreateVector(outputs),
                                   shapes ? b.CreateVector(symbols) : 0, shapes ? b.CreateVectorOfStructs(nodes) : 0,
                                   tokenizer ? tokenizerTable(b, *tokenizer) : 0, cuda ? b.CreateVector(archs) : 0,
-                                  cuda ? b.CreateVector(kernels) : 0, random ? random->seed : 0);
+                                  cuda ? b.CreateVector(kernels) : 0, random ? random->seed : 0,
+                                  precision == rt::DType::BF16  ? fb::Precision_BF16
+                                  : precision == rt::DType::F16 ? fb::Precision_F16
+                                                                : fb::Precision_F32);
     fb::FinishProgramBuffer(b, root);
     return std::vector<uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
   }
@@ -364,6 +405,17 @@ bool writeWeights(int fd, const std::vector<ValueEntry> &values, fb::Checksum &c
     auto bytes = elementsBytes(v.weight, storage);
     if (failed(bytes) || v.weightOffset < at || v.weightOffset - at > fb::kTensorAlignment)
       return false;
+    std::vector<uint16_t> narrow;
+    if (v.deviceDType != rt::DType::None) { // f32 stored as f16 or bf16
+      const size_t count = bytes->size() / sizeof(float);
+      narrow.resize(count);
+      for (size_t k = 0; k < count; ++k) {
+        float f;
+        std::memcpy(&f, bytes->data() + k * sizeof f, sizeof f);
+        narrow[k] = rt::narrowFloat(f, v.deviceDType);
+      }
+      bytes = llvm::ArrayRef<char>(reinterpret_cast<const char *>(narrow.data()), count * sizeof(uint16_t));
+    }
     const size_t pad = size_t(v.weightOffset - at);
     checksum.update(zeros, pad);
     checksum.update(bytes->data(), bytes->size());
@@ -390,12 +442,19 @@ bool writeAll(int fd, const void *data, size_t size) {
 
 } // namespace
 
-std::string writePlan(ModuleOp module, const std::string &path, PlanStats *stats, const TokenizerData *tokenizer,
-                      const CudaTarget *cuda, const RandomWeights *random) {
+std::string writePlan(ModuleOp module, const std::string &path, const PlanOptions &options, PlanStats *stats) {
   Emitter emitter;
-  emitter.random = random;
+  emitter.random = options.random;
+  emitter.precision = options.precision;
+  if (options.precision != rt::DType::F32 && options.precision != rt::DType::F16 &&
+      options.precision != rt::DType::BF16)
+    return "the precision of a plan must be f32, f16 or bf16";
   if (failed(emitter.run(module)))
     return emitter.error;
+  emitter.assignPrecision(options.precision);
+  emitter.layoutWeights();
+  const TokenizerData *tokenizer = options.tokenizer;
+  const CudaTarget *cuda = options.cuda;
   if (cuda && cuda->archs.empty())
     return "a CUDA plan needs at least one architecture";
   std::string error;
@@ -444,6 +503,7 @@ std::string writePlan(ModuleOp module, const std::string &path, PlanStats *stats
     stats->weightBytes = emitter.weightsSize;
     stats->fileBytes = header.weightsOffset + header.weightsSize;
     stats->cudaKernels = emitter.cudaKernelCount;
+    stats->reducedValues = emitter.reducedCount;
   }
   return {};
 }

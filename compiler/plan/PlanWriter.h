@@ -21,6 +21,7 @@ struct PlanStats {
   uint64_t weightBytes = 0;
   uint64_t fileBytes = 0;
   int64_t cudaKernels = 0; // CUBINs of a CUDA plan (fused regions times architectures)
+  int64_t reducedValues = 0; // values a reduced-precision plan keeps in 16 bits
 };
 
 // A CUDA plan (llmc --target cuda): its architectures, and how to compile one fused elementwise
@@ -40,11 +41,18 @@ struct RandomWeights {
   int64_t minElements = 1024; // smaller weights and integer constants (shapes, ids) stay stored
 };
 
+struct PlanOptions {
+  const TokenizerData *tokenizer = nullptr; // goes into the plan
+  const CudaTarget *cuda = nullptr;         // a CUDA plan
+  const RandomWeights *random = nullptr;    // a plan without its large weights
+  // f32 (default), or F16 / BF16: the GPU keeps activations and weights in 16 bits (the file
+  // stores those weights so too), accumulating in f32; see DevicePrecision.h for which values.
+  rt::DType precision = rt::DType::F32;
+};
+
 // Writes the plan for `module` to `path`. The file appears complete or not at all: it is
 // written to a temporary file in the same folder and renamed. Returns "" or an error message.
-// `tokenizer`, when given, goes into the plan too.
-std::string writePlan(mlir::ModuleOp module, const std::string &path, PlanStats *stats = nullptr,
-                      const TokenizerData *tokenizer = nullptr, const CudaTarget *cuda = nullptr,
-                      const RandomWeights *random = nullptr);
+std::string writePlan(mlir::ModuleOp module, const std::string &path, const PlanOptions &options = {},
+                      PlanStats *stats = nullptr);
 
 } // namespace llmc

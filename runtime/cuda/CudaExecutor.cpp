@@ -2,7 +2,9 @@
 // device, every one by a CUDA kernel or cuBLASLt — a plan with an op that has none is refused
 // when the context is created, never run half on the CPU. Weights are uploaded once; every other
 // value gets a fixed slot in one device arena sized from the plan's bounds, so a run allocates
-// nothing. Activations are f32 for now (the precision option is still to come).
+// nothing. A reduced-precision plan (llmc --precision f16|bf16) keeps the values its compiler
+// chose in 16 bits (PlanValue::deviceDType); every kernel accumulates in f32, and the inputs and
+// outputs cross the API as f32, converted on the device.
 //
 // With graphs on (the default), the launches of a run are captured once per input-shape bucket
 // (the input shapes determine every other shape and every kernel argument) and replayed after:
@@ -37,7 +39,7 @@ namespace fb = llmc::plan;
 std::string cudaError(const std::string &what, cudaError_t e) { return what + ": " + cudaGetErrorString(e); }
 
 constexpr size_t kAlign = 256;
-constexpr size_t kMaxGraphs = 64; // input-shape buckets kept as graphs; others run eagerly
+constexpr size_t kMaxGraphs = 64; // input-shape buckets kept as graphs; a new one beyond replaces another
 constexpr size_t kGemmWorkspace = 32u << 20;
 
 size_t aligned(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
@@ -57,8 +59,10 @@ struct Executor {
   cublasLtHandle_t lt = nullptr;
   void *weights = nullptr, *arena = nullptr, *workspace = nullptr;
   void *attentionWorkspace = nullptr; // decode attention's partial results (as large as the GEMMs')
+  void *staging = nullptr; // f32 inputs and outputs of values kept in 16 bits, on their way
+  size_t stagingBytes = 0;
   int *errorFlag = nullptr; // device: set by kernels that meet bad data (an id out of range)
-  size_t weightBytes = 0, arenaBytes = 0, workspaceBytes = 0;
+  size_t weightBytes = 0, arenaBytes = 0, workspaceBytes = 0, scratchBytes = 0, cacheBytes = 0;
   std::vector<void *> device_; // per value: its device address (weights or arena slot)
   std::vector<PreparedOp> ops;
   std::vector<std::unique_ptr<LtLinear>> linears;
@@ -67,10 +71,16 @@ struct Executor {
   bool useGraphs = true;
   bool dry = false; // checking a plan without a device: prepare nothing that needs one
   std::map<std::vector<int64_t>, cudaGraphExec_t> graphs; // by the inputs' shapes
+  cudaGraphExec_t lastGraph = nullptr;                      // the one launched last
+  std::vector<bool> resident;       // per value: a linked cache, never copied to or from the host
+  std::vector<void *> cacheBuffers; // their device memory (llmc_context_link_cache)
+  std::vector<size_t> offsets;      // per value: its offset in the weights or the arena
 
   ~Executor() {
     for (auto &entry : graphs)
       cudaGraphExecDestroy(entry.second);
+    for (void *p : cacheBuffers)
+      cudaFree(p);
     for (cudaLibrary_t l : libraries)
       cudaLibraryUnload(l);
     linears.clear();
@@ -80,6 +90,7 @@ struct Executor {
     cudaFree(arena);
     cudaFree(workspace);
     cudaFree(attentionWorkspace);
+    cudaFree(staging);
     cudaFree(errorFlag);
     if (stream)
       cudaStreamDestroy(stream);
@@ -88,7 +99,41 @@ struct Executor {
   void *at(int value) const { return value >= 0 ? device_[size_t(value)] : nullptr; }
 };
 
-bool isF32(const PlanValue &v) { return v.dtype == DType::F32; }
+// The element type a value has on the device: its 16-bit type in a reduced-precision plan.
+DType onDevice(const PlanValue &v) { return v.deviceDType != DType::None ? v.deviceDType : v.dtype; }
+
+bool isFloat(const PlanValue &v) { return v.dtype == DType::F32 || v.dtype == DType::F16; }
+
+Storage storageOf(DType d) { return d == DType::F16 ? Storage::F16 : d == DType::BF16 ? Storage::BF16 : Storage::F32; }
+
+// The one storage type of an op's float operands (the compiler gives every float operand of a
+// non-elementwise op the same one, DevicePrecision.h); an error when they differ.
+std::string floatStorage(const Executor &ex, const PlanOp &op, Storage &out) {
+  DType found = DType::None;
+  auto visit = [&](int v) {
+    if (v < 0 || !isFloat(ex.plan->values[size_t(v)]))
+      return true;
+    const DType d = onDevice(ex.plan->values[size_t(v)]);
+    if (found != DType::None && d != found)
+      return false;
+    found = d;
+    return true;
+  };
+  for (int i : op.inputs)
+    if (!visit(i))
+      return "float operands in different storage types (" + std::string(dtypeName(found)) + " and " +
+             dtypeName(onDevice(ex.plan->values[size_t(i)])) + ")";
+  for (int o : op.outputs)
+    if (!visit(o))
+      return "float operands in different storage types";
+  out = storageOf(found);
+  return {};
+}
+
+// Bytes of a value of this run's shape on the device.
+size_t deviceBytesOf(const Executor &ex, int value, const Shape &shape) {
+  return size_t(shape.numel()) * dtypeSize(onDevice(ex.plan->values[size_t(value)]));
+}
 
 int64_t lastDim(const Shape &s) { return s.rank ? s.dims[s.rank - 1] : 1; }
 
@@ -108,8 +153,11 @@ std::string prepareNorm(Executor &ex, const PlanOp &op, PreparedOp &out) {
   const PlanValue &x = ex.plan->values[size_t(op.inputs[0])];
   const int rank = x.shape.rank;
   const int64_t axis = op.attrs.getInt("axis", -1);
-  if (!isF32(x) || (axis != -1 && axis != rank - 1))
-    return "needs f32 and normalization over the last axis";
+  Storage st;
+  if (std::string err = floatStorage(ex, op, st); !err.empty())
+    return err;
+  if (!isFloat(x) || (axis != -1 && axis != rank - 1))
+    return "needs a float input and normalization over the last axis";
   const int64_t n = lastDim(x.shape);
   const PlanValue &scale = ex.plan->values[size_t(op.inputs[size_t(scaleAt)])];
   if (scale.shape.numel() != n)
@@ -120,7 +168,7 @@ std::string prepareNorm(Executor &ex, const PlanOp &op, PreparedOp &out) {
   const float eps = float(op.attrs.getFloat("epsilon", 1e-5));
   out.launch = [=, &op](Executor &e, const std::vector<TensorRef> &t) {
     const Shape &s = t[size_t(op.inputs[0])].shape;
-    return addNorm(Storage::F32, layer, e.at(op.inputs[0]), fused ? e.at(op.inputs[1]) : nullptr,
+    return addNorm(st, layer, e.at(op.inputs[0]), fused ? e.at(op.inputs[1]) : nullptr,
                    e.at(op.inputs[size_t(scaleAt)]), hasBias ? e.at(op.inputs[size_t(biasAt)]) : nullptr,
                    e.at(op.outputs[0]), fused ? e.at(op.outputs[1]) : nullptr, rowsBefore(s, s.rank - 1), lastDim(s), eps,
                    e.stream);
@@ -131,11 +179,14 @@ std::string prepareNorm(Executor &ex, const PlanOp &op, PreparedOp &out) {
 std::string prepareSoftmax(Executor &ex, const PlanOp &op, PreparedOp &out) {
   const PlanValue &x = ex.plan->values[size_t(op.inputs[0])];
   const int64_t axis = op.attrs.getInt("axis", -1);
-  if (!isF32(x) || (axis != -1 && axis != x.shape.rank - 1))
-    return "needs f32 and the last axis";
-  out.launch = [&op](Executor &e, const std::vector<TensorRef> &t) {
+  Storage st;
+  if (std::string err = floatStorage(ex, op, st); !err.empty())
+    return err;
+  if (!isFloat(x) || (axis != -1 && axis != x.shape.rank - 1))
+    return "needs a float input and the last axis";
+  out.launch = [&op, st](Executor &e, const std::vector<TensorRef> &t) {
     const Shape &s = t[size_t(op.inputs[0])].shape;
-    return softmax(Storage::F32, e.at(op.inputs[0]), e.at(op.outputs[0]), rowsBefore(s, s.rank - 1), lastDim(s), e.stream);
+    return softmax(st, e.at(op.inputs[0]), e.at(op.outputs[0]), rowsBefore(s, s.rank - 1), lastDim(s), e.stream);
   };
   return {};
 }
@@ -143,11 +194,14 @@ std::string prepareSoftmax(Executor &ex, const PlanOp &op, PreparedOp &out) {
 // An embedding lookup: gather along axis 0 of a 2-D table.
 std::string prepareGather(Executor &ex, const PlanOp &op, PreparedOp &out) {
   const PlanValue &table = ex.plan->values[size_t(op.inputs[0])], &ids = ex.plan->values[size_t(op.inputs[1])];
-  if (op.attrs.getInt("axis", 0) != 0 || table.shape.rank != 2 || !isF32(table) || ids.dtype != DType::I64)
-    return "supports f32 tables [rows, width] gathered along axis 0 by int64 ids";
-  out.launch = [&op](Executor &e, const std::vector<TensorRef> &t) {
+  Storage st;
+  if (std::string err = floatStorage(ex, op, st); !err.empty())
+    return err;
+  if (op.attrs.getInt("axis", 0) != 0 || table.shape.rank != 2 || !isFloat(table) || ids.dtype != DType::I64)
+    return "supports float tables [rows, width] gathered along axis 0 by int64 ids";
+  out.launch = [&op, st](Executor &e, const std::vector<TensorRef> &t) {
     const TensorRef &tab = t[size_t(op.inputs[0])];
-    return gatherRows(Storage::F32, e.at(op.inputs[0]), tab.shape.dims[0], tab.shape.dims[1],
+    return gatherRows(st, e.at(op.inputs[0]), tab.shape.dims[0], tab.shape.dims[1],
                       static_cast<const int64_t *>(e.at(op.inputs[1])), t[size_t(op.inputs[1])].numel(),
                       e.at(op.outputs[0]), e.errorFlag, e.stream);
   };
@@ -158,8 +212,11 @@ std::string prepareGather(Executor &ex, const PlanOp &op, PreparedOp &out) {
 // exact form of (SiLU, erf GELU, SwiGLU, gate, residual), through a scratch slot of the arena.
 std::string prepareLinear(Executor &ex, const PlanOp &op, PreparedOp &out, size_t &scratchBytes) {
   const PlanValue &x = ex.plan->values[size_t(op.inputs[0])], &w = ex.plan->values[size_t(op.inputs[1])];
-  if (!isF32(x) || !isF32(w) || w.kind != fb::ValueKind_Weight || w.shape.rank != 2)
-    return "needs f32 input and a constant 2-D f32 weight";
+  Storage st;
+  if (std::string err = floatStorage(ex, op, st); !err.empty())
+    return err;
+  if (!isFloat(x) || !isFloat(w) || w.kind != fb::ValueKind_Weight || w.shape.rank != 2)
+    return "needs a float input and a constant 2-D float weight";
   auto present = [&](size_t i) { return op.inputs.size() > i && op.inputs[i] >= 0 && ex.plan->values[size_t(op.inputs[i])].shape.numel() > 0; };
   const std::string activation(op.attrs.getString("activation").empty() ? "none" : op.attrs.getString("activation"));
   const bool transB = op.attrs.getInt("transB", 0) != 0, swiglu = activation == "swiglu";
@@ -167,9 +224,9 @@ std::string prepareLinear(Executor &ex, const PlanOp &op, PreparedOp &out, size_
   LinearSpec spec;
   spec.K = w.shape.dims[transB ? 1 : 0];
   spec.N = w.shape.dims[transB ? 0 : 1];
-  spec.transB = transB, spec.bias = bias;
-  // The bound of M: the input's capacity over its row width.
-  spec.maxM = std::max<int64_t>(1, int64_t(x.capacity / sizeof(float)) / spec.K);
+  spec.transB = transB, spec.bias = bias, spec.storage = st;
+  // The bound of M: the input's capacity (in elements) over its row width.
+  spec.maxM = std::max<int64_t>(1, int64_t(x.capacity / dtypeSize(x.dtype)) / spec.K);
   const bool epilogue = activation != "none" || gate || residual;
   if (ex.dry)
     return spec.N > 0 && spec.K > 0 ? std::string() : "an empty weight";
@@ -177,7 +234,7 @@ std::string prepareLinear(Executor &ex, const PlanOp &op, PreparedOp &out, size_
   if (std::string err = LtLinear::create(ex.lt, spec, ex.workspaceBytes, linear); !err.empty())
     return err;
   if (epilogue)
-    scratchBytes = std::max(scratchBytes, aligned(size_t(spec.maxM * spec.N) * sizeof(float)));
+    scratchBytes = std::max(scratchBytes, aligned(size_t(spec.maxM * spec.N) * storageBytes(st)));
   const LtLinear *l = linear.get();
   ex.linears.push_back(std::move(linear));
   const int64_t N = spec.N, K = spec.K;
@@ -190,7 +247,7 @@ std::string prepareLinear(Executor &ex, const PlanOp &op, PreparedOp &out, size_
       return err;
     if (!epilogue)
       return std::string();
-    return linearEpilogue(Storage::F32, y, e.at(op.outputs[0]), gate ? e.at(op.inputs[3]) : nullptr,
+    return linearEpilogue(st, y, e.at(op.outputs[0]), gate ? e.at(op.inputs[3]) : nullptr,
                           residual ? e.at(op.inputs[4]) : nullptr, M, swiglu ? N / 2 : N, activation, swiglu, e.stream);
   };
   return {};
@@ -210,9 +267,13 @@ void broadcastStrides4(const Shape &s, const int64_t full[4], int64_t out[4]) {
 std::string prepareAttention(Executor &ex, const PlanOp &op, PreparedOp &out) {
   for (int i : {0, 1, 2, 4, 5})
     if (op.inputs.size() > size_t(i) && op.inputs[size_t(i)] >= 0 && ex.plan->values[size_t(op.inputs[size_t(i)])].shape.numel() &&
-        !isF32(ex.plan->values[size_t(op.inputs[size_t(i)])]))
-      return "needs f32 q, k, v and rotary tables";
-  out.launch = [&op](Executor &e, const std::vector<TensorRef> &t) -> std::string {
+        !isFloat(ex.plan->values[size_t(op.inputs[size_t(i)])]))
+      return "needs float q, k, v and rotary tables";
+  Storage st;
+  if (std::string err = floatStorage(ex, op, st); !err.empty())
+    return err;
+  const size_t elem = storageBytes(st);
+  out.launch = [&op, st, elem](Executor &e, const std::vector<TensorRef> &t) -> std::string {
     auto has = [&](size_t i) { return op.inputs.size() > i && op.inputs[i] >= 0 && t[size_t(op.inputs[i])].numel() > 0; };
     const bool packed = op.attrs.getInt("packed_qkv", 0) != 0, timeMajor = op.attrs.getInt("kv_time_major", 0) != 0;
     const TensorRef &q = t[size_t(op.inputs[0])];
@@ -228,8 +289,8 @@ std::string prepareAttention(Executor &ex, const PlanOp &op, PreparedOp &out) {
       a.Sk = a.Sq;
       a.qs = a.ks = a.vs = {a.Sq * width, width, a.D};
       a.q = base;
-      a.k = base + a.Hq * a.D * sizeof(float);
-      a.v = base + (a.Hq + a.Hkv) * a.D * sizeof(float);
+      a.k = base + a.Hq * a.D * elem;
+      a.v = base + (a.Hq + a.Hkv) * a.D * elem;
     } else {
       const TensorRef &k = t[size_t(op.inputs[1])], &v = t[size_t(op.inputs[2])];
       a.D = q.shape.dims[2] / a.Hq;
@@ -251,15 +312,15 @@ std::string prepareAttention(Executor &ex, const PlanOp &op, PreparedOp &out) {
     a.causal = op.attrs.getInt("is_causal", 0) != 0;
     if (has(3)) {
       const TensorRef &m = t[size_t(op.inputs[3])];
-      if (m.shape.rank > 4 || (m.dtype != DType::F32 && m.dtype != DType::Bool))
-        return std::string("the mask must be f32 or bool of rank at most 4");
+      if (m.shape.rank > 4 || (m.dtype != DType::F32 && m.dtype != DType::F16 && m.dtype != DType::Bool))
+        return std::string("the mask must be float or bool of rank at most 4");
       const int64_t full[4] = {a.B, a.Hq, a.Sq, a.Sk};
       broadcastStrides4(m.shape, full, a.maskStrides);
       a.mask = e.at(op.inputs[3]), a.maskBool = m.dtype == DType::Bool;
     }
     if (has(4)) {
       const TensorRef &c = t[size_t(op.inputs[4])];
-      a.cos = static_cast<const float *>(e.at(op.inputs[4])), a.sin = static_cast<const float *>(e.at(op.inputs[5]));
+      a.cos = e.at(op.inputs[4]), a.sin = e.at(op.inputs[5]);
       a.tablesPerBatch = a.B > 1 && c.numel() == a.B * a.Sq * a.D;
       const bool cacheLayout = !packed && t[size_t(op.inputs[1])].shape.rank == 4;
       a.rotateKeys = !cacheLayout && !timeMajor && op.attrs.getInt("rotate_keys", 1) != 0;
@@ -271,10 +332,10 @@ std::string prepareAttention(Executor &ex, const PlanOp &op, PreparedOp &out) {
     if (a.Sq == 1 && timeMajor && !a.cos && keepMask) {
       const int splits = decodeAttentionSplits(a.Sk);
       if (decodeAttentionWorkspaceBytes(a.B, a.Hq, a.Dv, splits) <= e.workspaceBytes)
-        return decodeAttention(Storage::F32, a.q, a.k, a.v, static_cast<const uint8_t *>(a.mask), a.out, a.B, a.Hq, a.Hkv,
+        return decodeAttention(st, a.q, a.k, a.v, static_cast<const uint8_t *>(a.mask), a.out, a.B, a.Hq, a.Hkv,
                                a.Sk, a.D, a.Dv, a.scale, splits, e.attentionWorkspace, e.stream);
     }
-    return attention(Storage::F32, a, e.stream);
+    return attention(st, a, e.stream);
   };
   return {};
 }
@@ -289,9 +350,9 @@ std::string prepareFusedElementwise(Executor &ex, const PlanOp &op, PreparedOp &
     return err;
   std::vector<DType> ins, outs;
   for (int i : op.inputs)
-    ins.push_back(ex.plan->values[size_t(i)].dtype);
+    ins.push_back(onDevice(ex.plan->values[size_t(i)]));
   for (int o : op.outputs)
-    outs.push_back(ex.plan->values[size_t(o)].dtype);
+    outs.push_back(onDevice(ex.plan->values[size_t(o)]));
   std::string name = "llmc_fused_" + std::to_string(index);
   std::vector<char> compiled;
   const void *code = nullptr;
@@ -389,10 +450,13 @@ int axisOf(const PlanOp &op, int rank) {
 }
 
 // Ops whose output holds the input's bytes unchanged.
-std::string prepareCopy(Executor &, const PlanOp &op, PreparedOp &out) {
+std::string prepareCopy(Executor &ex, const PlanOp &op, PreparedOp &out) {
+  Storage st;
+  if (std::string err = floatStorage(ex, op, st); !err.empty())
+    return err;
   out.launch = [&op](Executor &e, const std::vector<TensorRef> &t) -> std::string {
-    const size_t bytes = t[size_t(op.outputs[0])].bytes();
-    if (bytes != t[size_t(op.inputs[0])].bytes())
+    const size_t bytes = deviceBytesOf(e, op.outputs[0], t[size_t(op.outputs[0])].shape);
+    if (bytes != deviceBytesOf(e, op.inputs[0], t[size_t(op.inputs[0])].shape))
       return "the output's size differs from the input's";
     if (bytes && e.at(op.outputs[0]) != e.at(op.inputs[0]))
       if (cudaError_t err = cudaMemcpyAsync(e.at(op.outputs[0]), e.at(op.inputs[0]), bytes, cudaMemcpyDeviceToDevice, e.stream);
@@ -404,7 +468,10 @@ std::string prepareCopy(Executor &, const PlanOp &op, PreparedOp &out) {
 }
 
 std::string prepareDataMovement(Executor &ex, const PlanOp &op, PreparedOp &out) {
-  const int elem = int(dtypeSize(ex.plan->values[size_t(op.inputs[0])].dtype));
+  Storage st;
+  if (std::string err = floatStorage(ex, op, st); !err.empty())
+    return err;
+  const int elem = int(dtypeSize(onDevice(ex.plan->values[size_t(op.inputs[0])])));
   const std::string &k = op.kernel;
   if (k == "transpose") {
     out.launch = [&op, elem](Executor &e, const std::vector<TensorRef> &t) {
@@ -453,6 +520,9 @@ std::string prepareDataMovement(Executor &ex, const PlanOp &op, PreparedOp &out)
           c.dst[d] = outStrides[d];
         c.dstBase = at * outStrides[axis];
         at += in.dims[axis];
+        // A cache kept on the device: the past rows already lie where the present puts them.
+        if (e.at(i) == e.at(op.outputs[0]) && c.dstBase == 0 && std::equal(c.src, c.src + c.rank, c.dst))
+          continue;
         if (std::string err = stridedCopy(e.at(i), e.at(op.outputs[0]), c, e.stream); !err.empty())
           return err;
       }
@@ -500,13 +570,14 @@ std::string prepareElementwise(Executor &, const PlanOp &op, PreparedOp &out, in
   out.launch = [&op, code](Executor &e, const std::vector<TensorRef> &t) {
     const TensorRef &o = t[size_t(op.outputs[0])];
     ElementwiseArgs a;
-    a.op = code, a.numInputs = int(op.inputs.size()), a.out = e.at(op.outputs[0]), a.outType = int(o.dtype);
+    a.op = code, a.numInputs = int(op.inputs.size()), a.out = e.at(op.outputs[0]);
+    a.outType = int(onDevice(e.plan->values[size_t(op.outputs[0])]));
     a.rank = o.shape.rank;
     for (int d = 0; d < o.shape.rank; ++d)
       a.dims[d] = o.shape.dims[d];
     for (size_t j = 0; j < op.inputs.size(); ++j) {
       const TensorRef &in = t[size_t(op.inputs[j])];
-      a.in[j] = e.at(op.inputs[j]), a.inType[j] = int(in.dtype);
+      a.in[j] = e.at(op.inputs[j]), a.inType[j] = int(onDevice(e.plan->values[size_t(op.inputs[j])]));
       broadcastStridesTo(in.shape, o.shape, a.inStrides[j]);
     }
     return elementwise(a, e.stream);
@@ -524,14 +595,17 @@ std::string prepareSmallOp(Executor &ex, const PlanOp &op, PreparedOp &out) {
       return writeInt64s(e.at(op.outputs[0]), s.dims + start, int(std::max<int64_t>(0, end - start)), e.stream);
     };
   } else if (op.kernel == "range") {
+    Storage st;
+    if (std::string err = floatStorage(ex, op, st); !err.empty())
+      return err;
     out.launch = [&op](Executor &e, const std::vector<TensorRef> &t) {
       const TensorRef &o = t[size_t(op.outputs[0])];
-      return range(int(o.dtype), e.at(op.inputs[0]), e.at(op.inputs[2]), e.at(op.outputs[0]), o.numel(), e.stream);
+      return range(int(onDevice(e.plan->values[size_t(op.outputs[0])])), e.at(op.inputs[0]), e.at(op.inputs[2]), e.at(op.outputs[0]), o.numel(), e.stream);
     };
   } else if (op.kernel == "gather_nd") {
     if (op.attrs.getInt("batch_dims", 0) != 0 || ex.plan->values[size_t(op.inputs[1])].dtype != DType::I64)
       return "supports batch_dims 0 and int64 indices";
-    const int elem = int(dtypeSize(ex.plan->values[size_t(op.inputs[0])].dtype));
+    const int elem = int(dtypeSize(onDevice(ex.plan->values[size_t(op.inputs[0])])));
     out.launch = [&op, elem](Executor &e, const std::vector<TensorRef> &t) {
       const Shape &data = t[size_t(op.inputs[0])].shape, &idx = t[size_t(op.inputs[1])].shape;
       const int k = int(idx.dims[idx.rank - 1]);
@@ -550,21 +624,24 @@ std::string prepareSmallOp(Executor &ex, const PlanOp &op, PreparedOp &out) {
   return {};
 }
 
-// --- reductions, convolution, pooling, padding (f32) ----------------------------------------
+// --- reductions, convolution, pooling, padding ------------------------------------------------
 
 std::string prepareReduce(Executor &ex, const PlanOp &op, PreparedOp &out) {
   const PlanValue &x = ex.plan->values[size_t(op.inputs[0])];
   const std::string kind = op.kernel.substr(strlen("reduce_"));
-  if (!isF32(x) || (kind != "sum" && kind != "mean" && kind != "max" && kind != "min" && kind != "l2" &&
+  Storage st;
+  if (std::string err = floatStorage(ex, op, st); !err.empty())
+    return err;
+  if (!isFloat(x) || (kind != "sum" && kind != "mean" && kind != "max" && kind != "min" && kind != "l2" &&
                     kind != "sum_square"))
-    return "supports f32 sum, mean, max, min, l2 and sum_square";
+    return "supports float sum, mean, max, min, l2 and sum_square";
   if (op.inputs.size() > 1 && op.inputs[1] >= 0)
     return "axes given as a tensor";
-  out.launch = [&op, kind](Executor &e, const std::vector<TensorRef> &t) -> std::string {
+  out.launch = [&op, kind, st](Executor &e, const std::vector<TensorRef> &t) -> std::string {
     const Shape &s = t[size_t(op.inputs[0])].shape;
     const std::vector<int64_t> axes = op.attrs.getInts("axes");
     if (axes.empty() && op.attrs.getInt("noop_with_empty_axes", 0)) {
-      const size_t bytes = t[size_t(op.inputs[0])].bytes();
+      const size_t bytes = deviceBytesOf(e, op.inputs[0], s);
       return bytes ? (cudaMemcpyAsync(e.at(op.outputs[0]), e.at(op.inputs[0]), bytes, cudaMemcpyDeviceToDevice, e.stream) ==
                               cudaSuccess
                           ? std::string()
@@ -576,8 +653,7 @@ std::string prepareReduce(Executor &ex, const PlanOp &op, PreparedOp &out) {
       reduced[d] = axes.empty();
     for (int64_t a : axes)
       reduced[a < 0 ? a + s.rank : a] = true;
-    return reduce(kind, static_cast<const float *>(e.at(op.inputs[0])), static_cast<float *>(e.at(op.outputs[0])),
-                  s.rank, s.dims, reduced, e.stream);
+    return reduce(st, kind, e.at(op.inputs[0]), e.at(op.outputs[0]), s.rank, s.dims, reduced, e.stream);
   };
   return {};
 }
@@ -599,26 +675,28 @@ std::string windowOf(const PlanOp &op, const Shape &x, const Shape &y, const int
 }
 
 std::string prepareConvPoolPad(Executor &ex, const PlanOp &op, PreparedOp &out) {
-  if (!isF32(ex.plan->values[size_t(op.inputs[0])]))
-    return "supports f32";
+  Storage st;
+  if (std::string err = floatStorage(ex, op, st); !err.empty())
+    return err;
+  if (!isFloat(ex.plan->values[size_t(op.inputs[0])]))
+    return "supports float inputs";
   if (op.kernel == "conv") {
     const PlanValue &w = ex.plan->values[size_t(op.inputs[1])];
-    if (!isF32(w) || (op.attrs.find("auto_pad") && op.attrs.getString("auto_pad") != "NOTSET"))
-      return "supports f32 weights and explicit pads";
+    if (!isFloat(w) || (op.attrs.find("auto_pad") && op.attrs.getString("auto_pad") != "NOTSET"))
+      return "supports float weights and explicit pads";
     const bool bias = op.inputs.size() > 2 && op.inputs[2] >= 0;
-    out.launch = [&op, bias](Executor &e, const std::vector<TensorRef> &t) -> std::string {
+    out.launch = [&op, bias, st](Executor &e, const std::vector<TensorRef> &t) -> std::string {
       const Shape &x = t[size_t(op.inputs[0])].shape, &w = t[size_t(op.inputs[1])].shape, &y = t[size_t(op.outputs[0])].shape;
       Window win;
       if (std::string err = windowOf(op, x, y, w.dims + 2, win); !err.empty())
         return err;
-      return conv(static_cast<const float *>(e.at(op.inputs[0])), static_cast<const float *>(e.at(op.inputs[1])),
-                  bias ? static_cast<const float *>(e.at(op.inputs[2])) : nullptr, static_cast<float *>(e.at(op.outputs[0])),
+      return conv(st, e.at(op.inputs[0]), e.at(op.inputs[1]), bias ? e.at(op.inputs[2]) : nullptr, e.at(op.outputs[0]),
                   x.dims[0], x.dims[1], w.dims[0], op.attrs.getInt("group", 1), win, e.stream);
     };
   } else if (op.kernel == "max_pool" || op.kernel == "average_pool") {
     if (op.outputs.size() != 1)
       return "no indices output";
-    out.launch = [&op](Executor &e, const std::vector<TensorRef> &t) -> std::string {
+    out.launch = [&op, st](Executor &e, const std::vector<TensorRef> &t) -> std::string {
       const Shape &x = t[size_t(op.inputs[0])].shape, &y = t[size_t(op.outputs[0])].shape;
       const std::vector<int64_t> kernel = op.attrs.getInts("kernel_shape");
       if (int(kernel.size()) != x.rank - 2)
@@ -626,8 +704,7 @@ std::string prepareConvPoolPad(Executor &ex, const PlanOp &op, PreparedOp &out) 
       Window win;
       if (std::string err = windowOf(op, x, y, kernel.data(), win); !err.empty())
         return err;
-      return pool(op.kernel == "max_pool", static_cast<const float *>(e.at(op.inputs[0])),
-                  static_cast<float *>(e.at(op.outputs[0])), x.dims[0] * x.dims[1], win,
+      return pool(st, op.kernel == "max_pool", e.at(op.inputs[0]), e.at(op.outputs[0]), x.dims[0] * x.dims[1], win,
                   op.attrs.getInt("count_include_pad", 0) != 0, e.stream);
     };
   } else { // pad
@@ -637,8 +714,16 @@ std::string prepareConvPoolPad(Executor &ex, const PlanOp &op, PreparedOp &out) 
     const bool hasValue = op.inputs.size() > 1 && op.inputs[1] >= 0;
     if (hasValue && ex.plan->values[size_t(op.inputs[1])].kind != fb::ValueKind_Weight)
       return "needs a constant padding value";
-    const float value = hasValue ? *static_cast<const float *>(ex.plan->values[size_t(op.inputs[1])].weight) : 0.0f;
-    out.launch = [&op, value, mode](Executor &e, const std::vector<TensorRef> &t) -> std::string {
+    float value = 0.0f;
+    if (hasValue) {
+      const PlanValue &v = ex.plan->values[size_t(op.inputs[1])];
+      if (v.dtype != DType::F32 && v.dtype != DType::F16)
+        return "needs a float padding value";
+      value = v.narrow           ? widenFloat(*static_cast<const uint16_t *>(v.narrow), v.deviceDType)
+              : v.dtype == DType::F16 ? widenFloat(*static_cast<const uint16_t *>(v.weight), DType::F16)
+                                      : *static_cast<const float *>(v.weight);
+    }
+    out.launch = [&op, value, mode, st](Executor &e, const std::vector<TensorRef> &t) -> std::string {
       const Shape &x = t[size_t(op.inputs[0])].shape, &y = t[size_t(op.outputs[0])].shape;
       const std::vector<int64_t> pads = op.attrs.getInts("pads");
       if (pads.size() != size_t(2 * x.rank))
@@ -646,8 +731,7 @@ std::string prepareConvPoolPad(Executor &ex, const PlanOp &op, PreparedOp &out) 
       for (int d = 0; d < x.rank; ++d)
         if (pads[size_t(d)] < 0 || pads[size_t(d + x.rank)] < 0)
           return "negative pads (cropping) are not supported";
-      return pad(mode, static_cast<const float *>(e.at(op.inputs[0])), static_cast<float *>(e.at(op.outputs[0])), x.rank,
-                 x.dims, y.dims, pads.data(), value, e.stream);
+      return pad(st, mode, e.at(op.inputs[0]), e.at(op.outputs[0]), x.rank, x.dims, y.dims, pads.data(), value, e.stream);
     };
   }
   return {};
@@ -655,12 +739,15 @@ std::string prepareConvPoolPad(Executor &ex, const PlanOp &op, PreparedOp &out) 
 
 std::string prepareLatentAttention(Executor &ex, const PlanOp &op, PreparedOp &out) {
   for (int i = 0; i < 4; ++i)
-    if (!isF32(ex.plan->values[size_t(op.inputs[size_t(i)])]))
-      return "supports f32";
+    if (!isFloat(ex.plan->values[size_t(op.inputs[size_t(i)])]))
+      return "supports float operands";
   if (op.inputs.size() > 4 && op.inputs[4] >= 0 && ex.plan->values[size_t(op.inputs[4])].shape.numel() != 0 &&
-      ex.plan->values[size_t(op.inputs[4])].dtype != DType::F32)
-    return "supports additive f32 masks";
-  out.launch = [&op](Executor &e, const std::vector<TensorRef> &t) -> std::string {
+      !isFloat(ex.plan->values[size_t(op.inputs[4])]))
+    return "supports additive float masks";
+  Storage st;
+  if (std::string err = floatStorage(ex, op, st); !err.empty())
+    return err;
+  out.launch = [&op, st](Executor &e, const std::vector<TensorRef> &t) -> std::string {
     const TensorRef &q = t[size_t(op.inputs[0])], &cache = t[size_t(op.inputs[1])], &uk = t[size_t(op.inputs[2])],
                     &uv = t[size_t(op.inputs[3])];
     const bool hasUk = uk.numel() > 0, hasUv = uv.numel() > 0;
@@ -672,11 +759,9 @@ std::string prepareLatentAttention(Executor &ex, const PlanOp &op, PreparedOp &o
       const int64_t full[4] = {B, H, Sq, Sk};
       broadcastStrides4(t[size_t(op.inputs[4])].shape, full, maskStrides);
     }
-    return latentAttention(static_cast<const float *>(e.at(op.inputs[0])), static_cast<const float *>(e.at(op.inputs[1])),
-                           hasUk ? static_cast<const float *>(e.at(op.inputs[2])) : nullptr,
-                           hasUv ? static_cast<const float *>(e.at(op.inputs[3])) : nullptr,
-                           hasMask ? static_cast<const float *>(e.at(op.inputs[4])) : nullptr, maskStrides,
-                           static_cast<float *>(e.at(op.outputs[0])), B, H, Sq, Sk, hasUk ? uk.shape.dims[1] : 0, rope,
+    return latentAttention(st, e.at(op.inputs[0]), e.at(op.inputs[1]), hasUk ? e.at(op.inputs[2]) : nullptr,
+                           hasUv ? e.at(op.inputs[3]) : nullptr, hasMask ? e.at(op.inputs[4]) : nullptr, maskStrides,
+                           e.at(op.outputs[0]), B, H, Sq, Sk, hasUk ? uk.shape.dims[1] : 0, rope,
                            latent, hasUv ? uv.shape.dims[2] : latent, float(op.attrs.getFloat("scale", 1.0)), e.stream);
   };
   return {};
@@ -742,6 +827,56 @@ std::string check(const llmc_plan_t &plan) {
 
 // --- the backend ------------------------------------------------------------------------------
 
+// Every value but the weights and the linked caches gets a slot of one arena, after the linears'
+// scratch slot; values whose lifetimes do not overlap share bytes (MemoryPlan.h). Called again
+// when caches are linked (before any run), so that they keep no slot.
+std::string layoutArena(Executor &ex) {
+  const llmc_plan_t &plan = *ex.plan;
+  std::vector<Lifetime> lifetimes = planLifetimes(plan);
+  for (size_t i = 0; i < plan.values.size(); ++i) {
+    const PlanValue &v = plan.values[i];
+    if (ex.resident[i])
+      lifetimes[i].bytes = 0;
+    else if (v.kind != fb::ValueKind_Weight && v.deviceDType != DType::None)
+      lifetimes[i].bytes = std::max<size_t>(v.capacity / dtypeSize(v.dtype) * dtypeSize(v.deviceDType), 1);
+  }
+  const ArenaPlan arena = planArena(lifetimes, kAlign);
+  cudaFree(ex.arena);
+  ex.arena = nullptr;
+  ex.arenaBytes = ex.scratchBytes + arena.total;
+  if (cudaError_t e = cudaMalloc(&ex.arena, std::max<size_t>(ex.arenaBytes, 1)); e != cudaSuccess)
+    return cudaError("allocating the " + std::to_string(ex.arenaBytes) + "-byte arena", e);
+  for (size_t i = 0; i < plan.values.size(); ++i)
+    if (plan.values[i].kind != fb::ValueKind_Weight && !ex.resident[i]) {
+      ex.offsets[i] = ex.scratchBytes + arena.offsets[i];
+      ex.device_[i] = static_cast<char *>(ex.arena) + ex.offsets[i];
+    }
+  return {};
+}
+
+void dropGraphs(Executor &ex) {
+  for (auto &entry : ex.graphs)
+    cudaGraphExecDestroy(entry.second);
+  ex.graphs.clear();
+  ex.lastGraph = nullptr;
+}
+
+std::string linkCache(void *state, int input, int output) {
+  Executor &ex = *static_cast<Executor *>(state);
+  const PlanValue &past = ex.plan->values[size_t(input)], &present = ex.plan->values[size_t(output)];
+  const size_t bytes = std::max(past.capacity / dtypeSize(past.dtype), present.capacity / dtypeSize(present.dtype)) *
+                       dtypeSize(onDevice(present));
+  void *buffer = nullptr;
+  if (cudaError_t e = cudaMalloc(&buffer, std::max<size_t>(bytes, 1)); e != cudaSuccess)
+    return cudaError("allocating the " + std::to_string(bytes) + "-byte cache '" + present.name + "'", e);
+  ex.cacheBuffers.push_back(buffer);
+  ex.cacheBytes += bytes;
+  ex.device_[size_t(input)] = ex.device_[size_t(output)] = buffer;
+  ex.resident[size_t(input)] = ex.resident[size_t(output)] = true;
+  dropGraphs(ex); // they hold the old addresses
+  return layoutArena(ex);
+}
+
 std::string create(const llmc_plan_t &plan, const CudaOptions &options, void **state) {
   // A CUDA plan says which architectures it was built for; every refusal names them.
   const std::string builtFor = plan.cudaArchs.empty() ? std::string() : "; the plan was built for CUDA " + plan.cudaArchList;
@@ -798,36 +933,36 @@ std::string create(const llmc_plan_t &plan, const CudaOptions &options, void **s
     ex->ops.push_back(std::move(p));
   }
 
-  // Weights once; every other value a slot of the arena, after the linears' scratch slot. Values
-  // whose lifetimes do not overlap share bytes (MemoryPlan.h).
+  ex->scratchBytes = scratch;
   ex->device_.assign(plan.values.size(), nullptr);
-  std::vector<size_t> offsets(plan.values.size(), 0);
+  ex->offsets.assign(plan.values.size(), 0);
+  ex->resident.assign(plan.values.size(), false);
   for (size_t i = 0; i < plan.values.size(); ++i) {
     const PlanValue &v = plan.values[i];
     if (v.kind == fb::ValueKind_Weight) {
-      offsets[i] = ex->weightBytes;
-      ex->weightBytes += aligned(std::max<size_t>(size_t(v.shape.numel()) * dtypeSize(v.dtype), 1));
+      ex->offsets[i] = ex->weightBytes;
+      ex->weightBytes += aligned(std::max<size_t>(size_t(v.shape.numel()) * dtypeSize(onDevice(v)), 1));
+    } else if (v.deviceDType != DType::None && (v.kind == fb::ValueKind_Input || v.kind == fb::ValueKind_Output)) {
+      ex->stagingBytes = std::max(ex->stagingBytes, aligned(v.capacity)); // crosses the API as f32
     }
   }
-  const ArenaPlan arena = planArena(planLifetimes(plan), kAlign);
-  ex->arenaBytes = scratch + arena.total;
-  for (size_t i = 0; i < plan.values.size(); ++i)
-    if (plan.values[i].kind != fb::ValueKind_Weight)
-      offsets[i] = scratch + arena.offsets[i];
   if (cudaError_t e = cudaMalloc(&ex->weights, std::max<size_t>(ex->weightBytes, 1)); e != cudaSuccess)
     return cudaError("allocating " + std::to_string(ex->weightBytes) + " bytes of weights", e);
-  if (cudaError_t e = cudaMalloc(&ex->arena, std::max<size_t>(ex->arenaBytes, 1)); e != cudaSuccess)
-    return cudaError("allocating the " + std::to_string(ex->arenaBytes) + "-byte arena", e);
+  if (ex->stagingBytes)
+    if (cudaError_t e = cudaMalloc(&ex->staging, ex->stagingBytes); e != cudaSuccess)
+      return cudaError("allocating the staging buffer", e);
   for (size_t i = 0; i < plan.values.size(); ++i) {
     const PlanValue &v = plan.values[i];
-    const bool weight = v.kind == fb::ValueKind_Weight;
-    ex->device_[i] = static_cast<char *>(weight ? ex->weights : ex->arena) + offsets[i];
-    if (weight)
-      if (cudaError_t e = cudaMemcpy(ex->device_[i], v.weight, size_t(v.shape.numel()) * dtypeSize(v.dtype),
-                                     cudaMemcpyHostToDevice);
-          e != cudaSuccess)
-        return cudaError("uploading the weights", e);
+    if (v.kind != fb::ValueKind_Weight)
+      continue;
+    ex->device_[i] = static_cast<char *>(ex->weights) + ex->offsets[i];
+    if (cudaError_t e = cudaMemcpy(ex->device_[i], v.narrow ? v.narrow : v.weight,
+                                   size_t(v.shape.numel()) * dtypeSize(onDevice(v)), cudaMemcpyHostToDevice);
+        e != cudaSuccess)
+      return cudaError("uploading the weights", e);
   }
+  if (std::string err = layoutArena(*ex); !err.empty())
+    return err;
   *state = ex.release();
   return {};
 }
@@ -841,7 +976,11 @@ std::string launchOps(Executor &ex, const std::vector<TensorRef> &tensors) {
   return {};
 }
 
-// Every op's launches: replayed from this input-shape bucket's graph, captured on first use.
+// Every op's launches as one graph launch. A graph is kept per input-shape bucket (the input
+// shapes fix every other shape and kernel argument) and replayed. Shapes not seen before are
+// captured (recording the launches, not running them) and, where the new graph has the same
+// kernels as the last one launched (a decode step one token longer), that executable graph's
+// arguments are updated in place instead of instantiating another.
 std::string launchAll(Executor &ex, const std::vector<TensorRef> &tensors) {
   if (!ex.useGraphs)
     return launchOps(ex, tensors);
@@ -853,8 +992,6 @@ std::string launchAll(Executor &ex, const std::vector<TensorRef> &tensors) {
   }
   auto found = ex.graphs.find(key);
   if (found == ex.graphs.end()) {
-    if (ex.graphs.size() >= kMaxGraphs)
-      return launchOps(ex, tensors);
     if (cudaError_t e = cudaStreamBeginCapture(ex.stream, cudaStreamCaptureModeThreadLocal); e != cudaSuccess)
       return cudaError("starting a graph capture", e);
     const std::string err = launchOps(ex, tensors);
@@ -866,12 +1003,35 @@ std::string launchAll(Executor &ex, const std::vector<TensorRef> &tensors) {
       return !err.empty() ? err : cudaError("capturing the run as a graph", ended);
     }
     cudaGraphExec_t exec = nullptr;
-    const cudaError_t made = cudaGraphInstantiate(&exec, graph, 0);
+    cudaGraphExecUpdateResultInfo info{};
+    if (ex.lastGraph && cudaGraphExecUpdate(ex.lastGraph, graph, &info) == cudaSuccess) {
+      exec = ex.lastGraph; // now runs the new shapes: move it to their key
+      for (auto it = ex.graphs.begin(); it != ex.graphs.end(); ++it)
+        if (it->second == exec) {
+          ex.graphs.erase(it);
+          break;
+        }
+    } else {
+      cudaGetLastError(); // a failed update is not an error: instantiate instead
+      const cudaError_t made = cudaGraphInstantiate(&exec, graph, 0);
+      if (made != cudaSuccess) {
+        cudaGraphDestroy(graph);
+        return cudaError("instantiating the run's graph", made);
+      }
+      if (ex.graphs.size() >= kMaxGraphs) { // keep the newest: drop one other bucket
+        auto victim = ex.graphs.begin();
+        if (victim->second == ex.lastGraph && ex.graphs.size() > 1)
+          ++victim;
+        cudaGraphExecDestroy(victim->second);
+        if (victim->second == ex.lastGraph)
+          ex.lastGraph = nullptr;
+        ex.graphs.erase(victim);
+      }
+    }
     cudaGraphDestroy(graph);
-    if (made != cudaSuccess)
-      return cudaError("instantiating the run's graph", made);
     found = ex.graphs.emplace(std::move(key), exec).first;
   }
+  ex.lastGraph = found->second;
   if (cudaError_t e = cudaGraphLaunch(found->second, ex.stream); e != cudaSuccess)
     return cudaError("launching the run's graph", e);
   return {};
@@ -882,16 +1042,33 @@ std::string run(void *state, const std::vector<TensorRef> &tensors) {
   const llmc_plan_t &plan = *ex.plan;
   for (int vi : plan.inputs) {
     const TensorRef &t = tensors[size_t(vi)];
+    if (ex.resident[size_t(vi)]) // a linked cache: already on the device
+      continue;
+    const DType narrow = plan.values[size_t(vi)].deviceDType;
+    void *to = narrow != DType::None ? ex.staging : ex.at(vi);
     if (t.bytes())
-      if (cudaError_t e = cudaMemcpyAsync(ex.at(vi), t.data, t.bytes(), cudaMemcpyHostToDevice, ex.stream); e != cudaSuccess)
+      if (cudaError_t e = cudaMemcpyAsync(to, t.data, t.bytes(), cudaMemcpyHostToDevice, ex.stream); e != cudaSuccess)
         return cudaError("copying an input to the device", e);
+    if (narrow != DType::None)
+      if (std::string err = convertFloats(Storage::F32, ex.staging, storageOf(narrow), ex.at(vi), t.numel(), ex.stream);
+          !err.empty())
+        return err;
   }
   if (std::string err = launchAll(ex, tensors); !err.empty())
     return err;
   for (int vi : plan.outputs) {
     const TensorRef &t = tensors[size_t(vi)];
+    if (ex.resident[size_t(vi)])
+      continue;
+    const DType narrow = plan.values[size_t(vi)].deviceDType;
+    if (narrow != DType::None)
+      if (std::string err = convertFloats(storageOf(narrow), ex.at(vi), Storage::F32, ex.staging, t.numel(), ex.stream);
+          !err.empty())
+        return err;
     if (t.bytes())
-      if (cudaError_t e = cudaMemcpyAsync(t.data, ex.at(vi), t.bytes(), cudaMemcpyDeviceToHost, ex.stream); e != cudaSuccess)
+      if (cudaError_t e = cudaMemcpyAsync(t.data, narrow != DType::None ? ex.staging : ex.at(vi), t.bytes(),
+                                          cudaMemcpyDeviceToHost, ex.stream);
+          e != cudaSuccess)
         return cudaError("copying an output from the device", e);
   }
   int flag = 0;
@@ -909,12 +1086,12 @@ void destroy(void *state) { delete static_cast<Executor *>(state); }
 
 size_t deviceBytes(void *state) {
   const Executor &ex = *static_cast<Executor *>(state);
-  return ex.weightBytes + ex.arenaBytes + 2 * ex.workspaceBytes + sizeof(int);
+  return ex.weightBytes + ex.arenaBytes + ex.stagingBytes + ex.cacheBytes + 2 * ex.workspaceBytes + sizeof(int);
 }
 
 size_t graphCount(void *state) { return static_cast<Executor *>(state)->graphs.size(); }
 
-const CudaBackend kBackend{kCudaBackendAbi, create, run, destroy, deviceBytes, graphCount, check};
+const CudaBackend kBackend{kCudaBackendAbi, create, run, destroy, deviceBytes, graphCount, check, linkCache};
 
 } // namespace
 } // namespace llmc::rt::cuda

@@ -24,10 +24,17 @@ template <> __device__ __forceinline__ float toF<float>(float x) { return x; }
 template <> __device__ __forceinline__ float toF<__half>(__half x) { return __half2float(x); }
 template <> __device__ __forceinline__ float toF<__nv_bfloat16>(__nv_bfloat16 x) { return __bfloat162float(x); }
 
+// f32 to storage: round to nearest even; finite values beyond a 16-bit type's range saturate to
+// its largest finite value, as narrowFloat (Tensor.h) does to the weights of the plan.
+__device__ __forceinline__ float saturate(float x, float largest) {
+  return fabsf(x) > largest && !isinf(x) ? copysignf(largest, x) : x;
+}
 template <typename T> __device__ __forceinline__ T fromF(float x);
 template <> __device__ __forceinline__ float fromF<float>(float x) { return x; }
-template <> __device__ __forceinline__ __half fromF<__half>(float x) { return __float2half_rn(x); }
-template <> __device__ __forceinline__ __nv_bfloat16 fromF<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+template <> __device__ __forceinline__ __half fromF<__half>(float x) { return __float2half_rn(saturate(x, 65504.0f)); }
+template <> __device__ __forceinline__ __nv_bfloat16 fromF<__nv_bfloat16>(float x) {
+  return __float2bfloat16_rn(saturate(x, 3.38953139e38f));
+}
 
 // Runs `f(T{})` with T the storage type.
 template <typename F> void dispatch(Storage s, F &&f) {
@@ -141,8 +148,8 @@ __global__ void softmaxKernel(const T *__restrict__ x, T *__restrict__ y, int64_
 }
 
 template <typename T>
-__global__ void rotaryKernel(const T *__restrict__ x, T *__restrict__ y, const float *__restrict__ cosT,
-                             const float *__restrict__ sinT, int64_t tableRows, const int64_t *__restrict__ positions,
+__global__ void rotaryKernel(const T *__restrict__ x, T *__restrict__ y, const T *__restrict__ cosT,
+                             const T *__restrict__ sinT, int64_t tableRows, const int64_t *__restrict__ positions,
                              int64_t B, int64_t H, int64_t S, int64_t D, int64_t rot, bool interleaved, bool flat,
                              int *error) {
   const int64_t n = B * H * S * D, half = rot / 2;
@@ -168,7 +175,7 @@ __global__ void rotaryKernel(const T *__restrict__ x, T *__restrict__ y, const f
     }
     const int64_t i = interleaved ? d / 2 : (d < half ? d : d - half);
     const int64_t a = interleaved ? 2 * i : i, bIdx = interleaved ? 2 * i + 1 : i + half;
-    const float c = cosT[pos * half + i], sn = sinT[pos * half + i];
+    const float c = toF(cosT[pos * half + i]), sn = toF(sinT[pos * half + i]);
     const float x1 = toF(x[base + a]), x2 = toF(x[base + bIdx]);
     y[e] = fromF<T>(d == a ? x1 * c - x2 * sn : x2 * c + x1 * sn);
   }
@@ -268,25 +275,26 @@ template <typename T> __global__ void attentionKernel(AttentionArgs a) {
   const int64_t row = blockIdx.x, i = row % a.Sq, h = (row / a.Sq) % a.Hq, b = row / (a.Sq * a.Hq);
   const int64_t kvh = h / (a.Hq / a.Hkv), half = a.D / 2;
   const T *q = static_cast<const T *>(a.q) + b * a.qs.batch + i * a.qs.token + h * a.qs.head;
-  const float *cq = a.cos ? a.cos + ((a.tablesPerBatch ? b : 0) * a.Sq + i) * a.D : nullptr;
-  const float *sq = a.sin ? a.sin + ((a.tablesPerBatch ? b : 0) * a.Sq + i) * a.D : nullptr;
+  const T *cosT = static_cast<const T *>(a.cos), *sinT = static_cast<const T *>(a.sin);
+  const T *cq = cosT ? cosT + ((a.tablesPerBatch ? b : 0) * a.Sq + i) * a.D : nullptr;
+  const T *sq = sinT ? sinT + ((a.tablesPerBatch ? b : 0) * a.Sq + i) * a.D : nullptr;
   for (int64_t d = threadIdx.x; d < a.D; d += blockDim.x) {
     float x = toF(q[d]);
     if (cq)
-      x = x * cq[d] + (d < half ? -toF(q[d + half]) : toF(q[d - half])) * sq[d];
+      x = x * toF(cq[d]) + (d < half ? -toF(q[d + half]) : toF(q[d - half])) * toF(sq[d]);
     qrow[d] = x;
   }
   __syncthreads();
   const T *kb = static_cast<const T *>(a.k) + b * a.ks.batch + kvh * a.ks.head;
   for (int64_t j = threadIdx.x; j < a.Sk; j += blockDim.x) {
     const T *kj = kb + j * a.ks.token;
-    const float *ck = a.rotateKeys ? a.cos + ((a.tablesPerBatch ? b : 0) * a.Sq + j) * a.D : nullptr;
-    const float *sk = a.rotateKeys ? a.sin + ((a.tablesPerBatch ? b : 0) * a.Sq + j) * a.D : nullptr;
+    const T *ck = a.rotateKeys ? cosT + ((a.tablesPerBatch ? b : 0) * a.Sq + j) * a.D : nullptr;
+    const T *sk = a.rotateKeys ? sinT + ((a.tablesPerBatch ? b : 0) * a.Sq + j) * a.D : nullptr;
     float dot = 0.0f;
     for (int64_t d = 0; d < a.D; ++d) {
       float kv = toF(kj[d]);
       if (ck)
-        kv = kv * ck[d] + (d < half ? -toF(kj[d + half]) : toF(kj[d - half])) * sk[d];
+        kv = kv * toF(ck[d]) + (d < half ? -toF(kj[d + half]) : toF(kj[d - half])) * toF(sk[d]);
       dot += qrow[d] * kv;
     }
     float score = dot * a.scale;
@@ -295,7 +303,7 @@ template <typename T> __global__ void attentionKernel(AttentionArgs a) {
       if (a.maskBool)
         score = static_cast<const uint8_t *>(a.mask)[at] ? score : -INFINITY;
       else
-        score += static_cast<const float *>(a.mask)[at];
+        score += toF(static_cast<const T *>(a.mask)[at]);
     }
     if (a.causal && j > i + (a.Sk - a.Sq))
       score = -INFINITY;
@@ -385,7 +393,7 @@ std::string softmax(Storage s, const void *x, void *y, int64_t rows, int64_t col
   return launched("softmax");
 }
 
-std::string rotary(Storage s, const void *x, void *y, const float *cos, const float *sin, int64_t positionsInTable,
+std::string rotary(Storage s, const void *x, void *y, const void *cos, const void *sin, int64_t positionsInTable,
                    const int64_t *positions, int64_t B, int64_t H, int64_t S, int64_t D, int64_t rotaryDim,
                    bool interleaved, bool flat, int *error, void *stream) {
   if (rotaryDim <= 0 || rotaryDim % 2 || rotaryDim > D)
@@ -396,7 +404,8 @@ std::string rotary(Storage s, const void *x, void *y, const float *cos, const fl
   dispatch(s, [&](auto tag) {
     using T = decltype(tag);
     rotaryKernel<T><<<unsigned(blocksFor(n, kElementThreads)), kElementThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-        static_cast<const T *>(x), static_cast<T *>(y), cos, sin, positionsInTable, positions, B, H, S, D, rotaryDim,
+        static_cast<const T *>(x), static_cast<T *>(y), static_cast<const T *>(cos), static_cast<const T *>(sin),
+        positionsInTable, positions, B, H, S, D, rotaryDim,
         interleaved, flat, error);
   });
   return launched("rotary");
@@ -523,12 +532,13 @@ template <typename E> __global__ void stridedCopyKernel(const E *__restrict__ sr
 }
 
 // DType numbers (Tensor.h).
-enum : int { F32 = 1, F16 = 2, F64 = 3, I64 = 4, I32 = 5, I8 = 6, U8 = 7, Bool = 8 };
+enum : int { F32 = 1, F16 = 2, F64 = 3, I64 = 4, I32 = 5, I8 = 6, U8 = 7, Bool = 8, BF16 = 9 };
 
 __device__ double loadAs(const void *p, int type, int64_t i) {
   switch (type) {
   case F32: return static_cast<const float *>(p)[i];
   case F16: return __half2float(static_cast<const __half *>(p)[i]);
+  case BF16: return __bfloat162float(static_cast<const __nv_bfloat16 *>(p)[i]);
   case F64: return static_cast<const double *>(p)[i];
   case I64: return double(static_cast<const long long *>(p)[i]);
   case I32: return static_cast<const int *>(p)[i];
@@ -540,7 +550,8 @@ __device__ double loadAs(const void *p, int type, int64_t i) {
 __device__ void storeAs(void *p, int type, int64_t i, double v) {
   switch (type) {
   case F32: static_cast<float *>(p)[i] = float(v); break;
-  case F16: static_cast<__half *>(p)[i] = __float2half_rn(float(v)); break;
+  case F16: static_cast<__half *>(p)[i] = fromF<__half>(float(v)); break;
+  case BF16: static_cast<__nv_bfloat16 *>(p)[i] = fromF<__nv_bfloat16>(float(v)); break;
   case F64: static_cast<double *>(p)[i] = v; break;
   case I64: static_cast<long long *>(p)[i] = (long long)v; break;
   case I32: static_cast<int *>(p)[i] = int(v); break;
@@ -765,7 +776,8 @@ struct ReduceShape {
   int64_t count; // elements reduced into each output
 };
 
-__global__ void reduceKernel(const float *__restrict__ in, float *__restrict__ out, ReduceShape r, int kind,
+template <typename T>
+__global__ void reduceKernel(const T *__restrict__ in, T *__restrict__ out, ReduceShape r, int kind,
                              int64_t outputs) {
   for (int64_t o = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; o < outputs; o += int64_t(gridDim.x) * blockDim.x) {
     int64_t rest = o, base = 0;
@@ -782,10 +794,10 @@ __global__ void reduceKernel(const float *__restrict__ in, float *__restrict__ o
           at += (q % r.dims[d]) * r.strides[d];
           q /= r.dims[d];
         }
-      const double v = in[at];
+      const double v = toF(in[at]);
       acc = kind == RMax ? fmax(acc, v) : kind == RMin ? fmin(acc, v) : kind == RL2 || kind == RSumSquare ? acc + v * v : acc + v;
     }
-    out[o] = float(kind == RMean ? acc / double(r.count) : kind == RL2 ? sqrt(acc) : acc);
+    out[o] = fromF<T>(float(kind == RMean ? acc / double(r.count) : kind == RL2 ? sqrt(acc) : acc));
   }
 }
 
@@ -811,41 +823,43 @@ int64_t sizeOf(const int64_t *dims, int n) {
   return s;
 }
 
-__global__ void convKernel(const float *__restrict__ x, const float *__restrict__ w, const float *__restrict__ bias,
-                           float *__restrict__ y, int64_t N, int64_t C, int64_t M, int64_t group, Window win,
+template <typename T>
+__global__ void convKernel(const T *__restrict__ x, const T *__restrict__ w, const T *__restrict__ bias,
+                           T *__restrict__ y, int64_t N, int64_t C, int64_t M, int64_t group, Window win,
                            int64_t inSize, int64_t outSize, int64_t kernelSize) {
   const int64_t total = N * M * outSize, Cg = C / group, Mg = M / group;
   for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < total; e += int64_t(gridDim.x) * blockDim.x) {
     const int64_t o = e % outSize, m = (e / outSize) % M, b = e / (outSize * M), g = m / Mg;
-    float acc = bias ? bias[m] : 0.0f;
+    float acc = bias ? toF(bias[m]) : 0.0f;
     for (int64_t c = 0; c < Cg; ++c) {
-      const float *xc = x + (b * C + g * Cg + c) * inSize;
-      const float *wc = w + (m * Cg + c) * kernelSize;
+      const T *xc = x + (b * C + g * Cg + c) * inSize;
+      const T *wc = w + (m * Cg + c) * kernelSize;
       for (int64_t k = 0; k < kernelSize; ++k) {
         const int64_t at = tapOffset(win, o, k);
         if (at >= 0)
-          acc += xc[at] * wc[k];
+          acc += toF(xc[at]) * toF(wc[k]);
       }
     }
-    y[e] = acc;
+    y[e] = fromF<T>(acc);
   }
 }
 
-__global__ void poolKernel(bool max, const float *__restrict__ x, float *__restrict__ y, int64_t planes, Window win,
+template <typename T>
+__global__ void poolKernel(bool max, const T *__restrict__ x, T *__restrict__ y, int64_t planes, Window win,
                            int64_t inSize, int64_t outSize, int64_t kernelSize, bool countPad) {
   for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < planes * outSize; e += int64_t(gridDim.x) * blockDim.x) {
     const int64_t o = e % outSize, p = e / outSize;
-    const float *xp = x + p * inSize;
+    const T *xp = x + p * inSize;
     float acc = max ? -INFINITY : 0.0f;
     int64_t counted = 0;
     for (int64_t k = 0; k < kernelSize; ++k) {
       const int64_t at = tapOffset(win, o, k);
       if (at < 0)
         continue;
-      acc = max ? fmaxf(acc, xp[at]) : acc + xp[at];
+      acc = max ? fmaxf(acc, toF(xp[at])) : acc + toF(xp[at]);
       ++counted;
     }
-    y[e] = max ? acc : acc / float(countPad ? kernelSize : (counted ? counted : 1));
+    y[e] = fromF<T>(max ? acc : acc / float(countPad ? kernelSize : (counted ? counted : 1)));
   }
 }
 
@@ -855,7 +869,8 @@ struct PadShape {
 };
 
 // mode 0 constant, 1 edge (clamp), 2 reflect (mirror without repeating the edge), 3 wrap.
-__global__ void padKernel(const float *__restrict__ in, float *__restrict__ out, PadShape s, float value, int mode,
+template <typename T>
+__global__ void padKernel(const T *__restrict__ in, T *__restrict__ out, PadShape s, float value, int mode,
                           int64_t n) {
   for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += int64_t(gridDim.x) * blockDim.x) {
     int64_t rest = e, at = 0, scale = 1;
@@ -882,13 +897,13 @@ __global__ void padKernel(const float *__restrict__ in, float *__restrict__ out,
       at += i * scale;
       scale *= len;
     }
-    out[e] = inside ? in[at] : value;
+    out[e] = inside ? in[at] : fromF<T>(value);
   }
 }
 
 } // namespace
 
-std::string reduce(const std::string &kind, const float *in, float *out, int rank, const int64_t *dims,
+std::string reduce(Storage st, const std::string &kind, const void *in, void *out, int rank, const int64_t *dims,
                    const bool *reduced, void *stream) {
   const int k = kind == "sum" ? RSum : kind == "mean" ? RMean : kind == "max" ? RMax : kind == "min" ? RMin
               : kind == "l2" ? RL2 : kind == "sum_square" ? RSumSquare : -1;
@@ -904,36 +919,49 @@ std::string reduce(const std::string &kind, const float *in, float *out, int ran
   }
   if (outputs == 0)
     return {};
-  reduceKernel<<<unsigned(blocksFor(outputs, kElementThreads)), kElementThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-      in, out, r, k, outputs);
+  dispatch(st, [&](auto tag) {
+    using T = decltype(tag);
+    reduceKernel<T><<<unsigned(blocksFor(outputs, kElementThreads)), kElementThreads, 0,
+                      static_cast<cudaStream_t>(stream)>>>(static_cast<const T *>(in), static_cast<T *>(out), r, k,
+                                                           outputs);
+  });
   return launched("reduce");
 }
 
-std::string conv(const float *x, const float *w, const float *bias, float *y, int64_t N, int64_t C, int64_t M,
+std::string conv(Storage st, const void *x, const void *w, const void *bias, void *y, int64_t N, int64_t C, int64_t M,
                  int64_t group, const Window &win, void *stream) {
   if (win.spatial < 1 || win.spatial > 3 || group < 1 || C % group || M % group)
     return "conv: 1 to 3 spatial dims and channels divisible by the group";
   const int64_t outSize = sizeOf(win.out, win.spatial), total = N * M * outSize;
   if (total == 0)
     return {};
-  convKernel<<<unsigned(blocksFor(total, kElementThreads)), kElementThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-      x, w, bias, y, N, C, M, group, win, sizeOf(win.in, win.spatial), outSize, sizeOf(win.kernel, win.spatial));
+  dispatch(st, [&](auto tag) {
+    using T = decltype(tag);
+    convKernel<T><<<unsigned(blocksFor(total, kElementThreads)), kElementThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+        static_cast<const T *>(x), static_cast<const T *>(w), static_cast<const T *>(bias), static_cast<T *>(y), N, C, M,
+        group, win, sizeOf(win.in, win.spatial), outSize, sizeOf(win.kernel, win.spatial));
+  });
   return launched("conv");
 }
 
-std::string pool(bool max, const float *x, float *y, int64_t planes, const Window &win, bool countPad, void *stream) {
+std::string pool(Storage st, bool max, const void *x, void *y, int64_t planes, const Window &win, bool countPad,
+                 void *stream) {
   if (win.spatial < 1 || win.spatial > 3)
     return "pool: 1 to 3 spatial dims";
   const int64_t outSize = sizeOf(win.out, win.spatial);
   if (planes * outSize == 0)
     return {};
-  poolKernel<<<unsigned(blocksFor(planes * outSize, kElementThreads)), kElementThreads, 0,
-               static_cast<cudaStream_t>(stream)>>>(max, x, y, planes, win, sizeOf(win.in, win.spatial), outSize,
-                                                    sizeOf(win.kernel, win.spatial), countPad);
+  dispatch(st, [&](auto tag) {
+    using T = decltype(tag);
+    poolKernel<T><<<unsigned(blocksFor(planes * outSize, kElementThreads)), kElementThreads, 0,
+                    static_cast<cudaStream_t>(stream)>>>(max, static_cast<const T *>(x), static_cast<T *>(y), planes, win,
+                                                         sizeOf(win.in, win.spatial), outSize,
+                                                         sizeOf(win.kernel, win.spatial), countPad);
+  });
   return launched("pool");
 }
 
-std::string pad(const std::string &mode, const float *in, float *out, int rank, const int64_t *inDims,
+std::string pad(Storage st, const std::string &mode, const void *in, void *out, int rank, const int64_t *inDims,
                 const int64_t *outDims, const int64_t *padBegin, float value, void *stream) {
   const int m = mode.empty() || mode == "constant" ? 0 : mode == "edge" ? 1 : mode == "reflect" ? 2 : mode == "wrap" ? 3 : -1;
   if (m < 0)
@@ -947,8 +975,11 @@ std::string pad(const std::string &mode, const float *in, float *out, int rank, 
   const int64_t n = sizeOf(outDims, rank);
   if (n == 0)
     return {};
-  padKernel<<<unsigned(blocksFor(n, kElementThreads)), kElementThreads, 0, static_cast<cudaStream_t>(stream)>>>(in, out, s,
-                                                                                                             value, m, n);
+  dispatch(st, [&](auto tag) {
+    using T = decltype(tag);
+    padKernel<T><<<unsigned(blocksFor(n, kElementThreads)), kElementThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+        static_cast<const T *>(in), static_cast<T *>(out), s, value, m, n);
+  });
   return launched("pad");
 }
 
@@ -958,39 +989,42 @@ namespace llmc::rt::cuda {
 namespace {
 
 struct LatentArgs {
-  const float *q, *cache, *wuk, *wuv, *mask;
+  const void *q, *cache, *wuk, *wuv, *mask;
   int64_t maskStrides[4];
-  float *out;
+  void *out;
   int64_t B, H, Sq, Sk, nope, rope, latent, v;
   float scale;
 };
 
-__global__ void latentAttentionKernel(LatentArgs a) {
+template <typename T> __global__ void latentAttentionKernel(LatentArgs a) {
   extern __shared__ float smem[]; // query in the latent space (latent + rope), Sk scores, latent output
   const int64_t width = a.latent + a.rope;
+  const T *cache = static_cast<const T *>(a.cache), *wuk = static_cast<const T *>(a.wuk),
+          *wuv = static_cast<const T *>(a.wuv), *mask = static_cast<const T *>(a.mask);
+  T *out = static_cast<T *>(a.out);
   float *ql = smem, *p = smem + width, *ol = p + a.Sk;
   const int64_t row = blockIdx.x, i = row % a.Sq, h = (row / a.Sq) % a.H, b = row / (a.Sq * a.H);
   const int64_t qWidth = a.wuk ? a.nope + a.rope : width;
-  const float *q = a.q + row * qWidth;
+  const T *q = static_cast<const T *>(a.q) + row * qWidth;
   for (int64_t l = threadIdx.x; l < width; l += blockDim.x) {
-    if (!a.wuk || l >= a.latent) {
-      ql[l] = a.wuk ? q[a.nope + (l - a.latent)] : q[l];
+    if (!wuk || l >= a.latent) {
+      ql[l] = toF(wuk ? q[a.nope + (l - a.latent)] : q[l]);
     } else {
       float acc = 0.0f;
       for (int64_t n = 0; n < a.nope; ++n)
-        acc += q[n] * a.wuk[(h * a.nope + n) * a.latent + l];
+        acc += toF(q[n]) * toF(wuk[(h * a.nope + n) * a.latent + l]);
       ql[l] = acc;
     }
   }
   __syncthreads();
   for (int64_t t = threadIdx.x; t < a.Sk; t += blockDim.x) {
-    const float *c = a.cache + (t * a.B + b) * width;
+    const T *c = cache + (t * a.B + b) * width;
     float dot = 0.0f;
     for (int64_t l = 0; l < width; ++l)
-      dot += ql[l] * c[l];
+      dot += ql[l] * toF(c[l]);
     float score = dot * a.scale;
-    if (a.mask)
-      score += a.mask[b * a.maskStrides[0] + h * a.maskStrides[1] + i * a.maskStrides[2] + t * a.maskStrides[3]];
+    if (mask)
+      score += toF(mask[b * a.maskStrides[0] + h * a.maskStrides[1] + i * a.maskStrides[2] + t * a.maskStrides[3]]);
     p[t] = score;
   }
   __syncthreads();
@@ -1000,27 +1034,27 @@ __global__ void latentAttentionKernel(LatentArgs a) {
   for (int64_t l = threadIdx.x; l < a.latent; l += blockDim.x) {
     float o = 0.0f;
     for (int64_t t = 0; t < a.Sk; ++t)
-      o += p[t] * a.cache[(t * a.B + b) * width + l];
+      o += p[t] * toF(cache[(t * a.B + b) * width + l]);
     ol[l] = o * inv;
   }
   __syncthreads();
-  if (!a.wuv) {
+  if (!wuv) {
     for (int64_t l = threadIdx.x; l < a.latent; l += blockDim.x)
-      a.out[row * a.latent + l] = ol[l];
+      out[row * a.latent + l] = fromF<T>(ol[l]);
     return;
   }
   for (int64_t j = threadIdx.x; j < a.v; j += blockDim.x) {
     float o = 0.0f;
     for (int64_t l = 0; l < a.latent; ++l)
-      o += ol[l] * a.wuv[(h * a.latent + l) * a.v + j];
-    a.out[row * a.v + j] = o;
+      o += ol[l] * toF(wuv[(h * a.latent + l) * a.v + j]);
+    out[row * a.v + j] = fromF<T>(o);
   }
 }
 
 } // namespace
 
-std::string latentAttention(const float *q, const float *cache, const float *wuk, const float *wuv, const float *mask,
-                            const int64_t maskStrides[4], float *out, int64_t B, int64_t H, int64_t Sq, int64_t Sk,
+std::string latentAttention(Storage st, const void *q, const void *cache, const void *wuk, const void *wuv,
+                            const void *mask, const int64_t maskStrides[4], void *out, int64_t B, int64_t H, int64_t Sq, int64_t Sk,
                             int64_t nope, int64_t rope, int64_t latent, int64_t v, float scale, void *stream) {
   const size_t shared = size_t(latent + rope + Sk + latent) * sizeof(float);
   if (B <= 0 || H <= 0 || Sq <= 0 || Sk <= 0 || shared > 96 * 1024)
@@ -1028,10 +1062,42 @@ std::string latentAttention(const float *q, const float *cache, const float *wuk
   LatentArgs a{q, cache, wuk, wuv, mask, {}, out, B, H, Sq, Sk, nope, rope, latent, v, scale};
   for (int d = 0; d < 4; ++d)
     a.maskStrides[d] = mask ? maskStrides[d] : 0;
-  if (shared > 48 * 1024)
-    cudaFuncSetAttribute(latentAttentionKernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared));
-  latentAttentionKernel<<<unsigned(B * H * Sq), kRowThreads, shared, static_cast<cudaStream_t>(stream)>>>(a);
+  dispatch(st, [&](auto tag) {
+    using T = decltype(tag);
+    if (shared > 48 * 1024)
+      cudaFuncSetAttribute(latentAttentionKernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared));
+    latentAttentionKernel<T><<<unsigned(B * H * Sq), kRowThreads, shared, static_cast<cudaStream_t>(stream)>>>(a);
+  });
   return launched("latentAttention");
+}
+
+} // namespace llmc::rt::cuda
+
+// --- precision conversion at the edges of a run -------------------------------------------------
+
+namespace llmc::rt::cuda {
+namespace {
+
+template <typename From, typename To>
+__global__ void convertKernel(const From *__restrict__ in, To *__restrict__ out, int64_t n) {
+  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += int64_t(gridDim.x) * blockDim.x)
+    out[e] = fromF<To>(toF(in[e]));
+}
+
+} // namespace
+
+std::string convertFloats(Storage from, const void *in, Storage to, void *out, int64_t count, void *stream) {
+  if (count == 0)
+    return {};
+  dispatch(from, [&](auto fromTag) {
+    dispatch(to, [&](auto toTag) {
+      using F = decltype(fromTag);
+      using T = decltype(toTag);
+      convertKernel<F, T><<<unsigned(blocksFor(count, kElementThreads)), kElementThreads, 0,
+                            static_cast<cudaStream_t>(stream)>>>(static_cast<const F *>(in), static_cast<T *>(out), count);
+    });
+  });
+  return launched("convertFloats");
 }
 
 } // namespace llmc::rt::cuda

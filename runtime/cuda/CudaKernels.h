@@ -1,6 +1,7 @@
 // Hand-written CUDA kernels of the CUDA executor (issue 7, in progress), callable from C++
 // compiled without nvcc: pointers are device pointers, `stream` a cudaStream_t. Activations and
-// weights are stored as f32, f16 or bf16 (`Storage`); every kernel accumulates in f32. Each returns
+// weights are stored as f32, f16 or bf16 (`Storage`: llmc --precision); every kernel accumulates
+// in f32, and f16/bf16 results saturate at the type's largest finite value. Each returns
 // an error message (bad arguments, a failed launch), empty on success. Their semantics are the
 // CPU kernels' of the same name (runtime/kernels), which test/cuda checks them against.
 #pragma once
@@ -25,9 +26,9 @@ std::string softmax(Storage s, const void *x, void *y, int64_t rows, int64_t col
 
 // Rotary embedding of x [B, H, S, D] (or [B, S, H * D] with `flat`) into y: the first `rotaryDim`
 // dimensions of each head turn by the angles of each token's position (cos/sin tables
-// [positions, rotaryDim / 2], f32; positions [B, S] int64), pairs (i, i + rotaryDim/2) or, with
-// `interleaved`, (2i, 2i + 1). A position outside the tables sets *error (device int) to 1.
-std::string rotary(Storage s, const void *x, void *y, const float *cos, const float *sin, int64_t positionsInTable,
+// [positions, rotaryDim / 2] in the same storage; positions [B, S] int64), pairs (i, i + rotaryDim/2)
+// or, with `interleaved`, (2i, 2i + 1). A position outside the tables sets *error (device int) to 1.
+std::string rotary(Storage s, const void *x, void *y, const void *cos, const void *sin, int64_t positionsInTable,
                    const int64_t *positions, int64_t B, int64_t H, int64_t S, int64_t D, int64_t rotaryDim,
                    bool interleaved, bool flat, int *error, void *stream);
 
@@ -59,9 +60,9 @@ struct HeadStrides {
 
 // Attention for any number of queries (prefill), the fused_attention op's semantics: per (b, h,
 // query i) scores over the Sk keys, scale, then the mask ([B, H, Sq, Sk] broadcast through
-// `maskStrides`, 0 where it broadcasts; f32 added or bool bytes keeping), causal hiding of keys
-// after i + Sk - Sq, softmax, weighted sum of values into out [B, Sq, Hq * Dv]. With cos/sin
-// ([B or 1, Sq, D] f32, `tablesPerBatch`) q is rotated (rotate-half), and k too with `rotateKeys`
+// `maskStrides`, 0 where it broadcasts; added in the storage type, or bool bytes keeping), causal
+// hiding of keys after i + Sk - Sq, softmax, weighted sum of values into out [B, Sq, Hq * Dv]. With
+// cos/sin ([B or 1, Sq, D] in the storage type, `tablesPerBatch`) q is rotated (rotate-half), and k too with `rotateKeys`
 // (then Sk == Sq). A fully masked row is zeros. One block per query row; Sk at most 12288.
 struct AttentionArgs {
   const void *q, *k, *v;
@@ -72,7 +73,7 @@ struct AttentionArgs {
   const void *mask = nullptr; // null: none
   bool maskBool = false;
   int64_t maskStrides[4] = {};
-  const float *cos = nullptr, *sin = nullptr;
+  const void *cos = nullptr, *sin = nullptr;
   bool tablesPerBatch = false, rotateKeys = false;
   void *out;
 };
@@ -86,7 +87,8 @@ std::string linearEpilogue(Storage s, const void *y, void *out, const void *gate
                            int64_t N, const std::string &activation, bool swiglu, void *stream);
 
 // --- data movement and small ops (shape subgraphs, masks, caches) ----------------------------
-// Element types are the plan's DType numbers (1 f32, 2 f16, 3 f64, 4 i64, 5 i32, 6 i8, 7 u8, 8 bool).
+// Element types are the plan's DType numbers (1 f32, 2 f16, 3 f64, 4 i64, 5 i32, 6 i8, 7 u8, 8 bool,
+// 9 bf16).
 
 constexpr int kMaxDims = 8;
 
@@ -130,11 +132,11 @@ std::string writeInt64s(void *out, const int64_t *values, int count, void *strea
 std::string gatherNd(const void *data, const int64_t *indices, void *out, int64_t tuples, int k, const int64_t *dims,
                      const int64_t *strides, int64_t slice, int elemBytes, int *error, void *stream);
 
-// --- reductions, convolution, pooling, padding (f32) ------------------------------------------
+// --- reductions, convolution, pooling, padding ------------------------------------------------
 
-// Reduces the f32 input [dims] over the dimensions with reduced[d] into out (kept dims in order).
+// Reduces the input [dims] over the dimensions with reduced[d] into out (kept dims in order).
 // kind: "sum", "mean", "max", "min", "l2", "sum_square".
-std::string reduce(const std::string &kind, const float *in, float *out, int rank, const int64_t *dims,
+std::string reduce(Storage s, const std::string &kind, const void *in, void *out, int rank, const int64_t *dims,
                    const bool *reduced, void *stream);
 
 // A convolution or pooling window over 1 to 3 spatial dimensions (NC + spatial layout).
@@ -145,24 +147,29 @@ struct Window {
 };
 
 // y [N, M, out...] = conv(x [N, C, in...], w [M, C / group, kernel...]) + bias [M] (nullable).
-std::string conv(const float *x, const float *w, const float *bias, float *y, int64_t N, int64_t C, int64_t M,
+std::string conv(Storage s, const void *x, const void *w, const void *bias, void *y, int64_t N, int64_t C, int64_t M,
                  int64_t group, const Window &win, void *stream);
 
 // Max or average pooling per plane (planes = N * C); padding taps are skipped, and counted in
 // the average only with countPad.
-std::string pool(bool max, const float *x, float *y, int64_t planes, const Window &win, bool countPad, void *stream);
+std::string pool(Storage s, bool max, const void *x, void *y, int64_t planes, const Window &win, bool countPad,
+                 void *stream);
 
 // Padding: in [inDims] lands in out [outDims] at padBegin; the rest is `value` (mode "constant"),
 // the nearest edge ("edge"), the mirror image without the edge ("reflect") or the other end ("wrap").
-std::string pad(const std::string &mode, const float *in, float *out, int rank, const int64_t *inDims,
+std::string pad(Storage s, const std::string &mode, const void *in, void *out, int rank, const int64_t *inDims,
                 const int64_t *outDims, const int64_t *padBegin, float value, void *stream);
 
 // latent_attention (DeepSeek MLA, see the op): q [B, H, Sq, nope + rope] (or [.., latent + rope]
 // without w_uk), cache [Sk, B, latent + rope], w_uk [H, nope, latent] and w_uv [H, latent, v]
-// (either null when multiplied into a projection), f32 mask [B, H, Sq, Sk] through maskStrides
+// (either null when multiplied into a projection), additive mask [B, H, Sq, Sk] through maskStrides
 // (null: none), out [B, H, Sq, v] (latent without w_uv). Absorbed form, one block per query row.
-std::string latentAttention(const float *q, const float *cache, const float *wuk, const float *wuv, const float *mask,
-                            const int64_t maskStrides[4], float *out, int64_t B, int64_t H, int64_t Sq, int64_t Sk,
+std::string latentAttention(Storage s, const void *q, const void *cache, const void *wuk, const void *wuv,
+                            const void *mask, const int64_t maskStrides[4], void *out, int64_t B, int64_t H, int64_t Sq, int64_t Sk,
                             int64_t nope, int64_t rope, int64_t latent, int64_t v, float scale, void *stream);
+
+// count floats from one storage type to another (the inputs and outputs of a reduced-precision
+// plan cross the API as f32).
+std::string convertFloats(Storage from, const void *in, Storage to, void *out, int64_t count, void *stream);
 
 } // namespace llmc::rt::cuda

@@ -84,7 +84,8 @@ std::string expression(const fused::Instruction &in, const std::string &x, const
 const char *storageType(DType t) {
   switch (t) {
   case DType::F32: return "float";
-  case DType::F16: return "unsigned short";
+  case DType::F16:
+  case DType::BF16: return "unsigned short";
   case DType::Bool: return "unsigned char";
   default: return nullptr;
   }
@@ -108,6 +109,16 @@ __device__ __forceinline__ unsigned short llmc_float_to_half(float f) {
   return h;
 }
 __device__ __forceinline__ float llmc_round_half(float f) { return llmc_half_to_float(llmc_float_to_half(f)); }
+__device__ __forceinline__ float llmc_bf16_to_float(unsigned short h) { return __uint_as_float((unsigned)h << 16); }
+__device__ __forceinline__ unsigned short llmc_float_to_bf16(float f) {
+  unsigned short h;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+}
+// Storing a 16-bit value: beyond the type's range, finite values saturate (Tensor.h narrowFloat).
+__device__ __forceinline__ float llmc_saturate(float f, float largest) {
+  return fabsf(f) > largest && !isinf(f) ? copysignf(largest, f) : f;
+}
 )";
 
 } // namespace
@@ -124,14 +135,14 @@ std::string fusedElementwiseSource(const std::vector<fused::Instruction> &progra
   std::string params;
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (!storageType(inputs[i])) {
-      error = "fused region input " + std::to_string(i) + " is not f32, f16 or bool";
+      error = "fused region input " + std::to_string(i) + " is not f32, f16, bf16 or bool";
       return {};
     }
     params += std::string("const ") + storageType(inputs[i]) + " *__restrict__ in" + std::to_string(i) + ", ";
   }
   for (size_t o = 0; o < outputs.size(); ++o) {
     if (!storageType(outputs[o])) {
-      error = "fused region output " + std::to_string(o) + " is not f32, f16 or bool";
+      error = "fused region output " + std::to_string(o) + " is not f32, f16, bf16 or bool";
       return {};
     }
     params += std::string(storageType(outputs[o])) + " *__restrict__ out" + std::to_string(o) + ", ";
@@ -151,7 +162,10 @@ std::string fusedElementwiseSource(const std::vector<fused::Instruction> &progra
   for (size_t k = 0; k < inputs.size(); ++k) {
     const std::string r = "r" + std::to_string(k), src = "in" + std::to_string(k) + "[at" + std::to_string(k) + "]";
     s += "    const float " + r + " = " +
-         (inputs[k] == DType::F16 ? "llmc_half_to_float(" + src + ")" : "(float)" + src) + ";\n";
+         (inputs[k] == DType::F16    ? "llmc_half_to_float(" + src + ")"
+          : inputs[k] == DType::BF16 ? "llmc_bf16_to_float(" + src + ")"
+                                     : "(float)" + src) +
+         ";\n";
   }
   for (size_t n = 0; n < program.size(); ++n) {
     const fused::Instruction &in = program[n];
@@ -162,7 +176,9 @@ std::string fusedElementwiseSource(const std::vector<fused::Instruction> &progra
   for (size_t o = 0; o < outputs.size(); ++o) {
     const std::string r = "r" + std::to_string(results[o]), dst = "    out" + std::to_string(o) + "[i] = ";
     if (outputs[o] == DType::F16)
-      s += dst + "llmc_float_to_half(" + r + ");\n";
+      s += dst + "llmc_float_to_half(llmc_saturate(" + r + ", 65504.f));\n";
+    else if (outputs[o] == DType::BF16)
+      s += dst + "llmc_float_to_bf16(llmc_saturate(" + r + ", 3.38953139e38f));\n";
     else if (outputs[o] == DType::Bool)
       s += dst + "(unsigned char)(" + r + " != 0.f);\n";
     else

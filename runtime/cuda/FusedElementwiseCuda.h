@@ -24,7 +24,7 @@ struct FusedShape {
 };
 
 // The source of `extern "C" __global__ void <name>(const T0 *in0, ..., U0 *out0, ..., FusedShape)`
-// for inputs and outputs of the given dtypes (f32, f16 or bool). Fails (empty source, `error`
+// for inputs and outputs of the given dtypes (f32, f16, bf16 or bool; 16-bit results saturate). Fails (empty source, `error`
 // set) for other dtypes or more than kMaxFusedInputs inputs.
 std::string fusedElementwiseSource(const std::vector<fused::Instruction> &program, const std::vector<int> &results,
                                    const std::vector<DType> &inputs, const std::vector<DType> &outputs,

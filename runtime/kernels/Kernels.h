@@ -29,6 +29,8 @@ using KernelFn = std::string (*)(const KernelArgs &args);
 // Null when no kernel has that name. Names are the llmc dialect's op names without "llmc.".
 KernelFn findKernel(std::string_view name);
 std::vector<std::string> kernelNames();
+// Elementwise kernels (the single ops and fused_elementwise): each input may have its own type.
+bool isElementwiseKernel(std::string_view name);
 
 // Sets the number of threads the GEMM may use (0: leave it). The setting is process-wide
 // (OpenBLAS has one thread pool): contexts that ask for different counts take turns setting it.

@@ -26,6 +26,15 @@ KernelFn findKernel(std::string_view name) {
   return nullptr;
 }
 
+bool isElementwiseKernel(std::string_view name) {
+  if (name == "fused_elementwise")
+    return true;
+  for (const KernelEntry *e = kElementwiseKernels; e->name; ++e)
+    if (name == e->name)
+      return true;
+  return false;
+}
+
 std::vector<std::string> kernelNames() {
   std::vector<std::string> names;
   for (const KernelEntry *family : kFamilies)

@@ -1,11 +1,15 @@
 #include "Tensor.h"
 
+#include <cmath>
+#include <cstring>
+
 namespace llmc::rt {
 
 size_t dtypeSize(DType dtype) {
   switch (dtype) {
   case DType::F32: return 4;
-  case DType::F16: return 2;
+  case DType::F16:
+  case DType::BF16: return 2;
   case DType::F64: return 8;
   case DType::I64: return 8;
   case DType::I32: return 4;
@@ -17,7 +21,7 @@ size_t dtypeSize(DType dtype) {
   return 0;
 }
 
-static const char *const kNames[] = {"none", "f32", "f16", "f64", "i64", "i32", "i8", "u8", "bool"};
+static const char *const kNames[] = {"none", "f32", "f16", "f64", "i64", "i32", "i8", "u8", "bool", "bf16"};
 
 const char *dtypeName(DType dtype) {
   auto index = static_cast<unsigned>(dtype);
@@ -29,6 +33,32 @@ DType dtypeFromName(const std::string &name) {
     if (name == kNames[i])
       return static_cast<DType>(i);
   return DType::None;
+}
+
+float halfToFloat(uint16_t h); // Elementwise.cpp
+uint16_t floatToHalf(float f);
+
+uint16_t narrowFloat(float f, DType to) {
+  const float largest = to == DType::F16 ? 65504.0f : 3.38953139e38f;
+  if (std::isfinite(f) && std::fabs(f) > largest)
+    f = std::copysign(largest, f);
+  if (to == DType::F16)
+    return floatToHalf(f);
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  if (std::isnan(f))
+    return uint16_t((x >> 16) | 0x40); // stays a (quiet) NaN
+  x += 0x7fff + ((x >> 16) & 1);       // round to nearest even; cannot overflow to inf (saturated above)
+  return uint16_t(x >> 16);
+}
+
+float widenFloat(uint16_t bits, DType from) {
+  if (from == DType::F16)
+    return halfToFloat(bits);
+  const uint32_t x = uint32_t(bits) << 16;
+  float f;
+  std::memcpy(&f, &x, 4);
+  return f;
 }
 
 std::string Shape::str() const {

@@ -18,12 +18,19 @@ enum class DType : uint8_t {
   I8 = 6,
   U8 = 7,
   Bool = 8, // one byte per element, 0 or 1
+  BF16 = 9, // only how a reduced-precision plan stores f32 values (llmc --precision); no kernel takes it
 };
 
 size_t dtypeSize(DType dtype);
 const char *dtypeName(DType dtype);
 // Parses the names dtypeName prints ("f32", "i64", "bool", ...); None when unknown.
 DType dtypeFromName(const std::string &name);
+
+// f32 narrowed to 16 bits for a reduced-precision plan (`to`: F16 or BF16): round to nearest
+// even; finite values beyond the type's range saturate to its largest finite value (a -FLT_MAX
+// mask constant stays finite, as finfo(bf16).min), infinities and NaN stay what they are.
+uint16_t narrowFloat(float f, DType to);
+float widenFloat(uint16_t bits, DType from);
 
 constexpr int kMaxRank = 8;
 

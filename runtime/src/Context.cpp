@@ -31,6 +31,7 @@ struct llmc_context_t {
   std::vector<llmc::rt::TensorRef> tensors; // one per plan value
   std::vector<std::unique_ptr<void, AlignedFree>> buffers;
   std::vector<bool> inputSet;
+  std::vector<bool> linkedInput; // a past cache read on the device (llmc_context_link_cache)
   std::vector<int64_t> symbols;  // this run's symbol values, bound from the inputs
   std::vector<int64_t> dimValues; // this run's value of every dimension expression
   int numThreads = 0;
@@ -125,9 +126,13 @@ extern "C" llmc_status llmc_context_create(llmc_plan plan, const llmc_context_op
     return makeStatus(LLMC_INVALID_ARGUMENT, "unknown device " + std::to_string(device));
   if (options && options->collect_times)
     ctx->kernelMs.assign(plan->ops.size(), 0.0);
+  if (device == LLMC_DEVICE_CPU) // the CPU kernels compute a reduced-precision plan in f32
+    if (std::string err = plan->widenWeights(); !err.empty())
+      return makeStatus(LLMC_OUT_OF_MEMORY, err);
   ctx->tensors.resize(plan->values.size());
   ctx->buffers.resize(plan->values.size());
   ctx->inputSet.assign(plan->inputs.size(), false);
+  ctx->linkedInput.assign(plan->inputs.size(), false);
   for (size_t i = 0; i < plan->values.size(); ++i) {
     const llmc::rt::PlanValue &v = plan->values[i];
     llmc::rt::TensorRef &t = ctx->tensors[i];
@@ -170,6 +175,28 @@ extern "C" size_t llmc_context_device_bytes(llmc_context context) {
 
 extern "C" size_t llmc_context_cuda_graph_count(llmc_context context) {
   return context && context->cuda ? context->cuda->graphCount(context->cudaState) : 0;
+}
+
+extern "C" llmc_status llmc_context_link_cache(llmc_context ctx, int32_t input, int32_t output) {
+  if (!ctx)
+    return makeStatus(LLMC_INVALID_ARGUMENT, "context must not be NULL");
+  const llmc_plan_t &plan = *ctx->plan;
+  if (input < 0 || size_t(input) >= plan.inputs.size() || output < 0 || size_t(output) >= plan.outputs.size())
+    return makeStatus(LLMC_INVALID_ARGUMENT, "input or output index out of range");
+  if (!ctx->cuda)
+    return makeStatus(LLMC_UNSUPPORTED, "a cache kept on the device needs a CUDA context (on the CPU, bind one "
+                                        "host buffer to the input and the output)");
+  const llmc::rt::PlanValue &past = plan.values[size_t(plan.inputs[size_t(input)])];
+  const llmc::rt::PlanValue &present = plan.values[size_t(plan.outputs[size_t(output)])];
+  if (past.dtype != present.dtype || past.deviceDType != present.deviceDType || past.shape.rank != 3 ||
+      present.shape.rank != 3 || past.shape.dims[2] != present.shape.dims[2] || past.shape.dims[2] < 0)
+    return makeStatus(LLMC_INVALID_ARGUMENT, "'" + past.name + "' and '" + present.name +
+                                                 "' are not a past and present cache [length, batch, width] of one type");
+  if (std::string err = ctx->cuda->linkCache(ctx->cudaState, plan.inputs[size_t(input)], plan.outputs[size_t(output)]);
+      !err.empty())
+    return makeStatus(LLMC_RUNTIME_ERROR, "CUDA: " + err);
+  ctx->linkedInput[size_t(input)] = true;
+  return nullptr;
 }
 
 // "f32[1x16]"; with a plan, a dynamic dimension prints as its symbol's name.
@@ -222,7 +249,7 @@ static llmc_status shapeInput(llmc_context ctx, int32_t index, const llmc_tensor
   shaped.shape.rank = tensor->rank;
   for (int d = 0; d < tensor->rank; ++d)
     shaped.shape.dims[d] = tensor->dims[d];
-  if (shaped.bytes() && !tensor->data)
+  if (shaped.bytes() && !tensor->data && !ctx->linkedInput[size_t(index)])
     return makeStatus(LLMC_INVALID_ARGUMENT, "input '" + v.name + "' has no data");
   t.shape = shaped.shape;
   return nullptr;
@@ -236,7 +263,7 @@ extern "C" llmc_status llmc_context_set_input(llmc_context ctx, int32_t index, c
   t.data = ownBuffer(*ctx, vi); // (back) to the context's own buffer, also after a bind_input
   if (!t.data)
     return makeStatus(LLMC_OUT_OF_MEMORY, "out of memory allocating input '" + ctx->plan->values[vi].name + "'");
-  if (t.bytes())
+  if (t.bytes() && !ctx->linkedInput[size_t(index)]) // a linked cache is already on the device
     std::memcpy(t.data, tensor->data, t.bytes());
   ctx->inputSet[size_t(index)] = true;
   return nullptr;
@@ -248,7 +275,8 @@ extern "C" llmc_status llmc_context_bind_input(llmc_context ctx, int32_t index, 
   const size_t vi = size_t(ctx->plan->inputs[size_t(index)]);
   llmc::rt::TensorRef &t = ctx->tensors[vi];
   static char empty[64];
-  t.data = t.bytes() ? tensor->data : empty; // kernels never write their inputs, nor touch empty ones
+  // Kernels never write their inputs, nor touch empty ones; a linked cache is read on the device.
+  t.data = t.bytes() && tensor->data ? tensor->data : empty;
   ctx->inputSet[size_t(index)] = true;
   return nullptr;
 }

@@ -10,7 +10,7 @@
 
 namespace llmc::rt {
 
-constexpr int kCudaBackendAbi = 3;
+constexpr int kCudaBackendAbi = 4;
 
 struct CudaOptions {
   bool graphs = true; // capture each input-shape bucket's launches once and replay them
@@ -33,6 +33,9 @@ struct CudaBackend {
   // Without a device: which ops of `plan` have no CUDA kernel (or one that cannot take them), one
   // line per kind of op; empty when the executor can run every op.
   std::string (*check)(const llmc_plan_t &plan);
+  // Keeps value `output` in device memory and makes value `input` read its leading rows: a KV
+  // cache that stays on the device (llmc_context_link_cache). Neither crosses the bus after.
+  std::string (*linkCache)(void *state, int input, int output);
 };
 
 } // namespace llmc::rt

@@ -6,8 +6,9 @@
 // head], where a longer cache extends a shorter one at its end. The generator gives each pair one
 // buffer at the bound's size, binds the past input to its filled prefix and the present output to
 // the whole buffer: a run writes only the new tokens' keys and values (the concatenation skips the
-// part already in place) and nothing is copied between steps, for any batch. Plans that keep the
-// [batch, heads, length, head] layout fall back to copying each present.
+// part already in place) and nothing is copied between steps, for any batch. On a CUDA context
+// that buffer is device memory (llmc_context_link_cache): the cache never crosses the bus. Plans
+// that keep the [batch, heads, length, head] layout fall back to copying each present.
 //
 // Sequences of different lengths share the cache's slots: each feed puts every sequence's new
 // tokens at the end of the chunk (padding before them), and the attention mask hides the padding.
@@ -174,6 +175,14 @@ extern "C" llmc_status llmc_generator_create_batch(llmc_plan plan, const llmc_co
     return s;
   for (CachePair &c : g->cache) {
     if (c.mode == CacheMode::Copy)
+      continue;
+    // On a GPU the cache stays in device memory; on the CPU one host buffer serves past and present.
+    llmc_status linked = llmc_context_link_cache(g->context, c.pastInput, c.presentOutput);
+    const bool unsupported = linked && llmc_status_code_of(linked) == LLMC_UNSUPPORTED;
+    if (linked && !unsupported)
+      return linked;
+    llmc_status_free(linked);
+    if (!unsupported)
       continue;
     const size_t bytes = (llmc_context_output_capacity(g->context, c.presentOutput) + 63) / 64 * 64;
     c.buffer.reset(static_cast<float *>(std::aligned_alloc(64, bytes)));

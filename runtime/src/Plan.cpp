@@ -22,6 +22,27 @@ llmc_plan_t::~llmc_plan_t() {
     munmap(mapping, mappingSize);
 }
 
+std::string llmc_plan_t::widenWeights() {
+  std::call_once(widenOnce, [this] {
+    for (llmc::rt::PlanValue &pv : values) {
+      if (!pv.narrow || pv.weight)
+        continue;
+      const size_t count = size_t(pv.shape.numel());
+      void *memory = std::aligned_alloc(64, std::max<size_t>((count * sizeof(float) + 63) / 64 * 64, 64));
+      if (!memory) {
+        widenError = "out of memory widening weight '" + pv.name + "' to f32";
+        return;
+      }
+      filledWeights.emplace_back(static_cast<uint8_t *>(memory), std::free);
+      const auto *from = static_cast<const uint16_t *>(pv.narrow);
+      for (size_t k = 0; k < count; ++k)
+        static_cast<float *>(memory)[k] = llmc::rt::widenFloat(from[k], pv.deviceDType);
+      pv.weight = memory;
+    }
+  });
+  return widenError;
+}
+
 namespace llmc::rt {
 namespace {
 
@@ -79,7 +100,8 @@ llmc_status parseSymbols(const fb::Program &p, llmc_plan_t &plan, std::vector<in
 // A weight the plan does not hold (llmc --random-weights): uniform values in +-1/sqrt(rows) from
 // a splitmix64 stream, so that every load of the plan gets the same numbers.
 static std::string fillRandomWeight(llmc_plan_t &plan, PlanValue &pv, uint64_t seed) {
-  const size_t count = size_t(pv.shape.numel()), bytes = count * dtypeSize(pv.dtype);
+  const size_t count = size_t(pv.shape.numel());
+  const size_t bytes = count * dtypeSize(pv.deviceDType != DType::None ? pv.deviceDType : pv.dtype);
   void *memory = std::aligned_alloc(64, std::max<size_t>((bytes + 63) / 64 * 64, 64));
   if (!memory)
     return "out of memory filling weight '" + pv.name + "' (" + std::to_string(bytes) + " bytes)";
@@ -92,12 +114,14 @@ static std::string fillRandomWeight(llmc_plan_t &plan, PlanValue &pv, uint64_t s
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     z ^= z >> 31;
     const float x = float((double(z >> 11) / double(1ull << 53) * 2.0 - 1.0) * scale);
-    if (pv.dtype == DType::F32)
+    if (pv.deviceDType != DType::None)
+      static_cast<uint16_t *>(memory)[k] = narrowFloat(x, pv.deviceDType);
+    else if (pv.dtype == DType::F32)
       static_cast<float *>(memory)[k] = x;
     else
       static_cast<uint16_t *>(memory)[k] = floatToHalf(x);
   }
-  pv.weight = memory;
+  (pv.deviceDType != DType::None ? pv.narrow : pv.weight) = memory;
   return {};
 }
 
@@ -144,8 +168,12 @@ llmc_status parsePlan(const void *data, size_t size, bool verifyWeights, llmc_pl
     pv.name = v->name()->str();
     pv.kind = uint8_t(v->kind());
     pv.dtype = static_cast<DType>(v->dtype());
-    if (dtypeSize(pv.dtype) == 0)
+    if (dtypeSize(pv.dtype) == 0 || pv.dtype == DType::BF16)
       return invalid("value '" + pv.name + "' has an unknown element type");
+    pv.deviceDType = static_cast<DType>(v->device_dtype());
+    if (pv.deviceDType != DType::None &&
+        (pv.dtype != DType::F32 || (pv.deviceDType != DType::F16 && pv.deviceDType != DType::BF16)))
+      return invalid("value '" + pv.name + "' has a device element type other than f16 or bf16 for an f32 value");
     if (v->shape()->size() > size_t(kMaxRank))
       return invalid("value '" + pv.name + "' has rank above " + std::to_string(kMaxRank));
     pv.shape.rank = int(v->shape()->size());
@@ -186,11 +214,12 @@ llmc_status parsePlan(const void *data, size_t size, bool verifyWeights, llmc_pl
           !err.empty())
         return makeStatus(LLMC_OUT_OF_MEMORY, err);
     } else if (pv.kind == fb::ValueKind_Weight) {
-      const uint64_t expected = uint64_t(pv.shape.numel()) * dtypeSize(pv.dtype);
+      const DType stored = pv.deviceDType != DType::None ? pv.deviceDType : pv.dtype;
+      const uint64_t expected = uint64_t(pv.shape.numel()) * dtypeSize(stored);
       if (v->weight_size() != expected || v->weight_offset() > h.weightsSize ||
           v->weight_size() > h.weightsSize - v->weight_offset())
         return invalid("weight '" + pv.name + "' lies outside the weights section or has the wrong size");
-      pv.weight = weights + v->weight_offset();
+      (stored != pv.dtype ? pv.narrow : pv.weight) = weights + v->weight_offset();
     } else if (pv.kind > fb::ValueKind_Weight) {
       return invalid("value '" + pv.name + "' has an unknown kind");
     }
@@ -245,6 +274,12 @@ llmc_status parsePlan(const void *data, size_t size, bool verifyWeights, llmc_pl
     }
   if ((h.target == uint32_t(fb::Target::Cuda)) != !plan.cudaArchs.empty())
     return invalid("the header's target and the plan's CUDA architectures disagree");
+  switch (p->precision()) {
+  case fb::Precision_F32: plan.precision = DType::F32; break;
+  case fb::Precision_F16: plan.precision = DType::F16; break;
+  case fb::Precision_BF16: plan.precision = DType::BF16; break;
+  default: return makeStatus(LLMC_UNSUPPORTED, "the plan has a precision this runtime does not know");
+  }
   if (p->cuda_kernels())
     for (const fb::CudaKernel *k : *p->cuda_kernels()) {
       if (k->op() < 0 || size_t(k->op()) >= plan.ops.size() || k->cubin()->size() == 0)

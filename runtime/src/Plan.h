@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -21,7 +22,12 @@ struct PlanValue {
   int32_t dimNode[kMaxRank];    // per dimension: the DimExprNode giving its size, -1 when static
   bool dynamic = false;         // some dimension is dynamic
   size_t capacity = 0;          // bytes a context allocates: enough for every shape within the bounds
-  const void *weight = nullptr; // into the mapping, weights only
+  const void *weight = nullptr; // weights only: `dtype` data (into the mapping, or made at load)
+  // Reduced-precision plans (llmc --precision): F16 or BF16 where the GPU keeps this f32 value in
+  // 16 bits, None otherwise. Such a weight's 16-bit data is `narrow`; `weight` stays null until
+  // a CPU context asks for f32 (llmc_plan_t::widenWeights).
+  DType deviceDType = DType::None;
+  const void *narrow = nullptr;
 };
 
 struct PlanSymbol {
@@ -51,6 +57,8 @@ struct PlanCudaKernel {
 
 struct llmc_plan_t {
   std::atomic<int> refs{1};
+  std::once_flag widenOnce;
+  std::string widenError;
   void *mapping = nullptr;
   size_t mappingSize = 0;
   std::vector<llmc::rt::PlanValue> values;
@@ -62,7 +70,12 @@ struct llmc_plan_t {
   std::vector<std::string> cudaArchs;              // a CUDA plan's architectures (empty: a CPU plan)
   std::vector<llmc::rt::PlanCudaKernel> cudaKernels;
   std::string cudaArchList;                        // cudaArchs joined by ", "
-  std::vector<std::unique_ptr<uint8_t, void (*)(void *)>> filledWeights; // random_fill weights, made at load
+  std::vector<std::unique_ptr<uint8_t, void (*)(void *)>> filledWeights; // made at load: random_fill, widened
+  llmc::rt::DType precision = llmc::rt::DType::F32; // llmc --precision
+
+  // The f32 data of the 16-bit weights of a reduced-precision plan, made once (the CPU executor
+  // computes in f32). Returns an error (out of memory) or "".
+  std::string widenWeights();
 
   ~llmc_plan_t();
   void retain() { refs.fetch_add(1); }

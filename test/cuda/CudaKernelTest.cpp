@@ -142,17 +142,17 @@ TEST(Cuda, RotaryMatchesTheCpu) {
         for (int64_t rot : {D, D / 2}) {
           std::vector<int64_t> shape = flat ? std::vector<int64_t>{B, S, H * D} : std::vector<int64_t>{B, H, S, D};
           Buf<float> x(DType::F32, shape, rounded(randomFloats(B * H * S * D, 6), s)), want(DType::F32, shape),
-              cosT(DType::F32, {table, rot / 2}, randomFloats(table * rot / 2, 7)),
-              sinT(DType::F32, {table, rot / 2}, randomFloats(table * rot / 2, 8));
+              cosT(DType::F32, {table, rot / 2}, rounded(randomFloats(table * rot / 2, 7), s)),
+              sinT(DType::F32, {table, rot / 2}, rounded(randomFloats(table * rot / 2, 8), s));
           Buf<int64_t> pos(DType::I64, {B, S}, {3, 9, 0, 39, 12, 1, 2, 3, 4, 5});
           AttrList a = attrs({intAttr("interleaved", interleaved), intAttr("rotary_embedding_dim", rot)});
           if (flat)
             a.add(intAttr("num_heads", H));
           ASSERT_EQ(call("rotary", a, {x.ref(), cosT.ref(), sinT.ref(), pos.ref()}, {want.ref()}), "");
-          auto dx = upload(x.data, s), dcos = uploadRaw(cosT.data), dsin = uploadRaw(sinT.data), dpos = uploadRaw(pos.data);
+          auto dx = upload(x.data, s), dcos = upload(cosT.data, s), dsin = upload(sinT.data, s), dpos = uploadRaw(pos.data);
           auto error = uploadRaw(std::vector<int>{0});
           Device y(size_t(B * H * S * D) * cu::storageBytes(s));
-          ASSERT_EQ(cu::rotary(s, dx->p, y.p, dcos->as<float>(), dsin->as<float>(), table, dpos->as<int64_t>(), B, H, S, D,
+          ASSERT_EQ(cu::rotary(s, dx->p, y.p, dcos->p, dsin->p, table, dpos->as<int64_t>(), B, H, S, D,
                                rot, interleaved, flat, error->as<int>(), nullptr),
                     "");
           expectClose(download(y, size_t(B * H * S * D), s), want.data, tolerance(s), std::string("rotary ") + name(s));
@@ -335,8 +335,9 @@ TEST(Cuda, AttentionMatchesFusedAttention) {
                                                  : std::vector<int64_t>{B, Sk, Hkv * D};
       Buf<float> k(DType::F32, packed ? std::vector<int64_t>{0} : kvShape, packed ? std::vector<float>{} : rounded(randomFloats(B * Sk * Hkv * D, 21), s)),
           v(DType::F32, packed ? std::vector<int64_t>{0} : kvShape, packed ? std::vector<float>{} : rounded(randomFloats(B * Sk * Hkv * D, 22), s)),
-          mask(DType::F32, {B, 1, S, Sk}, randomFloats(B * S * Sk, 23)), cosT(DType::F32, {1, S, D}, randomFloats(S * D, 24)),
-          sinT(DType::F32, {1, S, D}, randomFloats(S * D, 25)), want(DType::F32, {B, S, Hq * D});
+          mask(DType::F32, {B, 1, S, Sk}, rounded(randomFloats(B * S * Sk, 23), s)),
+          cosT(DType::F32, {1, S, D}, rounded(randomFloats(S * D, 24), s)),
+          sinT(DType::F32, {1, S, D}, rounded(randomFloats(S * D, 25), s)), want(DType::F32, {B, S, Hq * D});
       const bool rotary = l == "3d-rotary-causal" || packed;
       AttrList a = attrs({intAttr("q_num_heads", Hq), intAttr("kv_num_heads", Hkv), floatAttr("scale", 0.3),
                           intAttr("is_causal", l == "3d-rotary-causal"), intAttr("packed_qkv", packed),
@@ -346,8 +347,8 @@ TEST(Cuda, AttentionMatchesFusedAttention) {
                       rotary ? cosT.ref() : none.ref(), rotary ? sinT.ref() : none.ref()},
                      {want.ref()}),
                 "") << layout;
-      auto dq = upload(q.data, s), dk = upload(k.data, s), dv = upload(v.data, s), dmask = uploadRaw(mask.data),
-           dcos = uploadRaw(cosT.data), dsin = uploadRaw(sinT.data);
+      auto dq = upload(q.data, s), dk = upload(k.data, s), dv = upload(v.data, s), dmask = upload(mask.data, s),
+           dcos = upload(cosT.data, s), dsin = upload(sinT.data, s);
       Device out(size_t(B * S * Hq * D) * cu::storageBytes(s));
       cu::AttentionArgs args;
       args.B = B, args.Hq = Hq, args.Hkv = Hkv, args.Sq = S, args.Sk = Sk, args.D = D, args.Dv = D;
@@ -369,7 +370,7 @@ TEST(Cuda, AttentionMatchesFusedAttention) {
         args.maskStrides[0] = S * Sk, args.maskStrides[1] = 0, args.maskStrides[2] = Sk, args.maskStrides[3] = 1;
       }
       if (rotary)
-        args.cos = dcos->as<float>(), args.sin = dsin->as<float>(), args.rotateKeys = true;
+        args.cos = dcos->p, args.sin = dsin->p, args.rotateKeys = true;
       ASSERT_EQ(cu::attention(s, args, nullptr), "");
       expectClose(download(out, size_t(B * S * Hq * D), s), want.data, tolerance(s) * 2,
                   std::string("attention ") + layout + " " + name(s));
@@ -514,80 +515,106 @@ TEST(Cuda, SmallOpsMatchTheCpu) {
   EXPECT_EQ(downloadRaw<int64_t>(shape, 3), (std::vector<int64_t>{7, 1, 64}));
 }
 
-// Reductions, convolution (grouped, strided, padded, dilated), pooling and padding against the CPU.
+// Reductions, convolution (grouped, strided, padded, dilated), pooling and padding against the
+// CPU, in every storage type.
 TEST(Cuda, ReduceConvPoolPadMatchTheCpu) {
-  Buf<float> x(DType::F32, {2, 4, 6, 5}, randomFloats(240, 34));
-  auto dx = uploadRaw(x.data);
-  const int64_t dims[4] = {2, 4, 6, 5};
-  for (const char *kind : {"sum", "mean", "max", "min", "l2", "sum_square"}) {
-    Buf<float> want(DType::F32, {2, 1, 1, 5});
-    ASSERT_EQ(call(std::string("reduce_") + kind, attrs({intsAttr("axes", {1, 2}), intAttr("keepdims", 1)}), {x.ref()},
-                   {want.ref()}),
-              "");
-    const bool reduced[4] = {false, true, true, false};
-    Device out(10 * 4);
-    ASSERT_EQ(cu::reduce(kind, dx->as<float>(), out.as<float>(), 4, dims, reduced, nullptr), "");
-    expectClose(downloadRaw<float>(out, 10), want.data, 1e-5f, std::string("reduce_") + kind);
-  }
-  { // conv: 4 -> 6 channels in 2 groups, kernel 3x2, stride (2, 1), pads (1, 0, 1, 1), dilation (1, 2)
-    Buf<float> w(DType::F32, {6, 2, 3, 2}, randomFloats(72, 35)), bias(DType::F32, {6}, randomFloats(6, 36)),
-        want(DType::F32, {2, 6, 3, 4});
-    const AttrList a = attrs({intsAttr("pads", {1, 0, 1, 1}), intsAttr("strides", {2, 1}), intsAttr("dilations", {1, 2}),
-                              intAttr("group", 2)});
-    ASSERT_EQ(call("conv", a, {x.ref(), w.ref(), bias.ref()}, {want.ref()}), "");
-    cu::Window win;
-    win.spatial = 2;
-    const int64_t in[2] = {6, 5}, out[2] = {3, 4}, k[2] = {3, 2}, pb[2] = {1, 0}, st[2] = {2, 1}, di[2] = {1, 2};
-    for (int d = 0; d < 2; ++d)
-      win.in[d] = in[d], win.out[d] = out[d], win.kernel[d] = k[d], win.padBegin[d] = pb[d], win.stride[d] = st[d],
-      win.dilation[d] = di[d];
-    auto dw = uploadRaw(w.data), db = uploadRaw(bias.data);
-    Device y(size_t(want.numel()) * 4);
-    ASSERT_EQ(cu::conv(dx->as<float>(), dw->as<float>(), db->as<float>(), y.as<float>(), 2, 4, 6, 2, win, nullptr), "");
-    expectClose(downloadRaw<float>(y, size_t(want.numel())), want.data, 1e-4f, "conv");
-  }
-  for (bool max : {true, false}) { // 3x3 pooling, stride 2, pads 1
-    Buf<float> want(DType::F32, {2, 4, 3, 3});
-    const AttrList a = attrs({intsAttr("kernel_shape", {3, 3}), intsAttr("pads", {1, 1, 1, 1}), intsAttr("strides", {2, 2}),
-                              intsAttr("dilations", {1, 1})});
-    ASSERT_EQ(call(max ? "max_pool" : "average_pool", a, {x.ref()}, {want.ref()}), "");
-    cu::Window win;
-    win.spatial = 2;
-    win.in[0] = 6, win.in[1] = 5, win.out[0] = 3, win.out[1] = 3, win.kernel[0] = win.kernel[1] = 3;
-    win.padBegin[0] = win.padBegin[1] = 1, win.stride[0] = win.stride[1] = 2;
-    Device y(size_t(want.numel()) * 4);
-    ASSERT_EQ(cu::pool(max, dx->as<float>(), y.as<float>(), 8, win, false, nullptr), "");
-    expectClose(downloadRaw<float>(y, size_t(want.numel())), want.data, 1e-5f, max ? "max_pool" : "average_pool");
-  }
-  for (const char *mode : {"constant", "edge", "reflect", "wrap"}) {
-    Buf<float> want(DType::F32, {2, 5, 9, 6});
-    ASSERT_EQ(call("pad", attrs({intsAttr("pads", {0, 1, 2, 0, 0, 0, 1, 1}), stringAttr("mode", mode)}), {x.ref()},
-                   {want.ref()}),
-              "");
-    const int64_t outDims[4] = {2, 5, 9, 6}, begin[4] = {0, 1, 2, 0};
-    Device y(size_t(want.numel()) * 4);
-    ASSERT_EQ(cu::pad(mode, dx->as<float>(), y.as<float>(), 4, dims, outDims, begin, 0.0f, nullptr), "");
-    expectClose(downloadRaw<float>(y, size_t(want.numel())), want.data, 0.0f, std::string("pad ") + mode);
+  for (cu::Storage s : kStorages) {
+    const float tol = tolerance(s);
+    Buf<float> x(DType::F32, {2, 4, 6, 5}, rounded(randomFloats(240, 34), s));
+    auto dx = upload(x.data, s);
+    const int64_t dims[4] = {2, 4, 6, 5};
+    for (const char *kind : {"sum", "mean", "max", "min", "l2", "sum_square"}) {
+      Buf<float> want(DType::F32, {2, 1, 1, 5});
+      ASSERT_EQ(call(std::string("reduce_") + kind, attrs({intsAttr("axes", {1, 2}), intAttr("keepdims", 1)}), {x.ref()},
+                     {want.ref()}),
+                "");
+      const bool reduced[4] = {false, true, true, false};
+      Device out(10 * cu::storageBytes(s));
+      ASSERT_EQ(cu::reduce(s, kind, dx->p, out.p, 4, dims, reduced, nullptr), "");
+      expectClose(download(out, 10, s), want.data, std::max(tol, 1e-5f) * 4, std::string("reduce_") + kind + " " + name(s));
+    }
+    { // conv: 4 -> 6 channels in 2 groups, kernel 3x2, stride (2, 1), pads (1, 0, 1, 1), dilation (1, 2)
+      Buf<float> w(DType::F32, {6, 2, 3, 2}, rounded(randomFloats(72, 35), s)),
+          bias(DType::F32, {6}, rounded(randomFloats(6, 36), s)), want(DType::F32, {2, 6, 3, 4});
+      const AttrList a = attrs({intsAttr("pads", {1, 0, 1, 1}), intsAttr("strides", {2, 1}), intsAttr("dilations", {1, 2}),
+                                intAttr("group", 2)});
+      ASSERT_EQ(call("conv", a, {x.ref(), w.ref(), bias.ref()}, {want.ref()}), "");
+      cu::Window win;
+      win.spatial = 2;
+      const int64_t in[2] = {6, 5}, out[2] = {3, 4}, k[2] = {3, 2}, pb[2] = {1, 0}, st[2] = {2, 1}, di[2] = {1, 2};
+      for (int d = 0; d < 2; ++d)
+        win.in[d] = in[d], win.out[d] = out[d], win.kernel[d] = k[d], win.padBegin[d] = pb[d], win.stride[d] = st[d],
+        win.dilation[d] = di[d];
+      auto dw = upload(w.data, s), db = upload(bias.data, s);
+      Device y(size_t(want.numel()) * cu::storageBytes(s));
+      ASSERT_EQ(cu::conv(s, dx->p, dw->p, db->p, y.p, 2, 4, 6, 2, win, nullptr), "");
+      expectClose(download(y, size_t(want.numel()), s), want.data, std::max(tol, 1e-4f) * 4, std::string("conv ") + name(s));
+    }
+    for (bool max : {true, false}) { // 3x3 pooling, stride 2, pads 1
+      Buf<float> want(DType::F32, {2, 4, 3, 3});
+      const AttrList a = attrs({intsAttr("kernel_shape", {3, 3}), intsAttr("pads", {1, 1, 1, 1}),
+                                intsAttr("strides", {2, 2}), intsAttr("dilations", {1, 1})});
+      ASSERT_EQ(call(max ? "max_pool" : "average_pool", a, {x.ref()}, {want.ref()}), "");
+      cu::Window win;
+      win.spatial = 2;
+      win.in[0] = 6, win.in[1] = 5, win.out[0] = 3, win.out[1] = 3, win.kernel[0] = win.kernel[1] = 3;
+      win.padBegin[0] = win.padBegin[1] = 1, win.stride[0] = win.stride[1] = 2;
+      Device y(size_t(want.numel()) * cu::storageBytes(s));
+      ASSERT_EQ(cu::pool(s, max, dx->p, y.p, 8, win, false, nullptr), "");
+      expectClose(download(y, size_t(want.numel()), s), want.data, std::max(tol, 1e-5f),
+                  std::string(max ? "max_pool " : "average_pool ") + name(s));
+    }
+    for (const char *mode : {"constant", "edge", "reflect", "wrap"}) {
+      Buf<float> want(DType::F32, {2, 5, 9, 6});
+      ASSERT_EQ(call("pad", attrs({intsAttr("pads", {0, 1, 2, 0, 0, 0, 1, 1}), stringAttr("mode", mode)}), {x.ref()},
+                     {want.ref()}),
+                "");
+      const int64_t outDims[4] = {2, 5, 9, 6}, begin[4] = {0, 1, 2, 0};
+      Device y(size_t(want.numel()) * cu::storageBytes(s));
+      ASSERT_EQ(cu::pad(s, mode, dx->p, y.p, 4, dims, outDims, begin, 0.0f, nullptr), "");
+      expectClose(download(y, size_t(want.numel()), s), want.data, 0.0f, std::string("pad ") + mode + " " + name(s));
+    }
   }
 }
 
-// The naive latent attention kernel against the CPU latent_attention, with and without factors.
+// The naive latent attention kernel against the CPU latent_attention, with both factors, in
+// every storage type.
 TEST(Cuda, LatentAttentionMatchesTheCpu) {
   const int64_t B = 2, H = 3, Sq = 2, Sk = 7, n = 4, R = 2, L = 8, v = 3;
-  Buf<float> q(DType::F32, {B, H, Sq, n + R}, randomFloats(B * H * Sq * (n + R), 37)),
-      cache(DType::F32, {Sk, B, L + R}, randomFloats(Sk * B * (L + R), 38)), uk(DType::F32, {H, n, L}, randomFloats(H * n * L, 39)),
-      uv(DType::F32, {H, L, v}, randomFloats(H * L * v, 40)), mask(DType::F32, {B, 1, Sq, Sk}, randomFloats(B * Sq * Sk, 41)),
-      want(DType::F32, {B, H, Sq, v});
-  const AttrList a = attrs({floatAttr("scale", 0.35), intAttr("rope_dim", R)});
-  ASSERT_EQ(call("latent_attention", a, {q.ref(), cache.ref(), uk.ref(), uv.ref(), mask.ref()}, {want.ref()}), "");
-  auto dq = uploadRaw(q.data), dc = uploadRaw(cache.data), duk = uploadRaw(uk.data), duv = uploadRaw(uv.data),
-       dm = uploadRaw(mask.data);
-  const int64_t maskStrides[4] = {Sq * Sk, 0, Sk, 1};
-  Device out(size_t(want.numel()) * 4);
-  ASSERT_EQ(cu::latentAttention(dq->as<float>(), dc->as<float>(), duk->as<float>(), duv->as<float>(), dm->as<float>(),
-                                maskStrides, out.as<float>(), B, H, Sq, Sk, n, R, L, v, 0.35f, nullptr),
-            "");
-  expectClose(downloadRaw<float>(out, size_t(want.numel())), want.data, 1e-4f, "latent attention");
+  for (cu::Storage s : kStorages) {
+    Buf<float> q(DType::F32, {B, H, Sq, n + R}, rounded(randomFloats(B * H * Sq * (n + R), 37), s)),
+        cache(DType::F32, {Sk, B, L + R}, rounded(randomFloats(Sk * B * (L + R), 38), s)),
+        uk(DType::F32, {H, n, L}, rounded(randomFloats(H * n * L, 39), s)),
+        uv(DType::F32, {H, L, v}, rounded(randomFloats(H * L * v, 40), s)),
+        mask(DType::F32, {B, 1, Sq, Sk}, rounded(randomFloats(B * Sq * Sk, 41), s)), want(DType::F32, {B, H, Sq, v});
+    const AttrList a = attrs({floatAttr("scale", 0.35), intAttr("rope_dim", R)});
+    ASSERT_EQ(call("latent_attention", a, {q.ref(), cache.ref(), uk.ref(), uv.ref(), mask.ref()}, {want.ref()}), "");
+    auto dq = upload(q.data, s), dc = upload(cache.data, s), duk = upload(uk.data, s), duv = upload(uv.data, s),
+         dm = upload(mask.data, s);
+    const int64_t maskStrides[4] = {Sq * Sk, 0, Sk, 1};
+    Device out(size_t(want.numel()) * cu::storageBytes(s));
+    ASSERT_EQ(cu::latentAttention(s, dq->p, dc->p, duk->p, duv->p, dm->p, maskStrides, out.p, B, H, Sq, Sk, n, R, L, v,
+                                  0.35f, nullptr),
+              "");
+    expectClose(download(out, size_t(want.numel()), s), want.data, std::max(tolerance(s), 1e-4f) * 2,
+                std::string("latent attention ") + name(s));
+  }
+}
+
+// Values crossing the API of a reduced-precision plan: f32 to 16 bits and back, saturating.
+TEST(Cuda, ConvertFloatsRoundsAndSaturates) {
+  const std::vector<float> values = {1.0f, -2.5f, 3.14159265f, 1e-3f, -3.4e38f, 70000.0f, 0.0f};
+  auto in = uploadRaw(values);
+  for (cu::Storage s : {cu::Storage::F16, cu::Storage::BF16}) {
+    Device narrow(values.size() * 2), back(values.size() * 4);
+    ASSERT_EQ(cu::convertFloats(cu::Storage::F32, in->p, s, narrow.p, int64_t(values.size()), nullptr), "");
+    ASSERT_EQ(cu::convertFloats(s, narrow.p, cu::Storage::F32, back.p, int64_t(values.size()), nullptr), "");
+    const DType d = s == cu::Storage::F16 ? DType::F16 : DType::BF16;
+    std::vector<float> want;
+    for (float v : values)
+      want.push_back(llmc::rt::widenFloat(llmc::rt::narrowFloat(v, d), d));
+    expectClose(downloadRaw<float>(back, values.size()), want, 0.0f, std::string("convert ") + name(s));
+  }
 }
 
 } // namespace

@@ -6,61 +6,135 @@
     cuda_vs_cpu.py both --llmc BIN --llmc-run BIN                # prepare into a temporary DIR, then check
 
 `check` exits 77 (CTest: skipped) when there is no CUDA device. tools/gpu-check.sh carries a
-prepared DIR to the GPU machine. The plans: the tiny Llama and GPT-2 decoders as llmc compiles
-them by default (merged QKV with packed attention, SwiGLU linears) and without parallel-linear
-merging, sequence 16.
+prepared DIR to the GPU machine. The plans (CASES): the tiny Llama, GPT-2 and BERT as llmc
+compiles them by default and without parallel-linear merging, in f32 and with --precision bf16 or
+f16, and the KV-cache decoders generating 16 tokens with the cache kept on the GPU.
 """
 import argparse
+import glob
 import json
 import os
 import subprocess
 import sys
 import tempfile
 
+import numpy as np
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-CASES = [(m, flags) for m in ("tiny_llama", "tiny_gpt2") for flags in ([], ["--skip-pass", "llmc-merge-parallel-linears"])]
 SKIP = 77
+KV_SHAPES = ["--input-shape", "batch=1", "--max-shape", "seq=16,past=0..64,total=80"]
+# (name, model, llmc flags, kind): "run" compares one run's outputs, "generate" 16 greedy steps
+# (the KV cache kept on the device) step by step.
+CASES = [
+    ("tiny_llama", "tiny_llama", ["--input-shape", "input_ids=1x16"], "run"),
+    ("tiny_llama-unmerged", "tiny_llama", ["--input-shape", "input_ids=1x16", "--skip-pass", "llmc-merge-parallel-linears"], "run"),
+    ("tiny_gpt2", "tiny_gpt2", ["--input-shape", "input_ids=1x16"], "run"),
+    ("tiny_gpt2-unmerged", "tiny_gpt2", ["--input-shape", "input_ids=1x16", "--skip-pass", "llmc-merge-parallel-linears"], "run"),
+    ("tiny_bert", "tiny_bert", ["--input-shape", "input_ids=2x16,attention_mask=2x16"], "run"),
+    ("tiny_llama-bf16", "tiny_llama", ["--input-shape", "input_ids=1x16", "--precision", "bf16"], "run"),
+    ("tiny_gpt2-f16", "tiny_gpt2", ["--input-shape", "input_ids=1x16", "--precision", "f16"], "run"),
+    ("tiny_bert-bf16", "tiny_bert", ["--input-shape", "input_ids=2x16,attention_mask=2x16", "--precision", "bf16"], "run"),
+    ("tiny_llama_kv", "tiny_llama_kv", KV_SHAPES, "generate"),
+    ("tiny_gpt2_kv", "tiny_gpt2_kv", KV_SHAPES, "generate"),
+    ("tiny_llama_kv-bf16", "tiny_llama_kv", KV_SHAPES + ["--precision", "bf16"], "generate"),
+]
+GENERATE = ["--prompt-ids", "5,17,42,99,7,3", "--max-tokens", "16", "--ids", "--ignore-eos"]
 
 
 def prepare(args):
     os.makedirs(args.out, exist_ok=True)
     cases = []
-    for model, flags in CASES:
-        name = model + ("" if not flags else "-unmerged")
+    for name, model, flags, kind in CASES:
         plan = os.path.join(args.out, name + ".llmc")
-        subprocess.run([args.llmc, os.path.join(ROOT, "models", model + ".onnx"), "-o", plan,
-                        "--input-shape", "input_ids=1x16"] + flags, check=True)
+        subprocess.run([args.llmc, os.path.join(ROOT, "models", model + ".onnx"), "-o", plan] + flags, check=True)
         ref = os.path.join(args.out, name + "-cpu")
-        subprocess.run([args.llmc_run, plan, "--random", "--seed", "1", "--int-max", "512", "--quiet",
-                        "--output-dir", ref], check=True, capture_output=True)
-        cases.append({"name": name, "plan": os.path.basename(plan), "ref": os.path.basename(ref)})
+        if kind == "run":
+            subprocess.run([args.llmc_run, plan, "--device", "cpu", "--random", "--seed", "1", "--int-max", "512",
+                            "--quiet", "--output-dir", ref], check=True, capture_output=True)
+        else:
+            os.makedirs(ref, exist_ok=True)
+            out = subprocess.run([args.llmc_run, "generate", plan, "--device", "cpu", "--logits-dir", ref] + GENERATE,
+                                 check=True, capture_output=True, text=True)
+            with open(os.path.join(ref, "tokens.txt"), "w") as f:
+                f.write(out.stdout)
+        cases.append({"name": name, "plan": os.path.basename(plan), "ref": os.path.basename(ref), "kind": kind,
+                      "reduced": "--precision" in flags})
     with open(os.path.join(args.out, "cases.json"), "w") as f:
         json.dump(cases, f)
     print(f"prepared {len(cases)} plans with their CPU outputs in {args.out}")
     return 0
 
 
+def agree(got, ref, atol, reduced):
+    """f32 plans: every element within atol (+ atol relative); 16-bit plans (the CPU computes them
+    in f32 from the same 16-bit weights): cosine similarity >= 0.999. Returns (ok, description)."""
+    got, ref = got.astype(np.float64).ravel(), ref.astype(np.float64).ravel()
+    err = float(np.max(np.abs(got - ref))) if got.size else 0.0
+    cosine = float(got @ ref / (np.linalg.norm(got) * np.linalg.norm(ref) + 1e-30)) if got.size else 1.0
+    ok = got.shape == ref.shape and (cosine >= 0.999 if reduced else bool(np.all(np.abs(got - ref) <= atol + atol * np.abs(ref))))
+    return ok, f"max abs error {err:.3g}, cosine {cosine:.6f}"
+
+
+def check_run(args, case, graphs, tmp):
+    out_dir = os.path.join(tmp, case["name"] + ("-graphs" if graphs else "-eager"))
+    # Graphs on: the first run captures, the benchmark runs replay; one graph in all.
+    flags = ["--benchmark", "3", "--warmup", "1"] if graphs else ["--no-cuda-graphs"]
+    run = subprocess.run([args.llmc_run, os.path.join(args.dir, case["plan"]), "--device", "cuda", "--random",
+                          "--seed", "1", "--int-max", "512", "--quiet", "--output-dir", out_dir] + flags,
+                         capture_output=True, text=True)
+    lines = [(run.stdout + run.stderr).strip()]
+    ok = run.returncode == 0 and (not graphs or "CUDA graphs: 1 captured" in run.stdout)
+    for ref in sorted(glob.glob(os.path.join(args.dir, case["ref"], "*.npy"))) if run.returncode == 0 else []:
+        got = os.path.join(out_dir, os.path.basename(ref))
+        good, what = agree(np.load(got), np.load(ref), args.atol, case["reduced"]) if os.path.exists(got) else (False, "missing")
+        ok = ok and good
+        lines.append(f"{os.path.basename(ref)}: {what}: {'ok' if good else 'MISMATCH'}")
+    return ok, run, lines
+
+
+def check_generate(args, case, graphs, tmp):
+    out_dir = os.path.join(tmp, case["name"] + ("-graphs" if graphs else "-eager"))
+    os.makedirs(out_dir, exist_ok=True)
+    run = subprocess.run([args.llmc_run, "generate", os.path.join(args.dir, case["plan"]), "--device", "cuda",
+                          "--logits-dir", out_dir] + GENERATE + ([] if graphs else ["--no-cuda-graphs"]),
+                         capture_output=True, text=True)
+    lines = [(run.stdout + run.stderr).strip()]
+    if run.returncode != 0:
+        return False, run, lines
+    ref_dir = os.path.join(args.dir, case["ref"])
+    with open(os.path.join(ref_dir, "tokens.txt")) as f:
+        same_tokens = f.read().split() == run.stdout.split()
+    ok = same_tokens or case["reduced"]  # a 16-bit plan may pick another token where two are close
+    lines.append(f"tokens {'the same as' if same_tokens else 'differ from'} the CPU's")
+    for step in range(16):
+        ref, got = os.path.join(ref_dir, f"step_{step}.npy"), os.path.join(out_dir, f"step_{step}.npy")
+        if not os.path.exists(ref):
+            break
+        good, what = agree(np.load(got), np.load(ref), args.atol, case["reduced"]) if os.path.exists(got) else (False, "missing")
+        ok = ok and good
+        lines.append(f"step {step}: {what}: {'ok' if good else 'MISMATCH'}")
+        if not same_tokens:
+            break  # after the first different token the contexts differ
+    return ok, run, lines
+
+
 def check(args):
     with open(os.path.join(args.dir, "cases.json")) as f:
         cases = json.load(f)
-    failed = 0
-    for case in cases:
-        for graphs in (True, False):
-            # Graphs on: the first run captures, the benchmark runs replay; one graph in all.
-            flags = ["--benchmark", "3", "--warmup", "1"] if graphs else ["--no-cuda-graphs"]
-            run = subprocess.run([args.llmc_run, os.path.join(args.dir, case["plan"]), "--device", "cuda", "--random",
-                                  "--seed", "1", "--int-max", "512", "--quiet", "--compare-dir",
-                                  os.path.join(args.dir, case["ref"]), "--atol", str(args.atol), "--rtol",
-                                  str(args.atol)] + flags, capture_output=True, text=True)
-            if "no CUDA device" in run.stderr:
-                print(run.stderr.strip())
-                print("no CUDA device: skipped, not passed")
-                return SKIP
-            ok = run.returncode == 0 and (not graphs or "CUDA graphs: 1 captured" in run.stdout)
-            print(f"{case['name']} (graphs {'on' if graphs else 'off'}): {'PASS' if ok else 'FAIL'}")
-            print("  " + (run.stdout + run.stderr).strip().replace("\n", "\n  "))
-            failed += not ok
-    print("PASS" if not failed else f"FAIL ({failed} of {2 * len(cases)} runs)")
+    failed = runs = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for case in cases:
+            for graphs in (True, False):
+                ok, run, lines = (check_run if case["kind"] == "run" else check_generate)(args, case, graphs, tmp)
+                if "no CUDA device" in run.stderr:
+                    print(run.stderr.strip())
+                    print("no CUDA device: skipped, not passed")
+                    return SKIP
+                runs += 1
+                print(f"{case['name']} (graphs {'on' if graphs else 'off'}): {'PASS' if ok else 'FAIL'}")
+                print("  " + "\n".join(lines).replace("\n", "\n  "))
+                failed += not ok
+    print("PASS" if not failed else f"FAIL ({failed} of {runs} runs)")
     return 1 if failed else 0
 
 

@@ -3,6 +3,7 @@
 ONNX Runtime on the same file and inputs.
 
     compare_with_ort.py --llmc BIN --llmc-run BIN --model M.onnx --shape input_ids=1x16 [--atol 1e-4]
+                        [--llmc-arg=--precision=bf16 --min-cosine 0.999]
 
 Integer inputs are drawn from [0, --vocab); an input named *mask* gets ones with the tail of each
 row zeroed (padding). Exits non-zero when an output differs by more than the tolerance.
@@ -48,6 +49,8 @@ def main():
                    help="judge by cosine similarity per output (real weights) instead of --atol; "
                         "the max abs error is printed either way")
     p.add_argument("--threads", type=int, default=0)
+    p.add_argument("--llmc-arg", action="append", default=[],
+                   help="an extra llmc option (repeat), e.g. --llmc-arg=--precision=bf16")
     args = p.parse_args()
 
     shapes = {}
@@ -63,7 +66,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         plan = os.path.join(tmp, "model.llmc")
         shape_arg = ",".join(f"{k}={'x'.join(map(str, v))}" for k, v in shapes.items())
-        subprocess.run([args.llmc, args.model, "-o", plan, "--input-shape", shape_arg], check=True)
+        subprocess.run([args.llmc, args.model, "-o", plan, "--input-shape", shape_arg] + args.llmc_arg, check=True)
         out_dir = os.path.join(tmp, "out")
         cmd = [args.llmc_run, plan, "--quiet", "--atol", str(args.atol), "--rtol", "0", "--output-dir", out_dir,
                "--threads", str(args.threads)]

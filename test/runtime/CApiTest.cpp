@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <string>
 #include <thread>
 
 namespace {
@@ -95,6 +96,40 @@ TEST(CApi, DynamicShapesFollowTheInputs) {
 }
 
 // Inputs read from and outputs written into the caller's memory (how generation keeps its cache).
+// A reduced-precision plan's 16-bit weights are widened to f32 for the CPU executor.
+TEST(CApi, TheCpuWidensTheWeightsOfAReducedPrecisionPlan) {
+  Loaded l(llmc::test::addPlan(1, uint8_t(9))); // bf16 weights {0, 1, 0}
+  llmc_context ctx = nullptr;
+  ASSERT_EQ(llmc_context_create(l.plan, nullptr, &ctx), nullptr);
+  float x[6] = {0, 1, 2, 3, 4, 5};
+  llmc_tensor in = tensor(x, 2, 3), out;
+  ASSERT_EQ(llmc_context_set_input(ctx, 0, &in), nullptr);
+  ASSERT_EQ(llmc_context_run(ctx), nullptr);
+  ASSERT_EQ(llmc_context_output(ctx, 0, &out), nullptr);
+  const float *y = static_cast<const float *>(out.data);
+  EXPECT_EQ(std::vector<float>(y, y + 6), (std::vector<float>{0, 2, 2, 3, 5, 5}));
+  llmc_context_release(ctx);
+}
+
+// Keeping a cache on the device is for CUDA contexts; a CPU context says so and stays usable.
+TEST(CApi, LinkingACacheNeedsACudaContext) {
+  Loaded l;
+  llmc_context ctx = nullptr;
+  ASSERT_EQ(llmc_context_create(l.plan, nullptr, &ctx), nullptr);
+  llmc_status s = llmc_context_link_cache(ctx, 0, 0);
+  EXPECT_EQ(llmc_status_code_of(s), LLMC_UNSUPPORTED);
+  EXPECT_NE(std::string(llmc_status_message(s)).find("CUDA"), std::string::npos);
+  llmc_status_free(s);
+  s = llmc_context_link_cache(ctx, 1, 0);
+  EXPECT_EQ(llmc_status_code_of(s), LLMC_INVALID_ARGUMENT);
+  llmc_status_free(s);
+  float x[6] = {};
+  llmc_tensor in = tensor(x, 2, 3);
+  ASSERT_EQ(llmc_context_set_input(ctx, 0, &in), nullptr);
+  EXPECT_EQ(llmc_context_run(ctx), nullptr);
+  llmc_context_release(ctx);
+}
+
 TEST(CApi, BoundInputsAndOutputsUseTheCallersMemory) {
   Loaded l(llmc::test::dynamicPlan());
   llmc_context ctx = nullptr;

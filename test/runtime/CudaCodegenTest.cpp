@@ -64,12 +64,14 @@ TEST(CudaCodegen, MixedDtypesAndSeveralOutputs) {
       {Op::Cast, 5, -1, -1, float(int(DType::Bool)), 0},
   };
   expectCompiles(program, {5, 6}, {DType::Bool, DType::F16}, {DType::F16, DType::Bool}, "fused_mixed");
+  // A reduced-precision plan's region: bf16 activations next to an f32 angle, a bf16 and an f32 result.
+  expectCompiles(program, {5, 3}, {DType::Bool, DType::BF16}, {DType::BF16, DType::F32}, "fused_bf16");
 }
 
 TEST(CudaCodegen, RefusesWhatItCannotGenerate) {
   std::string error;
   EXPECT_EQ(cuda::fusedElementwiseSource({{Op::Neg, 0, -1, -1, 0, 0}}, {1}, {DType::I64}, {DType::F32}, "k", error), "");
-  EXPECT_NE(error.find("not f32, f16 or bool"), std::string::npos);
+  EXPECT_NE(error.find("not f32, f16, bf16 or bool"), std::string::npos);
   error.clear();
   const std::vector<DType> many(cuda::kMaxFusedInputs + 1, DType::F32);
   EXPECT_EQ(cuda::fusedElementwiseSource({}, {0}, many, {DType::F32}, "k", error), "");

@@ -33,6 +33,14 @@ TEST(PlanReader, LoadsAValidPlan) {
   EXPECT_EQ(code, LLMC_OK) << message;
 }
 
+TEST(PlanReader, ChecksTheDeviceTypesOfAReducedPrecisionPlan) {
+  EXPECT_EQ(load(addPlan(1, 2), "f16.llmc").first, LLMC_OK); // f16 and bf16 weights
+  EXPECT_EQ(load(addPlan(1, 9), "bf16.llmc").first, LLMC_OK);
+  auto [code, message] = load(addPlan(1, 4), "i64.llmc"); // i64 is no 16-bit float type
+  EXPECT_EQ(code, LLMC_INVALID_PLAN);
+  EXPECT_NE(message.find("device element type"), std::string::npos) << message;
+}
+
 TEST(PlanReader, RejectsTruncatedPlans) {
   std::vector<uint8_t> plan = addPlan();
   for (size_t size : {size_t(0), size_t(10), size_t(96), size_t(200), plan.size() - 1}) {

@@ -17,14 +17,15 @@ namespace {
 std::vector<uint8_t> planFile(const flatbuffers::FlatBufferBuilder &b, uint32_t formatVersion);
 } // namespace
 
-std::vector<uint8_t> addPlan(uint32_t formatVersion) {
+std::vector<uint8_t> addPlan(uint32_t formatVersion, uint8_t weightDeviceDType) {
   flatbuffers::FlatBufferBuilder b;
   const float weights[3] = {1, 2, 3};
+  const uint64_t weightBytes = weightDeviceDType ? 3 * 2 : sizeof weights; // 16-bit: the first 6 bytes
   std::vector<flatbuffers::Offset<fb::Value>> values = {
       fb::CreateValue(b, b.CreateString("x"), fb::ValueKind_Input, uint8_t(rt::DType::F32),
                       b.CreateVector(std::vector<int64_t>{2, 3})),
       fb::CreateValue(b, b.CreateString("w"), fb::ValueKind_Weight, uint8_t(rt::DType::F32),
-                      b.CreateVector(std::vector<int64_t>{3}), 0, sizeof weights),
+                      b.CreateVector(std::vector<int64_t>{3}), 0, weightBytes, 0, false, weightDeviceDType),
       fb::CreateValue(b, b.CreateString("y"), fb::ValueKind_Output, uint8_t(rt::DType::F32),
                       b.CreateVector(std::vector<int64_t>{2, 3})),
   };

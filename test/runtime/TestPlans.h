@@ -7,8 +7,10 @@
 
 namespace llmc::test {
 
-// y = x + w with x an f32[2,3] input and w an f32[3] weight {1, 2, 3}.
-std::vector<uint8_t> addPlan(uint32_t formatVersion = 1);
+// y = x + w with x an f32[2,3] input and w an f32[3] weight {1, 2, 3}. With `weightDeviceDType`
+// (f16 or bf16: a reduced-precision plan), w is stored as three 16-bit numbers: the first six
+// bytes of those floats, {0, 0x3f80, 0} (bf16 {0, 1, 0}).
+std::vector<uint8_t> addPlan(uint32_t formatVersion = 1, uint8_t weightDeviceDType = 0);
 
 // A plan with a symbolic dimension: x is f32[batch, 3] with batch in 1..4, y = x + w (w as
 // above) and z = concat(y, x) along axis 0, so z is f32[2*batch, 3].

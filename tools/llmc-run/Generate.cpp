@@ -30,6 +30,7 @@ const char *kUsage = R"(usage: llmc-run generate PLAN (--prompt TEXT | --prompt-
   --logits-dir DIR         write the logits of each step to DIR/step_K.npy (K = 0 after the prompt)
   --threads N              threads for GEMMs
   --device cpu|cuda        where to run (cuda: work in progress, see docs/cuda.md)
+  --no-cuda-graphs         CUDA: launch every kernel of each step instead of replaying a graph
 )";
 
 using llmcrun::fail;
@@ -55,7 +56,7 @@ struct Args {
   std::vector<int32_t> promptIds;
   std::vector<std::string> prompts;              // every --prompt (more than one: a batch)
   std::vector<std::vector<int32_t>> promptIdLists; // every --prompt-ids
-  bool haveIds = false, chat = false, printIds = false, ignoreEos = false;
+  bool haveIds = false, chat = false, printIds = false, ignoreEos = false, cudaGraphs = true;
   int maxTokens = 64, threads = 0;
   llmc_device device = LLMC_DEVICE_CPU;
   llmc_sampling sampling;
@@ -111,6 +112,8 @@ std::string parse(int argc, char **argv, Args &a) {
         a.printIds = true;
       else if (arg == "--ignore-eos")
         a.ignoreEos = true;
+      else if (arg == "--no-cuda-graphs")
+        a.cudaGraphs = false;
       else if (arg == "--help" || arg == "-h")
         return "-";
       else if (a.plan.empty() && !arg.empty() && arg[0] != '-')
@@ -158,6 +161,7 @@ int generateBatch(llmc_plan plan, const Args &a, const std::vector<std::vector<i
   llmc_context_options_init(&options);
   options.num_threads = a.threads;
   options.device = a.device;
+  options.cuda_graphs = a.cudaGraphs;
   llmc_generator gen = nullptr;
   if (!ok(llmc_generator_create_batch(plan, &options, int32_t(prompts.size()), &gen), error))
     return fail(error);
@@ -261,6 +265,7 @@ int generateMain(int argc, char **argv) {
   llmc_context_options_init(&options);
   options.num_threads = a.threads;
   options.device = a.device;
+  options.cuda_graphs = a.cudaGraphs;
   llmc_generator gen = nullptr;
   if (!ok(llmc_generator_create(plan, &options, &gen), error)) {
     llmc_plan_release(plan);

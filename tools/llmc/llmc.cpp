@@ -87,6 +87,11 @@ static cl::list<std::string> cudaArchs("cuda-arch",
                                        cl::desc("CUDA architectures of a --target cuda plan, preferred first "
                                                 "(default sm_90a,sm_80)"),
                                        cl::value_desc("sm_XY"), cl::CommaSeparated, cl::cat(category));
+static cl::opt<std::string> precision("precision",
+                                      cl::desc("Activations and weights on the GPU: f32 (default), f16 or bf16 "
+                                               "(16-bit storage, f32 accumulation; the plan stores those weights "
+                                               "in 16 bits, and the CPU executor widens them to f32)"),
+                                      cl::init("f32"), cl::value_desc("f32|f16|bf16"), cl::cat(category));
 static cl::opt<bool> randomWeights("random-weights",
                                    cl::desc("Leave the float weights of 1024 elements or more out of the plan; the "
                                             "runtime fills them with seeded random values at load (benchmarks of "
@@ -234,6 +239,10 @@ int main(int argc, char **argv) {
   }
   if (!cudaArchs.empty() && target != "cuda")
     return fail("--cuda-arch needs --target cuda");
+  const llmc::rt::DType planPrecision = llmc::rt::dtypeFromName(precision);
+  if (planPrecision != llmc::rt::DType::F32 && planPrecision != llmc::rt::DType::F16 &&
+      planPrecision != llmc::rt::DType::BF16)
+    return fail("--precision must be f32, f16 or bf16, not '" + precision + "'");
   if (mlaFactors != "auto" && mlaFactors != "separate" && mlaFactors != "multiplied")
     return fail("--mla-factors must be auto, separate or multiplied, not '" + mlaFactors + "'");
   pipeline.mlaFactors = mlaFactors;
@@ -290,13 +299,19 @@ int main(int argc, char **argv) {
     return fail("this llmc was built without the CUDA toolkit, so it cannot build --target cuda plans");
 #endif
   }
-  if (std::string err = llmc::writePlan(*module, outPath, &stats, tokenizerFile.empty() ? nullptr : &tokenizer,
-                                        target == "cuda" ? &cuda : nullptr, randomWeights ? &random : nullptr);
-      !err.empty())
+  llmc::PlanOptions planOptions;
+  planOptions.tokenizer = tokenizerFile.empty() ? nullptr : &tokenizer;
+  planOptions.cuda = target == "cuda" ? &cuda : nullptr;
+  planOptions.random = randomWeights ? &random : nullptr;
+  planOptions.precision = planPrecision;
+  if (std::string err = llmc::writePlan(*module, outPath, planOptions, &stats); !err.empty())
     return fail(err);
   if (printStats) {
     llvm::errs() << "plan: " << stats.kernels << " kernels, " << stats.weights << " weights (" << stats.weightBytes
                  << " bytes), file " << stats.fileBytes << " bytes\n";
+    if (planPrecision != llmc::rt::DType::F32)
+      llvm::errs() << "precision: " << precision << " (" << stats.reducedValues
+                   << " values kept in 16 bits on the GPU, the rest f32)\n";
     if (target == "cuda")
       llvm::errs() << "cuda: " << stats.cudaKernels << " fused kernels compiled with NVRTC (" << cuda.archs.size()
                    << " architectures: " << llvm::join(cuda.archs, ", ") << ")\n";

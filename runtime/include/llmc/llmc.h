@@ -141,6 +141,13 @@ LLMC_API void llmc_context_release(llmc_context context);
 LLMC_API size_t llmc_context_device_bytes(llmc_context context);
 /* CUDA graphs the context has captured (one per input shape it ran with graphs on); 0 on the CPU. */
 LLMC_API size_t llmc_context_cuda_graph_count(llmc_context context);
+/* A KV cache kept on the GPU (CUDA contexts): `output` (a present cache [length, batch, width])
+ * stays in device memory, and `input` (its past) reads the first rows the previous run left
+ * there, so no cache crosses the bus between steps. After this call set_input/bind_input of
+ * `input` give only its shape (data may be NULL), and the output's host buffer is no longer
+ * written. Call before the first run. On a CPU context: LLMC_UNSUPPORTED (bind one host buffer to
+ * both instead, as the generator does). */
+LLMC_API llmc_status llmc_context_link_cache(llmc_context context, int32_t input, int32_t output);
 
 /* Copies `tensor` into input `index`. Its dtype and shape must match the plan's input exactly. */
 LLMC_API llmc_status llmc_context_set_input(llmc_context context, int32_t index, const llmc_tensor *tensor);
