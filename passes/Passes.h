@@ -34,6 +34,10 @@ std::vector<std::string> optionalPassNames();
 // elementwise -> canonicalize] -> verify static shapes. docs/passes.md explains each.
 void buildDefaultPipeline(mlir::OpPassManager &pm, const PipelineOptions &options);
 
+// What llmc runs after the pipeline, on the way to a plan: annotations for the runtime (mark
+// graph segments), which --emit=mlir leaves out.
+void buildPlanPreparation(mlir::OpPassManager &pm);
+
 // Registers every llmc pass and the `llmc-pipeline` pass pipeline.
 void registerAllPasses();
 

@@ -23,6 +23,28 @@ def LlmcVerifyStaticShapes : Pass<"llmc-verify-static-shapes", "mlir::func::Func
   }];
 }
 
+def LlmcMarkGraphSegments : Pass<"llmc-mark-graph-segments", "mlir::func::FuncOp"> {
+  let summary = "Marks the runs of ops a CUDA graph can capture (llmc.graph_segment)";
+  let description = [{
+    A CUDA graph replays fixed launches: an op belongs in one when its shapes are fixed once the
+    input shapes are (static, or expressions in the bounded input symbols: a shape bucket) and it
+    needs no host synchronisation. Every run of such ops gets `llmc.graph_segment = N` (counting
+    from 0); an op that cannot be captured gets no mark and ends the run before it. The CUDA
+    executor captures each segment once per input-shape bucket and replays it, and launches the
+    unmarked ops one by one. No op of the runtime reads device data on the host, so today the
+    shapes decide: every plan llmc can write is one segment, and a decode step one graph launch.
+
+    Before:
+    ```mlir
+    %1 = llmc.add %x, %x : (tensor<1x?xf32>, tensor<1x?xf32>) -> tensor<1x?xf32>
+    ```
+    After (in a function with `llmc.symbol_bounds`, where `?` follows from `seq`):
+    ```mlir
+    %1 = llmc.add %x, %x {llmc.graph_segment = 0 : i64} : ...
+    ```
+  }];
+}
+
 def LlmcDropIdentities : Pass<"llmc-drop-identities", "mlir::func::FuncOp"> {
   let summary = "Removes llmc.identity ops and casts to the same type";
   let description = [{

@@ -37,6 +37,10 @@ void buildDefaultPipeline(mlir::OpPassManager &pm, const PipelineOptions &option
     add(createLlmcVerifyStaticShapes());
 }
 
+void buildPlanPreparation(mlir::OpPassManager &pm) {
+  pm.nest<mlir::func::FuncOp>().addPass(createLlmcMarkGraphSegments());
+}
+
 std::vector<std::string> optionalPassNames() {
   return {"llmc-kv-cache-layout", "llmc-absorb-mla", "llmc-fold-conv-affine", "llmc-raise-norms",
           "llmc-raise-activations", "llmc-raise-attention", "llmc-fuse-residual-norm", "llmc-fuse-linear",

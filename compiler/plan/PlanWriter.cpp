@@ -44,6 +44,7 @@ struct OpEntry {
   std::string kernel, location;
   std::vector<int32_t> inputs, outputs;
   rt::AttrList attrs;
+  int32_t segment = -1; // llmc.graph_segment
 };
 
 std::string locationName(Location loc) {
@@ -233,6 +234,8 @@ struct Emitter {
       e.outputs.push_back(*id);
     }
     e.attrs = toKernelAttrs(op);
+    if (auto segment = op->getAttrOfType<IntegerAttr>("llmc.graph_segment"))
+      e.segment = int32_t(segment.getInt());
     ops.push_back(std::move(e));
     return success();
   }
@@ -257,7 +260,8 @@ struct Emitter {
       copy.weightOffset = copy.weightSize = 0;
       values.push_back(copy);
       const int32_t out = int32_t(values.size() - 1);
-      ops.push_back(OpEntry{"identity", name, {id}, {out}, {}});
+      // A copy is capturable: it joins the run of the op before it.
+      ops.push_back(OpEntry{"identity", name, {id}, {out}, {}, ops.empty() ? 0 : ops.back().segment});
       outputs.push_back(out);
     }
     return success();
@@ -359,7 +363,7 @@ struct Emitter {
                                        a.kind == rt::Attr::Kind::Floats ? b.CreateVector(a.floats) : 0,
                                        a.kind == rt::Attr::Kind::String ? b.CreateString(a.s) : 0));
       fbOps.push_back(fb::CreateOp(b, b.CreateString(op.kernel), b.CreateVector(op.inputs), b.CreateVector(op.outputs),
-                                   b.CreateVector(attrs), b.CreateString(op.location)));
+                                   b.CreateVector(attrs), b.CreateString(op.location), op.segment));
     }
     std::vector<flatbuffers::Offset<fb::Symbol>> symbols;
     std::vector<fb::DimNode> nodes;

@@ -6,13 +6,14 @@
 // chose in 16 bits (PlanValue::deviceDType); every kernel accumulates in f32, and the inputs and
 // outputs cross the API as f32, converted on the device.
 //
-// With graphs on (the default), the launches of a run are captured once per input-shape bucket
-// (the input shapes determine every other shape and every kernel argument) and replayed after:
-// a decode step is then one graph launch between the input and output copies.
+// With graphs on (the default), each graph segment the compiler marked (llmc-mark-graph-segments;
+// every plan llmc writes today is one) is captured once per input-shape bucket (the input shapes
+// determine every other shape and every kernel argument) and replayed after: a decode step is
+// one graph launch between the input and output copies. A KV cache linked with
+// llmc_context_link_cache stays on the device and is not copied at all.
 //
-// Work in progress (issue 7): inputs and outputs go through the host buffers of the C API on
-// every run, and the prefill attention is a plain per-row kernel, not the flash kernel on tensor
-// cores. See docs/cuda.md.
+// Work in progress (issue 7): the prefill attention is a plain per-row kernel, not the flash
+// kernel on tensor cores; nothing here has run on a GPU yet. See docs/cuda.md.
 #include "CudaBackend.h"
 #include "CudaKernels.h"
 #include "FusedElementwiseCuda.h"
@@ -52,6 +53,15 @@ struct PreparedOp {
   std::function<std::string(Executor &, const std::vector<TensorRef> &)> launch;
 };
 
+// A run of consecutive ops: one graph segment of the plan (llmc-mark-graph-segments), captured
+// as a CUDA graph per input-shape bucket, or ops launched one by one.
+struct Segment {
+  size_t first = 0, end = 0; // ops [first, end)
+  bool capture = false;
+  std::map<std::vector<int64_t>, cudaGraphExec_t> graphs; // by the inputs' shapes
+  cudaGraphExec_t last = nullptr;                           // the one launched last
+};
+
 struct Executor {
   const llmc_plan_t *plan = nullptr;
   int device = 0;
@@ -70,15 +80,15 @@ struct Executor {
   std::string arch; // "sm_90a"
   bool useGraphs = true;
   bool dry = false; // checking a plan without a device: prepare nothing that needs one
-  std::map<std::vector<int64_t>, cudaGraphExec_t> graphs; // by the inputs' shapes
-  cudaGraphExec_t lastGraph = nullptr;                      // the one launched last
+  std::vector<Segment> segments;
   std::vector<bool> resident;       // per value: a linked cache, never copied to or from the host
   std::vector<void *> cacheBuffers; // their device memory (llmc_context_link_cache)
   std::vector<size_t> offsets;      // per value: its offset in the weights or the arena
 
   ~Executor() {
-    for (auto &entry : graphs)
-      cudaGraphExecDestroy(entry.second);
+    for (Segment &segment : segments)
+      for (auto &entry : segment.graphs)
+        cudaGraphExecDestroy(entry.second);
     for (void *p : cacheBuffers)
       cudaFree(p);
     for (cudaLibrary_t l : libraries)
@@ -855,10 +865,29 @@ std::string layoutArena(Executor &ex) {
 }
 
 void dropGraphs(Executor &ex) {
-  for (auto &entry : ex.graphs)
-    cudaGraphExecDestroy(entry.second);
-  ex.graphs.clear();
-  ex.lastGraph = nullptr;
+  for (Segment &segment : ex.segments) {
+    for (auto &entry : segment.graphs)
+      cudaGraphExecDestroy(entry.second);
+    segment.graphs.clear();
+    segment.last = nullptr;
+  }
+}
+
+// The plan's graph segments: consecutive ops with one mark are captured together; unmarked
+// ops (which a graph cannot hold) are launched one by one.
+void buildSegments(Executor &ex) {
+  const std::vector<PlanOp> &ops = ex.plan->ops;
+  for (size_t k = 0; k < ops.size(); ++k) {
+    const bool capture = ops[k].segment >= 0;
+    if (!ex.segments.empty() && ex.segments.back().capture == capture &&
+        (!capture || ops[k - 1].segment == ops[k].segment)) {
+      ex.segments.back().end = k + 1;
+      continue;
+    }
+    Segment s;
+    s.first = k, s.end = k + 1, s.capture = capture;
+    ex.segments.push_back(std::move(s));
+  }
 }
 
 std::string linkCache(void *state, int input, int output) {
@@ -932,6 +961,7 @@ std::string create(const llmc_plan_t &plan, const CudaOptions &options, void **s
       return err;
     ex->ops.push_back(std::move(p));
   }
+  buildSegments(*ex);
 
   ex->scratchBytes = scratch;
   ex->device_.assign(plan.values.size(), nullptr);
@@ -967,34 +997,27 @@ std::string create(const llmc_plan_t &plan, const CudaOptions &options, void **s
   return {};
 }
 
-std::string launchOps(Executor &ex, const std::vector<TensorRef> &tensors) {
+std::string launchOps(Executor &ex, const std::vector<TensorRef> &tensors, size_t first, size_t end) {
   const llmc_plan_t &plan = *ex.plan;
-  for (size_t k = 0; k < ex.ops.size(); ++k)
+  for (size_t k = first; k < end; ++k)
     if (std::string err = ex.ops[k].launch(ex, tensors); !err.empty())
       return "op '" + plan.ops[k].kernel + "'" + (plan.ops[k].location.empty() ? "" : " (" + plan.ops[k].location + ")") +
              ": " + err;
   return {};
 }
 
-// Every op's launches as one graph launch. A graph is kept per input-shape bucket (the input
+// One segment's launches as one graph launch. A graph is kept per input-shape bucket (the input
 // shapes fix every other shape and kernel argument) and replayed. Shapes not seen before are
 // captured (recording the launches, not running them) and, where the new graph has the same
-// kernels as the last one launched (a decode step one token longer), that executable graph's
+// kernels as the segment's last one (a decode step one token longer), that executable graph's
 // arguments are updated in place instead of instantiating another.
-std::string launchAll(Executor &ex, const std::vector<TensorRef> &tensors) {
-  if (!ex.useGraphs)
-    return launchOps(ex, tensors);
-  std::vector<int64_t> key;
-  for (int vi : ex.plan->inputs) {
-    const Shape &s = tensors[size_t(vi)].shape;
-    key.insert(key.end(), s.dims, s.dims + s.rank);
-    key.push_back(-1);
-  }
-  auto found = ex.graphs.find(key);
-  if (found == ex.graphs.end()) {
+std::string launchSegment(Executor &ex, Segment &seg, const std::vector<int64_t> &key,
+                          const std::vector<TensorRef> &tensors) {
+  auto found = seg.graphs.find(key);
+  if (found == seg.graphs.end()) {
     if (cudaError_t e = cudaStreamBeginCapture(ex.stream, cudaStreamCaptureModeThreadLocal); e != cudaSuccess)
       return cudaError("starting a graph capture", e);
-    const std::string err = launchOps(ex, tensors);
+    const std::string err = launchOps(ex, tensors, seg.first, seg.end);
     cudaGraph_t graph = nullptr;
     const cudaError_t ended = cudaStreamEndCapture(ex.stream, &graph);
     if (!err.empty() || ended != cudaSuccess) {
@@ -1004,11 +1027,11 @@ std::string launchAll(Executor &ex, const std::vector<TensorRef> &tensors) {
     }
     cudaGraphExec_t exec = nullptr;
     cudaGraphExecUpdateResultInfo info{};
-    if (ex.lastGraph && cudaGraphExecUpdate(ex.lastGraph, graph, &info) == cudaSuccess) {
-      exec = ex.lastGraph; // now runs the new shapes: move it to their key
-      for (auto it = ex.graphs.begin(); it != ex.graphs.end(); ++it)
+    if (seg.last && cudaGraphExecUpdate(seg.last, graph, &info) == cudaSuccess) {
+      exec = seg.last; // now runs the new shapes: move it to their key
+      for (auto it = seg.graphs.begin(); it != seg.graphs.end(); ++it)
         if (it->second == exec) {
-          ex.graphs.erase(it);
+          seg.graphs.erase(it);
           break;
         }
     } else {
@@ -1018,22 +1041,38 @@ std::string launchAll(Executor &ex, const std::vector<TensorRef> &tensors) {
         cudaGraphDestroy(graph);
         return cudaError("instantiating the run's graph", made);
       }
-      if (ex.graphs.size() >= kMaxGraphs) { // keep the newest: drop one other bucket
-        auto victim = ex.graphs.begin();
-        if (victim->second == ex.lastGraph && ex.graphs.size() > 1)
+      if (seg.graphs.size() >= kMaxGraphs) { // keep the newest: drop one other bucket
+        auto victim = seg.graphs.begin();
+        if (victim->second == seg.last && seg.graphs.size() > 1)
           ++victim;
+        if (victim->second == seg.last)
+          seg.last = nullptr;
         cudaGraphExecDestroy(victim->second);
-        if (victim->second == ex.lastGraph)
-          ex.lastGraph = nullptr;
-        ex.graphs.erase(victim);
+        seg.graphs.erase(victim);
       }
     }
     cudaGraphDestroy(graph);
-    found = ex.graphs.emplace(std::move(key), exec).first;
+    found = seg.graphs.emplace(key, exec).first;
   }
-  ex.lastGraph = found->second;
+  seg.last = found->second;
   if (cudaError_t e = cudaGraphLaunch(found->second, ex.stream); e != cudaSuccess)
     return cudaError("launching the run's graph", e);
+  return {};
+}
+
+// Every op of the plan: each marked segment as a graph launch (with graphs on), the rest one by one.
+std::string launchAll(Executor &ex, const std::vector<TensorRef> &tensors) {
+  std::vector<int64_t> key;
+  for (int vi : ex.plan->inputs) {
+    const Shape &s = tensors[size_t(vi)].shape;
+    key.insert(key.end(), s.dims, s.dims + s.rank);
+    key.push_back(-1);
+  }
+  for (Segment &seg : ex.segments)
+    if (std::string err = ex.useGraphs && seg.capture ? launchSegment(ex, seg, key, tensors)
+                                                      : launchOps(ex, tensors, seg.first, seg.end);
+        !err.empty())
+      return err;
   return {};
 }
 
@@ -1089,7 +1128,12 @@ size_t deviceBytes(void *state) {
   return ex.weightBytes + ex.arenaBytes + ex.stagingBytes + ex.cacheBytes + 2 * ex.workspaceBytes + sizeof(int);
 }
 
-size_t graphCount(void *state) { return static_cast<Executor *>(state)->graphs.size(); }
+size_t graphCount(void *state) {
+  size_t n = 0;
+  for (const Segment &segment : static_cast<Executor *>(state)->segments)
+    n += segment.graphs.size();
+  return n;
+}
 
 const CudaBackend kBackend{kCudaBackendAbi, create, run, destroy, deviceBytes, graphCount, check, linkCache};
 

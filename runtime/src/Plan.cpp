@@ -239,6 +239,7 @@ llmc_status parsePlan(const void *data, size_t size, bool verifyWeights, llmc_pl
     PlanOp po;
     po.kernel = op->kernel()->str();
     po.location = op->location() ? op->location()->str() : std::string();
+    po.segment = op->graph_segment();
     po.fn = findKernel(po.kernel);
     if (!po.fn)
       return makeStatus(LLMC_UNSUPPORTED, "plan uses kernel '" + po.kernel + "' that this runtime does not have");

@@ -43,6 +43,7 @@ struct PlanOp {
   AttrList attrs;
   std::vector<int> inputs; // -1: absent
   std::vector<int> outputs;
+  int segment = -1; // the CUDA graph segment (llmc-mark-graph-segments); -1: launched on its own
 };
 
 // A CUBIN the plan carries for op `op` on architecture `arch` (into the mapping).

@@ -266,6 +266,10 @@ int main(int argc, char **argv) {
   if (emit == Emit::Mlir)
     return writeIR(*module);
 
+  mlir::PassManager preparation(&context);
+  llmc::buildPlanPreparation(preparation);
+  if (mlir::failed(preparation.run(*module)))
+    return 1;
   if (outPath.empty()) {
     llvm::StringRef in(inputFile);
     in.consume_back(".onnx");

@@ -87,6 +87,8 @@ rt::AttrList toKernelAttrs(Operation *op) {
   for (NamedAttribute named : op->getAttrs()) {
     rt::Attr a;
     a.name = named.getName().str();
+    if (a.name.rfind("llmc.", 0) == 0)
+      continue; // a compiler annotation (llmc.graph_segment), not a kernel attribute
     Attribute v = named.getValue();
     if (auto i = dyn_cast<IntegerAttr>(v)) {
       a.kind = rt::Attr::Kind::Int;
