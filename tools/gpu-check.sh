@@ -6,13 +6,14 @@
 #                                          CUDA test binaries and the shared libraries they need
 #                                          that a GPU image may lack (OpenBLAS and its runtime)
 #   tools/gpu-check.sh run                on the GPU machine, from the repository root with
-#                                          gpu-pack/ carried: every CUDA test, then a summary
+#                                          gpu-pack/ carried: every CUDA test, the benchmark, a summary
 #
-# What it covers today: the hand-written CUDA kernels, cuBLASLt linears and the NVRTC-generated
-# fused elementwise kernel against the CPU kernels (llmc-cuda-tests), NVRTC compiling every op
-# for sm_80 and sm_90a (llmc-cuda-codegen-tests), and the tiny decoders' whole plans on the CUDA
-# executor against their CPU outputs (test/cuda/cuda_vs_cpu.py, plans and references prepared
-# here). No benchmark yet (issue 7).
+# What it covers: the hand-written CUDA kernels, cuBLASLt linears and the NVRTC-generated fused
+# elementwise kernel against the CPU kernels in f32, f16 and bf16 (llmc-cuda-tests), NVRTC
+# compiling every op for sm_80 and sm_90a (llmc-cuda-codegen-tests), whole plans of the tiny
+# models (f32, bf16, f16; KV-cache generation with the cache on the GPU) on the CUDA executor
+# against their CPU outputs (test/cuda/cuda_vs_cpu.py), then tools/gpu_benchmark.py: SmolLM2- and
+# Llama-3.2-1B-shaped plans without weights (bf16) against PyTorch eager and torch.compile.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 PACK=gpu-pack
@@ -33,6 +34,7 @@ pack)
   done
   python3 test/cuda/cuda_vs_cpu.py prepare --llmc "$BUILD/tools/llmc/llmc" --llmc-run "$BUILD/tools/llmc-run/llmc-run" \
     --out "$PACK/plans"
+  python3 tools/gpu_benchmark.py prepare --llmc "$BUILD/tools/llmc/llmc" --out "$PACK/bench"
   git rev-parse HEAD > "$PACK/COMMIT"
   du -sh "$PACK"
   ;;
@@ -68,9 +70,14 @@ run)
   77) summary+=("SKIPPED cuda_vs_cpu: no usable GPU") ; failed=1 ;;
   *) summary+=("FAIL    cuda_vs_cpu: exit $rc") ; failed=1 ;;
   esac
+  echo "== benchmark"
+  set +e
+  timeout 330 python3 tools/gpu_benchmark.py run --llmc-run "$PACK/bin/llmc-run" --dir "$PACK/bench"
+  rc=$?
+  set -e
+  [ $rc -eq 0 ] && summary+=("DONE    benchmark (printed above)") || summary+=("FAIL    benchmark: exit $rc")
   echo "== summary"
   printf '%s\n' "${summary[@]}"
-  echo "benchmark: none yet (the CUDA executor is incomplete: issue 7)"
   exit $failed
   ;;
 *)

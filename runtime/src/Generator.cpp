@@ -217,6 +217,7 @@ extern "C" void llmc_generator_reset(llmc_generator g) {
 
 extern "C" int32_t llmc_generator_length(llmc_generator g) { return g ? int32_t(g->length) : 0; }
 extern "C" int32_t llmc_generator_capacity(llmc_generator g) { return g ? int32_t(g->capacity) : 0; }
+extern "C" llmc_context llmc_generator_context(llmc_generator g) { return g ? g->context : nullptr; }
 extern "C" int32_t llmc_generator_batch(llmc_generator g) { return g ? int32_t(g->batch) : 0; }
 
 // Runs `n` columns of `ids` ([batch, n], padding marked by `real` = 0) at cache slot g->length.

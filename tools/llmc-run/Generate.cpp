@@ -31,6 +31,8 @@ const char *kUsage = R"(usage: llmc-run generate PLAN (--prompt TEXT | --prompt-
   --threads N              threads for GEMMs
   --device cpu|cuda        where to run (cuda: work in progress, see docs/cuda.md)
   --no-cuda-graphs         CUDA: launch every kernel of each step instead of replaying a graph
+  --repeat N               generate N times from an empty cache, timing each (benchmarks: the
+                           first includes one-off work such as capturing CUDA graphs)
 )";
 
 using llmcrun::fail;
@@ -57,7 +59,7 @@ struct Args {
   std::vector<std::string> prompts;              // every --prompt (more than one: a batch)
   std::vector<std::vector<int32_t>> promptIdLists; // every --prompt-ids
   bool haveIds = false, chat = false, printIds = false, ignoreEos = false, cudaGraphs = true;
-  int maxTokens = 64, threads = 0;
+  int maxTokens = 64, threads = 0, repeat = 1;
   llmc_device device = LLMC_DEVICE_CPU;
   llmc_sampling sampling;
 };
@@ -98,6 +100,11 @@ std::string parse(int argc, char **argv, Args &a) {
         a.sampling.seed = std::stoull(value());
       else if (arg == "--threads")
         a.threads = std::stoi(value());
+      else if (arg == "--repeat") {
+        a.repeat = std::stoi(value());
+        if (a.repeat < 1)
+          throw std::invalid_argument("--repeat");
+      }
       else if (arg == "--device") {
         const std::string d = value();
         if (d != "cpu" && d != "cuda")
@@ -285,22 +292,17 @@ int generateMain(int argc, char **argv) {
   };
 
   using Clock = std::chrono::steady_clock;
-  const auto start = Clock::now();
-  int rc = 0;
-  if (!ok(llmc_generator_feed(gen, prompt.data(), int32_t(prompt.size())), error))
-    rc = fail(error);
-  const double prefillMs = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
   // Streams through llmc_generator_generate's callback: logits, the first token's time, the text.
   struct Stream {
     const Args &a;
     llmc_plan plan;
-    bool text;
+    bool text, quiet; // quiet: a --repeat run before the last prints nothing
     std::function<void(int)> saveLogits;
     Clock::time_point start, decodeStart;
     double firstTokenMs = 0;
     std::vector<int32_t> generated;
     std::string pending; // decoded bytes not printed yet: a token may end inside a character
-  } stream{a, plan, text, saveLogits, start, Clock::now(), 0, {}, {}};
+  };
   auto onToken = [](int32_t token, void *user) -> int {
     Stream &st = *static_cast<Stream *>(user);
     if (st.generated.empty()) {
@@ -308,6 +310,8 @@ int generateMain(int argc, char **argv) {
       st.decodeStart = Clock::now();
     }
     st.generated.push_back(token);
+    if (st.quiet)
+      return 0;
     if (st.a.printIds || !st.text) {
       std::printf(st.generated.size() > 1 ? " %d" : "%d", token);
     } else { // print what the new token completes (a token's text is its bytes, so one at a time)
@@ -322,27 +326,44 @@ int generateMain(int argc, char **argv) {
     st.saveLogits(int(st.generated.size()) - 1); // the logits this token was drawn from (not fed yet)
     return 0;
   };
-  int32_t count = 0;
-  if (rc == 0 && !ok(llmc_generator_generate(gen, &a.sampling, a.maxTokens, stops.data(), int32_t(stops.size()),
-                                             onToken, &stream, nullptr, &count),
-                     error))
-    rc = fail(error);
-  if (rc == 0 && count < a.maxTokens && llmc_generator_length(gen) >= llmc_generator_capacity(gen))
-    std::fprintf(stderr, "\nllmc-run: note: the context is full (%d tokens); generation stops here\n",
-                 llmc_generator_capacity(gen));
-  const double firstTokenMs = stream.firstTokenMs;
-  const std::vector<int32_t> &generated = stream.generated;
-  const auto decodeLoopStart = stream.decodeStart;
-  std::printf("\n");
-  std::fflush(stdout); // before the timings on stderr
-  const double decodeMs = std::chrono::duration<double, std::milli>(Clock::now() - decodeLoopStart).count();
-  if (rc == 0)
-    std::fprintf(stderr,
-                 "prompt: %zu tokens in %.1f ms (%.1f tokens/s); first token after %.1f ms; %zu tokens generated, "
-                 "%.2f ms per output token\n",
-                 prompt.size(), prefillMs, prefillMs > 0 ? 1000.0 * double(prompt.size()) / prefillMs : 0.0,
-                 firstTokenMs, generated.size(),
-                 generated.size() > 1 ? decodeMs / double(generated.size() - 1) : 0.0);
+  int rc = 0;
+  // --repeat N: the same generation N times from an empty cache; the timings of each are printed
+  // (the first includes one-off work such as capturing CUDA graphs), the tokens of the last.
+  for (int repeat = 0; rc == 0 && repeat < a.repeat; ++repeat) {
+    const bool last = repeat + 1 == a.repeat;
+    llmc_generator_reset(gen);
+    const auto start = Clock::now();
+    if (!ok(llmc_generator_feed(gen, prompt.data(), int32_t(prompt.size())), error))
+      rc = fail(error);
+    const double prefillMs = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+    Stream stream{a, plan, text, !last, saveLogits, start, Clock::now(), 0, {}, {}};
+    int32_t count = 0;
+    if (rc == 0 && !ok(llmc_generator_generate(gen, &a.sampling, a.maxTokens, stops.data(), int32_t(stops.size()),
+                                               onToken, &stream, nullptr, &count),
+                       error))
+      rc = fail(error);
+    if (last && rc == 0 && count < a.maxTokens && llmc_generator_length(gen) >= llmc_generator_capacity(gen))
+      std::fprintf(stderr, "\nllmc-run: note: the context is full (%d tokens); generation stops here\n",
+                   llmc_generator_capacity(gen));
+    const double decodeMs = std::chrono::duration<double, std::milli>(Clock::now() - stream.decodeStart).count();
+    if (last) {
+      std::printf("\n");
+      std::fflush(stdout); // before the timings on stderr
+    }
+    const std::vector<int32_t> &generated = stream.generated;
+    if (rc == 0)
+      std::fprintf(stderr,
+                   "prompt: %zu tokens in %.1f ms (%.1f tokens/s); first token after %.1f ms; %zu tokens generated, "
+                   "%.2f ms per output token\n",
+                   prompt.size(), prefillMs, prefillMs > 0 ? 1000.0 * double(prompt.size()) / prefillMs : 0.0,
+                   stream.firstTokenMs, generated.size(),
+                   generated.size() > 1 ? decodeMs / double(generated.size() - 1) : 0.0);
+  }
+  if (rc == 0 && a.device == LLMC_DEVICE_CUDA)
+    std::fprintf(stderr, "device memory: %.1f MB (weights, activations, KV cache, workspaces; allocated once); "
+                         "CUDA graphs: %zu\n",
+                 double(llmc_context_device_bytes(llmc_generator_context(gen))) / 1e6,
+                 llmc_context_cuda_graph_count(llmc_generator_context(gen)));
   llmc_generator_release(gen);
   llmc_plan_release(plan);
   return rc;

@@ -1,0 +1,183 @@
+#!/usr/bin/env python3
+"""The GPU benchmark of issue 7: llmc against PyTorch eager and torch.compile on decoders with
+random weights, bf16, batch 1. Printed, never asserted.
+
+    gpu_benchmark.py prepare --llmc BIN --out DIR     # build machine: exports, plans (no weights)
+    gpu_benchmark.py run --llmc-run BIN --dir DIR     # GPU machine: llmc, then PyTorch; a table
+    gpu_benchmark.py torch-smoke                      # here: the PyTorch side on a tiny model, CPU
+
+Per model (a SmolLM2-135M-shaped and a Llama-3.2-1B-shaped decoder, models/export_bench_models.py):
+time to first token for a 512-token prompt, then time per output token over 128 tokens, for llmc
+with and without CUDA graphs, PyTorch eager and torch.compile(mode="reduce-overhead") (static
+cache). The share of the HBM roofline is the bytes one decode step must read (the bf16 weights
+of every linear and of the LM head, and the KV cache at the mean context) over the time per
+token and the H200's 4.8 TB/s.
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "models"))
+
+PROMPT, NEW_TOKENS, HBM_BYTES_PER_S = 512, 128, 4.8e12
+# The plan's bounds: the whole prompt in one chunk, the cache up to prompt + new tokens and more.
+SHAPES = ["--input-shape", "batch=1", "--max-shape", "seq=512,past=0..1024,total=1536"]
+
+
+def model_bytes(cfg):
+    """Bytes one decode step reads: (weights of the linears + LM head, KV cache per context token), bf16."""
+    h, layers, heads, kv = cfg["hidden_size"], cfg["num_hidden_layers"], cfg["num_attention_heads"], cfg["num_key_value_heads"]
+    head = h // heads
+    per_layer = h * heads * head + 2 * h * kv * head + heads * head * h + 3 * h * cfg["intermediate_size"]
+    weights = 2 * (layers * per_layer + cfg["vocab_size"] * h)
+    kv_per_token = 2 * layers * 2 * kv * head
+    return weights, kv_per_token
+
+
+def prepare(args):
+    import export_bench_models
+
+    os.makedirs(args.out, exist_ok=True)
+    models = {}
+    for name, cfg in export_bench_models.CONFIGS.items():
+        onnx_path = export_bench_models.export(name, args.cache)
+        plan = os.path.join(args.out, f"{name}.llmc")
+        subprocess.run([args.llmc, onnx_path, "-o", plan, "--random-weights", "--precision", "bf16", "--target", "cuda",
+                        "--cuda-arch", "sm_90a"] + SHAPES, check=True)
+        models[name] = {"plan": os.path.basename(plan), "config": cfg}
+        print(f"{name}: {plan} ({os.path.getsize(plan) // 1024} KB)")
+    with open(os.path.join(args.out, "bench.json"), "w") as f:
+        json.dump(models, f, indent=1)
+    return 0
+
+
+TIMING = re.compile(r"prompt: (\d+) tokens in ([\d.]+) ms .*first token after ([\d.]+) ms; (\d+) tokens generated, "
+                    r"([\d.]+) ms per output token")
+
+
+def run_llmc(llmc_run, plan, graphs, vocab, repeat=3, timeout=240):
+    """(TTFT ms, ms per output token) of the last of `repeat` generations, or an error string."""
+    ids = ",".join(str((i * 7919 + 13) % vocab) for i in range(PROMPT))
+    cmd = [llmc_run, "generate", plan, "--device", "cuda", "--prompt-ids", ids, "--max-tokens", str(NEW_TOKENS + 1),
+           "--ids", "--ignore-eos", "--repeat", str(repeat)] + ([] if graphs else ["--no-cuda-graphs"])
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return f"timed out after {timeout} s"
+    found = TIMING.findall(out.stderr)
+    if out.returncode != 0 or not found:
+        return (out.stderr.strip().splitlines() or ["exit %d" % out.returncode])[-1]
+    _, _, first, _, per_token = found[-1]
+    return float(first), float(per_token)
+
+
+def run_torch(cfg, compiled, device="cuda", prompt=PROMPT, new_tokens=NEW_TOKENS, repeat=2):
+    """(TTFT ms, ms per output token) of transformers' LlamaForCausalLM with random weights, greedy."""
+    import torch
+    import transformers
+
+    dtype = torch.bfloat16 if device == "cuda" else torch.float32
+    torch.manual_seed(0)
+    model = transformers.LlamaForCausalLM(transformers.LlamaConfig(**cfg)).to(device=device, dtype=dtype).eval()
+    kwargs = dict(do_sample=False, pad_token_id=0)
+    if compiled:
+        model.forward = torch.compile(model.forward, mode="reduce-overhead", fullgraph=True)
+        kwargs["cache_implementation"] = "static"
+    ids = torch.tensor([[(i * 7919 + 13) % cfg["vocab_size"] for i in range(prompt)]], device=device)
+    mask = torch.ones_like(ids)
+
+    def timed(n):
+        if device == "cuda":
+            torch.cuda.synchronize()
+        start = time.perf_counter()
+        with torch.inference_mode():
+            model.generate(ids, attention_mask=mask, max_new_tokens=n, min_new_tokens=n, **kwargs)
+        if device == "cuda":
+            torch.cuda.synchronize()
+        return (time.perf_counter() - start) * 1000.0
+
+    for _ in range(repeat):  # warm up: compilation, CUDA graph recording, allocator
+        timed(new_tokens + 1)
+    first = min(timed(1) for _ in range(3))
+    total = timed(new_tokens + 1)
+    return first, (total - first) / new_tokens
+
+
+def run(args):
+    with open(os.path.join(args.dir, "bench.json")) as f:
+        models = json.load(f)
+    rows = []
+    for name in args.models.split(","):
+        cfg = models[name]["config"]
+        weights, kv_per_token = model_bytes(cfg)
+        step_bytes = weights + kv_per_token * (PROMPT + NEW_TOKENS // 2)
+        print(f"== {name}: {weights / 1e9:.2f} GB of bf16 weights read per token, "
+              f"{kv_per_token * (PROMPT + NEW_TOKENS // 2) / 1e6:.1f} MB of KV cache at the mean context", flush=True)
+        impls = [("llmc, CUDA graphs", lambda: run_llmc(args.llmc_run, os.path.join(args.dir, models[name]["plan"]), True,
+                                                        cfg["vocab_size"])),
+                 ("llmc, no graphs", lambda: run_llmc(args.llmc_run, os.path.join(args.dir, models[name]["plan"]), False,
+                                                      cfg["vocab_size"]))]
+        if not args.no_torch:
+            impls.append(("PyTorch eager", lambda: run_torch(cfg, False)))
+            if not args.no_compile:
+                impls.append(("torch.compile reduce-overhead", lambda: run_torch(cfg, True)))
+        for label, fn in impls:
+            try:
+                result = fn()
+            except Exception as e:  # a benchmark row that failed is reported, not fatal
+                result = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+            if isinstance(result, str):
+                rows.append((name, label, result))
+                print(f"{label}: FAILED: {result}", flush=True)
+                continue
+            first, per_token = result
+            share = step_bytes / (per_token / 1000.0) / HBM_BYTES_PER_S if per_token > 0 else 0.0
+            rows.append((name, label, first, per_token, share))
+            print(f"{label}: TTFT {first:.1f} ms, {per_token:.3f} ms/token, {share:.0%} of HBM bandwidth", flush=True)
+    print("\n== benchmark (bf16, batch 1, random weights; prompt %d tokens, %d new tokens)" % (PROMPT, NEW_TOKENS))
+    print(f"{'model':<9} {'implementation':<31} {'TTFT ms':>9} {'ms/token':>9} {'tokens/s':>9} {'HBM share':>9}")
+    for row in rows:
+        if len(row) == 3:
+            print(f"{row[0]:<9} {row[1]:<31} FAILED: {row[2]}")
+        else:
+            name, label, first, per_token, share = row
+            print(f"{name:<9} {label:<31} {first:>9.1f} {per_token:>9.3f} {1000.0 / per_token:>9.1f} {share:>9.0%}")
+    return 0
+
+
+def torch_smoke(_args):
+    """The PyTorch side of `run` on a tiny Llama on the CPU (eager only): the code path works."""
+    cfg = dict(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+               num_key_value_heads=2, max_position_embeddings=256)
+    first, per_token = run_torch(cfg, False, device="cpu", prompt=16, new_tokens=4, repeat=1)
+    weights, kv = model_bytes(cfg)
+    print(f"torch eager (tiny, CPU): TTFT {first:.1f} ms, {per_token:.2f} ms/token; {weights} weight bytes, "
+          f"{kv} KV bytes per token")
+    return 0 if first > 0 and per_token > 0 else 1
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="mode", required=True)
+    a = sub.add_parser("prepare")
+    a.add_argument("--llmc", required=True)
+    a.add_argument("--out", required=True)
+    a.add_argument("--cache", default=os.path.expanduser("~/.cache/llmc/models-bench"))
+    r = sub.add_parser("run")
+    r.add_argument("--llmc-run", required=True)
+    r.add_argument("--dir", required=True)
+    r.add_argument("--models", default="smollm2,llama1b")
+    r.add_argument("--no-torch", action="store_true")
+    r.add_argument("--no-compile", action="store_true", help="skip torch.compile (it compiles for minutes)")
+    sub.add_parser("torch-smoke")
+    args = p.parse_args()
+    return {"prepare": prepare, "run": run, "torch-smoke": torch_smoke}[args.mode](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
