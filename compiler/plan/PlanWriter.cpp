@@ -106,6 +106,7 @@ struct Emitter {
   uint64_t weightsSize = 0;
   const RandomWeights *random = nullptr;
   rt::DType precision = rt::DType::F32;
+  bool tf32 = false;
   int64_t reducedCount = 0;
   llvm::DenseMap<Value, int32_t> index;
   std::string error;
@@ -389,6 +390,7 @@ struct Emitter {
                                   cuda ? b.CreateVector(kernels) : 0, random ? random->seed : 0,
                                   precision == rt::DType::BF16  ? fb::Precision_BF16
                                   : precision == rt::DType::F16 ? fb::Precision_F16
+                                  : tf32                        ? fb::Precision_TF32
                                                                 : fb::Precision_F32);
     fb::FinishProgramBuffer(b, root);
     return std::vector<uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
@@ -450,6 +452,9 @@ std::string writePlan(ModuleOp module, const std::string &path, const PlanOption
   Emitter emitter;
   emitter.random = options.random;
   emitter.precision = options.precision;
+  emitter.tf32 = options.tf32;
+  if (options.tf32 && options.precision != rt::DType::F32)
+    return "TF32 GEMMs are an option of f32 plans";
   if (options.precision != rt::DType::F32 && options.precision != rt::DType::F16 &&
       options.precision != rt::DType::BF16)
     return "the precision of a plan must be f32, f16 or bf16";

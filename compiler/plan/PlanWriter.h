@@ -48,6 +48,7 @@ struct PlanOptions {
   // f32 (default), or F16 / BF16: the GPU keeps activations and weights in 16 bits (the file
   // stores those weights so too), accumulating in f32; see DevicePrecision.h for which values.
   rt::DType precision = rt::DType::F32;
+  bool tf32 = false; // with f32: the GPU's GEMMs on TF32 tensor cores
 };
 
 // Writes the plan for `module` to `path`. The file appears complete or not at all: it is

@@ -78,6 +78,7 @@ struct Executor {
   std::vector<std::unique_ptr<LtLinear>> linears;
   std::vector<cudaLibrary_t> libraries;
   std::string arch; // "sm_90a"
+  size_t sharedOptIn = 0; // shared memory a block may opt in to
   bool useGraphs = true;
   bool dry = false; // checking a plan without a device: prepare nothing that needs one
   std::vector<Segment> segments;
@@ -234,7 +235,7 @@ std::string prepareLinear(Executor &ex, const PlanOp &op, PreparedOp &out, size_
   LinearSpec spec;
   spec.K = w.shape.dims[transB ? 1 : 0];
   spec.N = w.shape.dims[transB ? 0 : 1];
-  spec.transB = transB, spec.bias = bias, spec.storage = st;
+  spec.transB = transB, spec.bias = bias, spec.storage = st, spec.tf32 = ex.plan->tf32;
   // The bound of M: the input's capacity (in elements) over its row width.
   spec.maxM = std::max<int64_t>(1, int64_t(x.capacity / dtypeSize(x.dtype)) / spec.K);
   const bool epilogue = activation != "none" || gate || residual;
@@ -283,7 +284,11 @@ std::string prepareAttention(Executor &ex, const PlanOp &op, PreparedOp &out) {
   if (std::string err = floatStorage(ex, op, st); !err.empty())
     return err;
   const size_t elem = storageBytes(st);
-  out.launch = [&op, st, elem](Executor &e, const std::vector<TensorRef> &t) -> std::string {
+  const PlanValue &q = ex.plan->values[size_t(op.inputs[0])];
+  // Prompts of a 16-bit plan run on tensor cores when the head sizes allow (checked per run: the
+  // sizes follow from the shapes); everything else on the plain kernel.
+  const bool flash = !ex.dry && st != Storage::F32 && q.shape.rank == 3;
+  out.launch = [&op, st, elem, flash](Executor &e, const std::vector<TensorRef> &t) -> std::string {
     auto has = [&](size_t i) { return op.inputs.size() > i && op.inputs[i] >= 0 && t[size_t(op.inputs[i])].numel() > 0; };
     const bool packed = op.attrs.getInt("packed_qkv", 0) != 0, timeMajor = op.attrs.getInt("kv_time_major", 0) != 0;
     const TensorRef &q = t[size_t(op.inputs[0])];
@@ -345,6 +350,8 @@ std::string prepareAttention(Executor &ex, const PlanOp &op, PreparedOp &out) {
         return decodeAttention(st, a.q, a.k, a.v, static_cast<const uint8_t *>(a.mask), a.out, a.B, a.Hq, a.Hkv,
                                a.Sk, a.D, a.Dv, a.scale, splits, e.attentionWorkspace, e.stream);
     }
+    if (flash && a.Sq > 1 && flashAttentionFits(st, a.D, a.Dv, e.sharedOptIn))
+      return flashAttention(st, a, e.stream);
     return attention(st, a, e.stream);
   };
   return {};
@@ -923,6 +930,7 @@ std::string create(const llmc_plan_t &plan, const CudaOptions &options, void **s
     return "the CUDA executor needs compute capability 8.0 or newer; device " + std::to_string(ex->device) + " (" +
            props.name + ") has " + std::to_string(props.major) + "." + std::to_string(props.minor);
   ex->arch = "sm_" + std::to_string(props.major * 10 + props.minor) + (props.major == 9 ? "a" : "");
+  ex->sharedOptIn = props.sharedMemPerBlockOptin;
   if (!plan.cudaArchs.empty()) {
     // A CUBIN for sm_XY runs on compute capability X.Z with Z >= Y; an "a" one only on X.Y.
     std::string usable;

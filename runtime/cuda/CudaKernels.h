@@ -79,6 +79,13 @@ struct AttentionArgs {
 };
 std::string attention(Storage s, const AttentionArgs &a, void *stream);
 
+// The same on tensor cores, flash-attention style (FlashAttention.cu): 64 query rows per block,
+// keys 64 at a time, online softmax, so any Sk fits. For f16/bf16 storage and head sizes D, Dv
+// that are multiples of 16 up to 128; flashAttentionFits also checks that the tiles fit in
+// `sharedLimit` bytes (the device's cudaDevAttrMaxSharedMemoryPerBlockOptin).
+bool flashAttentionFits(Storage s, int64_t D, int64_t Dv, size_t sharedLimit);
+std::string flashAttention(Storage s, const AttentionArgs &a, void *stream);
+
 // The epilogue of a linear that cuBLASLt has no exact epilogue for: from y [M, N] (or [M, 2N]
 // with `swiglu`, bias already added), out = act(y) (silu(y[:, :N]) * y[:, N:] with swiglu),
 // times `gate` when given, plus `residual` when given ([M, N] each). `activation`: "none", "relu",

@@ -279,6 +279,7 @@ llmc_status parsePlan(const void *data, size_t size, bool verifyWeights, llmc_pl
   case fb::Precision_F32: plan.precision = DType::F32; break;
   case fb::Precision_F16: plan.precision = DType::F16; break;
   case fb::Precision_BF16: plan.precision = DType::BF16; break;
+  case fb::Precision_TF32: plan.precision = DType::F32, plan.tf32 = true; break;
   default: return makeStatus(LLMC_UNSUPPORTED, "the plan has a precision this runtime does not know");
   }
   if (p->cuda_kernels())

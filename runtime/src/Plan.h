@@ -72,7 +72,8 @@ struct llmc_plan_t {
   std::vector<llmc::rt::PlanCudaKernel> cudaKernels;
   std::string cudaArchList;                        // cudaArchs joined by ", "
   std::vector<std::unique_ptr<uint8_t, void (*)(void *)>> filledWeights; // made at load: random_fill, widened
-  llmc::rt::DType precision = llmc::rt::DType::F32; // llmc --precision
+  llmc::rt::DType precision = llmc::rt::DType::F32; // llmc --precision: F32, F16 or BF16
+  bool tf32 = false;                                 // llmc --precision tf32: f32, GEMMs on TF32
 
   // The f32 data of the 16-bit weights of a reduced-precision plan, made once (the CPU executor
   // computes in f32). Returns an error (out of memory) or "".

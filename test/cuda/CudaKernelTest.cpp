@@ -374,6 +374,61 @@ TEST(Cuda, AttentionMatchesFusedAttention) {
       ASSERT_EQ(cu::attention(s, args, nullptr), "");
       expectClose(download(out, size_t(B * S * Hq * D), s), want.data, tolerance(s) * 2,
                   std::string("attention ") + layout + " " + name(s));
+      if (s == cu::Storage::F32)
+        continue;
+      // The tensor-core kernel on the same arguments (P rounds to the storage type: a looser bound).
+      ASSERT_TRUE(cu::flashAttentionFits(s, D, D, 48 * 1024));
+      ASSERT_EQ(cudaMemset(out.p, 0, out.bytes), cudaSuccess);
+      ASSERT_EQ(cu::flashAttention(s, args, nullptr), "");
+      expectClose(download(out, size_t(B * S * Hq * D), s), want.data, tolerance(s) * 4,
+                  std::string("flash attention ") + layout + " " + name(s));
+    }
+}
+
+// The tensor-core kernel over several tiles: 100 queries (a partial tile) over 100 keys, causal,
+// with rotary, head 64; and 70 queries over a length-major cache of 150 keys with an additive
+// mask, head 128 (the largest).
+TEST(Cuda, FlashAttentionTilesMatchFusedAttention) {
+  for (cu::Storage s : {cu::Storage::F16, cu::Storage::BF16})
+    for (bool cached : {false, true}) {
+      const int64_t B = 1, Hq = 4, Hkv = 2, S = cached ? 70 : 100, Sk = cached ? 150 : 100, D = cached ? 128 : 64;
+      Buf<float> none(DType::F32, {0});
+      Buf<float> q(DType::F32, {B, S, Hq * D}, rounded(randomFloats(B * S * Hq * D, 50), s));
+      const std::vector<int64_t> kvShape = cached ? std::vector<int64_t>{Sk, B, Hkv * D} : std::vector<int64_t>{B, Sk, Hkv * D};
+      Buf<float> k(DType::F32, kvShape, rounded(randomFloats(B * Sk * Hkv * D, 51), s)),
+          v(DType::F32, kvShape, rounded(randomFloats(B * Sk * Hkv * D, 52), s)),
+          mask(DType::F32, {B, 1, S, Sk}, rounded(randomFloats(B * S * Sk, 53), s)),
+          cosT(DType::F32, {1, S, D}, rounded(randomFloats(S * D, 54), s)),
+          sinT(DType::F32, {1, S, D}, rounded(randomFloats(S * D, 55), s)), want(DType::F32, {B, S, Hq * D});
+      AttrList a = attrs({intAttr("q_num_heads", Hq), intAttr("kv_num_heads", Hkv), floatAttr("scale", 0.125),
+                          intAttr("is_causal", !cached), intAttr("kv_time_major", cached)});
+      ASSERT_EQ(call("fused_attention", a,
+                     {q.ref(), k.ref(), v.ref(), cached ? mask.ref() : none.ref(), cached ? none.ref() : cosT.ref(),
+                      cached ? none.ref() : sinT.ref()},
+                     {want.ref()}),
+                "");
+      auto dq = upload(q.data, s), dk = upload(k.data, s), dv = upload(v.data, s), dmask = upload(mask.data, s),
+           dcos = upload(cosT.data, s), dsin = upload(sinT.data, s);
+      Device out(size_t(B * S * Hq * D) * cu::storageBytes(s));
+      cu::AttentionArgs args;
+      args.B = B, args.Hq = Hq, args.Hkv = Hkv, args.Sq = S, args.Sk = Sk, args.D = D, args.Dv = D;
+      args.scale = 0.125f, args.causal = !cached, args.out = out.p;
+      args.q = dq->p, args.k = dk->p, args.v = dv->p;
+      args.qs = {S * Hq * D, Hq * D, D};
+      args.ks = args.vs = cached ? cu::HeadStrides{Hkv * D, B * Hkv * D, D} : cu::HeadStrides{Sk * Hkv * D, Hkv * D, D};
+      if (cached) {
+        args.mask = dmask->p;
+        args.maskStrides[0] = S * Sk, args.maskStrides[1] = 0, args.maskStrides[2] = Sk, args.maskStrides[3] = 1;
+      } else {
+        args.cos = dcos->p, args.sin = dsin->p, args.rotateKeys = true;
+      }
+      int device = 0, optIn = 0;
+      cudaGetDevice(&device);
+      cudaDeviceGetAttribute(&optIn, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+      ASSERT_TRUE(cu::flashAttentionFits(s, D, D, size_t(optIn)));
+      ASSERT_EQ(cu::flashAttention(s, args, nullptr), "");
+      expectClose(download(out, size_t(B * S * Hq * D), s), want.data, tolerance(s) * 4,
+                  std::string("flash attention ") + (cached ? "cache" : "causal") + " " + name(s));
     }
 }
 

@@ -33,6 +33,7 @@ CASES = [
     ("tiny_bert", "tiny_bert", ["--input-shape", "input_ids=2x16,attention_mask=2x16"], "run"),
     ("tiny_llama-bf16", "tiny_llama", ["--input-shape", "input_ids=1x16", "--precision", "bf16"], "run"),
     ("tiny_gpt2-f16", "tiny_gpt2", ["--input-shape", "input_ids=1x16", "--precision", "f16"], "run"),
+    ("tiny_llama-tf32", "tiny_llama", ["--input-shape", "input_ids=1x16", "--precision", "tf32"], "run"),
     ("tiny_bert-bf16", "tiny_bert", ["--input-shape", "input_ids=2x16,attention_mask=2x16", "--precision", "bf16"], "run"),
     ("tiny_llama_kv", "tiny_llama_kv", KV_SHAPES, "generate"),
     ("tiny_gpt2_kv", "tiny_gpt2_kv", KV_SHAPES, "generate"),

@@ -88,10 +88,11 @@ static cl::list<std::string> cudaArchs("cuda-arch",
                                                 "(default sm_90a,sm_80)"),
                                        cl::value_desc("sm_XY"), cl::CommaSeparated, cl::cat(category));
 static cl::opt<std::string> precision("precision",
-                                      cl::desc("Activations and weights on the GPU: f32 (default), f16 or bf16 "
-                                               "(16-bit storage, f32 accumulation; the plan stores those weights "
-                                               "in 16 bits, and the CPU executor widens them to f32)"),
-                                      cl::init("f32"), cl::value_desc("f32|f16|bf16"), cl::cat(category));
+                                      cl::desc("Activations and weights on the GPU: f32 (default), tf32 (f32 with "
+                                               "the GEMMs on TF32 tensor cores), f16 or bf16 (16-bit storage, f32 "
+                                               "accumulation; the plan stores those weights in 16 bits, and the CPU "
+                                               "executor widens them to f32)"),
+                                      cl::init("f32"), cl::value_desc("f32|tf32|f16|bf16"), cl::cat(category));
 static cl::opt<bool> randomWeights("random-weights",
                                    cl::desc("Leave the float weights of 1024 elements or more out of the plan; the "
                                             "runtime fills them with seeded random values at load (benchmarks of "
@@ -239,10 +240,10 @@ int main(int argc, char **argv) {
   }
   if (!cudaArchs.empty() && target != "cuda")
     return fail("--cuda-arch needs --target cuda");
-  const llmc::rt::DType planPrecision = llmc::rt::dtypeFromName(precision);
+  const llmc::rt::DType planPrecision = llmc::rt::dtypeFromName(precision == "tf32" ? std::string("f32") : std::string(precision));
   if (planPrecision != llmc::rt::DType::F32 && planPrecision != llmc::rt::DType::F16 &&
       planPrecision != llmc::rt::DType::BF16)
-    return fail("--precision must be f32, f16 or bf16, not '" + precision + "'");
+    return fail("--precision must be f32, tf32, f16 or bf16, not '" + precision + "'");
   if (mlaFactors != "auto" && mlaFactors != "separate" && mlaFactors != "multiplied")
     return fail("--mla-factors must be auto, separate or multiplied, not '" + mlaFactors + "'");
   pipeline.mlaFactors = mlaFactors;
@@ -308,11 +309,14 @@ int main(int argc, char **argv) {
   planOptions.cuda = target == "cuda" ? &cuda : nullptr;
   planOptions.random = randomWeights ? &random : nullptr;
   planOptions.precision = planPrecision;
+  planOptions.tf32 = precision == "tf32";
   if (std::string err = llmc::writePlan(*module, outPath, planOptions, &stats); !err.empty())
     return fail(err);
   if (printStats) {
     llvm::errs() << "plan: " << stats.kernels << " kernels, " << stats.weights << " weights (" << stats.weightBytes
                  << " bytes), file " << stats.fileBytes << " bytes\n";
+    if (precision == "tf32")
+      llvm::errs() << "precision: tf32 (f32 values; the GPU's GEMMs on TF32 tensor cores)\n";
     if (planPrecision != llmc::rt::DType::F32)
       llvm::errs() << "precision: " << precision << " (" << stats.reducedValues
                    << " values kept in 16 bits on the GPU, the rest f32)\n";

@@ -1,0 +1,51 @@
+// Device helpers shared by the CUDA kernel files: storage conversions (f32 arithmetic on f32,
+// f16 or bf16 storage), the dispatch from Storage to a type, and launch bookkeeping.
+#pragma once
+
+#include "CudaKernels.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <string>
+
+namespace llmc::rt::cuda {
+namespace {
+
+template <typename T> __device__ __forceinline__ float toF(T x);
+template <> __device__ __forceinline__ float toF<float>(float x) { return x; }
+template <> __device__ __forceinline__ float toF<__half>(__half x) { return __half2float(x); }
+template <> __device__ __forceinline__ float toF<__nv_bfloat16>(__nv_bfloat16 x) { return __bfloat162float(x); }
+
+// f32 to storage: round to nearest even; finite values beyond a 16-bit type's range saturate to
+// its largest finite value, as narrowFloat (Tensor.h) does to the weights of the plan.
+__device__ __forceinline__ float saturate(float x, float largest) {
+  return fabsf(x) > largest && !isinf(x) ? copysignf(largest, x) : x;
+}
+template <typename T> __device__ __forceinline__ T fromF(float x);
+template <> __device__ __forceinline__ float fromF<float>(float x) { return x; }
+template <> __device__ __forceinline__ __half fromF<__half>(float x) { return __float2half_rn(saturate(x, 65504.0f)); }
+template <> __device__ __forceinline__ __nv_bfloat16 fromF<__nv_bfloat16>(float x) {
+  return __float2bfloat16_rn(saturate(x, 3.38953139e38f));
+}
+
+// Runs `f(T{})` with T the storage type.
+template <typename F> void dispatch(Storage s, F &&f) {
+  switch (s) {
+  case Storage::F32: f(float{}); break;
+  case Storage::F16: f(__half{}); break;
+  case Storage::BF16: f(__nv_bfloat16{}); break;
+  }
+}
+
+std::string launched(const char *what) {
+  const cudaError_t e = cudaGetLastError();
+  return e == cudaSuccess ? std::string() : std::string(what) + ": " + cudaGetErrorString(e);
+}
+
+int64_t blocksFor(int64_t n, int threads) { return std::max<int64_t>(1, std::min<int64_t>((n + threads - 1) / threads, 65535 * 8)); }
+
+} // namespace
+} // namespace llmc::rt::cuda

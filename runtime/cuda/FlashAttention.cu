@@ -1,0 +1,232 @@
+// Prefill attention on tensor cores, flash-attention style (see CudaKernels.h): a block takes 64
+// query rows of one (sequence, head), four warps 16 rows each, and walks the keys 64 at a time:
+// S = Q K^T and O += P V on WMMA 16x16x16 tiles with f32 accumulators; softmax online (a running
+// max and sum per row, O rescaled as the max grows), so the scores never leave shared memory.
+// Rotary (rotate-half) is applied to Q and K as they are staged; masks, causality, GQA and every
+// layout are those of the plain attention kernel, which f32 storage and unusual head sizes use.
+#include "CudaKernels.h"
+#include "DeviceUtil.cuh"
+
+#include <mma.h>
+
+namespace llmc::rt::cuda {
+namespace {
+
+using namespace nvcuda;
+
+constexpr int kTile = 64;  // query rows per block, keys per step
+constexpr int kWarps = 4;  // 16 query rows each
+constexpr int kMaxHead = 128;
+
+// Dynamic shared memory: Q [64][D], K [64][D], V [64][Dv] in the storage type; per warp the
+// scores / P·V scratch [16][W] f32 (W = max(64, Dv)), P [16][64] in the storage type, O [16][Dv]
+// f32, and the running max, sum and rescale factor of its 16 rows.
+struct Layout {
+  size_t q, k, v, s, p, o, stats, total;
+  int W;
+};
+
+__host__ __device__ inline Layout layoutFor(int D, int Dv, size_t elem) {
+  Layout L;
+  L.W = Dv > kTile ? Dv : kTile;
+  size_t at = 0;
+  auto take = [&](size_t bytes) {
+    const size_t start = at;
+    at = (at + bytes + 127) / 128 * 128;
+    return start;
+  };
+  L.q = take(size_t(kTile) * D * elem);
+  L.k = take(size_t(kTile) * D * elem);
+  L.v = take(size_t(kTile) * Dv * elem);
+  L.s = take(size_t(kWarps) * 16 * L.W * sizeof(float));
+  L.p = take(size_t(kWarps) * 16 * kTile * elem);
+  L.o = take(size_t(kWarps) * 16 * Dv * sizeof(float));
+  L.stats = take(size_t(kWarps) * 48 * sizeof(float));
+  L.total = at;
+  return L;
+}
+
+// Element d of a row, rotated (rotate-half) by the cos/sin row when there is one.
+template <typename T>
+__device__ __forceinline__ float rotated(const T *row, const T *cosRow, const T *sinRow, int64_t d, int64_t D) {
+  const float x = toF(row[d]);
+  if (!cosRow)
+    return x;
+  const int64_t half = D / 2;
+  const float partner = d < half ? -toF(row[d + half]) : toF(row[d - half]);
+  return x * toF(cosRow[d]) + partner * toF(sinRow[d]);
+}
+
+template <typename T> __global__ void __launch_bounds__(kWarps * 32) flashAttentionKernel(AttentionArgs a) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  const int D = int(a.D), Dv = int(a.Dv);
+  const Layout L = layoutFor(D, Dv, sizeof(T));
+  const int W = L.W;
+  T *qs = reinterpret_cast<T *>(smem + L.q), *ks = reinterpret_cast<T *>(smem + L.k),
+    *vs = reinterpret_cast<T *>(smem + L.v);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  float *sw = reinterpret_cast<float *>(smem + L.s) + warp * 16 * W;
+  T *pw = reinterpret_cast<T *>(smem + L.p) + warp * 16 * kTile;
+  float *ow = reinterpret_cast<float *>(smem + L.o) + warp * 16 * Dv;
+  float *rowMax = reinterpret_cast<float *>(smem + L.stats) + warp * 48, *rowSum = rowMax + 16, *rescale = rowMax + 32;
+
+  const int64_t tiles = (a.Sq + kTile - 1) / kTile, block = blockIdx.x;
+  const int64_t qt = block % tiles, h = (block / tiles) % a.Hq, b = block / (tiles * a.Hq);
+  const int64_t kvh = h / (a.Hq / a.Hkv), i0 = qt * kTile;
+  const T *cosT = static_cast<const T *>(a.cos), *sinT = static_cast<const T *>(a.sin);
+  auto tableRow = [&](const T *table, int64_t i) {
+    return table ? table + ((a.tablesPerBatch ? b : 0) * a.Sq + i) * a.D : nullptr;
+  };
+
+  // Q, rotated; rows past the end are zeros.
+  for (int e = threadIdx.x; e < kTile * D; e += blockDim.x) {
+    const int r = e / D, d = e % D;
+    const int64_t i = i0 + r;
+    float x = 0.0f;
+    if (i < a.Sq) {
+      const T *row = static_cast<const T *>(a.q) + b * a.qs.batch + i * a.qs.token + h * a.qs.head;
+      x = rotated(row, tableRow(cosT, i), tableRow(sinT, i), d, a.D);
+    }
+    qs[e] = fromF<T>(x);
+  }
+  for (int e = lane; e < 16 * Dv; e += 32)
+    ow[e] = 0.0f;
+  if (lane < 16)
+    rowMax[lane] = -INFINITY, rowSum[lane] = 0.0f;
+
+  // Causal: no key after the last row's diagonal.
+  const int64_t lastRow = (i0 + kTile < a.Sq ? i0 + kTile : a.Sq) - 1;
+  const int64_t kEnd = a.causal ? std::min<int64_t>(a.Sk, std::max<int64_t>(0, lastRow + (a.Sk - a.Sq) + 1)) : a.Sk;
+  const T *kb = static_cast<const T *>(a.k) + b * a.ks.batch + kvh * a.ks.head;
+  const T *vb = static_cast<const T *>(a.v) + b * a.vs.batch + kvh * a.vs.head;
+  const int row = lane / 2, side = lane % 2; // softmax: two lanes per row, 32 columns each
+  const int64_t i = i0 + warp * 16 + row;
+
+  for (int64_t j0 = 0; j0 < kEnd; j0 += kTile) {
+    __syncthreads(); // every warp is done with the previous K and V (and Q is staged)
+    for (int e = threadIdx.x; e < kTile * D; e += blockDim.x) {
+      const int r = e / D, d = e % D;
+      const int64_t j = j0 + r;
+      float x = 0.0f;
+      if (j < a.Sk) {
+        const T *keyRow = kb + j * a.ks.token;
+        x = a.rotateKeys ? rotated(keyRow, tableRow(cosT, j), tableRow(sinT, j), d, a.D) : toF(keyRow[d]);
+      }
+      ks[e] = fromF<T>(x);
+    }
+    for (int e = threadIdx.x; e < kTile * Dv; e += blockDim.x) {
+      const int r = e / Dv, d = e % Dv;
+      const int64_t j = j0 + r;
+      vs[e] = j < a.Sk ? vb[j * a.vs.token + d] : fromF<T>(0.0f);
+    }
+    __syncthreads();
+
+    // S = Q K^T for this warp's 16 rows and the 64 keys.
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> scores[kTile / 16];
+    for (auto &f : scores)
+      wmma::fill_fragment(f, 0.0f);
+    for (int kk = 0; kk < D; kk += 16) {
+      wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> qa;
+      wmma::load_matrix_sync(qa, qs + warp * 16 * D + kk, D);
+      for (int n = 0; n < kTile / 16; ++n) {
+        wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::col_major> kt; // K^T: (k, n) at ks[n * D + k]
+        wmma::load_matrix_sync(kt, ks + n * 16 * D + kk, D);
+        wmma::mma_sync(scores[n], qa, kt, scores[n]);
+      }
+    }
+    for (int n = 0; n < kTile / 16; ++n)
+      wmma::store_matrix_sync(sw + n * 16, scores[n], W, wmma::mem_row_major);
+    __syncwarp();
+
+    // Online softmax: scale, masks, the new running max; P in the storage type.
+    float best = -INFINITY;
+    for (int c = side * 32; c < side * 32 + 32; ++c) {
+      const int64_t j = j0 + c;
+      float s = sw[row * W + c] * a.scale;
+      if (i >= a.Sq || j >= a.Sk || (a.causal && j > i + (a.Sk - a.Sq))) {
+        s = -INFINITY;
+      } else if (a.mask) {
+        const int64_t at = b * a.maskStrides[0] + h * a.maskStrides[1] + i * a.maskStrides[2] + j * a.maskStrides[3];
+        if (a.maskBool)
+          s = static_cast<const uint8_t *>(a.mask)[at] ? s : -INFINITY;
+        else
+          s += toF(static_cast<const T *>(a.mask)[at]);
+      }
+      sw[row * W + c] = s;
+      best = fmaxf(best, s);
+    }
+    best = fmaxf(best, __shfl_xor_sync(0xffffffffu, best, 1));
+    const float previous = rowMax[row], now = fmaxf(previous, best);
+    float sum = 0.0f;
+    for (int c = side * 32; c < side * 32 + 32; ++c) {
+      const float p = now == -INFINITY ? 0.0f : __expf(sw[row * W + c] - now);
+      pw[row * kTile + c] = fromF<T>(p);
+      sum += p;
+    }
+    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+    __syncwarp(); // every lane has read rowMax before it changes
+    if (side == 0) {
+      const float factor = previous == -INFINITY ? 0.0f : __expf(previous - now);
+      rescale[row] = factor;
+      rowSum[row] = rowSum[row] * factor + sum;
+      rowMax[row] = now;
+    }
+    __syncwarp();
+
+    // P V into the scratch, then O = O * rescale + P V.
+    for (int nb = 0; nb < Dv; nb += 16) {
+      wmma::fragment<wmma::accumulator, 16, 16, 16, float> pv;
+      wmma::fill_fragment(pv, 0.0f);
+      for (int kk = 0; kk < kTile; kk += 16) {
+        wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> pa;
+        wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::row_major> vt;
+        wmma::load_matrix_sync(pa, pw + kk, kTile);
+        wmma::load_matrix_sync(vt, vs + kk * Dv + nb, Dv);
+        wmma::mma_sync(pv, pa, vt, pv);
+      }
+      wmma::store_matrix_sync(sw + nb, pv, W, wmma::mem_row_major);
+    }
+    __syncwarp();
+    for (int e = lane; e < 16 * Dv; e += 32)
+      ow[e] = ow[e] * rescale[e / Dv] + sw[(e / Dv) * W + e % Dv];
+    __syncwarp();
+  }
+
+  // Out [B, Sq, Hq * Dv]; a row that attends to nothing (fully masked) is zeros.
+  __syncwarp();
+  for (int e = lane; e < 16 * Dv; e += 32) {
+    const int r = e / Dv;
+    const int64_t qi = i0 + warp * 16 + r;
+    if (qi >= a.Sq)
+      continue;
+    const float total = rowSum[r];
+    static_cast<T *>(a.out)[((b * a.Sq + qi) * a.Hq + h) * a.Dv + e % Dv] = fromF<T>(total > 0.0f ? ow[e] / total : 0.0f);
+  }
+}
+
+} // namespace
+
+bool flashAttentionFits(Storage s, int64_t D, int64_t Dv, size_t sharedLimit) {
+  if (s == Storage::F32 || D % 16 || Dv % 16 || D < 16 || Dv < 16 || D > kMaxHead || Dv > kMaxHead)
+    return false;
+  return layoutFor(int(D), int(Dv), storageBytes(s)).total <= sharedLimit;
+}
+
+std::string flashAttention(Storage s, const AttentionArgs &a, void *stream) {
+  if (s == Storage::F32 || a.D % 16 || a.Dv % 16 || a.D > kMaxHead || a.Dv > kMaxHead || a.Hkv <= 0 || a.Hq % a.Hkv)
+    return "flashAttention: needs f16 or bf16 storage and head sizes that are multiples of 16 up to 128";
+  if (a.B == 0 || a.Sq == 0)
+    return {};
+  const size_t shared = layoutFor(int(a.D), int(a.Dv), storageBytes(s)).total;
+  const int64_t blocks = a.B * a.Hq * ((a.Sq + kTile - 1) / kTile);
+  if (s == Storage::F16) {
+    cudaFuncSetAttribute(flashAttentionKernel<__half>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared));
+    flashAttentionKernel<__half><<<unsigned(blocks), kWarps * 32, shared, static_cast<cudaStream_t>(stream)>>>(a);
+  } else {
+    cudaFuncSetAttribute(flashAttentionKernel<__nv_bfloat16>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared));
+    flashAttentionKernel<__nv_bfloat16><<<unsigned(blocks), kWarps * 32, shared, static_cast<cudaStream_t>(stream)>>>(a);
+  }
+  return launched("flashAttention");
+}
+
+} // namespace llmc::rt::cuda
