@@ -12,8 +12,7 @@
 // one graph launch between the input and output copies. A KV cache linked with
 // llmc_context_link_cache stays on the device and is not copied at all.
 //
-// Work in progress (issue 7): the prefill attention is a plain per-row kernel, not the flash
-// kernel on tensor cores; nothing here has run on a GPU yet. See docs/cuda.md.
+// Work in progress (issue 7): nothing here has run on a GPU yet. See docs/cuda.md.
 #include "CudaBackend.h"
 #include "CudaKernels.h"
 #include "FusedElementwiseCuda.h"
@@ -931,6 +930,7 @@ std::string create(const llmc_plan_t &plan, const CudaOptions &options, void **s
            props.name + ") has " + std::to_string(props.major) + "." + std::to_string(props.minor);
   ex->arch = "sm_" + std::to_string(props.major * 10 + props.minor) + (props.major == 9 ? "a" : "");
   ex->sharedOptIn = props.sharedMemPerBlockOptin;
+  flashAttentionSetup(ex->sharedOptIn); // not while a graph is being captured
   if (!plan.cudaArchs.empty()) {
     // A CUBIN for sm_XY runs on compute capability X.Z with Z >= Y; an "a" one only on X.Y.
     std::string usable;

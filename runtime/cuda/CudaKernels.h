@@ -83,6 +83,9 @@ std::string attention(Storage s, const AttentionArgs &a, void *stream);
 // keys 64 at a time, online softmax, so any Sk fits. For f16/bf16 storage and head sizes D, Dv
 // that are multiples of 16 up to 128; flashAttentionFits also checks that the tiles fit in
 // `sharedLimit` bytes (the device's cudaDevAttrMaxSharedMemoryPerBlockOptin).
+// flashAttentionSetup lets the kernels use up to `sharedLimit` bytes (call it once, outside any
+// graph capture: it sets a function attribute).
+void flashAttentionSetup(size_t sharedLimit);
 bool flashAttentionFits(Storage s, int64_t D, int64_t Dv, size_t sharedLimit);
 std::string flashAttention(Storage s, const AttentionArgs &a, void *stream);
 

@@ -17,6 +17,7 @@ using namespace nvcuda;
 constexpr int kTile = 64;  // query rows per block, keys per step
 constexpr int kWarps = 4;  // 16 query rows each
 constexpr int kMaxHead = 128;
+size_t allowedShared = 48 * 1024; // dynamic shared memory the kernels may use (flashAttentionSetup)
 
 // Dynamic shared memory: Q [64][D], K [64][D], V [64][Dv] in the storage type; per warp the
 // scores / P·V scratch [16][W] f32 (W = max(64, Dv)), P [16][64] in the storage type, O [16][Dv]
@@ -206,6 +207,13 @@ template <typename T> __global__ void __launch_bounds__(kWarps * 32) flashAttent
 
 } // namespace
 
+void flashAttentionSetup(size_t sharedLimit) {
+  cudaFuncSetAttribute(flashAttentionKernel<__half>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(sharedLimit));
+  cudaFuncSetAttribute(flashAttentionKernel<__nv_bfloat16>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                       int(sharedLimit));
+  allowedShared = cudaGetLastError() == cudaSuccess ? sharedLimit : 48 * 1024;
+}
+
 bool flashAttentionFits(Storage s, int64_t D, int64_t Dv, size_t sharedLimit) {
   if (s == Storage::F32 || D % 16 || Dv % 16 || D < 16 || Dv < 16 || D > kMaxHead || Dv > kMaxHead)
     return false;
@@ -218,14 +226,14 @@ std::string flashAttention(Storage s, const AttentionArgs &a, void *stream) {
   if (a.B == 0 || a.Sq == 0)
     return {};
   const size_t shared = layoutFor(int(a.D), int(a.Dv), storageBytes(s)).total;
+  if (shared > allowedShared)
+    return "flashAttention: " + std::to_string(shared) + " bytes of shared memory, above the " +
+           std::to_string(allowedShared) + " flashAttentionSetup allowed";
   const int64_t blocks = a.B * a.Hq * ((a.Sq + kTile - 1) / kTile);
-  if (s == Storage::F16) {
-    cudaFuncSetAttribute(flashAttentionKernel<__half>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared));
+  if (s == Storage::F16)
     flashAttentionKernel<__half><<<unsigned(blocks), kWarps * 32, shared, static_cast<cudaStream_t>(stream)>>>(a);
-  } else {
-    cudaFuncSetAttribute(flashAttentionKernel<__nv_bfloat16>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared));
+  else
     flashAttentionKernel<__nv_bfloat16><<<unsigned(blocks), kWarps * 32, shared, static_cast<cudaStream_t>(stream)>>>(a);
-  }
   return launched("flashAttention");
 }
 

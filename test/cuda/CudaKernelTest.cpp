@@ -425,6 +425,7 @@ TEST(Cuda, FlashAttentionTilesMatchFusedAttention) {
       int device = 0, optIn = 0;
       cudaGetDevice(&device);
       cudaDeviceGetAttribute(&optIn, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+      cu::flashAttentionSetup(size_t(optIn));
       ASSERT_TRUE(cu::flashAttentionFits(s, D, D, size_t(optIn)));
       ASSERT_EQ(cu::flashAttention(s, args, nullptr), "");
       expectClose(download(out, size_t(B * S * Hq * D), s), want.data, tolerance(s) * 4,
