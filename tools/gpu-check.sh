@@ -43,6 +43,9 @@ run)
   # The pack's libraries first, then CUDA's own (cuBLASLt, NVRTC) from the machine's toolkit.
   export LD_LIBRARY_PATH="$PWD/$PACK/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   echo "== llmc GPU check, commit $(cat "$PACK/COMMIT"), $(date -u +%Y-%m-%dT%H:%MZ)"
+  # Everything within 8 minutes: each step gets at most its own cap and what is left of 470 s.
+  deadline=$(( $(date +%s) + 470 ))
+  limit() { local left=$(( deadline - $(date +%s) )); [ "$left" -lt "$1" ] && echo $(( left > 5 ? left : 5 )) || echo "$1"; }
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
   summary=()
   failed=0
@@ -50,7 +53,7 @@ run)
     echo "== $b"
     start=$(date +%s)
     set +e
-    timeout 300 "$PACK/bin/$b"
+    timeout "$(limit 120)" "$PACK/bin/$b"
     rc=$?
     set -e
     took=$(( $(date +%s) - start ))
@@ -62,7 +65,7 @@ run)
   done
   echo "== whole plans: CUDA executor vs CPU outputs"
   set +e
-  timeout 300 python3 test/cuda/cuda_vs_cpu.py check --llmc-run "$PACK/bin/llmc-run" --dir "$PACK/plans"
+  timeout "$(limit 150)" python3 test/cuda/cuda_vs_cpu.py check --llmc-run "$PACK/bin/llmc-run" --dir "$PACK/plans"
   rc=$?
   set -e
   case $rc in
@@ -72,7 +75,7 @@ run)
   esac
   echo "== benchmark"
   set +e
-  timeout 330 python3 tools/gpu_benchmark.py run --llmc-run "$PACK/bin/llmc-run" --dir "$PACK/bench"
+  timeout "$(limit 330)" python3 tools/gpu_benchmark.py run --llmc-run "$PACK/bin/llmc-run" --dir "$PACK/bench"
   rc=$?
   set -e
   [ $rc -eq 0 ] && summary+=("DONE    benchmark (printed above)") || summary+=("FAIL    benchmark: exit $rc")

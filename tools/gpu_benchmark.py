@@ -61,7 +61,7 @@ TIMING = re.compile(r"prompt: (\d+) tokens in ([\d.]+) ms .*first token after ([
 
 
 def run_llmc(llmc_run, plan, graphs, vocab, repeat=3, timeout=240):
-    """(TTFT ms, ms per output token) of the last of `repeat` generations, or an error string."""
+    """(TTFT ms, ms per output token, device MB) of the last of `repeat` generations, or an error string."""
     ids = ",".join(str((i * 7919 + 13) % vocab) for i in range(PROMPT))
     cmd = [llmc_run, "generate", plan, "--device", "cuda", "--prompt-ids", ids, "--max-tokens", str(NEW_TOKENS + 1),
            "--ids", "--ignore-eos", "--repeat", str(repeat)] + ([] if graphs else ["--no-cuda-graphs"])
@@ -73,17 +73,20 @@ def run_llmc(llmc_run, plan, graphs, vocab, repeat=3, timeout=240):
     if out.returncode != 0 or not found:
         return (out.stderr.strip().splitlines() or ["exit %d" % out.returncode])[-1]
     _, _, first, _, per_token = found[-1]
-    return float(first), float(per_token)
+    memory = re.search(r"device memory: ([\d.]+) MB", out.stderr)
+    return float(first), float(per_token), float(memory.group(1)) if memory else 0.0
 
 
 def run_torch(cfg, compiled, device="cuda", prompt=PROMPT, new_tokens=NEW_TOKENS, repeat=2):
-    """(TTFT ms, ms per output token) of transformers' LlamaForCausalLM with random weights, greedy."""
+    """(TTFT ms, ms per output token, peak MB allocated) of transformers' LlamaForCausalLM with random
+    weights, greedy."""
     import torch
     import transformers
 
     dtype = torch.bfloat16 if device == "cuda" else torch.float32
     torch.manual_seed(0)
-    model = transformers.LlamaForCausalLM(transformers.LlamaConfig(**cfg)).to(device=device, dtype=dtype).eval()
+    with torch.device(device):  # initialized where it runs: seconds, not a minute on the host
+        model = transformers.LlamaForCausalLM(transformers.LlamaConfig(**cfg)).to(dtype=dtype).eval()
     kwargs = dict(do_sample=False, pad_token_id=0)
     if compiled:
         model.forward = torch.compile(model.forward, mode="reduce-overhead", fullgraph=True)
@@ -105,48 +108,62 @@ def run_torch(cfg, compiled, device="cuda", prompt=PROMPT, new_tokens=NEW_TOKENS
         timed(new_tokens + 1)
     first = min(timed(1) for _ in range(3))
     total = timed(new_tokens + 1)
-    return first, (total - first) / new_tokens
+    peak = torch.cuda.max_memory_allocated() / 1e6 if device == "cuda" else 0.0
+    del model
+    if device == "cuda":
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
+    return first, (total - first) / new_tokens, peak
 
 
 def run(args):
     with open(os.path.join(args.dir, "bench.json")) as f:
         models = json.load(f)
-    rows = []
-    for name in args.models.split(","):
-        cfg = models[name]["config"]
-        weights, kv_per_token = model_bytes(cfg)
-        step_bytes = weights + kv_per_token * (PROMPT + NEW_TOKENS // 2)
+    names = args.models.split(",")
+    step_bytes = {}
+    for name in names:
+        weights, kv_per_token = model_bytes(models[name]["config"])
+        step_bytes[name] = weights + kv_per_token * (PROMPT + NEW_TOKENS // 2)
         print(f"== {name}: {weights / 1e9:.2f} GB of bf16 weights read per token, "
               f"{kv_per_token * (PROMPT + NEW_TOKENS // 2) / 1e6:.1f} MB of KV cache at the mean context", flush=True)
-        impls = [("llmc, CUDA graphs", lambda: run_llmc(args.llmc_run, os.path.join(args.dir, models[name]["plan"]), True,
-                                                        cfg["vocab_size"])),
-                 ("llmc, no graphs", lambda: run_llmc(args.llmc_run, os.path.join(args.dir, models[name]["plan"]), False,
-                                                      cfg["vocab_size"]))]
+    # torch.compile takes minutes: its rows come last, so that a time limit cuts only them.
+    tasks = []
+    for name in names:
+        plan, vocab = os.path.join(args.dir, models[name]["plan"]), models[name]["config"]["vocab_size"]
+        tasks.append((name, "llmc, CUDA graphs", lambda plan=plan, vocab=vocab: run_llmc(args.llmc_run, plan, True, vocab)))
+        tasks.append((name, "llmc, no graphs", lambda plan=plan, vocab=vocab: run_llmc(args.llmc_run, plan, False, vocab)))
         if not args.no_torch:
-            impls.append(("PyTorch eager", lambda: run_torch(cfg, False)))
-            if not args.no_compile:
-                impls.append(("torch.compile reduce-overhead", lambda: run_torch(cfg, True)))
-        for label, fn in impls:
-            try:
-                result = fn()
-            except Exception as e:  # a benchmark row that failed is reported, not fatal
-                result = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
-            if isinstance(result, str):
-                rows.append((name, label, result))
-                print(f"{label}: FAILED: {result}", flush=True)
-                continue
-            first, per_token = result
-            share = step_bytes / (per_token / 1000.0) / HBM_BYTES_PER_S if per_token > 0 else 0.0
-            rows.append((name, label, first, per_token, share))
-            print(f"{label}: TTFT {first:.1f} ms, {per_token:.3f} ms/token, {share:.0%} of HBM bandwidth", flush=True)
+            tasks.append((name, "PyTorch eager", lambda cfg=models[name]["config"]: run_torch(cfg, False)))
+    if not args.no_torch and not args.no_compile:
+        for name in names:
+            tasks.append((name, "torch.compile reduce-overhead", lambda cfg=models[name]["config"]: run_torch(cfg, True)))
+    rows = []
+    for name, label, fn in tasks:
+        try:
+            result = fn()
+        except Exception as e:  # a benchmark row that failed is reported, not fatal
+            result = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+        if isinstance(result, str):
+            rows.append((name, label, result))
+            print(f"{name}, {label}: FAILED: {result}", flush=True)
+            continue
+        first, per_token, memory = result
+        share = step_bytes[name] / (per_token / 1000.0) / HBM_BYTES_PER_S if per_token > 0 else 0.0
+        rows.append((name, label, first, per_token, share, memory))
+        print(f"{name}, {label}: TTFT {first:.1f} ms, {per_token:.3f} ms/token, {share:.0%} of HBM bandwidth",
+              flush=True)
+    rows.sort(key=lambda row: names.index(row[0]))  # stable: each model's rows together
     print("\n== benchmark (bf16, batch 1, random weights; prompt %d tokens, %d new tokens)" % (PROMPT, NEW_TOKENS))
-    print(f"{'model':<9} {'implementation':<31} {'TTFT ms':>9} {'ms/token':>9} {'tokens/s':>9} {'HBM share':>9}")
+    print(f"{'model':<9} {'implementation':<31} {'TTFT ms':>9} {'ms/token':>9} {'tokens/s':>9} {'HBM share':>9} "
+          f"{'GPU MB':>8}")
     for row in rows:
         if len(row) == 3:
             print(f"{row[0]:<9} {row[1]:<31} FAILED: {row[2]}")
         else:
-            name, label, first, per_token, share = row
-            print(f"{name:<9} {label:<31} {first:>9.1f} {per_token:>9.3f} {1000.0 / per_token:>9.1f} {share:>9.0%}")
+            name, label, first, per_token, share, memory = row
+            print(f"{name:<9} {label:<31} {first:>9.1f} {per_token:>9.3f} {1000.0 / per_token:>9.1f} {share:>9.0%} "
+                  f"{memory:>8.0f}")
+    print("GPU MB: llmc's device memory (all of it, allocated at load); PyTorch's peak allocation.")
     return 0
 
 
@@ -154,7 +171,7 @@ def torch_smoke(_args):
     """The PyTorch side of `run` on a tiny Llama on the CPU (eager only): the code path works."""
     cfg = dict(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
                num_key_value_heads=2, max_position_embeddings=256)
-    first, per_token = run_torch(cfg, False, device="cpu", prompt=16, new_tokens=4, repeat=1)
+    first, per_token, _ = run_torch(cfg, False, device="cpu", prompt=16, new_tokens=4, repeat=1)
     weights, kv = model_bytes(cfg)
     print(f"torch eager (tiny, CPU): TTFT {first:.1f} ms, {per_token:.2f} ms/token; {weights} weight bytes, "
           f"{kv} KV bytes per token")
