@@ -22,8 +22,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def fetch(name):
     out = subprocess.run([sys.executable, os.path.join(ROOT, "models", "fetch_real_models.py"), "--only", name],
-                         check=True, capture_output=True, text=True).stdout.split()
-    return out[1]
+                         check=True, capture_output=True, text=True).stdout
+    # "NAME PATH" lines; a first export also prints the exporter's progress on stdout.
+    return [line.split()[1] for line in out.splitlines() if line.startswith(name + " ")][-1]
 
 
 def measure(build, model, feeds, extra, fused, threads, runs, tmp, flags=()):

@@ -56,8 +56,9 @@ def main():
     p.add_argument("--new", type=int, default=128)
     args = p.parse_args()
     out = subprocess.run([sys.executable, os.path.join(ROOT, "models", "export_kv_models.py"), "--smollm2"],
-                         check=True, capture_output=True, text=True).stdout.split()
-    model = out[1]
+                         check=True, capture_output=True, text=True).stdout
+    # "NAME PATH" lines; a first export also prints the exporter's progress on stdout.
+    model = [line.split()[1] for line in out.splitlines() if line.startswith("smollm2_kv ")][-1]
     prompt = np.random.default_rng(0).integers(100, 49000, args.prompt).tolist()
     with tempfile.TemporaryDirectory() as tmp:
         plan = os.path.join(tmp, "smollm2.llmc")

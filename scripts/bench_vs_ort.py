@@ -63,8 +63,10 @@ def llmc_latency(build, path, feeds, threads, runs, tmp):
 
 def real_models(args):
     fetched = subprocess.run([sys.executable, os.path.join(ROOT, "models", "fetch_real_models.py")], check=True,
-                             capture_output=True, text=True).stdout.split()
-    paths = dict(zip(fetched[::2], fetched[1::2]))
+                             capture_output=True, text=True).stdout
+    # "NAME PATH" lines; a first export also prints the exporter's progress on stdout.
+    paths = dict(line.split() for line in fetched.splitlines()
+                 if len(line.split()) == 2 and line.split()[0] in ("resnet50", "minilm", "smollm2"))
     rng = np.random.default_rng(0)
     feeds = {
         "resnet50": {"input_0": rng.standard_normal((1, 224, 224, 3)).astype(np.float32)},

@@ -2,10 +2,12 @@
 """Fetches one real model (models/fetch_real_models.py, cached) and compares llmc with ONNX
 Runtime on it: cosine similarity >= 0.99999 per output, max abs error printed.
 
-    real_model.py --llmc BIN --llmc-run BIN --name resnet50|minilm|smollm2 [--dynamic]
+    real_model.py --llmc BIN --llmc-run BIN --name resnet50|minilm|smollm2 [--dynamic | --precision bf16]
 
 With --dynamic (the transformers): one plan compiled with --max-shape runs at several sequence
-lengths up to the bound against ONNX Runtime (test/e2e/dynamic_shapes.py).
+lengths up to the bound against ONNX Runtime (test/e2e/dynamic_shapes.py). With --precision f16 or
+bf16: the reduced-precision plan (its weights rounded to 16 bits, computed in f32 on the CPU)
+against ONNX Runtime's f32 run, cosine similarity >= 0.999.
 """
 import argparse
 import os
@@ -34,17 +36,21 @@ def main():
     p.add_argument("--llmc-run", required=True)
     p.add_argument("--name", required=True, choices=sorted(CASES))
     p.add_argument("--dynamic", action="store_true")
+    p.add_argument("--precision", choices=["f16", "bf16"])
     args = p.parse_args()
-    fetched = subprocess.run([sys.executable, os.path.join(ROOT, "models", "fetch_real_models.py"), "--only", args.name],
-                             check=True, capture_output=True, text=True).stdout.split()
-    model = fetched[1]
+    out = subprocess.run([sys.executable, os.path.join(ROOT, "models", "fetch_real_models.py"), "--only", args.name],
+                         check=True, capture_output=True, text=True).stdout
+    # "NAME PATH" lines; a first export also prints the exporter's progress on stdout.
+    model = dict(line.split(maxsplit=1) for line in out.splitlines() if line.startswith(args.name + " "))[args.name]
     if args.dynamic:
         return subprocess.run([sys.executable, os.path.join(HERE, "dynamic_shapes.py"), "--llmc", args.llmc,
                                "--llmc-run", args.llmc_run, "--model", model] + DYNAMIC[args.name]).returncode
     shapes, extra = CASES[args.name]
+    if args.precision:
+        extra = extra + [f"--llmc-arg=--precision={args.precision}"]
     return subprocess.run([sys.executable, os.path.join(HERE, "compare_with_ort.py"), "--llmc", args.llmc,
-                           "--llmc-run", args.llmc_run, "--model", model, "--min-cosine", "0.99999"] + shapes + extra
-                          ).returncode
+                           "--llmc-run", args.llmc_run, "--model", model,
+                           "--min-cosine", "0.999" if args.precision else "0.99999"] + shapes + extra).returncode
 
 
 if __name__ == "__main__":

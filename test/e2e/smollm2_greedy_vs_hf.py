@@ -28,8 +28,9 @@ PROMPTS = [
 
 def fetched(script, *flags):
     out = subprocess.run([sys.executable, os.path.join(ROOT, "models", script), *flags], check=True,
-                         capture_output=True, text=True).stdout.split()
-    return dict(zip(out[0::2], out[1::2]))
+                         capture_output=True, text=True).stdout
+    # "NAME PATH" lines; a first export also prints the exporter's progress on stdout.
+    return dict(line.split() for line in out.splitlines() if len(line.split()) == 2 and os.path.exists(line.split()[1]))
 
 
 def main():
