@@ -237,7 +237,11 @@ std::string prepareLinear(Executor &ex, const PlanOp &op, PreparedOp &out, size_
   spec.transB = transB, spec.bias = bias, spec.storage = st, spec.tf32 = ex.plan->tf32;
   // The bound of M: the input's capacity (in elements) over its row width.
   spec.maxM = std::max<int64_t>(1, int64_t(x.capacity / dtypeSize(x.dtype)) / spec.K);
-  const bool epilogue = activation != "none" || gate || residual;
+  // ReLU and tanh-GELU alone are cuBLASLt epilogues; the rest takes our epilogue kernel.
+  const bool ltActivation = (activation == "relu" || activation == "gelu_tanh") && !gate && !residual;
+  if (ltActivation)
+    spec.activation = activation;
+  const bool epilogue = (activation != "none" && !ltActivation) || gate || residual;
   if (ex.dry)
     return spec.N > 0 && spec.K > 0 ? std::string() : "an empty weight";
   std::unique_ptr<LtLinear> linear;

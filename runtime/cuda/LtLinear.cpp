@@ -141,8 +141,11 @@ std::string LtLinear::run(const void *x, const void *w, const void *bias, void *
   if (std::string error = layouts(spec_, M, b, d); !error.empty())
     return error;
   const float one = 1.0f, zero = 0.0f;
-  const cublasStatus_t st = cublasLtMatmul(im.handle, im.op, &one, w, im.a, x, b, &zero, y, d, y, d, &im.algos[c],
-                                           workspace, im.workspaceBytes, static_cast<cudaStream_t>(stream));
+  cublasStatus_t st = cublasLtMatmul(im.handle, im.op, &one, w, im.a, x, b, &zero, y, d, y, d, &im.algos[c], workspace,
+                                     im.workspaceBytes, static_cast<cudaStream_t>(stream));
+  if (st == CUBLAS_STATUS_NOT_SUPPORTED) // the size class's algorithm cannot take this M: let cuBLASLt choose
+    st = cublasLtMatmul(im.handle, im.op, &one, w, im.a, x, b, &zero, y, d, y, d, nullptr, workspace,
+                        im.workspaceBytes, static_cast<cudaStream_t>(stream));
   cublasLtMatrixLayoutDestroy(b);
   cublasLtMatrixLayoutDestroy(d);
   return st == CUBLAS_STATUS_SUCCESS ? std::string() : failed("matmul", st);
