@@ -470,6 +470,7 @@ int axisOf(const PlanOp &op, int rank) {
 }
 
 // Ops whose output holds the input's bytes unchanged.
+// (The arena gives the output the input's bytes, so this launches nothing; see layoutArena.)
 std::string prepareCopy(Executor &ex, const PlanOp &op, PreparedOp &out) {
   Storage st;
   if (std::string err = floatStorage(ex, op, st); !err.empty())
@@ -847,9 +848,15 @@ std::string check(const llmc_plan_t &plan) {
 
 // --- the backend ------------------------------------------------------------------------------
 
+bool isCopyOp(const std::string &kernel) {
+  return kernel == "reshape" || kernel == "unsqueeze" || kernel == "squeeze" || kernel == "flatten" ||
+         kernel == "identity";
+}
+
 // Every value but the weights and the linked caches gets a slot of one arena, after the linears'
-// scratch slot; values whose lifetimes do not overlap share bytes (MemoryPlan.h). Called again
-// when caches are linked (before any run), so that they keep no slot.
+// scratch slot; values whose lifetimes do not overlap share bytes, and the output of a copy op
+// (reshape, squeeze, ...) shares its input's, so that the copy launches nothing (MemoryPlan.h).
+// Called again when caches are linked (before any run), so that they keep no slot.
 std::string layoutArena(Executor &ex) {
   const llmc_plan_t &plan = *ex.plan;
   std::vector<Lifetime> lifetimes = planLifetimes(plan);
@@ -860,6 +867,12 @@ std::string layoutArena(Executor &ex) {
     else if (v.kind != fb::ValueKind_Weight && v.deviceDType != DType::None)
       lifetimes[i].bytes = std::max<size_t>(v.capacity / dtypeSize(v.dtype) * dtypeSize(v.deviceDType), 1);
   }
+  std::vector<std::pair<int, int>> copies;
+  for (const PlanOp &op : plan.ops)
+    if (isCopyOp(op.kernel) && !op.inputs.empty() && op.outputs.size() == 1 &&
+        onDevice(plan.values[size_t(op.inputs[0])]) == onDevice(plan.values[size_t(op.outputs[0])]))
+      copies.emplace_back(op.inputs[0], op.outputs[0]);
+  const std::vector<int> owner = aliasCopies(copies, ex.resident, lifetimes);
   const ArenaPlan arena = planArena(lifetimes, kAlign);
   cudaFree(ex.arena);
   ex.arena = nullptr;
@@ -867,10 +880,13 @@ std::string layoutArena(Executor &ex) {
   if (cudaError_t e = cudaMalloc(&ex.arena, std::max<size_t>(ex.arenaBytes, 1)); e != cudaSuccess)
     return cudaError("allocating the " + std::to_string(ex.arenaBytes) + "-byte arena", e);
   for (size_t i = 0; i < plan.values.size(); ++i)
-    if (plan.values[i].kind != fb::ValueKind_Weight && !ex.resident[i]) {
+    if (plan.values[i].kind != fb::ValueKind_Weight && !ex.resident[i] && owner[i] == int(i)) {
       ex.offsets[i] = ex.scratchBytes + arena.offsets[i];
       ex.device_[i] = static_cast<char *>(ex.arena) + ex.offsets[i];
     }
+  for (size_t i = 0; i < plan.values.size(); ++i) // copies: their input's bytes (or weight)
+    if (owner[i] != int(i))
+      ex.device_[i] = ex.device_[size_t(owner[i])];
   return {};
 }
 

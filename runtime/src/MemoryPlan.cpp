@@ -41,6 +41,26 @@ ArenaPlan planArena(const std::vector<Lifetime> &lifetimes, size_t alignment) {
   return plan;
 }
 
+std::vector<int> aliasCopies(const std::vector<std::pair<int, int>> &copies, const std::vector<bool> &keep,
+                             std::vector<Lifetime> &lifetimes) {
+  std::vector<int> owner(lifetimes.size());
+  std::iota(owner.begin(), owner.end(), 0);
+  for (const auto &[in, out] : copies) {
+    if (in < 0 || out < 0 || keep[size_t(in)] || keep[size_t(out)] || owner[size_t(out)] != out)
+      continue;
+    const int root = owner[size_t(in)]; // in program order, the input's owner is already final
+    owner[size_t(out)] = root;
+    Lifetime &r = lifetimes[size_t(root)], &o = lifetimes[size_t(out)];
+    if (r.bytes > 0) { // not a weight (0 bytes): the arena holds the group
+      r.bytes = std::max(r.bytes, o.bytes);
+      r.first = std::min(r.first, o.first);
+      r.last = std::max(r.last, o.last);
+    }
+    o.bytes = 0;
+  }
+  return owner;
+}
+
 std::vector<Lifetime> planLifetimes(const llmc_plan_t &plan) {
   const int end = int(plan.ops.size());
   std::vector<Lifetime> lifetimes(plan.values.size());

@@ -27,4 +27,14 @@ ArenaPlan planArena(const std::vector<Lifetime> &lifetimes, size_t alignment);
 // to after the last, every other value from the op that writes it to the last op that reads it.
 std::vector<Lifetime> planLifetimes(const llmc_plan_t &plan);
 
+// Outputs that need no bytes of their own: for ops that hand their input through unchanged
+// (`copies`: (input, output) value pairs in program order: reshape, squeeze, ...), the output
+// shares its input's bytes, transitively, which is safe because no value is written after the
+// op that makes it. Returns per value the value whose bytes it uses (itself when none); the
+// owner's lifetime grows to cover its group and its bytes to the group's largest (a weight, with
+// 0 bytes, stays out of the arena), and a value that uses another's gets 0 bytes. Values with
+// keep[v] are left alone.
+std::vector<int> aliasCopies(const std::vector<std::pair<int, int>> &copies, const std::vector<bool> &keep,
+                             std::vector<Lifetime> &lifetimes);
+
 } // namespace llmc::rt

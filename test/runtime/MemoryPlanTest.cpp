@@ -7,6 +7,7 @@
 
 #include <random>
 
+using llmc::rt::aliasCopies;
 using llmc::rt::Lifetime;
 using llmc::rt::planArena;
 
@@ -56,6 +57,28 @@ TEST(MemoryPlan, AChainReusesMemory) {
   // x -> a -> b -> c -> y: each value is dead once the next is written, so two slots suffice.
   std::vector<Lifetime> chain = {{1000, -1, 0}, {1000, 0, 1}, {1000, 1, 2}, {1000, 2, 3}, {1000, 3, 4}};
   EXPECT_EQ(planArena(chain, 8).total, 2000u);
+}
+
+// Copies share their input's bytes: a chain x -> reshape -> unsqueeze becomes one slot live from
+// x's first op to the last reader of the chain; a weight's copy uses the weight; kept values
+// (a linked cache) are left alone.
+TEST(MemoryPlan, CopiesShareTheirInputsBytes) {
+  //                       0: x        1: reshape(x) 2: unsqueeze(1) 3: weight  4: copy(w)  5: kept   6: copy(5)
+  std::vector<Lifetime> l = {{400, 0, 1}, {400, 1, 2}, {512, 2, 6},   {0, -1, 3}, {64, 3, 4}, {80, -1, 5}, {80, 5, 6}};
+  std::vector<bool> keep(l.size(), false);
+  keep[5] = true;
+  const std::vector<int> owner = aliasCopies({{0, 1}, {1, 2}, {3, 4}, {5, 6}}, keep, l);
+  EXPECT_EQ(owner, (std::vector<int>{0, 0, 0, 3, 3, 5, 6}));
+  EXPECT_EQ(l[0].bytes, 512u); // the largest of the group
+  EXPECT_EQ(l[0].first, 0);
+  EXPECT_EQ(l[0].last, 6);
+  EXPECT_EQ(l[1].bytes, 0u);
+  EXPECT_EQ(l[2].bytes, 0u);
+  EXPECT_EQ(l[3].bytes, 0u); // the weight stays out of the arena
+  EXPECT_EQ(l[4].bytes, 0u);
+  EXPECT_EQ(l[6].bytes, 80u); // its input is kept: a copy of its own
+  const auto plan = planArena(l, 256);
+  EXPECT_EQ(plan.total, 512u + 256u + 256u); // x's group, and values 5 and 6, live together at op 5
 }
 
 } // namespace
