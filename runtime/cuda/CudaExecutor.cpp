@@ -267,6 +267,32 @@ std::string prepareLinear(Executor &ex, const PlanOp &op, PreparedOp &out, size_
   return {};
 }
 
+// rotary (ONNX RotaryEmbedding) with position ids into 2-D cos/sin tables.
+std::string prepareRotary(Executor &ex, const PlanOp &op, PreparedOp &out) {
+  Storage st;
+  if (std::string err = floatStorage(ex, op, st); !err.empty())
+    return err;
+  const PlanValue &x = ex.plan->values[size_t(op.inputs[0])], &cosT = ex.plan->values[size_t(op.inputs[1])];
+  if (op.inputs.size() < 4 || op.inputs[3] < 0 || ex.plan->values[size_t(op.inputs[3])].dtype != DType::I64 ||
+      cosT.shape.rank != 2 || (x.shape.rank != 3 && x.shape.rank != 4))
+    return "supports int64 position ids into 2-D cos/sin tables, on 3-D or 4-D input";
+  out.launch = [&op, st](Executor &e, const std::vector<TensorRef> &t) -> std::string {
+    const Shape &x = t[size_t(op.inputs[0])].shape, &table = t[size_t(op.inputs[1])].shape;
+    const bool flat = x.rank == 3;
+    const int64_t H = flat ? op.attrs.getInt("num_heads", 0) : x.dims[1];
+    if (H <= 0 || (flat && x.dims[2] % H))
+      return std::string("3-D input needs num_heads dividing the hidden size");
+    const int64_t S = flat ? x.dims[1] : x.dims[2], D = flat ? x.dims[2] / H : x.dims[3];
+    const int64_t rot = op.attrs.getInt("rotary_embedding_dim", 0) ? op.attrs.getInt("rotary_embedding_dim", 0) : D;
+    if (table.dims[1] * 2 != rot)
+      return std::string("cos/sin tables must have rotary_dim / 2 columns");
+    return rotary(st, e.at(op.inputs[0]), e.at(op.outputs[0]), e.at(op.inputs[1]), e.at(op.inputs[2]), table.dims[0],
+                  static_cast<const int64_t *>(e.at(op.inputs[3])), x.dims[0], H, S, D, rot,
+                  op.attrs.getInt("interleaved", 0) != 0, flat, e.errorFlag, e.stream);
+  };
+  return {};
+}
+
 // Strides of [d0, d1, d2, d3] broadcast to `full` (0 where a dimension is 1), right-aligned.
 void broadcastStrides4(const Shape &s, const int64_t full[4], int64_t out[4]) {
   int64_t stride = 1;
@@ -803,6 +829,8 @@ std::string prepareOp(Executor &ex, int k, PreparedOp &p, size_t &scratch) {
     err = prepareLinear(ex, op, p, scratch);
   else if (op.kernel == "fused_attention")
     err = prepareAttention(ex, op, p);
+  else if (op.kernel == "rotary")
+    err = prepareRotary(ex, op, p);
   else if (op.kernel == "fused_elementwise")
     err = prepareFusedElementwise(ex, op, p, k);
   else if (op.kernel == "reshape" || op.kernel == "unsqueeze" || op.kernel == "squeeze" || op.kernel == "flatten" ||
