@@ -81,4 +81,44 @@ TEST(MemoryPlan, CopiesShareTheirInputsBytes) {
   EXPECT_EQ(plan.total, 512u + 256u + 256u); // x's group, and values 5 and 6, live together at op 5
 }
 
+// Random programs with copy ops: after aliasing and planning, two values live at the same time
+// share bytes only when one is a copy of the other (the same owner).
+TEST(MemoryPlan, AliasedCopiesNeverOverlapOtherLiveValues) {
+  std::mt19937 rng(11);
+  for (int round = 0; round < 50; ++round) {
+    const int n = 60; // value i is made by op i from earlier values; some ops are copies
+    std::vector<Lifetime> lifetimes(n);
+    std::vector<std::pair<int, int>> copies;
+    for (int i = 0; i < n; ++i) {
+      lifetimes[size_t(i)] = {size_t(1 + rng() % 4000), i, i};
+      const int inputs = i == 0 ? 0 : 1 + int(rng() % 2);
+      for (int k = 0; k < inputs; ++k) {
+        const int in = int(rng() % size_t(i));
+        lifetimes[size_t(in)].last = std::max(lifetimes[size_t(in)].last, i);
+        if (inputs == 1 && rng() % 3 == 0)
+          copies.emplace_back(in, i);
+      }
+    }
+    const std::vector<Lifetime> original = lifetimes;
+    std::vector<bool> keep(size_t(n), false);
+    keep[size_t(rng() % n)] = true;
+    const std::vector<int> owner = aliasCopies(copies, keep, lifetimes);
+    const auto plan = planArena(lifetimes, 64);
+    for (int a = 0; a < n; ++a) {
+      const size_t oa = plan.offsets[size_t(owner[size_t(a)])];
+      EXPECT_GE(lifetimes[size_t(owner[size_t(a)])].bytes, original[size_t(a)].bytes); // the owner holds it
+      for (int b = a + 1; b < n; ++b) {
+        if (owner[size_t(a)] == owner[size_t(b)])
+          continue;
+        const Lifetime &la = original[size_t(a)], &lb = original[size_t(b)];
+        if (la.last < lb.first || lb.last < la.first)
+          continue;
+        const size_t ob = plan.offsets[size_t(owner[size_t(b)])];
+        const bool apart = oa + la.bytes <= ob || ob + lb.bytes <= oa;
+        EXPECT_TRUE(apart) << "round " << round << ": values " << a << " and " << b;
+      }
+    }
+  }
+}
+
 } // namespace
