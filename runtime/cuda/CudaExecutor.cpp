@@ -242,13 +242,13 @@ std::string prepareLinear(Executor &ex, const PlanOp &op, PreparedOp &out, size_
   if (ltActivation)
     spec.activation = activation;
   const bool epilogue = (activation != "none" && !ltActivation) || gate || residual;
+  if (epilogue)
+    scratchBytes = std::max(scratchBytes, aligned(size_t(spec.maxM * spec.N) * storageBytes(st)));
   if (ex.dry)
     return spec.N > 0 && spec.K > 0 ? std::string() : "an empty weight";
   std::unique_ptr<LtLinear> linear;
   if (std::string err = LtLinear::create(ex.lt, spec, ex.workspaceBytes, linear); !err.empty())
     return err;
-  if (epilogue)
-    scratchBytes = std::max(scratchBytes, aligned(size_t(spec.maxM * spec.N) * storageBytes(st)));
   const LtLinear *l = linear.get();
   ex.linears.push_back(std::move(linear));
   const int64_t N = spec.N, K = spec.K;
@@ -881,16 +881,20 @@ bool isCopyOp(const std::string &kernel) {
          kernel == "identity";
 }
 
-// Every value but the weights and the linked caches gets a slot of one arena, after the linears'
-// scratch slot; values whose lifetimes do not overlap share bytes, and the output of a copy op
-// (reshape, squeeze, ...) shares its input's, so that the copy launches nothing (MemoryPlan.h).
-// Called again when caches are linked (before any run), so that they keep no slot.
-std::string layoutArena(Executor &ex) {
-  const llmc_plan_t &plan = *ex.plan;
+// Every value but the weights and the linked caches (`resident`) gets a slot of one arena;
+// values whose lifetimes do not overlap share bytes, and the output of a copy op (reshape,
+// squeeze, ...) shares its input's, so that the copy launches nothing (MemoryPlan.h). `owner`:
+// per value the value whose bytes it uses.
+struct ArenaLayout {
+  ArenaPlan arena;
+  std::vector<int> owner;
+};
+
+ArenaLayout planDeviceArena(const llmc_plan_t &plan, const std::vector<bool> &resident) {
   std::vector<Lifetime> lifetimes = planLifetimes(plan);
   for (size_t i = 0; i < plan.values.size(); ++i) {
     const PlanValue &v = plan.values[i];
-    if (ex.resident[i])
+    if (resident[i])
       lifetimes[i].bytes = 0;
     else if (v.kind != fb::ValueKind_Weight && v.deviceDType != DType::None)
       lifetimes[i].bytes = std::max<size_t>(v.capacity / dtypeSize(v.dtype) * dtypeSize(v.deviceDType), 1);
@@ -900,8 +904,31 @@ std::string layoutArena(Executor &ex) {
     if (isCopyOp(op.kernel) && !op.inputs.empty() && op.outputs.size() == 1 &&
         onDevice(plan.values[size_t(op.inputs[0])]) == onDevice(plan.values[size_t(op.outputs[0])]))
       copies.emplace_back(op.inputs[0], op.outputs[0]);
-  const std::vector<int> owner = aliasCopies(copies, ex.resident, lifetimes);
-  const ArenaPlan arena = planArena(lifetimes, kAlign);
+  ArenaLayout layout;
+  layout.owner = aliasCopies(copies, resident, lifetimes);
+  layout.arena = planArena(lifetimes, kAlign);
+  return layout;
+}
+
+// A weight's device bytes, aligned.
+size_t weightSlot(const PlanValue &v) { return aligned(std::max<size_t>(size_t(v.shape.numel()) * dtypeSize(onDevice(v)), 1)); }
+
+// The staging buffer: the largest f32 input or output of a value kept in 16 bits.
+size_t stagingBytesOf(const llmc_plan_t &plan) {
+  size_t staging = 0;
+  for (const PlanValue &v : plan.values)
+    if (v.deviceDType != DType::None && (v.kind == fb::ValueKind_Input || v.kind == fb::ValueKind_Output))
+      staging = std::max(staging, aligned(v.capacity));
+  return staging;
+}
+
+// Lays the arena out (after the linears' scratch slot) and allocates it. Called again when
+// caches are linked (before any run), so that they keep no slot.
+std::string layoutArena(Executor &ex) {
+  const llmc_plan_t &plan = *ex.plan;
+  const ArenaLayout layout = planDeviceArena(plan, ex.resident);
+  const ArenaPlan &arena = layout.arena;
+  const std::vector<int> &owner = layout.owner;
   cudaFree(ex.arena);
   ex.arena = nullptr;
   ex.arenaBytes = ex.scratchBytes + arena.total;
@@ -1023,15 +1050,12 @@ std::string create(const llmc_plan_t &plan, const CudaOptions &options, void **s
   ex->device_.assign(plan.values.size(), nullptr);
   ex->offsets.assign(plan.values.size(), 0);
   ex->resident.assign(plan.values.size(), false);
-  for (size_t i = 0; i < plan.values.size(); ++i) {
-    const PlanValue &v = plan.values[i];
-    if (v.kind == fb::ValueKind_Weight) {
+  for (size_t i = 0; i < plan.values.size(); ++i)
+    if (plan.values[i].kind == fb::ValueKind_Weight) {
       ex->offsets[i] = ex->weightBytes;
-      ex->weightBytes += aligned(std::max<size_t>(size_t(v.shape.numel()) * dtypeSize(onDevice(v)), 1));
-    } else if (v.deviceDType != DType::None && (v.kind == fb::ValueKind_Input || v.kind == fb::ValueKind_Output)) {
-      ex->stagingBytes = std::max(ex->stagingBytes, aligned(v.capacity)); // crosses the API as f32
+      ex->weightBytes += weightSlot(plan.values[i]);
     }
-  }
+  ex->stagingBytes = stagingBytesOf(plan);
   if (cudaError_t e = cudaMalloc(&ex->weights, std::max<size_t>(ex->weightBytes, 1)); e != cudaSuccess)
     return cudaError("allocating " + std::to_string(ex->weightBytes) + " bytes of weights", e);
   if (ex->stagingBytes)
@@ -1191,7 +1215,28 @@ size_t graphCount(void *state) {
   return n;
 }
 
-const CudaBackend kBackend{kCudaBackendAbi, create, run, destroy, deviceBytes, graphCount, check, linkCache};
+// The device memory a context of `plan` holds, computed without a device (no linked caches):
+// weights, the activation arena (with the linears' scratch slot) and the rest (workspaces, the
+// staging buffer). False when some op has no kernel.
+bool plannedMemory(const llmc_plan_t &plan, size_t *weights, size_t *activations, size_t *other) {
+  Executor ex;
+  ex.plan = &plan, ex.dry = true, ex.arch = "sm_90a";
+  size_t scratch = 0;
+  for (size_t k = 0; k < plan.ops.size(); ++k) {
+    PreparedOp p;
+    if (!prepareOp(ex, int(k), p, scratch).empty())
+      return false;
+  }
+  *weights = 0;
+  for (const PlanValue &v : plan.values)
+    *weights += v.kind == fb::ValueKind_Weight ? weightSlot(v) : 0;
+  *activations = scratch + planDeviceArena(plan, std::vector<bool>(plan.values.size(), false)).arena.total;
+  *other = stagingBytesOf(plan) + 2 * kGemmWorkspace + sizeof(int);
+  return true;
+}
+
+const CudaBackend kBackend{kCudaBackendAbi, create, run,   destroy,  deviceBytes,
+                           graphCount,      check,  linkCache, plannedMemory};
 
 } // namespace
 } // namespace llmc::rt::cuda

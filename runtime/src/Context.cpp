@@ -100,6 +100,22 @@ extern "C" llmc_status llmc_plan_check_cuda(llmc_plan plan) {
   return report.empty() ? nullptr : makeStatus(LLMC_UNSUPPORTED, "the CUDA executor cannot run:\n" + report);
 }
 
+extern "C" size_t llmc_plan_cuda_device_bytes(llmc_plan plan, size_t *weight_bytes, size_t *activation_bytes,
+                                               size_t *other_bytes) {
+  size_t weights = 0, activations = 0, other = 0;
+  std::string error;
+  const llmc::rt::CudaBackend *backend = plan ? cudaBackend(error) : nullptr;
+  if (!backend || !backend->plannedMemory(*plan, &weights, &activations, &other))
+    weights = activations = other = 0;
+  if (weight_bytes)
+    *weight_bytes = weights;
+  if (activation_bytes)
+    *activation_bytes = activations;
+  if (other_bytes)
+    *other_bytes = other;
+  return weights + activations + other;
+}
+
 extern "C" void llmc_context_options_init(llmc_context_options *options) {
   if (!options)
     return;

@@ -10,7 +10,7 @@
 
 namespace llmc::rt {
 
-constexpr int kCudaBackendAbi = 4;
+constexpr int kCudaBackendAbi = 5;
 
 struct CudaOptions {
   bool graphs = true; // capture each input-shape bucket's launches once and replay them
@@ -36,6 +36,9 @@ struct CudaBackend {
   // Keeps value `output` in device memory and makes value `input` read its leading rows: a KV
   // cache that stays on the device (llmc_context_link_cache). Neither crosses the bus after.
   std::string (*linkCache)(void *state, int input, int output);
+  // Without a device: the bytes a context of `plan` would hold (weights; activations: the arena;
+  // other: workspaces and staging). False when some op has no kernel.
+  bool (*plannedMemory)(const llmc_plan_t &plan, size_t *weights, size_t *activations, size_t *other);
 };
 
 } // namespace llmc::rt

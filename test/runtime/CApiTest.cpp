@@ -111,6 +111,21 @@ TEST(CApi, TheCpuWidensTheWeightsOfAReducedPrecisionPlan) {
   llmc_context_release(ctx);
 }
 
+// The device memory a CUDA context would hold, worked out without a GPU (when the build has the
+// CUDA plugin; without it the answer is 0): the parts add up, the weight is one aligned slot.
+TEST(CApi, PlannedCudaMemoryAddsUp) {
+  Loaded l;
+  size_t weights = 1, activations = 1, other = 1;
+  const size_t total = llmc_plan_cuda_device_bytes(l.plan, &weights, &activations, &other);
+  EXPECT_EQ(total, weights + activations + other);
+#ifdef LLMC_TEST_HAVE_CUDA_PLUGIN
+  EXPECT_EQ(weights, 256u);    // 3 floats, in a 256-byte slot
+  EXPECT_GT(activations, 0u);  // x and y
+  EXPECT_GT(other, 32u << 20); // the GEMM workspace at least
+#endif
+  EXPECT_EQ(llmc_plan_cuda_device_bytes(nullptr, nullptr, nullptr, nullptr), 0u);
+}
+
 // Keeping a cache on the device is for CUDA contexts; a CPU context says so and stays usable.
 TEST(CApi, LinkingACacheNeedsACudaContext) {
   Loaded l;

@@ -291,7 +291,14 @@ int run(Options o) {
     return 1;
   if (o.checkCuda) { // no device needed
     const bool ok = !check(llmc_plan_check_cuda(plan), "checking the plan for the CUDA executor");
-    if (ok)
+    size_t weights = 0, activations = 0, other = 0;
+    if (ok && llmc_plan_cuda_device_bytes(plan, &weights, &activations, &other))
+      std::printf("the CUDA executor has a kernel for every op of the plan\n"
+                  "a CUDA context of it holds %.1f MB: weights %.1f MB, activations %.1f MB (one arena), "
+                  "workspaces and staging %.1f MB\n",
+                  double(weights + activations + other) / 1e6, double(weights) / 1e6, double(activations) / 1e6,
+                  double(other) / 1e6);
+    else if (ok)
       std::printf("the CUDA executor has a kernel for every op of the plan\n");
     llmc_plan_release(plan);
     return ok ? 0 : 1;

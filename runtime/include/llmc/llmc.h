@@ -112,6 +112,12 @@ LLMC_API int32_t llmc_plan_target(llmc_plan plan);
 /* Whether the CUDA executor can run every op of the plan, checked without a device: NULL when it
  * can, else LLMC_UNSUPPORTED listing the ops it cannot run (one line per kind of op). */
 LLMC_API llmc_status llmc_plan_check_cuda(llmc_plan plan);
+/* The device memory a CUDA context of the plan holds, worked out without a device: the weights,
+ * the activations (one arena, planned from the values' lifetimes) and the rest (workspaces);
+ * returns their sum (a KV cache kept on the device with llmc_context_link_cache comes on top).
+ * 0 when the CUDA executor cannot run the plan or is not there. Any pointer may be NULL. */
+LLMC_API size_t llmc_plan_cuda_device_bytes(llmc_plan plan, size_t *weight_bytes, size_t *activation_bytes,
+                                            size_t *other_bytes);
 LLMC_API const char *llmc_plan_cuda_archs(llmc_plan plan);
 /* Number of kernel launches in the program. */
 LLMC_API int32_t llmc_plan_kernel_count(llmc_plan plan);
