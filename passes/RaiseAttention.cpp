@@ -429,16 +429,82 @@ struct NativeRotaryPattern : OpRewritePattern<FusedAttentionOp> {
   }
 };
 
+// A rotate-half rotation that no attention took (keys on their way into a KV cache, which the
+// attention then reads rotated): x * cos + concat(-x[..., D/2:], x[..., :D/2]) * sin on x [B, H,
+// S, D] becomes one llmc.rotary, when the tables are provably the same angles twice: cos/sin of
+// concat(a, a) on the last axis, unsqueezed to [B, 1, S, D]. The rotary op then takes cos(a) and
+// sin(a) [B, S, D/2], which CSE shares between layers. Five launches per layer become one.
+struct RotateHalfPattern : OpRewritePattern<AddOp> {
+  RewriteCounter &count;
+  RotateHalfPattern(MLIRContext *ctx, RewriteCounter &count) : OpRewritePattern(ctx), count(count) {}
+
+  // The half table behind a full one, `f(concat(a, a))` unsqueezed on axis 1 with f cos or sin:
+  // f(a), created; null when the table is not of that form.
+  static Value halfTable(PatternRewriter &rewriter, Location loc, Value full, int64_t d) {
+    auto unsqueeze = def<UnsqueezeOp>(full);
+    if (!unsqueeze || unsqueeze.getAxes().size() != 1 || unsqueeze.getAxes()[0] != 1)
+      return {};
+    Operation *f = unsqueeze.getInput().getDefiningOp();
+    if (!f || !isa<CosOp, SinOp>(f))
+      return {};
+    auto cat = def<ConcatOp>(f->getOperand(0));
+    if (!cat || cat.getInputs().size() != 2 || cat.getInputs()[0] != cat.getInputs()[1] ||
+        (cat.getAxis() != -1 && cat.getAxis() != fusion::tensorType(cat.getResult()).getRank() - 1))
+      return {};
+    const Value a = cat.getInputs()[0];
+    if (fusion::tensorType(a).getRank() != 3 || fusion::tensorType(a).getShape().back() != d / 2)
+      return {};
+    Operation *half = fusion::create(rewriter, loc, f->getName().getStringRef(), {a});
+    return half ? half->getResult(0) : Value();
+  }
+
+  LogicalResult matchAndRewrite(AddOp op, PatternRewriter &rewriter) const override {
+    Value cos, sin;
+    Value x = unrotate(op.getResult(), cos, sin);
+    if (!x || fusion::tensorType(x).getRank() != 4 || fusion::tensorType(op.getResult()) != fusion::tensorType(x))
+      return failure();
+    const int64_t d = fusion::tensorType(x).getShape().back();
+    // Both tables must be checked before anything is created.
+    auto isTable = [&](Value full) {
+      auto unsqueeze = def<UnsqueezeOp>(full);
+      Operation *f = unsqueeze ? unsqueeze.getInput().getDefiningOp() : nullptr;
+      auto cat = f && isa<CosOp, SinOp>(f) ? def<ConcatOp>(f->getOperand(0)) : ConcatOp();
+      return cat && cat.getInputs().size() == 2 && cat.getInputs()[0] == cat.getInputs()[1];
+    };
+    if (!isTable(cos) || !isTable(sin) || !isa<CosOp>(def<UnsqueezeOp>(cos).getInput().getDefiningOp()) ||
+        !isa<SinOp>(def<UnsqueezeOp>(sin).getInput().getDefiningOp()))
+      return failure();
+    Value cosHalf = halfTable(rewriter, op.getLoc(), cos, d), sinHalf = halfTable(rewriter, op.getLoc(), sin, d);
+    if (!cosHalf || !sinHalf)
+      return failure();
+    Operation *rotary =
+        fusion::create(rewriter, op.getLoc(), "llmc.rotary",
+                       {x, cosHalf, sinHalf, fusion::emptyTensor(rewriter, op.getLoc(), rewriter.getI64Type())},
+                       {rewriter.getNamedAttr("rotary_embedding_dim", rewriter.getI64IntegerAttr(d))});
+    if (!rotary || rotary->getResult(0).getType() != op.getResult().getType())
+      return failure();
+    rewriter.replaceOp(op, rotary->getResults());
+    ++count;
+    return success();
+  }
+};
+
 struct RaiseAttention : impl::LlmcRaiseAttentionBase<RaiseAttention> {
   RewriteCounter attentions{"llmc-raise-attention", "attention blocks raised"};
   RewriteCounter rotaries{"llmc-raise-attention", "rotary embeddings folded in"};
   RewriteCounter causalMasks{"llmc-raise-attention", "causal masks turned into is_causal"};
+  RewriteCounter rotations{"llmc-raise-attention", "key rotations for a cache turned into llmc.rotary"};
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<SdpaPattern>(&getContext(), attentions, rotaries, causalMasks);
     patterns.add<NativeAttentionPattern>(&getContext(), attentions);
     patterns.add<NativeRotaryPattern>(&getContext(), rotaries);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      return signalPassFailure();
+    // Then the rotations no attention took (after, so that attention raising sees them first).
+    RewritePatternSet rotary(&getContext());
+    rotary.add<RotateHalfPattern>(&getContext(), rotations);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(rotary))))
       signalPassFailure();
   }
 };

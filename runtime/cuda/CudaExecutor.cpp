@@ -267,16 +267,18 @@ std::string prepareLinear(Executor &ex, const PlanOp &op, PreparedOp &out, size_
   return {};
 }
 
-// rotary (ONNX RotaryEmbedding) with position ids into 2-D cos/sin tables.
+// rotary (ONNX RotaryEmbedding; llmc-raise-attention's key rotations): int64 position ids into
+// 2-D cos/sin tables, or no ids and tables [B, S, rot / 2].
 std::string prepareRotary(Executor &ex, const PlanOp &op, PreparedOp &out) {
   Storage st;
   if (std::string err = floatStorage(ex, op, st); !err.empty())
     return err;
   const PlanValue &x = ex.plan->values[size_t(op.inputs[0])], &cosT = ex.plan->values[size_t(op.inputs[1])];
-  if (op.inputs.size() < 4 || op.inputs[3] < 0 || ex.plan->values[size_t(op.inputs[3])].dtype != DType::I64 ||
-      cosT.shape.rank != 2 || (x.shape.rank != 3 && x.shape.rank != 4))
-    return "supports int64 position ids into 2-D cos/sin tables, on 3-D or 4-D input";
-  out.launch = [&op, st](Executor &e, const std::vector<TensorRef> &t) -> std::string {
+  const bool byPosition = op.inputs.size() > 3 && op.inputs[3] >= 0 && ex.plan->values[size_t(op.inputs[3])].shape.numel();
+  if ((byPosition && (ex.plan->values[size_t(op.inputs[3])].dtype != DType::I64 || cosT.shape.rank != 2)) ||
+      (!byPosition && cosT.shape.rank != 3) || (x.shape.rank != 3 && x.shape.rank != 4))
+    return "supports int64 position ids into 2-D cos/sin tables, or 3-D tables by row, on 3-D or 4-D input";
+  out.launch = [&op, st, byPosition](Executor &e, const std::vector<TensorRef> &t) -> std::string {
     const Shape &x = t[size_t(op.inputs[0])].shape, &table = t[size_t(op.inputs[1])].shape;
     const bool flat = x.rank == 3;
     const int64_t H = flat ? op.attrs.getInt("num_heads", 0) : x.dims[1];
@@ -284,10 +286,11 @@ std::string prepareRotary(Executor &ex, const PlanOp &op, PreparedOp &out) {
       return std::string("3-D input needs num_heads dividing the hidden size");
     const int64_t S = flat ? x.dims[1] : x.dims[2], D = flat ? x.dims[2] / H : x.dims[3];
     const int64_t rot = op.attrs.getInt("rotary_embedding_dim", 0) ? op.attrs.getInt("rotary_embedding_dim", 0) : D;
-    if (table.dims[1] * 2 != rot)
-      return std::string("cos/sin tables must have rotary_dim / 2 columns");
-    return rotary(st, e.at(op.inputs[0]), e.at(op.outputs[0]), e.at(op.inputs[1]), e.at(op.inputs[2]), table.dims[0],
-                  static_cast<const int64_t *>(e.at(op.inputs[3])), x.dims[0], H, S, D, rot,
+    if (table.dims[table.rank - 1] * 2 != rot || (!byPosition && (table.dims[0] != x.dims[0] || table.dims[1] != S)))
+      return std::string("cos/sin tables must have rotary_dim / 2 columns (and be [batch, seq, .] without ids)");
+    return rotary(st, e.at(op.inputs[0]), e.at(op.outputs[0]), e.at(op.inputs[1]), e.at(op.inputs[2]),
+                  byPosition ? table.dims[0] : table.dims[0] * table.dims[1],
+                  byPosition ? static_cast<const int64_t *>(e.at(op.inputs[3])) : nullptr, x.dims[0], H, S, D, rot,
                   op.attrs.getInt("interleaved", 0) != 0, flat, e.errorFlag, e.stream);
   };
   return {};

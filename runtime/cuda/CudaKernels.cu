@@ -135,7 +135,7 @@ __global__ void rotaryKernel(const T *__restrict__ x, T *__restrict__ y, const T
       y[e] = x[e];
       continue;
     }
-    const int64_t pos = positions[b * S + s];
+    const int64_t pos = positions ? positions[b * S + s] : b * S + s; // without ids: tables [B, S, rot/2]
     if (pos < 0 || pos >= tableRows) {
       atomicExch(error, 1);
       y[e] = x[e];

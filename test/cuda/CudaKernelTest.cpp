@@ -162,6 +162,28 @@ TEST(Cuda, RotaryMatchesTheCpu) {
         }
 }
 
+// Without position ids: tables [B, S, rot / 2], one row per token (llmc-raise-attention's key
+// rotations for a cache).
+TEST(Cuda, RotaryByRowMatchesTheCpu) {
+  const int64_t B = 2, H = 3, S = 5, D = 16;
+  for (cu::Storage s : kStorages) {
+    Buf<float> x(DType::F32, {B, H, S, D}, rounded(randomFloats(B * H * S * D, 60), s)), want(DType::F32, {B, H, S, D}),
+        cosT(DType::F32, {B, S, D / 2}, rounded(randomFloats(B * S * D / 2, 61), s)),
+        sinT(DType::F32, {B, S, D / 2}, rounded(randomFloats(B * S * D / 2, 62), s));
+    Buf<int64_t> none(DType::I64, {0});
+    ASSERT_EQ(call("rotary", attrs({intAttr("rotary_embedding_dim", D)}), {x.ref(), cosT.ref(), sinT.ref(), none.ref()},
+                   {want.ref()}),
+              "");
+    auto dx = upload(x.data, s), dcos = upload(cosT.data, s), dsin = upload(sinT.data, s);
+    auto error = uploadRaw(std::vector<int>{0});
+    Device y(size_t(B * H * S * D) * cu::storageBytes(s));
+    ASSERT_EQ(cu::rotary(s, dx->p, y.p, dcos->p, dsin->p, B * S, nullptr, B, H, S, D, D, false, false, error->as<int>(),
+                         nullptr),
+              "");
+    expectClose(download(y, size_t(B * H * S * D), s), want.data, tolerance(s), std::string("rotary by row ") + name(s));
+  }
+}
+
 TEST(Cuda, GatherRowsMatchesTheCpuAndFlagsBadIds) {
   const int64_t rows = 50, width = 24;
   for (cu::Storage s : kStorages) {

@@ -1,0 +1,46 @@
+// RUN: %llmc-opt %s -llmc-raise-attention -split-input-file | FileCheck %s
+
+// Keys rotated (rotate-half) on their way into a cache, tables the same angles twice: one
+// llmc.rotary on the half tables cos(a), sin(a).
+// CHECK-LABEL: func.func @key_rotation
+// CHECK-DAG: %[[COS:.*]] = llmc.cos %arg1 : (tensor<1x7x8xf32>) -> tensor<1x7x8xf32>
+// CHECK-DAG: %[[SIN:.*]] = llmc.sin %arg1 : (tensor<1x7x8xf32>) -> tensor<1x7x8xf32>
+// CHECK: llmc.rotary %arg0, %[[COS]], %[[SIN]], %{{.*}} {rotary_embedding_dim = 16 : i64}
+// CHECK-NOT: llmc.neg
+func.func @key_rotation(%x: tensor<1x2x7x16xf32>, %a: tensor<1x7x8xf32>) -> tensor<1x2x7x16xf32> {
+  %angles = llmc.concat %a, %a {axis = -1 : i64} : (tensor<1x7x8xf32>, tensor<1x7x8xf32>) -> tensor<1x7x16xf32>
+  %c = llmc.cos %angles : (tensor<1x7x16xf32>) -> tensor<1x7x16xf32>
+  %s = llmc.sin %angles : (tensor<1x7x16xf32>) -> tensor<1x7x16xf32>
+  %c4 = llmc.unsqueeze %c {axes = array<i64: 1>} : (tensor<1x7x16xf32>) -> tensor<1x1x7x16xf32>
+  %s4 = llmc.unsqueeze %s {axes = array<i64: 1>} : (tensor<1x7x16xf32>) -> tensor<1x1x7x16xf32>
+  %direct = llmc.mul %x, %c4 : (tensor<1x2x7x16xf32>, tensor<1x1x7x16xf32>) -> tensor<1x2x7x16xf32>
+  %lo = llmc.slice %x {axes = array<i64: 3>, ends = array<i64: 8>, starts = array<i64: 0>, steps = array<i64: 1>} : (tensor<1x2x7x16xf32>) -> tensor<1x2x7x8xf32>
+  %hi = llmc.slice %x {axes = array<i64: 3>, ends = array<i64: 9223372036854775807>, starts = array<i64: 8>, steps = array<i64: 1>} : (tensor<1x2x7x16xf32>) -> tensor<1x2x7x8xf32>
+  %neg = llmc.neg %hi : (tensor<1x2x7x8xf32>) -> tensor<1x2x7x8xf32>
+  %rot = llmc.concat %neg, %lo {axis = -1 : i64} : (tensor<1x2x7x8xf32>, tensor<1x2x7x8xf32>) -> tensor<1x2x7x16xf32>
+  %rotated = llmc.mul %rot, %s4 : (tensor<1x2x7x16xf32>, tensor<1x1x7x16xf32>) -> tensor<1x2x7x16xf32>
+  %y = llmc.add %direct, %rotated : (tensor<1x2x7x16xf32>, tensor<1x2x7x16xf32>) -> tensor<1x2x7x16xf32>
+  return %y : tensor<1x2x7x16xf32>
+}
+
+// -----
+
+// Tables whose halves may differ (angles a and b): left as they are.
+// CHECK-LABEL: func.func @different_halves
+// CHECK-NOT: llmc.rotary
+// CHECK: llmc.neg
+func.func @different_halves(%x: tensor<1x2x7x16xf32>, %a: tensor<1x7x8xf32>, %b: tensor<1x7x8xf32>) -> tensor<1x2x7x16xf32> {
+  %angles = llmc.concat %a, %b {axis = -1 : i64} : (tensor<1x7x8xf32>, tensor<1x7x8xf32>) -> tensor<1x7x16xf32>
+  %c = llmc.cos %angles : (tensor<1x7x16xf32>) -> tensor<1x7x16xf32>
+  %s = llmc.sin %angles : (tensor<1x7x16xf32>) -> tensor<1x7x16xf32>
+  %c4 = llmc.unsqueeze %c {axes = array<i64: 1>} : (tensor<1x7x16xf32>) -> tensor<1x1x7x16xf32>
+  %s4 = llmc.unsqueeze %s {axes = array<i64: 1>} : (tensor<1x7x16xf32>) -> tensor<1x1x7x16xf32>
+  %direct = llmc.mul %x, %c4 : (tensor<1x2x7x16xf32>, tensor<1x1x7x16xf32>) -> tensor<1x2x7x16xf32>
+  %lo = llmc.slice %x {axes = array<i64: 3>, ends = array<i64: 8>, starts = array<i64: 0>, steps = array<i64: 1>} : (tensor<1x2x7x16xf32>) -> tensor<1x2x7x8xf32>
+  %hi = llmc.slice %x {axes = array<i64: 3>, ends = array<i64: 9223372036854775807>, starts = array<i64: 8>, steps = array<i64: 1>} : (tensor<1x2x7x16xf32>) -> tensor<1x2x7x8xf32>
+  %neg = llmc.neg %hi : (tensor<1x2x7x8xf32>) -> tensor<1x2x7x8xf32>
+  %rot = llmc.concat %neg, %lo {axis = -1 : i64} : (tensor<1x2x7x8xf32>, tensor<1x2x7x8xf32>) -> tensor<1x2x7x16xf32>
+  %rotated = llmc.mul %rot, %s4 : (tensor<1x2x7x16xf32>, tensor<1x1x7x16xf32>) -> tensor<1x2x7x16xf32>
+  %y = llmc.add %direct, %rotated : (tensor<1x2x7x16xf32>, tensor<1x2x7x16xf32>) -> tensor<1x2x7x16xf32>
+  return %y : tensor<1x2x7x16xf32>
+}
