@@ -440,7 +440,7 @@ struct RotateHalfPattern : OpRewritePattern<AddOp> {
 
   // The half table behind a full one, `f(concat(a, a))` unsqueezed on axis 1 with f cos or sin:
   // f(a), created; null when the table is not of that form.
-  static Value halfTable(PatternRewriter &rewriter, Location loc, Value full, int64_t d) {
+  static Value halfTable(PatternRewriter &rewriter, Location loc, Value full, int64_t d, int64_t batch) {
     auto unsqueeze = def<UnsqueezeOp>(full);
     if (!unsqueeze || unsqueeze.getAxes().size() != 1 || unsqueeze.getAxes()[0] != 1)
       return {};
@@ -453,6 +453,10 @@ struct RotateHalfPattern : OpRewritePattern<AddOp> {
       return {};
     const Value a = cat.getInputs()[0];
     if (fusion::tensorType(a).getRank() != 3 || fusion::tensorType(a).getShape().back() != d / 2)
+      return {};
+    // The rotary op takes one table row per (batch, token): no broadcast over the batch (x's
+    // `batch`; two dynamic sizes are taken as the same symbol, as the exporters make them).
+    if (fusion::tensorType(a).getDimSize(0) != batch)
       return {};
     Operation *half = fusion::create(rewriter, loc, f->getName().getStringRef(), {a});
     return half ? half->getResult(0) : Value();
@@ -474,7 +478,9 @@ struct RotateHalfPattern : OpRewritePattern<AddOp> {
     if (!isTable(cos) || !isTable(sin) || !isa<CosOp>(def<UnsqueezeOp>(cos).getInput().getDefiningOp()) ||
         !isa<SinOp>(def<UnsqueezeOp>(sin).getInput().getDefiningOp()))
       return failure();
-    Value cosHalf = halfTable(rewriter, op.getLoc(), cos, d), sinHalf = halfTable(rewriter, op.getLoc(), sin, d);
+    const int64_t batch = fusion::tensorType(x).getDimSize(0);
+    Value cosHalf = halfTable(rewriter, op.getLoc(), cos, d, batch),
+          sinHalf = halfTable(rewriter, op.getLoc(), sin, d, batch);
     if (!cosHalf || !sinHalf)
       return failure();
     Operation *rotary =

@@ -44,3 +44,26 @@ func.func @different_halves(%x: tensor<1x2x7x16xf32>, %a: tensor<1x7x8xf32>, %b:
   %y = llmc.add %direct, %rotated : (tensor<1x2x7x16xf32>, tensor<1x2x7x16xf32>) -> tensor<1x2x7x16xf32>
   return %y : tensor<1x2x7x16xf32>
 }
+
+// -----
+
+// One table row for a batch of two (broadcast over the batch): the rotary op takes a row per
+// sequence, so this is left as it is.
+// CHECK-LABEL: func.func @broadcast_batch
+// CHECK-NOT: llmc.rotary
+// CHECK: llmc.neg
+func.func @broadcast_batch(%x: tensor<2x2x7x16xf32>, %a: tensor<1x7x8xf32>) -> tensor<2x2x7x16xf32> {
+  %angles = llmc.concat %a, %a {axis = -1 : i64} : (tensor<1x7x8xf32>, tensor<1x7x8xf32>) -> tensor<1x7x16xf32>
+  %c = llmc.cos %angles : (tensor<1x7x16xf32>) -> tensor<1x7x16xf32>
+  %s = llmc.sin %angles : (tensor<1x7x16xf32>) -> tensor<1x7x16xf32>
+  %c4 = llmc.unsqueeze %c {axes = array<i64: 1>} : (tensor<1x7x16xf32>) -> tensor<1x1x7x16xf32>
+  %s4 = llmc.unsqueeze %s {axes = array<i64: 1>} : (tensor<1x7x16xf32>) -> tensor<1x1x7x16xf32>
+  %direct = llmc.mul %x, %c4 : (tensor<2x2x7x16xf32>, tensor<1x1x7x16xf32>) -> tensor<2x2x7x16xf32>
+  %lo = llmc.slice %x {axes = array<i64: 3>, ends = array<i64: 8>, starts = array<i64: 0>, steps = array<i64: 1>} : (tensor<2x2x7x16xf32>) -> tensor<2x2x7x8xf32>
+  %hi = llmc.slice %x {axes = array<i64: 3>, ends = array<i64: 9223372036854775807>, starts = array<i64: 8>, steps = array<i64: 1>} : (tensor<2x2x7x16xf32>) -> tensor<2x2x7x8xf32>
+  %neg = llmc.neg %hi : (tensor<2x2x7x8xf32>) -> tensor<2x2x7x8xf32>
+  %rot = llmc.concat %neg, %lo {axis = -1 : i64} : (tensor<2x2x7x8xf32>, tensor<2x2x7x8xf32>) -> tensor<2x2x7x16xf32>
+  %rotated = llmc.mul %rot, %s4 : (tensor<2x2x7x16xf32>, tensor<1x1x7x16xf32>) -> tensor<2x2x7x16xf32>
+  %y = llmc.add %direct, %rotated : (tensor<2x2x7x16xf32>, tensor<2x2x7x16xf32>) -> tensor<2x2x7x16xf32>
+  return %y : tensor<2x2x7x16xf32>
+}
