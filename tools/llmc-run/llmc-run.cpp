@@ -25,7 +25,7 @@ const char *kUsage = R"(usage: llmc-run PLAN [options]
        llmc-run tokenize PLAN (--text TEXT | --hex-lines FILE | --decode ID...)
        llmc-run generate PLAN --prompt TEXT [--max-tokens N] ...   (see llmc-run generate --help)
 
-Runs an llmc plan on the CPU.
+Runs an llmc plan on the CPU, or on a CUDA GPU (--device cuda; the default for a --target cuda plan).
 
   --input NAME=FILE.npy    an input tensor (repeatable)
   --random                 fill inputs not given with random values
