@@ -103,6 +103,28 @@ def LlmcKvCacheLayout : Pass<"llmc-kv-cache-layout", "mlir::func::FuncOp"> {
   }];
 }
 
+def LlmcFoldTransposes : Pass<"llmc-fold-transposes", "mlir::func::FuncOp"> {
+  let summary = "Composes transposes of transposes; transposes that move only unit dimensions become squeeze/unsqueeze";
+  let description = [{
+    A transpose of a transpose becomes one transpose (dropped when the permutations cancel). A
+    transpose that keeps the order of the dimensions that are not 1 moves no data: it becomes a
+    squeeze and an unsqueeze, copies that the CUDA executor does not even launch. The values of a
+    KV-cache export meet both: heads split `(0, 2, 1, 3)` then cache layout `(2, 0, 1, 3)` is
+    `(1, 0, 2, 3)`, which on a batch of 1 only moves the unit batch dimension.
+
+    Before:
+    ```mlir
+    %1 = llmc.transpose %0 {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x?x3x64xf32>) -> tensor<1x3x?x64xf32>
+    %2 = llmc.transpose %1 {perm = array<i64: 2, 0, 1, 3>} : (tensor<1x3x?x64xf32>) -> tensor<?x1x3x64xf32>
+    ```
+    After:
+    ```mlir
+    %1 = llmc.squeeze %0 {axes = array<i64: 0>} : (tensor<1x?x3x64xf32>) -> tensor<?x3x64xf32>
+    %2 = llmc.unsqueeze %1 {axes = array<i64: 1>} : (tensor<?x3x64xf32>) -> tensor<?x1x3x64xf32>
+    ```
+  }];
+}
+
 def LlmcFoldConvAffine : Pass<"llmc-fold-conv-affine", "mlir::func::FuncOp"> {
   let summary = "Folds BatchNormalization and per-channel constant scales/shifts into convolutions and matmuls";
   let description = [{

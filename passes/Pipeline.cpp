@@ -33,6 +33,8 @@ void buildDefaultPipeline(mlir::OpPassManager &pm, const PipelineOptions &option
     add(mlir::createCSEPass());
     add(mlir::createCanonicalizerPass());
   }
+  // After attention raising, which looks for the transposes of the head split and of K.
+  add(createLlmcFoldTransposes());
   if (options.verifyStaticShapes)
     add(createLlmcVerifyStaticShapes());
 }
@@ -44,7 +46,7 @@ void buildPlanPreparation(mlir::OpPassManager &pm) {
 std::vector<std::string> optionalPassNames() {
   return {"llmc-kv-cache-layout", "llmc-absorb-mla", "llmc-fold-conv-affine", "llmc-raise-norms",
           "llmc-raise-activations", "llmc-raise-attention", "llmc-fuse-residual-norm", "llmc-fuse-linear",
-          "llmc-merge-parallel-linears", "llmc-fuse-elementwise"};
+          "llmc-merge-parallel-linears", "llmc-fuse-elementwise", "llmc-fold-transposes"};
 }
 
 namespace {
