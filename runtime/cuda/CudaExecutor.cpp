@@ -82,6 +82,7 @@ struct Executor {
   bool dry = false; // checking a plan without a device: prepare nothing that needs one
   std::vector<Segment> segments;
   std::vector<bool> resident;       // per value: a linked cache, never copied to or from the host
+  bool arenaStale = false;          // caches were linked since the arena was laid out
   std::vector<void *> cacheBuffers; // their device memory (llmc_context_link_cache)
   std::vector<size_t> offsets;      // per value: its offset in the weights or the arena
 
@@ -139,6 +140,9 @@ std::string floatStorage(const Executor &ex, const PlanOp &op, Storage &out) {
   out = storageOf(found);
   return {};
 }
+
+// Bytes of a value at its bound on the device (capacity is counted in the plan's element type).
+size_t deviceCapacity(const PlanValue &v) { return v.capacity / dtypeSize(v.dtype) * dtypeSize(onDevice(v)); }
 
 // Bytes of a value of this run's shape on the device.
 size_t deviceBytesOf(const Executor &ex, int value, const Shape &shape) {
@@ -499,6 +503,11 @@ int axisOf(const PlanOp &op, int rank) {
 }
 
 // Ops whose output holds the input's bytes unchanged.
+bool isCopyOp(const std::string &kernel) {
+  return kernel == "reshape" || kernel == "unsqueeze" || kernel == "squeeze" || kernel == "flatten" ||
+         kernel == "identity";
+}
+
 // (The arena gives the output the input's bytes, so this launches nothing; see layoutArena.)
 std::string prepareCopy(Executor &ex, const PlanOp &op, PreparedOp &out) {
   Storage st;
@@ -836,8 +845,7 @@ std::string prepareOp(Executor &ex, int k, PreparedOp &p, size_t &scratch) {
     err = prepareRotary(ex, op, p);
   else if (op.kernel == "fused_elementwise")
     err = prepareFusedElementwise(ex, op, p, k);
-  else if (op.kernel == "reshape" || op.kernel == "unsqueeze" || op.kernel == "squeeze" || op.kernel == "flatten" ||
-           op.kernel == "identity")
+  else if (isCopyOp(op.kernel))
     err = prepareCopy(ex, op, p);
   else if (op.kernel == "transpose" || op.kernel == "slice" || op.kernel == "concat" || op.kernel == "split" ||
            op.kernel == "expand")
@@ -879,11 +887,6 @@ std::string check(const llmc_plan_t &plan) {
 
 // --- the backend ------------------------------------------------------------------------------
 
-bool isCopyOp(const std::string &kernel) {
-  return kernel == "reshape" || kernel == "unsqueeze" || kernel == "squeeze" || kernel == "flatten" ||
-         kernel == "identity";
-}
-
 // Every value but the weights and the linked caches (`resident`) gets a slot of one arena;
 // values whose lifetimes do not overlap share bytes, and the output of a copy op (reshape,
 // squeeze, ...) shares its input's, so that the copy launches nothing (MemoryPlan.h). `owner`:
@@ -900,7 +903,7 @@ ArenaLayout planDeviceArena(const llmc_plan_t &plan, const std::vector<bool> &re
     if (resident[i])
       lifetimes[i].bytes = 0;
     else if (v.kind != fb::ValueKind_Weight && v.deviceDType != DType::None)
-      lifetimes[i].bytes = std::max<size_t>(v.capacity / dtypeSize(v.dtype) * dtypeSize(v.deviceDType), 1);
+      lifetimes[i].bytes = std::max<size_t>(deviceCapacity(v), 1);
   }
   std::vector<std::pair<int, int>> copies;
   for (const PlanOp &op : plan.ops)
@@ -925,8 +928,8 @@ size_t stagingBytesOf(const llmc_plan_t &plan) {
   return staging;
 }
 
-// Lays the arena out (after the linears' scratch slot) and allocates it. Called again when
-// caches are linked (before any run), so that they keep no slot.
+// Lays the arena out (after the linears' scratch slot) and allocates it. Laid out again, once,
+// at the first run after caches were linked, so that they keep no slot.
 std::string layoutArena(Executor &ex) {
   const llmc_plan_t &plan = *ex.plan;
   const ArenaLayout layout = planDeviceArena(plan, ex.resident);
@@ -977,8 +980,7 @@ void buildSegments(Executor &ex) {
 std::string linkCache(void *state, int input, int output) {
   Executor &ex = *static_cast<Executor *>(state);
   const PlanValue &past = ex.plan->values[size_t(input)], &present = ex.plan->values[size_t(output)];
-  const size_t bytes = std::max(past.capacity / dtypeSize(past.dtype), present.capacity / dtypeSize(present.dtype)) *
-                       dtypeSize(onDevice(present));
+  const size_t bytes = std::max(deviceCapacity(past), deviceCapacity(present));
   void *buffer = nullptr;
   if (cudaError_t e = cudaMalloc(&buffer, std::max<size_t>(bytes, 1)); e != cudaSuccess)
     return cudaError("allocating the " + std::to_string(bytes) + "-byte cache '" + present.name + "'", e);
@@ -986,8 +988,9 @@ std::string linkCache(void *state, int input, int output) {
   ex.cacheBytes += bytes;
   ex.device_[size_t(input)] = ex.device_[size_t(output)] = buffer;
   ex.resident[size_t(input)] = ex.resident[size_t(output)] = true;
-  dropGraphs(ex); // they hold the old addresses
-  return layoutArena(ex);
+  dropGraphs(ex);        // they hold the old addresses
+  ex.arenaStale = true;  // one new layout at the next run, however many pairs are linked
+  return {};
 }
 
 std::string create(const llmc_plan_t &plan, const CudaOptions &options, void **state) {
@@ -1162,6 +1165,11 @@ std::string launchAll(Executor &ex, const std::vector<TensorRef> &tensors) {
 std::string run(void *state, const std::vector<TensorRef> &tensors) {
   Executor &ex = *static_cast<Executor *>(state);
   const llmc_plan_t &plan = *ex.plan;
+  if (ex.arenaStale) {
+    if (std::string err = layoutArena(ex); !err.empty())
+      return err;
+    ex.arenaStale = false;
+  }
   for (int vi : plan.inputs) {
     const TensorRef &t = tensors[size_t(vi)];
     if (ex.resident[size_t(vi)]) // a linked cache: already on the device
@@ -1208,7 +1216,9 @@ void destroy(void *state) { delete static_cast<Executor *>(state); }
 
 size_t deviceBytes(void *state) {
   const Executor &ex = *static_cast<Executor *>(state);
-  return ex.weightBytes + ex.arenaBytes + ex.stagingBytes + ex.cacheBytes + 2 * ex.workspaceBytes + sizeof(int);
+  const size_t arena =
+      ex.arenaStale ? ex.scratchBytes + planDeviceArena(*ex.plan, ex.resident).arena.total : ex.arenaBytes;
+  return ex.weightBytes + arena + ex.stagingBytes + ex.cacheBytes + 2 * ex.workspaceBytes + sizeof(int);
 }
 
 size_t graphCount(void *state) {
