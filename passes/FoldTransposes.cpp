@@ -68,28 +68,32 @@ struct FoldTransposes : impl::LlmcFoldTransposesBase<FoldTransposes> {
       OpBuilder b(t);
       Value input = t.getInput();
       SmallVector<int64_t> perm = permutationOf(t);
-      if (auto inner = def<TransposeOp>(input)) { // x -> inner -> t: one transpose of x
+      auto inner = def<TransposeOp>(input);
+      if (inner) { // x -> inner -> t: one transpose of x
         const SmallVector<int64_t> first = permutationOf(inner);
         SmallVector<int64_t> both;
         for (int64_t p : perm)
           both.push_back(first[size_t(p)]);
         input = inner.getInput(), perm = both;
-        ++composed;
       }
       bool identity = true;
       for (size_t i = 0; i < perm.size(); ++i)
         identity &= perm[i] == int64_t(i);
       Value replacement = identity ? input : withoutDataMovement(b, t.getLoc(), input, perm);
-      if (!replacement && input != t.getInput())
+      if (!replacement && inner)
         replacement = transposed(b, t.getLoc(), input, perm);
       if (!replacement || replacement.getType() != t.getType()) {
-        if (replacement && replacement.getDefiningOp() && replacement.getDefiningOp()->use_empty())
-          replacement.getDefiningOp()->erase();
+        // Undo what was made (squeeze and unsqueeze, or a transpose) back to the input.
+        for (Value v = replacement; v && v != input && v.use_empty();) {
+          Operation *made = v.getDefiningOp();
+          v = made->getOperand(0);
+          made->erase();
+        }
         continue;
       }
-      if (!identity && replacement.getDefiningOp<TransposeOp>() == nullptr)
+      composed += inner ? 1 : 0;
+      if (!identity && !replacement.getDefiningOp<TransposeOp>())
         ++moved;
-      TransposeOp inner = def<TransposeOp>(t.getInput());
       t.getResult().replaceAllUsesWith(replacement);
       t->erase();
       if (inner && inner->use_empty())

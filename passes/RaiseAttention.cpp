@@ -438,28 +438,25 @@ struct RotateHalfPattern : OpRewritePattern<AddOp> {
   RewriteCounter &count;
   RotateHalfPattern(MLIRContext *ctx, RewriteCounter &count) : OpRewritePattern(ctx), count(count) {}
 
-  // The half table behind a full one, `f(concat(a, a))` unsqueezed on axis 1 with f cos or sin:
-  // f(a), created; null when the table is not of that form.
-  static Value halfTable(PatternRewriter &rewriter, Location loc, Value full, int64_t d, int64_t batch) {
+  // The angles behind a full table `F(concat(a, a))` unsqueezed on axis 1, with F the op
+  // `OpT` (cos or sin): `a` [batch, S, d / 2], or null when the table is not of that form. Only
+  // matches: nothing is created until both tables have matched.
+  template <typename OpT> static Value anglesOf(Value full, int64_t d, int64_t batch) {
     auto unsqueeze = def<UnsqueezeOp>(full);
     if (!unsqueeze || unsqueeze.getAxes().size() != 1 || unsqueeze.getAxes()[0] != 1)
       return {};
-    Operation *f = unsqueeze.getInput().getDefiningOp();
-    if (!f || !isa<CosOp, SinOp>(f))
-      return {};
-    auto cat = def<ConcatOp>(f->getOperand(0));
+    auto f = def<OpT>(unsqueeze.getInput());
+    auto cat = f ? def<ConcatOp>(f->getOperand(0)) : ConcatOp();
     if (!cat || cat.getInputs().size() != 2 || cat.getInputs()[0] != cat.getInputs()[1] ||
         (cat.getAxis() != -1 && cat.getAxis() != fusion::tensorType(cat.getResult()).getRank() - 1))
       return {};
     const Value a = cat.getInputs()[0];
-    if (fusion::tensorType(a).getRank() != 3 || fusion::tensorType(a).getShape().back() != d / 2)
-      return {};
     // The rotary op takes one table row per (batch, token): no broadcast over the batch (x's
     // `batch`; two dynamic sizes are taken as the same symbol, as the exporters make them).
-    if (fusion::tensorType(a).getDimSize(0) != batch)
+    if (fusion::tensorType(a).getRank() != 3 || fusion::tensorType(a).getShape().back() != d / 2 ||
+        fusion::tensorType(a).getDimSize(0) != batch)
       return {};
-    Operation *half = fusion::create(rewriter, loc, f->getName().getStringRef(), {a});
-    return half ? half->getResult(0) : Value();
+    return a;
   }
 
   LogicalResult matchAndRewrite(AddOp op, PatternRewriter &rewriter) const override {
@@ -467,28 +464,25 @@ struct RotateHalfPattern : OpRewritePattern<AddOp> {
     Value x = unrotate(op.getResult(), cos, sin);
     if (!x || fusion::tensorType(x).getRank() != 4 || fusion::tensorType(op.getResult()) != fusion::tensorType(x))
       return failure();
-    const int64_t d = fusion::tensorType(x).getShape().back();
-    // Both tables must be checked before anything is created.
-    auto isTable = [&](Value full) {
-      auto unsqueeze = def<UnsqueezeOp>(full);
-      Operation *f = unsqueeze ? unsqueeze.getInput().getDefiningOp() : nullptr;
-      auto cat = f && isa<CosOp, SinOp>(f) ? def<ConcatOp>(f->getOperand(0)) : ConcatOp();
-      return cat && cat.getInputs().size() == 2 && cat.getInputs()[0] == cat.getInputs()[1];
-    };
-    if (!isTable(cos) || !isTable(sin) || !isa<CosOp>(def<UnsqueezeOp>(cos).getInput().getDefiningOp()) ||
-        !isa<SinOp>(def<UnsqueezeOp>(sin).getInput().getDefiningOp()))
+    const int64_t d = fusion::tensorType(x).getShape().back(), batch = fusion::tensorType(x).getDimSize(0);
+    const Value cosAngles = anglesOf<CosOp>(cos, d, batch), sinAngles = anglesOf<SinOp>(sin, d, batch);
+    if (!cosAngles || !sinAngles)
       return failure();
-    const int64_t batch = fusion::tensorType(x).getDimSize(0);
-    Value cosHalf = halfTable(rewriter, op.getLoc(), cos, d, batch),
-          sinHalf = halfTable(rewriter, op.getLoc(), sin, d, batch);
-    if (!cosHalf || !sinHalf)
-      return failure();
+    Operation *cosHalf = fusion::create(rewriter, op.getLoc(), "llmc.cos", {cosAngles});
+    Operation *sinHalf = fusion::create(rewriter, op.getLoc(), "llmc.sin", {sinAngles});
     Operation *rotary =
-        fusion::create(rewriter, op.getLoc(), "llmc.rotary",
-                       {x, cosHalf, sinHalf, fusion::emptyTensor(rewriter, op.getLoc(), rewriter.getI64Type())},
-                       {rewriter.getNamedAttr("rotary_embedding_dim", rewriter.getI64IntegerAttr(d))});
-    if (!rotary || rotary->getResult(0).getType() != op.getResult().getType())
+        cosHalf && sinHalf
+            ? fusion::create(rewriter, op.getLoc(), "llmc.rotary",
+                             {x, cosHalf->getResult(0), sinHalf->getResult(0),
+                              fusion::emptyTensor(rewriter, op.getLoc(), rewriter.getI64Type())},
+                             {rewriter.getNamedAttr("rotary_embedding_dim", rewriter.getI64IntegerAttr(d))})
+            : nullptr;
+    if (!rotary || rotary->getResult(0).getType() != op.getResult().getType()) { // leave the IR as it was
+      for (Operation *made : {rotary, sinHalf, cosHalf})
+        if (made)
+          rewriter.eraseOp(made);
       return failure();
+    }
     rewriter.replaceOp(op, rotary->getResults());
     ++count;
     return success();
