@@ -205,6 +205,11 @@ template <typename T> __global__ void __launch_bounds__(kWarps * 32) flashAttent
   }
 }
 
+// 16-bit storage and head sizes that are multiples of 16 up to kMaxHead (whole WMMA tiles).
+bool tileable(Storage s, int64_t D, int64_t Dv) {
+  return s != Storage::F32 && D >= 16 && Dv >= 16 && D % 16 == 0 && Dv % 16 == 0 && D <= kMaxHead && Dv <= kMaxHead;
+}
+
 } // namespace
 
 void flashAttentionSetup(size_t sharedLimit) {
@@ -215,13 +220,11 @@ void flashAttentionSetup(size_t sharedLimit) {
 }
 
 bool flashAttentionFits(Storage s, int64_t D, int64_t Dv, size_t sharedLimit) {
-  if (s == Storage::F32 || D % 16 || Dv % 16 || D < 16 || Dv < 16 || D > kMaxHead || Dv > kMaxHead)
-    return false;
-  return layoutFor(int(D), int(Dv), storageBytes(s)).total <= sharedLimit;
+  return tileable(s, D, Dv) && layoutFor(int(D), int(Dv), storageBytes(s)).total <= sharedLimit;
 }
 
 std::string flashAttention(Storage s, const AttentionArgs &a, void *stream) {
-  if (s == Storage::F32 || a.D % 16 || a.Dv % 16 || a.D > kMaxHead || a.Dv > kMaxHead || a.Hkv <= 0 || a.Hq % a.Hkv)
+  if (!tileable(s, a.D, a.Dv) || a.Hkv <= 0 || a.Hq % a.Hkv)
     return "flashAttention: needs f16 or bf16 storage and head sizes that are multiples of 16 up to 128";
   if (a.B == 0 || a.Sq == 0)
     return {};
