@@ -29,7 +29,9 @@ namespace llmc {
 namespace {
 
 using namespace mlir;
+using fusion::createValue;
 using fusion::def;
+using fusion::i64Constant;
 using fusion::tensorType;
 
 constexpr const char *kPass = "llmc-absorb-mla";
@@ -279,16 +281,6 @@ std::optional<Site> matchSite(func::FuncOp func, SplitOp split) {
   return s;
 }
 
-Value build(OpBuilder &b, Location loc, StringRef name, ValueRange operands, ArrayRef<NamedAttribute> attrs = {}) {
-  Operation *op = fusion::create(b, loc, name, operands, attrs);
-  return op ? op->getResult(0) : Value();
-}
-
-Value i64Constant(OpBuilder &b, Location loc, ArrayRef<int64_t> values) {
-  auto type = RankedTensorType::get({int64_t(values.size())}, b.getI64Type());
-  return ConstantOp::create(b, loc, type, DenseElementsAttr::get(type, values));
-}
-
 // The query projection: q = concat(split#0 of heads(q_b(x)), rotated split#1).
 struct QueryProjection {
   ConstantProduct product;
@@ -387,10 +379,12 @@ struct AbsorbMla : impl::LlmcAbsorbMlaBase<AbsorbMla> {
     // Readers of the value cache's shape read the latent cache's (same length and batch).
     s.values.past.replaceUsesWithIf(past, [&](OpOperand &use) { return isa<ShapeOp>(use.getOwner()); });
     b.setInsertionPoint(s.keys.concat);
-    Value fresh = build(b, loc, "llmc.concat", {s.latent, s.ropeKey}, {b.getNamedAttr("axis", b.getI64IntegerAttr(3))});
-    fresh = build(b, loc, "llmc.transpose", {fresh}, {b.getNamedAttr("perm", b.getDenseI64ArrayAttr({2, 0, 1, 3}))});
-    fresh = build(b, loc, "llmc.reshape", {fresh, i64Constant(b, loc, {0, 0, width})});
-    Value cache = build(b, loc, "llmc.concat", {past, fresh}, {b.getNamedAttr("axis", b.getI64IntegerAttr(0))});
+    Value fresh =
+        createValue(b, loc, "llmc.concat", {s.latent, s.ropeKey}, {b.getNamedAttr("axis", b.getI64IntegerAttr(3))});
+    fresh =
+        createValue(b, loc, "llmc.transpose", {fresh}, {b.getNamedAttr("perm", b.getDenseI64ArrayAttr({2, 0, 1, 3}))});
+    fresh = createValue(b, loc, "llmc.reshape", {fresh, i64Constant(b, loc, {0, 0, width})});
+    Value cache = createValue(b, loc, "llmc.concat", {past, fresh}, {b.getNamedAttr("axis", b.getI64IntegerAttr(0))});
     ret.setOperand(s.keys.result, cache);
 
     // W_UK [H, n, L] and W_UV [H, L, v] from kv_b_proj's [L, H * (n + v)].
@@ -462,9 +456,9 @@ struct AbsorbMla : impl::LlmcAbsorbMlaBase<AbsorbMla> {
                       : fusion::floatConstant(b, loc, RankedTensorType::get({H, L, v}, b.getF32Type()), uv);
     b.setInsertionPoint(s.weighted);
     Value mask = s.mask ? s.mask : fusion::emptyTensor(b, loc, b.getF32Type());
-    Value attention = build(b, loc, "llmc.latent_attention", {q, cache, wuk, wuv, mask},
-                            {b.getNamedAttr("scale", b.getF32FloatAttr(float(s.scale))),
-                             b.getNamedAttr("rope_dim", b.getI64IntegerAttr(R))});
+    Value attention = createValue(b, loc, "llmc.latent_attention", {q, cache, wuk, wuv, mask},
+                                  {b.getNamedAttr("scale", b.getF32FloatAttr(float(s.scale))),
+                                   b.getNamedAttr("rope_dim", b.getI64IntegerAttr(R))});
     if (!attention)
       return failure();
     if (!mergeOutput) {
@@ -490,17 +484,18 @@ struct AbsorbMla : impl::LlmcAbsorbMlaBase<AbsorbMla> {
         std::copy(src + n, src + in, dst + L);
       }
     OpBuilder qb(qp.split);
-    Value x = build(qb, loc, "llmc.matmul",
-                    {qp.product.input, fusion::floatConstant(qb, loc, RankedTensorType::get({Q, H * out}, qb.getF32Type()), w)});
-    x = build(qb, loc, "llmc.reshape", {x, i64Constant(qb, loc, {0, 0, H, out})});
-    x = build(qb, loc, "llmc.transpose", {x}, {qb.getNamedAttr("perm", qb.getDenseI64ArrayAttr({0, 2, 1, 3}))});
-    Operation *split = fusion::create(qb, loc, "llmc.split", {x},
-                                      {qb.getNamedAttr("axis", qb.getI64IntegerAttr(3)),
-                                       qb.getNamedAttr("split", qb.getDenseI64ArrayAttr({L, R}))});
+    Value x = createValue(
+        qb, loc, "llmc.matmul",
+        {qp.product.input, fusion::floatConstant(qb, loc, RankedTensorType::get({Q, H * out}, qb.getF32Type()), w)});
+    x = createValue(qb, loc, "llmc.reshape", {x, i64Constant(qb, loc, {0, 0, H, out})});
+    x = createValue(qb, loc, "llmc.transpose", {x}, {qb.getNamedAttr("perm", qb.getDenseI64ArrayAttr({0, 2, 1, 3}))});
+    Operation *split = fusion::create(
+        qb, loc, "llmc.split", {x},
+        {qb.getNamedAttr("axis", qb.getI64IntegerAttr(3)), qb.getNamedAttr("split", qb.getDenseI64ArrayAttr({L, R}))});
     qp.split.getResult(1).replaceAllUsesWith(split->getResult(1)); // the rotary part is unchanged
     OpBuilder cb(qp.concat);
-    return build(cb, loc, "llmc.concat", {split->getResult(0), qp.concat.getInputs()[1]},
-                 {cb.getNamedAttr("axis", cb.getI64IntegerAttr(3))});
+    return createValue(cb, loc, "llmc.concat", {split->getResult(0), qp.concat.getInputs()[1]},
+                       {cb.getNamedAttr("axis", cb.getI64IntegerAttr(3))});
   }
 
   // W_UV[h] times o_proj's rows of head h: the projection reads the latent-space output.
@@ -519,9 +514,11 @@ struct AbsorbMla : impl::LlmcAbsorbMlaBase<AbsorbMla> {
         }
       }
     OpBuilder ob(op.op);
-    Value x = build(ob, loc, "llmc.transpose", {attention}, {ob.getNamedAttr("perm", ob.getDenseI64ArrayAttr({0, 2, 1, 3}))});
-    x = build(ob, loc, "llmc.reshape", {x, i64Constant(ob, loc, {0, 0, H * L})});
-    x = build(ob, loc, "llmc.matmul", {x, fusion::floatConstant(ob, loc, RankedTensorType::get({H * L, D}, ob.getF32Type()), w)});
+    Value x = createValue(ob, loc, "llmc.transpose", {attention},
+                          {ob.getNamedAttr("perm", ob.getDenseI64ArrayAttr({0, 2, 1, 3}))});
+    x = createValue(ob, loc, "llmc.reshape", {x, i64Constant(ob, loc, {0, 0, H * L})});
+    x = createValue(ob, loc, "llmc.matmul",
+                    {x, fusion::floatConstant(ob, loc, RankedTensorType::get({H * L, D}, ob.getF32Type()), w)});
     op.op->getResult(0).replaceAllUsesWith(x);
   }
 

@@ -1,5 +1,5 @@
-// llmc-fold-transposes (see Passes.td): transposes that compose, and transposes that move only
-// unit dimensions.
+// llmc-fold-transposes (see Passes.td): transposes that compose, transposes that move only unit
+// dimensions, and heads/sequence swaps that a rotary embedding does not need.
 #include "PatternUtil.h"
 #include "Passes.h"
 #include "RewriteStats.h"
@@ -26,8 +26,45 @@ SmallVector<int64_t> permutationOf(TransposeOp t) {
 }
 
 Value transposed(OpBuilder &b, Location loc, Value x, ArrayRef<int64_t> perm) {
-  Operation *op = fusion::create(b, loc, "llmc.transpose", {x}, {b.getNamedAttr("perm", b.getDenseI64ArrayAttr(perm))});
-  return op ? op->getResult(0) : Value();
+  return fusion::createValue(b, loc, "llmc.transpose", {x}, {b.getNamedAttr("perm", b.getDenseI64ArrayAttr(perm))});
+}
+
+// rotary(transpose(x, (0, 2, 1, 3))) with x [B, S, H, D] -> transpose(rotary of x's rows
+// [B, S, H * D]): the rotary reads both layouts, and the transpose it leaves behind may then meet
+// the next one (a KV-cache export transposes the rotated keys back to [S, B, H, D]). False, and
+// nothing made, when the rotary is not of that form.
+bool sinkBelowRotary(RotaryOp rotary) {
+  auto t = def<TransposeOp>(rotary.getInput());
+  if (!t || rotary.getNumHeads() != 0 || permutationOf(t) != ArrayRef<int64_t>{0, 2, 1, 3})
+    return false;
+  Value x = t.getInput();
+  ArrayRef<int64_t> shape = fusion::tensorType(x).getShape();
+  const int64_t heads = shape[2], head = shape[3];
+  if (ShapedType::isDynamic(heads) || ShapedType::isDynamic(head))
+    return false;
+  OpBuilder b(rotary);
+  Location loc = rotary.getLoc();
+  NamedAttrList attrs(rotary->getAttrs());
+  attrs.set("num_heads", b.getI64IntegerAttr(heads));
+  Value flatShape = fusion::i64Constant(b, loc, {0, 0, heads * head});
+  Value headsShape = fusion::i64Constant(b, loc, {0, 0, heads, head});
+  Value rows = fusion::createValue(b, loc, "llmc.reshape", {x, flatShape});
+  Value rotated = rows ? fusion::createValue(b, loc, "llmc.rotary",
+                                             {rows, rotary.getCos(), rotary.getSin(), rotary.getPositionIds()}, attrs)
+                       : Value();
+  Value split = rotated ? fusion::createValue(b, loc, "llmc.reshape", {rotated, headsShape}) : Value();
+  Value result = split ? transposed(b, loc, split, {0, 2, 1, 3}) : Value();
+  if (!result || result.getType() != rotary.getType()) {
+    for (Value v : {result, split, rotated, rows, headsShape, flatShape}) // undo, last made first
+      if (v && v.use_empty())
+        v.getDefiningOp()->erase();
+    return false;
+  }
+  rotary.getResult().replaceAllUsesWith(result);
+  rotary->erase();
+  if (t->use_empty())
+    t->erase();
+  return true;
 }
 
 // When `perm` keeps the order of the dimensions of `shape` that are not 1, the transpose moves no
@@ -60,8 +97,13 @@ Value withoutDataMovement(OpBuilder &b, Location loc, Value x, ArrayRef<int64_t>
 struct FoldTransposes : impl::LlmcFoldTransposesBase<FoldTransposes> {
   RewriteCounter composed{"llmc-fold-transposes", "transpose pairs composed"};
   RewriteCounter moved{"llmc-fold-transposes", "transposes of unit dimensions turned into squeeze/unsqueeze"};
+  RewriteCounter sunk{"llmc-fold-transposes", "heads/sequence transposes moved below a rotary"};
 
   void runOnOperation() override {
+    SmallVector<RotaryOp> rotaries;
+    getOperation().walk([&](RotaryOp r) { rotaries.push_back(r); });
+    for (RotaryOp r : rotaries)
+      sunk += sinkBelowRotary(r) ? 1 : 0;
     SmallVector<TransposeOp> transposes;
     getOperation().walk([&](TransposeOp t) { transposes.push_back(t); });
     for (TransposeOp t : transposes) {

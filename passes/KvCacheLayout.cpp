@@ -18,15 +18,8 @@ namespace llmc {
 namespace {
 
 using namespace mlir;
-
-Value shapeConstant(OpBuilder &b, Location loc, ArrayRef<int64_t> dims) {
-  auto type = RankedTensorType::get({int64_t(dims.size())}, b.getI64Type());
-  return ConstantOp::create(b, loc, type, DenseElementsAttr::get(type, dims));
-}
-
-Value build(OpBuilder &b, Location loc, StringRef name, ValueRange operands, ArrayRef<NamedAttribute> attrs = {}) {
-  return fusion::create(b, loc, name, operands, attrs)->getResult(0);
-}
+using fusion::createValue;
+using fusion::i64Constant;
 
 struct KvCacheLayout : impl::LlmcKvCacheLayoutBase<KvCacheLayout> {
   RewriteCounter pairs{"llmc-kv-cache-layout", "past/present pairs turned length-major"};
@@ -85,13 +78,14 @@ struct KvCacheLayout : impl::LlmcKvCacheLayoutBase<KvCacheLayout> {
     OpBuilder b(concat);
     Location loc = concat.getLoc();
     // The new entries to length-major: [B, H, S, D] -> [S, B, H, D] -> [S, B, H*D].
-    Value fresh = build(b, loc, "llmc.transpose", {concat.getInputs()[1]},
-                        {b.getNamedAttr("perm", b.getDenseI64ArrayAttr({2, 0, 1, 3}))});
-    fresh = build(b, loc, "llmc.reshape", {fresh, shapeConstant(b, loc, {0, 0, heads * head})});
-    Value cache = build(b, loc, "llmc.concat", {past, fresh}, {b.getNamedAttr("axis", b.getI64IntegerAttr(0))});
+    Value fresh = createValue(b, loc, "llmc.transpose", {concat.getInputs()[1]},
+                              {b.getNamedAttr("perm", b.getDenseI64ArrayAttr({2, 0, 1, 3}))});
+    fresh = createValue(b, loc, "llmc.reshape", {fresh, i64Constant(b, loc, {0, 0, heads * head})});
+    Value cache = createValue(b, loc, "llmc.concat", {past, fresh}, {b.getNamedAttr("axis", b.getI64IntegerAttr(0))});
     // Other readers (attention) get the heads-major view back; raising attention removes it again.
-    Value view = build(b, loc, "llmc.reshape", {cache, shapeConstant(b, loc, {0, 0, heads, head})});
-    view = build(b, loc, "llmc.transpose", {view}, {b.getNamedAttr("perm", b.getDenseI64ArrayAttr({1, 2, 0, 3}))});
+    Value view = createValue(b, loc, "llmc.reshape", {cache, i64Constant(b, loc, {0, 0, heads, head})});
+    view =
+        createValue(b, loc, "llmc.transpose", {view}, {b.getNamedAttr("perm", b.getDenseI64ArrayAttr({1, 2, 0, 3}))});
     concat.getResult().replaceAllUsesWith(view);
     ret.setOperand(resultIndex, cache);
     concat.erase();
@@ -102,19 +96,22 @@ struct KvCacheLayout : impl::LlmcKvCacheLayoutBase<KvCacheLayout> {
         continue;
       OpBuilder sb(shape);
       auto slice = [&](int64_t start, int64_t end) {
-        return build(sb, loc, "llmc.shape", {past},
-                     {sb.getNamedAttr("start", sb.getI64IntegerAttr(start)), sb.getNamedAttr("end", sb.getI64IntegerAttr(end))});
+        return createValue(
+            sb, loc, "llmc.shape", {past},
+            {sb.getNamedAttr("start", sb.getI64IntegerAttr(start)), sb.getNamedAttr("end", sb.getI64IntegerAttr(end))});
       };
-      Value full = build(sb, loc, "llmc.concat",
-                         {slice(1, 2), shapeConstant(sb, loc, {heads}), slice(0, 1), shapeConstant(sb, loc, {head})},
-                         {sb.getNamedAttr("axis", sb.getI64IntegerAttr(0))});
-      const int64_t start = shape->getAttrOfType<IntegerAttr>("start") ? shape->getAttrOfType<IntegerAttr>("start").getInt() : 0;
-      const int64_t end = shape->getAttrOfType<IntegerAttr>("end") ? shape->getAttrOfType<IntegerAttr>("end").getInt() : 4;
-      Value part = build(sb, loc, "llmc.slice", {full},
-                         {sb.getNamedAttr("starts", sb.getDenseI64ArrayAttr({start})),
-                          sb.getNamedAttr("ends", sb.getDenseI64ArrayAttr({end})),
-                          sb.getNamedAttr("axes", sb.getDenseI64ArrayAttr({0})),
-                          sb.getNamedAttr("steps", sb.getDenseI64ArrayAttr({1}))});
+      Value full = createValue(sb, loc, "llmc.concat",
+                               {slice(1, 2), i64Constant(sb, loc, {heads}), slice(0, 1), i64Constant(sb, loc, {head})},
+                               {sb.getNamedAttr("axis", sb.getI64IntegerAttr(0))});
+      const int64_t start =
+          shape->getAttrOfType<IntegerAttr>("start") ? shape->getAttrOfType<IntegerAttr>("start").getInt() : 0;
+      const int64_t end =
+          shape->getAttrOfType<IntegerAttr>("end") ? shape->getAttrOfType<IntegerAttr>("end").getInt() : 4;
+      Value part = createValue(sb, loc, "llmc.slice", {full},
+                               {sb.getNamedAttr("starts", sb.getDenseI64ArrayAttr({start})),
+                                sb.getNamedAttr("ends", sb.getDenseI64ArrayAttr({end})),
+                                sb.getNamedAttr("axes", sb.getDenseI64ArrayAttr({0})),
+                                sb.getNamedAttr("steps", sb.getDenseI64ArrayAttr({1}))});
       shape.getResult().replaceAllUsesWith(part);
       shape.erase();
     }

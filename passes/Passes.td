@@ -106,11 +106,16 @@ def LlmcKvCacheLayout : Pass<"llmc-kv-cache-layout", "mlir::func::FuncOp"> {
 def LlmcFoldTransposes : Pass<"llmc-fold-transposes", "mlir::func::FuncOp"> {
   let summary = "Composes transposes of transposes; transposes that move only unit dimensions become squeeze/unsqueeze";
   let description = [{
-    A transpose of a transpose becomes one transpose (dropped when the permutations cancel). A
+    A rotary embedding of heads split from the sequence (`transpose (0, 2, 1, 3)` of [B, S, H, D])
+    rotates the rows [B, S, H * D] instead (`num_heads = H`), and the transpose moves below it, where
+    it may meet the next one. A transpose of a transpose becomes one transpose (dropped when the
+    permutations cancel). A
     transpose that keeps the order of the dimensions that are not 1 moves no data: it becomes a
     squeeze and an unsqueeze, copies that the CUDA executor does not even launch. The values of a
     KV-cache export meet both: heads split `(0, 2, 1, 3)` then cache layout `(2, 0, 1, 3)` is
-    `(1, 0, 2, 3)`, which on a batch of 1 only moves the unit batch dimension.
+    `(1, 0, 2, 3)`, which on a batch of 1 only moves the unit batch dimension. Its keys meet all
+    three: split, rotated, laid out for the cache, they move no data either (two launches fewer
+    per layer).
 
     Before:
     ```mlir

@@ -77,6 +77,19 @@ inline mlir::Operation *create(mlir::OpBuilder &b, mlir::Location loc, llvm::Str
   return b.create(state);
 }
 
+// create() for ops of one result: that result, or null when inference refuses the operands.
+inline mlir::Value createValue(mlir::OpBuilder &b, mlir::Location loc, llvm::StringRef name, mlir::ValueRange operands,
+                               llvm::ArrayRef<mlir::NamedAttribute> attrs = {}) {
+  mlir::Operation *op = create(b, loc, name, operands, attrs);
+  return op ? op->getResult(0) : mlir::Value();
+}
+
+// A 1-D i64 constant: the shape operand of a reshape, the axes of a slice.
+inline mlir::Value i64Constant(mlir::OpBuilder &b, mlir::Location loc, llvm::ArrayRef<int64_t> values) {
+  auto type = mlir::RankedTensorType::get({int64_t(values.size())}, b.getI64Type());
+  return ConstantOp::create(b, loc, type, mlir::DenseElementsAttr::get(type, values));
+}
+
 // The values of an f32 constant (inline or in a resource blob), or none: what weight-merging
 // passes read and rewrite.
 inline std::optional<std::vector<float>> floats(mlir::Value v) {

@@ -37,3 +37,54 @@ func.func @batch_two(%v: tensor<2x7x3x64xf32>) -> (tensor<7x2x3x64xf32>, tensor<
   %1 = llmc.transpose %0 {perm = array<i64: 2, 0, 1, 3>} : (tensor<2x3x7x64xf32>) -> tensor<7x2x3x64xf32>
   return %1, %0 : tensor<7x2x3x64xf32>, tensor<2x3x7x64xf32>
 }
+
+// -----
+
+// The keys of a KV-cache export: heads split, rotated, then the cache layout. The rotary takes the
+// rows [1, 7, 3 * 64] instead, and the two transposes then meet and move only the unit batch.
+// CHECK-LABEL: func.func @cache_keys
+// CHECK-NOT: llmc.transpose
+// CHECK: %[[ROWS:.*]] = llmc.reshape %arg0, %{{.*}} : (tensor<1x7x3x64xf32>, tensor<3xi64>) -> tensor<1x7x192xf32>
+// CHECK: %[[ROT:.*]] = llmc.rotary %[[ROWS]], %arg1, %arg2, %arg3 {num_heads = 3 : i64, rotary_embedding_dim = 64 : i64} : {{.*}} -> tensor<1x7x192xf32>
+// CHECK: %[[HEADS:.*]] = llmc.reshape %[[ROT]], %{{.*}} : (tensor<1x7x192xf32>, tensor<4xi64>) -> tensor<1x7x3x64xf32>
+// CHECK: %[[S:.*]] = llmc.squeeze %[[HEADS]] {axes = array<i64: 0>}
+// CHECK: llmc.unsqueeze %[[S]] {axes = array<i64: 1>} : (tensor<7x3x64xf32>) -> tensor<7x1x3x64xf32>
+// CHECK-NOT: llmc.transpose
+func.func @cache_keys(%k: tensor<1x7x3x64xf32>, %cos: tensor<1x7x32xf32>, %sin: tensor<1x7x32xf32>, %none: tensor<0xi64>) -> tensor<7x1x3x64xf32> {
+  %0 = llmc.transpose %k {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x7x3x64xf32>) -> tensor<1x3x7x64xf32>
+  %1 = llmc.rotary %0, %cos, %sin, %none {rotary_embedding_dim = 64 : i64} : (tensor<1x3x7x64xf32>, tensor<1x7x32xf32>, tensor<1x7x32xf32>, tensor<0xi64>) -> tensor<1x3x7x64xf32>
+  %2 = llmc.transpose %1 {perm = array<i64: 2, 0, 1, 3>} : (tensor<1x3x7x64xf32>) -> tensor<7x1x3x64xf32>
+  return %2 : tensor<7x1x3x64xf32>
+}
+
+// -----
+
+// With a dynamic sequence, position ids and the heads-major value used elsewhere: the rotary
+// still takes the rows, and the transpose stays for its other reader.
+// CHECK-LABEL: func.func @dynamic_seq_shared
+// CHECK: %[[T:.*]] = llmc.transpose %arg0 {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x?x3x64xf32>) -> tensor<2x3x?x64xf32>
+// CHECK: %[[ROT:.*]] = llmc.rotary %{{.*}}, %arg1, %arg2, %arg3 {num_heads = 3 : i64} : (tensor<2x?x192xf32>
+// CHECK: %[[R:.*]] = llmc.transpose %{{.*}} {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x?x3x64xf32>) -> tensor<2x3x?x64xf32>
+// CHECK: return %[[R]], %[[T]]
+func.func @dynamic_seq_shared(%k: tensor<2x?x3x64xf32>, %cos: tensor<64x32xf32>, %sin: tensor<64x32xf32>, %ids: tensor<2x?xi64>) -> (tensor<2x3x?x64xf32>, tensor<2x3x?x64xf32>) {
+  %0 = llmc.transpose %k {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x?x3x64xf32>) -> tensor<2x3x?x64xf32>
+  %1 = llmc.rotary %0, %cos, %sin, %ids : (tensor<2x3x?x64xf32>, tensor<64x32xf32>, tensor<64x32xf32>, tensor<2x?xi64>) -> tensor<2x3x?x64xf32>
+  return %1, %0 : tensor<2x3x?x64xf32>, tensor<2x3x?x64xf32>
+}
+
+// -----
+
+// Not the heads/sequence swap, or dynamic heads: the rotary keeps its transposed input.
+// CHECK-LABEL: func.func @other_transposes
+// CHECK: %[[A:.*]] = llmc.transpose %arg0 {perm = array<i64: 0, 1, 3, 2>}
+// CHECK: llmc.rotary %[[A]], %arg2, %arg3, %arg4 :
+// CHECK: %[[B:.*]] = llmc.transpose %arg1 {perm = array<i64: 0, 2, 1, 3>}
+// CHECK: llmc.rotary %[[B]], %arg2, %arg3, %arg4 :
+// CHECK-NOT: num_heads
+func.func @other_transposes(%a: tensor<1x3x64x7xf32>, %b: tensor<1x7x?x64xf32>, %cos: tensor<64x32xf32>, %sin: tensor<64x32xf32>, %ids: tensor<1x7xi64>) -> (tensor<1x3x7x64xf32>, tensor<1x?x7x64xf32>) {
+  %0 = llmc.transpose %a {perm = array<i64: 0, 1, 3, 2>} : (tensor<1x3x64x7xf32>) -> tensor<1x3x7x64xf32>
+  %1 = llmc.rotary %0, %cos, %sin, %ids : (tensor<1x3x7x64xf32>, tensor<64x32xf32>, tensor<64x32xf32>, tensor<1x7xi64>) -> tensor<1x3x7x64xf32>
+  %2 = llmc.transpose %b {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x7x?x64xf32>) -> tensor<1x?x7x64xf32>
+  %3 = llmc.rotary %2, %cos, %sin, %ids : (tensor<1x?x7x64xf32>, tensor<64x32xf32>, tensor<64x32xf32>, tensor<1x7xi64>) -> tensor<1x?x7x64xf32>
+  return %1, %3 : tensor<1x3x7x64xf32>, tensor<1x?x7x64xf32>
+}

@@ -163,25 +163,30 @@ TEST(Cuda, RotaryMatchesTheCpu) {
 }
 
 // Without position ids: tables [B, S, rot / 2], one row per token (llmc-raise-attention's key
-// rotations for a cache).
+// rotations for a cache), on [B, H, S, D] or on rows [B, S, H * D] (where llmc-fold-transposes
+// puts the keys of a KV-cache export).
 TEST(Cuda, RotaryByRowMatchesTheCpu) {
   const int64_t B = 2, H = 3, S = 5, D = 16;
-  for (cu::Storage s : kStorages) {
-    Buf<float> x(DType::F32, {B, H, S, D}, rounded(randomFloats(B * H * S * D, 60), s)), want(DType::F32, {B, H, S, D}),
-        cosT(DType::F32, {B, S, D / 2}, rounded(randomFloats(B * S * D / 2, 61), s)),
-        sinT(DType::F32, {B, S, D / 2}, rounded(randomFloats(B * S * D / 2, 62), s));
-    Buf<int64_t> none(DType::I64, {0});
-    ASSERT_EQ(call("rotary", attrs({intAttr("rotary_embedding_dim", D)}), {x.ref(), cosT.ref(), sinT.ref(), none.ref()},
-                   {want.ref()}),
-              "");
-    auto dx = upload(x.data, s), dcos = upload(cosT.data, s), dsin = upload(sinT.data, s);
-    auto error = uploadRaw(std::vector<int>{0});
-    Device y(size_t(B * H * S * D) * cu::storageBytes(s));
-    ASSERT_EQ(cu::rotary(s, dx->p, y.p, dcos->p, dsin->p, B * S, nullptr, B, H, S, D, D, false, false, error->as<int>(),
-                         nullptr),
-              "");
-    expectClose(download(y, size_t(B * H * S * D), s), want.data, tolerance(s), std::string("rotary by row ") + name(s));
-  }
+  for (cu::Storage s : kStorages)
+    for (bool flat : {false, true}) {
+      std::vector<int64_t> shape = flat ? std::vector<int64_t>{B, S, H * D} : std::vector<int64_t>{B, H, S, D};
+      Buf<float> x(DType::F32, shape, rounded(randomFloats(B * H * S * D, 60), s)), want(DType::F32, shape),
+          cosT(DType::F32, {B, S, D / 2}, rounded(randomFloats(B * S * D / 2, 61), s)),
+          sinT(DType::F32, {B, S, D / 2}, rounded(randomFloats(B * S * D / 2, 62), s));
+      Buf<int64_t> none(DType::I64, {0});
+      AttrList a = attrs({intAttr("rotary_embedding_dim", D)});
+      if (flat)
+        a.add(intAttr("num_heads", H));
+      ASSERT_EQ(call("rotary", a, {x.ref(), cosT.ref(), sinT.ref(), none.ref()}, {want.ref()}), "");
+      auto dx = upload(x.data, s), dcos = upload(cosT.data, s), dsin = upload(sinT.data, s);
+      auto error = uploadRaw(std::vector<int>{0});
+      Device y(size_t(B * H * S * D) * cu::storageBytes(s));
+      ASSERT_EQ(cu::rotary(s, dx->p, y.p, dcos->p, dsin->p, B * S, nullptr, B, H, S, D, D, false, flat,
+                           error->as<int>(), nullptr),
+                "");
+      expectClose(download(y, size_t(B * H * S * D), s), want.data, tolerance(s),
+                  std::string("rotary by row ") + (flat ? "on rows " : "") + name(s));
+    }
 }
 
 TEST(Cuda, GatherRowsMatchesTheCpuAndFlagsBadIds) {
