@@ -42,6 +42,10 @@ run)
   [ -d "$PACK/bin" ] || { echo "no $PACK/: run 'tools/gpu-check.sh pack' on a build machine and carry it" >&2; exit 2; }
   # The pack's libraries first, then CUDA's own (cuBLASLt, NVRTC) from the machine's toolkit.
   export LD_LIBRARY_PATH="$PWD/$PACK/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  # The device tool returns only the tail of the output: keep all of it under $OUT, which it returns.
+  if [ -n "${OUT:-}" ] && [ -d "$OUT" ]; then
+    exec > >(tee -a "$OUT/gpu-check.log") 2>&1
+  fi
   echo "== llmc GPU check, commit $(cat "$PACK/COMMIT"), $(date -u +%Y-%m-%dT%H:%MZ)"
   # Everything within 8 minutes: each step gets at most its own cap and what is left of 470 s.
   deadline=$(( $(date +%s) + 470 ))
@@ -53,7 +57,7 @@ run)
     echo "== $b"
     start=$(date +%s)
     set +e
-    timeout "$(limit 120)" "$PACK/bin/$b"
+    timeout "$(limit 120)" "$PACK/bin/$b" --gtest_brief=1 # failures only; the count at the end
     rc=$?
     set -e
     took=$(( $(date +%s) - start ))
