@@ -497,6 +497,30 @@ StridedCopy copyOf(const Shape &dims, int elemBytes) {
   return c;
 }
 
+// The pieces of a split or a concat, launched together (kMaxCopies at a time): one launch where
+// a piece each took one.
+class CopyBatch {
+public:
+  explicit CopyBatch(void *stream) : stream_(stream) {}
+  std::string add(const void *src, void *dst, const StridedCopy &c) {
+    if (batch_.count == kMaxCopies)
+      if (std::string err = flush(); !err.empty())
+        return err;
+    batch_.src[batch_.count] = src, batch_.dst[batch_.count] = dst, batch_.copy[batch_.count] = c;
+    ++batch_.count;
+    return {};
+  }
+  std::string flush() {
+    std::string err = batch_.count ? stridedCopies(batch_, stream_) : std::string();
+    batch_.count = 0;
+    return err;
+  }
+
+private:
+  StridedCopies batch_;
+  void *stream_;
+};
+
 int axisOf(const PlanOp &op, int rank) {
   const int64_t a = op.attrs.getInt("axis", 0);
   return int(a < 0 ? a + rank : a);
@@ -572,6 +596,7 @@ std::string prepareDataMovement(Executor &ex, const PlanOp &op, PreparedOp &out)
       const int axis = axisOf(op, o.rank);
       int64_t outStrides[kMaxRank], at = 0;
       contiguousStrides(o, outStrides);
+      CopyBatch batch(e.stream);
       for (int i : op.inputs) {
         const Shape &in = t[size_t(i)].shape;
         StridedCopy c = copyOf(in, elem);
@@ -582,10 +607,10 @@ std::string prepareDataMovement(Executor &ex, const PlanOp &op, PreparedOp &out)
         // A cache kept on the device: the past rows already lie where the present puts them.
         if (e.at(i) == e.at(op.outputs[0]) && c.dstBase == 0 && std::equal(c.src, c.src + c.rank, c.dst))
           continue;
-        if (std::string err = stridedCopy(e.at(i), e.at(op.outputs[0]), c, e.stream); !err.empty())
+        if (std::string err = batch.add(e.at(i), e.at(op.outputs[0]), c); !err.empty())
           return err;
       }
-      return std::string();
+      return batch.flush();
     };
   } else if (k == "split") {
     out.launch = [&op, elem](Executor &e, const std::vector<TensorRef> &t) -> std::string {
@@ -593,6 +618,7 @@ std::string prepareDataMovement(Executor &ex, const PlanOp &op, PreparedOp &out)
       const int axis = axisOf(op, in.rank);
       int64_t inStrides[kMaxRank], at = 0;
       contiguousStrides(in, inStrides);
+      CopyBatch batch(e.stream);
       for (int o : op.outputs) {
         const Shape &part = t[size_t(o)].shape;
         StridedCopy c = copyOf(part, elem);
@@ -600,10 +626,10 @@ std::string prepareDataMovement(Executor &ex, const PlanOp &op, PreparedOp &out)
           c.src[d] = inStrides[d];
         c.srcBase = at * inStrides[axis];
         at += part.dims[axis];
-        if (std::string err = stridedCopy(e.at(op.inputs[0]), e.at(o), c, e.stream); !err.empty())
+        if (std::string err = batch.add(e.at(op.inputs[0]), e.at(o), c); !err.empty())
           return err;
       }
-      return std::string();
+      return batch.flush();
     };
   } else if (k == "expand") {
     out.launch = [&op, elem](Executor &e, const std::vector<TensorRef> &t) {

@@ -485,8 +485,14 @@ std::string linearEpilogue(Storage s, const void *y, void *out, const void *gate
 namespace llmc::rt::cuda {
 namespace {
 
-template <typename E> __global__ void stridedCopyKernel(const E *__restrict__ src, E *__restrict__ dst, StridedCopy c,
-                                                        int64_t n) {
+// Piece blockIdx.y of the batch; the blocks along x stride over its elements.
+template <typename E> __global__ void stridedCopyKernel(StridedCopies b) {
+  const StridedCopy &c = b.copy[blockIdx.y];
+  const E *__restrict__ src = static_cast<const E *>(b.src[blockIdx.y]);
+  E *__restrict__ dst = static_cast<E *>(b.dst[blockIdx.y]);
+  int64_t n = 1;
+  for (int k = 0; k < c.rank; ++k)
+    n *= c.dims[k];
   for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += int64_t(gridDim.x) * blockDim.x) {
     int64_t rest = e, s = c.srcBase, d = c.dstBase;
     for (int k = c.rank - 1; k >= 0; --k) {
@@ -657,18 +663,32 @@ template <typename F> bool byElementSize(int bytes, F &&f) {
 
 } // namespace
 
-std::string stridedCopy(const void *src, void *dst, const StridedCopy &c, void *stream) {
-  const int64_t n = numelOf(c.rank, c.dims);
-  if (n == 0)
+std::string stridedCopies(const StridedCopies &batch, void *stream) {
+  if (batch.count < 0 || batch.count > kMaxCopies)
+    return "stridedCopies: " + std::to_string(batch.count) + " pieces (at most " + std::to_string(kMaxCopies) + ")";
+  int64_t most = 0;
+  for (int i = 0; i < batch.count; ++i) {
+    const StridedCopy &c = batch.copy[i];
+    if (c.rank < 0 || c.rank > kMaxDims)
+      return "stridedCopy: rank above " + std::to_string(kMaxDims);
+    if (c.elemBytes != batch.copy[0].elemBytes)
+      return "stridedCopies: pieces of different element sizes";
+    most = std::max(most, numelOf(c.rank, c.dims));
+  }
+  if (most == 0)
     return {};
-  if (c.rank < 0 || c.rank > kMaxDims)
-    return "stridedCopy: rank above " + std::to_string(kMaxDims);
-  const bool known = byElementSize(c.elemBytes, [&](auto tag) {
-    using E = decltype(tag);
-    stridedCopyKernel<E><<<unsigned(blocksFor(n, kElementThreads)), kElementThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-        static_cast<const E *>(src), static_cast<E *>(dst), c, n);
+  const dim3 grid(unsigned(blocksFor(most, kElementThreads)), unsigned(batch.count));
+  const bool known = byElementSize(batch.copy[0].elemBytes, [&](auto tag) {
+    stridedCopyKernel<decltype(tag)><<<grid, kElementThreads, 0, static_cast<cudaStream_t>(stream)>>>(batch);
   });
-  return known ? launched("stridedCopy") : "stridedCopy: elements of " + std::to_string(c.elemBytes) + " bytes";
+  return known ? launched("stridedCopy")
+               : "stridedCopy: elements of " + std::to_string(batch.copy[0].elemBytes) + " bytes";
+}
+
+std::string stridedCopy(const void *src, void *dst, const StridedCopy &c, void *stream) {
+  StridedCopies one;
+  one.count = 1, one.src[0] = src, one.dst[0] = dst, one.copy[0] = c;
+  return stridedCopies(one, stream);
 }
 
 int elementwiseOp(const std::string &name) {

@@ -114,6 +114,17 @@ struct StridedCopy {
 };
 std::string stridedCopy(const void *src, void *dst, const StridedCopy &c, void *stream);
 
+// Up to kMaxCopies strided copies of one element size in one launch: the pieces of a split or a
+// concat (piece i copies copy[i] from src[i] to dst[i]).
+constexpr int kMaxCopies = 8;
+struct StridedCopies {
+  int count = 0;
+  const void *src[kMaxCopies] = {};
+  void *dst[kMaxCopies] = {};
+  StridedCopy copy[kMaxCopies];
+};
+std::string stridedCopies(const StridedCopies &batch, void *stream);
+
 // One elementwise op of any element type with numpy broadcasting, computed in f64: the ops of
 // shape subgraphs and masks (integer and bool ones included) that no fused region took.
 // `op` from elementwiseOp(); `to` the cast's target for "cast".

@@ -494,7 +494,8 @@ template <typename T> std::vector<T> downloadRaw(const Device &d, size_t n) {
   return out;
 }
 
-// The strided copy as transpose, stepped slice and broadcast against the CPU kernels.
+// The strided copy as transpose, stepped slice, broadcast and a split's pieces in one launch,
+// against the CPU kernels.
 TEST(Cuda, StridedCopiesMatchTheCpu) {
   Buf<float> x(DType::F32, {2, 3, 4}, randomFloats(24, 31)), t(DType::F32, {4, 2, 3}), sl(DType::F32, {2, 2, 2}),
       ex(DType::F32, {3, 2, 3, 4});
@@ -535,6 +536,31 @@ TEST(Cuda, StridedCopiesMatchTheCpu) {
       c.dims[d] = dims[d], c.src[d] = src[d], c.dst[d] = dst[d];
     ASSERT_EQ(cu::stridedCopy(dx->p, out.p, c, nullptr), "");
     expectClose(downloadRaw<float>(out, 72), ex.data, 0.0f, "expand");
+  }
+  { // split along the last axis into widths 1, 2, 1: three pieces, one launch
+    Buf<float> p0(DType::F32, {2, 3, 1}), p1(DType::F32, {2, 3, 2}), p2(DType::F32, {2, 3, 1});
+    ASSERT_EQ(call("split", attrs({intAttr("axis", 2)}), {x.ref()}, {p0.ref(), p1.ref(), p2.ref()}), "");
+    Device o0(6 * 4), o1(12 * 4), o2(6 * 4);
+    cu::StridedCopies batch;
+    const int64_t widths[3] = {1, 2, 1};
+    void *outs[3] = {o0.p, o1.p, o2.p};
+    for (int i = 0, at = 0; i < 3; at += int(widths[i]), ++i) {
+      cu::StridedCopy &c = batch.copy[i];
+      c.rank = 3, c.elemBytes = 4, c.srcBase = at;
+      const int64_t dims[3] = {2, 3, widths[i]}, src[3] = {12, 4, 1}, dst[3] = {3 * widths[i], widths[i], 1};
+      for (int d = 0; d < 3; ++d)
+        c.dims[d] = dims[d], c.src[d] = src[d], c.dst[d] = dst[d];
+      batch.src[i] = dx->p, batch.dst[i] = outs[i];
+    }
+    batch.count = 3;
+    ASSERT_EQ(cu::stridedCopies(batch, nullptr), "");
+    expectClose(downloadRaw<float>(o0, 6), p0.data, 0.0f, "split piece 0");
+    expectClose(downloadRaw<float>(o1, 12), p1.data, 0.0f, "split piece 1");
+    expectClose(downloadRaw<float>(o2, 6), p2.data, 0.0f, "split piece 2");
+    batch.copy[1].elemBytes = 2;
+    EXPECT_NE(cu::stridedCopies(batch, nullptr), "") << "pieces of different element sizes are refused";
+    batch.count = cu::kMaxCopies + 1;
+    EXPECT_NE(cu::stridedCopies(batch, nullptr), "") << "more pieces than a launch takes are refused";
   }
 }
 
