@@ -377,14 +377,12 @@ std::string prepareAttention(Executor &ex, const PlanOp &op, PreparedOp &out) {
       a.rotateKeys = !cacheLayout && !timeMajor && op.attrs.getInt("rotate_keys", 1) != 0;
     }
     a.out = e.at(op.outputs[0]);
-    // A decode step over a length-major cache: the cache length split across blocks.
-    const bool keepMask = !a.mask || (a.maskBool && a.maskStrides[1] == 0 && a.maskStrides[3] == 1 &&
-                                      (a.B == 1 || a.maskStrides[0] == a.Sk));
-    if (a.Sq == 1 && timeMajor && !a.cos && keepMask) {
+    // A decode step: the key length split across blocks (the one-block-per-query kernel would
+    // read the whole cache from B * Hq blocks).
+    if (a.Sq == 1 && !packed && !a.rotateKeys && a.D <= kMaxDecodeHeadDim) {
       const int splits = decodeAttentionSplits(a.Sk);
       if (decodeAttentionWorkspaceBytes(a.B, a.Hq, a.Dv, splits) <= e.workspaceBytes)
-        return decodeAttention(st, a.q, a.k, a.v, static_cast<const uint8_t *>(a.mask), a.out, a.B, a.Hq, a.Hkv,
-                               a.Sk, a.D, a.Dv, a.scale, splits, e.attentionWorkspace, e.stream);
+        return decodeAttention(st, a, splits, e.attentionWorkspace, e.stream);
     }
     if (flash && a.Sq > 1 && flashAttentionFits(st, a.D, a.Dv, e.sharedOptIn))
       return flashAttention(st, a, e.stream);

@@ -18,7 +18,6 @@ constexpr int kElementThreads = 256;
 constexpr int64_t kMaxRowCols = 12 * 1024;   // the row staged in 48 KiB of shared memory
 constexpr int kDecodeThreads = 128;          // 4 warps per (sequence, head, split)
 constexpr int64_t kMaxDecodeChunk = 1024;    // cache rows one decode block scores
-constexpr int64_t kMaxDecodeHeadDim = 256;
 
 // Sum / max over the block (blockDim.x a multiple of 32, at most 1024); every thread gets it.
 template <bool kMax> __device__ float blockReduce(float v) {
@@ -176,39 +175,55 @@ __global__ void appendKvKernel(const T *__restrict__ fresh, T *__restrict__ cach
   }
 }
 
-// Decode attention, pass 1: block (sequence b and head h, split) scores its chunk of the cache,
-// then writes its running max, its sum of exponentials and its unnormalized weighted sum of values.
+// Decode attention, pass 1: block (sequence b and head h, split) scores its chunk of the keys
+// (one warp per key), then writes its running max, its sum of exponentials and its unnormalized
+// weighted sum of values.
 template <typename T>
-__global__ void decodePartialKernel(const T *__restrict__ q, const T *__restrict__ k, const T *__restrict__ v,
-                                    const uint8_t *__restrict__ keep, float *__restrict__ ws, int64_t B, int64_t Hq,
-                                    int64_t Hkv, int64_t T_, int64_t D, int64_t Dv, float scale, int64_t chunk) {
+__global__ void decodePartialKernel(AttentionArgs a, float *__restrict__ ws, int64_t chunk) {
   __shared__ float qs[kMaxDecodeHeadDim];
   __shared__ float p[kMaxDecodeChunk];
-  const int64_t bh = blockIdx.x, b = bh / Hq, h = bh % Hq, kvh = h / (Hq / Hkv);
+  const int64_t bh = blockIdx.x, b = bh / a.Hq, h = bh % a.Hq, kvh = h / (a.Hq / a.Hkv), half = a.D / 2;
   const int split = blockIdx.y, splits = gridDim.y;
-  const int64_t t0 = split * chunk, t1 = t0 + chunk < T_ ? t0 + chunk : T_;
-  for (int64_t d = threadIdx.x; d < D; d += blockDim.x)
-    qs[d] = toF(q[(b * Hq + h) * D + d]) * scale;
+  const int64_t t0 = split * chunk, t1 = t0 + chunk < a.Sk ? t0 + chunk : a.Sk;
+  const T *q = static_cast<const T *>(a.q) + b * a.qs.batch + h * a.qs.head;
+  const T *cq = a.cos ? static_cast<const T *>(a.cos) + (a.tablesPerBatch ? b : 0) * a.D : nullptr;
+  const T *sq = a.sin ? static_cast<const T *>(a.sin) + (a.tablesPerBatch ? b : 0) * a.D : nullptr;
+  for (int64_t d = threadIdx.x; d < a.D; d += blockDim.x) {
+    float x = toF(q[d]);
+    if (cq)
+      x = x * toF(cq[d]) + (d < half ? -toF(q[d + half]) : toF(q[d - half])) * toF(sq[d]);
+    qs[d] = x * a.scale;
+  }
   __syncthreads();
+  const T *kb = static_cast<const T *>(a.k) + b * a.ks.batch + kvh * a.ks.head;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
   for (int64_t t = t0 + warp; t < t1; t += warps) {
-    const T *kt = k + (t * B + b) * Hkv * D + kvh * D;
+    const T *kt = kb + t * a.ks.token;
     float dot = 0.0f;
-    for (int64_t d = lane; d < D; d += 32)
+    for (int64_t d = lane; d < a.D; d += 32)
       dot += qs[d] * toF(kt[d]);
     for (int o = 16; o > 0; o >>= 1)
       dot += __shfl_xor_sync(0xffffffffu, dot, o);
-    if (lane == 0)
-      p[t - t0] = keep && !keep[b * T_ + t] ? -INFINITY : dot;
+    if (lane == 0) {
+      if (a.mask) {
+        const int64_t at = b * a.maskStrides[0] + h * a.maskStrides[1] + t * a.maskStrides[3];
+        if (a.maskBool)
+          dot = static_cast<const uint8_t *>(a.mask)[at] ? dot : -INFINITY;
+        else
+          dot += toF(static_cast<const T *>(a.mask)[at]);
+      }
+      p[t - t0] = dot;
+    }
   }
   __syncthreads();
   float best;
   const float total = blockExpScores(p, t1 > t0 ? t1 - t0 : 0, &best);
-  float *out = ws + (bh * splits + split) * (Dv + 2);
-  for (int64_t dv = threadIdx.x; dv < Dv; dv += blockDim.x) {
+  float *out = ws + (bh * splits + split) * (a.Dv + 2);
+  const T *vb = static_cast<const T *>(a.v) + b * a.vs.batch + kvh * a.vs.head;
+  for (int64_t dv = threadIdx.x; dv < a.Dv; dv += blockDim.x) {
     float o = 0.0f;
     for (int64_t t = t0; t < t1; ++t)
-      o += p[t - t0] * toF(v[(t * B + b) * Hkv * Dv + kvh * Dv + dv]);
+      o += p[t - t0] * toF(vb[t * a.vs.token + dv]);
     out[2 + dv] = o;
   }
   if (threadIdx.x == 0)
@@ -411,23 +426,23 @@ size_t decodeAttentionWorkspaceBytes(int64_t B, int64_t Hq, int64_t Dv, int spli
   return size_t(B * Hq) * size_t(splits) * size_t(Dv + 2) * sizeof(float);
 }
 
-std::string decodeAttention(Storage s, const void *q, const void *k, const void *v, const uint8_t *keep, void *out,
-                            int64_t B, int64_t Hq, int64_t Hkv, int64_t T, int64_t D, int64_t Dv, float scale,
-                            int splits, void *workspace, void *stream) {
+std::string decodeAttention(Storage s, const AttentionArgs &a, int splits, void *workspace, void *stream) {
   if (splits <= 0)
-    splits = decodeAttentionSplits(T);
-  const int64_t chunk = (T + splits - 1) / splits;
-  if (B <= 0 || Hkv <= 0 || Hq % Hkv || T <= 0 || D > kMaxDecodeHeadDim || chunk > kMaxDecodeChunk || splits > 65535)
-    return "decodeAttention: needs Hq a multiple of Hkv, T > 0, D <= " + std::to_string(kMaxDecodeHeadDim) +
-           " and at most " + std::to_string(kMaxDecodeChunk) + " cache rows per split";
+    splits = decodeAttentionSplits(a.Sk);
+  const int64_t chunk = (a.Sk + splits - 1) / splits;
+  if (a.Sq != 1 || a.B <= 0 || a.Hkv <= 0 || a.Hq % a.Hkv || a.Sk <= 0 || a.D > kMaxDecodeHeadDim ||
+      (a.cos && a.D % 2) || a.rotateKeys || chunk > kMaxDecodeChunk || splits > 65535)
+    return "decodeAttention: needs one query, Hq a multiple of Hkv, keys, D <= " + std::to_string(kMaxDecodeHeadDim) +
+           " (even with rotary), no key rotation and at most " + std::to_string(kMaxDecodeChunk) +
+           " keys per split";
   auto st = static_cast<cudaStream_t>(stream);
   dispatch(s, [&](auto tag) {
     using T_ = decltype(tag);
-    decodePartialKernel<T_><<<dim3(unsigned(B * Hq), unsigned(splits)), kDecodeThreads, 0, st>>>(
-        static_cast<const T_ *>(q), static_cast<const T_ *>(k), static_cast<const T_ *>(v), keep,
-        static_cast<float *>(workspace), B, Hq, Hkv, T, D, Dv, scale, chunk);
-    decodeCombineKernel<T_><<<unsigned(B * Hq), kDecodeThreads, 0, st>>>(static_cast<const float *>(workspace),
-                                                                          static_cast<T_ *>(out), Hq, Dv, splits);
+    decodePartialKernel<T_><<<dim3(unsigned(a.B * a.Hq), unsigned(splits)), kDecodeThreads, 0, st>>>(
+        a, static_cast<float *>(workspace), chunk);
+    decodeCombineKernel<T_><<<unsigned(a.B * a.Hq), kDecodeThreads, 0, st>>>(static_cast<const float *>(workspace),
+                                                                              static_cast<T_ *>(a.out), a.Hq, a.Dv,
+                                                                              splits);
   });
   return launched("decodeAttention");
 }

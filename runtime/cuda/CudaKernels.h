@@ -43,17 +43,6 @@ std::string gatherRows(Storage s, const void *table, int64_t rows, int64_t width
 std::string appendKv(Storage s, const void *fresh, void *cache, int64_t past, int64_t B, int64_t S, int64_t W,
                      void *stream);
 
-// Decode attention, one query per sequence: q [B, Hq * D], keys and values in the length-major
-// cache [T, B, Hkv * D] / [T, B, Hkv * Dv] (grouped-query: Hq a multiple of Hkv), optional
-// `keep` [B, T] (bool bytes, 0 = masked), out [B, Hq * Dv]. The cache length is split across
-// `splits` blocks per head (0: chosen from T), whose partial results `workspace` holds
-// (decodeAttentionWorkspaceBytes); a second kernel combines them.
-size_t decodeAttentionWorkspaceBytes(int64_t B, int64_t Hq, int64_t Dv, int splits);
-int decodeAttentionSplits(int64_t T);
-std::string decodeAttention(Storage s, const void *q, const void *k, const void *v, const uint8_t *keep, void *out,
-                            int64_t B, int64_t Hq, int64_t Hkv, int64_t T, int64_t D, int64_t Dv, float scale,
-                            int splits, void *workspace, void *stream);
-
 // Where element (b, h, i, d) of q, k or v lies: base + b * batch + i * token + h * head + d.
 struct HeadStrides {
   int64_t batch, token, head;
@@ -79,6 +68,15 @@ struct AttentionArgs {
   void *out;
 };
 std::string attention(Storage s, const AttentionArgs &a, void *stream);
+
+// The same for one query per sequence (a decode step: Sq == 1), any layout but packed QKV, no
+// key rotation (a cache holds its keys rotated; the query is rotated when a.cos is given): the
+// key length is split across `splits` blocks per head (0: chosen from Sk), whose partial results
+// `workspace` holds (decodeAttentionWorkspaceBytes); a second kernel combines them.
+constexpr int64_t kMaxDecodeHeadDim = 256;
+size_t decodeAttentionWorkspaceBytes(int64_t B, int64_t Hq, int64_t Dv, int splits);
+int decodeAttentionSplits(int64_t T);
+std::string decodeAttention(Storage s, const AttentionArgs &a, int splits, void *workspace, void *stream);
 
 // The same on tensor cores, flash-attention style (FlashAttention.cu): 64 query rows per block,
 // keys 64 at a time, online softmax, so any Sk fits. For f16/bf16 storage and head sizes D, Dv

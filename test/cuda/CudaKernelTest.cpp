@@ -223,33 +223,56 @@ TEST(Cuda, AppendKvMatchesTransposeThenConcat) {
   }
 }
 
+// Decode steps: one query over T keys split across blocks, in the layouts a decoder's plan has: a
+// length-major cache with a bool keep-mask; the same with the query rotated (tables [1, 1, D]) and
+// an additive mask, as SmolLM2's KV plan has it; keys [B, T, Hkv * D] without a mask.
 TEST(Cuda, DecodeAttentionMatchesFusedAttention) {
   const int64_t B = 2, Hq = 8, Hkv = 2, D = 64, Dv = 64;
   for (cu::Storage s : kStorages)
     for (int64_t T : {1, 37, 700})
-      for (bool masked : {false, true}) {
+      for (const char *layout : {"time-major-keep", "time-major-rotary-additive", "3d"}) {
+        const std::string l = layout;
+        const bool timeMajor = l != "3d", rotary = l == "time-major-rotary-additive", keepMask = l == "time-major-keep";
+        const std::vector<int64_t> kvShape =
+            timeMajor ? std::vector<int64_t>{T, B, Hkv * D} : std::vector<int64_t>{B, T, Hkv * D};
         Buf<float> q(DType::F32, {B, 1, Hq * D}, rounded(randomFloats(B * Hq * D, 12), s)),
-            k(DType::F32, {T, B, Hkv * D}, rounded(randomFloats(T * B * Hkv * D, 13), s)),
-            v(DType::F32, {T, B, Hkv * Dv}, rounded(randomFloats(T * B * Hkv * Dv, 14), s)), want(DType::F32, {B, 1, Hq * Dv}),
-            none(DType::F32, {0});
+            k(DType::F32, kvShape, rounded(randomFloats(T * B * Hkv * D, 13), s)),
+            v(DType::F32, kvShape, rounded(randomFloats(T * B * Hkv * Dv, 14), s)), want(DType::F32, {B, 1, Hq * Dv}),
+            additive(DType::F32, {B, 1, 1, T}), cosT(DType::F32, {1, 1, D}, rounded(randomFloats(D, 15), s)),
+            sinT(DType::F32, {1, 1, D}, rounded(randomFloats(D, 16), s)), none(DType::F32, {0});
         Buf<uint8_t> keep(DType::Bool, {B, 1, 1, T});
-        for (int64_t i = 0; i < B * T; ++i)
-          keep.data[size_t(i)] = !masked || (i % 5 != 2); // a few masked keys (never all: see below)
+        for (int64_t i = 0; i < B * T; ++i) {
+          keep.data[size_t(i)] = i % 5 != 2; // a few masked keys (never all: see below)
+          additive.data[size_t(i)] = i % 7 == 3 ? -INFINITY : 0.0f;
+        }
+        additive.data[0] = 0.0f; // T = 1: keep the one key
         const float scale = 0.125f;
         ASSERT_EQ(call("fused_attention",
                        attrs({intAttr("q_num_heads", Hq), intAttr("kv_num_heads", Hkv), floatAttr("scale", scale),
-                              intAttr("kv_time_major", 1)}),
-                       {q.ref(), k.ref(), v.ref(), masked ? keep.ref() : none.ref(), none.ref(), none.ref()}, {want.ref()}),
+                              intAttr("kv_time_major", timeMajor), intAttr("rotate_keys", 0)}),
+                       {q.ref(), k.ref(), v.ref(), keepMask ? keep.ref() : rotary ? additive.ref() : none.ref(),
+                        rotary ? cosT.ref() : none.ref(), rotary ? sinT.ref() : none.ref()},
+                       {want.ref()}),
                   "");
-        auto dq = upload(q.data, s), dk = upload(k.data, s), dv = upload(v.data, s), dkeep = uploadRaw(keep.data);
+        auto dq = upload(q.data, s), dk = upload(k.data, s), dv = upload(v.data, s), dkeep = uploadRaw(keep.data),
+             dadd = upload(additive.data, s), dcos = upload(cosT.data, s), dsin = upload(sinT.data, s);
         Device out(size_t(B * Hq * Dv) * cu::storageBytes(s));
+        cu::AttentionArgs a;
+        a.B = B, a.Hq = Hq, a.Hkv = Hkv, a.Sq = 1, a.Sk = T, a.D = D, a.Dv = Dv, a.scale = scale, a.causal = false;
+        a.q = dq->p, a.k = dk->p, a.v = dv->p, a.out = out.p;
+        a.qs = {Hq * D, Hq * D, D};
+        a.ks = a.vs = timeMajor ? cu::HeadStrides{Hkv * D, B * Hkv * D, D} : cu::HeadStrides{T * Hkv * D, Hkv * D, D};
+        if (keepMask || rotary) {
+          a.mask = keepMask ? dkeep->p : dadd->p, a.maskBool = keepMask;
+          a.maskStrides[0] = T, a.maskStrides[3] = 1;
+        }
+        if (rotary)
+          a.cos = dcos->p, a.sin = dsin->p;
         const int splits = cu::decodeAttentionSplits(T);
         Device ws(cu::decodeAttentionWorkspaceBytes(B, Hq, Dv, splits));
-        ASSERT_EQ(cu::decodeAttention(s, dq->p, dk->p, dv->p, masked ? dkeep->as<uint8_t>() : nullptr, out.p, B, Hq, Hkv,
-                                      T, D, Dv, scale, splits, ws.p, nullptr),
-                  "");
+        ASSERT_EQ(cu::decodeAttention(s, a, splits, ws.p, nullptr), "");
         expectClose(download(out, size_t(B * Hq * Dv), s), want.data, tolerance(s),
-                    std::string("decode attention ") + name(s) + " T=" + std::to_string(T));
+                    std::string("decode attention ") + layout + " " + name(s) + " T=" + std::to_string(T));
       }
 }
 
