@@ -23,6 +23,7 @@ struct PipelineOptions {
   bool merging = true; // the weight-merging passes (llmc --disable-merging turns them off)
   std::string mlaFactors = "auto"; // llmc-absorb-mla's factors option (llmc --mla-factors)
   std::vector<std::string> skipPasses; // passes left out by name (llmc --skip-pass), to measure each
+  std::vector<std::string> lastPosition; // outputs cut to the last sequence position (llmc --last-position)
 };
 
 // The passes --skip-pass may name: the optimizations (the rest is needed for a valid plan).

@@ -177,6 +177,37 @@ def LlmcAbsorbMla : Pass<"llmc-absorb-mla", "mlir::func::FuncOp"> {
   ];
 }
 
+def LlmcLastPosition : Pass<"llmc-last-position", "mlir::func::FuncOp"> {
+  let summary = "Keeps only the last sequence position of named outputs, and computes no more of them";
+  let description = [{
+    A decoder's generation reads only the logits of the last position, yet the exported graph
+    computes (and a run copies out) [batch, seq, vocab] of them: for a 512-token prompt 512 rows
+    of the vocabulary projection and 100 MB of f32 through the host. The outputs named in
+    `outputs` ([batch, seq, ...]) become `slice [-1:]` on axis 1, and the slice moves above the
+    ops that compute each row from the same row alone, as far as a value has no other reader:
+    linear (without gate or residual), rms_norm/layer_norm over the last axis, and their add_
+    forms whose sum is not read. The output is [batch, 1, ...] (static when the sequence is at
+    least 1). Opt-in (`llmc --last-position=logits`): it changes what the plan returns.
+
+    Before:
+    ```mlir
+    %r, %sum = llmc.add_rms_norm %h, %x, %w : ... -> (tensor<1x?x64xf32>, tensor<1x?x64xf32>)
+    %logits = llmc.linear %r, %emb, ... {transB = 1 : i64} : (tensor<1x?x64xf32>, ...) -> tensor<1x?x500xf32>
+    return %logits
+    ```
+    After:
+    ```mlir
+    %h1 = llmc.slice %h {axes = array<i64: 1>, ends = array<i64: 9223372036854775807>, starts = array<i64: -1>, steps = array<i64: 1>}
+    %x1 = llmc.slice %x {...}
+    %r, %sum = llmc.add_rms_norm %h1, %x1, %w : ... -> (tensor<1x1x64xf32>, tensor<1x1x64xf32>)
+    %logits = llmc.linear %r, %emb, ... -> tensor<1x1x500xf32>
+    ```
+  }];
+  let options = [
+    ListOption<"outputs", "outputs", "std::string", "The names of the function results to cut to the last position">
+  ];
+}
+
 def LlmcMergeParallelLinears : Pass<"llmc-merge-parallel-linears", "mlir::func::FuncOp"> {
   let summary = "Merges linears with constant weights that read the same input";
   let description = [{

@@ -33,6 +33,10 @@ void buildDefaultPipeline(mlir::OpPassManager &pm, const PipelineOptions &option
     add(mlir::createCSEPass());
     add(mlir::createCanonicalizerPass());
   }
+  // After the norms and linears are raised: the cut moves above them.
+  if (!options.lastPosition.empty())
+    add(createLlmcLastPosition(
+        LlmcLastPositionOptions{llvm::SmallVector<std::string>(options.lastPosition.begin(), options.lastPosition.end())}));
   // After attention raising, which looks for the transposes of the head split and of K.
   add(createLlmcFoldTransposes());
   if (options.verifyStaticShapes)

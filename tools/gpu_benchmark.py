@@ -47,8 +47,9 @@ def prepare(args):
     for name, cfg in export_bench_models.CONFIGS.items():
         onnx_path = export_bench_models.export(name, args.cache)
         plan = os.path.join(args.out, f"{name}.llmc")
+        # Only the last position's logits, as transformers' generate computes them for a prompt.
         subprocess.run([args.llmc, onnx_path, "-o", plan, "--random-weights", "--precision", "bf16", "--target", "cuda",
-                        "--cuda-arch", "sm_90a"] + SHAPES, check=True)
+                        "--cuda-arch", "sm_90a", "--last-position", "logits"] + SHAPES, check=True)
         models[name] = {"plan": os.path.basename(plan), "config": cfg}
         print(f"{name}: {plan} ({os.path.getsize(plan) // 1024} KB)")
     with open(os.path.join(args.out, "bench.json"), "w") as f:

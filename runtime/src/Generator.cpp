@@ -273,6 +273,7 @@ static llmc_status runChunk(llmc_generator g, const std::vector<int64_t> &ids, c
   }
   llmc_tensor logits;
   llmc_context_output(g->context, g->logitsOutput, &logits);
+  const int64_t rows = logits.dims[1]; // n, or 1 for a plan that returns the last position (llmc --last-position)
   for (int64_t b = 0; b < B; ++b) {
     Sequence &s = g->sequences[size_t(b)];
     bool any = false;
@@ -284,7 +285,7 @@ static llmc_status runChunk(llmc_generator g, const std::vector<int64_t> &ids, c
       }
     s.mask.insert(s.mask.end(), mask.begin() + b * total + g->length, mask.begin() + (b + 1) * total);
     if (any) { // its last column is its newest token (tokens sit at the end of a chunk)
-      const float *row = static_cast<const float *>(logits.data) + (b * n + n - 1) * g->vocab;
+      const float *row = static_cast<const float *>(logits.data) + (b * rows + rows - 1) * g->vocab;
       std::copy(row, row + g->vocab, g->logits.begin() + b * g->vocab);
     }
   }

@@ -79,6 +79,11 @@ static cl::list<std::string> skipPasses("skip-pass",
                                                  "does (llmc-absorb-mla, llmc-merge-parallel-linears, ...); repeat or "
                                                  "separate with commas"),
                                         cl::value_desc("name"), cl::CommaSeparated, cl::cat(category));
+static cl::list<std::string> lastPosition("last-position",
+                                          cl::desc("Return only the last sequence position of these [batch, seq, ...] "
+                                                   "outputs ([batch, 1, ...]) and compute no more of them: a "
+                                                   "decoder's logits, of which generation reads the last row"),
+                                          cl::value_desc("output"), cl::CommaSeparated, cl::cat(category));
 static cl::opt<std::string> target("target", cl::desc("The device the plan is built for: cpu (default) or cuda "
                                                      "(the fused regions are compiled for --cuda-arch and stored in "
                                                      "the plan; any plan also runs on the CPU)"),
@@ -253,6 +258,7 @@ int main(int argc, char **argv) {
       return fail("--skip-pass: '" + name + "' is not an optional pass; these are: " + llvm::join(optional, ", "));
     pipeline.skipPasses.push_back(name);
   }
+  pipeline.lastPosition.assign(lastPosition.begin(), lastPosition.end());
   llmc::buildDefaultPipeline(pm, pipeline);
 
   if (mlir::failed(pm.run(*module)))
