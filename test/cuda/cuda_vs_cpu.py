@@ -38,6 +38,9 @@ CASES = [
     ("tiny_llama_kv", "tiny_llama_kv", KV_SHAPES, "generate"),
     ("tiny_gpt2_kv", "tiny_gpt2_kv", KV_SHAPES, "generate"),
     ("tiny_llama_kv-bf16", "tiny_llama_kv", KV_SHAPES + ["--precision", "bf16"], "generate"),
+    # As the GPU benchmark builds its plans: only the last position's logits.
+    ("tiny_llama_kv-bf16-last", "tiny_llama_kv", KV_SHAPES + ["--precision", "bf16", "--last-position", "logits"],
+     "generate"),
 ]
 GENERATE = ["--prompt-ids", "5,17,42,99,7,3", "--max-tokens", "16", "--ids", "--ignore-eos"]
 
