@@ -500,8 +500,10 @@ std::string linearEpilogue(Storage s, const void *y, void *out, const void *gate
 namespace llmc::rt::cuda {
 namespace {
 
-// Piece blockIdx.y of the batch; the blocks along x stride over its elements.
-template <typename E> __global__ void stridedCopyKernel(StridedCopies b) {
+// Piece blockIdx.y of the batch; the blocks along x stride over its elements. __grid_constant__
+// makes reading the pieces where the launch put them (not a per-thread copy for the dynamic
+// index) a guarantee rather than the optimizer's choice (nvcc 13 makes it either way).
+template <typename E> __global__ void stridedCopyKernel(const __grid_constant__ StridedCopies b) {
   const StridedCopy &c = b.copy[blockIdx.y];
   const E *__restrict__ src = static_cast<const E *>(b.src[blockIdx.y]);
   E *__restrict__ dst = static_cast<E *>(b.dst[blockIdx.y]);
