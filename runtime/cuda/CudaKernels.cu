@@ -182,18 +182,14 @@ template <typename T>
 __global__ void decodePartialKernel(AttentionArgs a, float *__restrict__ ws, int64_t chunk) {
   __shared__ float qs[kMaxDecodeHeadDim];
   __shared__ float p[kMaxDecodeChunk];
-  const int64_t bh = blockIdx.x, b = bh / a.Hq, h = bh % a.Hq, kvh = h / (a.Hq / a.Hkv), half = a.D / 2;
+  const int64_t bh = blockIdx.x, b = bh / a.Hq, h = bh % a.Hq, kvh = h / (a.Hq / a.Hkv);
   const int split = blockIdx.y, splits = gridDim.y;
   const int64_t t0 = split * chunk, t1 = t0 + chunk < a.Sk ? t0 + chunk : a.Sk;
   const T *q = static_cast<const T *>(a.q) + b * a.qs.batch + h * a.qs.head;
   const T *cq = a.cos ? static_cast<const T *>(a.cos) + (a.tablesPerBatch ? b : 0) * a.D : nullptr;
   const T *sq = a.sin ? static_cast<const T *>(a.sin) + (a.tablesPerBatch ? b : 0) * a.D : nullptr;
-  for (int64_t d = threadIdx.x; d < a.D; d += blockDim.x) {
-    float x = toF(q[d]);
-    if (cq)
-      x = x * toF(cq[d]) + (d < half ? -toF(q[d + half]) : toF(q[d - half])) * toF(sq[d]);
-    qs[d] = x * a.scale;
-  }
+  for (int64_t d = threadIdx.x; d < a.D; d += blockDim.x)
+    qs[d] = rotated(q, cq, sq, d, a.D) * a.scale;
   __syncthreads();
   const T *kb = static_cast<const T *>(a.k) + b * a.ks.batch + kvh * a.ks.head;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
@@ -204,16 +200,8 @@ __global__ void decodePartialKernel(AttentionArgs a, float *__restrict__ ws, int
       dot += qs[d] * toF(kt[d]);
     for (int o = 16; o > 0; o >>= 1)
       dot += __shfl_xor_sync(0xffffffffu, dot, o);
-    if (lane == 0) {
-      if (a.mask) {
-        const int64_t at = b * a.maskStrides[0] + h * a.maskStrides[1] + t * a.maskStrides[3];
-        if (a.maskBool)
-          dot = static_cast<const uint8_t *>(a.mask)[at] ? dot : -INFINITY;
-        else
-          dot += toF(static_cast<const T *>(a.mask)[at]);
-      }
-      p[t - t0] = dot;
-    }
+    if (lane == 0)
+      p[t - t0] = masked<T>(a, dot, b * a.maskStrides[0] + h * a.maskStrides[1] + t * a.maskStrides[3]);
   }
   __syncthreads();
   float best;
@@ -256,17 +244,13 @@ template <typename T> __global__ void attentionKernel(AttentionArgs a) {
   extern __shared__ float smem[]; // q row (D), then Sk scores
   float *qrow = smem, *p = smem + a.D;
   const int64_t row = blockIdx.x, i = row % a.Sq, h = (row / a.Sq) % a.Hq, b = row / (a.Sq * a.Hq);
-  const int64_t kvh = h / (a.Hq / a.Hkv), half = a.D / 2;
+  const int64_t kvh = h / (a.Hq / a.Hkv);
   const T *q = static_cast<const T *>(a.q) + b * a.qs.batch + i * a.qs.token + h * a.qs.head;
   const T *cosT = static_cast<const T *>(a.cos), *sinT = static_cast<const T *>(a.sin);
   const T *cq = cosT ? cosT + ((a.tablesPerBatch ? b : 0) * a.Sq + i) * a.D : nullptr;
   const T *sq = sinT ? sinT + ((a.tablesPerBatch ? b : 0) * a.Sq + i) * a.D : nullptr;
-  for (int64_t d = threadIdx.x; d < a.D; d += blockDim.x) {
-    float x = toF(q[d]);
-    if (cq)
-      x = x * toF(cq[d]) + (d < half ? -toF(q[d + half]) : toF(q[d - half])) * toF(sq[d]);
-    qrow[d] = x;
-  }
+  for (int64_t d = threadIdx.x; d < a.D; d += blockDim.x)
+    qrow[d] = rotated(q, cq, sq, d, a.D);
   __syncthreads();
   const T *kb = static_cast<const T *>(a.k) + b * a.ks.batch + kvh * a.ks.head;
   for (int64_t j = threadIdx.x; j < a.Sk; j += blockDim.x) {
@@ -274,20 +258,10 @@ template <typename T> __global__ void attentionKernel(AttentionArgs a) {
     const T *ck = a.rotateKeys ? cosT + ((a.tablesPerBatch ? b : 0) * a.Sq + j) * a.D : nullptr;
     const T *sk = a.rotateKeys ? sinT + ((a.tablesPerBatch ? b : 0) * a.Sq + j) * a.D : nullptr;
     float dot = 0.0f;
-    for (int64_t d = 0; d < a.D; ++d) {
-      float kv = toF(kj[d]);
-      if (ck)
-        kv = kv * toF(ck[d]) + (d < half ? -toF(kj[d + half]) : toF(kj[d - half])) * toF(sk[d]);
-      dot += qrow[d] * kv;
-    }
-    float score = dot * a.scale;
-    if (a.mask) {
-      const int64_t at = b * a.maskStrides[0] + h * a.maskStrides[1] + i * a.maskStrides[2] + j * a.maskStrides[3];
-      if (a.maskBool)
-        score = static_cast<const uint8_t *>(a.mask)[at] ? score : -INFINITY;
-      else
-        score += toF(static_cast<const T *>(a.mask)[at]);
-    }
+    for (int64_t d = 0; d < a.D; ++d)
+      dot += qrow[d] * rotated(kj, ck, sk, d, a.D);
+    float score = masked<T>(a, dot * a.scale,
+                            b * a.maskStrides[0] + h * a.maskStrides[1] + i * a.maskStrides[2] + j * a.maskStrides[3]);
     if (a.causal && j > i + (a.Sk - a.Sq))
       score = -INFINITY;
     p[j] = score;

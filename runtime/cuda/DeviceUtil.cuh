@@ -1,5 +1,6 @@
 // Device helpers shared by the CUDA kernel files: storage conversions (f32 arithmetic on f32,
-// f16 or bf16 storage), the dispatch from Storage to a type, and launch bookkeeping.
+// f16 or bf16 storage), what every attention kernel does to a row (rotary, masks), the dispatch
+// from Storage to a type, and launch bookkeeping.
 #pragma once
 
 #include "CudaKernels.h"
@@ -29,6 +30,27 @@ template <> __device__ __forceinline__ float fromF<float>(float x) { return x; }
 template <> __device__ __forceinline__ __half fromF<__half>(float x) { return __float2half_rn(saturate(x, 65504.0f)); }
 template <> __device__ __forceinline__ __nv_bfloat16 fromF<__nv_bfloat16>(float x) {
   return __float2bfloat16_rn(saturate(x, 3.38953139e38f));
+}
+
+// Element d of a head row, rotated (rotate-half) by the cos/sin row when there is one.
+template <typename T>
+__device__ __forceinline__ float rotated(const T *row, const T *cosRow, const T *sinRow, int64_t d, int64_t D) {
+  const float x = toF(row[d]);
+  if (!cosRow)
+    return x;
+  const int64_t half = D / 2;
+  const float partner = d < half ? -toF(row[d + half]) : toF(row[d - half]);
+  return x * toF(cosRow[d]) + partner * toF(sinRow[d]);
+}
+
+// An attention score after the mask of `a` (element `at`, from its maskStrides): bool bytes keep
+// it or hide it, anything else is added in the storage type.
+template <typename T> __device__ __forceinline__ float masked(const AttentionArgs &a, float score, int64_t at) {
+  if (!a.mask)
+    return score;
+  if (a.maskBool)
+    return static_cast<const uint8_t *>(a.mask)[at] ? score : -INFINITY;
+  return score + toF(static_cast<const T *>(a.mask)[at]);
 }
 
 // Runs `f(T{})` with T the storage type.

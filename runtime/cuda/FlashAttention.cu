@@ -47,17 +47,6 @@ __host__ __device__ inline Layout layoutFor(int D, int Dv, size_t elem) {
   return L;
 }
 
-// Element d of a row, rotated (rotate-half) by the cos/sin row when there is one.
-template <typename T>
-__device__ __forceinline__ float rotated(const T *row, const T *cosRow, const T *sinRow, int64_t d, int64_t D) {
-  const float x = toF(row[d]);
-  if (!cosRow)
-    return x;
-  const int64_t half = D / 2;
-  const float partner = d < half ? -toF(row[d + half]) : toF(row[d - half]);
-  return x * toF(cosRow[d]) + partner * toF(sinRow[d]);
-}
-
 template <typename T> __global__ void __launch_bounds__(kWarps * 32) flashAttentionKernel(AttentionArgs a) {
   extern __shared__ __align__(128) unsigned char smem[];
   const int D = int(a.D), Dv = int(a.Dv);
@@ -146,12 +135,8 @@ template <typename T> __global__ void __launch_bounds__(kWarps * 32) flashAttent
       float s = sw[row * W + c] * a.scale;
       if (i >= a.Sq || j >= a.Sk || (a.causal && j > i + (a.Sk - a.Sq))) {
         s = -INFINITY;
-      } else if (a.mask) {
-        const int64_t at = b * a.maskStrides[0] + h * a.maskStrides[1] + i * a.maskStrides[2] + j * a.maskStrides[3];
-        if (a.maskBool)
-          s = static_cast<const uint8_t *>(a.mask)[at] ? s : -INFINITY;
-        else
-          s += toF(static_cast<const T *>(a.mask)[at]);
+      } else {
+        s = masked<T>(a, s, b * a.maskStrides[0] + h * a.maskStrides[1] + i * a.maskStrides[2] + j * a.maskStrides[3]);
       }
       sw[row * W + c] = s;
       best = fmaxf(best, s);
