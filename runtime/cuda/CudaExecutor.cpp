@@ -10,12 +10,16 @@
 // every plan llmc writes today is one) is captured once per input-shape bucket (the input shapes
 // determine every other shape and every kernel argument) and replayed after: a decode step is
 // one graph launch between the input and output copies. A KV cache linked with
-// llmc_context_link_cache stays on the device and is not copied at all.
+// llmc_context_link_cache stays on the device and is not copied at all, and then a decode step
+// launches the few ops that build its mask and replays one graph captured once for every cache
+// length (LengthFreeGraph.h: the cache append and the decode attention read their lengths from
+// a table in device memory).
 //
 // Work in progress (issue 7): nothing here has run on a GPU yet. See docs/cuda.md.
 #include "CudaBackend.h"
 #include "CudaKernels.h"
 #include "FusedElementwiseCuda.h"
+#include "LengthFreeGraph.h"
 #include "LtLinear.h"
 #include "MemoryPlan.h"
 #include "Nvrtc.h"
@@ -30,6 +34,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <numeric>
 
 namespace llmc::rt::cuda {
 namespace {
@@ -50,16 +55,29 @@ struct Executor;
 struct PreparedOp {
   std::string name;
   std::function<std::string(Executor &, const std::vector<TensorRef> &)> launch;
+  // Ops that can read a length from the executor's length table (slot `lengthSlot`) instead of
+  // their launch arguments (the cache rows before a concatenation's new ones, a decode step's
+  // key count): this run's length, or -1 where this run's launch takes it as an argument after
+  // all. Null for other ops. See LengthFreeGraph.h.
+  std::function<int64_t(const std::vector<TensorRef> &)> length;
+  int lengthSlot = -1;
 };
 
 // A run of consecutive ops: one graph segment of the plan (llmc-mark-graph-segments), captured
 // as a CUDA graph per input-shape bucket, or ops launched one by one.
 struct Segment {
-  size_t first = 0, end = 0; // ops [first, end)
+  size_t first = 0, end = 0; // ops [first, end) of Executor::order
   bool capture = false;
   std::map<std::vector<int64_t>, cudaGraphExec_t> graphs; // by the inputs' shapes
   cudaGraphExec_t last = nullptr;                           // the one launched last
 };
+
+void destroyGraphs(Segment &segment) {
+  for (auto &entry : segment.graphs)
+    cudaGraphExecDestroy(entry.second);
+  segment.graphs.clear();
+  segment.last = nullptr;
+}
 
 struct Executor {
   const llmc_plan_t *plan = nullptr;
@@ -85,11 +103,20 @@ struct Executor {
   bool arenaStale = false;          // caches were linked since the arena was laid out
   std::vector<void *> cacheBuffers; // their device memory (llmc_context_link_cache)
   std::vector<size_t> offsets;      // per value: its offset in the weights or the arena
+  std::vector<int64_t> dimBounds;   // per dimension-expression node: its largest value
+  // The length table: per slot (PreparedOp::lengthSlot) this run's length, written to the
+  // device before any launch; `hostLengths` is its pinned staging copy.
+  int lengthSlots = 0;
+  int64_t *lengths = nullptr, *hostLengths = nullptr;
+  // The ops in the order they run: those that must run before a graph replayed for every cache
+  // length first (LengthFreeGraph.h), or the plan's order when no such split holds.
+  LengthFreeSplit split;
+  std::vector<int> order;
+  Segment lengthFreeGraph; // ops [split.before, end) of `order`, one graph for every cache length
+  size_t captures = 0;     // graphs captured so far (a replay captures nothing)
 
   ~Executor() {
-    for (Segment &segment : segments)
-      for (auto &entry : segment.graphs)
-        cudaGraphExecDestroy(entry.second);
+    dropGraphs();
     for (void *p : cacheBuffers)
       cudaFree(p);
     for (cudaLibrary_t l : libraries)
@@ -103,12 +130,31 @@ struct Executor {
     cudaFree(attentionWorkspace);
     cudaFree(staging);
     cudaFree(errorFlag);
+    cudaFree(lengths);
+    cudaFreeHost(hostLengths);
     if (stream)
       cudaStreamDestroy(stream);
   }
 
   void *at(int value) const { return value >= 0 ? device_[size_t(value)] : nullptr; }
+
+  void dropGraphs() {
+    for (Segment &segment : segments)
+      destroyGraphs(segment);
+    destroyGraphs(lengthFreeGraph);
+  }
 };
+
+// Starts an executor for `plan`, before its ops are prepared: the bounds of the plan's
+// dimensions (checked when the plan was loaded; left at 0, which no kernel takes as a bound, if not).
+void attachPlan(Executor &ex, const llmc_plan_t &plan) {
+  ex.plan = &plan;
+  std::vector<int64_t> minima, maxima;
+  for (const PlanSymbol &symbol : plan.symbols)
+    minima.push_back(symbol.min), maxima.push_back(symbol.max);
+  if (!fb::boundDimExprs(plan.dimNodes, minima.data(), maxima.data(), ex.dimBounds).empty())
+    ex.dimBounds.assign(plan.dimNodes.size(), 0);
+}
 
 // The element type a value has on the device: its 16-bit type in a reduced-precision plan.
 DType onDevice(const PlanValue &v) { return v.deviceDType != DType::None ? v.deviceDType : v.dtype; }
@@ -300,15 +346,50 @@ std::string prepareRotary(Executor &ex, const PlanOp &op, PreparedOp &out) {
   return {};
 }
 
-// Strides of [d0, d1, d2, d3] broadcast to `full` (0 where a dimension is 1), right-aligned.
-void broadcastStrides4(const Shape &s, const int64_t full[4], int64_t out[4]) {
+// Strides of s, right-aligned to 4 dimensions: 0 where a dimension is 1 (it broadcasts, or its
+// only index is 0), so that a mask [1, 1, 1, Sk] has the same strides for every Sk.
+void broadcastStrides4(const Shape &s, int64_t out[4]) {
   int64_t stride = 1;
   for (int d = 3; d >= 0; --d) {
     const int sd = s.rank - (4 - d);
     const int64_t dim = sd >= 0 ? s.dims[sd] : 1;
-    out[d] = dim == 1 && full[d] != 1 ? 0 : stride;
+    out[d] = dim == 1 ? 0 : stride;
     stride *= dim;
   }
+}
+
+// The largest value of dimension `d` of value `v`.
+int64_t dimBound(const Executor &ex, int v, int d) {
+  const PlanValue &pv = ex.plan->values[size_t(v)];
+  return pv.dimNode[d] >= 0 ? ex.dimBounds[size_t(pv.dimNode[d])] : pv.shape.dims[d];
+}
+
+// The key count of a fused_attention run that the decode kernel can read from the length table
+// (one query; keys and values in the cache layout [Sk, B, Hkv * D], whose strides do not
+// involve Sk; a mask, if any, that varies along the keys alone; the kernel's limits at the
+// largest Sk, `skBound`, the partial results within the attention workspace), or -1.
+int64_t decodeKeyCount(const PlanOp &op, const std::vector<TensorRef> &t, int64_t skBound) {
+  const TensorRef &q = t[size_t(op.inputs[0])];
+  const int64_t Hq = op.attrs.getInt("q_num_heads", 0), Hkv = op.attrs.getInt("kv_num_heads", 0);
+  if (op.attrs.getInt("packed_qkv", 0) || !op.attrs.getInt("kv_time_major", 0) || q.shape.rank != 3 ||
+      q.shape.dims[1] != 1 || Hq <= 0 || Hkv <= 0 || op.inputs.size() < 3)
+    return -1;
+  const TensorRef &k = t[size_t(op.inputs[1])], &v = t[size_t(op.inputs[2])];
+  const int64_t D = q.shape.dims[2] / Hq, Sk = k.shape.dims[0];
+  const bool rotary = op.inputs.size() > 4 && op.inputs[4] >= 0 && t[size_t(op.inputs[4])].numel() > 0;
+  if (k.shape.rank != 3 || v.shape.rank != 3 || Hq % Hkv || D > kMaxDecodeHeadDim || (rotary && D % 2) || Sk > skBound ||
+      decodeAttentionWorkspaceBytes(q.shape.dims[0], Hq, v.shape.dims[2] / Hkv, decodeAttentionSplits(skBound)) >
+          kGemmWorkspace)
+    return -1;
+  if (op.inputs.size() > 3 && op.inputs[3] >= 0 && t[size_t(op.inputs[3])].numel() > 0) {
+    const Shape &m = t[size_t(op.inputs[3])].shape;
+    for (int d = 0; d + 1 < m.rank; ++d)
+      if (m.dims[d] != 1)
+        return -1;
+    if (m.rank == 0 || m.dims[m.rank - 1] != Sk)
+      return -1;
+  }
+  return Sk;
 }
 
 std::string prepareAttention(Executor &ex, const PlanOp &op, PreparedOp &out) {
@@ -324,7 +405,11 @@ std::string prepareAttention(Executor &ex, const PlanOp &op, PreparedOp &out) {
   // Prompts of a 16-bit plan run on tensor cores when the head sizes allow (checked per run: the
   // sizes follow from the shapes); everything else on the plain kernel.
   const bool flash = !ex.dry && st != Storage::F32 && q.shape.rank == 3;
-  out.launch = [&op, st, elem, flash](Executor &e, const std::vector<TensorRef> &t) -> std::string {
+  // A decode step over a cache reads its key count from the length table (LengthFreeGraph.h).
+  const int64_t skBound = op.inputs.size() > 1 && op.inputs[1] >= 0 ? dimBound(ex, op.inputs[1], 0) : 0;
+  out.lengthSlot = ex.lengthSlots++;
+  out.length = [&op, skBound](const std::vector<TensorRef> &t) { return decodeKeyCount(op, t, skBound); };
+  out.launch = [&op, st, elem, flash, skBound, slot = out.lengthSlot](Executor &e, const std::vector<TensorRef> &t) -> std::string {
     auto has = [&](size_t i) { return op.inputs.size() > i && op.inputs[i] >= 0 && t[size_t(op.inputs[i])].numel() > 0; };
     const bool packed = op.attrs.getInt("packed_qkv", 0) != 0, timeMajor = op.attrs.getInt("kv_time_major", 0) != 0;
     const TensorRef &q = t[size_t(op.inputs[0])];
@@ -365,8 +450,7 @@ std::string prepareAttention(Executor &ex, const PlanOp &op, PreparedOp &out) {
       const TensorRef &m = t[size_t(op.inputs[3])];
       if (m.shape.rank > 4 || (m.dtype != DType::F32 && m.dtype != DType::F16 && m.dtype != DType::Bool))
         return std::string("the mask must be float or bool of rank at most 4");
-      const int64_t full[4] = {a.B, a.Hq, a.Sq, a.Sk};
-      broadcastStrides4(m.shape, full, a.maskStrides);
+      broadcastStrides4(m.shape, a.maskStrides);
       a.mask = e.at(op.inputs[3]), a.maskBool = m.dtype == DType::Bool;
     }
     if (has(4)) {
@@ -378,7 +462,12 @@ std::string prepareAttention(Executor &ex, const PlanOp &op, PreparedOp &out) {
     }
     a.out = e.at(op.outputs[0]);
     // A decode step: the key length split across blocks (the one-block-per-query kernel would
-    // read the whole cache from B * Hq blocks).
+    // read the whole cache from B * Hq blocks); over a cache, as many blocks as the longest
+    // cache needs, each taking its share of the key count that the length table holds.
+    if (decodeKeyCount(op, t, skBound) >= 0) {
+      a.Sk = skBound, a.skOnDevice = e.lengths + slot;
+      return decodeAttention(st, a, decodeAttentionSplits(skBound), e.attentionWorkspace, e.stream);
+    }
     if (a.Sq == 1 && !packed && !a.rotateKeys && a.D <= kMaxDecodeHeadDim) {
       const int splits = decodeAttentionSplits(a.Sk);
       if (decodeAttentionWorkspaceBytes(a.B, a.Hq, a.Dv, splits) <= e.workspaceBytes)
@@ -589,21 +678,32 @@ std::string prepareDataMovement(Executor &ex, const PlanOp &op, PreparedOp &out)
       return stridedCopy(e.at(op.inputs[0]), e.at(op.outputs[0]), c, e.stream);
     };
   } else if (k == "concat") {
-    out.launch = [&op, elem](Executor &e, const std::vector<TensorRef> &t) -> std::string {
+    // Two pieces along the leading axis (a cache and its new rows): the second piece's place,
+    // the first's row count, comes from the length table (LengthFreeGraph.h).
+    const PlanValue &first = ex.plan->values[size_t(op.inputs[0])];
+    if (op.inputs.size() == 2 && first.shape.rank > 0 && axisOf(op, first.shape.rank) == 0) {
+      out.lengthSlot = ex.lengthSlots++;
+      out.length = [&op](const std::vector<TensorRef> &t) { return t[size_t(op.inputs[0])].shape.dims[0]; };
+    }
+    out.launch = [&op, elem, slot = out.lengthSlot](Executor &e, const std::vector<TensorRef> &t) -> std::string {
       const Shape &o = t[size_t(op.outputs[0])].shape;
       const int axis = axisOf(op, o.rank);
       int64_t outStrides[kMaxRank], at = 0;
       contiguousStrides(o, outStrides);
       CopyBatch batch(e.stream);
-      for (int i : op.inputs) {
+      for (size_t piece = 0; piece < op.inputs.size(); ++piece) {
+        const int i = op.inputs[piece];
         const Shape &in = t[size_t(i)].shape;
         StridedCopy c = copyOf(in, elem);
         for (int d = 0; d < o.rank; ++d)
           c.dst[d] = outStrides[d];
-        c.dstBase = at * outStrides[axis];
+        if (slot >= 0 && piece == 1) // after as many rows as the first piece has
+          c.dstShift = e.lengths + slot, c.dstShiftStride = outStrides[0];
+        else
+          c.dstBase = at * outStrides[axis];
         at += in.dims[axis];
         // A cache kept on the device: the past rows already lie where the present puts them.
-        if (e.at(i) == e.at(op.outputs[0]) && c.dstBase == 0 && std::equal(c.src, c.src + c.rank, c.dst))
+        if (e.at(i) == e.at(op.outputs[0]) && c.dstBase == 0 && !c.dstShift && std::equal(c.src, c.src + c.rank, c.dst))
           continue;
         if (std::string err = batch.add(e.at(i), e.at(op.outputs[0]), c); !err.empty())
           return err;
@@ -839,8 +939,7 @@ std::string prepareLatentAttention(Executor &ex, const PlanOp &op, PreparedOp &o
     const int64_t B = q.shape.dims[0], H = q.shape.dims[1], Sq = q.shape.dims[2], Sk = cache.shape.dims[0];
     int64_t maskStrides[4] = {};
     if (hasMask) {
-      const int64_t full[4] = {B, H, Sq, Sk};
-      broadcastStrides4(t[size_t(op.inputs[4])].shape, full, maskStrides);
+      broadcastStrides4(t[size_t(op.inputs[4])].shape, maskStrides);
     }
     return latentAttention(st, e.at(op.inputs[0]), e.at(op.inputs[1]), hasUk ? e.at(op.inputs[2]) : nullptr,
                            hasUv ? e.at(op.inputs[3]) : nullptr, hasMask ? e.at(op.inputs[4]) : nullptr, maskStrides,
@@ -889,20 +988,31 @@ std::string prepareOp(Executor &ex, int k, PreparedOp &p, size_t &scratch) {
   return err.empty() ? err : "op '" + op.kernel + "'" + (op.location.empty() ? "" : " (" + op.location + ")") + ": " + err;
 }
 
+// Without a device: `ex` for `plan` with every op prepared (as for sm_90a), the linears' scratch
+// bytes in `scratch`; `missing(k, why)` hears of each op the executor has no kernel for.
+void prepareWithoutDevice(Executor &ex, const llmc_plan_t &plan, size_t &scratch,
+                          const std::function<void(size_t, const std::string &)> &missing) {
+  attachPlan(ex, plan);
+  ex.dry = true, ex.arch = "sm_90a";
+  scratch = 0;
+  for (size_t k = 0; k < plan.ops.size(); ++k) {
+    PreparedOp p;
+    if (std::string err = prepareOp(ex, int(k), p, scratch); !err.empty())
+      missing(k, err);
+    ex.ops.push_back(std::move(p));
+  }
+}
+
 // Which ops of `plan` the executor cannot run, without a device: one line per kind of op.
 std::string check(const llmc_plan_t &plan) {
   Executor ex;
-  ex.plan = &plan, ex.dry = true, ex.arch = "sm_90a";
   std::map<std::string, std::pair<int, std::string>> missing; // per kernel: count, first reason
   size_t scratch = 0;
-  for (size_t k = 0; k < plan.ops.size(); ++k) {
-    PreparedOp p;
-    if (std::string err = prepareOp(ex, int(k), p, scratch); !err.empty()) {
-      auto &m = missing[plan.ops[k].kernel];
-      if (m.first++ == 0)
-        m.second = err;
-    }
-  }
+  prepareWithoutDevice(ex, plan, scratch, [&](size_t k, const std::string &err) {
+    auto &m = missing[plan.ops[k].kernel];
+    if (m.first++ == 0)
+      m.second = err;
+  });
   std::string report;
   for (const auto &[kernel, m] : missing)
     report += std::to_string(m.first) + " x " + m.second + "\n";
@@ -920,8 +1030,8 @@ struct ArenaLayout {
   std::vector<int> owner;
 };
 
-ArenaLayout planDeviceArena(const llmc_plan_t &plan, const std::vector<bool> &resident) {
-  std::vector<Lifetime> lifetimes = planLifetimes(plan);
+ArenaLayout planDeviceArena(const llmc_plan_t &plan, const std::vector<bool> &resident, const std::vector<int> &order) {
+  std::vector<Lifetime> lifetimes = planLifetimes(plan, order);
   for (size_t i = 0; i < plan.values.size(); ++i) {
     const PlanValue &v = plan.values[i];
     if (resident[i])
@@ -930,10 +1040,12 @@ ArenaLayout planDeviceArena(const llmc_plan_t &plan, const std::vector<bool> &re
       lifetimes[i].bytes = std::max<size_t>(deviceCapacity(v), 1);
   }
   std::vector<std::pair<int, int>> copies;
-  for (const PlanOp &op : plan.ops)
+  for (size_t k = 0; k < plan.ops.size(); ++k) {
+    const PlanOp &op = plan.ops[order.empty() ? k : size_t(order[k])];
     if (isCopyOp(op.kernel) && !op.inputs.empty() && op.outputs.size() == 1 &&
         onDevice(plan.values[size_t(op.inputs[0])]) == onDevice(plan.values[size_t(op.outputs[0])]))
       copies.emplace_back(op.inputs[0], op.outputs[0]);
+  }
   ArenaLayout layout;
   layout.owner = aliasCopies(copies, resident, lifetimes);
   layout.arena = planArena(lifetimes, kAlign);
@@ -952,11 +1064,68 @@ size_t stagingBytesOf(const llmc_plan_t &plan) {
   return staging;
 }
 
-// Lays the arena out (after the linears' scratch slot) and allocates it. Laid out again, once,
-// at the first run after caches were linked, so that they keep no slot.
+// The split of the plan around one graph for every cache length (LengthFreeGraph.h): a
+// concatenation reads its length on the device where its first piece is a cache `linked` to its
+// output, already in place (only the new rows are copied); an attention always (each run says
+// whether its launch does: decodeKeyCount).
+LengthFreeSplit splitOf(const Executor &ex, const std::function<bool(int past, int present)> &linked) {
+  const llmc_plan_t &plan = *ex.plan;
+  return splitForLengths(plan, [&](int k) {
+    const PlanOp &op = plan.ops[size_t(k)];
+    if (ex.ops[size_t(k)].lengthSlot < 0)
+      return false;
+    return op.kernel != "concat" || linked(op.inputs[0], op.outputs[0]);
+  });
+}
+
+// ... with the caches linked so far (llmc_context_link_cache).
+LengthFreeSplit splitOf(const Executor &ex) {
+  return splitOf(ex, [&](int past, int present) {
+    return ex.resident[size_t(past)] && ex.resident[size_t(present)] && ex.device_[size_t(past)] == ex.device_[size_t(present)];
+  });
+}
+
+// The order the ops run in: the split's, where it holds; else the plan's.
+std::vector<int> runOrder(const llmc_plan_t &plan, const LengthFreeSplit &split) {
+  if (split.whyNot.empty() && !split.order.empty())
+    return split.order;
+  std::vector<int> order(plan.ops.size());
+  std::iota(order.begin(), order.end(), 0);
+  return order;
+}
+
+// The plan's graph segments, over the ops in the order they run: consecutive ops with one mark
+// are captured together; unmarked ops (which a graph cannot hold) are launched one by one. And
+// the ops after the split's prologue, as the graph for every cache length.
+void buildSegments(Executor &ex) {
+  const std::vector<PlanOp> &ops = ex.plan->ops;
+  ex.segments.clear();
+  for (size_t k = 0; k < ex.order.size(); ++k) {
+    const int mark = ops[size_t(ex.order[k])].segment;
+    const bool capture = mark >= 0;
+    if (!ex.segments.empty() && ex.segments.back().capture == capture &&
+        (!capture || ops[size_t(ex.order[k - 1])].segment == mark)) {
+      ex.segments.back().end = k + 1;
+      continue;
+    }
+    Segment s;
+    s.first = k, s.end = k + 1, s.capture = capture;
+    ex.segments.push_back(std::move(s));
+  }
+  ex.lengthFreeGraph.first = ex.split.before, ex.lengthFreeGraph.end = ex.order.size();
+  ex.lengthFreeGraph.capture = true;
+}
+
+// Lays the arena out (after the linears' scratch slot) and allocates it, for the ops in the
+// order they run, and builds the segments. Laid out again, once, at the first run after caches
+// were linked, so that they keep no slot (and the split can move the mask's ops first).
 std::string layoutArena(Executor &ex) {
   const llmc_plan_t &plan = *ex.plan;
-  const ArenaLayout layout = planDeviceArena(plan, ex.resident);
+  ex.dropGraphs();
+  ex.split = splitOf(ex);
+  ex.order = runOrder(plan, ex.split);
+  buildSegments(ex);
+  const ArenaLayout layout = planDeviceArena(plan, ex.resident, ex.order);
   const ArenaPlan &arena = layout.arena;
   const std::vector<int> &owner = layout.owner;
   cudaFree(ex.arena);
@@ -975,32 +1144,6 @@ std::string layoutArena(Executor &ex) {
   return {};
 }
 
-void dropGraphs(Executor &ex) {
-  for (Segment &segment : ex.segments) {
-    for (auto &entry : segment.graphs)
-      cudaGraphExecDestroy(entry.second);
-    segment.graphs.clear();
-    segment.last = nullptr;
-  }
-}
-
-// The plan's graph segments: consecutive ops with one mark are captured together; unmarked
-// ops (which a graph cannot hold) are launched one by one.
-void buildSegments(Executor &ex) {
-  const std::vector<PlanOp> &ops = ex.plan->ops;
-  for (size_t k = 0; k < ops.size(); ++k) {
-    const bool capture = ops[k].segment >= 0;
-    if (!ex.segments.empty() && ex.segments.back().capture == capture &&
-        (!capture || ops[k - 1].segment == ops[k].segment)) {
-      ex.segments.back().end = k + 1;
-      continue;
-    }
-    Segment s;
-    s.first = k, s.end = k + 1, s.capture = capture;
-    ex.segments.push_back(std::move(s));
-  }
-}
-
 std::string linkCache(void *state, int input, int output) {
   Executor &ex = *static_cast<Executor *>(state);
   const PlanValue &past = ex.plan->values[size_t(input)], &present = ex.plan->values[size_t(output)];
@@ -1012,7 +1155,7 @@ std::string linkCache(void *state, int input, int output) {
   ex.cacheBytes += bytes;
   ex.device_[size_t(input)] = ex.device_[size_t(output)] = buffer;
   ex.resident[size_t(input)] = ex.resident[size_t(output)] = true;
-  dropGraphs(ex);        // they hold the old addresses
+  ex.dropGraphs();       // they hold the old addresses
   ex.arenaStale = true;  // one new layout at the next run, however many pairs are linked
   return {};
 }
@@ -1025,7 +1168,7 @@ std::string create(const llmc_plan_t &plan, const CudaOptions &options, void **s
     return std::string("no CUDA device on this machine (") + (e != cudaSuccess ? cudaGetErrorString(e) : "none found") +
            ")" + builtFor;
   auto ex = std::make_unique<Executor>();
-  ex->plan = &plan;
+  attachPlan(*ex, plan);
   ex->useGraphs = options.graphs;
   cudaGetDevice(&ex->device);
   cudaDeviceProp props{};
@@ -1074,7 +1217,13 @@ std::string create(const llmc_plan_t &plan, const CudaOptions &options, void **s
       return err;
     ex->ops.push_back(std::move(p));
   }
-  buildSegments(*ex);
+  if (ex->lengthSlots) {
+    const size_t bytes = size_t(ex->lengthSlots) * sizeof(int64_t);
+    if (cudaError_t e = cudaMalloc(&ex->lengths, bytes); e != cudaSuccess)
+      return cudaError("allocating the length table", e);
+    if (cudaError_t e = cudaMallocHost(&ex->hostLengths, bytes); e != cudaSuccess)
+      return cudaError("allocating the length table's staging copy", e);
+  }
 
   ex->scratchBytes = scratch;
   ex->device_.assign(plan.values.size(), nullptr);
@@ -1107,12 +1256,15 @@ std::string create(const llmc_plan_t &plan, const CudaOptions &options, void **s
   return {};
 }
 
+// The ops at positions [first, end) of the run order, launched one by one.
 std::string launchOps(Executor &ex, const std::vector<TensorRef> &tensors, size_t first, size_t end) {
   const llmc_plan_t &plan = *ex.plan;
-  for (size_t k = first; k < end; ++k)
+  for (size_t pos = first; pos < end; ++pos) {
+    const size_t k = size_t(ex.order[pos]);
     if (std::string err = ex.ops[k].launch(ex, tensors); !err.empty())
       return "op '" + plan.ops[k].kernel + "'" + (plan.ops[k].location.empty() ? "" : " (" + plan.ops[k].location + ")") +
              ": " + err;
+  }
   return {};
 }
 
@@ -1127,6 +1279,7 @@ std::string launchSegment(Executor &ex, Segment &seg, const std::vector<int64_t>
   if (found == seg.graphs.end()) {
     if (cudaError_t e = cudaStreamBeginCapture(ex.stream, cudaStreamCaptureModeThreadLocal); e != cudaSuccess)
       return cudaError("starting a graph capture", e);
+    ++ex.captures;
     const std::string err = launchOps(ex, tensors, seg.first, seg.end);
     cudaGraph_t graph = nullptr;
     const cudaError_t ended = cudaStreamEndCapture(ex.stream, &graph);
@@ -1170,13 +1323,37 @@ std::string launchSegment(Executor &ex, Segment &seg, const std::vector<int64_t>
   return {};
 }
 
-// Every op of the plan: each marked segment as a graph launch (with graphs on), the rest one by one.
+// Whether this run can replay the graph for every cache length: the split holds, and each of the
+// graph's ops with a length in its shapes reads it from the length table in this run (a decode
+// step's attention does; a prompt's does not).
+bool lengthFreeRun(const Executor &ex, const std::vector<TensorRef> &tensors) {
+  if (!ex.split.whyNot.empty() || ex.split.order.empty())
+    return false;
+  for (size_t pos = ex.split.before; pos < ex.order.size(); ++pos) {
+    const PreparedOp &op = ex.ops[size_t(ex.order[pos])];
+    if (hasLength(ex.split, ex.plan->ops[size_t(ex.order[pos])]) && (!op.length || op.length(tensors) < 0))
+      return false;
+  }
+  return true;
+}
+
+// Every op of the plan: each marked segment as a graph launch (with graphs on), the rest one by
+// one. A run that can replays the graph for every cache length after launching the ops that
+// build its mask (the key leaves the length dimensions out).
 std::string launchAll(Executor &ex, const std::vector<TensorRef> &tensors) {
+  const bool lengthFree = ex.useGraphs && lengthFreeRun(ex, tensors);
   std::vector<int64_t> key;
   for (int vi : ex.plan->inputs) {
     const Shape &s = tensors[size_t(vi)].shape;
-    key.insert(key.end(), s.dims, s.dims + s.rank);
+    const PlanValue &v = ex.plan->values[size_t(vi)];
+    for (int d = 0; d < s.rank; ++d)
+      key.push_back(lengthFree && v.dimNode[d] >= 0 && ex.split.lengthNode[size_t(v.dimNode[d])] ? -2 : s.dims[d]);
     key.push_back(-1);
+  }
+  if (lengthFree) {
+    if (std::string err = launchOps(ex, tensors, 0, ex.split.before); !err.empty())
+      return err;
+    return launchSegment(ex, ex.lengthFreeGraph, key, tensors);
   }
   for (Segment &seg : ex.segments)
     if (std::string err = ex.useGraphs && seg.capture ? launchSegment(ex, seg, key, tensors)
@@ -1207,6 +1384,15 @@ std::string run(void *state, const std::vector<TensorRef> &tensors) {
       if (std::string err = convertFloats(Storage::F32, ex.staging, storageOf(narrow), ex.at(vi), t.numel(), ex.stream);
           !err.empty())
         return err;
+  }
+  if (ex.lengthSlots) { // after the previous run's synchronisation: its copy is done
+    for (const PreparedOp &op : ex.ops)
+      if (op.lengthSlot >= 0)
+        ex.hostLengths[op.lengthSlot] = std::max<int64_t>(op.length(tensors), 0);
+    if (cudaError_t e = cudaMemcpyAsync(ex.lengths, ex.hostLengths, size_t(ex.lengthSlots) * sizeof(int64_t),
+                                        cudaMemcpyHostToDevice, ex.stream);
+        e != cudaSuccess)
+      return cudaError("copying the length table to the device", e);
   }
   if (std::string err = launchAll(ex, tensors); !err.empty())
     return err;
@@ -1241,39 +1427,52 @@ void destroy(void *state) { delete static_cast<Executor *>(state); }
 size_t deviceBytes(void *state) {
   const Executor &ex = *static_cast<Executor *>(state);
   const size_t arena =
-      ex.arenaStale ? ex.scratchBytes + planDeviceArena(*ex.plan, ex.resident).arena.total : ex.arenaBytes;
+      ex.arenaStale ? ex.scratchBytes + planDeviceArena(*ex.plan, ex.resident, runOrder(*ex.plan, splitOf(ex))).arena.total : ex.arenaBytes;
   return ex.weightBytes + arena + ex.stagingBytes + ex.cacheBytes + 2 * ex.workspaceBytes + sizeof(int);
 }
 
-size_t graphCount(void *state) {
-  size_t n = 0;
-  for (const Segment &segment : static_cast<Executor *>(state)->segments)
-    n += segment.graphs.size();
-  return n;
-}
+size_t graphCount(void *state) { return static_cast<Executor *>(state)->captures; }
 
 // The device memory a context of `plan` holds, computed without a device (no linked caches):
 // weights, the activation arena (with the linears' scratch slot) and the rest (workspaces, the
 // staging buffer). False when some op has no kernel.
 bool plannedMemory(const llmc_plan_t &plan, size_t *weights, size_t *activations, size_t *other) {
   Executor ex;
-  ex.plan = &plan, ex.dry = true, ex.arch = "sm_90a";
   size_t scratch = 0;
-  for (size_t k = 0; k < plan.ops.size(); ++k) {
-    PreparedOp p;
-    if (!prepareOp(ex, int(k), p, scratch).empty())
-      return false;
-  }
+  bool complete = true;
+  prepareWithoutDevice(ex, plan, scratch, [&](size_t, const std::string &) { complete = false; });
+  if (!complete)
+    return false;
   *weights = 0;
   for (const PlanValue &v : plan.values)
     *weights += v.kind == fb::ValueKind_Weight ? weightSlot(v) : 0;
-  *activations = scratch + planDeviceArena(plan, std::vector<bool>(plan.values.size(), false)).arena.total;
+  *activations = scratch + planDeviceArena(plan, std::vector<bool>(plan.values.size(), false), {}).arena.total;
   *other = stagingBytesOf(plan) + 2 * kGemmWorkspace + sizeof(int);
   return true;
 }
 
-const CudaBackend kBackend{kCudaBackendAbi, create, run,   destroy,  deviceBytes,
-                           graphCount,      check,  linkCache, plannedMemory};
+std::string describeDecodeGraphs(const llmc_plan_t &plan) {
+  Executor ex;
+  size_t scratch = 0;
+  bool complete = true;
+  prepareWithoutDevice(ex, plan, scratch, [&](size_t, const std::string &) { complete = false; });
+  if (!complete)
+    return "the CUDA executor cannot run every op";
+  // As a generator links them: each cache input to the output it is concatenated into.
+  auto isIn = [](const std::vector<int> &list, int v) { return std::find(list.begin(), list.end(), v) != list.end(); };
+  const LengthFreeSplit split = splitOf(ex, [&](int past, int present) {
+    return isIn(plan.inputs, past) && isIn(plan.outputs, present) && plan.values[size_t(past)].shape.rank == 3;
+  });
+  if (split.lengthSymbol.empty())
+    return "no attention over a cache that grows: each input-shape bucket is one graph, captured once";
+  if (!split.whyNot.empty())
+    return "decode steps are captured as a graph again for each cache length: " + split.whyNot;
+  return "decode steps replay one graph for every cache length: " + std::to_string(plan.ops.size() - split.before) +
+         " ops in it, " + std::to_string(split.before) + " launched before it (those with the length in their shapes)";
+}
+
+const CudaBackend kBackend{kCudaBackendAbi, create,    run,           destroy,            deviceBytes, graphCount,
+                           check,           linkCache, plannedMemory, describeDecodeGraphs};
 
 } // namespace
 } // namespace llmc::rt::cuda

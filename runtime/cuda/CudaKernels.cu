@@ -179,12 +179,22 @@ __global__ void appendKvKernel(const T *__restrict__ fresh, T *__restrict__ cach
 // (one warp per key), then writes its running max, its sum of exponentials and its unnormalized
 // weighted sum of values.
 template <typename T>
-__global__ void decodePartialKernel(AttentionArgs a, float *__restrict__ ws, int64_t chunk) {
+__global__ void decodePartialKernel(AttentionArgs a, float *__restrict__ ws) {
   __shared__ float qs[kMaxDecodeHeadDim];
   __shared__ float p[kMaxDecodeChunk];
   const int64_t bh = blockIdx.x, b = bh / a.Hq, h = bh % a.Hq, kvh = h / (a.Hq / a.Hkv);
   const int split = blockIdx.y, splits = gridDim.y;
-  const int64_t t0 = split * chunk, t1 = t0 + chunk < a.Sk ? t0 + chunk : a.Sk;
+  int64_t Sk = a.Sk; // with skOnDevice, the bound that sized the chunks to fit `p`
+  if (a.skOnDevice && *a.skOnDevice < Sk)
+    Sk = *a.skOnDevice;
+  const int64_t chunk = (Sk + splits - 1) / splits;
+  const int64_t t0 = split * chunk, t1 = t0 + chunk < Sk ? t0 + chunk : Sk;
+  float *out = ws + (bh * splits + split) * (a.Dv + 2);
+  if (t0 >= t1) { // no keys (a launch sized for a longer cache): nothing for the combine to add
+    if (threadIdx.x == 0)
+      out[0] = -INFINITY, out[1] = 0.0f;
+    return;
+  }
   const T *q = static_cast<const T *>(a.q) + b * a.qs.batch + h * a.qs.head;
   const T *cq = a.cos ? static_cast<const T *>(a.cos) + (a.tablesPerBatch ? b : 0) * a.D : nullptr;
   const T *sq = a.sin ? static_cast<const T *>(a.sin) + (a.tablesPerBatch ? b : 0) * a.D : nullptr;
@@ -205,8 +215,7 @@ __global__ void decodePartialKernel(AttentionArgs a, float *__restrict__ ws, int
   }
   __syncthreads();
   float best;
-  const float total = blockExpScores(p, t1 > t0 ? t1 - t0 : 0, &best);
-  float *out = ws + (bh * splits + split) * (a.Dv + 2);
+  const float total = blockExpScores(p, t1 - t0, &best);
   const T *vb = static_cast<const T *>(a.v) + b * a.vs.batch + kvh * a.vs.head;
   for (int64_t dv = threadIdx.x; dv < a.Dv; dv += blockDim.x) {
     float o = 0.0f;
@@ -413,7 +422,7 @@ std::string decodeAttention(Storage s, const AttentionArgs &a, int splits, void 
   dispatch(s, [&](auto tag) {
     using T_ = decltype(tag);
     decodePartialKernel<T_><<<dim3(unsigned(a.B * a.Hq), unsigned(splits)), kDecodeThreads, 0, st>>>(
-        a, static_cast<float *>(workspace), chunk);
+        a, static_cast<float *>(workspace));
     decodeCombineKernel<T_><<<unsigned(a.B * a.Hq), kDecodeThreads, 0, st>>>(static_cast<const float *>(workspace),
                                                                               static_cast<T_ *>(a.out), a.Hq, a.Dv,
                                                                               splits);
@@ -485,7 +494,7 @@ template <typename E> __global__ void stridedCopyKernel(const __grid_constant__ 
   for (int k = 0; k < c.rank; ++k)
     n *= c.dims[k];
   for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += int64_t(gridDim.x) * blockDim.x) {
-    int64_t rest = e, s = c.srcBase, d = c.dstBase;
+    int64_t rest = e, s = c.srcBase, d = c.dstBase + (c.dstShift ? *c.dstShift * c.dstShiftStride : 0);
     for (int k = c.rank - 1; k >= 0; --k) {
       const int64_t i = rest % c.dims[k];
       rest /= c.dims[k];

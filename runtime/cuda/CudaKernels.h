@@ -66,13 +66,17 @@ struct AttentionArgs {
   const void *cos = nullptr, *sin = nullptr;
   bool tablesPerBatch = false, rotateKeys = false;
   void *out;
+  // decodeAttention only: the key count in device memory, Sk being its upper bound (a graph
+  // replayed for every cache length launches with the same arguments).
+  const int64_t *skOnDevice = nullptr;
 };
 std::string attention(Storage s, const AttentionArgs &a, void *stream);
 
 // The same for one query per sequence (a decode step: Sq == 1), any layout but packed QKV, no
 // key rotation (a cache holds its keys rotated; the query is rotated when a.cos is given): the
 // key length is split across `splits` blocks per head (0: chosen from Sk), whose partial results
-// `workspace` holds (decodeAttentionWorkspaceBytes); a second kernel combines them.
+// `workspace` holds (decodeAttentionWorkspaceBytes); a second kernel combines them. With
+// a.skOnDevice the blocks divide the keys that it counts (at most a.Sk) among themselves.
 constexpr int64_t kMaxDecodeHeadDim = 256;
 size_t decodeAttentionWorkspaceBytes(int64_t B, int64_t Hq, int64_t Dv, int splits);
 int decodeAttentionSplits(int64_t T);
@@ -103,11 +107,15 @@ constexpr int kMaxDims = 8;
 
 // dst[dstBase + Σ i_d * dstStrides[d]] = src[srcBase + Σ i_d * srcStrides[d]] for every index of
 // `dims` (element offsets; a source stride of 0 broadcasts): transpose, slice, concat, split and
-// expand are each one or a few of these.
+// expand are each one or a few of these. With `dstShift` (device memory), the destination also
+// moves by *dstShift * dstShiftStride: a cache's new rows placed after a past whose length the
+// launch does not know (a graph replayed for every cache length; CudaExecutor.cpp).
 struct StridedCopy {
   int rank = 0;
   int64_t dims[kMaxDims] = {}, src[kMaxDims] = {}, dst[kMaxDims] = {};
   int64_t srcBase = 0, dstBase = 0;
+  const int64_t *dstShift = nullptr;
+  int64_t dstShiftStride = 0;
   int elemBytes = 4;
 };
 std::string stridedCopy(const void *src, void *dst, const StridedCopy &c, void *stream);

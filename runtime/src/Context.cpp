@@ -116,6 +116,18 @@ extern "C" size_t llmc_plan_cuda_device_bytes(llmc_plan plan, size_t *weight_byt
   return weights + activations + other;
 }
 
+extern "C" size_t llmc_plan_cuda_graph_report(llmc_plan plan, char *out, size_t capacity) {
+  std::string error;
+  const llmc::rt::CudaBackend *backend = plan ? cudaBackend(error) : nullptr;
+  const std::string report = backend ? backend->describeDecodeGraphs(*plan) : std::string();
+  if (out && capacity) {
+    const size_t n = std::min(report.size(), capacity - 1);
+    std::memcpy(out, report.data(), n);
+    out[n] = '\0';
+  }
+  return report.size();
+}
+
 extern "C" void llmc_context_options_init(llmc_context_options *options) {
   if (!options)
     return;

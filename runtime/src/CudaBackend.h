@@ -10,7 +10,7 @@
 
 namespace llmc::rt {
 
-constexpr int kCudaBackendAbi = 5;
+constexpr int kCudaBackendAbi = 6;
 
 struct CudaOptions {
   bool graphs = true; // capture each input-shape bucket's launches once and replay them
@@ -28,7 +28,8 @@ struct CudaBackend {
   void (*destroy)(void *state);
   // Device bytes the context holds: weights, arena and workspaces (nothing is allocated per run).
   size_t (*deviceBytes)(void *state);
-  // CUDA graphs captured so far (one per input-shape bucket run).
+  // CUDA graphs captured so far: one per input-shape bucket run, one for all the decode steps of
+  // a plan that LengthFreeGraph.h splits (a replay captures nothing).
   size_t (*graphCount)(void *state);
   // Without a device: which ops of `plan` have no CUDA kernel (or one that cannot take them), one
   // line per kind of op; empty when the executor can run every op.
@@ -39,6 +40,9 @@ struct CudaBackend {
   // Without a device: the bytes a context of `plan` would hold (weights; activations: the arena;
   // other: workspaces and staging). False when some op has no kernel.
   bool (*plannedMemory)(const llmc_plan_t &plan, size_t *weights, size_t *activations, size_t *other);
+  // Without a device: how a generator's decode steps (caches linked) use CUDA graphs, one line:
+  // one graph replayed for every cache length (LengthFreeGraph.h), or why each length is captured.
+  std::string (*describeDecodeGraphs)(const llmc_plan_t &plan);
 };
 
 } // namespace llmc::rt

@@ -61,7 +61,7 @@ std::vector<int> aliasCopies(const std::vector<std::pair<int, int>> &copies, con
   return owner;
 }
 
-std::vector<Lifetime> planLifetimes(const llmc_plan_t &plan) {
+std::vector<Lifetime> planLifetimes(const llmc_plan_t &plan, const std::vector<int> &order) {
   const int end = int(plan.ops.size());
   std::vector<Lifetime> lifetimes(plan.values.size());
   for (size_t i = 0; i < plan.values.size(); ++i) {
@@ -72,9 +72,10 @@ std::vector<Lifetime> planLifetimes(const llmc_plan_t &plan) {
   for (int vi : plan.inputs)
     lifetimes[size_t(vi)].first = -1;
   for (int k = 0; k < end; ++k) {
-    for (int o : plan.ops[size_t(k)].outputs)
+    const PlanOp &op = plan.ops[order.empty() ? size_t(k) : size_t(order[size_t(k)])];
+    for (int o : op.outputs)
       lifetimes[size_t(o)].first = std::min(lifetimes[size_t(o)].first, k);
-    for (int i : plan.ops[size_t(k)].inputs)
+    for (int i : op.inputs)
       if (i >= 0)
         lifetimes[size_t(i)].last = std::max(lifetimes[size_t(i)].last, k);
   }

@@ -25,7 +25,8 @@ ArenaPlan planArena(const std::vector<Lifetime> &lifetimes, size_t alignment);
 
 // Lifetimes of a plan's values (weights get bytes 0): inputs from before the first op, outputs
 // to after the last, every other value from the op that writes it to the last op that reads it.
-std::vector<Lifetime> planLifetimes(const llmc_plan_t &plan);
+// Ops run in `order` (op indices; empty: the plan's order), and lifetimes count its positions.
+std::vector<Lifetime> planLifetimes(const llmc_plan_t &plan, const std::vector<int> &order = {});
 
 // Outputs that need no bytes of their own: for ops that hand their input through unchanged
 // (`copies`: (input, output) value pairs in program order: reshape, squeeze, ...), the output

@@ -273,6 +273,19 @@ TEST(Cuda, DecodeAttentionMatchesFusedAttention) {
         ASSERT_EQ(cu::decodeAttention(s, a, splits, ws.p, nullptr), "");
         expectClose(download(out, size_t(B * Hq * Dv), s), want.data, tolerance(s),
                     std::string("decode attention ") + layout + " " + name(s) + " T=" + std::to_string(T));
+        if (!timeMajor)
+          continue;
+        // The key count read from the device, the launch sized for a longer cache (a graph
+        // replayed for every cache length): the same result.
+        auto keys = uploadRaw(std::vector<int64_t>{T});
+        a.Sk = 1536, a.skOnDevice = static_cast<const int64_t *>(keys->p);
+        const int boundSplits = cu::decodeAttentionSplits(a.Sk);
+        Device boundWs(cu::decodeAttentionWorkspaceBytes(B, Hq, Dv, boundSplits));
+        cudaMemset(out.p, 0, size_t(B * Hq * Dv) * cu::storageBytes(s));
+        ASSERT_EQ(cu::decodeAttention(s, a, boundSplits, boundWs.p, nullptr), "");
+        expectClose(download(out, size_t(B * Hq * Dv), s), want.data, tolerance(s),
+                    std::string("decode attention, key count on the device, ") + layout + " " + name(s) +
+                        " T=" + std::to_string(T));
       }
 }
 
@@ -582,9 +595,30 @@ TEST(Cuda, StridedCopiesMatchTheCpu) {
     expectClose(downloadRaw<float>(o2, 6), p2.data, 0.0f, "split piece 2");
     batch.copy[1].elemBytes = 2;
     EXPECT_NE(cu::stridedCopies(batch, nullptr), "") << "pieces of different element sizes are refused";
+    batch.copy[1].elemBytes = 4;
     batch.count = cu::kMaxCopies + 1;
     EXPECT_NE(cu::stridedCopies(batch, nullptr), "") << "more pieces than a launch takes are refused";
   }
+}
+
+// A cache's new rows placed after a past whose row count the launch reads from the device (the
+// concatenation of a graph replayed for every cache length), against the CPU's concat.
+TEST(Cuda, StridedCopyShiftedOnTheDeviceMatchesConcat) {
+  const int64_t P = 5, S = 2, B = 1, W = 6, capacity = 16;
+  Buf<float> past(DType::F32, {P, B, W}, randomFloats(P * B * W, 32)), fresh(DType::F32, {S, B, W}, randomFloats(S * B * W, 33)),
+      want(DType::F32, {P + S, B, W});
+  ASSERT_EQ(call("concat", attrs({intAttr("axis", 0)}), {past.ref(), fresh.ref()}, {want.ref()}), "");
+  std::vector<float> cache = past.data;
+  cache.resize(size_t(capacity * B * W), 0.0f);
+  auto dcache = uploadRaw(cache), dfresh = uploadRaw(fresh.data), rows = uploadRaw(std::vector<int64_t>{P});
+  cu::StridedCopy c;
+  c.rank = 3, c.elemBytes = 4;
+  const int64_t dims[3] = {S, B, W}, strides[3] = {B * W, W, 1};
+  for (int d = 0; d < 3; ++d)
+    c.dims[d] = dims[d], c.src[d] = strides[d], c.dst[d] = strides[d];
+  c.dstShift = static_cast<const int64_t *>(rows->p), c.dstShiftStride = B * W;
+  ASSERT_EQ(cu::stridedCopy(dfresh->p, dcache->p, c, nullptr), "");
+  expectClose(downloadRaw<float>(*dcache, size_t((P + S) * B * W)), want.data, 0.0f, "shifted append");
 }
 
 // Elementwise ops of shape subgraphs and masks (int64, bool, f32), range, gather_nd, shape values.

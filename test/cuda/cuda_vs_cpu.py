@@ -110,6 +110,12 @@ def check_generate(args, case, graphs, tmp):
         same_tokens = f.read().split() == run.stdout.split()
     ok = same_tokens or case["reduced"]  # a 16-bit plan may pick another token where two are close
     lines.append(f"tokens {'the same as' if same_tokens else 'differ from'} the CPU's")
+    if graphs:
+        # The prompt's graph, then one graph that every decode step replays whatever the cache
+        # length (llmc-run --check-cuda says these plans allow it: LengthFreeGraph.h).
+        replayed = "CUDA graphs captured: 2\n" in run.stderr
+        ok = ok and replayed
+        lines.append("decode steps " + ("replay one graph" if replayed else "did not replay one graph (captures above)"))
     for step in range(16):
         ref, got = os.path.join(ref_dir, f"step_{step}.npy"), os.path.join(out_dir, f"step_{step}.npy")
         if not os.path.exists(ref):

@@ -361,7 +361,7 @@ int generateMain(int argc, char **argv) {
   }
   if (rc == 0 && a.device == LLMC_DEVICE_CUDA)
     std::fprintf(stderr, "device memory: %.1f MB (weights, activations, KV cache, workspaces; allocated once); "
-                         "CUDA graphs: %zu\n",
+                         "CUDA graphs captured: %zu\n",
                  double(llmc_context_device_bytes(llmc_generator_context(gen))) / 1e6,
                  llmc_context_cuda_graph_count(llmc_generator_context(gen)));
   llmc_generator_release(gen);

@@ -300,6 +300,9 @@ int run(Options o) {
                   double(other) / 1e6);
     else if (ok)
       std::printf("the CUDA executor has a kernel for every op of the plan\n");
+    char graphs[512];
+    if (ok && llmc_plan_cuda_graph_report(plan, graphs, sizeof graphs))
+      std::printf("%s\n", graphs);
     llmc_plan_release(plan);
     return ok ? 0 : 1;
   }

@@ -118,6 +118,12 @@ LLMC_API llmc_status llmc_plan_check_cuda(llmc_plan plan);
  * 0 when the CUDA executor cannot run the plan or is not there. Any pointer may be NULL. */
 LLMC_API size_t llmc_plan_cuda_device_bytes(llmc_plan plan, size_t *weight_bytes, size_t *activation_bytes,
                                             size_t *other_bytes);
+/* How the CUDA executor runs a generator's decode steps on the plan (its caches linked with
+ * llmc_context_link_cache), worked out without a device: whether one CUDA graph is replayed for
+ * every cache length, or why each length is captured again. One line, written to `out` (NUL-
+ * terminated, cut to `capacity` bytes; `out` may be NULL when `capacity` is 0); returns its full
+ * length, 0 when the CUDA executor is not there. */
+LLMC_API size_t llmc_plan_cuda_graph_report(llmc_plan plan, char *out, size_t capacity);
 LLMC_API const char *llmc_plan_cuda_archs(llmc_plan plan);
 /* Number of kernel launches in the program. */
 LLMC_API int32_t llmc_plan_kernel_count(llmc_plan plan);
@@ -145,7 +151,9 @@ LLMC_API llmc_status llmc_context_create(llmc_plan plan, const llmc_context_opti
 LLMC_API void llmc_context_release(llmc_context context);
 /* Device memory the context holds (weights, activations, workspaces); 0 for a CPU context. */
 LLMC_API size_t llmc_context_device_bytes(llmc_context context);
-/* CUDA graphs the context has captured (one per input shape it ran with graphs on); 0 on the CPU. */
+/* How many times the context captured a CUDA graph (graphs on): once per input shape it ran with,
+ * and, with its caches linked, once for all the decode steps where the plan allows (llmc-run
+ * --check-cuda says whether it does); a replayed graph is not captured again. 0 on the CPU. */
 LLMC_API size_t llmc_context_cuda_graph_count(llmc_context context);
 /* A KV cache kept on the GPU (CUDA contexts): `output` (a present cache [length, batch, width])
  * stays in device memory, and `input` (its past) reads the first rows the previous run left
