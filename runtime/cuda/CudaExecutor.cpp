@@ -35,6 +35,7 @@
 #include <map>
 #include <memory>
 #include <numeric>
+#include <set>
 
 namespace llmc::rt::cuda {
 namespace {
@@ -113,6 +114,9 @@ struct Executor {
   LengthFreeSplit split;
   std::vector<int> order;
   Segment lengthFreeGraph; // ops [split.before, end) of `order`, one graph for every cache length
+  // Per value: the linked cache's concatenation (op index) whose new rows it is, written there by
+  // its producer directly (cacheRowsOf), or -1.
+  std::vector<int> cacheRows;
   size_t captures = 0;     // graphs captured so far (a replay captures nothing)
 
   ~Executor() {
@@ -317,6 +321,21 @@ std::string prepareLinear(Executor &ex, const PlanOp &op, PreparedOp &out, size_
   return {};
 }
 
+// Where an op writes value `v`: its own bytes, or, for a linked cache's new rows (cacheRowsOf),
+// the cache itself after the rows already there (their count read from the length table), so
+// that the concatenation has nothing left to copy.
+ShiftedOutput destinationOf(const Executor &e, int v, const std::vector<TensorRef> &t) {
+  const int concat = e.cacheRows.empty() ? -1 : e.cacheRows[size_t(v)];
+  if (concat < 0)
+    return {e.at(v)};
+  const int present = e.plan->ops[size_t(concat)].outputs[0];
+  const Shape &rows = t[size_t(present)].shape;
+  int64_t row = 1;
+  for (int d = 1; d < rows.rank; ++d)
+    row *= rows.dims[d];
+  return {e.at(present), e.lengths + e.ops[size_t(concat)].lengthSlot, row};
+}
+
 // rotary (ONNX RotaryEmbedding; llmc-raise-attention's key rotations): int64 position ids into
 // 2-D cos/sin tables, or no ids and tables [B, S, rot / 2].
 std::string prepareRotary(Executor &ex, const PlanOp &op, PreparedOp &out) {
@@ -338,7 +357,7 @@ std::string prepareRotary(Executor &ex, const PlanOp &op, PreparedOp &out) {
     const int64_t rot = op.attrs.getInt("rotary_embedding_dim", 0) ? op.attrs.getInt("rotary_embedding_dim", 0) : D;
     if (table.dims[table.rank - 1] * 2 != rot || (!byPosition && (table.dims[0] != x.dims[0] || table.dims[1] != S)))
       return std::string("cos/sin tables must have rotary_dim / 2 columns (and be [batch, seq, .] without ids)");
-    return rotary(st, e.at(op.inputs[0]), e.at(op.outputs[0]), e.at(op.inputs[1]), e.at(op.inputs[2]),
+    return rotary(st, e.at(op.inputs[0]), destinationOf(e, op.outputs[0], t), e.at(op.inputs[1]), e.at(op.inputs[2]),
                   byPosition ? table.dims[0] : table.dims[0] * table.dims[1],
                   byPosition ? static_cast<const int64_t *>(e.at(op.inputs[3])) : nullptr, x.dims[0], H, S, D, rot,
                   op.attrs.getInt("interleaved", 0) != 0, flat, e.errorFlag, e.stream);
@@ -702,8 +721,11 @@ std::string prepareDataMovement(Executor &ex, const PlanOp &op, PreparedOp &out)
         else
           c.dstBase = at * outStrides[axis];
         at += in.dims[axis];
-        // A cache kept on the device: the past rows already lie where the present puts them.
+        // A cache kept on the device: the past rows already lie where the present puts them, and
+        // the new ones where their producer wrote them (cacheRowsOf).
         if (e.at(i) == e.at(op.outputs[0]) && c.dstBase == 0 && !c.dstShift && std::equal(c.src, c.src + c.rank, c.dst))
+          continue;
+        if (piece == 1 && !e.cacheRows.empty() && e.cacheRows[size_t(i)] >= 0)
           continue;
         if (std::string err = batch.add(e.at(i), e.at(op.outputs[0]), c); !err.empty())
           return err;
@@ -724,7 +746,9 @@ std::string prepareDataMovement(Executor &ex, const PlanOp &op, PreparedOp &out)
           c.src[d] = inStrides[d];
         c.srcBase = at * inStrides[axis];
         at += part.dims[axis];
-        if (std::string err = batch.add(e.at(op.inputs[0]), e.at(o), c); !err.empty())
+        const ShiftedOutput d = destinationOf(e, o, t);
+        c.dstShift = d.shift, c.dstShiftStride = d.shiftStride;
+        if (std::string err = batch.add(e.at(op.inputs[0]), d.base, c); !err.empty())
           return err;
       }
       return batch.flush();
@@ -1030,7 +1054,10 @@ struct ArenaLayout {
   std::vector<int> owner;
 };
 
-ArenaLayout planDeviceArena(const llmc_plan_t &plan, const std::vector<bool> &resident, const std::vector<int> &order) {
+// `cacheRows` (may be empty): values written into a linked cache (Executor::cacheRows), which need
+// no bytes of their own.
+ArenaLayout planDeviceArena(const llmc_plan_t &plan, const std::vector<bool> &resident, const std::vector<int> &order,
+                            const std::vector<int> &cacheRows) {
   std::vector<Lifetime> lifetimes = planLifetimes(plan, order);
   for (size_t i = 0; i < plan.values.size(); ++i) {
     const PlanValue &v = plan.values[i];
@@ -1048,6 +1075,9 @@ ArenaLayout planDeviceArena(const llmc_plan_t &plan, const std::vector<bool> &re
   }
   ArenaLayout layout;
   layout.owner = aliasCopies(copies, resident, lifetimes);
+  for (size_t v = 0; v < cacheRows.size(); ++v)
+    if (cacheRows[v] >= 0 && layout.owner[v] == int(v))
+      lifetimes[v].bytes = 0;
   layout.arena = planArena(lifetimes, kAlign);
   return layout;
 }
@@ -1064,25 +1094,61 @@ size_t stagingBytesOf(const llmc_plan_t &plan) {
   return staging;
 }
 
-// The split of the plan around one graph for every cache length (LengthFreeGraph.h): a
-// concatenation reads its length on the device where its first piece is a cache `linked` to its
-// output, already in place (only the new rows are copied); an attention always (each run says
-// whether its launch does: decodeKeyCount).
-LengthFreeSplit splitOf(const Executor &ex, const std::function<bool(int past, int present)> &linked) {
+// Whether `past` and `present` are a cache linked with llmc_context_link_cache (one buffer).
+bool linkedInPlace(const Executor &ex, int past, int present) {
+  return ex.resident[size_t(past)] && ex.resident[size_t(present)] && ex.device_[size_t(past)] == ex.device_[size_t(present)];
+}
+
+// The split of the plan around one graph for every cache length (LengthFreeGraph.h), with the
+// caches linked so far: a concatenation reads its length on the device where its first piece is
+// a linked cache already in place (only the new rows are copied); an attention always (each run
+// says whether its launch does: decodeKeyCount).
+LengthFreeSplit splitOf(const Executor &ex) {
   const llmc_plan_t &plan = *ex.plan;
   return splitForLengths(plan, [&](int k) {
     const PlanOp &op = plan.ops[size_t(k)];
     if (ex.ops[size_t(k)].lengthSlot < 0)
       return false;
-    return op.kernel != "concat" || linked(op.inputs[0], op.outputs[0]);
+    return op.kernel != "concat" || linkedInPlace(ex, op.inputs[0], op.outputs[0]);
   });
 }
 
-// ... with the caches linked so far (llmc_context_link_cache).
-LengthFreeSplit splitOf(const Executor &ex) {
-  return splitOf(ex, [&](int past, int present) {
-    return ex.resident[size_t(past)] && ex.resident[size_t(present)] && ex.device_[size_t(past)] == ex.device_[size_t(present)];
-  });
+// A linked cache's new rows, from the op that makes them to its concatenation: where that op is
+// a split (a piece) or a rotary, which can write at the cache's end themselves, and only copy ops
+// (reshape, squeeze, ...; no bytes moved) lie between, each value read by the next op alone.
+// Per value on such a way: the concatenation (op index); -1 elsewhere.
+std::vector<int> cacheRowsOf(const Executor &ex) {
+  const llmc_plan_t &plan = *ex.plan;
+  std::vector<int> producer(plan.values.size(), -1), readers(plan.values.size(), 0), rows(plan.values.size(), -1);
+  for (size_t k = 0; k < plan.ops.size(); ++k) {
+    for (int v : plan.ops[k].inputs)
+      if (v >= 0)
+        ++readers[size_t(v)];
+    for (int v : plan.ops[k].outputs)
+      producer[size_t(v)] = int(k);
+  }
+  for (int v : plan.outputs)
+    ++readers[size_t(v)];
+  for (size_t k = 0; k < plan.ops.size(); ++k) {
+    const PlanOp &concat = plan.ops[k];
+    if (concat.kernel != "concat" || ex.ops[k].lengthSlot < 0 || !linkedInPlace(ex, concat.inputs[0], concat.outputs[0]))
+      continue;
+    std::vector<int> way;
+    for (int v = concat.inputs[1]; v >= 0 && readers[size_t(v)] == 1 && producer[size_t(v)] >= 0;) {
+      way.push_back(v);
+      const PlanOp &made = plan.ops[size_t(producer[size_t(v)])];
+      if (made.kernel == "split" || made.kernel == "rotary") {
+        if (onDevice(plan.values[size_t(v)]) == onDevice(plan.values[size_t(concat.outputs[0])]))
+          for (int w : way)
+            rows[size_t(w)] = int(k);
+        break;
+      }
+      const bool aliased = isCopyOp(made.kernel) && !made.inputs.empty() &&
+                           onDevice(plan.values[size_t(made.inputs[0])]) == onDevice(plan.values[size_t(v)]);
+      v = aliased ? made.inputs[0] : -1;
+    }
+  }
+  return rows;
 }
 
 // The order the ops run in: the split's, where it holds; else the plan's.
@@ -1125,7 +1191,8 @@ std::string layoutArena(Executor &ex) {
   ex.split = splitOf(ex);
   ex.order = runOrder(plan, ex.split);
   buildSegments(ex);
-  const ArenaLayout layout = planDeviceArena(plan, ex.resident, ex.order);
+  ex.cacheRows = cacheRowsOf(ex);
+  const ArenaLayout layout = planDeviceArena(plan, ex.resident, ex.order, ex.cacheRows);
   const ArenaPlan &arena = layout.arena;
   const std::vector<int> &owner = layout.owner;
   cudaFree(ex.arena);
@@ -1427,7 +1494,7 @@ void destroy(void *state) { delete static_cast<Executor *>(state); }
 size_t deviceBytes(void *state) {
   const Executor &ex = *static_cast<Executor *>(state);
   const size_t arena =
-      ex.arenaStale ? ex.scratchBytes + planDeviceArena(*ex.plan, ex.resident, runOrder(*ex.plan, splitOf(ex))).arena.total : ex.arenaBytes;
+      ex.arenaStale ? ex.scratchBytes + planDeviceArena(*ex.plan, ex.resident, runOrder(*ex.plan, splitOf(ex)), cacheRowsOf(ex)).arena.total : ex.arenaBytes;
   return ex.weightBytes + arena + ex.stagingBytes + ex.cacheBytes + 2 * ex.workspaceBytes + sizeof(int);
 }
 
@@ -1446,7 +1513,7 @@ bool plannedMemory(const llmc_plan_t &plan, size_t *weights, size_t *activations
   *weights = 0;
   for (const PlanValue &v : plan.values)
     *weights += v.kind == fb::ValueKind_Weight ? weightSlot(v) : 0;
-  *activations = scratch + planDeviceArena(plan, std::vector<bool>(plan.values.size(), false), {}).arena.total;
+  *activations = scratch + planDeviceArena(plan, std::vector<bool>(plan.values.size(), false), {}, {}).arena.total;
   *other = stagingBytesOf(plan) + 2 * kGemmWorkspace + sizeof(int);
   return true;
 }
@@ -1458,17 +1525,32 @@ std::string describeDecodeGraphs(const llmc_plan_t &plan) {
   prepareWithoutDevice(ex, plan, scratch, [&](size_t, const std::string &) { complete = false; });
   if (!complete)
     return "the CUDA executor cannot run every op";
-  // As a generator links them: each cache input to the output it is concatenated into.
+  // Linked as a generator links them (each cache input to the output it is concatenated into),
+  // without memory: one stand-in address per pair.
   auto isIn = [](const std::vector<int> &list, int v) { return std::find(list.begin(), list.end(), v) != list.end(); };
-  const LengthFreeSplit split = splitOf(ex, [&](int past, int present) {
-    return isIn(plan.inputs, past) && isIn(plan.outputs, present) && plan.values[size_t(past)].shape.rank == 3;
-  });
+  ex.resident.assign(plan.values.size(), false);
+  ex.device_.assign(plan.values.size(), nullptr);
+  uintptr_t pairs = 0;
+  for (const PlanOp &op : plan.ops)
+    if (op.kernel == "concat" && op.inputs.size() == 2 && isIn(plan.inputs, op.inputs[0]) &&
+        isIn(plan.outputs, op.outputs[0]) && plan.values[size_t(op.inputs[0])].shape.rank == 3) {
+      ex.resident[size_t(op.inputs[0])] = ex.resident[size_t(op.outputs[0])] = true;
+      ex.device_[size_t(op.inputs[0])] = ex.device_[size_t(op.outputs[0])] = reinterpret_cast<void *>(++pairs * kAlign);
+    }
+  std::set<int> inPlace;
+  for (int concat : cacheRowsOf(ex))
+    if (concat >= 0)
+      inPlace.insert(concat);
+  const std::string appends = std::to_string(inPlace.size()) + " of " + std::to_string(pairs) +
+                              " cache appends written in place by the op that makes the rows";
+  const LengthFreeSplit split = splitOf(ex);
   if (split.lengthSymbol.empty())
     return "no attention over a cache that grows: each input-shape bucket is one graph, captured once";
   if (!split.whyNot.empty())
-    return "decode steps are captured as a graph again for each cache length: " + split.whyNot;
+    return "decode steps are captured as a graph again for each cache length: " + split.whyNot + "; " + appends;
   return "decode steps replay one graph for every cache length: " + std::to_string(plan.ops.size() - split.before) +
-         " ops in it, " + std::to_string(split.before) + " launched before it (those with the length in their shapes)";
+         " ops in it, " + std::to_string(split.before) + " launched before it (those with the length in their shapes); " +
+         appends;
 }
 
 const CudaBackend kBackend{kCudaBackendAbi, create,    run,           destroy,            deviceBytes, graphCount,

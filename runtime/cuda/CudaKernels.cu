@@ -115,10 +115,11 @@ __global__ void softmaxKernel(const T *__restrict__ x, T *__restrict__ y, int64_
 }
 
 template <typename T>
-__global__ void rotaryKernel(const T *__restrict__ x, T *__restrict__ y, const T *__restrict__ cosT,
+__global__ void rotaryKernel(const T *__restrict__ x, ShiftedOutput out, const T *__restrict__ cosT,
                              const T *__restrict__ sinT, int64_t tableRows, const int64_t *__restrict__ positions,
                              int64_t B, int64_t H, int64_t S, int64_t D, int64_t rot, bool interleaved, bool flat,
                              int *error) {
+  T *__restrict__ y = static_cast<T *>(out.base) + (out.shift ? *out.shift * out.shiftStride : 0);
   const int64_t n = B * H * S * D, half = rot / 2;
   for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += int64_t(gridDim.x) * blockDim.x) {
     const int64_t d = e % D, rowIndex = e / D;
@@ -359,7 +360,7 @@ std::string softmax(Storage s, const void *x, void *y, int64_t rows, int64_t col
   return launched("softmax");
 }
 
-std::string rotary(Storage s, const void *x, void *y, const void *cos, const void *sin, int64_t positionsInTable,
+std::string rotary(Storage s, const void *x, ShiftedOutput y, const void *cos, const void *sin, int64_t positionsInTable,
                    const int64_t *positions, int64_t B, int64_t H, int64_t S, int64_t D, int64_t rotaryDim,
                    bool interleaved, bool flat, int *error, void *stream) {
   if (rotaryDim <= 0 || rotaryDim % 2 || rotaryDim > D)
@@ -370,7 +371,7 @@ std::string rotary(Storage s, const void *x, void *y, const void *cos, const voi
   dispatch(s, [&](auto tag) {
     using T = decltype(tag);
     rotaryKernel<T><<<unsigned(blocksFor(n, kElementThreads)), kElementThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-        static_cast<const T *>(x), static_cast<T *>(y), static_cast<const T *>(cos), static_cast<const T *>(sin),
+        static_cast<const T *>(x), y, static_cast<const T *>(cos), static_cast<const T *>(sin),
         positionsInTable, positions, B, H, S, D, rotaryDim,
         interleaved, flat, error);
   });

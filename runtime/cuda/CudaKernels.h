@@ -24,12 +24,21 @@ std::string addNorm(Storage s, bool layerNorm, const void *x, const void *residu
 // Softmax over the last axis of [rows, cols].
 std::string softmax(Storage s, const void *x, void *y, int64_t rows, int64_t cols, void *stream);
 
+// An output at `base`, moved by *shift * shiftStride elements where `shift` (device memory) is
+// given: a cache's new rows written after the rows already there, whose count the launch does
+// not know (a graph replayed for every cache length; CudaExecutor.cpp).
+struct ShiftedOutput {
+  void *base;
+  const int64_t *shift = nullptr;
+  int64_t shiftStride = 0;
+};
+
 // Rotary embedding of x [B, H, S, D] (or [B, S, H * D] with `flat`) into y: the first `rotaryDim`
 // dimensions of each head turn by the angles of each token's position (cos/sin tables
 // [positions, rotaryDim / 2] in the same storage; positions [B, S] int64, or null with tables
 // [B, S, rotaryDim / 2]: row b * S + s), pairs (i, i + rotaryDim/2) or, with `interleaved`,
 // (2i, 2i + 1). A position outside the tables sets *error (device int) to 1.
-std::string rotary(Storage s, const void *x, void *y, const void *cos, const void *sin, int64_t positionsInTable,
+std::string rotary(Storage s, const void *x, ShiftedOutput y, const void *cos, const void *sin, int64_t positionsInTable,
                    const int64_t *positions, int64_t B, int64_t H, int64_t S, int64_t D, int64_t rotaryDim,
                    bool interleaved, bool flat, int *error, void *stream);
 

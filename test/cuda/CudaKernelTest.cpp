@@ -152,7 +152,7 @@ TEST(Cuda, RotaryMatchesTheCpu) {
           auto dx = upload(x.data, s), dcos = upload(cosT.data, s), dsin = upload(sinT.data, s), dpos = uploadRaw(pos.data);
           auto error = uploadRaw(std::vector<int>{0});
           Device y(size_t(B * H * S * D) * cu::storageBytes(s));
-          ASSERT_EQ(cu::rotary(s, dx->p, y.p, dcos->p, dsin->p, table, dpos->as<int64_t>(), B, H, S, D,
+          ASSERT_EQ(cu::rotary(s, dx->p, {y.p}, dcos->p, dsin->p, table, dpos->as<int64_t>(), B, H, S, D,
                                rot, interleaved, flat, error->as<int>(), nullptr),
                     "");
           expectClose(download(y, size_t(B * H * S * D), s), want.data, tolerance(s), std::string("rotary ") + name(s));
@@ -181,11 +181,28 @@ TEST(Cuda, RotaryByRowMatchesTheCpu) {
       auto dx = upload(x.data, s), dcos = upload(cosT.data, s), dsin = upload(sinT.data, s);
       auto error = uploadRaw(std::vector<int>{0});
       Device y(size_t(B * H * S * D) * cu::storageBytes(s));
-      ASSERT_EQ(cu::rotary(s, dx->p, y.p, dcos->p, dsin->p, B * S, nullptr, B, H, S, D, D, false, flat,
+      ASSERT_EQ(cu::rotary(s, dx->p, {y.p}, dcos->p, dsin->p, B * S, nullptr, B, H, S, D, D, false, flat,
                            error->as<int>(), nullptr),
                 "");
       expectClose(download(y, size_t(B * H * S * D), s), want.data, tolerance(s),
                   std::string("rotary by row ") + (flat ? "on rows " : "") + name(s));
+      if (!flat)
+        continue;
+      // Written into a cache after 7 rows of B * H * D elements, the row count read from the
+      // device (a key rotation writing a linked cache's new rows): the same values there, and
+      // the rows before untouched.
+      const int64_t past = 7, row = B * H * D;
+      Device cache(size_t((past + S) * row) * cu::storageBytes(s));
+      cudaMemset(cache.p, 0, cache.bytes);
+      auto rows = uploadRaw(std::vector<int64_t>{past});
+      ASSERT_EQ(cu::rotary(s, dx->p, {cache.p, rows->as<int64_t>(), row}, dcos->p, dsin->p, B * S, nullptr, B, H, S, D,
+                           D, false, flat, error->as<int>(), nullptr),
+                "");
+      const std::vector<float> all = download(cache, size_t((past + S) * row), s);
+      expectClose(std::vector<float>(all.begin() + past * row, all.end()), want.data, tolerance(s),
+                  std::string("rotary into a cache's rows ") + name(s));
+      expectClose(std::vector<float>(all.begin(), all.begin() + past * row), std::vector<float>(size_t(past * row), 0.0f),
+                  0.0f, std::string("rotary into a cache's rows: the rows before ") + name(s));
     }
 }
 
