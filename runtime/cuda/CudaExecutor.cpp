@@ -1272,6 +1272,7 @@ std::string create(const llmc_plan_t &plan, const CudaOptions &options, void **s
     return cudaError("allocating the GEMM workspace", e);
   if (cudaError_t e = cudaMalloc(&ex->attentionWorkspace, ex->workspaceBytes); e != cudaSuccess)
     return cudaError("allocating the attention workspace", e);
+  cudaMemset(ex->attentionWorkspace, 0, ex->workspaceBytes); // decodeAttention's counters start at 0
   if (cudaError_t e = cudaMalloc(&ex->errorFlag, sizeof(int)); e != cudaSuccess)
     return cudaError("allocating the error flag", e);
   cudaMemset(ex->errorFlag, 0, sizeof(int));

@@ -18,6 +18,7 @@ constexpr int kElementThreads = 256;
 constexpr int64_t kMaxRowCols = 12 * 1024;   // the row staged in 48 KiB of shared memory
 constexpr int kDecodeThreads = 128;          // 4 warps per (sequence, head, split)
 constexpr int64_t kMaxDecodeChunk = 1024;    // cache rows one decode block scores
+constexpr int64_t kDecodeCounters = 1 << 16; // (sequence, head) pairs a decode launch may have
 
 // Sum / max over the block (blockDim.x a multiple of 32, at most 1024); every thread gets it.
 template <bool kMax> __device__ float blockReduce(float v) {
@@ -176,13 +177,36 @@ __global__ void appendKvKernel(const T *__restrict__ fresh, T *__restrict__ cach
   }
 }
 
-// Decode attention, pass 1: block (sequence b and head h, split) scores its chunk of the keys
-// (one warp per key), then writes its running max, its sum of exponentials and its unnormalized
-// weighted sum of values.
+// Decode attention, the splits' partial results combined for (sequence, head) `bh`, rescaled to
+// the global max. Read through L2 (__ldcg): other blocks wrote them during this launch.
 template <typename T>
-__global__ void decodePartialKernel(AttentionArgs a, float *__restrict__ ws) {
+__device__ void combineDecodeSplits(const float *ws, T *__restrict__ out, int64_t bh, int64_t Dv, int splits) {
+  const float *part = ws + bh * splits * (Dv + 2);
+  float best = -INFINITY;
+  for (int s = 0; s < splits; ++s)
+    best = fmaxf(best, __ldcg(part + s * (Dv + 2)));
+  float total = 0.0f;
+  for (int s = 0; s < splits; ++s)
+    if (__ldcg(part + s * (Dv + 2)) != -INFINITY)
+      total += __ldcg(part + s * (Dv + 2) + 1) * __expf(__ldcg(part + s * (Dv + 2)) - best);
+  for (int64_t dv = threadIdx.x; dv < Dv; dv += blockDim.x) {
+    float o = 0.0f;
+    for (int s = 0; s < splits; ++s)
+      if (__ldcg(part + s * (Dv + 2)) != -INFINITY)
+        o += __ldcg(part + s * (Dv + 2) + 2 + dv) * __expf(__ldcg(part + s * (Dv + 2)) - best);
+    out[bh * Dv + dv] = fromF<T>(best == -INFINITY ? 0.0f : o / total); // every key masked: zeros
+  }
+}
+
+// Decode attention: block (sequence b and head h, split) scores its chunk of the keys (one warp
+// per key) and writes its running max, its sum of exponentials and its unnormalized weighted sum
+// of values; the last block of (b, h) to finish (counted in `arrived`, which it sets back to 0
+// for the next launch) combines them: one launch where a second kernel used to combine.
+template <typename T>
+__global__ void decodeAttentionKernel(AttentionArgs a, float *__restrict__ ws, unsigned *__restrict__ arrived) {
   __shared__ float qs[kMaxDecodeHeadDim];
   __shared__ float p[kMaxDecodeChunk];
+  __shared__ bool lastToArrive;
   const int64_t bh = blockIdx.x, b = bh / a.Hq, h = bh % a.Hq, kvh = h / (a.Hq / a.Hkv);
   const int split = blockIdx.y, splits = gridDim.y;
   int64_t Sk = a.Sk; // with skOnDevice, the bound that sized the chunks to fit `p`
@@ -194,60 +218,50 @@ __global__ void decodePartialKernel(AttentionArgs a, float *__restrict__ ws) {
   if (t0 >= t1) { // no keys (a launch sized for a longer cache): nothing for the combine to add
     if (threadIdx.x == 0)
       out[0] = -INFINITY, out[1] = 0.0f;
-    return;
+  } else {
+    const T *q = static_cast<const T *>(a.q) + b * a.qs.batch + h * a.qs.head;
+    const T *cq = a.cos ? static_cast<const T *>(a.cos) + (a.tablesPerBatch ? b : 0) * a.D : nullptr;
+    const T *sq = a.sin ? static_cast<const T *>(a.sin) + (a.tablesPerBatch ? b : 0) * a.D : nullptr;
+    for (int64_t d = threadIdx.x; d < a.D; d += blockDim.x)
+      qs[d] = rotated(q, cq, sq, d, a.D) * a.scale;
+    __syncthreads();
+    const T *kb = static_cast<const T *>(a.k) + b * a.ks.batch + kvh * a.ks.head;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    for (int64_t t = t0 + warp; t < t1; t += warps) {
+      const T *kt = kb + t * a.ks.token;
+      float dot = 0.0f;
+      for (int64_t d = lane; d < a.D; d += 32)
+        dot += qs[d] * toF(kt[d]);
+      for (int o = 16; o > 0; o >>= 1)
+        dot += __shfl_xor_sync(0xffffffffu, dot, o);
+      if (lane == 0)
+        p[t - t0] = masked<T>(a, dot, b * a.maskStrides[0] + h * a.maskStrides[1] + t * a.maskStrides[3]);
+    }
+    __syncthreads();
+    float best;
+    const float total = blockExpScores(p, t1 - t0, &best);
+    const T *vb = static_cast<const T *>(a.v) + b * a.vs.batch + kvh * a.vs.head;
+    for (int64_t dv = threadIdx.x; dv < a.Dv; dv += blockDim.x) {
+      float o = 0.0f;
+      for (int64_t t = t0; t < t1; ++t)
+        o += p[t - t0] * toF(vb[t * a.vs.token + dv]);
+      out[2 + dv] = o;
+    }
+    if (threadIdx.x == 0)
+      out[0] = best, out[1] = total;
   }
-  const T *q = static_cast<const T *>(a.q) + b * a.qs.batch + h * a.qs.head;
-  const T *cq = a.cos ? static_cast<const T *>(a.cos) + (a.tablesPerBatch ? b : 0) * a.D : nullptr;
-  const T *sq = a.sin ? static_cast<const T *>(a.sin) + (a.tablesPerBatch ? b : 0) * a.D : nullptr;
-  for (int64_t d = threadIdx.x; d < a.D; d += blockDim.x)
-    qs[d] = rotated(q, cq, sq, d, a.D) * a.scale;
+  // Every thread's writes visible device-wide before the block counts itself in.
+  __threadfence();
   __syncthreads();
-  const T *kb = static_cast<const T *>(a.k) + b * a.ks.batch + kvh * a.ks.head;
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
-  for (int64_t t = t0 + warp; t < t1; t += warps) {
-    const T *kt = kb + t * a.ks.token;
-    float dot = 0.0f;
-    for (int64_t d = lane; d < a.D; d += 32)
-      dot += qs[d] * toF(kt[d]);
-    for (int o = 16; o > 0; o >>= 1)
-      dot += __shfl_xor_sync(0xffffffffu, dot, o);
-    if (lane == 0)
-      p[t - t0] = masked<T>(a, dot, b * a.maskStrides[0] + h * a.maskStrides[1] + t * a.maskStrides[3]);
-  }
-  __syncthreads();
-  float best;
-  const float total = blockExpScores(p, t1 - t0, &best);
-  const T *vb = static_cast<const T *>(a.v) + b * a.vs.batch + kvh * a.vs.head;
-  for (int64_t dv = threadIdx.x; dv < a.Dv; dv += blockDim.x) {
-    float o = 0.0f;
-    for (int64_t t = t0; t < t1; ++t)
-      o += p[t - t0] * toF(vb[t * a.vs.token + dv]);
-    out[2 + dv] = o;
-  }
   if (threadIdx.x == 0)
-    out[0] = best, out[1] = total;
-}
-
-// Decode attention, pass 2: the splits' partial results combined, rescaled to the global max.
-template <typename T>
-__global__ void decodeCombineKernel(const float *__restrict__ ws, T *__restrict__ out, int64_t Hq, int64_t Dv,
-                                    int splits) {
-  const int64_t bh = blockIdx.x;
-  const float *part = ws + bh * splits * (Dv + 2);
-  float best = -INFINITY;
-  for (int s = 0; s < splits; ++s)
-    best = fmaxf(best, part[s * (Dv + 2)]);
-  float total = 0.0f;
-  for (int s = 0; s < splits; ++s)
-    if (part[s * (Dv + 2)] != -INFINITY)
-      total += part[s * (Dv + 2) + 1] * __expf(part[s * (Dv + 2)] - best);
-  for (int64_t dv = threadIdx.x; dv < Dv; dv += blockDim.x) {
-    float o = 0.0f;
-    for (int s = 0; s < splits; ++s)
-      if (part[s * (Dv + 2)] != -INFINITY)
-        o += part[s * (Dv + 2) + 2 + dv] * __expf(part[s * (Dv + 2)] - best);
-    out[bh * Dv + dv] = fromF<T>(best == -INFINITY ? 0.0f : o / total); // every key masked: zeros
-  }
+    lastToArrive = atomicAdd(arrived + bh, 1u) == unsigned(splits - 1);
+  __syncthreads();
+  if (!lastToArrive)
+    return;
+  __threadfence();
+  combineDecodeSplits(ws, static_cast<T *>(a.out), bh, a.Dv, splits);
+  if (threadIdx.x == 0)
+    arrived[bh] = 0;
 }
 
 template <typename T> __global__ void attentionKernel(AttentionArgs a) {
@@ -407,7 +421,7 @@ std::string appendKv(Storage s, const void *fresh, void *cache, int64_t past, in
 int decodeAttentionSplits(int64_t T) { return int(std::max<int64_t>(1, (T + 255) / 256)); }
 
 size_t decodeAttentionWorkspaceBytes(int64_t B, int64_t Hq, int64_t Dv, int splits) {
-  return size_t(B * Hq) * size_t(splits) * size_t(Dv + 2) * sizeof(float);
+  return size_t(kDecodeCounters) * sizeof(unsigned) + size_t(B * Hq) * size_t(splits) * size_t(Dv + 2) * sizeof(float);
 }
 
 std::string decodeAttention(Storage s, const AttentionArgs &a, int splits, void *workspace, void *stream) {
@@ -415,18 +429,18 @@ std::string decodeAttention(Storage s, const AttentionArgs &a, int splits, void 
     splits = decodeAttentionSplits(a.Sk);
   const int64_t chunk = (a.Sk + splits - 1) / splits;
   if (a.Sq != 1 || a.B <= 0 || a.Hkv <= 0 || a.Hq % a.Hkv || a.Sk <= 0 || a.D > kMaxDecodeHeadDim ||
-      (a.cos && a.D % 2) || a.rotateKeys || chunk > kMaxDecodeChunk || splits > 65535)
+      (a.cos && a.D % 2) || a.rotateKeys || chunk > kMaxDecodeChunk || splits > 65535 || a.B * a.Hq > kDecodeCounters)
     return "decodeAttention: needs one query, Hq a multiple of Hkv, keys, D <= " + std::to_string(kMaxDecodeHeadDim) +
-           " (even with rotary), no key rotation and at most " + std::to_string(kMaxDecodeChunk) +
-           " keys per split";
+           " (even with rotary), no key rotation, at most " + std::to_string(kMaxDecodeChunk) +
+           " keys per split and " + std::to_string(kDecodeCounters) + " sequences x heads";
+  // The workspace: the arrival counters first (at one place for every launch, so that they stay
+  // zero between launches whatever the sizes), then the partial results.
+  auto *arrived = static_cast<unsigned *>(workspace);
+  float *partials = reinterpret_cast<float *>(arrived + kDecodeCounters);
   auto st = static_cast<cudaStream_t>(stream);
   dispatch(s, [&](auto tag) {
-    using T_ = decltype(tag);
-    decodePartialKernel<T_><<<dim3(unsigned(a.B * a.Hq), unsigned(splits)), kDecodeThreads, 0, st>>>(
-        a, static_cast<float *>(workspace));
-    decodeCombineKernel<T_><<<unsigned(a.B * a.Hq), kDecodeThreads, 0, st>>>(static_cast<const float *>(workspace),
-                                                                              static_cast<T_ *>(a.out), a.Hq, a.Dv,
-                                                                              splits);
+    decodeAttentionKernel<decltype(tag)><<<dim3(unsigned(a.B * a.Hq), unsigned(splits)), kDecodeThreads, 0, st>>>(
+        a, partials, arrived);
   });
   return launched("decodeAttention");
 }

@@ -84,7 +84,8 @@ std::string attention(Storage s, const AttentionArgs &a, void *stream);
 // The same for one query per sequence (a decode step: Sq == 1), any layout but packed QKV, no
 // key rotation (a cache holds its keys rotated; the query is rotated when a.cos is given): the
 // key length is split across `splits` blocks per head (0: chosen from Sk), whose partial results
-// `workspace` holds (decodeAttentionWorkspaceBytes); a second kernel combines them. With
+// `workspace` holds (decodeAttentionWorkspaceBytes; zeroed before its first use, and left so),
+// and the last block of each head to finish combines them. With
 // a.skOnDevice the blocks divide the keys that it counts (at most a.Sk) among themselves.
 constexpr int64_t kMaxDecodeHeadDim = 256;
 size_t decodeAttentionWorkspaceBytes(int64_t B, int64_t Hq, int64_t Dv, int splits);
