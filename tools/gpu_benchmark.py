@@ -62,7 +62,9 @@ TIMING = re.compile(r"prompt: (\d+) tokens in ([\d.]+) ms .*first token after ([
 
 
 def run_llmc(llmc_run, plan, graphs, vocab, repeat=3, timeout=240):
-    """(TTFT ms, ms per output token, device MB) of the last of `repeat` generations, or an error string."""
+    """(TTFT ms, ms per output token, device MB, note) of the last of `repeat` generations, or an error
+    string. The note says how many CUDA graphs were captured over all of them (with graphs on: the
+    prompt's, then one that every decode step replays)."""
     ids = ",".join(str((i * 7919 + 13) % vocab) for i in range(PROMPT))
     cmd = [llmc_run, "generate", plan, "--device", "cuda", "--prompt-ids", ids, "--max-tokens", str(NEW_TOKENS + 1),
            "--ids", "--ignore-eos", "--repeat", str(repeat)] + ([] if graphs else ["--no-cuda-graphs"])
@@ -75,12 +77,14 @@ def run_llmc(llmc_run, plan, graphs, vocab, repeat=3, timeout=240):
         return (out.stderr.strip().splitlines() or ["exit %d" % out.returncode])[-1]
     _, _, first, _, per_token = found[-1]
     memory = re.search(r"device memory: ([\d.]+) MB", out.stderr)
-    return float(first), float(per_token), float(memory.group(1)) if memory else 0.0
+    captured = re.findall(r"CUDA graphs captured: (\d+)", out.stderr)
+    note = f"{captured[-1]} CUDA graphs captured in {repeat} generations" if graphs and captured else ""
+    return float(first), float(per_token), float(memory.group(1)) if memory else 0.0, note
 
 
 def run_torch(cfg, compiled, device="cuda", prompt=PROMPT, new_tokens=NEW_TOKENS, repeat=2):
-    """(TTFT ms, ms per output token, peak MB allocated) of transformers' LlamaForCausalLM with random
-    weights, greedy."""
+    """(TTFT ms, ms per output token, peak MB allocated, note "") of transformers' LlamaForCausalLM with
+    random weights, greedy."""
     import torch
     import transformers
 
@@ -114,7 +118,7 @@ def run_torch(cfg, compiled, device="cuda", prompt=PROMPT, new_tokens=NEW_TOKENS
     if device == "cuda":
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats()
-    return first, (total - first) / new_tokens, peak
+    return first, (total - first) / new_tokens, peak, ""
 
 
 def run(args):
@@ -148,11 +152,11 @@ def run(args):
             rows.append((name, label, result))
             print(f"{name}, {label}: FAILED: {result}", flush=True)
             continue
-        first, per_token, memory = result
+        first, per_token, memory, note = result
         share = step_bytes[name] / (per_token / 1000.0) / HBM_BYTES_PER_S if per_token > 0 else 0.0
         rows.append((name, label, first, per_token, share, memory))
-        print(f"{name}, {label}: TTFT {first:.1f} ms, {per_token:.3f} ms/token, {share:.0%} of HBM bandwidth",
-              flush=True)
+        print(f"{name}, {label}: TTFT {first:.1f} ms, {per_token:.3f} ms/token, {share:.0%} of HBM bandwidth"
+              + (f" ({note})" if note else ""), flush=True)
     rows.sort(key=lambda row: names.index(row[0]))  # stable: each model's rows together
     print("\n== benchmark (bf16, batch 1, random weights; prompt %d tokens, %d new tokens)" % (PROMPT, NEW_TOKENS))
     print(f"{'model':<9} {'implementation':<31} {'TTFT ms':>9} {'ms/token':>9} {'tokens/s':>9} {'HBM share':>9} "
@@ -172,7 +176,7 @@ def torch_smoke(_args):
     """The PyTorch side of `run` on a tiny Llama on the CPU (eager only): the code path works."""
     cfg = dict(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
                num_key_value_heads=2, max_position_embeddings=256)
-    first, per_token, _ = run_torch(cfg, False, device="cpu", prompt=16, new_tokens=4, repeat=1)
+    first, per_token, _, _ = run_torch(cfg, False, device="cpu", prompt=16, new_tokens=4, repeat=1)
     weights, kv = model_bytes(cfg)
     print(f"torch eager (tiny, CPU): TTFT {first:.1f} ms, {per_token:.2f} ms/token; {weights} weight bytes, "
           f"{kv} KV bytes per token")
