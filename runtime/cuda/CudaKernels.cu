@@ -167,16 +167,6 @@ __global__ void gatherRowsKernel(const T *__restrict__ table, int64_t rows, int6
   }
 }
 
-template <typename T>
-__global__ void appendKvKernel(const T *__restrict__ fresh, T *__restrict__ cache, int64_t past, int64_t B, int64_t S,
-                               int64_t W) {
-  const int64_t n = B * S * W;
-  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t w = e % W, s = (e / W) % S, b = e / (W * S);
-    cache[((past + s) * B + b) * W + w] = fresh[e];
-  }
-}
-
 // Decode attention, the splits' partial results combined for (sequence, head) `bh`, rescaled to
 // the global max. Read through L2 (__ldcg): other blocks wrote them during this launch.
 template <typename T>
@@ -403,19 +393,6 @@ std::string gatherRows(Storage s, const void *table, int64_t rows, int64_t width
                                                                static_cast<T *>(out), error);
   });
   return launched("gatherRows");
-}
-
-std::string appendKv(Storage s, const void *fresh, void *cache, int64_t past, int64_t B, int64_t S, int64_t W,
-                     void *stream) {
-  if (B * S * W == 0)
-    return {};
-  dispatch(s, [&](auto tag) {
-    using T = decltype(tag);
-    appendKvKernel<T><<<unsigned(blocksFor(B * S * W, kElementThreads)), kElementThreads, 0,
-                        static_cast<cudaStream_t>(stream)>>>(static_cast<const T *>(fresh), static_cast<T *>(cache),
-                                                             past, B, S, W);
-  });
-  return launched("appendKv");
 }
 
 int decodeAttentionSplits(int64_t T) { return int(std::max<int64_t>(1, (T + 255) / 256)); }

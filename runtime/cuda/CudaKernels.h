@@ -47,11 +47,6 @@ std::string rotary(Storage s, const void *x, ShiftedOutput y, const void *cos, c
 std::string gatherRows(Storage s, const void *table, int64_t rows, int64_t width, const int64_t *ids, int64_t count,
                        void *out, int *error, void *stream);
 
-// KV-cache append: the new entries [B, S, W] go to rows past .. past + S of a length-major cache
-// [capacity, B, W] (llmc-kv-cache-layout's layout).
-std::string appendKv(Storage s, const void *fresh, void *cache, int64_t past, int64_t B, int64_t S, int64_t W,
-                     void *stream);
-
 // Where element (b, h, i, d) of q, k or v lies: base + b * batch + i * token + h * head + d.
 struct HeadStrides {
   int64_t batch, token, head;

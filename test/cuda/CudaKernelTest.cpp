@@ -224,22 +224,6 @@ TEST(Cuda, GatherRowsMatchesTheCpuAndFlagsBadIds) {
   }
 }
 
-TEST(Cuda, AppendKvMatchesTransposeThenConcat) {
-  const int64_t P = 6, B = 2, S = 3, W = 20;
-  for (cu::Storage s : kStorages) {
-    Buf<float> past(DType::F32, {P, B, W}, rounded(randomFloats(P * B * W, 10), s)),
-        fresh(DType::F32, {B, S, W}, rounded(randomFloats(B * S * W, 11), s)), freshT(DType::F32, {S, B, W}),
-        want(DType::F32, {P + S, B, W});
-    ASSERT_EQ(call("transpose", attrs({intsAttr("perm", {1, 0, 2})}), {fresh.ref()}, {freshT.ref()}), "");
-    ASSERT_EQ(call("concat", attrs({intAttr("axis", 0)}), {past.ref(), freshT.ref()}, {want.ref()}), "");
-    std::vector<float> cache = past.data;
-    cache.resize(size_t((P + S + 4) * B * W), 0.0f); // capacity beyond what is filled
-    auto dc = upload(cache, s), df = upload(fresh.data, s);
-    ASSERT_EQ(cu::appendKv(s, df->p, dc->p, P, B, S, W, nullptr), "");
-    expectClose(download(*dc, size_t((P + S) * B * W), s), want.data, 0.0f, std::string("appendKv ") + name(s));
-  }
-}
-
 // Decode steps: one query over T keys split across blocks, in the layouts a decoder's plan has: a
 // length-major cache with a bool keep-mask; the same with the query rotated (tables [1, 1, D]) and
 // an additive mask, as SmolLM2's KV plan has it; keys [B, T, Hkv * D] without a mask.
