@@ -9,8 +9,10 @@
 //   - ops that read such a length from device memory instead of their launch arguments (the
 //     caller says which: CudaExecutor.cpp's in-place cache append and decode attention) stay
 //     in the graph, as do ops whose shapes involve no length symbol;
-//   - every other op runs before the graph, launched one by one each run, which needs it to
-//     depend on nothing the graph computes (the mask is built from the inputs alone).
+//   - every other op with a length in its shapes runs before the graph, launched one by one each
+//     run, and so do the ops that compute its inputs (the scalars a mask's range starts from);
+//     none of them may need an op that reads its length on the device (the mask is built from
+//     the inputs alone), or the split is refused.
 // No GPU needed: the CUDA executor calls it, and tests check it on plans here.
 #pragma once
 
@@ -34,7 +36,7 @@ struct LengthFreeSplit {
 };
 
 // Whether some input or output of `op` has a length in its shapes.
-bool hasLength(const LengthFreeSplit &split, const llmc::rt::PlanOp &op);
+bool hasLength(const LengthFreeSplit &split, const PlanOp &op);
 
 // `readsLengthOnDevice(op)`: op `op` can take its length-dependent quantity from device memory.
 // The graph's ops must all carry one graph-segment mark (llmc-mark-graph-segments).
