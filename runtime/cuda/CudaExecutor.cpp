@@ -383,6 +383,18 @@ int64_t dimBound(const Executor &ex, int v, int d) {
   return pv.dimNode[d] >= 0 ? ex.dimBounds[size_t(pv.dimNode[d])] : pv.shape.dims[d];
 }
 
+// Whether the mask operand `input` of an attention op, if present, varies along its Sk keys alone
+// (every other dimension 1): then its strides do not involve Sk.
+bool varyAlongKeysAlone(const PlanOp &op, const std::vector<TensorRef> &t, size_t input, int64_t Sk) {
+  if (op.inputs.size() <= input || op.inputs[input] < 0 || t[size_t(op.inputs[input])].numel() == 0)
+    return true;
+  const Shape &m = t[size_t(op.inputs[input])].shape;
+  for (int d = 0; d + 1 < m.rank; ++d)
+    if (m.dims[d] != 1)
+      return false;
+  return m.rank > 0 && m.dims[m.rank - 1] == Sk;
+}
+
 // The key count of a fused_attention run that the decode kernel can read from the length table
 // (one query; keys and values in the cache layout [Sk, B, Hkv * D], whose strides do not
 // involve Sk; a mask, if any, that varies along the keys alone; the kernel's limits at the
@@ -400,15 +412,19 @@ int64_t decodeKeyCount(const PlanOp &op, const std::vector<TensorRef> &t, int64_
       decodeAttentionWorkspaceBytes(q.shape.dims[0], Hq, v.shape.dims[2] / Hkv, decodeAttentionSplits(skBound)) >
           kGemmWorkspace)
     return -1;
-  if (op.inputs.size() > 3 && op.inputs[3] >= 0 && t[size_t(op.inputs[3])].numel() > 0) {
-    const Shape &m = t[size_t(op.inputs[3])].shape;
-    for (int d = 0; d + 1 < m.rank; ++d)
-      if (m.dims[d] != 1)
-        return -1;
-    if (m.rank == 0 || m.dims[m.rank - 1] != Sk)
-      return -1;
-  }
-  return Sk;
+  return varyAlongKeysAlone(op, t, 3, Sk) ? Sk : -1;
+}
+
+// The key count of a latent_attention run that its kernel can read from the length table (a
+// mask, if any, varying along the keys alone; the scores of the longest cache, `skBound`, within
+// the kernel's shared memory), or -1.
+int64_t latentKeyCount(const PlanOp &op, const std::vector<TensorRef> &t, int64_t skBound) {
+  const Shape &cache = t[size_t(op.inputs[1])].shape;
+  if (cache.rank != 3 || cache.dims[0] > skBound ||
+      latentAttentionSharedBytes(cache.dims[2] - op.attrs.getInt("rope_dim", 0), op.attrs.getInt("rope_dim", 0), skBound) >
+          kMaxLatentAttentionShared)
+    return -1;
+  return varyAlongKeysAlone(op, t, 4, cache.dims[0]) ? cache.dims[0] : -1;
 }
 
 std::string prepareAttention(Executor &ex, const PlanOp &op, PreparedOp &out) {
@@ -954,7 +970,11 @@ std::string prepareLatentAttention(Executor &ex, const PlanOp &op, PreparedOp &o
   Storage st;
   if (std::string err = floatStorage(ex, op, st); !err.empty())
     return err;
-  out.launch = [&op, st](Executor &e, const std::vector<TensorRef> &t) -> std::string {
+  // Over a cache, the key count from the length table (LengthFreeGraph.h).
+  const int64_t skBound = dimBound(ex, op.inputs[1], 0);
+  out.lengthSlot = ex.lengthSlots++;
+  out.length = [&op, skBound](const std::vector<TensorRef> &t) { return latentKeyCount(op, t, skBound); };
+  out.launch = [&op, st, skBound, slot = out.lengthSlot](Executor &e, const std::vector<TensorRef> &t) -> std::string {
     const TensorRef &q = t[size_t(op.inputs[0])], &cache = t[size_t(op.inputs[1])], &uk = t[size_t(op.inputs[2])],
                     &uv = t[size_t(op.inputs[3])];
     const bool hasUk = uk.numel() > 0, hasUv = uv.numel() > 0;
@@ -962,13 +982,14 @@ std::string prepareLatentAttention(Executor &ex, const PlanOp &op, PreparedOp &o
     const int64_t rope = op.attrs.getInt("rope_dim", 0), latent = cache.shape.dims[2] - rope;
     const int64_t B = q.shape.dims[0], H = q.shape.dims[1], Sq = q.shape.dims[2], Sk = cache.shape.dims[0];
     int64_t maskStrides[4] = {};
-    if (hasMask) {
+    if (hasMask)
       broadcastStrides4(t[size_t(op.inputs[4])].shape, maskStrides);
-    }
+    const bool fromTable = latentKeyCount(op, t, skBound) >= 0;
     return latentAttention(st, e.at(op.inputs[0]), e.at(op.inputs[1]), hasUk ? e.at(op.inputs[2]) : nullptr,
                            hasUv ? e.at(op.inputs[3]) : nullptr, hasMask ? e.at(op.inputs[4]) : nullptr, maskStrides,
-                           e.at(op.outputs[0]), B, H, Sq, Sk, hasUk ? uk.shape.dims[1] : 0, rope,
-                           latent, hasUv ? uv.shape.dims[2] : latent, float(op.attrs.getFloat("scale", 1.0)), e.stream);
+                           e.at(op.outputs[0]), B, H, Sq, fromTable ? skBound : Sk, hasUk ? uk.shape.dims[1] : 0, rope,
+                           latent, hasUv ? uv.shape.dims[2] : latent, float(op.attrs.getFloat("scale", 1.0)),
+                           fromTable ? e.lengths + slot : nullptr, e.stream);
   };
   return {};
 }

@@ -974,6 +974,7 @@ struct LatentArgs {
   void *out;
   int64_t B, H, Sq, Sk, nope, rope, latent, v;
   float scale;
+  const int64_t *skOnDevice; // null: Sk keys; else the count there (at most Sk)
 };
 
 template <typename T> __global__ void latentAttentionKernel(LatentArgs a) {
@@ -983,6 +984,9 @@ template <typename T> __global__ void latentAttentionKernel(LatentArgs a) {
           *wuv = static_cast<const T *>(a.wuv), *mask = static_cast<const T *>(a.mask);
   T *out = static_cast<T *>(a.out);
   float *ql = smem, *p = smem + width, *ol = p + a.Sk;
+  int64_t Sk = a.Sk;
+  if (a.skOnDevice && *a.skOnDevice < Sk)
+    Sk = *a.skOnDevice;
   const int64_t row = blockIdx.x, i = row % a.Sq, h = (row / a.Sq) % a.H, b = row / (a.Sq * a.H);
   const int64_t qWidth = a.wuk ? a.nope + a.rope : width;
   const T *q = static_cast<const T *>(a.q) + row * qWidth;
@@ -997,7 +1001,7 @@ template <typename T> __global__ void latentAttentionKernel(LatentArgs a) {
     }
   }
   __syncthreads();
-  for (int64_t t = threadIdx.x; t < a.Sk; t += blockDim.x) {
+  for (int64_t t = threadIdx.x; t < Sk; t += blockDim.x) {
     const T *c = cache + (t * a.B + b) * width;
     float dot = 0.0f;
     for (int64_t l = 0; l < width; ++l)
@@ -1009,11 +1013,11 @@ template <typename T> __global__ void latentAttentionKernel(LatentArgs a) {
   }
   __syncthreads();
   float best;
-  const float total = blockExpScores(p, a.Sk, &best);
+  const float total = blockExpScores(p, Sk, &best);
   const float inv = total > 0.0f ? 1.0f / total : 0.0f;
   for (int64_t l = threadIdx.x; l < a.latent; l += blockDim.x) {
     float o = 0.0f;
-    for (int64_t t = 0; t < a.Sk; ++t)
+    for (int64_t t = 0; t < Sk; ++t)
       o += p[t] * toF(cache[(t * a.B + b) * width + l]);
     ol[l] = o * inv;
   }
@@ -1033,13 +1037,18 @@ template <typename T> __global__ void latentAttentionKernel(LatentArgs a) {
 
 } // namespace
 
+size_t latentAttentionSharedBytes(int64_t latent, int64_t rope, int64_t Sk) {
+  return size_t(latent + rope + Sk + latent) * sizeof(float);
+}
+
 std::string latentAttention(Storage st, const void *q, const void *cache, const void *wuk, const void *wuv,
                             const void *mask, const int64_t maskStrides[4], void *out, int64_t B, int64_t H, int64_t Sq, int64_t Sk,
-                            int64_t nope, int64_t rope, int64_t latent, int64_t v, float scale, void *stream) {
-  const size_t shared = size_t(latent + rope + Sk + latent) * sizeof(float);
-  if (B <= 0 || H <= 0 || Sq <= 0 || Sk <= 0 || shared > 96 * 1024)
+                            int64_t nope, int64_t rope, int64_t latent, int64_t v, float scale,
+                            const int64_t *skOnDevice, void *stream) {
+  const size_t shared = latentAttentionSharedBytes(latent, rope, Sk);
+  if (B <= 0 || H <= 0 || Sq <= 0 || Sk <= 0 || shared > kMaxLatentAttentionShared)
     return "latentAttention: bad shapes or a cache longer than this kernel stages (" + std::to_string(Sk) + " rows)";
-  LatentArgs a{q, cache, wuk, wuv, mask, {}, out, B, H, Sq, Sk, nope, rope, latent, v, scale};
+  LatentArgs a{q, cache, wuk, wuv, mask, {}, out, B, H, Sq, Sk, nope, rope, latent, v, scale, skOnDevice};
   for (int d = 0; d < 4; ++d)
     a.maskStrides[d] = mask ? maskStrides[d] : 0;
   dispatch(st, [&](auto tag) {

@@ -196,10 +196,15 @@ std::string pad(Storage s, const std::string &mode, const void *in, void *out, i
 // latent_attention (DeepSeek MLA, see the op): q [B, H, Sq, nope + rope] (or [.., latent + rope]
 // without w_uk), cache [Sk, B, latent + rope], w_uk [H, nope, latent] and w_uv [H, latent, v]
 // (either null when multiplied into a projection), additive mask [B, H, Sq, Sk] through maskStrides
-// (null: none), out [B, H, Sq, v] (latent without w_uv). Absorbed form, one block per query row.
+// (null: none), out [B, H, Sq, v] (latent without w_uv). Absorbed form, one block per query row,
+// whose shared memory (latentAttentionSharedBytes, at most kMaxLatentAttentionShared) holds the
+// Sk scores. With `skOnDevice` the key count is read there, Sk being its upper bound.
+constexpr size_t kMaxLatentAttentionShared = 96 * 1024;
+size_t latentAttentionSharedBytes(int64_t latent, int64_t rope, int64_t Sk);
 std::string latentAttention(Storage s, const void *q, const void *cache, const void *wuk, const void *wuv,
                             const void *mask, const int64_t maskStrides[4], void *out, int64_t B, int64_t H, int64_t Sq, int64_t Sk,
-                            int64_t nope, int64_t rope, int64_t latent, int64_t v, float scale, void *stream);
+                            int64_t nope, int64_t rope, int64_t latent, int64_t v, float scale,
+                            const int64_t *skOnDevice, void *stream);
 
 // count floats from one storage type to another (the inputs and outputs of a reduced-precision
 // plan cross the API as f32).

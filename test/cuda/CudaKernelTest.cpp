@@ -765,10 +765,18 @@ TEST(Cuda, LatentAttentionMatchesTheCpu) {
     const int64_t maskStrides[4] = {Sq * Sk, 0, Sk, 1};
     Device out(size_t(want.numel()) * cu::storageBytes(s));
     ASSERT_EQ(cu::latentAttention(s, dq->p, dc->p, duk->p, duv->p, dm->p, maskStrides, out.p, B, H, Sq, Sk, n, R, L, v,
-                                  0.35f, nullptr),
+                                  0.35f, nullptr, nullptr),
               "");
     expectClose(download(out, size_t(want.numel()), s), want.data, std::max(tolerance(s), 1e-4f) * 2,
                 std::string("latent attention ") + name(s));
+    // The key count read from the device, the launch sized for a longer cache: the same result.
+    auto keys = uploadRaw(std::vector<int64_t>{Sk});
+    cudaMemset(out.p, 0, out.bytes);
+    ASSERT_EQ(cu::latentAttention(s, dq->p, dc->p, duk->p, duv->p, dm->p, maskStrides, out.p, B, H, Sq, 4 * Sk, n, R, L,
+                                  v, 0.35f, keys->as<int64_t>(), nullptr),
+              "");
+    expectClose(download(out, size_t(want.numel()), s), want.data, std::max(tolerance(s), 1e-4f) * 2,
+                std::string("latent attention, key count on the device, ") + name(s));
   }
 }
 

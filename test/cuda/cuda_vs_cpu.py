@@ -8,12 +8,15 @@
 `check` exits 77 (CTest: skipped) when there is no CUDA device. tools/gpu-check.sh carries a
 prepared DIR to the GPU machine. The plans (CASES): the tiny Llama, GPT-2 and BERT as llmc
 compiles them by default and without parallel-linear merging, in f32 and with --precision bf16 or
-f16, and the KV-cache decoders generating 16 tokens with the cache kept on the GPU.
+f16, and the KV-cache decoders generating 16 tokens with the cache kept on the GPU (the tiny
+DeepSeek-V3-style export too, made on first use by models/export_deepseek.py: its latent cache
+and latent attention).
 """
 import argparse
 import glob
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -41,8 +44,20 @@ CASES = [
     # As the GPU benchmark builds its plans: only the last position's logits.
     ("tiny_llama_kv-bf16-last", "tiny_llama_kv", KV_SHAPES + ["--precision", "bf16", "--last-position", "logits"],
      "generate"),
+    # Its weights (7.5 MB) would not fit the GPU machine's 64 MiB pack: seeded random ones, the
+    # same on both devices (logits within +-2 over 16 steps).
+    ("tiny_deepseek_kv", "tiny_deepseek_kv", KV_SHAPES + ["--random-weights"], "generate"),
 ]
 GENERATE = ["--prompt-ids", "5,17,42,99,7,3", "--max-tokens", "16", "--ids", "--ignore-eos"]
+
+
+def model_path(model):
+    """models/MODEL.onnx, or the DeepSeek export in the cache (exported on first use, ~20 s)."""
+    if model != "tiny_deepseek_kv":
+        return os.path.join(ROOT, "models", model + ".onnx")
+    out = subprocess.run([sys.executable, os.path.join(ROOT, "models", "export_deepseek.py")], check=True,
+                         capture_output=True, text=True).stdout
+    return re.search(r"^tiny_deepseek_kv (.*)$", out, re.M).group(1)
 
 
 def prepare(args):
@@ -50,7 +65,7 @@ def prepare(args):
     cases = []
     for name, model, flags, kind in CASES:
         plan = os.path.join(args.out, name + ".llmc")
-        subprocess.run([args.llmc, os.path.join(ROOT, "models", model + ".onnx"), "-o", plan] + flags, check=True)
+        subprocess.run([args.llmc, model_path(model), "-o", plan] + flags, check=True)
         ref = os.path.join(args.out, name + "-cpu")
         if kind == "run":
             subprocess.run([args.llmc_run, plan, "--device", "cpu", "--random", "--seed", "1", "--int-max", "512",
