@@ -1267,6 +1267,7 @@ std::string create(const llmc_plan_t &plan, const CudaOptions &options, void **s
   ex->arch = "sm_" + std::to_string(props.major * 10 + props.minor) + (props.major == 9 ? "a" : "");
   ex->sharedOptIn = props.sharedMemPerBlockOptin;
   flashAttentionSetup(ex->sharedOptIn); // not while a graph is being captured
+  latentAttentionSetup();
   if (!plan.cudaArchs.empty()) {
     // A CUBIN for sm_XY runs on compute capability X.Z with Z >= Y; an "a" one only on X.Y.
     std::string usable;

@@ -1037,6 +1037,14 @@ template <typename T> __global__ void latentAttentionKernel(LatentArgs a) {
 
 } // namespace
 
+void latentAttentionSetup() {
+  for (Storage s : {Storage::F32, Storage::F16, Storage::BF16})
+    dispatch(s, [](auto tag) {
+      cudaFuncSetAttribute(latentAttentionKernel<decltype(tag)>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           int(kMaxLatentAttentionShared));
+    });
+}
+
 size_t latentAttentionSharedBytes(int64_t latent, int64_t rope, int64_t Sk) {
   return size_t(latent + rope + Sk + latent) * sizeof(float);
 }
@@ -1052,10 +1060,8 @@ std::string latentAttention(Storage st, const void *q, const void *cache, const 
   for (int d = 0; d < 4; ++d)
     a.maskStrides[d] = mask ? maskStrides[d] : 0;
   dispatch(st, [&](auto tag) {
-    using T = decltype(tag);
-    if (shared > 48 * 1024)
-      cudaFuncSetAttribute(latentAttentionKernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared));
-    latentAttentionKernel<T><<<unsigned(B * H * Sq), kRowThreads, shared, static_cast<cudaStream_t>(stream)>>>(a);
+    latentAttentionKernel<decltype(tag)>
+        <<<unsigned(B * H * Sq), kRowThreads, shared, static_cast<cudaStream_t>(stream)>>>(a);
   });
   return launched("latentAttention");
 }

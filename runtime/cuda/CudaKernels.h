@@ -199,7 +199,10 @@ std::string pad(Storage s, const std::string &mode, const void *in, void *out, i
 // (null: none), out [B, H, Sq, v] (latent without w_uv). Absorbed form, one block per query row,
 // whose shared memory (latentAttentionSharedBytes, at most kMaxLatentAttentionShared) holds the
 // Sk scores. With `skOnDevice` the key count is read there, Sk being its upper bound.
+// latentAttentionSetup lets the kernel use kMaxLatentAttentionShared bytes (call it once, outside
+// any graph capture: it sets a function attribute); without it, 48 KiB.
 constexpr size_t kMaxLatentAttentionShared = 96 * 1024;
+void latentAttentionSetup();
 size_t latentAttentionSharedBytes(int64_t latent, int64_t rope, int64_t Sk);
 std::string latentAttention(Storage s, const void *q, const void *cache, const void *wuk, const void *wuv,
                             const void *mask, const int64_t maskStrides[4], void *out, int64_t B, int64_t H, int64_t Sq, int64_t Sk,
