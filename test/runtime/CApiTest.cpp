@@ -126,6 +126,27 @@ TEST(CApi, PlannedCudaMemoryAddsUp) {
   EXPECT_EQ(llmc_plan_cuda_device_bytes(nullptr, nullptr, nullptr, nullptr), 0u);
 }
 
+// The decode-graph report, without a device: the add plan has no attention over a cache; the
+// line is cut to the buffer, NUL-terminated, and its full length returned.
+TEST(CApi, CudaGraphReportFitsTheBuffer) {
+  Loaded l;
+  const size_t length = llmc_plan_cuda_graph_report(l.plan, nullptr, 0);
+#ifdef LLMC_TEST_HAVE_CUDA_PLUGIN
+  ASSERT_GT(length, 10u);
+  std::string full(length + 1, 'x');
+  EXPECT_EQ(llmc_plan_cuda_graph_report(l.plan, full.data(), full.size()), length);
+  EXPECT_EQ(full.substr(0, 22), "no attention over a ca");
+  EXPECT_EQ(full[length], '\0');
+  char cut[8];
+  std::memset(cut, 'x', sizeof cut);
+  EXPECT_EQ(llmc_plan_cuda_graph_report(l.plan, cut, sizeof cut), length);
+  EXPECT_EQ(std::string(cut), full.substr(0, 7));
+#else
+  EXPECT_EQ(length, 0u);
+#endif
+  EXPECT_EQ(llmc_plan_cuda_graph_report(nullptr, nullptr, 0), 0u);
+}
+
 // Keeping a cache on the device is for CUDA contexts; a CPU context says so and stays usable.
 TEST(CApi, LinkingACacheNeedsACudaContext) {
   Loaded l;
