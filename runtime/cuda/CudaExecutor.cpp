@@ -1428,8 +1428,8 @@ bool lengthFreeRun(const Executor &ex, const std::vector<TensorRef> &tensors) {
 }
 
 // Every op of the plan: each marked segment as a graph launch (with graphs on), the rest one by
-// one. A run that can replays the graph for every cache length after launching the ops that
-// build its mask (the key leaves the length dimensions out).
+// one. A run that allows it (lengthFreeRun) launches the ops that build its mask, then replays
+// the graph for every cache length, keyed by the input shapes without their length dimensions.
 std::string launchAll(Executor &ex, const std::vector<TensorRef> &tensors) {
   const bool lengthFree = ex.useGraphs && lengthFreeRun(ex, tensors);
   std::vector<int64_t> key;
