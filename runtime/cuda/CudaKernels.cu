@@ -1,6 +1,7 @@
 // The CUDA executor's hand-written kernels (see CudaKernels.h): templates over the storage type,
 // f32 arithmetic throughout. One block per row for the row-wise kernels (the row staged in shared
 // memory as f32), one thread per element for the data movement ones.
+#include "Activation.h"
 #include "CudaKernels.h"
 #include "DeviceUtil.cuh"
 
@@ -294,22 +295,20 @@ template <typename T> __global__ void attentionKernel(AttentionArgs a) {
   }
 }
 
-enum class Act { None, Relu, Silu, Gelu, GeluTanh };
-
-__device__ __forceinline__ float activate(Act act, float x) {
+__device__ __forceinline__ float activate(Activation act, float x) {
   switch (act) {
-  case Act::None: return x;
-  case Act::Relu: return fmaxf(x, 0.0f);
-  case Act::Silu: return x / (1.0f + __expf(-x));
-  case Act::Gelu: return 0.5f * x * (1.0f + erff(x * 0.7071067811865476f));
-  case Act::GeluTanh: return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+  case Activation::None: return x;
+  case Activation::Relu: return fmaxf(x, 0.0f);
+  case Activation::Silu: return x / (1.0f + __expf(-x));
+  case Activation::Gelu: return 0.5f * x * (1.0f + erff(x * 0.7071067811865476f));
+  case Activation::GeluTanh: return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
   }
   return x;
 }
 
 template <typename T>
 __global__ void linearEpilogueKernel(const T *__restrict__ y, T *__restrict__ out, const T *__restrict__ gate,
-                                     const T *__restrict__ residual, int64_t M, int64_t N, Act act, bool swiglu) {
+                                     const T *__restrict__ residual, int64_t M, int64_t N, Activation act, bool swiglu) {
   const int64_t n = M * N;
   for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += int64_t(gridDim.x) * blockDim.x) {
     const int64_t m = e / N, c = e % N;
@@ -443,18 +442,8 @@ std::string attention(Storage s, const AttentionArgs &a, void *stream) {
 
 std::string linearEpilogue(Storage s, const void *y, void *out, const void *gate, const void *residual, int64_t M,
                            int64_t N, const std::string &activation, bool swiglu, void *stream) {
-  Act act;
-  if (activation == "none" || activation == "swiglu")
-    act = Act::None;
-  else if (activation == "relu")
-    act = Act::Relu;
-  else if (activation == "silu")
-    act = Act::Silu;
-  else if (activation == "gelu")
-    act = Act::Gelu;
-  else if (activation == "gelu_tanh")
-    act = Act::GeluTanh;
-  else
+  Activation act;
+  if (!parseActivation(activation, act))
     return "linearEpilogue: unknown activation '" + activation + "'";
   if (M * N == 0)
     return {};

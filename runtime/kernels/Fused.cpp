@@ -1,6 +1,7 @@
 // Kernels for the ops the fusion passes create: a linear layer with its epilogue, residual add
 // fused with layer/RMS normalization, and attention with rotary embedding. Float32 (f16 through
 // withHalf). An operand given as an empty tensor (0 elements) is absent.
+#include "Activation.h"
 #include "AttentionRows.h"
 #include "KernelUtil.h"
 
@@ -11,24 +12,6 @@ namespace llmc::rt {
 namespace {
 
 bool absent(const KernelArgs &args, int i) { return !args.hasInput(i) || args.in(i).numel() == 0; }
-
-enum class Activation { None, Relu, Silu, Gelu, GeluTanh };
-
-bool parseActivation(std::string_view name, Activation &out) {
-  if (name.empty() || name == "none" || name == "swiglu") // swiglu: see swigluLinear
-    out = Activation::None;
-  else if (name == "relu")
-    out = Activation::Relu;
-  else if (name == "silu")
-    out = Activation::Silu;
-  else if (name == "gelu")
-    out = Activation::Gelu;
-  else if (name == "gelu_tanh")
-    out = Activation::GeluTanh;
-  else
-    return false;
-  return true;
-}
 
 inline float activate(Activation a, float x) {
   switch (a) {
