@@ -117,6 +117,13 @@ struct Executor {
   // Per value: the linked cache's concatenation (op index) whose new rows it is, written there by
   // its producer directly (cacheRowsOf), or -1.
   std::vector<int> cacheRows;
+  // Key rotations done by the split that makes their keys (splitRotaries): per split op, the
+  // rotary op and the piece it turns; per rotary op, its split (-1 elsewhere).
+  struct SplitRotary {
+    int rotary = -1, piece = -1;
+  };
+  std::vector<SplitRotary> rotaryOfSplit;
+  std::vector<int> splitOfRotary;
   size_t captures = 0;     // graphs captured so far (a replay captures nothing)
 
   ~Executor() {
@@ -336,9 +343,31 @@ ShiftedOutput destinationOf(const Executor &e, int v, const std::vector<TensorRe
   return {e.at(present), e.lengths + e.ops[size_t(concat)].lengthSlot, row};
 }
 
+// A rotary op's kernel arguments for this run's shapes (its input where the plan has it).
+std::string rotaryArgsOf(const Executor &e, const PlanOp &op, const std::vector<TensorRef> &t, RotaryArgs &a) {
+  const Shape &x = t[size_t(op.inputs[0])].shape, &table = t[size_t(op.inputs[1])].shape;
+  const bool byPosition = op.inputs.size() > 3 && op.inputs[3] >= 0 && t[size_t(op.inputs[3])].numel() > 0;
+  a.flat = x.rank == 3;
+  a.H = a.flat ? op.attrs.getInt("num_heads", 0) : x.dims[1];
+  if (a.H <= 0 || (a.flat && x.dims[2] % a.H))
+    return "3-D input needs num_heads dividing the hidden size";
+  a.B = x.dims[0], a.S = a.flat ? x.dims[1] : x.dims[2], a.D = a.flat ? x.dims[2] / a.H : x.dims[3];
+  a.rotaryDim = op.attrs.getInt("rotary_embedding_dim", 0) ? op.attrs.getInt("rotary_embedding_dim", 0) : a.D;
+  if (table.dims[table.rank - 1] * 2 != a.rotaryDim || (!byPosition && (table.dims[0] != a.B || table.dims[1] != a.S)))
+    return "cos/sin tables must have rotary_dim / 2 columns (and be [batch, seq, .] without ids)";
+  a.x = e.at(op.inputs[0]), a.y = destinationOf(e, op.outputs[0], t);
+  a.cos = e.at(op.inputs[1]), a.sin = e.at(op.inputs[2]);
+  a.tableRows = byPosition ? table.dims[0] : table.dims[0] * table.dims[1];
+  a.positions = byPosition ? static_cast<const int64_t *>(e.at(op.inputs[3])) : nullptr;
+  a.interleaved = op.attrs.getInt("interleaved", 0) != 0;
+  a.error = e.errorFlag;
+  return {};
+}
+
 // rotary (ONNX RotaryEmbedding; llmc-raise-attention's key rotations): int64 position ids into
-// 2-D cos/sin tables, or no ids and tables [B, S, rot / 2].
-std::string prepareRotary(Executor &ex, const PlanOp &op, PreparedOp &out) {
+// 2-D cos/sin tables, or no ids and tables [B, S, rot / 2]. A key rotation of a merged QKV
+// projection's piece may be done by its split instead (splitRotaries).
+std::string prepareRotary(Executor &ex, const PlanOp &op, PreparedOp &out, int index) {
   Storage st;
   if (std::string err = floatStorage(ex, op, st); !err.empty())
     return err;
@@ -347,20 +376,13 @@ std::string prepareRotary(Executor &ex, const PlanOp &op, PreparedOp &out) {
   if ((byPosition && (ex.plan->values[size_t(op.inputs[3])].dtype != DType::I64 || cosT.shape.rank != 2)) ||
       (!byPosition && cosT.shape.rank != 3) || (x.shape.rank != 3 && x.shape.rank != 4))
     return "supports int64 position ids into 2-D cos/sin tables, or 3-D tables by row, on 3-D or 4-D input";
-  out.launch = [&op, st, byPosition](Executor &e, const std::vector<TensorRef> &t) -> std::string {
-    const Shape &x = t[size_t(op.inputs[0])].shape, &table = t[size_t(op.inputs[1])].shape;
-    const bool flat = x.rank == 3;
-    const int64_t H = flat ? op.attrs.getInt("num_heads", 0) : x.dims[1];
-    if (H <= 0 || (flat && x.dims[2] % H))
-      return std::string("3-D input needs num_heads dividing the hidden size");
-    const int64_t S = flat ? x.dims[1] : x.dims[2], D = flat ? x.dims[2] / H : x.dims[3];
-    const int64_t rot = op.attrs.getInt("rotary_embedding_dim", 0) ? op.attrs.getInt("rotary_embedding_dim", 0) : D;
-    if (table.dims[table.rank - 1] * 2 != rot || (!byPosition && (table.dims[0] != x.dims[0] || table.dims[1] != S)))
-      return std::string("cos/sin tables must have rotary_dim / 2 columns (and be [batch, seq, .] without ids)");
-    return rotary(st, e.at(op.inputs[0]), destinationOf(e, op.outputs[0], t), e.at(op.inputs[1]), e.at(op.inputs[2]),
-                  byPosition ? table.dims[0] : table.dims[0] * table.dims[1],
-                  byPosition ? static_cast<const int64_t *>(e.at(op.inputs[3])) : nullptr, x.dims[0], H, S, D, rot,
-                  op.attrs.getInt("interleaved", 0) != 0, flat, e.errorFlag, e.stream);
+  out.launch = [&op, st, index](Executor &e, const std::vector<TensorRef> &t) {
+    if (!e.splitOfRotary.empty() && e.splitOfRotary[size_t(index)] >= 0) // its split did it
+      return std::string();
+    RotaryArgs a;
+    if (std::string err = rotaryArgsOf(e, op, t, a); !err.empty())
+      return err;
+    return rotary(st, a, e.stream);
   };
   return {};
 }
@@ -637,6 +659,12 @@ public:
     batch_.count = 0;
     return err;
   }
+  // The pieces left and a rotated one, in one launch.
+  std::string flushWithRotary(Storage st, const RotaryArgs &rotary) {
+    std::string err = stridedCopiesAndRotary(st, batch_, rotary, stream_);
+    batch_.count = 0;
+    return err;
+  }
 
 private:
   StridedCopies batch_;
@@ -672,7 +700,7 @@ std::string prepareCopy(Executor &ex, const PlanOp &op, PreparedOp &out) {
   return {};
 }
 
-std::string prepareDataMovement(Executor &ex, const PlanOp &op, PreparedOp &out) {
+std::string prepareDataMovement(Executor &ex, const PlanOp &op, PreparedOp &out, int index) {
   Storage st;
   if (std::string err = floatStorage(ex, op, st); !err.empty())
     return err;
@@ -749,14 +777,25 @@ std::string prepareDataMovement(Executor &ex, const PlanOp &op, PreparedOp &out)
       return batch.flush();
     };
   } else if (k == "split") {
-    out.launch = [&op, elem](Executor &e, const std::vector<TensorRef> &t) -> std::string {
+    out.launch = [&op, elem, st, index](Executor &e, const std::vector<TensorRef> &t) -> std::string {
       const Shape &in = t[size_t(op.inputs[0])].shape;
       const int axis = axisOf(op, in.rank);
       int64_t inStrides[kMaxRank], at = 0;
       contiguousStrides(in, inStrides);
+      // A piece that a rotary op turns (splitRotaries): rotated here, from the input's rows.
+      const Executor::SplitRotary fused = e.rotaryOfSplit.empty() ? Executor::SplitRotary() : e.rotaryOfSplit[size_t(index)];
+      RotaryArgs rotaryPiece;
       CopyBatch batch(e.stream);
       for (int o : op.outputs) {
         const Shape &part = t[size_t(o)].shape;
+        if (o == fused.piece) {
+          if (std::string err = rotaryArgsOf(e, e.plan->ops[size_t(fused.rotary)], t, rotaryPiece); !err.empty())
+            return err;
+          rotaryPiece.x = static_cast<const char *>(e.at(op.inputs[0])) + at * elem;
+          rotaryPiece.xRowStride = in.dims[in.rank - 1];
+          at += part.dims[axis];
+          continue;
+        }
         StridedCopy c = copyOf(part, elem);
         for (int d = 0; d < in.rank; ++d)
           c.src[d] = inStrides[d];
@@ -767,7 +806,7 @@ std::string prepareDataMovement(Executor &ex, const PlanOp &op, PreparedOp &out)
         if (std::string err = batch.add(e.at(op.inputs[0]), d.base, c); !err.empty())
           return err;
       }
-      return batch.flush();
+      return fused.rotary >= 0 ? batch.flushWithRotary(st, rotaryPiece) : batch.flush();
     };
   } else if (k == "expand") {
     out.launch = [&op, elem](Executor &e, const std::vector<TensorRef> &t) {
@@ -1010,14 +1049,14 @@ std::string prepareOp(Executor &ex, int k, PreparedOp &p, size_t &scratch) {
   else if (op.kernel == "fused_attention")
     err = prepareAttention(ex, op, p);
   else if (op.kernel == "rotary")
-    err = prepareRotary(ex, op, p);
+    err = prepareRotary(ex, op, p, k);
   else if (op.kernel == "fused_elementwise")
     err = prepareFusedElementwise(ex, op, p, k);
   else if (isCopyOp(op.kernel))
     err = prepareCopy(ex, op, p);
   else if (op.kernel == "transpose" || op.kernel == "slice" || op.kernel == "concat" || op.kernel == "split" ||
            op.kernel == "expand")
-    err = prepareDataMovement(ex, op, p);
+    err = prepareDataMovement(ex, op, p, k);
   else if (op.kernel == "shape" || op.kernel == "range" || op.kernel == "gather_nd")
     err = prepareSmallOp(ex, op, p);
   else if (op.kernel == "latent_attention")
@@ -1075,10 +1114,10 @@ struct ArenaLayout {
   std::vector<int> owner;
 };
 
-// `cacheRows` (may be empty): values written into a linked cache (Executor::cacheRows), which need
-// no bytes of their own.
+// `elsewhere` (may be empty): values with no bytes of their own (written into a linked cache, or
+// by no launch at all: InPlace).
 ArenaLayout planDeviceArena(const llmc_plan_t &plan, const std::vector<bool> &resident, const std::vector<int> &order,
-                            const std::vector<int> &cacheRows) {
+                            const std::vector<bool> &elsewhere) {
   std::vector<Lifetime> lifetimes = planLifetimes(plan, order);
   for (size_t i = 0; i < plan.values.size(); ++i) {
     const PlanValue &v = plan.values[i];
@@ -1096,8 +1135,8 @@ ArenaLayout planDeviceArena(const llmc_plan_t &plan, const std::vector<bool> &re
   }
   ArenaLayout layout;
   layout.owner = aliasCopies(copies, resident, lifetimes);
-  for (size_t v = 0; v < cacheRows.size(); ++v)
-    if (cacheRows[v] >= 0 && layout.owner[v] == int(v))
+  for (size_t v = 0; v < elsewhere.size(); ++v)
+    if (elsewhere[v] && layout.owner[v] == int(v))
       lifetimes[v].bytes = 0;
   layout.arena = planArena(lifetimes, kAlign);
   return layout;
@@ -1134,44 +1173,103 @@ LengthFreeSplit splitOf(const Executor &ex) {
   });
 }
 
-// A linked cache's new rows, from the op that makes them to its concatenation: where that op is
-// a split (a piece) or a rotary, which can write at the cache's end themselves, and only copy ops
-// (reshape, squeeze, ...; no bytes moved) lie between, each value read by the next op alone.
-// Per value on such a way: the concatenation (op index); -1 elsewhere.
-std::vector<int> cacheRowsOf(const Executor &ex) {
-  const llmc_plan_t &plan = *ex.plan;
-  std::vector<int> producer(plan.values.size(), -1), readers(plan.values.size(), 0), rows(plan.values.size(), -1);
+// Who writes and who reads each value of a plan (plan outputs count as a reader).
+struct ValueUses {
+  std::vector<int> producer, readers;
+};
+
+ValueUses usesOf(const llmc_plan_t &plan) {
+  ValueUses u{std::vector<int>(plan.values.size(), -1), std::vector<int>(plan.values.size(), 0)};
   for (size_t k = 0; k < plan.ops.size(); ++k) {
     for (int v : plan.ops[k].inputs)
       if (v >= 0)
-        ++readers[size_t(v)];
+        ++u.readers[size_t(v)];
     for (int v : plan.ops[k].outputs)
-      producer[size_t(v)] = int(k);
+      u.producer[size_t(v)] = int(k);
   }
   for (int v : plan.outputs)
-    ++readers[size_t(v)];
+    ++u.readers[size_t(v)];
+  return u;
+}
+
+// From value `v` back through copy ops (reshape, squeeze, ...: the same bytes), each value read
+// by the next op alone, to the first op that is not a copy: its index, with `way` the values
+// from `v` back to that op's output; -1 where a value has other readers or no producer.
+int backThroughCopies(const llmc_plan_t &plan, const ValueUses &uses, int v, std::vector<int> &way) {
+  way.clear();
+  while (v >= 0 && uses.readers[size_t(v)] == 1 && uses.producer[size_t(v)] >= 0) {
+    way.push_back(v);
+    const PlanOp &made = plan.ops[size_t(uses.producer[size_t(v)])];
+    if (!isCopyOp(made.kernel))
+      return uses.producer[size_t(v)];
+    const bool aliased = !made.inputs.empty() && onDevice(plan.values[size_t(made.inputs[0])]) == onDevice(plan.values[size_t(v)]);
+    v = aliased ? made.inputs[0] : -1;
+  }
+  return -1;
+}
+
+// What the launches of a plan with linked caches write in place of their own outputs:
+// - cacheRows (per value: a concatenation op, else -1): a linked cache's new rows, where the op
+//   that makes them is a split (a piece) or a rotary, which write at the cache's end themselves,
+//   with only copy ops between; the concatenation then copies nothing;
+// - rotaryOfSplit / splitOfRotary: a key rotation on rows [B, S, H * D] whose input is a piece of
+//   a split along the last axis (through copy ops), whose tables are made before the split, and
+//   whose output goes into a linked cache (so writing it at the split's turn frees no arena slot
+//   early): the split rotates that piece in its own launch (stridedCopiesAndRotary);
+// - elsewhere: the values those leave without bytes of their own.
+struct InPlace {
+  std::vector<int> cacheRows;
+  std::vector<Executor::SplitRotary> rotaryOfSplit;
+  std::vector<int> splitOfRotary;
+  std::vector<bool> elsewhere;
+};
+
+InPlace inPlaceOf(const Executor &ex, const std::vector<int> &order) {
+  const llmc_plan_t &plan = *ex.plan;
+  const ValueUses uses = usesOf(plan);
+  InPlace p{std::vector<int>(plan.values.size(), -1), std::vector<Executor::SplitRotary>(plan.ops.size()),
+            std::vector<int>(plan.ops.size(), -1), std::vector<bool>(plan.values.size(), false)};
+  std::vector<int> way;
   for (size_t k = 0; k < plan.ops.size(); ++k) {
     const PlanOp &concat = plan.ops[k];
     if (concat.kernel != "concat" || ex.ops[k].lengthSlot < 0 || !linkedInPlace(ex, concat.inputs[0], concat.outputs[0]))
       continue;
-    std::vector<int> way;
-    for (int v = concat.inputs[1]; v >= 0 && readers[size_t(v)] == 1 && producer[size_t(v)] >= 0;) {
-      way.push_back(v);
-      const PlanOp &made = plan.ops[size_t(producer[size_t(v)])];
-      if (made.kernel == "split" || made.kernel == "rotary") {
-        if (onDevice(plan.values[size_t(v)]) == onDevice(plan.values[size_t(concat.outputs[0])]))
-          for (int w : way)
-            rows[size_t(w)] = int(k);
-        break;
-      }
-      const bool aliased = isCopyOp(made.kernel) && !made.inputs.empty() &&
-                           onDevice(plan.values[size_t(made.inputs[0])]) == onDevice(plan.values[size_t(v)]);
-      v = aliased ? made.inputs[0] : -1;
-    }
+    const int maker = backThroughCopies(plan, uses, concat.inputs[1], way);
+    if (maker >= 0 && (plan.ops[size_t(maker)].kernel == "split" || plan.ops[size_t(maker)].kernel == "rotary") &&
+        onDevice(plan.values[size_t(way.back())]) == onDevice(plan.values[size_t(concat.outputs[0])]))
+      for (int w : way)
+        p.cacheRows[size_t(w)] = int(k), p.elsewhere[size_t(w)] = true;
   }
-  return rows;
+  std::vector<int> position(plan.ops.size(), 0);
+  for (size_t i = 0; i < order.size(); ++i)
+    position[size_t(order[i])] = int(i);
+  for (size_t r = 0; r < plan.ops.size(); ++r) {
+    const PlanOp &rotary = plan.ops[r];
+    if (rotary.kernel != "rotary" || plan.values[size_t(rotary.inputs[0])].shape.rank != 3 ||
+        rotary.attrs.getInt("num_heads", 0) <= 0 || p.cacheRows[size_t(rotary.outputs[0])] < 0)
+      continue;
+    const int split = backThroughCopies(plan, uses, rotary.inputs[0], way);
+    if (split < 0 || plan.ops[size_t(split)].kernel != "split" || p.rotaryOfSplit[size_t(split)].rotary >= 0)
+      continue;
+    const PlanOp &pieces = plan.ops[size_t(split)];
+    const PlanValue &whole = plan.values[size_t(pieces.inputs[0])];
+    bool tablesReady = true;
+    for (size_t i = 1; i < rotary.inputs.size(); ++i) {
+      const int v = rotary.inputs[i];
+      tablesReady &= v < 0 || uses.producer[size_t(v)] < 0 || position[size_t(uses.producer[size_t(v)])] < position[size_t(split)];
+    }
+    const PlanValue &keys = plan.values[size_t(rotary.inputs[0])], &piece = plan.values[size_t(way.back())];
+    if (!tablesReady || whole.shape.rank != 3 || axisOf(pieces, 3) != 2 || pieces.outputs.size() > size_t(kMaxCopies) + 1 ||
+        !isFloat(whole) || onDevice(whole) != onDevice(plan.values[size_t(rotary.outputs[0])]) ||
+        piece.shape.rank != 3 || keys.shape.dims[2] != piece.shape.dims[2] || keys.shape.dims[2] < 0)
+      continue;
+    p.rotaryOfSplit[size_t(split)] = {int(r), way.back()};
+    p.splitOfRotary[r] = split;
+    for (int w : way)
+      p.elsewhere[size_t(w)] = true;
+  }
+  return p;
 }
-
 // The order the ops run in: the split's, where it holds; else the plan's.
 std::vector<int> runOrder(const llmc_plan_t &plan, const LengthFreeSplit &split) {
   if (split.whyNot.empty() && !split.order.empty())
@@ -1212,8 +1310,11 @@ std::string layoutArena(Executor &ex) {
   ex.split = splitOf(ex);
   ex.order = runOrder(plan, ex.split);
   buildSegments(ex);
-  ex.cacheRows = cacheRowsOf(ex);
-  const ArenaLayout layout = planDeviceArena(plan, ex.resident, ex.order, ex.cacheRows);
+  InPlace inPlace = inPlaceOf(ex, ex.order);
+  ex.cacheRows = std::move(inPlace.cacheRows);
+  ex.rotaryOfSplit = std::move(inPlace.rotaryOfSplit);
+  ex.splitOfRotary = std::move(inPlace.splitOfRotary);
+  const ArenaLayout layout = planDeviceArena(plan, ex.resident, ex.order, inPlace.elsewhere);
   const ArenaPlan &arena = layout.arena;
   const std::vector<int> &owner = layout.owner;
   cudaFree(ex.arena);
@@ -1516,8 +1617,11 @@ void destroy(void *state) { delete static_cast<Executor *>(state); }
 
 size_t deviceBytes(void *state) {
   const Executor &ex = *static_cast<Executor *>(state);
-  const size_t arena =
-      ex.arenaStale ? ex.scratchBytes + planDeviceArena(*ex.plan, ex.resident, runOrder(*ex.plan, splitOf(ex)), cacheRowsOf(ex)).arena.total : ex.arenaBytes;
+  size_t arena = ex.arenaBytes;
+  if (ex.arenaStale) { // as the next run will lay it out
+    const std::vector<int> order = runOrder(*ex.plan, splitOf(ex));
+    arena = ex.scratchBytes + planDeviceArena(*ex.plan, ex.resident, order, inPlaceOf(ex, order).elsewhere).arena.total;
+  }
   return ex.weightBytes + arena + ex.stagingBytes + ex.cacheBytes + 2 * ex.workspaceBytes + sizeof(int);
 }
 
@@ -1560,13 +1664,14 @@ std::string describeDecodeGraphs(const llmc_plan_t &plan) {
       ex.resident[size_t(op.inputs[0])] = ex.resident[size_t(op.outputs[0])] = true;
       ex.device_[size_t(op.inputs[0])] = ex.device_[size_t(op.outputs[0])] = reinterpret_cast<void *>(++pairs * kAlign);
     }
-  std::set<int> inPlace;
-  for (int concat : cacheRowsOf(ex))
-    if (concat >= 0)
-      inPlace.insert(concat);
-  const std::string appends = std::to_string(inPlace.size()) + " of " + std::to_string(pairs) +
-                              " cache appends written in place by the op that makes the rows";
   const LengthFreeSplit split = splitOf(ex);
+  const InPlace inPlace = inPlaceOf(ex, runOrder(plan, split));
+  const std::set<int> appendsInPlace(inPlace.cacheRows.begin(), inPlace.cacheRows.end());
+  const size_t rotations = size_t(std::count_if(inPlace.splitOfRotary.begin(), inPlace.splitOfRotary.end(),
+                                                [](int k) { return k >= 0; }));
+  const std::string appends = "cache appends written in place by the op that makes the rows: " +
+                              std::to_string(appendsInPlace.size() - appendsInPlace.count(-1)) + " of " +
+                              std::to_string(pairs) + "; key rotations done by their QKV split: " + std::to_string(rotations);
   if (split.lengthSymbol.empty())
     return "no attention over a cache that grows: each input-shape bucket is one graph, captured once";
   if (!split.whyNot.empty())

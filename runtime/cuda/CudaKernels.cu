@@ -10,6 +10,7 @@
 #include <cuda_runtime.h>
 
 #include <cmath>
+#include <type_traits>
 
 namespace llmc::rt::cuda {
 namespace {
@@ -116,39 +117,42 @@ __global__ void softmaxKernel(const T *__restrict__ x, T *__restrict__ y, int64_
     y[base + c] = fromF<T>(row[c] * inv);
 }
 
-template <typename T>
-__global__ void rotaryKernel(const T *__restrict__ x, ShiftedOutput out, const T *__restrict__ cosT,
-                             const T *__restrict__ sinT, int64_t tableRows, const int64_t *__restrict__ positions,
-                             int64_t B, int64_t H, int64_t S, int64_t D, int64_t rot, bool interleaved, bool flat,
-                             int *error) {
-  T *__restrict__ y = static_cast<T *>(out.base) + (out.shift ? *out.shift * out.shiftStride : 0);
-  const int64_t n = B * H * S * D, half = rot / 2;
-  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += int64_t(gridDim.x) * blockDim.x) {
+// Rotary embedding (see RotaryArgs) of the elements first, first + stride, ...: a grid-stride loop
+// shared by the rotary kernel and the split that rotates its keys piece.
+template <typename T> __device__ void rotaryElements(const RotaryArgs &r, int64_t first, int64_t stride) {
+  const T *__restrict__ x = static_cast<const T *>(r.x);
+  T *__restrict__ y = static_cast<T *>(r.y.base) + (r.y.shift ? *r.y.shift * r.y.shiftStride : 0);
+  const T *__restrict__ cosT = static_cast<const T *>(r.cos), *__restrict__ sinT = static_cast<const T *>(r.sin);
+  const int64_t B = r.B, H = r.H, S = r.S, D = r.D, n = B * H * S * D, half = r.rotaryDim / 2;
+  for (int64_t e = first; e < n; e += stride) {
     const int64_t d = e % D, rowIndex = e / D;
     int64_t b, h, s;
-    if (flat) { // rows ordered (b, s, h)
+    if (r.flat) { // rows ordered (b, s, h)
       h = rowIndex % H, s = (rowIndex / H) % S, b = rowIndex / (H * S);
-    } else {    // rows ordered (b, h, s)
+    } else {      // rows ordered (b, h, s)
       s = rowIndex % S, h = (rowIndex / S) % H, b = rowIndex / (S * H);
     }
-    (void)h;
-    const int64_t base = rowIndex * D;
-    if (d >= rot) {
-      y[e] = x[e];
+    const int64_t base = r.flat && r.xRowStride ? (b * S + s) * r.xRowStride + h * D : rowIndex * D;
+    if (d >= r.rotaryDim) {
+      y[e] = x[base + d];
       continue;
     }
-    const int64_t pos = positions ? positions[b * S + s] : b * S + s; // without ids: tables [B, S, rot/2]
-    if (pos < 0 || pos >= tableRows) {
-      atomicExch(error, 1);
-      y[e] = x[e];
+    const int64_t pos = r.positions ? r.positions[b * S + s] : b * S + s; // without ids: tables [B, S, rot/2]
+    if (pos < 0 || pos >= r.tableRows) {
+      atomicExch(r.error, 1);
+      y[e] = x[base + d];
       continue;
     }
-    const int64_t i = interleaved ? d / 2 : (d < half ? d : d - half);
-    const int64_t a = interleaved ? 2 * i : i, bIdx = interleaved ? 2 * i + 1 : i + half;
+    const int64_t i = r.interleaved ? d / 2 : (d < half ? d : d - half);
+    const int64_t a = r.interleaved ? 2 * i : i, bIdx = r.interleaved ? 2 * i + 1 : i + half;
     const float c = toF(cosT[pos * half + i]), sn = toF(sinT[pos * half + i]);
     const float x1 = toF(x[base + a]), x2 = toF(x[base + bIdx]);
     y[e] = fromF<T>(d == a ? x1 * c - x2 * sn : x2 * c + x1 * sn);
   }
+}
+
+template <typename T> __global__ void rotaryKernel(RotaryArgs r) {
+  rotaryElements<T>(r, int64_t(blockIdx.x) * blockDim.x + threadIdx.x, int64_t(gridDim.x) * blockDim.x);
 }
 
 template <typename T>
@@ -363,20 +367,15 @@ std::string softmax(Storage s, const void *x, void *y, int64_t rows, int64_t col
   return launched("softmax");
 }
 
-std::string rotary(Storage s, const void *x, ShiftedOutput y, const void *cos, const void *sin, int64_t positionsInTable,
-                   const int64_t *positions, int64_t B, int64_t H, int64_t S, int64_t D, int64_t rotaryDim,
-                   bool interleaved, bool flat, int *error, void *stream) {
-  if (rotaryDim <= 0 || rotaryDim % 2 || rotaryDim > D)
+std::string rotary(Storage s, const RotaryArgs &a, void *stream) {
+  if (a.rotaryDim <= 0 || a.rotaryDim % 2 || a.rotaryDim > a.D)
     return "rotary: rotaryDim must be even and within the head";
-  const int64_t n = B * H * S * D;
+  const int64_t n = a.B * a.H * a.S * a.D;
   if (n == 0)
     return {};
   dispatch(s, [&](auto tag) {
-    using T = decltype(tag);
-    rotaryKernel<T><<<unsigned(blocksFor(n, kElementThreads)), kElementThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-        static_cast<const T *>(x), y, static_cast<const T *>(cos), static_cast<const T *>(sin),
-        positionsInTable, positions, B, H, S, D, rotaryDim,
-        interleaved, flat, error);
+    rotaryKernel<decltype(tag)>
+        <<<unsigned(blocksFor(n, kElementThreads)), kElementThreads, 0, static_cast<cudaStream_t>(stream)>>>(a);
   });
   return launched("rotary");
 }
@@ -464,13 +463,11 @@ std::string linearEpilogue(Storage s, const void *y, void *out, const void *gate
 namespace llmc::rt::cuda {
 namespace {
 
-// Piece blockIdx.y of the batch; the blocks along x stride over its elements. __grid_constant__
-// makes reading the pieces where the launch put them (not a per-thread copy for the dynamic
-// index) a guarantee rather than the optimizer's choice (nvcc 13 makes it either way).
-template <typename E> __global__ void stridedCopyKernel(const __grid_constant__ StridedCopies b) {
-  const StridedCopy &c = b.copy[blockIdx.y];
-  const E *__restrict__ src = static_cast<const E *>(b.src[blockIdx.y]);
-  E *__restrict__ dst = static_cast<E *>(b.dst[blockIdx.y]);
+// Piece `piece` of the batch; the blocks along x stride over its elements.
+template <typename E> __device__ void copyPiece(const StridedCopies &b, int piece) {
+  const StridedCopy &c = b.copy[piece];
+  const E *__restrict__ src = static_cast<const E *>(b.src[piece]);
+  E *__restrict__ dst = static_cast<E *>(b.dst[piece]);
   int64_t n = 1;
   for (int k = 0; k < c.rank; ++k)
     n *= c.dims[k];
@@ -484,6 +481,22 @@ template <typename E> __global__ void stridedCopyKernel(const __grid_constant__ 
     }
     dst[d] = src[s];
   }
+}
+
+// Piece blockIdx.y. __grid_constant__ makes reading the pieces where the launch put them (not a
+// per-thread copy for the dynamic index) a guarantee rather than the optimizer's choice (nvcc 13
+// makes it either way).
+template <typename E> __global__ void stridedCopyKernel(const __grid_constant__ StridedCopies b) {
+  copyPiece<E>(b, int(blockIdx.y));
+}
+
+// The pieces along y, then one more y for the rotary piece (stridedCopiesAndRotary).
+template <typename T> __global__ void copiesAndRotaryKernel(const __grid_constant__ StridedCopies b, RotaryArgs r) {
+  using Bits = std::conditional_t<sizeof(T) == 2, uint16_t, uint32_t>;
+  if (int(blockIdx.y) < b.count)
+    copyPiece<Bits>(b, int(blockIdx.y));
+  else
+    rotaryElements<T>(r, int64_t(blockIdx.x) * blockDim.x + threadIdx.x, int64_t(gridDim.x) * blockDim.x);
 }
 
 // DType numbers (Tensor.h).
@@ -664,6 +677,26 @@ std::string stridedCopies(const StridedCopies &batch, void *stream) {
   });
   return known ? launched("stridedCopy")
                : "stridedCopy: elements of " + std::to_string(batch.copy[0].elemBytes) + " bytes";
+}
+
+std::string stridedCopiesAndRotary(Storage s, const StridedCopies &copies, const RotaryArgs &rotary, void *stream) {
+  if (copies.count < 0 || copies.count >= kMaxCopies + 1)
+    return "stridedCopiesAndRotary: " + std::to_string(copies.count) + " pieces";
+  int64_t most = rotary.B * rotary.H * rotary.S * rotary.D;
+  for (int i = 0; i < copies.count; ++i) {
+    if (copies.copy[i].rank > kMaxDims || copies.copy[i].elemBytes != int(storageBytes(s)))
+      return "stridedCopiesAndRotary: a piece of another element size or rank above " + std::to_string(kMaxDims);
+    most = std::max(most, numelOf(copies.copy[i].rank, copies.copy[i].dims));
+  }
+  if (rotary.rotaryDim <= 0 || rotary.rotaryDim % 2 || rotary.rotaryDim > rotary.D || !rotary.flat)
+    return "stridedCopiesAndRotary: rotaryDim must be even and within the head, on rows";
+  if (most == 0)
+    return {};
+  const dim3 grid(unsigned(blocksFor(most, kElementThreads)), unsigned(copies.count + 1));
+  dispatch(s, [&](auto tag) {
+    copiesAndRotaryKernel<decltype(tag)><<<grid, kElementThreads, 0, static_cast<cudaStream_t>(stream)>>>(copies, rotary);
+  });
+  return launched("stridedCopiesAndRotary");
 }
 
 std::string stridedCopy(const void *src, void *dst, const StridedCopy &c, void *stream) {

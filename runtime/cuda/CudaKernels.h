@@ -28,7 +28,7 @@ std::string softmax(Storage s, const void *x, void *y, int64_t rows, int64_t col
 // given: a cache's new rows written after the rows already there, whose count the launch does
 // not know (a graph replayed for every cache length; CudaExecutor.cpp).
 struct ShiftedOutput {
-  void *base;
+  void *base = nullptr;
   const int64_t *shift = nullptr;
   int64_t shiftStride = 0;
 };
@@ -37,10 +37,21 @@ struct ShiftedOutput {
 // dimensions of each head turn by the angles of each token's position (cos/sin tables
 // [positions, rotaryDim / 2] in the same storage; positions [B, S] int64, or null with tables
 // [B, S, rotaryDim / 2]: row b * S + s), pairs (i, i + rotaryDim/2) or, with `interleaved`,
-// (2i, 2i + 1). A position outside the tables sets *error (device int) to 1.
-std::string rotary(Storage s, const void *x, ShiftedOutput y, const void *cos, const void *sin, int64_t positionsInTable,
-                   const int64_t *positions, int64_t B, int64_t H, int64_t S, int64_t D, int64_t rotaryDim,
-                   bool interleaved, bool flat, int *error, void *stream);
+// (2i, 2i + 1). A position outside the tables sets *error (device int) to 1. With `flat`, x's rows
+// may be pieces of wider ones: `xRowStride` elements from one token's row to the next (0: H * D),
+// such as the keys within a merged QKV projection's output.
+struct RotaryArgs {
+  const void *x = nullptr;
+  int64_t xRowStride = 0;
+  ShiftedOutput y;
+  const void *cos = nullptr, *sin = nullptr;
+  int64_t tableRows = 0; // rows of the tables: positions must lie below
+  const int64_t *positions = nullptr;
+  int64_t B = 0, H = 0, S = 0, D = 0, rotaryDim = 0;
+  bool interleaved = false, flat = false;
+  int *error = nullptr;
+};
+std::string rotary(Storage s, const RotaryArgs &a, void *stream);
 
 // Embedding lookup: out[i, :] = table[ids[i], :] for `count` ids into a [rows, width] table. An id
 // outside [0, rows) (negative ids count from the end, as ONNX Gather) sets *error to 1 and writes zeros.
@@ -135,6 +146,11 @@ struct StridedCopies {
   StridedCopy copy[kMaxCopies];
 };
 std::string stridedCopies(const StridedCopies &batch, void *stream);
+
+// A split's pieces (`copies`, of the storage's element size) and one more piece rotated
+// (`rotary`, reading its rows within the split's input through xRowStride) in one launch: a merged
+// QKV projection's queries and values copied, its keys rotated into the cache.
+std::string stridedCopiesAndRotary(Storage s, const StridedCopies &copies, const RotaryArgs &rotary, void *stream);
 
 // One elementwise op of any element type with numpy broadcasting, computed in f64: the ops of
 // shape subgraphs and masks (integer and bool ones included) that no fused region took.

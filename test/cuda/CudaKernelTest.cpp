@@ -152,9 +152,11 @@ TEST(Cuda, RotaryMatchesTheCpu) {
           auto dx = upload(x.data, s), dcos = upload(cosT.data, s), dsin = upload(sinT.data, s), dpos = uploadRaw(pos.data);
           auto error = uploadRaw(std::vector<int>{0});
           Device y(size_t(B * H * S * D) * cu::storageBytes(s));
-          ASSERT_EQ(cu::rotary(s, dx->p, {y.p}, dcos->p, dsin->p, table, dpos->as<int64_t>(), B, H, S, D,
-                               rot, interleaved, flat, error->as<int>(), nullptr),
-                    "");
+          cu::RotaryArgs r;
+          r.x = dx->p, r.y.base = y.p, r.cos = dcos->p, r.sin = dsin->p, r.tableRows = table;
+          r.positions = dpos->as<int64_t>(), r.B = B, r.H = H, r.S = S, r.D = D, r.rotaryDim = rot;
+          r.interleaved = interleaved, r.flat = flat, r.error = error->as<int>();
+          ASSERT_EQ(cu::rotary(s, r, nullptr), "");
           expectClose(download(y, size_t(B * H * S * D), s), want.data, tolerance(s), std::string("rotary ") + name(s));
           int flag = 1;
           cudaMemcpy(&flag, error->p, sizeof flag, cudaMemcpyDeviceToHost);
@@ -181,9 +183,10 @@ TEST(Cuda, RotaryByRowMatchesTheCpu) {
       auto dx = upload(x.data, s), dcos = upload(cosT.data, s), dsin = upload(sinT.data, s);
       auto error = uploadRaw(std::vector<int>{0});
       Device y(size_t(B * H * S * D) * cu::storageBytes(s));
-      ASSERT_EQ(cu::rotary(s, dx->p, {y.p}, dcos->p, dsin->p, B * S, nullptr, B, H, S, D, D, false, flat,
-                           error->as<int>(), nullptr),
-                "");
+      cu::RotaryArgs r;
+      r.x = dx->p, r.y.base = y.p, r.cos = dcos->p, r.sin = dsin->p, r.tableRows = B * S;
+      r.B = B, r.H = H, r.S = S, r.D = D, r.rotaryDim = D, r.flat = flat, r.error = error->as<int>();
+      ASSERT_EQ(cu::rotary(s, r, nullptr), "");
       expectClose(download(y, size_t(B * H * S * D), s), want.data, tolerance(s),
                   std::string("rotary by row ") + (flat ? "on rows " : "") + name(s));
       if (!flat)
@@ -195,14 +198,44 @@ TEST(Cuda, RotaryByRowMatchesTheCpu) {
       Device cache(size_t((past + S) * row) * cu::storageBytes(s));
       cudaMemset(cache.p, 0, cache.bytes);
       auto rows = uploadRaw(std::vector<int64_t>{past});
-      ASSERT_EQ(cu::rotary(s, dx->p, {cache.p, rows->as<int64_t>(), row}, dcos->p, dsin->p, B * S, nullptr, B, H, S, D,
-                           D, false, flat, error->as<int>(), nullptr),
-                "");
+      r.y = {cache.p, rows->as<int64_t>(), row};
+      ASSERT_EQ(cu::rotary(s, r, nullptr), "");
       const std::vector<float> all = download(cache, size_t((past + S) * row), s);
       expectClose(std::vector<float>(all.begin() + past * row, all.end()), want.data, tolerance(s),
                   std::string("rotary into a cache's rows ") + name(s));
       expectClose(std::vector<float>(all.begin(), all.begin() + past * row), std::vector<float>(size_t(past * row), 0.0f),
                   0.0f, std::string("rotary into a cache's rows: the rows before ") + name(s));
+
+      // The keys as the middle piece of wider rows [B, S, Q + H * D + V] (a merged QKV
+      // projection), split and rotated in one launch: queries and values copied out, keys
+      // rotated into the cache, against the CPU's split and rotary.
+      const int64_t Q = 2 * D, V = H * D, W = Q + H * D + V;
+      Buf<float> qkv(DType::F32, {B, S, W}, rounded(randomFloats(B * S * W, 63), s)), q(DType::F32, {B, S, Q}),
+          k(DType::F32, {B, S, H * D}), v(DType::F32, {B, S, V}), kWant(DType::F32, {B, S, H * D});
+      ASSERT_EQ(call("split", attrs({intAttr("axis", 2)}), {qkv.ref()}, {q.ref(), k.ref(), v.ref()}), "");
+      ASSERT_EQ(call("rotary", a, {k.ref(), cosT.ref(), sinT.ref(), none.ref()}, {kWant.ref()}), "");
+      auto dqkv = upload(qkv.data, s);
+      Device dq(size_t(B * S * Q) * cu::storageBytes(s)), dv(size_t(B * S * V) * cu::storageBytes(s));
+      cudaMemset(cache.p, 0, cache.bytes);
+      cu::StridedCopies pieces;
+      const int64_t offsets[2] = {0, Q + H * D}, widths[2] = {Q, V};
+      void *outs[2] = {dq.p, dv.p};
+      for (int i = 0; i < 2; ++i) {
+        cu::StridedCopy &c = pieces.copy[i];
+        c.rank = 3, c.elemBytes = int(cu::storageBytes(s)), c.srcBase = offsets[i];
+        const int64_t dims[3] = {B, S, widths[i]}, src[3] = {S * W, W, 1}, dst[3] = {S * widths[i], widths[i], 1};
+        for (int d = 0; d < 3; ++d)
+          c.dims[d] = dims[d], c.src[d] = src[d], c.dst[d] = dst[d];
+        pieces.src[i] = dqkv->p, pieces.dst[i] = outs[i];
+      }
+      pieces.count = 2;
+      r.x = static_cast<const char *>(dqkv->p) + Q * cu::storageBytes(s), r.xRowStride = W;
+      ASSERT_EQ(cu::stridedCopiesAndRotary(s, pieces, r, nullptr), "");
+      expectClose(download(dq, size_t(B * S * Q), s), q.data, 0.0f, std::string("split with rotary: queries ") + name(s));
+      expectClose(download(dv, size_t(B * S * V), s), v.data, 0.0f, std::string("split with rotary: values ") + name(s));
+      const std::vector<float> keys = download(cache, size_t((past + S) * row), s);
+      expectClose(std::vector<float>(keys.begin() + past * row, keys.end()), kWant.data, tolerance(s),
+                  std::string("split with rotary: keys into the cache ") + name(s));
     }
 }
 
