@@ -117,7 +117,7 @@ struct Executor {
   // Per value: the linked cache's concatenation (op index) whose new rows it is, written there by
   // its producer directly (cacheRowsOf), or -1.
   std::vector<int> cacheRows;
-  // Key rotations done by the split that makes their keys (splitRotaries): per split op, the
+  // Key rotations done by the split that makes their keys (inPlaceOf): per split op, the
   // rotary op and the piece it turns; per rotary op, its split (-1 elsewhere).
   struct SplitRotary {
     int rotary = -1, piece = -1;
@@ -366,7 +366,7 @@ std::string rotaryArgsOf(const Executor &e, const PlanOp &op, const std::vector<
 
 // rotary (ONNX RotaryEmbedding; llmc-raise-attention's key rotations): int64 position ids into
 // 2-D cos/sin tables, or no ids and tables [B, S, rot / 2]. A key rotation of a merged QKV
-// projection's piece may be done by its split instead (splitRotaries).
+// projection's piece may be done by its split instead (inPlaceOf).
 std::string prepareRotary(Executor &ex, const PlanOp &op, PreparedOp &out, int index) {
   Storage st;
   if (std::string err = floatStorage(ex, op, st); !err.empty())
@@ -782,7 +782,7 @@ std::string prepareDataMovement(Executor &ex, const PlanOp &op, PreparedOp &out,
       const int axis = axisOf(op, in.rank);
       int64_t inStrides[kMaxRank], at = 0;
       contiguousStrides(in, inStrides);
-      // A piece that a rotary op turns (splitRotaries): rotated here, from the input's rows.
+      // A piece that a rotary op turns (inPlaceOf): rotated here, from the input's rows.
       const Executor::SplitRotary fused = e.rotaryOfSplit.empty() ? Executor::SplitRotary() : e.rotaryOfSplit[size_t(index)];
       RotaryArgs rotaryPiece;
       CopyBatch batch(e.stream);
