@@ -468,8 +468,16 @@ struct RotateHalfPattern : OpRewritePattern<AddOp> {
     const Value cosAngles = anglesOf<CosOp>(cos, d, batch), sinAngles = anglesOf<SinOp>(sin, d, batch);
     if (!cosAngles || !sinAngles)
       return failure();
-    Operation *cosHalf = fusion::create(rewriter, op.getLoc(), "llmc.cos", {cosAngles});
-    Operation *sinHalf = fusion::create(rewriter, op.getLoc(), "llmc.sin", {sinAngles});
+    // The half tables depend on the angles alone: made right after them, so that they come
+    // before every layer's projections (the CUDA executor's split can then rotate the keys).
+    Operation *cosHalf, *sinHalf;
+    {
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPointAfterValue(cosAngles);
+      cosHalf = fusion::create(rewriter, op.getLoc(), "llmc.cos", {cosAngles});
+      rewriter.setInsertionPointAfterValue(sinAngles);
+      sinHalf = fusion::create(rewriter, op.getLoc(), "llmc.sin", {sinAngles});
+    }
     Operation *rotary =
         cosHalf && sinHalf
             ? fusion::create(rewriter, op.getLoc(), "llmc.rotary",
