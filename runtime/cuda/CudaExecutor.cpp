@@ -115,7 +115,7 @@ struct Executor {
   std::vector<int> order;
   Segment lengthFreeGraph; // ops [split.before, end) of `order`, one graph for every cache length
   // Per value: the linked cache's concatenation (op index) whose new rows it is, written there by
-  // its producer directly (cacheRowsOf), or -1.
+  // its producer directly (inPlaceOf), or -1.
   std::vector<int> cacheRows;
   // Key rotations done by the split that makes their keys (inPlaceOf): per split op, the
   // rotary op and the piece it turns; per rotary op, its split (-1 elsewhere).
@@ -328,7 +328,7 @@ std::string prepareLinear(Executor &ex, const PlanOp &op, PreparedOp &out, size_
   return {};
 }
 
-// Where an op writes value `v`: its own bytes, or, for a linked cache's new rows (cacheRowsOf),
+// Where an op writes value `v`: its own bytes, or, for a linked cache's new rows (inPlaceOf),
 // the cache itself after the rows already there (their count read from the length table), so
 // that the concatenation has nothing left to copy.
 ShiftedOutput destinationOf(const Executor &e, int v, const std::vector<TensorRef> &t) {
@@ -766,7 +766,7 @@ std::string prepareDataMovement(Executor &ex, const PlanOp &op, PreparedOp &out,
           c.dstBase = at * outStrides[axis];
         at += in.dims[axis];
         // A cache kept on the device: the past rows already lie where the present puts them, and
-        // the new ones where their producer wrote them (cacheRowsOf).
+        // the new ones where their producer wrote them (inPlaceOf).
         if (e.at(i) == e.at(op.outputs[0]) && c.dstBase == 0 && !c.dstShift && std::equal(c.src, c.src + c.rank, c.dst))
           continue;
         if (piece == 1 && !e.cacheRows.empty() && e.cacheRows[size_t(i)] >= 0)
