@@ -109,11 +109,13 @@ struct Executor {
   // device before any launch; `hostLengths` is its pinned staging copy.
   int lengthSlots = 0;
   int64_t *lengths = nullptr, *hostLengths = nullptr;
+  std::vector<int64_t> runLengths; // per slot: this run's length, -1 where its launch takes it as an argument
   // The ops in the order they run: those that must run before a graph replayed for every cache
   // length first (LengthFreeGraph.h), or the plan's order when no such split holds.
   LengthFreeSplit split;
   std::vector<int> order;
   Segment lengthFreeGraph; // ops [split.before, end) of `order`, one graph for every cache length
+  std::vector<int> graphLengthSlots; // the slots of that graph's ops with a length in their shapes (-1: none)
   // Per value: the linked cache's concatenation (op index) whose new rows it is, written there by
   // its producer directly (inPlaceOf), or -1.
   std::vector<int> cacheRows;
@@ -1281,7 +1283,8 @@ std::vector<int> runOrder(const llmc_plan_t &plan, const LengthFreeSplit &split)
 
 // The plan's graph segments, over the ops in the order they run: consecutive ops with one mark
 // are captured together; unmarked ops (which a graph cannot hold) are launched one by one. And
-// the ops after the split's prologue, as the graph for every cache length.
+// the ops after the split's prologue, as the graph for every cache length, with the length slots
+// each run checks before replaying it (lengthFreeRun).
 void buildSegments(Executor &ex) {
   const std::vector<PlanOp> &ops = ex.plan->ops;
   ex.segments.clear();
@@ -1299,6 +1302,11 @@ void buildSegments(Executor &ex) {
   }
   ex.lengthFreeGraph.first = ex.split.before, ex.lengthFreeGraph.end = ex.order.size();
   ex.lengthFreeGraph.capture = true;
+  ex.graphLengthSlots.clear();
+  if (ex.split.whyNot.empty())
+    for (size_t pos = ex.split.before; pos < ex.order.size(); ++pos)
+      if (hasLength(ex.split, ops[size_t(ex.order[pos])]))
+        ex.graphLengthSlots.push_back(ex.ops[size_t(ex.order[pos])].lengthSlot);
 }
 
 // Lays the arena out (after the linears' scratch slot) and allocates it, for the ops in the
@@ -1517,14 +1525,12 @@ std::string launchSegment(Executor &ex, Segment &seg, const std::vector<int64_t>
 // Whether this run can replay the graph for every cache length: the split holds, and each of the
 // graph's ops with a length in its shapes reads it from the length table in this run (a decode
 // step's attention does; a prompt's does not).
-bool lengthFreeRun(const Executor &ex, const std::vector<TensorRef> &tensors) {
+bool lengthFreeRun(const Executor &ex) {
   if (!ex.split.whyNot.empty() || ex.split.order.empty())
     return false;
-  for (size_t pos = ex.split.before; pos < ex.order.size(); ++pos) {
-    const PreparedOp &op = ex.ops[size_t(ex.order[pos])];
-    if (hasLength(ex.split, ex.plan->ops[size_t(ex.order[pos])]) && (!op.length || op.length(tensors) < 0))
+  for (int slot : ex.graphLengthSlots)
+    if (slot < 0 || ex.runLengths[size_t(slot)] < 0)
       return false;
-  }
   return true;
 }
 
@@ -1532,7 +1538,7 @@ bool lengthFreeRun(const Executor &ex, const std::vector<TensorRef> &tensors) {
 // one. A run that allows it (lengthFreeRun) launches the ops that build its mask, then replays
 // the graph for every cache length, keyed by the input shapes without their length dimensions.
 std::string launchAll(Executor &ex, const std::vector<TensorRef> &tensors) {
-  const bool lengthFree = ex.useGraphs && lengthFreeRun(ex, tensors);
+  const bool lengthFree = ex.useGraphs && lengthFreeRun(ex);
   std::vector<int64_t> key;
   for (int vi : ex.plan->inputs) {
     const Shape &s = tensors[size_t(vi)].shape;
@@ -1577,9 +1583,12 @@ std::string run(void *state, const std::vector<TensorRef> &tensors) {
         return err;
   }
   if (ex.lengthSlots) { // after the previous run's synchronisation: its copy is done
+    ex.runLengths.resize(size_t(ex.lengthSlots));
     for (const PreparedOp &op : ex.ops)
-      if (op.lengthSlot >= 0)
-        ex.hostLengths[op.lengthSlot] = std::max<int64_t>(op.length(tensors), 0);
+      if (op.lengthSlot >= 0) {
+        ex.runLengths[size_t(op.lengthSlot)] = op.length(tensors);
+        ex.hostLengths[op.lengthSlot] = std::max<int64_t>(ex.runLengths[size_t(op.lengthSlot)], 0);
+      }
     if (cudaError_t e = cudaMemcpyAsync(ex.lengths, ex.hostLengths, size_t(ex.lengthSlots) * sizeof(int64_t),
                                         cudaMemcpyHostToDevice, ex.stream);
         e != cudaSuccess)
