@@ -367,9 +367,14 @@ std::string softmax(Storage s, const void *x, void *y, int64_t rows, int64_t col
   return launched("softmax");
 }
 
+static std::string checkRotary(const RotaryArgs &a) {
+  return a.rotaryDim <= 0 || a.rotaryDim % 2 || a.rotaryDim > a.D ? "rotary: rotaryDim must be even and within the head"
+                                                                   : "";
+}
+
 std::string rotary(Storage s, const RotaryArgs &a, void *stream) {
-  if (a.rotaryDim <= 0 || a.rotaryDim % 2 || a.rotaryDim > a.D)
-    return "rotary: rotaryDim must be even and within the head";
+  if (std::string err = checkRotary(a); !err.empty())
+    return err;
   const int64_t n = a.B * a.H * a.S * a.D;
   if (n == 0)
     return {};
@@ -657,18 +662,27 @@ template <typename F> bool byElementSize(int bytes, F &&f) {
 
 } // namespace
 
-std::string stridedCopies(const StridedCopies &batch, void *stream) {
+// Why a batch of pieces cannot be launched, or "": the count, their ranks, one element size
+// (`elemBytes`). `most` gets the largest piece's element count.
+static std::string checkPieces(const StridedCopies &batch, int elemBytes, int64_t &most) {
   if (batch.count < 0 || batch.count > kMaxCopies)
     return "stridedCopies: " + std::to_string(batch.count) + " pieces (at most " + std::to_string(kMaxCopies) + ")";
-  int64_t most = 0;
+  most = 0;
   for (int i = 0; i < batch.count; ++i) {
     const StridedCopy &c = batch.copy[i];
     if (c.rank < 0 || c.rank > kMaxDims)
       return "stridedCopy: rank above " + std::to_string(kMaxDims);
-    if (c.elemBytes != batch.copy[0].elemBytes)
+    if (c.elemBytes != elemBytes)
       return "stridedCopies: pieces of different element sizes";
     most = std::max(most, numelOf(c.rank, c.dims));
   }
+  return {};
+}
+
+std::string stridedCopies(const StridedCopies &batch, void *stream) {
+  int64_t most = 0;
+  if (std::string err = checkPieces(batch, batch.copy[0].elemBytes, most); !err.empty())
+    return err;
   if (most == 0)
     return {};
   const dim3 grid(unsigned(blocksFor(most, kElementThreads)), unsigned(batch.count));
@@ -680,16 +694,14 @@ std::string stridedCopies(const StridedCopies &batch, void *stream) {
 }
 
 std::string stridedCopiesAndRotary(Storage s, const StridedCopies &copies, const RotaryArgs &rotary, void *stream) {
-  if (copies.count < 0 || copies.count >= kMaxCopies + 1)
-    return "stridedCopiesAndRotary: " + std::to_string(copies.count) + " pieces";
-  int64_t most = rotary.B * rotary.H * rotary.S * rotary.D;
-  for (int i = 0; i < copies.count; ++i) {
-    if (copies.copy[i].rank > kMaxDims || copies.copy[i].elemBytes != int(storageBytes(s)))
-      return "stridedCopiesAndRotary: a piece of another element size or rank above " + std::to_string(kMaxDims);
-    most = std::max(most, numelOf(copies.copy[i].rank, copies.copy[i].dims));
-  }
-  if (rotary.rotaryDim <= 0 || rotary.rotaryDim % 2 || rotary.rotaryDim > rotary.D || !rotary.flat)
-    return "stridedCopiesAndRotary: rotaryDim must be even and within the head, on rows";
+  int64_t most = 0;
+  if (std::string err = checkPieces(copies, int(storageBytes(s)), most); !err.empty())
+    return err;
+  if (std::string err = checkRotary(rotary); !err.empty())
+    return err;
+  if (!rotary.flat)
+    return "stridedCopiesAndRotary: the rotated piece must be rows [B, S, H * D]";
+  most = std::max(most, rotary.B * rotary.H * rotary.S * rotary.D);
   if (most == 0)
     return {};
   const dim3 grid(unsigned(blocksFor(most, kElementThreads)), unsigned(copies.count + 1));
