@@ -7,6 +7,7 @@
 #include "RewriteStats.h"
 
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
 
 namespace llmc {
 #define GEN_PASS_DEF_LLMCMERGEPARALLELLINEARS
@@ -82,6 +83,24 @@ struct MergeParallelLinears : impl::LlmcMergeParallelLinearsBase<MergeParallelLi
 
   RewriteCounter packed{"llmc-merge-parallel-linears", "attentions reading a merged QKV projection directly"};
 
+  // Erases linears merged into one (`ops` in block order), and their weights and biases that
+  // nothing else reads, whose bytes are freed at once: the merged copy is what the plan keeps.
+  static void eraseMerged(func::FuncOp func, ArrayRef<LinearOp> ops) {
+    llvm::SetVector<Value> params; // once each: linears may share a constant (an empty bias)
+    for (LinearOp op : ops)
+      params.insert_range(ValueRange{op.getWeight(), op.getBias()});
+    for (LinearOp op : llvm::reverse(ops)) // users first: SwiGLU's up projection reads its gate's
+      op.erase();
+    for (Value v : params) {
+      auto constant = def<ConstantOp>(v);
+      if (!constant || !v.use_empty())
+        continue;
+      Attribute bytes = constant.getValue();
+      constant.erase();
+      releaseUnusedElements(func, bytes);
+    }
+  }
+
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     mergeSwiGlu(func);
@@ -142,8 +161,7 @@ struct MergeParallelLinears : impl::LlmcMergeParallelLinearsBase<MergeParallelLi
       Value result = buildLinear(b, up.getLoc(), up.getInput(), concatenated(b, up.getLoc(), pair), "swiglu",
                                  up.getTransB());
       up.getResult().replaceAllUsesWith(result);
-      up.erase();
-      gate.erase();
+      eraseMerged(func, pair);
       ++swiglus;
     }
   }
@@ -155,12 +173,13 @@ struct MergeParallelLinears : impl::LlmcMergeParallelLinearsBase<MergeParallelLi
         byInput[op.getInput()].push_back(op);
     });
     for (auto &[input, members] : byInput) {
-      // One group per transB setting; a lone linear stays as it is.
+      // One group per transB setting (sorted out before either is merged: merging erases its
+      // linears); a lone linear stays as it is.
+      SmallVector<LinearOp> byTransB[2];
+      for (LinearOp op : members)
+        byTransB[op.getTransB() ? 1 : 0].push_back(op);
       for (int64_t transB : {0, 1}) {
-        SmallVector<LinearOp> group;
-        for (LinearOp op : members)
-          if (op.getTransB() == transB)
-            group.push_back(op);
+        SmallVector<LinearOp> &group = byTransB[transB];
         if (group.size() < 2)
           continue;
         llvm::sort(group, [](LinearOp a, LinearOp b) { return a->isBeforeInBlock(b); });
@@ -174,10 +193,9 @@ struct MergeParallelLinears : impl::LlmcMergeParallelLinearsBase<MergeParallelLi
         Operation *split = fusion::create(b, loc, "llmc.split", {all},
                                           {b.getNamedAttr("axis", b.getI64IntegerAttr(rank - 1)),
                                            b.getNamedAttr("split", b.getDenseI64ArrayAttr(sizes))});
-        for (auto [op, part] : llvm::zip(group, split->getResults())) {
+        for (auto [op, part] : llvm::zip(group, split->getResults()))
           op.getResult().replaceAllUsesWith(part);
-          op.erase();
-        }
+        eraseMerged(func, group);
         ++groups;
         merged += int64_t(group.size());
       }

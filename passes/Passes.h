@@ -24,6 +24,7 @@ struct PipelineOptions {
   std::string mlaFactors = "auto"; // llmc-absorb-mla's factors option (llmc --mla-factors)
   std::vector<std::string> skipPasses; // passes left out by name (llmc --skip-pass), to measure each
   std::vector<std::string> lastPosition; // outputs cut to the last sequence position (llmc --last-position)
+  bool linearWeightsByOutput = false; // llmc-transpose-linear-weights (llmc --target cuda)
 };
 
 // The passes --skip-pass may name: the optimizations (the rest is needed for a valid plan).
@@ -32,8 +33,8 @@ std::vector<std::string> optionalPassNames();
 // fold shapes (canonicalization with the ops' kernel-backed folders plus type refinement, to a
 // fixed point; removes dead code) -> drop identities -> CSE -> canonicalize -> [fusion: raise
 // norms, activations, attention -> fuse residual+norm -> fuse linear epilogues -> fuse
-// elementwise -> canonicalize] -> fold transposes -> verify static shapes. docs/passes.md
-// explains each.
+// elementwise -> canonicalize] -> fold transposes -> [CUDA targets: transpose linear weights]
+// -> verify static shapes. docs/passes.md explains each.
 void buildDefaultPipeline(mlir::OpPassManager &pm, const PipelineOptions &options);
 
 // What llmc runs after the pipeline, on the way to a plan: annotations for the runtime (mark

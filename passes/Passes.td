@@ -220,6 +220,29 @@ def LlmcMergeParallelLinears : Pass<"llmc-merge-parallel-linears", "mlir::func::
   }];
 }
 
+def LlmcTransposeLinearWeights : Pass<"llmc-transpose-linear-weights", "mlir::func::FuncOp"> {
+  let summary = "Stores the constant weights of linears as [N, K] (transB), one row per output";
+  let description = [{
+    A decode step multiplies one row per sequence by every weight: its linears read the whole
+    weight for a few outputs each, and the CUDA executor's kernel for them (SmallLinear.cu) gives
+    each output one warp that streams that output's weights, which must then lie in one row. llmc
+    runs this pass for `--target cuda`; cuBLASLt takes either layout for the larger products, and
+    the CPU executor too. A weight that another op reads as well (a tied embedding table read by
+    a gather) keeps its layout; so does one that is not f32 data.
+
+    Before:
+    ```mlir
+    %w = llmc.constant dense<...> : tensor<2x3xf32>
+    %y = llmc.linear %x, %w, %none, %none, %none : (tensor<4x2xf32>, tensor<2x3xf32>, ...) -> tensor<4x3xf32>
+    ```
+    After:
+    ```mlir
+    %w = llmc.constant dense<...> : tensor<3x2xf32>
+    %y = llmc.linear %x, %w, %none, %none, %none {transB = 1 : i64} : (tensor<4x2xf32>, tensor<3x2xf32>, ...) -> tensor<4x3xf32>
+    ```
+  }];
+}
+
 def LlmcRaiseNorms : Pass<"llmc-raise-norms", "mlir::func::FuncOp"> {
   let summary = "Raises decomposed RMSNorm and LayerNorm to llmc.rms_norm / llmc.layer_norm";
   let description = [{

@@ -39,6 +39,9 @@ void buildDefaultPipeline(mlir::OpPassManager &pm, const PipelineOptions &option
         LlmcLastPositionOptions{llvm::SmallVector<std::string>(options.lastPosition.begin(), options.lastPosition.end())}));
   // After attention raising, which looks for the transposes of the head split and of K.
   add(createLlmcFoldTransposes());
+  // Last: the merged and absorbed weights are final.
+  if (options.linearWeightsByOutput)
+    add(createLlmcTransposeLinearWeights());
   if (options.verifyStaticShapes)
     add(createLlmcVerifyStaticShapes());
 }
@@ -50,7 +53,8 @@ void buildPlanPreparation(mlir::OpPassManager &pm) {
 std::vector<std::string> optionalPassNames() {
   return {"llmc-kv-cache-layout", "llmc-absorb-mla", "llmc-fold-conv-affine", "llmc-raise-norms",
           "llmc-raise-activations", "llmc-raise-attention", "llmc-fuse-residual-norm", "llmc-fuse-linear",
-          "llmc-merge-parallel-linears", "llmc-fuse-elementwise", "llmc-fold-transposes"};
+          "llmc-merge-parallel-linears", "llmc-fuse-elementwise", "llmc-fold-transposes",
+          "llmc-transpose-linear-weights"};
 }
 
 namespace {
@@ -63,6 +67,9 @@ struct PipelineCLOptions : mlir::PassPipelineOptions<PipelineCLOptions> {
   Option<std::string> mlaFactors{*this, "mla-factors",
                                  llvm::cl::desc("llmc-absorb-mla's W_UK/W_UV: auto, separate or multiplied"),
                                  llvm::cl::init("auto")};
+  Option<bool> linearWeightsByOutput{*this, "linear-weights-by-output",
+                                     llvm::cl::desc("Store linear weights [N, K] (llmc --target cuda does)"),
+                                     llvm::cl::init(false)};
 };
 } // namespace
 
@@ -76,6 +83,7 @@ void registerAllPasses() {
         options.fusion = cl.fusion;
         options.merging = cl.merging;
         options.mlaFactors = cl.mlaFactors;
+        options.linearWeightsByOutput = cl.linearWeightsByOutput;
         buildDefaultPipeline(pm, options);
       });
 }

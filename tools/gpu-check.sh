@@ -10,14 +10,17 @@
 #
 # What it covers: the hand-written CUDA kernels, cuBLASLt linears and the NVRTC-generated fused
 # elementwise kernel against the CPU kernels in f32, f16 and bf16 (llmc-cuda-tests), NVRTC
-# compiling every op for sm_80 and sm_90a (llmc-cuda-codegen-tests), whole plans of the tiny
-# models (f32, bf16, f16; KV-cache generation with the cache on the GPU) on the CUDA executor
-# against their CPU outputs (test/cuda/cuda_vs_cpu.py), then tools/gpu_benchmark.py: SmolLM2- and
-# Llama-3.2-1B-shaped plans without weights (bf16) against PyTorch eager and torch.compile.
+# compiling every op for sm_80 and sm_90a (llmc-cuda-codegen-tests), the decode linears' GEMV
+# against cuBLASLt (llmc-cuda-kernel-bench: time and HBM share at Llama-1B shapes), whole plans
+# of the tiny models (f32, bf16, f16; KV-cache generation with the cache on the GPU) on the CUDA
+# executor against their CPU outputs (test/cuda/cuda_vs_cpu.py), then tools/gpu_benchmark.py:
+# SmolLM2- and Llama-3.2-1B-shaped plans without weights (bf16) against PyTorch eager and
+# torch.compile.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 PACK=gpu-pack
 BINARIES=(llmc-cuda-tests llmc-cuda-codegen-tests)
+KERNEL_BENCH=llmc-cuda-kernel-bench
 
 case "${1:-}" in
 pack)
@@ -26,12 +29,14 @@ pack)
   for b in "${BINARIES[@]}"; do
     cp "$BUILD/test/$b" "$PACK/bin/"
   done
-  cp "$BUILD/tools/llmc-run/llmc-run" "$PACK/bin/"
+  cp "$BUILD/test/$KERNEL_BENCH" "$BUILD/tools/llmc-run/llmc-run" "$PACK/bin/"
   cp "$BUILD/runtime/libllmc.so" "$BUILD/runtime/libllmc_cuda.so" "$PACK/lib/"
   for lib in libopenblas.so.0 libgfortran.so.5 libquadmath.so.0; do
     path=$(ldd "$PACK/bin/llmc-cuda-tests" | awk -v l="$lib" '$1 == l {print $3}')
     [ -n "$path" ] && cp -L "$path" "$PACK/lib/"
   done
+  # Compressed: OpenBLAS alone is 35 MB of the 64 MiB that can be carried.
+  tar -czf "$PACK/lib.tar.gz" -C "$PACK" lib && rm -rf "$PACK/lib"
   python3 test/cuda/cuda_vs_cpu.py prepare --llmc "$BUILD/tools/llmc/llmc" --llmc-run "$BUILD/tools/llmc-run/llmc-run" \
     --out "$PACK/plans"
   python3 tools/gpu_benchmark.py prepare --llmc "$BUILD/tools/llmc/llmc" --out "$PACK/bench"
@@ -41,7 +46,9 @@ pack)
 run)
   [ -d "$PACK/bin" ] || { echo "no $PACK/: run 'tools/gpu-check.sh pack' on a build machine and carry it" >&2; exit 2; }
   # The pack's libraries first, then CUDA's own (cuBLASLt, NVRTC) from the machine's toolkit.
-  export LD_LIBRARY_PATH="$PWD/$PACK/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  libs=$(mktemp -d)
+  tar -xzf "$PACK/lib.tar.gz" -C "$libs"
+  export LD_LIBRARY_PATH="$libs/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   # The device tool returns only the tail of the output: keep all of it under $OUT, which it returns.
   if [ -n "${OUT:-}" ] && [ -d "$OUT" ]; then
     exec > >(tee -a "$OUT/gpu-check.log") 2>&1
@@ -67,6 +74,16 @@ run)
     *) summary+=("FAIL    $b: exit $rc (${took} s)") ; failed=1 ;;
     esac
   done
+  echo "== $KERNEL_BENCH: the decode step's linears, llmc's GEMV vs cuBLASLt"
+  set +e
+  timeout "$(limit 40)" "$PACK/bin/$KERNEL_BENCH"
+  rc=$?
+  set -e
+  case $rc in
+  0) summary+=("DONE    $KERNEL_BENCH (printed above)") ;;
+  77) summary+=("SKIPPED $KERNEL_BENCH: no usable GPU") ; failed=1 ;;
+  *) summary+=("FAIL    $KERNEL_BENCH: exit $rc") ; failed=1 ;;
+  esac
   echo "== whole plans: CUDA executor vs CPU outputs"
   set +e
   timeout "$(limit 150)" python3 test/cuda/cuda_vs_cpu.py check --llmc-run "$PACK/bin/llmc-run" --dir "$PACK/plans"
@@ -88,7 +105,7 @@ run)
   exit $failed
   ;;
 *)
-  sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
   ;;
 esac

@@ -8,8 +8,8 @@ random weights, bf16, batch 1. Printed, never asserted.
 
 Per model (a SmolLM2-135M-shaped and a Llama-3.2-1B-shaped decoder, models/export_bench_models.py):
 time to first token for a 512-token prompt, then time per output token over 128 tokens, for llmc
-with and without CUDA graphs, PyTorch eager and torch.compile(mode="reduce-overhead") (static
-cache). The share of the HBM roofline is the bytes one decode step must read (the bf16 weights
+with and without CUDA graphs (and with its decode linears on cuBLASLt instead of its own GEMV),
+PyTorch eager and torch.compile(mode="reduce-overhead") (static cache). The share of the HBM roofline is the bytes one decode step must read (the bf16 weights
 of every linear and of the LM head, and the KV cache at the mean context) over the time per
 token and the H200's 4.8 TB/s.
 """
@@ -61,13 +61,14 @@ TIMING = re.compile(r"prompt: (\d+) tokens in ([\d.]+) ms .*first token after ([
                     r"([\d.]+) ms per output token")
 
 
-def run_llmc(llmc_run, plan, graphs, vocab, repeat=3, timeout=240):
+def run_llmc(llmc_run, plan, graphs, vocab, gemv=True, repeat=3, timeout=240):
     """(TTFT ms, ms per output token, device MB, note) of the last of `repeat` generations, or an error
     string. The note says how many CUDA graphs were captured over all of them (with graphs on: the
-    prompt's, then one that every decode step replays)."""
+    prompt's, then one that every decode step replays). gemv=False runs every linear on cuBLASLt."""
     ids = ",".join(str((i * 7919 + 13) % vocab) for i in range(PROMPT))
     cmd = [llmc_run, "generate", plan, "--device", "cuda", "--prompt-ids", ids, "--max-tokens", str(NEW_TOKENS + 1),
-           "--ids", "--ignore-eos", "--repeat", str(repeat)] + ([] if graphs else ["--no-cuda-graphs"])
+           "--ids", "--ignore-eos", "--repeat", str(repeat)] + ([] if graphs else ["--no-cuda-graphs"]) + \
+          ([] if gemv else ["--no-cuda-gemv"])
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -137,6 +138,8 @@ def run(args):
         plan, vocab = os.path.join(args.dir, models[name]["plan"]), models[name]["config"]["vocab_size"]
         tasks.append((name, "llmc, CUDA graphs", lambda plan=plan, vocab=vocab: run_llmc(args.llmc_run, plan, True, vocab)))
         tasks.append((name, "llmc, no graphs", lambda plan=plan, vocab=vocab: run_llmc(args.llmc_run, plan, False, vocab)))
+        tasks.append((name, "llmc, graphs, cuBLASLt only",
+                      lambda plan=plan, vocab=vocab: run_llmc(args.llmc_run, plan, True, vocab, gemv=False)))
         if not args.no_torch:
             tasks.append((name, "PyTorch eager", lambda cfg=models[name]["config"]: run_torch(cfg, False)))
     if not args.no_torch and not args.no_compile:

@@ -98,6 +98,7 @@ struct Executor {
   std::string arch; // "sm_90a"
   size_t sharedOptIn = 0; // shared memory a block may opt in to
   bool useGraphs = true;
+  bool useSmallLinear = true; // linears of few rows with [N, K] weights on smallLinear (CudaOptions)
   bool dry = false; // checking a plan without a device: prepare nothing that needs one
   std::vector<Segment> segments;
   std::vector<bool> resident;       // per value: a linked cache, never copied to or from the host
@@ -283,6 +284,8 @@ std::string prepareGather(Executor &ex, const PlanOp &op, PreparedOp &out) {
 
 // linear: cuBLASLt (bias in its epilogue), then our epilogue kernel for what cuBLASLt has no
 // exact form of (SiLU, erf GELU, SwiGLU, gate, residual), through a scratch slot of the arena.
+// A call of at most kSmallLinearMaxM rows (a decode step) with an [N, K] weight runs on
+// smallLinear instead, epilogue included, unless the context turned it off.
 std::string prepareLinear(Executor &ex, const PlanOp &op, PreparedOp &out, size_t &scratchBytes) {
   const PlanValue &x = ex.plan->values[size_t(op.inputs[0])], &w = ex.plan->values[size_t(op.inputs[1])];
   Storage st;
@@ -317,6 +320,14 @@ std::string prepareLinear(Executor &ex, const PlanOp &op, PreparedOp &out, size_
   const int64_t N = spec.N, K = spec.K;
   out.launch = [=, &op](Executor &e, const std::vector<TensorRef> &t) {
     const int64_t M = t[size_t(op.inputs[0])].numel() / K;
+    if (transB && e.useSmallLinear) {
+      SmallLinearArgs a;
+      a.x = e.at(op.inputs[0]), a.w = e.at(op.inputs[1]), a.bias = bias ? e.at(op.inputs[2]) : nullptr;
+      a.gate = gate ? e.at(op.inputs[3]) : nullptr, a.residual = residual ? e.at(op.inputs[4]) : nullptr;
+      a.out = e.at(op.outputs[0]), a.M = M, a.N = N, a.K = K, a.swiglu = swiglu;
+      if (smallLinearTakes(st, a))
+        return cuda::smallLinear(st, a, activation, e.stream);
+    }
     void *y = epilogue ? e.arena : e.at(op.outputs[0]); // the scratch slot opens the arena
     if (std::string err = l->run(e.at(op.inputs[0]), e.at(op.inputs[1]), bias ? e.at(op.inputs[2]) : nullptr, y, M,
                                  e.workspace, e.stream);
@@ -1367,6 +1378,7 @@ std::string create(const llmc_plan_t &plan, const CudaOptions &options, void **s
   auto ex = std::make_unique<Executor>();
   attachPlan(*ex, plan);
   ex->useGraphs = options.graphs;
+  ex->useSmallLinear = options.smallLinear;
   cudaGetDevice(&ex->device);
   cudaDeviceProp props{};
   cudaGetDeviceProperties(&props, ex->device);
@@ -1681,13 +1693,28 @@ std::string describeDecodeGraphs(const llmc_plan_t &plan) {
   const std::string appends = "cache appends written in place by the op that makes the rows: " +
                               std::to_string(appendsInPlace.size() - appendsInPlace.count(-1)) + " of " +
                               std::to_string(pairs) + "; key rotations done by their QKV split: " + std::to_string(rotations);
+  // The linears a decode step (one row per sequence) runs on smallLinear: [N, K] weights whose
+  // rows are whole 16-byte loads.
+  size_t linears = 0, gemv = 0;
+  for (const PlanOp &op : plan.ops) {
+    if (op.kernel != "linear")
+      continue;
+    ++linears;
+    const PlanValue &w = plan.values[size_t(op.inputs[1])];
+    if (op.attrs.getInt("transB", 0) != 0 && w.shape.rank == 2 && w.shape.dims[1] * dtypeSize(onDevice(w)) % 16 == 0)
+      ++gemv;
+  }
+  const std::string linearLine =
+      "\nlinears a decode step runs on llmc's GEMV kernel ([N, K] weights): " + std::to_string(gemv) + " of " +
+      std::to_string(linears);
   if (split.lengthSymbol.empty())
-    return "no attention over a cache that grows: each input-shape bucket is one graph, captured once";
+    return "no attention over a cache that grows: each input-shape bucket is one graph, captured once" + linearLine;
   if (!split.whyNot.empty())
-    return "decode steps are captured as a graph again for each cache length: " + split.whyNot + "; " + appends;
+    return "decode steps are captured as a graph again for each cache length: " + split.whyNot + "; " + appends +
+           linearLine;
   return "decode steps replay one graph for every cache length: " + std::to_string(plan.ops.size() - split.before) +
          " ops in it, " + std::to_string(split.before) + " launched before it (those with the length in their shapes); " +
-         appends;
+         appends + linearLine;
 }
 
 const CudaBackend kBackend{kCudaBackendAbi, create,    run,           destroy,            deviceBytes, graphCount,

@@ -1,7 +1,6 @@
 // The CUDA executor's hand-written kernels (see CudaKernels.h): templates over the storage type,
 // f32 arithmetic throughout. One block per row for the row-wise kernels (the row staged in shared
 // memory as f32), one thread per element for the data movement ones.
-#include "Activation.h"
 #include "CudaKernels.h"
 #include "DeviceUtil.cuh"
 
@@ -299,17 +298,6 @@ template <typename T> __global__ void attentionKernel(AttentionArgs a) {
   }
 }
 
-__device__ __forceinline__ float activate(Activation act, float x) {
-  switch (act) {
-  case Activation::None: return x;
-  case Activation::Relu: return fmaxf(x, 0.0f);
-  case Activation::Silu: return x / (1.0f + __expf(-x));
-  case Activation::Gelu: return 0.5f * x * (1.0f + erff(x * 0.7071067811865476f));
-  case Activation::GeluTanh: return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
-  }
-  return x;
-}
-
 template <typename T>
 __global__ void linearEpilogueKernel(const T *__restrict__ y, T *__restrict__ out, const T *__restrict__ gate,
                                      const T *__restrict__ residual, int64_t M, int64_t N, Activation act, bool swiglu) {
@@ -318,8 +306,7 @@ __global__ void linearEpilogueKernel(const T *__restrict__ y, T *__restrict__ ou
     const int64_t m = e / N, c = e % N;
     float v;
     if (swiglu) {
-      const float g = toF(y[m * 2 * N + c]);
-      v = g / (1.0f + __expf(-g)) * toF(y[m * 2 * N + N + c]);
+      v = swigluOf(toF(y[m * 2 * N + c]), toF(y[m * 2 * N + N + c]));
     } else {
       v = activate(act, toF(y[e]));
     }

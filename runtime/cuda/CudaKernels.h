@@ -115,6 +115,23 @@ std::string flashAttention(Storage s, const AttentionArgs &a, void *stream);
 std::string linearEpilogue(Storage s, const void *y, void *out, const void *gate, const void *residual, int64_t M,
                            int64_t N, const std::string &activation, bool swiglu, void *stream);
 
+// A linear for a few rows (SmallLinear.cu): out [M, Nout] = epilogue(x [M, K] · Wᵀ + bias) with
+// W [N, K] row-major (a linear's transB layout), bias [N] (nullable), then the activation
+// ("none", "relu", "silu", "gelu", "gelu_tanh"; or with `swiglu`, Nout = N / 2 and
+// silu(y[:, :Nout]) * y[:, Nout:]), times `gate` and plus `residual` ([M, Nout] each, nullable),
+// as the linear op computes it but without rounding y to the storage type in between. For
+// decode steps, where cuBLASLt's GEMMs are not made for M = 1: smallLinearTakes says whether
+// the kernel takes a call (M <= kSmallLinearMaxM, K a multiple of 16 bytes, x and w 16-byte aligned).
+constexpr int64_t kSmallLinearMaxM = 8;
+struct SmallLinearArgs {
+  const void *x = nullptr, *w = nullptr, *bias = nullptr, *gate = nullptr, *residual = nullptr;
+  void *out = nullptr;
+  int64_t M = 0, N = 0, K = 0;
+  bool swiglu = false;
+};
+bool smallLinearTakes(Storage s, const SmallLinearArgs &a);
+std::string smallLinear(Storage s, const SmallLinearArgs &a, const std::string &activation, void *stream);
+
 // --- data movement and small ops (shape subgraphs, masks, caches) ----------------------------
 // Element types are the plan's DType numbers (1 f32, 2 f16, 3 f64, 4 i64, 5 i32, 6 i8, 7 u8, 8 bool,
 // 9 bf16).

@@ -1,8 +1,9 @@
 // Device helpers shared by the CUDA kernel files: storage conversions (f32 arithmetic on f32,
-// f16 or bf16 storage), what every attention kernel does to a row (rotary, masks), the dispatch
-// from Storage to a type, and launch bookkeeping.
+// f16 or bf16 storage), what every attention kernel does to a row (rotary, masks), a linear's
+// activations, the dispatch from Storage to a type, and launch bookkeeping.
 #pragma once
 
+#include "Activation.h"
 #include "CudaKernels.h"
 
 #include <cuda_bf16.h>
@@ -52,6 +53,21 @@ template <typename T> __device__ __forceinline__ float masked(const AttentionArg
     return static_cast<const uint8_t *>(a.mask)[at] ? score : -INFINITY;
   return score + toF(static_cast<const T *>(a.mask)[at]);
 }
+
+// A linear's activation (Activation.h), as the CPU linear computes it.
+__device__ __forceinline__ float activate(Activation act, float x) {
+  switch (act) {
+  case Activation::None: return x;
+  case Activation::Relu: return fmaxf(x, 0.0f);
+  case Activation::Silu: return x / (1.0f + __expf(-x));
+  case Activation::Gelu: return 0.5f * x * (1.0f + erff(x * 0.7071067811865476f));
+  case Activation::GeluTanh: return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+  }
+  return x;
+}
+
+// SwiGLU of a gate and an up projection's value: silu(gate) * up.
+__device__ __forceinline__ float swigluOf(float gate, float up) { return gate / (1.0f + __expf(-gate)) * up; }
 
 // Runs `f(T{})` with T the storage type.
 template <typename F> void dispatch(Storage s, F &&f) {

@@ -136,6 +136,7 @@ extern "C" void llmc_context_options_init(llmc_context_options *options) {
   options->collect_times = 0;
   options->device = LLMC_DEVICE_CPU;
   options->cuda_graphs = 1;
+  options->cuda_gemv = 1;
 }
 
 extern "C" llmc_status llmc_context_create(llmc_plan plan, const llmc_context_options *options,
@@ -185,8 +186,10 @@ extern "C" llmc_status llmc_context_create(llmc_plan plan, const llmc_context_op
     if (!backend)
       return makeStatus(LLMC_UNSUPPORTED, error);
     llmc::rt::CudaOptions cudaOptions;
-    const bool hasGraphs = options->struct_size >= offsetof(llmc_context_options, cuda_graphs) + sizeof(int32_t);
-    cudaOptions.graphs = !hasGraphs || options->cuda_graphs != 0;
+    // Fields past an older caller's struct_size keep their defaults.
+    auto given = [&](size_t offset) { return options->struct_size >= offset + sizeof(int32_t); };
+    cudaOptions.graphs = !given(offsetof(llmc_context_options, cuda_graphs)) || options->cuda_graphs != 0;
+    cudaOptions.smallLinear = !given(offsetof(llmc_context_options, cuda_gemv)) || options->cuda_gemv != 0;
     if (std::string err = backend->create(*plan, cudaOptions, &ctx->cudaState); !err.empty())
       return makeStatus(LLMC_UNSUPPORTED, "CUDA: " + err);
     ctx->cuda = backend;

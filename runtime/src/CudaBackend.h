@@ -10,10 +10,11 @@
 
 namespace llmc::rt {
 
-constexpr int kCudaBackendAbi = 6;
+constexpr int kCudaBackendAbi = 7;
 
 struct CudaOptions {
-  bool graphs = true; // capture each input-shape bucket's launches once and replay them
+  bool graphs = true;      // capture each input-shape bucket's launches once and replay them
+  bool smallLinear = true; // linears of 1 to 8 rows with [N, K] weights on llmc's kernel, not cuBLASLt
 };
 
 struct CudaBackend {

@@ -561,6 +561,51 @@ TEST(Cuda, LinearEpilogueMatchesTheCpuLinear) {
     }
 }
 
+// The GEMV of decode steps: every row count it takes (its 1, 2, 4 and 8-row variants, M rounded
+// up), every epilogue (SwiGLU, activations, bias, gate, residual), a K that leaves a remainder
+// after the unrolled loads and an N that leaves a block's last warps without a column; against
+// the CPU linear with transB. It refuses an unaligned x and too many rows.
+TEST(Cuda, SmallLinearMatchesTheCpuLinear) {
+  const int64_t K = 1096, N = 38;
+  for (cu::Storage s : kStorages)
+    for (const char *activation : {"none", "swiglu", "silu", "gelu", "gelu_tanh", "relu"})
+      for (int64_t M : {1, 2, 3, 5, 8}) {
+        const bool swiglu = std::string(activation) == "swiglu", extras = M % 2 == 1; // bias, gate, residual
+        const int64_t rows = swiglu ? 2 * N : N;
+        Buf<float> x(DType::F32, {M, K}, rounded(randomFloats(M * K, 40 + M), s)),
+            w(DType::F32, {rows, K}, rounded(randomFloats(rows * K, 41, -0.1f, 0.1f), s)),
+            bias(DType::F32, {rows}, rounded(randomFloats(rows, 42), s)),
+            gate(DType::F32, {M, N}, rounded(randomFloats(M * N, 43), s)),
+            residual(DType::F32, {M, N}, rounded(randomFloats(M * N, 44), s)), none(DType::F32, {0}),
+            want(DType::F32, {M, N});
+        const bool gated = extras && !swiglu;
+        ASSERT_EQ(call("linear", attrs({stringAttr("activation", activation), intAttr("transB", 1)}),
+                       {x.ref(), w.ref(), extras ? bias.ref() : none.ref(), gated ? gate.ref() : none.ref(),
+                        gated ? residual.ref() : none.ref()},
+                       {want.ref()}),
+                  "");
+        auto dx = upload(x.data, s), dw = upload(w.data, s), db = upload(bias.data, s), dg = upload(gate.data, s),
+             dr = upload(residual.data, s);
+        Device out(size_t(M * N) * cu::storageBytes(s));
+        cu::SmallLinearArgs a;
+        a.x = dx->p, a.w = dw->p, a.bias = extras ? db->p : nullptr, a.gate = gated ? dg->p : nullptr;
+        a.residual = gated ? dr->p : nullptr, a.out = out.p, a.M = M, a.N = rows, a.K = K, a.swiglu = swiglu;
+        ASSERT_TRUE(cu::smallLinearTakes(s, a));
+        const std::string what = std::string("small linear ") + name(s) + " " + activation + " M=" + std::to_string(M);
+        ASSERT_EQ(cu::smallLinear(s, a, activation, nullptr), "") << what;
+        expectClose(download(out, size_t(M * N), s), want.data, s == cu::Storage::F32 ? 1e-4f : tolerance(s), what);
+      }
+  Device x(64 * 4), w(64 * 4), out(64 * 4);
+  cu::SmallLinearArgs a;
+  a.x = static_cast<char *>(x.p) + 4, a.w = w.p, a.out = out.p, a.M = 1, a.N = 4, a.K = 8;
+  EXPECT_FALSE(cu::smallLinearTakes(cu::Storage::F32, a));
+  EXPECT_NE(cu::smallLinear(cu::Storage::F32, a, "none", nullptr), "");
+  a.x = x.p, a.M = cu::kSmallLinearMaxM + 1;
+  EXPECT_NE(cu::smallLinear(cu::Storage::F32, a, "none", nullptr), "");
+  a.M = 1;
+  EXPECT_NE(cu::smallLinear(cu::Storage::F32, a, "tanh", nullptr), "");
+}
+
 template <typename T> std::vector<T> downloadRaw(const Device &d, size_t n) {
   std::vector<T> out(n);
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);

@@ -31,6 +31,7 @@ const char *kUsage = R"(usage: llmc-run generate PLAN (--prompt TEXT | --prompt-
   --threads N              threads for GEMMs
   --device cpu|cuda        where to run (cuda: work in progress, see docs/cuda.md)
   --no-cuda-graphs         CUDA: launch every kernel of each step instead of replaying a graph
+  --no-cuda-gemv           CUDA: every linear on cuBLASLt, decode steps' too (for comparison)
   --repeat N               generate N times from an empty cache, timing each (benchmarks: the
                            first includes one-off work such as capturing CUDA graphs)
 )";
@@ -58,7 +59,7 @@ struct Args {
   std::vector<int32_t> promptIds;
   std::vector<std::string> prompts;              // every --prompt (more than one: a batch)
   std::vector<std::vector<int32_t>> promptIdLists; // every --prompt-ids
-  bool haveIds = false, chat = false, printIds = false, ignoreEos = false, cudaGraphs = true;
+  bool haveIds = false, chat = false, printIds = false, ignoreEos = false, cudaGraphs = true, cudaGemv = true;
   int maxTokens = 64, threads = 0, repeat = 1;
   llmc_device device = LLMC_DEVICE_CPU;
   llmc_sampling sampling;
@@ -121,6 +122,8 @@ std::string parse(int argc, char **argv, Args &a) {
         a.ignoreEos = true;
       else if (arg == "--no-cuda-graphs")
         a.cudaGraphs = false;
+      else if (arg == "--no-cuda-gemv")
+        a.cudaGemv = false;
       else if (arg == "--help" || arg == "-h")
         return "-";
       else if (a.plan.empty() && !arg.empty() && arg[0] != '-')
@@ -169,6 +172,7 @@ int generateBatch(llmc_plan plan, const Args &a, const std::vector<std::vector<i
   options.num_threads = a.threads;
   options.device = a.device;
   options.cuda_graphs = a.cudaGraphs;
+  options.cuda_gemv = a.cudaGemv;
   llmc_generator gen = nullptr;
   if (!ok(llmc_generator_create_batch(plan, &options, int32_t(prompts.size()), &gen), error))
     return fail(error);
@@ -273,6 +277,7 @@ int generateMain(int argc, char **argv) {
   options.num_threads = a.threads;
   options.device = a.device;
   options.cuda_graphs = a.cudaGraphs;
+  options.cuda_gemv = a.cudaGemv;
   llmc_generator gen = nullptr;
   if (!ok(llmc_generator_create(plan, &options, &gen), error)) {
     llmc_plan_release(plan);

@@ -42,6 +42,7 @@ Runs an llmc plan on the CPU, or on a CUDA GPU (--device cuda; the default for a
   --device cpu|cuda        where to run (default: the device the plan was built for; cuda: the CUDA
                            executor, work in progress; any plan also runs on the cpu)
   --no-cuda-graphs         CUDA: launch every kernel every run instead of replaying a captured graph
+  --no-cuda-gemv           CUDA: every linear on cuBLASLt, those of 1 to 8 rows too (for comparison)
   --check-cuda             check, without a GPU, that the CUDA executor has a kernel for every op
   --profile                time every kernel and print the total per kernel type
   --quiet                  print no output values
@@ -61,6 +62,7 @@ struct Options {
   llmc_device device = LLMC_DEVICE_CPU;
   bool deviceGiven = false; // else the plan's target
   bool cudaGraphs = true;
+  bool cudaGemv = true;
   bool checkCuda = false;
 };
 
@@ -161,6 +163,8 @@ std::string parseArgs(int argc, char **argv, Options &o) {
         o.checkCuda = true;
       } else if (a == "--no-cuda-graphs") {
         o.cudaGraphs = false;
+      } else if (a == "--no-cuda-gemv") {
+        o.cudaGemv = false;
       } else if (a == "--device" && next(v)) {
         if (v != "cpu" && v != "cuda")
           return "--device must be cpu or cuda, not '" + v + "'";
@@ -300,7 +304,7 @@ int run(Options o) {
                   double(other) / 1e6);
     else if (ok)
       std::printf("the CUDA executor has a kernel for every op of the plan\n");
-    char graphs[512];
+    char graphs[1024];
     if (ok && llmc_plan_cuda_graph_report(plan, graphs, sizeof graphs))
       std::printf("%s\n", graphs);
     llmc_plan_release(plan);
@@ -314,6 +318,7 @@ int run(Options o) {
   copts.collect_times = o.profile;
   copts.device = o.device;
   copts.cuda_graphs = o.cudaGraphs;
+  copts.cuda_gemv = o.cudaGemv;
   llmc_context ctx = nullptr;
   int rc = 0;
   if (check(llmc_context_create(plan, &copts, &ctx), "creating a context")) {

@@ -259,6 +259,7 @@ int main(int argc, char **argv) {
     pipeline.skipPasses.push_back(name);
   }
   pipeline.lastPosition.assign(lastPosition.begin(), lastPosition.end());
+  pipeline.linearWeightsByOutput = target == "cuda";
   llmc::buildDefaultPipeline(pm, pipeline);
 
   if (mlir::failed(pm.run(*module)))

@@ -3,6 +3,7 @@
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
 
@@ -152,6 +153,34 @@ ElementsAttr makeElements(RankedTensorType type, ArrayRef<char> bytes) {
   if (type.getNumElements() <= 1024)
     return DenseElementsAttr::getFromRawBuffer(type, bytes);
   return DenseResourceElementsAttr::get(type, "folded", HeapAsmResourceBlob::allocateAndCopyWithAlign(bytes, 64));
+}
+
+ElementsAttr makeElements(RankedTensorType type, size_t bytes, function_ref<void(MutableArrayRef<char>)> fill) {
+  if (type.getElementType().isInteger(1) || type.getNumElements() <= 1024) {
+    std::vector<char> staged(bytes);
+    fill(staged);
+    return makeElements(type, ArrayRef<char>(staged));
+  }
+  AsmResourceBlob blob = HeapAsmResourceBlob::allocate(bytes, 64);
+  fill(blob.getMutableData());
+  return DenseResourceElementsAttr::get(type, "folded", std::move(blob));
+}
+
+void releaseUnusedElements(Operation *scope, Attribute value) {
+  auto resource = dyn_cast<DenseResourceElementsAttr>(value);
+  auto module = scope->getParentOfType<ModuleOp>();
+  if (!resource || !module || !llvm::hasSingleElement(module.getBody()->getOperations()))
+    return;
+  const bool held = scope
+                        ->walk([&](Operation *op) {
+                          for (NamedAttribute a : op->getAttrs())
+                            if (a.getValue() == value)
+                              return WalkResult::interrupt();
+                          return WalkResult::advance();
+                        })
+                        .wasInterrupted();
+  if (auto *entry = resource.getRawHandle().getResource(); entry && !held)
+    entry->setBlob(AsmResourceBlob());
 }
 
 } // namespace llmc

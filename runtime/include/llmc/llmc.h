@@ -119,9 +119,10 @@ LLMC_API llmc_status llmc_plan_check_cuda(llmc_plan plan);
 LLMC_API size_t llmc_plan_cuda_device_bytes(llmc_plan plan, size_t *weight_bytes, size_t *activation_bytes,
                                             size_t *other_bytes);
 /* How the CUDA executor runs a generator's decode steps on the plan (its caches linked with
- * llmc_context_link_cache), worked out without a device: whether one CUDA graph is replayed for
- * every cache length, or why each length is captured again. One line, written to `out` (NUL-
- * terminated, cut to `capacity` bytes; `out` may be NULL when `capacity` is 0); returns its full
+ * llmc_context_link_cache), worked out without a device: a line on whether one CUDA graph is
+ * replayed for every cache length, or why each length is captured again, and a line on how many
+ * of its linears run on llmc's GEMV kernel rather than cuBLASLt. Written to `out` (NUL-
+ * terminated, cut to `capacity` bytes; `out` may be NULL when `capacity` is 0); returns the full
  * length, 0 when the CUDA executor is not there. */
 LLMC_API size_t llmc_plan_cuda_graph_report(llmc_plan plan, char *out, size_t capacity);
 LLMC_API const char *llmc_plan_cuda_archs(llmc_plan plan);
@@ -140,6 +141,9 @@ typedef struct llmc_context_options {
                             libllmc_cuda.so beside libllmc; work in progress, see docs/cuda.md) */
   int32_t cuda_graphs;   /* CUDA: non-zero (the default) captures the launches of each input shape
                             once as a CUDA graph and replays it; 0 launches every kernel every run */
+  int32_t cuda_gemv;     /* CUDA: non-zero (the default) runs the linears of 1 to 8 rows (decode
+                            steps) whose weights are [N, K] (llmc's CUDA plans) on llmc's own
+                            kernel; 0 runs every linear on cuBLASLt (for comparison) */
 } llmc_context_options;
 
 LLMC_API void llmc_context_options_init(llmc_context_options *options);

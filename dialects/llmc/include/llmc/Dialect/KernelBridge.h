@@ -27,5 +27,15 @@ mlir::FailureOr<llvm::ArrayRef<char>> elementsBytes(mlir::ElementsAttr attr, std
 // An elements attribute holding `bytes` (kernel layout) of `type`: a dense attribute when small,
 // a heap-backed dense_resource otherwise, so that large folded tensors never become IR text.
 mlir::ElementsAttr makeElements(mlir::RankedTensorType type, llvm::ArrayRef<char> bytes);
+// The same, its bytes written by `fill` straight into the attribute's storage when large (no
+// copy of a weight that may be gigabytes).
+mlir::ElementsAttr makeElements(mlir::RankedTensorType type, size_t bytes,
+                                llvm::function_ref<void(llvm::MutableArrayRef<char>)> fill);
+
+// Frees the bytes of `value`, the attribute of a large constant that a pass replaced and erased
+// in `scope` (its function), when no op there holds it any more: they would stay allocated until
+// the compiler exits, and a model's weights are gigabytes. Only in a module of one function
+// (function passes may run in parallel on several).
+void releaseUnusedElements(mlir::Operation *scope, mlir::Attribute value);
 
 } // namespace llmc

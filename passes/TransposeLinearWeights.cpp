@@ -1,0 +1,81 @@
+// llmc-transpose-linear-weights: the constant weights of linears stored [N, K] (transB), each
+// output's weights in one contiguous row, which is what a decode step's GEMV streams best (one
+// warp per output, SmallLinear.cu); cuBLASLt takes either layout for the larger GEMMs.
+#include "PatternUtil.h"
+#include "Passes.h"
+#include "RewriteStats.h"
+
+#include "llvm/ADT/MapVector.h"
+
+namespace llmc {
+#define GEN_PASS_DEF_LLMCTRANSPOSELINEARWEIGHTS
+#include "Passes.h.inc"
+
+namespace {
+
+using namespace mlir;
+using fusion::def;
+
+// True when every use of the constant `weight` is the weight of a linear without transB: the
+// constant can then change layout without a copy for anything else.
+bool onlyPlainLinearWeight(Value weight) {
+  return llvm::all_of(weight.getUses(), [](OpOperand &use) {
+    auto linear = dyn_cast<LinearOp>(use.getOwner());
+    return linear && use.getOperandNumber() == 1 && linear.getTransB() == 0;
+  });
+}
+
+// [rows, cols] f32 -> [cols, rows], in tiles that stay in cache (a weight has up to ~10^9 values).
+void transpose2d(const char *in, float *out, int64_t rows, int64_t cols) {
+  constexpr int64_t kTile = 64;
+  for (int64_t r0 = 0; r0 < rows; r0 += kTile)
+    for (int64_t c0 = 0; c0 < cols; c0 += kTile)
+      for (int64_t r = r0; r < std::min(rows, r0 + kTile); ++r)
+        for (int64_t c = c0; c < std::min(cols, c0 + kTile); ++c)
+          std::memcpy(out + c * rows + r, in + (r * cols + c) * sizeof(float), sizeof(float)); // `in` may be unaligned (mapped data)
+}
+
+struct TransposeLinearWeights : impl::LlmcTransposeLinearWeightsBase<TransposeLinearWeights> {
+  RewriteCounter transposed{"llmc-transpose-linear-weights", "linear weights stored [N, K]"};
+  RewriteCounter kept{"llmc-transpose-linear-weights", "linear weights kept [K, N] (shared with other ops)"};
+
+  void runOnOperation() override {
+    llvm::MapVector<Value, bool> weights; // each [K, N] weight once, in order
+    getOperation().walk([&](LinearOp op) {
+      if (op.getTransB() == 0 && def<ConstantOp>(op.getWeight()) && fusion::tensorType(op.getWeight()).getRank() == 2)
+        weights.insert({op.getWeight(), true});
+    });
+    for (auto &entry : weights) {
+      Value weight = entry.first;
+      if (!onlyPlainLinearWeight(weight)) {
+        ++kept;
+        continue;
+      }
+      auto constant = def<ConstantOp>(weight);
+      auto type = fusion::tensorType(weight);
+      std::vector<char> storage; // a splat's values (a weight of any size is read in place)
+      FailureOr<ArrayRef<char>> bytes = elementsBytes(constant.getValue(), storage);
+      if (!type.getElementType().isF32() || failed(bytes))
+        continue; // not f32 data the pass can read
+      const int64_t k = type.getDimSize(0), n = type.getDimSize(1);
+      auto newType = RankedTensorType::get({n, k}, type.getElementType());
+      ElementsAttr values = makeElements(newType, bytes->size(), [&](MutableArrayRef<char> out) {
+        transpose2d(bytes->data(), reinterpret_cast<float *>(out.data()), k, n);
+      });
+      OpBuilder b(constant);
+      Value result = ConstantOp::create(b, constant.getLoc(), newType, values);
+      for (OpOperand &use : llvm::make_early_inc_range(weight.getUses())) {
+        auto linear = cast<LinearOp>(use.getOwner());
+        use.set(result);
+        linear.setTransB(1);
+      }
+      Attribute old = constant.getValue();
+      constant.erase();
+      releaseUnusedElements(getOperation(), old);
+      ++transposed;
+    }
+  }
+};
+
+} // namespace
+} // namespace llmc

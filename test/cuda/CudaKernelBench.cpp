@@ -1,0 +1,155 @@
+// The decode step's linears on the GPU, bf16, one row (batch 1): llmc's GEMV (smallLinear, [N, K]
+// weights) against cuBLASLt on the same [N, K] weights and on [K, N] ones (the layout before
+// llmc-transpose-linear-weights), at the shapes of a Llama-3.2-1B layer and its head. Prints the
+// time per call and the share of the H200's 4.8 TB/s HBM bandwidth each reaches (bytes of the
+// weight and x read, y written); asserts nothing. Calls cycle through copies of the weight that
+// together exceed the L2 cache, as a decode step's layers do. Without a GPU it exits with 77
+// (skipped).
+//
+//   llmc-cuda-kernel-bench [--reps N]
+#include "CudaKernels.h"
+#include "LtLinear.h"
+
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace cu = llmc::rt::cuda;
+
+namespace {
+
+constexpr double kHbmBytesPerSecond = 4.8e12;
+constexpr size_t kBeyondL2 = 256u << 20; // bytes of weight copies a benchmark cycles through
+
+struct Shape {
+  const char *what;
+  int64_t K, N;
+  bool swiglu;
+};
+
+// Microseconds per call of `launch(i)` (call i), over `reps` calls after a few to warm up;
+// negative when a call fails (its message printed).
+double timeCalls(const std::function<std::string(int)> &launch, int reps) {
+  for (int i = 0; i < 3; ++i)
+    if (std::string err = launch(i); !err.empty()) {
+      std::printf("    failed: %s\n", err.c_str());
+      return -1;
+    }
+  cudaEvent_t start, stop;
+  cudaEventCreate(&start);
+  cudaEventCreate(&stop);
+  cudaEventRecord(start);
+  for (int i = 0; i < reps; ++i)
+    launch(i);
+  cudaEventRecord(stop);
+  cudaEventSynchronize(stop);
+  float ms = 0;
+  cudaEventElapsedTime(&ms, start, stop);
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  const cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) {
+    std::printf("    failed: %s\n", cudaGetErrorString(e));
+    return -1;
+  }
+  return 1000.0 * ms / reps;
+}
+
+void report(const char *how, double us, double bytes) {
+  if (us < 0)
+    return;
+  const double share = bytes / (us * 1e-6) / kHbmBytesPerSecond;
+  std::printf("    %-22s %8.2f us  %7.1f GB/s  %5.1f%% of HBM\n", how, us, bytes / (us * 1e-6) / 1e9, 100 * share);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  int reps = 200;
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], "--reps") == 0 && i + 1 < argc)
+      reps = std::atoi(argv[++i]);
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    std::printf("no CUDA device: the kernel benchmark is skipped\n");
+    return 77;
+  }
+  cudaDeviceProp prop{};
+  cudaGetDeviceProperties(&prop, 0);
+  std::printf("decode linears, bf16, M = 1, on %s (%d reps each)\n", prop.name, reps);
+  cublasLtHandle_t lt;
+  if (cublasLtCreate(&lt) != CUBLAS_STATUS_SUCCESS) {
+    std::printf("cublasLtCreate failed\n");
+    return 1;
+  }
+  const size_t workspaceBytes = 32u << 20;
+  void *workspace = nullptr;
+  cudaMalloc(&workspace, workspaceBytes);
+  const Shape shapes[] = {{"qkv 2048 -> 3072", 2048, 3072, false},
+                          {"o 2048 -> 2048", 2048, 2048, false},
+                          {"gate/up 2048 -> 2x8192", 2048, 16384, true},
+                          {"down 8192 -> 2048", 8192, 2048, false},
+                          {"head 2048 -> 128256", 2048, 128256, false}};
+  int failures = 0;
+  for (const Shape &s : shapes) {
+    const int64_t nOut = s.swiglu ? s.N / 2 : s.N;
+    const double bytes = 2.0 * double(s.K * s.N + s.K + nOut);
+    const size_t weightBytes = size_t(s.K * s.N) * 2;
+    std::vector<void *> w(std::max<size_t>(1, (kBeyondL2 + weightBytes - 1) / weightBytes), nullptr);
+    void *x = nullptr, *y = nullptr, *out = nullptr;
+    for (void *&copy : w) {
+      cudaMalloc(&copy, weightBytes);
+      cudaMemset(copy, 0x3c, weightBytes); // bf16 0x3c3c: about 0.0115 everywhere
+    }
+    cudaMalloc(&x, size_t(s.K) * 2);
+    cudaMalloc(&y, size_t(s.N) * 2);
+    cudaMalloc(&out, size_t(nOut) * 2);
+    cudaMemset(x, 0x3c, size_t(s.K) * 2);
+    std::printf("  %s (%.1f MB of weights, %zu copies)\n", s.what, double(weightBytes) / 1e6, w.size());
+    cu::SmallLinearArgs a;
+    a.x = x, a.out = out, a.M = 1, a.N = s.N, a.K = s.K, a.swiglu = s.swiglu;
+    const double gemv = timeCalls(
+        [&](int i) {
+          a.w = w[size_t(i) % w.size()];
+          return cu::smallLinear(cu::Storage::BF16, a, "none", nullptr);
+        },
+        reps);
+    report("llmc GEMV [N, K]", gemv, bytes);
+    failures += gemv < 0;
+    for (bool transB : {true, false}) {
+      cu::LinearSpec spec;
+      spec.storage = cu::Storage::BF16, spec.maxM = 1, spec.N = s.N, spec.K = s.K, spec.transB = transB;
+      std::unique_ptr<cu::LtLinear> linear;
+      if (std::string err = cu::LtLinear::create(lt, spec, workspaceBytes, linear); !err.empty()) {
+        std::printf("    cuBLASLt: %s\n", err.c_str());
+        ++failures;
+        continue;
+      }
+      // cuBLASLt leaves SwiGLU to our epilogue kernel: timed with it, as the executor runs it.
+      const double us = timeCalls(
+          [&](int i) {
+            std::string err = linear->run(x, w[size_t(i) % w.size()], nullptr, y, 1, workspace, nullptr);
+            if (err.empty() && s.swiglu)
+              err = cu::linearEpilogue(cu::Storage::BF16, y, out, nullptr, nullptr, 1, nOut, "swiglu", true, nullptr);
+            return err;
+          },
+          reps);
+      report(transB ? "cuBLASLt [N, K]" : "cuBLASLt [K, N]", us, bytes);
+      failures += us < 0;
+    }
+    for (void *copy : w)
+      cudaFree(copy);
+    cudaFree(x), cudaFree(y), cudaFree(out);
+  }
+  cudaFree(workspace);
+  cublasLtDestroy(lt);
+  return failures ? 1 : 0;
+}
