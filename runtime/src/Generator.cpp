@@ -356,10 +356,16 @@ extern "C" llmc_status llmc_generator_logits(llmc_generator g, const float **out
   return nullptr;
 }
 
-// One draw from `scores` (a sequence's logits) after the penalties and filters.
-static int32_t sampleOne(llmc_generator g, std::vector<float> scores, const std::vector<int32_t> &history,
+// One draw from a sequence's `vocab` logits after the penalties and filters. Greedy decoding
+// without a penalty reads them in place: no allocation and copy of the vocabulary's scores (128K
+// floats for Llama 3) on the host between two GPU decode steps.
+static int32_t sampleOne(llmc_generator g, const float *logits, int64_t vocab, const std::vector<int32_t> &history,
                          const llmc_sampling &s) {
-  if (s.repetition_penalty > 0 && s.repetition_penalty != 1.0f)
+  const bool penalty = s.repetition_penalty > 0 && s.repetition_penalty != 1.0f;
+  if (s.temperature <= 0.0f && !penalty)
+    return int32_t(std::max_element(logits, logits + vocab) - logits);
+  std::vector<float> scores(logits, logits + vocab);
+  if (penalty)
     for (int32_t t : history) { // as in Hugging Face: divide positive scores, multiply negative
       float &x = scores[size_t(t)];
       x = x > 0 ? x / s.repetition_penalty : x * s.repetition_penalty;
@@ -402,10 +408,9 @@ extern "C" llmc_status llmc_generator_sample_batch(llmc_generator g, const llmc_
     return makeStatus(LLMC_INVALID_ARGUMENT, "no tokens were fed yet");
   llmc_sampling defaults;
   llmc_sampling_init(&defaults);
-  for (int64_t b = 0; b < g->batch; ++b) {
-    std::vector<float> scores(g->logits.begin() + b * g->vocab, g->logits.begin() + (b + 1) * g->vocab);
-    out_tokens[b] = sampleOne(g, std::move(scores), g->sequences[size_t(b)].tokens, sampling ? *sampling : defaults);
-  }
+  for (int64_t b = 0; b < g->batch; ++b)
+    out_tokens[b] = sampleOne(g, g->logits.data() + b * g->vocab, g->vocab, g->sequences[size_t(b)].tokens,
+                              sampling ? *sampling : defaults);
   return nullptr;
 }
 
