@@ -60,46 +60,36 @@ run)
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
   summary=()
   failed=0
-  for b in "${BINARIES[@]}"; do
-    echo "== $b"
+  # step NAME CAP OK-WORD COMMAND...: runs the command within CAP seconds (or what is left) and
+  # records how it ended: OK-WORD on exit 0 (PASS, or DONE for a benchmark: its figures are
+  # above), SKIPPED on 77 (no usable GPU), FAIL otherwise; all but exit 0 fail the check.
+  step() {
+    local name=$1 cap=$2 word=$3 start rc
+    shift 3
     start=$(date +%s)
     set +e
-    timeout "$(limit 120)" "$PACK/bin/$b" --gtest_brief=1 # failures only; the count at the end
+    timeout "$(limit "$cap")" "$@"
     rc=$?
     set -e
-    took=$(( $(date +%s) - start ))
+    local took=$(( $(date +%s) - start ))
     case $rc in
-    0) summary+=("PASS    $b (${took} s)") ;;
-    77) summary+=("SKIPPED $b: no usable GPU") ; failed=1 ;;
-    *) summary+=("FAIL    $b: exit $rc (${took} s)") ; failed=1 ;;
+    0) summary+=("$(printf '%-7s' "$word") $name (${took} s)") ;;
+    77) summary+=("SKIPPED $name: no usable GPU") ; failed=1 ;;
+    *) summary+=("FAIL    $name: exit $rc (${took} s)") ; failed=1 ;;
     esac
+  }
+  for b in "${BINARIES[@]}"; do
+    echo "== $b"
+    step "$b" 120 PASS "$PACK/bin/$b" --gtest_brief=1 # failures only; the count at the end
   done
   echo "== $KERNEL_BENCH: the decode step's linears, llmc's GEMV vs cuBLASLt"
-  set +e
-  timeout "$(limit 40)" "$PACK/bin/$KERNEL_BENCH"
-  rc=$?
-  set -e
-  case $rc in
-  0) summary+=("DONE    $KERNEL_BENCH (printed above)") ;;
-  77) summary+=("SKIPPED $KERNEL_BENCH: no usable GPU") ; failed=1 ;;
-  *) summary+=("FAIL    $KERNEL_BENCH: exit $rc") ; failed=1 ;;
-  esac
+  step "$KERNEL_BENCH" 40 DONE "$PACK/bin/$KERNEL_BENCH"
   echo "== whole plans: CUDA executor vs CPU outputs"
-  set +e
-  timeout "$(limit 150)" python3 test/cuda/cuda_vs_cpu.py check --llmc-run "$PACK/bin/llmc-run" --dir "$PACK/plans"
-  rc=$?
-  set -e
-  case $rc in
-  0) summary+=("PASS    cuda_vs_cpu (tiny plans)") ;;
-  77) summary+=("SKIPPED cuda_vs_cpu: no usable GPU") ; failed=1 ;;
-  *) summary+=("FAIL    cuda_vs_cpu: exit $rc") ; failed=1 ;;
-  esac
+  step "cuda_vs_cpu (tiny plans)" 150 PASS \
+    python3 test/cuda/cuda_vs_cpu.py check --llmc-run "$PACK/bin/llmc-run" --dir "$PACK/plans"
   echo "== benchmark"
-  set +e
-  timeout "$(limit 330)" python3 tools/gpu_benchmark.py run --llmc-run "$PACK/bin/llmc-run" --dir "$PACK/bench"
-  rc=$?
-  set -e
-  [ $rc -eq 0 ] && summary+=("DONE    benchmark (printed above)") || summary+=("FAIL    benchmark: exit $rc")
+  step "benchmark" 330 DONE \
+    python3 tools/gpu_benchmark.py run --llmc-run "$PACK/bin/llmc-run" --dir "$PACK/bench"
   echo "== summary"
   printf '%s\n' "${summary[@]}"
   exit $failed

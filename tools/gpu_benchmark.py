@@ -172,7 +172,8 @@ def run(args):
             print(f"{name:<9} {label:<31} {first:>9.1f} {per_token:>9.3f} {1000.0 / per_token:>9.1f} {share:>9.0%} "
                   f"{memory:>8.0f}")
     print("GPU MB: llmc's device memory (all of it, allocated at load); PyTorch's peak allocation.")
-    return 0
+    # A failed llmc row fails the run (gpu-check.sh's summary says so); PyTorch's rows are references.
+    return 1 if any(len(row) == 3 and row[1].startswith("llmc") for row in rows) else 0
 
 
 def torch_smoke(_args):
