@@ -20,6 +20,7 @@ constexpr int64_t kMaxRowCols = 12 * 1024;   // the row staged in 48 KiB of shar
 constexpr int kDecodeThreads = 128;          // 4 warps per (sequence, head, split)
 constexpr int64_t kMaxDecodeChunk = 1024;    // cache rows one decode block scores
 constexpr int64_t kDecodeCounters = 1 << 16; // (sequence, head) pairs a decode launch may have
+constexpr int kDecodeKeysPerStep = 4;         // keys a warp scores at once
 
 // Sum / max over the block (blockDim.x a multiple of 32, at most 1024); every thread gets it.
 template <bool kMax> __device__ float blockReduce(float v) {
@@ -172,30 +173,37 @@ __global__ void gatherRowsKernel(const T *__restrict__ table, int64_t rows, int6
 }
 
 // Decode attention, the splits' partial results combined for (sequence, head) `bh`, rescaled to
-// the global max. Read through L2 (__ldcg): other blocks wrote them during this launch.
+// the global max, by the whole block; `weights` (shared, one per split) holds each split's scale.
+// Read through L2 (__ldcg): other blocks wrote them during this launch.
 template <typename T>
-__device__ void combineDecodeSplits(const float *ws, T *__restrict__ out, int64_t bh, int64_t Dv, int splits) {
+__device__ void combineDecodeSplits(const float *ws, T *__restrict__ out, int64_t bh, int64_t Dv, int splits,
+                                    float *weights) {
   const float *part = ws + bh * splits * (Dv + 2);
   float best = -INFINITY;
-  for (int s = 0; s < splits; ++s)
+  for (int s = threadIdx.x; s < splits; s += blockDim.x)
     best = fmaxf(best, __ldcg(part + s * (Dv + 2)));
+  best = blockReduce<true>(best);
   float total = 0.0f;
-  for (int s = 0; s < splits; ++s)
-    if (__ldcg(part + s * (Dv + 2)) != -INFINITY)
-      total += __ldcg(part + s * (Dv + 2) + 1) * __expf(__ldcg(part + s * (Dv + 2)) - best);
+  for (int s = threadIdx.x; s < splits; s += blockDim.x) {
+    const float m = __ldcg(part + s * (Dv + 2));
+    weights[s] = m == -INFINITY ? 0.0f : __expf(m - best);
+    total += weights[s] * __ldcg(part + s * (Dv + 2) + 1);
+  }
+  total = blockReduce<false>(total); // its barriers also publish `weights`
   for (int64_t dv = threadIdx.x; dv < Dv; dv += blockDim.x) {
     float o = 0.0f;
+#pragma unroll 8
     for (int s = 0; s < splits; ++s)
-      if (__ldcg(part + s * (Dv + 2)) != -INFINITY)
-        o += __ldcg(part + s * (Dv + 2) + 2 + dv) * __expf(__ldcg(part + s * (Dv + 2)) - best);
+      o += weights[s] * __ldcg(part + s * (Dv + 2) + 2 + dv);
     out[bh * Dv + dv] = fromF<T>(best == -INFINITY ? 0.0f : o / total); // every key masked: zeros
   }
 }
 
-// Decode attention: block (sequence b and head h, split) scores its chunk of the keys (one warp
-// per key) and writes its running max, its sum of exponentials and its unnormalized weighted sum
-// of values; the last block of (b, h) to finish (counted in `arrived`, which it sets back to 0
-// for the next launch) combines them: one launch where a second kernel used to combine.
+// Decode attention: block (sequence b and head h, split) scores its chunk of the keys (each warp
+// kDecodeKeysPerStep keys at a time) and writes its max, its sum of exponentials and its
+// unnormalized weighted sum of values; the last block of (b, h) to finish (counted in `arrived`,
+// which it sets back to 0 for the next launch) combines them: one launch where a second kernel
+// used to combine.
 template <typename T>
 __global__ void decodeAttentionKernel(AttentionArgs a, float *__restrict__ ws, unsigned *__restrict__ arrived) {
   __shared__ float qs[kMaxDecodeHeadDim];
@@ -221,15 +229,33 @@ __global__ void decodeAttentionKernel(AttentionArgs a, float *__restrict__ ws, u
     __syncthreads();
     const T *kb = static_cast<const T *>(a.k) + b * a.ks.batch + kvh * a.ks.head;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
-    for (int64_t t = t0 + warp; t < t1; t += warps) {
-      const T *kt = kb + t * a.ks.token;
-      float dot = 0.0f;
-      for (int64_t d = lane; d < a.D; d += 32)
-        dot += qs[d] * toF(kt[d]);
+    // kDecodeKeysPerStep keys per warp at a time, their loads issued together (past the chunk's
+    // end a step rereads its last key and drops the score): the loads' latency, not their
+    // bytes, is what a decode step's attention waits on.
+    for (int64_t t = t0 + int64_t(warp) * kDecodeKeysPerStep; t < t1; t += int64_t(warps) * kDecodeKeysPerStep) {
+      const T *kt[kDecodeKeysPerStep];
+      float dot[kDecodeKeysPerStep];
+#pragma unroll
+      for (int u = 0; u < kDecodeKeysPerStep; ++u)
+        kt[u] = kb + (t + u < t1 ? t + u : t1 - 1) * a.ks.token, dot[u] = 0.0f;
+      for (int64_t d = lane; d < a.D; d += 32) {
+        const float qd = qs[d];
+#pragma unroll
+        for (int u = 0; u < kDecodeKeysPerStep; ++u)
+          dot[u] += qd * toF(kt[u][d]);
+      }
+#pragma unroll
       for (int o = 16; o > 0; o >>= 1)
-        dot += __shfl_xor_sync(0xffffffffu, dot, o);
-      if (lane == 0)
-        p[t - t0] = masked<T>(a, dot, b * a.maskStrides[0] + h * a.maskStrides[1] + t * a.maskStrides[3]);
+#pragma unroll
+        for (int u = 0; u < kDecodeKeysPerStep; ++u)
+          dot[u] += __shfl_xor_sync(0xffffffffu, dot[u], o);
+      if (lane == 0) {
+#pragma unroll
+        for (int u = 0; u < kDecodeKeysPerStep; ++u)
+          if (t + u < t1)
+            p[t + u - t0] =
+                masked<T>(a, dot[u], b * a.maskStrides[0] + h * a.maskStrides[1] + (t + u) * a.maskStrides[3]);
+      }
     }
     __syncthreads();
     float best;
@@ -237,6 +263,7 @@ __global__ void decodeAttentionKernel(AttentionArgs a, float *__restrict__ ws, u
     const T *vb = static_cast<const T *>(a.v) + b * a.vs.batch + kvh * a.vs.head;
     for (int64_t dv = threadIdx.x; dv < a.Dv; dv += blockDim.x) {
       float o = 0.0f;
+#pragma unroll 8
       for (int64_t t = t0; t < t1; ++t)
         o += p[t - t0] * toF(vb[t * a.vs.token + dv]);
       out[2 + dv] = o;
@@ -253,7 +280,7 @@ __global__ void decodeAttentionKernel(AttentionArgs a, float *__restrict__ ws, u
   if (!lastToArrive)
     return;
   __threadfence();
-  combineDecodeSplits(ws, static_cast<T *>(a.out), bh, a.Dv, splits);
+  combineDecodeSplits(ws, static_cast<T *>(a.out), bh, a.Dv, splits, p); // the scores are done with
   if (threadIdx.x == 0)
     arrived[bh] = 0;
 }
@@ -385,7 +412,13 @@ std::string gatherRows(Storage s, const void *table, int64_t rows, int64_t width
   return launched("gatherRows");
 }
 
-int decodeAttentionSplits(int64_t T) { return int(std::max<int64_t>(1, (T + 255) / 256)); }
+// About 64 keys per block, so that each block's chains of dependent loads stay short and a head's
+// keys spread over many SMs (a decode step waits on latency: a few heads, one query each); at most
+// 128 blocks per head until the chunk reaches kMaxDecodeChunk.
+int decodeAttentionSplits(int64_t T) {
+  const int64_t chunk = std::clamp<int64_t>((T + 127) / 128, 64, kMaxDecodeChunk);
+  return int(std::max<int64_t>(1, (T + chunk - 1) / chunk));
+}
 
 size_t decodeAttentionWorkspaceBytes(int64_t B, int64_t Hq, int64_t Dv, int splits) {
   return size_t(kDecodeCounters) * sizeof(unsigned) + size_t(B * Hq) * size_t(splits) * size_t(Dv + 2) * sizeof(float);
@@ -396,10 +429,11 @@ std::string decodeAttention(Storage s, const AttentionArgs &a, int splits, void 
     splits = decodeAttentionSplits(a.Sk);
   const int64_t chunk = (a.Sk + splits - 1) / splits;
   if (a.Sq != 1 || a.B <= 0 || a.Hkv <= 0 || a.Hq % a.Hkv || a.Sk <= 0 || a.D > kMaxDecodeHeadDim ||
-      (a.cos && a.D % 2) || a.rotateKeys || chunk > kMaxDecodeChunk || splits > 65535 || a.B * a.Hq > kDecodeCounters)
+      (a.cos && a.D % 2) || a.rotateKeys || chunk > kMaxDecodeChunk || splits > kMaxDecodeChunk ||
+      a.B * a.Hq > kDecodeCounters)
     return "decodeAttention: needs one query, Hq a multiple of Hkv, keys, D <= " + std::to_string(kMaxDecodeHeadDim) +
            " (even with rotary), no key rotation, at most " + std::to_string(kMaxDecodeChunk) +
-           " keys per split and " + std::to_string(kDecodeCounters) + " sequences x heads";
+           " keys per split and splits, and " + std::to_string(kDecodeCounters) + " sequences x heads";
   // The workspace: the arrival counters first (at one place for every launch, so that they stay
   // zero between launches whatever the sizes), then the partial results.
   auto *arrived = static_cast<unsigned *>(workspace);
