@@ -99,6 +99,10 @@ struct Executor {
   size_t sharedOptIn = 0; // shared memory a block may opt in to
   bool useGraphs = true;
   bool useSmallLinear = true; // linears of few rows with [N, K] weights on smallLinear (CudaOptions)
+  // RMS norms that smallLinear computes in front of the linear right after them, in the runs
+  // where that linear takes it (normBeforeLinear): per op, the norm of a linear / the linear
+  // of a norm, or -1.
+  std::vector<int> normOfLinear, linearOfNorm;
   bool dry = false; // checking a plan without a device: prepare nothing that needs one
   std::vector<Segment> segments;
   std::vector<bool> resident;       // per value: a linked cache, never copied to or from the host
@@ -161,8 +165,11 @@ struct Executor {
 
 // Starts an executor for `plan`, before its ops are prepared: the bounds of the plan's
 // dimensions (checked when the plan was loaded; left at 0, which no kernel takes as a bound, if not).
+void findNormsBeforeLinears(Executor &ex, const std::vector<int> &order);
+
 void attachPlan(Executor &ex, const llmc_plan_t &plan) {
   ex.plan = &plan;
+  findNormsBeforeLinears(ex, {});
   std::vector<int64_t> minima, maxima;
   for (const PlanSymbol &symbol : plan.symbols)
     minima.push_back(symbol.min), maxima.push_back(symbol.max);
@@ -220,7 +227,73 @@ int64_t rowsBefore(const Shape &s, int axis) {
 
 // --- the ops ----------------------------------------------------------------------------------
 
-std::string prepareNorm(Executor &ex, const PlanOp &op, PreparedOp &out) {
+// Norms that the linear after them can compute (smallLinear's normScale): an rms_norm or
+// add_rms_norm over the last axis whose result only the next op reads, a linear with an [N, K]
+// weight in the same storage, with a scale per element. The two are next to each other in the
+// plan and in the run order (`order`, empty: the plan's), so that nothing between them could read
+// the norm's sum before the linear writes it.
+void findNormsBeforeLinears(Executor &ex, const std::vector<int> &order) {
+  const llmc_plan_t &plan = *ex.plan;
+  ex.normOfLinear.assign(plan.ops.size(), -1);
+  ex.linearOfNorm.assign(plan.ops.size(), -1);
+  std::vector<size_t> position(plan.ops.size());
+  for (size_t k = 0; k < plan.ops.size(); ++k)
+    position[order.empty() ? k : size_t(order[k])] = k;
+  std::vector<int> readers(plan.values.size(), 0);
+  for (const PlanOp &op : plan.ops)
+    for (int v : op.inputs)
+      if (v >= 0)
+        ++readers[size_t(v)];
+  for (int v : plan.outputs)
+    ++readers[size_t(v)];
+  for (size_t k = 0; k + 1 < plan.ops.size(); ++k) {
+    const PlanOp &norm = plan.ops[k], &linear = plan.ops[k + 1];
+    const bool add = norm.kernel == "add_rms_norm";
+    if ((norm.kernel != "rms_norm" && !add) || position[k + 1] != position[k] + 1 || linear.kernel != "linear" ||
+        linear.attrs.getInt("transB", 0) == 0 ||
+        linear.inputs.empty() || norm.outputs.empty() || linear.inputs[0] != norm.outputs[0] ||
+        readers[size_t(norm.outputs[0])] != 1)
+      continue;
+    const PlanValue &x = plan.values[size_t(norm.inputs[0])], &y = plan.values[size_t(norm.outputs[0])];
+    const PlanValue &scale = plan.values[size_t(norm.inputs[add ? 2 : 1])];
+    const int64_t axis = norm.attrs.getInt("axis", -1);
+    if (!isFloat(x) || onDevice(x) != onDevice(y) || x.shape.rank < 1 || (axis != -1 && axis != x.shape.rank - 1) ||
+        scale.shape.numel() != lastDim(x.shape) || onDevice(scale) != onDevice(x))
+      continue;
+    ex.linearOfNorm[k] = int(k + 1);
+    ex.normOfLinear[k + 1] = int(k);
+  }
+}
+
+// The smallLinear call of linear op `k` in this run, with the norm before it folded in where
+// findNormsBeforeLinears paired them; false when this run's linear does not take smallLinear
+// (then cuBLASLt runs it, and the norm its own kernel). The linear's and the norm's launches
+// both ask, so that they agree.
+bool smallLinearCall(const Executor &e, int k, const std::vector<TensorRef> &t, Storage st, SmallLinearArgs &a) {
+  const PlanOp &op = e.plan->ops[size_t(k)];
+  if (!e.useSmallLinear || op.attrs.getInt("transB", 0) == 0)
+    return false;
+  auto given = [&](size_t i) { return op.inputs.size() > i && op.inputs[i] >= 0 && t[size_t(op.inputs[i])].numel() > 0; };
+  const Shape &w = t[size_t(op.inputs[1])].shape;
+  const std::string activation(op.attrs.getString("activation"));
+  a = SmallLinearArgs();
+  a.K = w.dims[1], a.N = w.dims[0], a.M = t[size_t(op.inputs[0])].numel() / a.K, a.swiglu = activation == "swiglu";
+  a.x = e.at(op.inputs[0]), a.w = e.at(op.inputs[1]), a.bias = given(2) ? e.at(op.inputs[2]) : nullptr;
+  a.gate = given(3) ? e.at(op.inputs[3]) : nullptr, a.residual = given(4) ? e.at(op.inputs[4]) : nullptr;
+  a.out = e.at(op.outputs[0]);
+  if (const int n = e.normOfLinear.empty() ? -1 : e.normOfLinear[size_t(k)]; n >= 0) {
+    const PlanOp &norm = e.plan->ops[size_t(n)];
+    const bool add = norm.kernel == "add_rms_norm";
+    a.x = e.at(norm.inputs[0]);
+    a.normResidual = add ? e.at(norm.inputs[1]) : nullptr;
+    a.normScale = e.at(norm.inputs[add ? 2 : 1]);
+    a.normSum = add && norm.outputs.size() > 1 ? e.at(norm.outputs[1]) : nullptr;
+    a.normEpsilon = float(norm.attrs.getFloat("epsilon", 1e-5));
+  }
+  return smallLinearTakes(st, a);
+}
+
+std::string prepareNorm(Executor &ex, const PlanOp &op, int k, PreparedOp &out) {
   const bool fused = op.kernel == "add_rms_norm" || op.kernel == "add_layer_norm";
   const bool layer = op.kernel == "layer_norm" || op.kernel == "add_layer_norm";
   const int scaleAt = fused ? 2 : 1, biasAt = scaleAt + 1;
@@ -241,6 +314,9 @@ std::string prepareNorm(Executor &ex, const PlanOp &op, PreparedOp &out) {
     return "needs one bias per element of the last axis";
   const float eps = float(op.attrs.getFloat("epsilon", 1e-5));
   out.launch = [=, &op](Executor &e, const std::vector<TensorRef> &t) {
+    SmallLinearArgs a;
+    if (const int linear = e.linearOfNorm[size_t(k)]; linear >= 0 && smallLinearCall(e, linear, t, st, a))
+      return std::string(); // the linear computes it (smallLinear's normScale)
     const Shape &s = t[size_t(op.inputs[0])].shape;
     return addNorm(st, layer, e.at(op.inputs[0]), fused ? e.at(op.inputs[1]) : nullptr,
                    e.at(op.inputs[size_t(scaleAt)]), hasBias ? e.at(op.inputs[size_t(biasAt)]) : nullptr,
@@ -285,8 +361,9 @@ std::string prepareGather(Executor &ex, const PlanOp &op, PreparedOp &out) {
 // linear: cuBLASLt (bias in its epilogue), then our epilogue kernel for what cuBLASLt has no
 // exact form of (SiLU, erf GELU, SwiGLU, gate, residual), through a scratch slot of the arena.
 // A call of at most kSmallLinearMaxM rows (a decode step) with an [N, K] weight runs on
-// smallLinear instead, epilogue included, unless the context turned it off.
-std::string prepareLinear(Executor &ex, const PlanOp &op, PreparedOp &out, size_t &scratchBytes) {
+// smallLinear instead, epilogue included (and the RMS norm before it, smallLinearCall), unless
+// the context turned it off.
+std::string prepareLinear(Executor &ex, const PlanOp &op, int k, PreparedOp &out, size_t &scratchBytes) {
   const PlanValue &x = ex.plan->values[size_t(op.inputs[0])], &w = ex.plan->values[size_t(op.inputs[1])];
   Storage st;
   if (std::string err = floatStorage(ex, op, st); !err.empty())
@@ -320,14 +397,8 @@ std::string prepareLinear(Executor &ex, const PlanOp &op, PreparedOp &out, size_
   const int64_t N = spec.N, K = spec.K;
   out.launch = [=, &op](Executor &e, const std::vector<TensorRef> &t) {
     const int64_t M = t[size_t(op.inputs[0])].numel() / K;
-    if (transB && e.useSmallLinear) {
-      SmallLinearArgs a;
-      a.x = e.at(op.inputs[0]), a.w = e.at(op.inputs[1]), a.bias = bias ? e.at(op.inputs[2]) : nullptr;
-      a.gate = gate ? e.at(op.inputs[3]) : nullptr, a.residual = residual ? e.at(op.inputs[4]) : nullptr;
-      a.out = e.at(op.outputs[0]), a.M = M, a.N = N, a.K = K, a.swiglu = swiglu;
-      if (smallLinearTakes(st, a))
-        return cuda::smallLinear(st, a, activation, e.stream);
-    }
+    if (SmallLinearArgs a; smallLinearCall(e, k, t, st, a))
+      return smallLinear(st, a, activation, e.stream);
     void *y = epilogue ? e.arena : e.at(op.outputs[0]); // the scratch slot opens the arena
     if (std::string err = l->run(e.at(op.inputs[0]), e.at(op.inputs[1]), bias ? e.at(op.inputs[2]) : nullptr, y, M,
                                  e.workspace, e.stream);
@@ -1052,13 +1123,13 @@ std::string prepareOp(Executor &ex, int k, PreparedOp &p, size_t &scratch) {
   p.name = op.kernel;
   std::string err;
   if (op.kernel == "rms_norm" || op.kernel == "layer_norm" || op.kernel == "add_rms_norm" || op.kernel == "add_layer_norm")
-    err = prepareNorm(ex, op, p);
+    err = prepareNorm(ex, op, k, p);
   else if (op.kernel == "softmax")
     err = prepareSoftmax(ex, op, p);
   else if (op.kernel == "gather")
     err = prepareGather(ex, op, p);
   else if (op.kernel == "linear")
-    err = prepareLinear(ex, op, p, scratch);
+    err = prepareLinear(ex, op, k, p, scratch);
   else if (op.kernel == "fused_attention")
     err = prepareAttention(ex, op, p);
   else if (op.kernel == "rotary")
@@ -1128,10 +1199,19 @@ struct ArenaLayout {
 };
 
 // `elsewhere` (may be empty): values with no bytes of their own (written into a linked cache, or
-// by no launch at all: InPlace).
+// by no launch at all: InPlace). `normOfLinear` (findNormsBeforeLinears): a linear that computes
+// the norm before it reads that norm's inputs too, so they live until it has run.
 ArenaLayout planDeviceArena(const llmc_plan_t &plan, const std::vector<bool> &resident, const std::vector<int> &order,
-                            const std::vector<bool> &elsewhere) {
+                            const std::vector<bool> &elsewhere, const std::vector<int> &normOfLinear) {
   std::vector<Lifetime> lifetimes = planLifetimes(plan, order);
+  std::vector<int> position(plan.ops.size());
+  for (size_t k = 0; k < plan.ops.size(); ++k)
+    position[order.empty() ? k : size_t(order[k])] = int(k);
+  for (size_t linear = 0; linear < normOfLinear.size(); ++linear)
+    if (normOfLinear[linear] >= 0)
+      for (int v : plan.ops[size_t(normOfLinear[linear])].inputs)
+        if (v >= 0)
+          lifetimes[size_t(v)].last = std::max(lifetimes[size_t(v)].last, position[linear]);
   for (size_t i = 0; i < plan.values.size(); ++i) {
     const PlanValue &v = plan.values[i];
     if (resident[i])
@@ -1328,12 +1408,13 @@ std::string layoutArena(Executor &ex) {
   ex.dropGraphs();
   ex.split = splitOf(ex);
   ex.order = runOrder(plan, ex.split);
+  findNormsBeforeLinears(ex, ex.order);
   buildSegments(ex);
   InPlace inPlace = inPlaceOf(ex, ex.order);
   ex.cacheRows = std::move(inPlace.cacheRows);
   ex.rotaryOfSplit = std::move(inPlace.rotaryOfSplit);
   ex.splitOfRotary = std::move(inPlace.splitOfRotary);
-  const ArenaLayout layout = planDeviceArena(plan, ex.resident, ex.order, inPlace.elsewhere);
+  const ArenaLayout layout = planDeviceArena(plan, ex.resident, ex.order, inPlace.elsewhere, ex.normOfLinear);
   const ArenaPlan &arena = layout.arena;
   const std::vector<int> &owner = layout.owner;
   cudaFree(ex.arena);
@@ -1641,7 +1722,8 @@ size_t deviceBytes(void *state) {
   size_t arena = ex.arenaBytes;
   if (ex.arenaStale) { // as the next run will lay it out
     const std::vector<int> order = runOrder(*ex.plan, splitOf(ex));
-    arena = ex.scratchBytes + planDeviceArena(*ex.plan, ex.resident, order, inPlaceOf(ex, order).elsewhere).arena.total;
+    arena = ex.scratchBytes +
+            planDeviceArena(*ex.plan, ex.resident, order, inPlaceOf(ex, order).elsewhere, ex.normOfLinear).arena.total;
   }
   return ex.weightBytes + arena + ex.stagingBytes + ex.cacheBytes + 2 * ex.workspaceBytes + sizeof(int);
 }
@@ -1661,7 +1743,8 @@ bool plannedMemory(const llmc_plan_t &plan, size_t *weights, size_t *activations
   *weights = 0;
   for (const PlanValue &v : plan.values)
     *weights += v.kind == fb::ValueKind_Weight ? weightSlot(v) : 0;
-  *activations = scratch + planDeviceArena(plan, std::vector<bool>(plan.values.size(), false), {}, {}).arena.total;
+  *activations =
+      scratch + planDeviceArena(plan, std::vector<bool>(plan.values.size(), false), {}, {}, ex.normOfLinear).arena.total;
   *other = stagingBytesOf(plan) + 2 * kGemmWorkspace + sizeof(int);
   return true;
 }
@@ -1694,19 +1777,23 @@ std::string describeDecodeGraphs(const llmc_plan_t &plan) {
                               std::to_string(appendsInPlace.size() - appendsInPlace.count(-1)) + " of " +
                               std::to_string(pairs) + "; key rotations done by their QKV split: " + std::to_string(rotations);
   // The linears a decode step (one row per sequence) runs on smallLinear: [N, K] weights whose
-  // rows are whole 16-byte loads.
-  size_t linears = 0, gemv = 0;
-  for (const PlanOp &op : plan.ops) {
+  // rows are whole 16-byte loads; and those of them that compute the RMS norm before them.
+  findNormsBeforeLinears(ex, runOrder(plan, split));
+  size_t linears = 0, gemv = 0, norms = 0;
+  for (size_t k = 0; k < plan.ops.size(); ++k) {
+    const PlanOp &op = plan.ops[k];
     if (op.kernel != "linear")
       continue;
     ++linears;
     const PlanValue &w = plan.values[size_t(op.inputs[1])];
-    if (op.attrs.getInt("transB", 0) != 0 && w.shape.rank == 2 && w.shape.dims[1] * dtypeSize(onDevice(w)) % 16 == 0)
+    if (op.attrs.getInt("transB", 0) != 0 && w.shape.rank == 2 && w.shape.dims[1] * dtypeSize(onDevice(w)) % 16 == 0) {
       ++gemv;
+      norms += ex.normOfLinear[k] >= 0;
+    }
   }
-  const std::string linearLine =
-      "\nlinears a decode step runs on llmc's GEMV kernel ([N, K] weights): " + std::to_string(gemv) + " of " +
-      std::to_string(linears);
+  const std::string linearLine = "\nlinears a decode step runs on llmc's GEMV kernel ([N, K] weights): " +
+                                 std::to_string(gemv) + " of " + std::to_string(linears) + ", " +
+                                 std::to_string(norms) + " of them computing the RMS norm before them";
   if (split.lengthSymbol.empty())
     return "no attention over a cache that grows: each input-shape bucket is one graph, captured once" + linearLine;
   if (!split.whyNot.empty())

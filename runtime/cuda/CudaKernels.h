@@ -121,13 +121,20 @@ std::string linearEpilogue(Storage s, const void *y, void *out, const void *gate
 // silu(y[:, :Nout]) * y[:, Nout:]), times `gate` and plus `residual` ([M, Nout] each, nullable),
 // as the linear op computes it but without rounding y to the storage type in between. For
 // decode steps, where cuBLASLt's GEMMs are not made for M = 1: smallLinearTakes says whether
-// the kernel takes a call (M <= kSmallLinearMaxM, K a multiple of 16 bytes, x and w 16-byte aligned).
+// the kernel takes a call (M <= kSmallLinearMaxM, K a multiple of 16 bytes, x, w and the norm's
+// tensors 16-byte aligned). With `normScale` an RMS norm comes first, as the rms_norm /
+// add_rms_norm op before the linear would compute it: x is replaced by
+// rms_norm(x + normResidual) * normScale over K (normResidual nullable), and normSum (nullable;
+// only with normResidual) receives x + normResidual, [M, K] each, normScale [K].
 constexpr int64_t kSmallLinearMaxM = 8;
 struct SmallLinearArgs {
   const void *x = nullptr, *w = nullptr, *bias = nullptr, *gate = nullptr, *residual = nullptr;
   void *out = nullptr;
   int64_t M = 0, N = 0, K = 0;
   bool swiglu = false;
+  const void *normScale = nullptr, *normResidual = nullptr;
+  void *normSum = nullptr;
+  float normEpsilon = 0.0f;
 };
 bool smallLinearTakes(Storage s, const SmallLinearArgs &a);
 std::string smallLinear(Storage s, const SmallLinearArgs &a, const std::string &activation, void *stream);
