@@ -100,8 +100,8 @@ struct Executor {
   bool useGraphs = true;
   bool useSmallLinear = true; // linears of few rows with [N, K] weights on smallLinear (CudaOptions)
   // RMS norms that smallLinear computes in front of the linear right after them, in the runs
-  // where that linear takes it (normBeforeLinear): per op, the norm of a linear / the linear
-  // of a norm, or -1.
+  // where that linear takes it (findNormsBeforeLinears): per op, the norm of a linear / the
+  // linear of a norm, or -1.
   std::vector<int> normOfLinear, linearOfNorm;
   bool dry = false; // checking a plan without a device: prepare nothing that needs one
   std::vector<Segment> segments;
@@ -163,10 +163,11 @@ struct Executor {
   }
 };
 
-// Starts an executor for `plan`, before its ops are prepared: the bounds of the plan's
-// dimensions (checked when the plan was loaded; left at 0, which no kernel takes as a bound, if not).
 void findNormsBeforeLinears(Executor &ex, const std::vector<int> &order);
 
+// Starts an executor for `plan`, before its ops are prepared: the bounds of the plan's
+// dimensions (checked when the plan was loaded; left at 0, which no kernel takes as a bound, if
+// not), and the norms that linears may compute.
 void attachPlan(Executor &ex, const llmc_plan_t &plan) {
   ex.plan = &plan;
   findNormsBeforeLinears(ex, {});
@@ -1200,18 +1201,22 @@ struct ArenaLayout {
 
 // `elsewhere` (may be empty): values with no bytes of their own (written into a linked cache, or
 // by no launch at all: InPlace). `normOfLinear` (findNormsBeforeLinears): a linear that computes
-// the norm before it reads that norm's inputs too, so they live until it has run.
+// the norm before it reads that norm's inputs and writes its sum, so they live until it has run.
 ArenaLayout planDeviceArena(const llmc_plan_t &plan, const std::vector<bool> &resident, const std::vector<int> &order,
                             const std::vector<bool> &elsewhere, const std::vector<int> &normOfLinear) {
   std::vector<Lifetime> lifetimes = planLifetimes(plan, order);
   std::vector<int> position(plan.ops.size());
   for (size_t k = 0; k < plan.ops.size(); ++k)
     position[order.empty() ? k : size_t(order[k])] = int(k);
-  for (size_t linear = 0; linear < normOfLinear.size(); ++linear)
-    if (normOfLinear[linear] >= 0)
-      for (int v : plan.ops[size_t(normOfLinear[linear])].inputs)
+  for (size_t linear = 0; linear < normOfLinear.size(); ++linear) {
+    if (normOfLinear[linear] < 0)
+      continue;
+    const PlanOp &norm = plan.ops[size_t(normOfLinear[linear])];
+    for (const std::vector<int> *values : {&norm.inputs, &norm.outputs}) // the sum too: written then
+      for (int v : *values)
         if (v >= 0)
           lifetimes[size_t(v)].last = std::max(lifetimes[size_t(v)].last, position[linear]);
+  }
   for (size_t i = 0; i < plan.values.size(); ++i) {
     const PlanValue &v = plan.values[i];
     if (resident[i])
