@@ -11,11 +11,11 @@
 # What it covers: the hand-written CUDA kernels, cuBLASLt linears and the NVRTC-generated fused
 # elementwise kernel against the CPU kernels in f32, f16 and bf16 (llmc-cuda-tests), NVRTC
 # compiling every op for sm_80 and sm_90a (llmc-cuda-codegen-tests), the decode linears' GEMV
-# against cuBLASLt (llmc-cuda-kernel-bench: time and HBM share at Llama-1B shapes), whole plans
-# of the tiny models (f32, bf16, f16; KV-cache generation with the cache on the GPU) on the CUDA
-# executor against their CPU outputs (test/cuda/cuda_vs_cpu.py), then tools/gpu_benchmark.py:
-# SmolLM2- and Llama-3.2-1B-shaped plans without weights (bf16) against PyTorch eager and
-# torch.compile.
+# against cuBLASLt and the decode attention (llmc-cuda-kernel-bench, at Llama-1B shapes), whole
+# plans of the tiny models (f32, bf16, f16; KV-cache generation with the cache on the GPU) on the
+# CUDA executor against their CPU outputs (test/cuda/cuda_vs_cpu.py), then
+# tools/gpu_benchmark.py: SmolLM2- and Llama-3.2-1B-shaped plans without weights (bf16) against
+# PyTorch eager and torch.compile.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 PACK=gpu-pack
@@ -82,7 +82,7 @@ run)
     echo "== $b"
     step "$b" 120 PASS "$PACK/bin/$b" --gtest_brief=1 # failures only; the count at the end
   done
-  echo "== $KERNEL_BENCH: the decode step's linears, llmc's GEMV vs cuBLASLt"
+  echo "== $KERNEL_BENCH: the decode step's linears (llmc's GEMV vs cuBLASLt) and attention"
   step "$KERNEL_BENCH" 40 DONE "$PACK/bin/$KERNEL_BENCH"
   echo "== whole plans: CUDA executor vs CPU outputs"
   step "cuda_vs_cpu (tiny plans)" 150 PASS \

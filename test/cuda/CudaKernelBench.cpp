@@ -1,10 +1,10 @@
-// The decode step's linears on the GPU, bf16, one row (batch 1): llmc's GEMV (smallLinear, [N, K]
-// weights) against cuBLASLt on the same [N, K] weights and on [K, N] ones (the layout before
-// llmc-transpose-linear-weights), at the shapes of a Llama-3.2-1B layer and its head. Prints the
+// The decode step's kernels on the GPU, bf16, batch 1: llmc's GEMV (smallLinear, [N, K] weights)
+// against cuBLASLt on the same [N, K] weights and on [K, N] ones (the layout before
+// llmc-transpose-linear-weights), at the shapes of a Llama-3.2-1B layer and its head, with the
 // time per call and the share of the H200's 4.8 TB/s HBM bandwidth each reaches (bytes of the
-// weight and x read, y written); asserts nothing. Calls cycle through copies of the weight that
-// together exceed the L2 cache, as a decode step's layers do. Without a GPU it exits with 77
-// (skipped).
+// weight and x read, y written; calls cycle through copies of the weight that together exceed
+// the L2 cache, as a decode step's layers do); then the decode attention of one layer at three
+// cache lengths. Asserts nothing. Without a GPU it exits with 77 (skipped).
 //
 //   llmc-cuda-kernel-bench [--reps N]
 #include "CudaKernels.h"
@@ -68,6 +68,43 @@ void report(const char *how, double us, double bytes) {
     return;
   const double share = bytes / (us * 1e-6) / kHbmBytesPerSecond;
   std::printf("    %-22s %8.2f us  %7.1f GB/s  %5.1f%% of HBM\n", how, us, bytes / (us * 1e-6) / 1e9, 100 * share);
+}
+
+// The decode attention of one Llama-3.2-1B layer (32 query heads, 8 key/value heads of 64, a
+// length-major bf16 cache), launched as the graph replayed for every cache length launches it:
+// sized for a 1536-token bound, the key count read on the device. Returns the failures.
+int decodeAttentionBench(int reps) {
+  const int64_t Hq = 32, Hkv = 8, D = 64, bound = 1536;
+  std::printf("decode attention, bf16, one layer of Llama-3.2-1B (32 heads, 8 KV heads of 64)\n");
+  void *q = nullptr, *k = nullptr, *v = nullptr, *out = nullptr, *workspace = nullptr;
+  int64_t *keys = nullptr;
+  const int splits = cu::decodeAttentionSplits(bound);
+  const size_t cacheBytes = size_t(bound * Hkv * D) * 2, workspaceBytes = cu::decodeAttentionWorkspaceBytes(1, Hq, D, splits);
+  cudaMalloc(&q, size_t(Hq * D) * 2), cudaMalloc(&out, size_t(Hq * D) * 2);
+  cudaMalloc(&k, cacheBytes), cudaMalloc(&v, cacheBytes), cudaMalloc(&keys, sizeof(int64_t));
+  cudaMalloc(&workspace, workspaceBytes);
+  cudaMemset(q, 0x3c, size_t(Hq * D) * 2), cudaMemset(k, 0x3c, cacheBytes), cudaMemset(v, 0x3c, cacheBytes);
+  cudaMemset(workspace, 0, workspaceBytes);
+  cu::AttentionArgs a{};
+  a.q = q, a.k = k, a.v = v, a.out = out, a.B = 1, a.Hq = Hq, a.Hkv = Hkv, a.Sq = 1, a.Sk = bound, a.D = D, a.Dv = D;
+  a.scale = 0.125f, a.causal = false, a.skOnDevice = keys;
+  a.qs = {Hq * D, Hq * D, D};
+  a.ks = a.vs = cu::HeadStrides{Hkv * D, Hkv * D, D}; // [length, batch 1, heads * D]
+  int failures = 0;
+  for (int64_t T : {64, 576, 1536}) {
+    cudaMemcpy(keys, &T, sizeof T, cudaMemcpyHostToDevice);
+    const double us = timeCalls([&](int) { return cu::decodeAttention(cu::Storage::BF16, a, splits, workspace, nullptr); },
+                                reps);
+    std::printf("  %4lld cached tokens (%d blocks per head):", static_cast<long long>(T), splits);
+    if (us < 0) {
+      std::printf(" failed\n");
+      ++failures;
+      continue;
+    }
+    std::printf(" %7.2f us for %.2f MB of keys and values\n", us, 2.0 * double(T * Hkv * D) * 2 / 1e6);
+  }
+  cudaFree(q), cudaFree(k), cudaFree(v), cudaFree(out), cudaFree(keys), cudaFree(workspace);
+  return failures;
 }
 
 } // namespace
@@ -151,5 +188,5 @@ int main(int argc, char **argv) {
   }
   cudaFree(workspace);
   cublasLtDestroy(lt);
-  return failures ? 1 : 0;
+  return failures + decodeAttentionBench(reps) ? 1 : 0;
 }
