@@ -5,7 +5,7 @@
 #include "Passes.h"
 #include "RewriteStats.h"
 
-#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
 
 namespace llmc {
 #define GEN_PASS_DEF_LLMCTRANSPOSELINEARWEIGHTS
@@ -32,7 +32,7 @@ void transpose2d(const char *in, float *out, int64_t rows, int64_t cols) {
     for (int64_t c0 = 0; c0 < cols; c0 += kTile)
       for (int64_t r = r0; r < std::min(rows, r0 + kTile); ++r)
         for (int64_t c = c0; c < std::min(cols, c0 + kTile); ++c)
-          std::memcpy(out + c * rows + r, in + (r * cols + c) * sizeof(float), sizeof(float)); // `in` may be unaligned (mapped data)
+          std::memcpy(out + c * rows + r, in + (r * cols + c) * sizeof(float), sizeof(float)); // `in`: maybe unaligned
 }
 
 struct TransposeLinearWeights : impl::LlmcTransposeLinearWeightsBase<TransposeLinearWeights> {
@@ -40,13 +40,12 @@ struct TransposeLinearWeights : impl::LlmcTransposeLinearWeightsBase<TransposeLi
   RewriteCounter kept{"llmc-transpose-linear-weights", "linear weights kept [K, N] (shared with other ops)"};
 
   void runOnOperation() override {
-    llvm::MapVector<Value, bool> weights; // each [K, N] weight once, in order
+    llvm::SetVector<Value> weights; // each [K, N] weight once, in order
     getOperation().walk([&](LinearOp op) {
       if (op.getTransB() == 0 && def<ConstantOp>(op.getWeight()) && fusion::tensorType(op.getWeight()).getRank() == 2)
-        weights.insert({op.getWeight(), true});
+        weights.insert(op.getWeight());
     });
-    for (auto &entry : weights) {
-      Value weight = entry.first;
+    for (Value weight : weights) {
       if (!onlyPlainLinearWeight(weight)) {
         ++kept;
         continue;
