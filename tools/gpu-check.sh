@@ -35,8 +35,8 @@ pack)
     path=$(ldd "$PACK/bin/llmc-cuda-tests" | awk -v l="$lib" '$1 == l {print $3}')
     [ -n "$path" ] && cp -L "$path" "$PACK/lib/"
   done
-  # Compressed: OpenBLAS alone is 35 MB of the 64 MiB that can be carried.
-  tar -czf "$PACK/lib.tar.gz" -C "$PACK" lib && rm -rf "$PACK/lib"
+  # Compressed (to about a third): at most 64 MiB can be carried, and OpenBLAS alone is 35 MB.
+  tar -czf "$PACK/binaries.tar.gz" -C "$PACK" bin lib && rm -rf "$PACK/bin" "$PACK/lib"
   python3 test/cuda/cuda_vs_cpu.py prepare --llmc "$BUILD/tools/llmc/llmc" --llmc-run "$BUILD/tools/llmc-run/llmc-run" \
     --out "$PACK/plans"
   python3 tools/gpu_benchmark.py prepare --llmc "$BUILD/tools/llmc/llmc" --out "$PACK/bench"
@@ -44,11 +44,13 @@ pack)
   du -sh "$PACK"
   ;;
 run)
-  [ -d "$PACK/bin" ] || { echo "no $PACK/: run 'tools/gpu-check.sh pack' on a build machine and carry it" >&2; exit 2; }
+  [ -f "$PACK/binaries.tar.gz" ] ||
+    { echo "no $PACK/: run 'tools/gpu-check.sh pack' on a build machine and carry it" >&2; exit 2; }
+  unpacked=$(mktemp -d)
+  tar -xzf "$PACK/binaries.tar.gz" -C "$unpacked"
+  BIN="$unpacked/bin"
   # The pack's libraries first, then CUDA's own (cuBLASLt, NVRTC) from the machine's toolkit.
-  libs=$(mktemp -d)
-  tar -xzf "$PACK/lib.tar.gz" -C "$libs"
-  export LD_LIBRARY_PATH="$libs/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  export LD_LIBRARY_PATH="$unpacked/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   # The device tool returns only the tail of the output: keep all of it under $OUT, which it returns.
   if [ -n "${OUT:-}" ] && [ -d "$OUT" ]; then
     exec > >(tee -a "$OUT/gpu-check.log") 2>&1
@@ -80,16 +82,16 @@ run)
   }
   for b in "${BINARIES[@]}"; do
     echo "== $b"
-    step "$b" 120 PASS "$PACK/bin/$b" --gtest_brief=1 # failures only; the count at the end
+    step "$b" 120 PASS "$BIN/$b" --gtest_brief=1 # failures only; the count at the end
   done
   echo "== $KERNEL_BENCH: the decode step's linears (llmc's GEMV vs cuBLASLt) and attention"
-  step "$KERNEL_BENCH" 40 DONE "$PACK/bin/$KERNEL_BENCH"
+  step "$KERNEL_BENCH" 40 DONE "$BIN/$KERNEL_BENCH"
   echo "== whole plans: CUDA executor vs CPU outputs"
   step "cuda_vs_cpu (tiny plans)" 150 PASS \
-    python3 test/cuda/cuda_vs_cpu.py check --llmc-run "$PACK/bin/llmc-run" --dir "$PACK/plans"
+    python3 test/cuda/cuda_vs_cpu.py check --llmc-run "$BIN/llmc-run" --dir "$PACK/plans"
   echo "== benchmark"
   step "benchmark" 330 DONE \
-    python3 tools/gpu_benchmark.py run --llmc-run "$PACK/bin/llmc-run" --dir "$PACK/bench"
+    python3 tools/gpu_benchmark.py run --llmc-run "$BIN/llmc-run" --dir "$PACK/bench"
   echo "== summary"
   printf '%s\n' "${summary[@]}"
   exit $failed
