@@ -228,6 +228,33 @@ int64_t rowsBefore(const Shape &s, int axis) {
 
 // --- the ops ----------------------------------------------------------------------------------
 
+// Who writes and who reads each value of a plan (plan outputs count as a reader).
+struct ValueUses {
+  std::vector<int> producer, readers;
+};
+
+ValueUses usesOf(const llmc_plan_t &plan) {
+  ValueUses u{std::vector<int>(plan.values.size(), -1), std::vector<int>(plan.values.size(), 0)};
+  for (size_t k = 0; k < plan.ops.size(); ++k) {
+    for (int v : plan.ops[k].inputs)
+      if (v >= 0)
+        ++u.readers[size_t(v)];
+    for (int v : plan.ops[k].outputs)
+      u.producer[size_t(v)] = int(k);
+  }
+  for (int v : plan.outputs)
+    ++u.readers[size_t(v)];
+  return u;
+}
+
+// Per op, its position in `order` (empty: the plan's order).
+std::vector<int> positionsIn(const std::vector<int> &order, size_t ops) {
+  std::vector<int> position(ops);
+  for (size_t k = 0; k < ops; ++k)
+    position[order.empty() ? k : size_t(order[k])] = int(k);
+  return position;
+}
+
 // Norms that the linear after them can compute (smallLinear's normScale): an rms_norm or
 // add_rms_norm over the last axis whose result only the next op reads, a linear with an [N, K]
 // weight in the same storage, with a scale per element. The two are next to each other in the
@@ -237,16 +264,8 @@ void findNormsBeforeLinears(Executor &ex, const std::vector<int> &order) {
   const llmc_plan_t &plan = *ex.plan;
   ex.normOfLinear.assign(plan.ops.size(), -1);
   ex.linearOfNorm.assign(plan.ops.size(), -1);
-  std::vector<size_t> position(plan.ops.size());
-  for (size_t k = 0; k < plan.ops.size(); ++k)
-    position[order.empty() ? k : size_t(order[k])] = k;
-  std::vector<int> readers(plan.values.size(), 0);
-  for (const PlanOp &op : plan.ops)
-    for (int v : op.inputs)
-      if (v >= 0)
-        ++readers[size_t(v)];
-  for (int v : plan.outputs)
-    ++readers[size_t(v)];
+  const std::vector<int> position = positionsIn(order, plan.ops.size());
+  const std::vector<int> readers = usesOf(plan).readers;
   for (size_t k = 0; k + 1 < plan.ops.size(); ++k) {
     const PlanOp &norm = plan.ops[k], &linear = plan.ops[k + 1];
     const bool add = norm.kernel == "add_rms_norm";
@@ -1205,9 +1224,7 @@ struct ArenaLayout {
 ArenaLayout planDeviceArena(const llmc_plan_t &plan, const std::vector<bool> &resident, const std::vector<int> &order,
                             const std::vector<bool> &elsewhere, const std::vector<int> &normOfLinear) {
   std::vector<Lifetime> lifetimes = planLifetimes(plan, order);
-  std::vector<int> position(plan.ops.size());
-  for (size_t k = 0; k < plan.ops.size(); ++k)
-    position[order.empty() ? k : size_t(order[k])] = int(k);
+  const std::vector<int> position = positionsIn(order, plan.ops.size());
   for (size_t linear = 0; linear < normOfLinear.size(); ++linear) {
     if (normOfLinear[linear] < 0)
       continue;
@@ -1271,25 +1288,6 @@ LengthFreeSplit splitOf(const Executor &ex) {
   });
 }
 
-// Who writes and who reads each value of a plan (plan outputs count as a reader).
-struct ValueUses {
-  std::vector<int> producer, readers;
-};
-
-ValueUses usesOf(const llmc_plan_t &plan) {
-  ValueUses u{std::vector<int>(plan.values.size(), -1), std::vector<int>(plan.values.size(), 0)};
-  for (size_t k = 0; k < plan.ops.size(); ++k) {
-    for (int v : plan.ops[k].inputs)
-      if (v >= 0)
-        ++u.readers[size_t(v)];
-    for (int v : plan.ops[k].outputs)
-      u.producer[size_t(v)] = int(k);
-  }
-  for (int v : plan.outputs)
-    ++u.readers[size_t(v)];
-  return u;
-}
-
 // From value `v` back through copy ops (reshape, squeeze, ...: the same bytes), each value read
 // by the next op alone, to the first op that is not a copy: its index, with `way` the values
 // from `v` back to that op's output; -1 where a value has other readers or no producer.
@@ -1338,9 +1336,7 @@ InPlace inPlaceOf(const Executor &ex, const std::vector<int> &order) {
       for (int w : way)
         p.cacheRows[size_t(w)] = int(k), p.elsewhere[size_t(w)] = true;
   }
-  std::vector<int> position(plan.ops.size(), 0);
-  for (size_t i = 0; i < order.size(); ++i)
-    position[size_t(order[i])] = int(i);
+  const std::vector<int> position = positionsIn(order, plan.ops.size());
   for (size_t r = 0; r < plan.ops.size(); ++r) {
     const PlanOp &rotary = plan.ops[r];
     if (rotary.kernel != "rotary" || plan.values[size_t(rotary.inputs[0])].shape.rank != 3 ||
@@ -1774,7 +1770,8 @@ std::string describeDecodeGraphs(const llmc_plan_t &plan) {
       ex.device_[size_t(op.inputs[0])] = ex.device_[size_t(op.outputs[0])] = reinterpret_cast<void *>(++pairs * kAlign);
     }
   const LengthFreeSplit split = splitOf(ex);
-  const InPlace inPlace = inPlaceOf(ex, runOrder(plan, split));
+  const std::vector<int> order = runOrder(plan, split);
+  const InPlace inPlace = inPlaceOf(ex, order);
   const std::set<int> appendsInPlace(inPlace.cacheRows.begin(), inPlace.cacheRows.end());
   const size_t rotations = size_t(std::count_if(inPlace.splitOfRotary.begin(), inPlace.splitOfRotary.end(),
                                                 [](int k) { return k >= 0; }));
@@ -1783,7 +1780,7 @@ std::string describeDecodeGraphs(const llmc_plan_t &plan) {
                               std::to_string(pairs) + "; key rotations done by their QKV split: " + std::to_string(rotations);
   // The linears a decode step (one row per sequence) runs on smallLinear: [N, K] weights whose
   // rows are whole 16-byte loads; and those of them that compute the RMS norm before them.
-  findNormsBeforeLinears(ex, runOrder(plan, split));
+  findNormsBeforeLinears(ex, order);
   size_t linears = 0, gemv = 0, norms = 0;
   for (size_t k = 0; k < plan.ops.size(); ++k) {
     const PlanOp &op = plan.ops[k];

@@ -209,7 +209,7 @@ bool smallLinearTakes(Storage s, const SmallLinearArgs &a) {
   return a.M >= 1 && a.M <= kSmallLinearMaxM && a.K > 0 && a.K % v == 0 && a.N > 0 && (!a.swiglu || a.N % 2 == 0) &&
          a.N / kWarps < int64_t(INT_MAX) && aligned16(a.x) && aligned16(a.w) && aligned16(a.normScale) &&
          aligned16(a.normResidual) && aligned16(a.normSum) && (!a.normSum || a.normResidual) &&
-         (!(a.normResidual || a.normSum) || a.normScale);
+         (!a.normResidual || a.normScale);
 }
 
 std::string smallLinear(Storage s, const SmallLinearArgs &a, const std::string &activation, void *stream) {
