@@ -273,6 +273,23 @@ def LlmcRaiseAttention : Pass<"llmc-raise-attention", "mlir::func::FuncOp"> {
   }];
 }
 
+def LlmcRaiseAttentionMask : Pass<"llmc-raise-attention-mask", "mlir::func::FuncOp"> {
+  let summary = "Replaces an attention mask built from the attention_mask input by is_causal and that input";
+  let description = [{
+    Exporters build a decoder's mask from ranges, comparisons, broadcasts and a gather of the
+    `attention_mask` input (Hugging Face's causal and padding mask: some 20 ops, each a kernel
+    launch that depends on the cache length). This pass works out, element by element, what the
+    mask of each `llmc.fused_attention` computes (passes/MaskElements.h); when it is "key j at or
+    before query i's bottom-right causal frontier, and attention_mask[b, j] != 0" (either part
+    alone too), the attention gets `is_causal` and reads the input itself as its mask
+    ([batch, 1, 1, keys], i1 or i64, non-zero keeps). An additive mask `where(m, 0, v)` with
+    v <= -1e30 counts as its boolean `m`. Masks it cannot prove stay as they are. At run time
+    the input's length must then equal the key count (the mask's broadcast check), where the
+    gather would have read its first keys; a row whose every key is hidden (a left-padded
+    query) yields zeros instead of the additive mask's average over all keys.
+  }];
+}
+
 def LlmcFuseResidualNorm : Pass<"llmc-fuse-residual-norm", "mlir::func::FuncOp"> {
   let summary = "Fuses a residual add into the LayerNorm/RMSNorm that follows it";
   let description = [{

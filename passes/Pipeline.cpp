@@ -25,6 +25,7 @@ void buildDefaultPipeline(mlir::OpPassManager &pm, const PipelineOptions &option
     add(createLlmcRaiseNorms());
     add(createLlmcRaiseActivations());
     add(createLlmcRaiseAttention());
+    add(createLlmcRaiseAttentionMask());
     add(createLlmcFuseResidualNorm());
     add(createLlmcFuseLinear());
     if (options.merging)
@@ -51,9 +52,10 @@ void buildPlanPreparation(mlir::OpPassManager &pm) {
 }
 
 std::vector<std::string> optionalPassNames() {
-  return {"llmc-kv-cache-layout", "llmc-absorb-mla", "llmc-fold-conv-affine", "llmc-raise-norms",
-          "llmc-raise-activations", "llmc-raise-attention", "llmc-fuse-residual-norm", "llmc-fuse-linear",
-          "llmc-merge-parallel-linears", "llmc-fuse-elementwise", "llmc-fold-transposes",
+  return {"llmc-kv-cache-layout",        "llmc-absorb-mla",         "llmc-fold-conv-affine",
+          "llmc-raise-norms",            "llmc-raise-activations",  "llmc-raise-attention",
+          "llmc-raise-attention-mask",   "llmc-fuse-residual-norm", "llmc-fuse-linear",
+          "llmc-merge-parallel-linears", "llmc-fuse-elementwise",   "llmc-fold-transposes",
           "llmc-transpose-linear-weights"};
 }
 

@@ -11,9 +11,12 @@
 // determine every other shape and every kernel argument) and replayed after: a decode step is
 // one graph launch between the input and output copies. A KV cache linked with
 // llmc_context_link_cache stays on the device and is not copied at all, and then a decode step
-// launches the few ops that build its mask and replays one graph captured once for every cache
-// length (LengthFreeGraph.h: the cache append and the decode attention read their lengths from
-// a table in device memory).
+// launches the ops with a cache length in their shapes that cannot read it on the device (a mask
+// llmc-raise-attention-mask could not replace, such as DeepSeek's latent attention's) and
+// replays one graph captured once for every cache length (LengthFreeGraph.h: the cache append
+// and the decode attention read their lengths from a table in device memory). A Hugging Face
+// decoder's mask is the attention_mask input itself (llmc-raise-attention-mask), so its decode
+// step is one graph launch.
 //
 // Work in progress (issue 7): nothing here has run on a GPU yet. See docs/cuda.md.
 #include "CudaBackend.h"
@@ -609,10 +612,21 @@ std::string prepareAttention(Executor &ex, const PlanOp &op, PreparedOp &out) {
     a.causal = op.attrs.getInt("is_causal", 0) != 0;
     if (has(3)) {
       const TensorRef &m = t[size_t(op.inputs[3])];
-      if (m.shape.rank > 4 || (m.dtype != DType::F32 && m.dtype != DType::F16 && m.dtype != DType::Bool))
-        return std::string("the mask must be float or bool of rank at most 4");
+      if (m.shape.rank > 4 ||
+          (m.dtype != DType::F32 && m.dtype != DType::F16 && m.dtype != DType::Bool && m.dtype != DType::I64))
+        return std::string("the mask must be float, bool or i64 of rank at most 4");
+      // Read where it is: an attention_mask input (llmc-raise-attention-mask) is as long as the
+      // keys only if the caller made it so.
+      const int64_t scores[4] = {a.B, a.Hq, a.Sq, a.Sk};
+      for (int d = 0; d < m.shape.rank; ++d)
+        if (const int64_t dim = m.shape.dims[d], full = scores[d + 4 - m.shape.rank]; dim != 1 && dim != full)
+          return "the mask " + m.shape.str() + " does not broadcast to [" + std::to_string(a.B) + ", " +
+                 std::to_string(a.Hq) + ", " + std::to_string(a.Sq) + ", " + std::to_string(a.Sk) + "]";
       broadcastStrides4(m.shape, a.maskStrides);
-      a.mask = e.at(op.inputs[3]), a.maskBool = m.dtype == DType::Bool;
+      a.mask = e.at(op.inputs[3]);
+      a.maskType = m.dtype == DType::Bool  ? AttentionArgs::Mask::Bool
+                   : m.dtype == DType::I64 ? AttentionArgs::Mask::Int64
+                                           : AttentionArgs::Mask::Additive;
     }
     if (has(4)) {
       const TensorRef &c = t[size_t(op.inputs[4])];
@@ -1801,9 +1815,17 @@ std::string describeDecodeGraphs(const llmc_plan_t &plan) {
   if (!split.whyNot.empty())
     return "decode steps are captured as a graph again for each cache length: " + split.whyNot + "; " + appends +
            linearLine;
+  // Before the graph, the copy ops are views (the arena gives them their input's bytes).
+  size_t launching = 0;
+  for (size_t pos = 0; pos < split.before; ++pos) {
+    const PlanOp &op = plan.ops[size_t(order[pos])];
+    const bool view =
+        isCopyOp(op.kernel) && onDevice(plan.values[size_t(op.inputs[0])]) == onDevice(plan.values[size_t(op.outputs[0])]);
+    launching += !view;
+  }
   return "decode steps replay one graph for every cache length: " + std::to_string(plan.ops.size() - split.before) +
-         " ops in it, " + std::to_string(split.before) + " launched before it (those with the length in their shapes); " +
-         appends + linearLine;
+         " ops in it, " + std::to_string(split.before) + " run before it (those with the length in their shapes), " +
+         std::to_string(launching) + " of which launch a kernel; " + appends + linearLine;
 }
 
 const CudaBackend kBackend{kCudaBackendAbi, create,    run,           destroy,            deviceBytes, graphCount,

@@ -65,7 +65,8 @@ struct HeadStrides {
 
 // Attention for any number of queries (prefill), the fused_attention op's semantics: per (b, h,
 // query i) scores over the Sk keys, scale, then the mask ([B, H, Sq, Sk] broadcast through
-// `maskStrides`, 0 where it broadcasts; added in the storage type, or bool bytes keeping), causal
+// `maskStrides`, 0 where it broadcasts; added in the storage type, or bool bytes or int64 values
+// keeping where non-zero: an attention_mask input, see llmc-raise-attention-mask), causal
 // hiding of keys after i + Sk - Sq, softmax, weighted sum of values into out [B, Sq, Hq * Dv]. With
 // cos/sin ([B or 1, Sq, D] in the storage type, `tablesPerBatch`) q is rotated (rotate-half), and k too with `rotateKeys`
 // (then Sk == Sq). A fully masked row is zeros. One block per query row; Sk at most 12288.
@@ -76,7 +77,7 @@ struct AttentionArgs {
   float scale;
   bool causal;
   const void *mask = nullptr; // null: none
-  bool maskBool = false;
+  enum class Mask : uint8_t { Additive, Bool, Int64 } maskType = Mask::Additive;
   int64_t maskStrides[4] = {};
   const void *cos = nullptr, *sin = nullptr;
   bool tablesPerBatch = false, rotateKeys = false;

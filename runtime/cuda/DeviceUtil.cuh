@@ -44,13 +44,16 @@ __device__ __forceinline__ float rotated(const T *row, const T *cosRow, const T 
   return x * toF(cosRow[d]) + partner * toF(sinRow[d]);
 }
 
-// An attention score after the mask of `a` (element `at`, from its maskStrides): bool bytes keep
-// it or hide it, anything else is added in the storage type.
+// An attention score after the mask of `a` (element `at`, from its maskStrides): bool bytes or
+// int64 values keep it (non-zero) or hide it, anything else is added in the storage type.
 template <typename T> __device__ __forceinline__ float masked(const AttentionArgs &a, float score, int64_t at) {
   if (!a.mask)
     return score;
-  if (a.maskBool)
-    return static_cast<const uint8_t *>(a.mask)[at] ? score : -INFINITY;
+  switch (a.maskType) {
+  case AttentionArgs::Mask::Bool: return static_cast<const uint8_t *>(a.mask)[at] ? score : -INFINITY;
+  case AttentionArgs::Mask::Int64: return static_cast<const int64_t *>(a.mask)[at] ? score : -INFINITY;
+  case AttentionArgs::Mask::Additive: break;
+  }
   return score + toF(static_cast<const T *>(a.mask)[at]);
 }
 

@@ -11,8 +11,8 @@ std::string ScoreMask::init(const TensorRef *mask, int64_t B, int64_t H, int64_t
   mask_ = mask && mask->numel() > 0 ? mask : nullptr;
   if (!mask_)
     return {};
-  if (mask_->dtype != DType::F32 && mask_->dtype != DType::Bool)
-    return "mask must be f32 (additive) or bool";
+  if (mask_->dtype != DType::F32 && mask_->dtype != DType::Bool && mask_->dtype != DType::I64)
+    return "mask must be f32 (additive), bool or i64 (non-zero keeps: an attention_mask input)";
   Shape full;
   full.rank = 4;
   full.dims[0] = B, full.dims[1] = H, full.dims[2] = Sq, full.dims[3] = Sk;
@@ -32,6 +32,10 @@ void ScoreMask::apply(float *row, int64_t b, int64_t h, int64_t i, int64_t Sk) c
   const int64_t base = b * strides_[0] + h * strides_[1] + i * strides_[2], step = strides_[3];
   if (mask_->dtype == DType::Bool) {
     const uint8_t *keep = mask_->as<const uint8_t>() + base;
+    for (int64_t j = 0; j < Sk; ++j)
+      row[j] = keep[j * step] ? row[j] : kMinusInf;
+  } else if (mask_->dtype == DType::I64) {
+    const int64_t *keep = mask_->as<const int64_t>() + base;
     for (int64_t j = 0; j < Sk; ++j)
       row[j] = keep[j * step] ? row[j] : kMinusInf;
   } else {

@@ -10,9 +10,10 @@ namespace llmc::rt {
 
 class ScoreMask {
 public:
-  // `mask` null or empty: no mask. Fails when it is not f32/bool or does not broadcast.
+  // `mask` null or empty: no mask. Fails when it is not f32/bool/i64 or does not broadcast.
   std::string init(const TensorRef *mask, int64_t B, int64_t H, int64_t Sq, int64_t Sk);
-  // Adds (f32) or applies (bool) the mask to row i of head (b, h); `row` holds Sk scores.
+  // Adds (f32) or applies (bool, i64: non-zero keeps) the mask to row i of head (b, h); `row`
+  // holds Sk scores.
   void apply(float *row, int64_t b, int64_t h, int64_t i, int64_t Sk) const;
 
 private:

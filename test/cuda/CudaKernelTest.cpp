@@ -259,14 +259,17 @@ TEST(Cuda, GatherRowsMatchesTheCpuAndFlagsBadIds) {
 
 // Decode steps: one query over T keys split across blocks, in the layouts a decoder's plan has: a
 // length-major cache with a bool keep-mask; the same with the query rotated (tables [1, 1, D]) and
-// an additive mask, as SmolLM2's KV plan has it; keys [B, T, Hkv * D] without a mask.
+// an additive mask; rotated, with the attention_mask input (i64) as the mask, as SmolLM2's KV plan
+// has it (llmc-raise-attention-mask); keys [B, T, Hkv * D] without a mask.
 TEST(Cuda, DecodeAttentionMatchesFusedAttention) {
   const int64_t B = 2, Hq = 8, Hkv = 2, D = 64, Dv = 64;
   for (cu::Storage s : kStorages)
     for (int64_t T : {1, 37, 700})
-      for (const char *layout : {"time-major-keep", "time-major-rotary-additive", "3d"}) {
+      for (const char *layout :
+           {"time-major-keep", "time-major-rotary-additive", "time-major-rotary-input-mask", "3d"}) {
         const std::string l = layout;
-        const bool timeMajor = l != "3d", rotary = l == "time-major-rotary-additive", keepMask = l == "time-major-keep";
+        const bool timeMajor = l != "3d", inputMask = l == "time-major-rotary-input-mask",
+                   rotary = l == "time-major-rotary-additive" || inputMask, keepMask = l == "time-major-keep";
         const std::vector<int64_t> kvShape =
             timeMajor ? std::vector<int64_t>{T, B, Hkv * D} : std::vector<int64_t>{B, T, Hkv * D};
         Buf<float> q(DType::F32, {B, 1, Hq * D}, rounded(randomFloats(B * Hq * D, 12), s)),
@@ -275,21 +278,25 @@ TEST(Cuda, DecodeAttentionMatchesFusedAttention) {
             additive(DType::F32, {B, 1, 1, T}), cosT(DType::F32, {1, 1, D}, rounded(randomFloats(D, 15), s)),
             sinT(DType::F32, {1, 1, D}, rounded(randomFloats(D, 16), s)), none(DType::F32, {0});
         Buf<uint8_t> keep(DType::Bool, {B, 1, 1, T});
+        Buf<int64_t> attentionMask(DType::I64, {B, 1, 1, T});
         for (int64_t i = 0; i < B * T; ++i) {
           keep.data[size_t(i)] = i % 5 != 2; // a few masked keys (never all: see below)
           additive.data[size_t(i)] = i % 7 == 3 ? -INFINITY : 0.0f;
+          attentionMask.data[size_t(i)] = i % T < 3 && T > 3 ? 0 : 1; // left padding
         }
         additive.data[0] = 0.0f; // T = 1: keep the one key
         const float scale = 0.125f;
         ASSERT_EQ(call("fused_attention",
                        attrs({intAttr("q_num_heads", Hq), intAttr("kv_num_heads", Hkv), floatAttr("scale", scale),
                               intAttr("kv_time_major", timeMajor), intAttr("rotate_keys", 0)}),
-                       {q.ref(), k.ref(), v.ref(), keepMask ? keep.ref() : rotary ? additive.ref() : none.ref(),
+                       {q.ref(), k.ref(), v.ref(),
+                        keepMask ? keep.ref() : inputMask ? attentionMask.ref() : rotary ? additive.ref() : none.ref(),
                         rotary ? cosT.ref() : none.ref(), rotary ? sinT.ref() : none.ref()},
                        {want.ref()}),
                   "");
         auto dq = upload(q.data, s), dk = upload(k.data, s), dv = upload(v.data, s), dkeep = uploadRaw(keep.data),
-             dadd = upload(additive.data, s), dcos = upload(cosT.data, s), dsin = upload(sinT.data, s);
+             dadd = upload(additive.data, s), dcos = upload(cosT.data, s), dsin = upload(sinT.data, s),
+             dinput = uploadRaw(attentionMask.data);
         Device out(size_t(B * Hq * Dv) * cu::storageBytes(s));
         cu::AttentionArgs a;
         a.B = B, a.Hq = Hq, a.Hkv = Hkv, a.Sq = 1, a.Sk = T, a.D = D, a.Dv = Dv, a.scale = scale, a.causal = false;
@@ -297,7 +304,10 @@ TEST(Cuda, DecodeAttentionMatchesFusedAttention) {
         a.qs = {Hq * D, Hq * D, D};
         a.ks = a.vs = timeMajor ? cu::HeadStrides{Hkv * D, B * Hkv * D, D} : cu::HeadStrides{T * Hkv * D, Hkv * D, D};
         if (keepMask || rotary) {
-          a.mask = keepMask ? dkeep->p : dadd->p, a.maskBool = keepMask;
+          a.mask = keepMask ? dkeep->p : inputMask ? dinput->p : dadd->p;
+          a.maskType = keepMask    ? cu::AttentionArgs::Mask::Bool
+                       : inputMask ? cu::AttentionArgs::Mask::Int64
+                                   : cu::AttentionArgs::Mask::Additive;
           a.maskStrides[0] = T, a.maskStrides[3] = 1;
         }
         if (rotary)
@@ -419,14 +429,17 @@ TEST(Cuda, LtLinearMatchesTheCpu) {
 }
 
 // The general attention kernel in the layouts fused_attention has: 3-D q/k/v with rotary (keys
-// rotated too) and a causal mask, packed QKV, a 4-D [B, Hkv, Sk, D] cache and a length-major cache
-// with an additive mask; against the CPU fused_attention.
+// rotated too) and a causal mask, packed QKV, a 4-D [B, Hkv, Sk, D] cache, a length-major cache
+// with an additive mask, and one with is_causal and a left-padded attention_mask input (i64) as
+// the mask (llmc-raise-attention-mask's form); against the CPU fused_attention.
 TEST(Cuda, AttentionMatchesFusedAttention) {
   const int64_t B = 2, Hq = 4, Hkv = 2, S = 5, D = 16;
   for (cu::Storage s : kStorages)
-    for (const char *layout : {"3d-rotary-causal", "packed", "cache4d", "time-major-mask"}) {
+    for (const char *layout :
+         {"3d-rotary-causal", "packed", "cache4d", "time-major-mask", "time-major-causal-input-mask"}) {
       const std::string l = layout;
-      const bool packed = l == "packed", cache4d = l == "cache4d", timeMajor = l == "time-major-mask";
+      const bool inputMask = l == "time-major-causal-input-mask", causal = l == "3d-rotary-causal" || inputMask;
+      const bool packed = l == "packed", cache4d = l == "cache4d", timeMajor = l == "time-major-mask" || inputMask;
       const int64_t Sk = cache4d || timeMajor ? 9 : S;
       Buf<float> none(DType::F32, {0});
       Buf<float> q(DType::F32, {B, S, packed ? (Hq + 2 * Hkv) * D : Hq * D},
@@ -439,21 +452,25 @@ TEST(Cuda, AttentionMatchesFusedAttention) {
           mask(DType::F32, {B, 1, S, Sk}, rounded(randomFloats(B * S * Sk, 23), s)),
           cosT(DType::F32, {1, S, D}, rounded(randomFloats(S * D, 24), s)),
           sinT(DType::F32, {1, S, D}, rounded(randomFloats(S * D, 25), s)), want(DType::F32, {B, S, Hq * D});
+      Buf<int64_t> padding(DType::I64, {B, 1, 1, Sk});
+      for (int64_t i = 0; i < B * Sk; ++i)
+        padding.data[size_t(i)] = i >= Sk && i < Sk + 2 ? 0 : 1; // sequence 1 starts with 2 padding keys
       const bool rotary = l == "3d-rotary-causal" || packed;
       AttrList a = attrs({intAttr("q_num_heads", Hq), intAttr("kv_num_heads", Hkv), floatAttr("scale", 0.3),
-                          intAttr("is_causal", l == "3d-rotary-causal"), intAttr("packed_qkv", packed),
+                          intAttr("is_causal", causal), intAttr("packed_qkv", packed),
                           intAttr("kv_time_major", timeMajor)});
       ASSERT_EQ(call("fused_attention", a,
-                     {q.ref(), packed ? none.ref() : k.ref(), packed ? none.ref() : v.ref(), timeMajor ? mask.ref() : none.ref(),
+                     {q.ref(), packed ? none.ref() : k.ref(), packed ? none.ref() : v.ref(),
+                      inputMask ? padding.ref() : timeMajor ? mask.ref() : none.ref(),
                       rotary ? cosT.ref() : none.ref(), rotary ? sinT.ref() : none.ref()},
                      {want.ref()}),
                 "") << layout;
       auto dq = upload(q.data, s), dk = upload(k.data, s), dv = upload(v.data, s), dmask = upload(mask.data, s),
-           dcos = upload(cosT.data, s), dsin = upload(sinT.data, s);
+           dcos = upload(cosT.data, s), dsin = upload(sinT.data, s), dpadding = uploadRaw(padding.data);
       Device out(size_t(B * S * Hq * D) * cu::storageBytes(s));
       cu::AttentionArgs args;
       args.B = B, args.Hq = Hq, args.Hkv = Hkv, args.Sq = S, args.Sk = Sk, args.D = D, args.Dv = D;
-      args.scale = 0.3f, args.causal = l == "3d-rotary-causal", args.out = out.p;
+      args.scale = 0.3f, args.causal = causal, args.out = out.p;
       const size_t bytes = cu::storageBytes(s);
       if (packed) {
         const int64_t w = (Hq + 2 * Hkv) * D;
@@ -466,7 +483,10 @@ TEST(Cuda, AttentionMatchesFusedAttention) {
                           : timeMajor ? cu::HeadStrides{Hkv * D, B * Hkv * D, D}
                                       : cu::HeadStrides{Sk * Hkv * D, Hkv * D, D};
       }
-      if (timeMajor) {
+      if (inputMask) {
+        args.mask = dpadding->p, args.maskType = cu::AttentionArgs::Mask::Int64;
+        args.maskStrides[0] = Sk, args.maskStrides[1] = 0, args.maskStrides[2] = 0, args.maskStrides[3] = 1;
+      } else if (timeMajor) {
         args.mask = dmask->p;
         args.maskStrides[0] = S * Sk, args.maskStrides[1] = 0, args.maskStrides[2] = Sk, args.maskStrides[3] = 1;
       }

@@ -1,0 +1,325 @@
+#include "MaskElements.h"
+
+#include "llmc/Dialect/LlmcDialect.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Matchers.h"
+
+namespace llmc::mask {
+
+using namespace mlir;
+
+namespace {
+
+DimExpr times(int64_t c, const DimExpr &e) { return DimExpr::constant(c) * e; }
+
+Affine plus(const Affine &a, const Affine &b, int64_t sign) {
+  Affine out = a;
+  for (size_t d = 0; d < out.coef.size(); ++d)
+    out.coef[d] += sign * b.coef[d];
+  out.offset = out.offset + times(sign, b.offset);
+  return out;
+}
+
+bool isBool(Value v) { return cast<RankedTensorType>(v.getType()).getElementType().isInteger(1); }
+
+bool isInteger(Value v) {
+  Type t = cast<RankedTensorType>(v.getType()).getElementType();
+  return t.isInteger() && !t.isInteger(1);
+}
+
+// The integer or bool value of every element of a splat constant.
+std::optional<int64_t> splatInteger(Value v) {
+  DenseElementsAttr attr;
+  if (!matchPattern(v, m_Constant(&attr)) || !attr.getElementType().isInteger() || attr.getNumElements() < 1 ||
+      (!attr.isSplat() && attr.getNumElements() != 1))
+    return std::nullopt;
+  return attr.getSplatValue<APInt>().getSExtValue();
+}
+
+// `lhs <op> rhs` as `diff <= 0`, integers compared.
+std::optional<Affine> comparison(Operation *op, const Affine &lhs, const Affine &rhs) {
+  Affine one = Affine::constant(lhs.coef.size(), DimExpr::constant(1));
+  if (isa<LessEqualOp>(op))
+    return plus(lhs, rhs, -1);
+  if (isa<LessOp>(op))
+    return plus(plus(lhs, rhs, -1), one, 1);
+  if (isa<GreaterEqualOp>(op))
+    return plus(rhs, lhs, -1);
+  if (isa<GreaterOp>(op))
+    return plus(plus(rhs, lhs, -1), one, 1);
+  return std::nullopt;
+}
+
+bool isComparison(Operation *op) { return isa<LessEqualOp, LessOp, GreaterEqualOp, GreaterOp>(op); }
+
+void append(Conjunction &to, const Conjunction &from) { to.atoms.insert(to.atoms.end(), from.atoms.begin(), from.atoms.end()); }
+
+} // namespace
+
+Affine compose(const Affine &f, const IndexMap &map, size_t outerRank) {
+  Affine out = Affine::constant(outerRank, f.offset);
+  for (size_t d = 0; d < f.coef.size(); ++d) {
+    if (!f.coef[d])
+      continue;
+    out.offset = out.offset + times(f.coef[d], map[d].offset);
+    for (size_t e = 0; e < outerRank; ++e)
+      out.coef[e] += f.coef[d] * map[d].coef[e];
+  }
+  return out;
+}
+
+Conjunction compose(const Conjunction &c, const IndexMap &map, size_t outerRank) {
+  Conjunction out;
+  for (const Atom &atom : c.atoms) {
+    Atom next;
+    next.source = atom.source;
+    if (atom.source)
+      for (const Affine &i : atom.index)
+        next.index.push_back(compose(i, map, outerRank));
+    else
+      next.diff = compose(atom.diff, map, outerRank);
+    out.atoms.push_back(std::move(next));
+  }
+  return out;
+}
+
+std::optional<IndexMap> MaskElements::broadcastMap(Value inner, Value outer) const {
+  const auto &in = dims(inner), &out = dims(outer);
+  if (in.size() > out.size())
+    return std::nullopt;
+  IndexMap map;
+  for (size_t d = 0; d < in.size(); ++d) {
+    const size_t e = d + out.size() - in.size();
+    if (in[d].asConstant() == 1)
+      map.push_back(Affine::constant(out.size(), DimExpr::constant(0)));
+    else if (in[d] == out[e])
+      map.push_back(Affine::index(out.size(), e));
+    else
+      return std::nullopt;
+  }
+  return map;
+}
+
+// A reshape that only inserts or removes dimensions of 1 (unsqueeze, squeeze, or a reshape that
+// does no more): the other dimensions keep their order.
+std::optional<IndexMap> MaskElements::unitReshapeMap(Value inner, Value outer) const {
+  const auto &in = dims(inner), &out = dims(outer);
+  std::vector<size_t> kept; // the dimensions of `outer` that are not 1
+  for (size_t e = 0; e < out.size(); ++e)
+    if (out[e].asConstant() != 1)
+      kept.push_back(e);
+  IndexMap map;
+  size_t next = 0;
+  for (const DimExpr &dim : in) {
+    if (dim.asConstant() == 1) {
+      map.push_back(Affine::constant(out.size(), DimExpr::constant(0)));
+      continue;
+    }
+    if (next == kept.size() || out[kept[next]] != dim)
+      return std::nullopt;
+    map.push_back(Affine::index(out.size(), kept[next++]));
+  }
+  if (next != kept.size())
+    return std::nullopt;
+  return map;
+}
+
+// Ops that move elements without changing them, result `v`: where each element of their input
+// is read from (a cast between integer types, or to bool, keeps the index too).
+std::optional<IndexMap> MaskElements::movementMap(Operation *op, Value v) const {
+  if (isa<ExpandOp>(op))
+    return broadcastMap(op->getOperand(0), v);
+  if (isa<UnsqueezeOp, SqueezeOp, ReshapeOp, CastOp>(op))
+    return unitReshapeMap(op->getOperand(0), v);
+  return std::nullopt;
+}
+
+std::optional<Affine> MaskElements::affineOf(Value v) const {
+  if (!isInteger(v))
+    return std::nullopt;
+  const size_t rank = dims(v).size();
+  const ValueShape &shape = shapes_.shape(v);
+  if (shape.contents && !shape.contents->empty()) {
+    bool equal = true;
+    for (const DimExpr &e : *shape.contents)
+      equal &= e == shape.contents->front();
+    if (equal)
+      return Affine::constant(rank, shape.contents->front());
+  }
+  if (auto c = splatInteger(v))
+    return Affine::constant(rank, DimExpr::constant(*c));
+  Operation *op = v.getDefiningOp();
+  if (!op)
+    return std::nullopt;
+  if (auto range = dyn_cast<RangeOp>(op)) {
+    auto start = affineOf(range.getStart());
+    auto delta = affineOf(range.getDelta());
+    if (!start || !delta || rank != 1)
+      return std::nullopt;
+    auto step = delta->offset.asConstant();
+    for (int64_t c : start->coef)
+      if (c)
+        return std::nullopt;
+    for (int64_t c : delta->coef)
+      if (c)
+        return std::nullopt;
+    if (!step)
+      return std::nullopt;
+    Affine out = Affine::constant(1, start->offset);
+    out.coef[0] = *step;
+    return out;
+  }
+  if (isa<AddOp, SubOp>(op)) {
+    auto lhs = affineOf(op->getOperand(0)), rhs = affineOf(op->getOperand(1));
+    auto lmap = broadcastMap(op->getOperand(0), v), rmap = broadcastMap(op->getOperand(1), v);
+    if (!lhs || !rhs || !lmap || !rmap)
+      return std::nullopt;
+    return plus(compose(*lhs, *lmap, rank), compose(*rhs, *rmap, rank), isa<AddOp>(op) ? 1 : -1);
+  }
+  if (auto map = movementMap(op, v)) {
+    auto inner = affineOf(op->getOperand(0));
+    return inner ? std::optional<Affine>(compose(*inner, *map, rank)) : std::nullopt;
+  }
+  return std::nullopt;
+}
+
+// The index tuples of a gather_nd: components concatenated along the last axis, each over the
+// dimensions before it.
+std::optional<std::vector<Affine>> MaskElements::tupleOf(Value indices) const {
+  auto concat = indices.getDefiningOp<ConcatOp>();
+  const size_t rank = dims(indices).size();
+  if (!concat || rank == 0 || (concat.getAxis() != -1 && concat.getAxis() != int64_t(rank) - 1))
+    return std::nullopt;
+  std::vector<Affine> components;
+  for (Value piece : concat.getInputs()) {
+    auto a = affineOf(piece);
+    if (!a || dims(piece).back().asConstant() != 1)
+      return std::nullopt;
+    IndexMap map;
+    for (size_t d = 0; d + 1 < rank; ++d)
+      map.push_back(Affine::index(rank - 1, d));
+    map.push_back(Affine::constant(rank - 1, DimExpr::constant(0)));
+    components.push_back(compose(*a, map, rank - 1));
+  }
+  return components;
+}
+
+// A graph input read at each index, through reshapes that only add or drop dimensions of 1.
+std::optional<Conjunction> MaskElements::readOf(Value v) const {
+  if (auto arg = dyn_cast<BlockArgument>(v); arg && isa<func::FuncOp>(arg.getOwner()->getParentOp())) {
+    Atom atom;
+    atom.source = v;
+    for (size_t d = 0; d < dims(v).size(); ++d)
+      atom.index.push_back(Affine::index(dims(v).size(), d));
+    return Conjunction{{atom}};
+  }
+  Operation *op = v.getDefiningOp();
+  auto map = op && !isa<ExpandOp, CastOp>(op) ? movementMap(op, v) : std::nullopt;
+  if (!map)
+    return std::nullopt;
+  auto inner = readOf(op->getOperand(0));
+  return inner ? std::optional<Conjunction>(compose(*inner, *map, dims(v).size())) : std::nullopt;
+}
+
+std::optional<Conjunction> MaskElements::conjunctionOf(Value v) const {
+  if (!isBool(v))
+    return std::nullopt;
+  const size_t rank = dims(v).size();
+  if (auto c = splatInteger(v))
+    return *c ? std::optional<Conjunction>(Conjunction{}) : std::nullopt;
+  if (isa<BlockArgument>(v))
+    return readOf(v);
+  Operation *op = v.getDefiningOp();
+  if (auto cast = dyn_cast<CastOp>(op))
+    return isBool(cast.getInput()) ? conjunctionOf(cast.getInput()) : readOf(cast.getInput());
+  if (isa<AndOp>(op) || isComparison(op)) {
+    Value lhs = op->getOperand(0), rhs = op->getOperand(1);
+    auto lmap = broadcastMap(lhs, v), rmap = broadcastMap(rhs, v);
+    if (!lmap || !rmap)
+      return std::nullopt;
+    if (isa<AndOp>(op)) {
+      auto a = conjunctionOf(lhs), b = conjunctionOf(rhs);
+      if (!a || !b)
+        return std::nullopt;
+      Conjunction out = compose(*a, *lmap, rank);
+      append(out, compose(*b, *rmap, rank));
+      return out;
+    }
+    auto a = affineOf(lhs), b = affineOf(rhs);
+    if (!a || !b)
+      return std::nullopt;
+    Atom atom;
+    atom.diff = *comparison(op, compose(*a, *lmap, rank), compose(*b, *rmap, rank));
+    return Conjunction{{atom}};
+  }
+  if (auto map = movementMap(op, v)) {
+    auto inner = conjunctionOf(op->getOperand(0));
+    return inner ? std::optional<Conjunction>(compose(*inner, *map, rank)) : std::nullopt;
+  }
+  if (auto gather = dyn_cast<GatherNdOp>(op)) {
+    // Every index tuple names one element of the data: the result has the tuples' dimensions.
+    auto data = conjunctionOf(gather.getData());
+    auto tuple = tupleOf(gather.getIndices());
+    if (gather.getBatchDims() != 0 || !data || !tuple || tuple->size() != dims(gather.getData()).size() ||
+        dims(gather.getIndices()).size() != rank + 1)
+      return std::nullopt;
+    return compose(*data, *tuple, rank);
+  }
+  if (isa<FusedElementwiseOp>(op))
+    return regionResult(op);
+  return std::nullopt;
+}
+
+// A fused_elementwise's result: its region's `and`s, comparisons and constants over the
+// operands, each broadcast to the result.
+std::optional<Conjunction> MaskElements::regionResult(Operation *fused) const {
+  if (fused->getNumResults() != 1)
+    return std::nullopt;
+  Value result = fused->getResult(0);
+  const size_t rank = dims(result).size();
+  Block &body = fused->getRegion(0).front();
+  llvm::DenseMap<Value, Conjunction> bools;
+  llvm::DenseMap<Value, Affine> integers;
+  for (auto [arg, operand] : llvm::zip(body.getArguments(), fused->getOperands())) {
+    auto map = broadcastMap(operand, result);
+    if (!map)
+      return std::nullopt;
+    if (isBool(operand)) {
+      if (auto c = conjunctionOf(operand))
+        bools[arg] = compose(*c, *map, rank);
+    } else if (auto a = affineOf(operand)) {
+      integers[arg] = compose(*a, *map, rank);
+    }
+  }
+  for (Operation &op : body) {
+    if (auto yield = dyn_cast<YieldOp>(op)) {
+      auto it = bools.find(yield.getValues()[0]);
+      return it == bools.end() ? std::nullopt : std::optional<Conjunction>(it->second);
+    }
+    Value out = op.getResult(0);
+    if (auto c = splatInteger(out)) {
+      if (isBool(out) && *c)
+        bools[out] = Conjunction{};
+      else if (!isBool(out))
+        integers[out] = Affine::constant(rank, DimExpr::constant(*c));
+      continue;
+    }
+    if (isa<AndOp>(op) && bools.count(op.getOperand(0)) && bools.count(op.getOperand(1))) {
+      Conjunction c = bools[op.getOperand(0)];
+      append(c, bools[op.getOperand(1)]);
+      bools[out] = c;
+      continue;
+    }
+    if (isComparison(&op) && integers.count(op.getOperand(0)) && integers.count(op.getOperand(1))) {
+      Atom atom;
+      atom.diff = *comparison(&op, integers.find(op.getOperand(0))->second, integers.find(op.getOperand(1))->second);
+      bools[out] = Conjunction{{atom}};
+      continue;
+    }
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+} // namespace llmc::mask

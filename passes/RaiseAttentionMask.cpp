@@ -1,0 +1,158 @@
+// llmc-raise-attention-mask (see Passes.td): an attention mask built from index arithmetic and
+// the attention_mask input becomes `is_causal` and that input read as the mask.
+#include "MaskElements.h"
+#include "PatternUtil.h"
+#include "Passes.h"
+#include "RewriteStats.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+namespace llmc {
+#define GEN_PASS_DEF_LLMCRAISEATTENTIONMASK
+#include "Passes.h.inc"
+
+namespace {
+
+using namespace mlir;
+using mask::Affine;
+
+// What a mask was proven to be: keys after each query's causal frontier hidden, and/or keys
+// where `keep` (a graph input [batch or 1, keys], i1 or i64) is 0 hidden.
+struct RaisedMask {
+  bool causal = false;
+  Value keep;
+};
+
+// The boolean mask under an additive one: where(m, 0, -huge) adds 0 where m keeps a key and a
+// value that no score survives where it hides one (Hugging Face uses the lowest float).
+Value booleanMask(Value mask) {
+  if (fusion::tensorType(mask).getElementType().isInteger(1))
+    return mask;
+  auto where = fusion::def<WhereOp>(mask);
+  if (!where || !fusion::isScalar(where.getX(), 0.0))
+    return {};
+  auto hidden = fusion::scalarValue(where.getY());
+  return hidden && *hidden <= -1e30 ? where.getCondition() : Value();
+}
+
+// The attention's score dimensions [batch, heads, queries, keys] as symbolic expressions.
+std::vector<DimExpr> scoreDims(FusedAttentionOp op, const SymbolicShapes &shapes) {
+  const auto &q = shapes.shape(op.getQ()).dims;
+  DimExpr keys = q[1];
+  if (!op.getPackedQkv()) {
+    const auto &k = shapes.shape(op.getK()).dims;
+    keys = k.size() == 4 ? k[2] : op.getKvTimeMajor() ? k[0] : k[1];
+  }
+  return {q[0], DimExpr::constant(op.getQNumHeads()), q[1], keys};
+}
+
+std::optional<RaisedMask> raise(FusedAttentionOp op, const SymbolicShapes &shapes, const mask::MaskElements &elements) {
+  Value boolean = booleanMask(op.getMask());
+  if (!boolean)
+    return std::nullopt;
+  auto conjunction = elements.conjunctionOf(boolean);
+  if (!conjunction)
+    return std::nullopt;
+  // The mask broadcasts to the scores: its elements in the scores' index (b, h, i, j).
+  const std::vector<DimExpr> scores = scoreDims(op, shapes);
+  const auto &maskDims = shapes.shape(boolean).dims;
+  if (maskDims.size() > 4)
+    return std::nullopt;
+  mask::IndexMap toScores;
+  for (size_t d = 0; d < maskDims.size(); ++d) {
+    const size_t e = d + 4 - maskDims.size();
+    if (maskDims[d].asConstant() == 1)
+      toScores.push_back(Affine::constant(4, DimExpr::constant(0)));
+    else if (maskDims[d] == scores[e])
+      toScores.push_back(Affine::index(4, e));
+    else
+      return std::nullopt;
+  }
+  const mask::Conjunction inScores = mask::compose(*conjunction, toScores, 4);
+
+  RaisedMask raised;
+  const Affine zero = Affine::constant(4, DimExpr::constant(0));
+  const Affine batch = Affine::index(4, 0), key = Affine::index(4, 3);
+  // j - i - (Sk - Sq) <= 0: the causal frontier, bottom-right aligned as is_causal's.
+  Affine frontier = Affine::constant(4, scores[2] - scores[3]);
+  frontier.coef = {0, 0, -1, 1};
+  for (const mask::Atom &atom : inScores.atoms) {
+    if (!atom.source) {
+      if (atom.diff == frontier) {
+        raised.causal = true;
+        continue;
+      }
+      auto c = atom.diff.offset.asConstant();
+      if (atom.diff.coef == zero.coef && c && *c <= 0) // holds everywhere
+        continue;
+      return std::nullopt;
+    }
+    // keep[b, j] (or keep[0, j] of a single row): the key padding of each sequence.
+    auto type = fusion::tensorType(atom.source);
+    const auto &sourceDims = shapes.shape(atom.source).dims;
+    if (type.getRank() != 2 || !(type.getElementType().isInteger(1) || type.getElementType().isInteger(64)) ||
+        !(atom.index[1] == key) ||
+        !((atom.index[0] == batch && sourceDims[0] == scores[0]) ||
+          (atom.index[0] == zero && sourceDims[0].asConstant() == 1)) ||
+        (raised.keep && raised.keep != atom.source))
+      return std::nullopt;
+    raised.keep = atom.source;
+  }
+  return raised;
+}
+
+struct RaiseAttentionMask : impl::LlmcRaiseAttentionMaskBase<RaiseAttentionMask> {
+  RewriteCounter causal{"llmc-raise-attention-mask", "masks raised to is_causal"};
+  RewriteCounter padding{"llmc-raise-attention-mask", "masks read from an input"};
+
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    std::string error;
+    FailureOr<SymbolicShapes> shapes = SymbolicShapes::analyze(func, error);
+    if (failed(shapes))
+      return; // shapes the analysis cannot express: masks stay as they are
+    mask::MaskElements elements(*shapes);
+    llvm::SmallVector<FusedAttentionOp> attentions;
+    func.walk([&](FusedAttentionOp op) { attentions.push_back(op); });
+    llvm::DenseMap<Value, Value> views; // per input: [B, T] as [B, 1, 1, T]
+    bool changed = false;
+    for (FusedAttentionOp op : attentions) {
+      if (fusion::isEmpty(op.getMask()))
+        continue;
+      auto raised = raise(op, *shapes, elements);
+      if (!raised)
+        continue;
+      Value mask;
+      if (raised->keep) {
+        Value &view = views[raised->keep];
+        if (!view) {
+          OpBuilder b = OpBuilder::atBlockBegin(&func.getBody().front());
+          view = fusion::createValue(b, op.getLoc(), "llmc.unsqueeze", {raised->keep},
+                                     {b.getNamedAttr("axes", b.getDenseI64ArrayAttr({1, 2}))});
+        }
+        mask = view;
+        ++padding;
+      } else {
+        OpBuilder b(op);
+        mask = fusion::emptyTensor(b, op.getLoc(), b.getF32Type());
+      }
+      op.getMaskMutable().assign(mask);
+      if (raised->causal) {
+        op.setIsCausal(1);
+        ++causal;
+      }
+      changed = true;
+    }
+    if (!changed)
+      return;
+    // The ops that built the masks, from the last back (a user before what it uses).
+    Block &body = func.getBody().front();
+    for (Operation &op : llvm::make_early_inc_range(llvm::reverse(body)))
+      if (isOpTriviallyDead(&op))
+        op.erase();
+  }
+};
+
+} // namespace
+} // namespace llmc

@@ -1,0 +1,153 @@
+// RUN: %llmc-opt %s -llmc-raise-attention-mask -split-input-file | FileCheck %s
+
+// Hugging Face's causal and padding mask of a decoder with a KV cache, as transformers exports
+// it (ranges from the cache's shape, a gather of attention_mask at [0, j], the additive form):
+// the attention gets is_causal and reads attention_mask itself, and the ops that built the mask
+// are gone.
+// CHECK-LABEL: func.func @hf_causal_padding
+// CHECK: %[[VIEW:.*]] = llmc.unsqueeze %arg1 {axes = array<i64: 1, 2>} : (tensor<1x?xi64>) -> tensor<1x1x1x?xi64>
+// CHECK-NOT: llmc.range
+// CHECK-NOT: llmc.gather_nd
+// CHECK-NOT: llmc.where
+// CHECK: llmc.fused_attention %arg0, %{{.*}}, %{{.*}}, %[[VIEW]], %{{.*}}, %{{.*}} {is_causal = 1 : i64
+func.func @hf_causal_padding(%q: tensor<1x?x64xf32> {llmc.name = "q", llmc.dim_symbols = ["", "seq", ""]},
+                             %am: tensor<1x?xi64> {llmc.name = "attention_mask", llmc.dim_symbols = ["", "total"]},
+                             %past: tensor<?x1x32xf32> {llmc.name = "past", llmc.dim_symbols = ["past", "", ""]},
+                             %new: tensor<?x1x32xf32> {llmc.name = "new", llmc.dim_symbols = ["seq", "", ""]})
+    -> tensor<1x?x64xf32> attributes {llmc.symbol_bounds = {past = 64 : i64, seq = 16 : i64, total = 80 : i64},
+                                      llmc.symbol_minima = {past = 0 : i64}} {
+  %e = llmc.constant dense<> : tensor<0xf32>
+  %one = llmc.constant dense<1> : tensor<1xi64>
+  %two = llmc.constant dense<2> : tensor<1xi64>
+  %c16 = llmc.constant dense<16> : tensor<1xi64>
+  %zero4 = llmc.constant dense<0> : tensor<1x1x1x1xi64>
+  %i0 = llmc.constant dense<0> : tensor<i64>
+  %i1 = llmc.constant dense<1> : tensor<i64>
+  %minus1 = llmc.constant dense<-1> : tensor<1xi64>
+  %f0 = llmc.constant dense<0.000000e+00> : tensor<f32>
+  %lowest = llmc.constant dense<-3.40282347E+38> : tensor<f32>
+  %k = llmc.concat %past, %new {axis = 0 : i64} : (tensor<?x1x32xf32>, tensor<?x1x32xf32>) -> tensor<?x1x32xf32>
+  %seqShape = llmc.shape %q {end = 2 : i64, start = 1 : i64} : (tensor<1x?x64xf32>) -> tensor<1xi64>
+  %seq = llmc.squeeze %seqShape : (tensor<1xi64>) -> tensor<i64>
+  %pastShape = llmc.shape %past {end = 1 : i64} : (tensor<?x1x32xf32>) -> tensor<1xi64>
+  %shape4 = llmc.concat %one, %two, %pastShape, %c16 {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<4xi64>
+  %pastSlice = llmc.slice %shape4 {axes = array<i64: 0>, ends = array<i64: 3>, starts = array<i64: 2>, steps = array<i64: 1>} : (tensor<4xi64>) -> tensor<1xi64>
+  %pastLen = llmc.squeeze %pastSlice : (tensor<1xi64>) -> tensor<i64>
+  %total = llmc.add %pastLen, %seq : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  %keep = llmc.cast %am {to = i1} : (tensor<1x?xi64>) -> tensor<1x?xi1>
+  %rows = llmc.range %i0, %seq, %i1 : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %positions = llmc.add %rows, %pastLen : (tensor<?xi64>, tensor<i64>) -> tensor<?xi64>
+  %keys = llmc.range %i0, %total, %i1 : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %p2 = llmc.unsqueeze %positions {axes = array<i64: 0, 1>} : (tensor<?xi64>) -> tensor<1x1x?xi64>
+  %p3 = llmc.unsqueeze %p2 {axes = array<i64: 3>} : (tensor<1x1x?xi64>) -> tensor<1x1x?x1xi64>
+  %k2 = llmc.unsqueeze %keys {axes = array<i64: 0, 1>} : (tensor<?xi64>) -> tensor<1x1x?xi64>
+  %k3 = llmc.unsqueeze %k2 {axes = array<i64: 2>} : (tensor<1x1x?xi64>) -> tensor<1x1x1x?xi64>
+  %causal = llmc.less_equal %k3, %p3 : (tensor<1x1x1x?xi64>, tensor<1x1x?x1xi64>) -> tensor<1x1x?x?xi1>
+  %kmax = llmc.max %zero4, %k3 : (tensor<1x1x1x1xi64>, tensor<1x1x1x?xi64>) -> tensor<1x1x1x?xi64>
+  %kshape = llmc.shape %kmax : (tensor<1x1x1x?xi64>) -> tensor<4xi64>
+  %batchIdx = llmc.expand %zero4, %kshape : (tensor<1x1x1x1xi64>, tensor<4xi64>) -> tensor<1x1x1x?xi64>
+  %b5 = llmc.unsqueeze %batchIdx {axes = array<i64: -1>} : (tensor<1x1x1x?xi64>) -> tensor<1x1x1x?x1xi64>
+  %keyIdx = llmc.expand %k3, %kshape : (tensor<1x1x1x?xi64>, tensor<4xi64>) -> tensor<1x1x1x?xi64>
+  %j5 = llmc.unsqueeze %keyIdx {axes = array<i64: -1>} : (tensor<1x1x1x?xi64>) -> tensor<1x1x1x?x1xi64>
+  %tuples = llmc.concat %b5, %j5 {axis = -1 : i64} : (tensor<1x1x1x?x1xi64>, tensor<1x1x1x?x1xi64>) -> tensor<1x1x1x?x2xi64>
+  %padding = llmc.gather_nd %keep, %tuples : (tensor<1x?xi1>, tensor<1x1x1x?x2xi64>) -> tensor<1x1x1x?xi1>
+  %true = llmc.constant dense<true> : tensor<i1>
+  %both0 = llmc.and %true, %causal : (tensor<i1>, tensor<1x1x?x?xi1>) -> tensor<1x1x?x?xi1>
+  %both = llmc.and %both0, %padding : (tensor<1x1x?x?xi1>, tensor<1x1x1x?xi1>) -> tensor<1x1x?x?xi1>
+  %additive = llmc.where %both, %f0, %lowest : (tensor<1x1x?x?xi1>, tensor<f32>, tensor<f32>) -> tensor<1x1x?x?xf32>
+  %out = llmc.fused_attention %q, %k, %k, %additive, %e, %e {kv_num_heads = 1 : i64, kv_time_major = 1 : i64, q_num_heads = 2 : i64} : (tensor<1x?x64xf32>, tensor<?x1x32xf32>, tensor<?x1x32xf32>, tensor<1x1x?x?xf32>, tensor<0xf32>, tensor<0xf32>) -> tensor<1x?x64xf32>
+  return %out : tensor<1x?x64xf32>
+}
+
+// -----
+
+// A causal mask alone (boolean, built inside a fused region): is_causal, no mask.
+// CHECK-LABEL: func.func @causal_only
+// CHECK-NOT: llmc.range
+// CHECK: llmc.fused_attention %arg0, %arg1, %arg1, %{{.*}} {is_causal = 1 : i64{{.*}} : (tensor<1x?x64xf32>, tensor<1x?x64xf32>, tensor<1x?x64xf32>, tensor<0xf32>,
+func.func @causal_only(%q: tensor<1x?x64xf32> {llmc.name = "q", llmc.dim_symbols = ["", "seq", ""]},
+                       %k: tensor<1x?x64xf32> {llmc.name = "k", llmc.dim_symbols = ["", "seq", ""]})
+    -> tensor<1x?x64xf32> attributes {llmc.symbol_bounds = {seq = 16 : i64}} {
+  %e = llmc.constant dense<> : tensor<0xf32>
+  %i0 = llmc.constant dense<0> : tensor<i64>
+  %i1 = llmc.constant dense<1> : tensor<i64>
+  %seqShape = llmc.shape %q {end = 2 : i64, start = 1 : i64} : (tensor<1x?x64xf32>) -> tensor<1xi64>
+  %seq = llmc.squeeze %seqShape : (tensor<1xi64>) -> tensor<i64>
+  %r = llmc.range %i0, %seq, %i1 : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %rows = llmc.unsqueeze %r {axes = array<i64: 1>} : (tensor<?xi64>) -> tensor<?x1xi64>
+  %mask = llmc.fused_elementwise %r, %rows : (tensor<?xi64>, tensor<?x1xi64>) -> tensor<?x?xi1> {
+  ^bb0(%j: tensor<i64>, %i: tensor<i64>):
+    %t = llmc.constant dense<true> : tensor<i1>
+    %le = llmc.greater_equal %i, %j : (tensor<i64>, tensor<i64>) -> tensor<i1>
+    %both = llmc.and %t, %le : (tensor<i1>, tensor<i1>) -> tensor<i1>
+    llmc.yield %both : tensor<i1>
+  }
+  %out = llmc.fused_attention %q, %k, %k, %mask, %e, %e {kv_num_heads = 1 : i64, q_num_heads = 1 : i64} : (tensor<1x?x64xf32>, tensor<1x?x64xf32>, tensor<1x?x64xf32>, tensor<?x?xi1>, tensor<0xf32>, tensor<0xf32>) -> tensor<1x?x64xf32>
+  return %out : tensor<1x?x64xf32>
+}
+
+// -----
+
+// A batch of two left-padded sequences, static shapes (3 cached tokens, 4 new): attention_mask
+// [2, 7] is read at [b, j].
+// CHECK-LABEL: func.func @padded_batch
+// CHECK: %[[VIEW:.*]] = llmc.unsqueeze %arg2 {axes = array<i64: 1, 2>} : (tensor<2x7xi64>) -> tensor<2x1x1x7xi64>
+// CHECK: llmc.fused_attention %arg0, %arg1, %arg1, %[[VIEW]], %{{.*}}, %{{.*}} {is_causal = 1 : i64
+func.func @padded_batch(%q: tensor<2x4x64xf32>, %k: tensor<2x7x64xf32>, %am: tensor<2x7xi64>) -> tensor<2x4x64xf32> {
+  %e = llmc.constant dense<> : tensor<0xf32>
+  %i0 = llmc.constant dense<0> : tensor<i64>
+  %i1 = llmc.constant dense<1> : tensor<i64>
+  %i3 = llmc.constant dense<3> : tensor<i64>
+  %i4 = llmc.constant dense<4> : tensor<i64>
+  %i7 = llmc.constant dense<7> : tensor<i64>
+  %r = llmc.range %i0, %i4, %i1 : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<4xi64>
+  %pos = llmc.add %r, %i3 : (tensor<4xi64>, tensor<i64>) -> tensor<4xi64>
+  %rows = llmc.unsqueeze %pos {axes = array<i64: 1>} : (tensor<4xi64>) -> tensor<4x1xi64>
+  %keys = llmc.range %i0, %i7, %i1 : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<7xi64>
+  %causal = llmc.less_equal %keys, %rows : (tensor<7xi64>, tensor<4x1xi64>) -> tensor<4x7xi1>
+  %keep = llmc.cast %am {to = i1} : (tensor<2x7xi64>) -> tensor<2x7xi1>
+  %keep4 = llmc.unsqueeze %keep {axes = array<i64: 1, 2>} : (tensor<2x7xi1>) -> tensor<2x1x1x7xi1>
+  %mask = llmc.and %causal, %keep4 : (tensor<4x7xi1>, tensor<2x1x1x7xi1>) -> tensor<2x1x4x7xi1>
+  %out = llmc.fused_attention %q, %k, %k, %mask, %e, %e {kv_num_heads = 1 : i64, q_num_heads = 1 : i64} : (tensor<2x4x64xf32>, tensor<2x7x64xf32>, tensor<2x7x64xf32>, tensor<2x1x4x7xi1>, tensor<0xf32>, tensor<0xf32>) -> tensor<2x4x64xf32>
+  return %out : tensor<2x4x64xf32>
+}
+
+// -----
+
+// Not raised: the frontier is one key off (j <= i + 4 where the keys end at i + 3), the padding
+// is read one key late, and the additive mask hides with -1 (a score could survive it).
+// CHECK-LABEL: func.func @not_raised
+// CHECK-COUNT-3: llmc.fused_attention %arg0, %arg1, %arg1, %{{.*}}, %{{.*}}, %{{.*}} {kv_num_heads = 1 : i64, q_num_heads = 1 : i64}
+func.func @not_raised(%q: tensor<2x4x64xf32>, %k: tensor<2x7x64xf32>, %am: tensor<1x8xi64>)
+    -> (tensor<2x4x64xf32>, tensor<2x4x64xf32>, tensor<2x4x64xf32>) {
+  %e = llmc.constant dense<> : tensor<0xf32>
+  %i0 = llmc.constant dense<0> : tensor<i64>
+  %i1 = llmc.constant dense<1> : tensor<i64>
+  %i3 = llmc.constant dense<3> : tensor<i64>
+  %i4 = llmc.constant dense<4> : tensor<i64>
+  %i7 = llmc.constant dense<7> : tensor<i64>
+  %f0 = llmc.constant dense<0.000000e+00> : tensor<f32>
+  %fm1 = llmc.constant dense<-1.000000e+00> : tensor<f32>
+  %r = llmc.range %i0, %i4, %i1 : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<4xi64>
+  %pos = llmc.add %r, %i4 : (tensor<4xi64>, tensor<i64>) -> tensor<4xi64>
+  %rows = llmc.unsqueeze %pos {axes = array<i64: 1>} : (tensor<4xi64>) -> tensor<4x1xi64>
+  %keys = llmc.range %i0, %i7, %i1 : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<7xi64>
+  %offByOne = llmc.less_equal %keys, %rows : (tensor<7xi64>, tensor<4x1xi64>) -> tensor<4x7xi1>
+  %a = llmc.fused_attention %q, %k, %k, %offByOne, %e, %e {kv_num_heads = 1 : i64, q_num_heads = 1 : i64} : (tensor<2x4x64xf32>, tensor<2x7x64xf32>, tensor<2x7x64xf32>, tensor<4x7xi1>, tensor<0xf32>, tensor<0xf32>) -> tensor<2x4x64xf32>
+  %keys1 = llmc.add %keys, %i1 : (tensor<7xi64>, tensor<i64>) -> tensor<7xi64>
+  %batch = llmc.range %i0, %i1, %i1 : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<1xi64>
+  %s7 = llmc.constant dense<7> : tensor<1xi64>
+  %b7 = llmc.expand %batch, %s7 : (tensor<1xi64>, tensor<1xi64>) -> tensor<7xi64>
+  %b71 = llmc.unsqueeze %b7 {axes = array<i64: 1>} : (tensor<7xi64>) -> tensor<7x1xi64>
+  %j71 = llmc.unsqueeze %keys1 {axes = array<i64: 1>} : (tensor<7xi64>) -> tensor<7x1xi64>
+  %tuples = llmc.concat %b71, %j71 {axis = 1 : i64} : (tensor<7x1xi64>, tensor<7x1xi64>) -> tensor<7x2xi64>
+  %keep = llmc.cast %am {to = i1} : (tensor<1x8xi64>) -> tensor<1x8xi1>
+  %late = llmc.gather_nd %keep, %tuples : (tensor<1x8xi1>, tensor<7x2xi64>) -> tensor<7xi1>
+  %b = llmc.fused_attention %q, %k, %k, %late, %e, %e {kv_num_heads = 1 : i64, q_num_heads = 1 : i64} : (tensor<2x4x64xf32>, tensor<2x7x64xf32>, tensor<2x7x64xf32>, tensor<7xi1>, tensor<0xf32>, tensor<0xf32>) -> tensor<2x4x64xf32>
+  %pos3 = llmc.add %r, %i3 : (tensor<4xi64>, tensor<i64>) -> tensor<4xi64>
+  %rows3 = llmc.unsqueeze %pos3 {axes = array<i64: 1>} : (tensor<4xi64>) -> tensor<4x1xi64>
+  %causal = llmc.less_equal %keys, %rows3 : (tensor<7xi64>, tensor<4x1xi64>) -> tensor<4x7xi1>
+  %soft = llmc.where %causal, %f0, %fm1 : (tensor<4x7xi1>, tensor<f32>, tensor<f32>) -> tensor<4x7xf32>
+  %c = llmc.fused_attention %q, %k, %k, %soft, %e, %e {kv_num_heads = 1 : i64, q_num_heads = 1 : i64} : (tensor<2x4x64xf32>, tensor<2x7x64xf32>, tensor<2x7x64xf32>, tensor<4x7xf32>, tensor<0xf32>, tensor<0xf32>) -> tensor<2x4x64xf32>
+  return %a, %b, %c : tensor<2x4x64xf32>, tensor<2x4x64xf32>, tensor<2x4x64xf32>
+}
