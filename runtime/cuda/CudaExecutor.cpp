@@ -135,8 +135,11 @@ struct Executor {
   std::vector<SplitRotary> rotaryOfSplit;
   std::vector<int> splitOfRotary;
   size_t captures = 0;     // graphs captured so far (a replay captures nothing)
+  std::set<void *> pinned; // host memory page-locked by pinHost
 
   ~Executor() {
+    for (void *p : pinned)
+      cudaHostUnregister(p);
     dropGraphs();
     for (void *p : cacheBuffers)
       cudaFree(p);
@@ -1732,6 +1735,22 @@ std::string run(void *state, const std::vector<TensorRef> &tensors) {
 
 void destroy(void *state) { delete static_cast<Executor *>(state); }
 
+void pinHost(void *state, void *data, size_t bytes) {
+  Executor &ex = *static_cast<Executor *>(state);
+  if (!data || !bytes || ex.pinned.count(data))
+    return;
+  if (cudaHostRegister(data, bytes, cudaHostRegisterDefault) == cudaSuccess)
+    ex.pinned.insert(data);
+  else
+    cudaGetLastError(); // not locked: copies stay staged, and the error is not this run's
+}
+
+void unpinHost(void *state, void *data) {
+  Executor &ex = *static_cast<Executor *>(state);
+  if (ex.pinned.erase(data))
+    cudaHostUnregister(data);
+}
+
 size_t deviceBytes(void *state) {
   const Executor &ex = *static_cast<Executor *>(state);
   size_t arena = ex.arenaBytes;
@@ -1828,8 +1847,8 @@ std::string describeDecodeGraphs(const llmc_plan_t &plan) {
          std::to_string(launching) + " of which launch a kernel; " + appends + linearLine;
 }
 
-const CudaBackend kBackend{kCudaBackendAbi, create,    run,           destroy,            deviceBytes, graphCount,
-                           check,           linkCache, plannedMemory, describeDecodeGraphs};
+const CudaBackend kBackend{kCudaBackendAbi, create,    run,           destroy,              deviceBytes, graphCount,
+                           check,           linkCache, plannedMemory, describeDecodeGraphs, pinHost,     unpinHost};
 
 } // namespace
 } // namespace llmc::rt::cuda

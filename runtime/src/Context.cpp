@@ -32,6 +32,8 @@ struct llmc_context_t {
   std::vector<std::unique_ptr<void, AlignedFree>> buffers;
   std::vector<bool> inputSet;
   std::vector<bool> linkedInput; // a past cache read on the device (llmc_context_link_cache)
+  std::vector<bool> linkedValue;  // per value: a linked cache's input or output (never copied)
+  std::vector<bool> pinned;       // per value: its own buffer page-locked by the CUDA backend
   std::vector<int64_t> symbols;  // this run's symbol values, bound from the inputs
   std::vector<int64_t> dimValues; // this run's value of every dimension expression
   int numThreads = 0;
@@ -80,13 +82,40 @@ static const llmc::rt::CudaBackend *cudaBackend(std::string &error) {
 }
 
 // The context's own buffer for value `i`, at the bound's size; allocated on first use. Null when
-// out of memory.
+// out of memory. Inputs and outputs get whole pages, which a CUDA context page-locks (pinCopied)
+// without two buffers sharing one.
 static void *ownBuffer(llmc_context_t &ctx, size_t i) {
   if (!ctx.buffers[i]) {
-    const size_t bytes = std::max<size_t>(ctx.plan->values[i].capacity, 1);
-    ctx.buffers[i].reset(std::aligned_alloc(64, (bytes + 63) / 64 * 64));
+    const llmc::rt::PlanValue &v = ctx.plan->values[i];
+    const size_t align = v.kind == fb::ValueKind_Input || v.kind == fb::ValueKind_Output ? 4096 : 64;
+    const size_t bytes = std::max<size_t>(v.capacity, 1);
+    ctx.buffers[i].reset(std::aligned_alloc(align, (bytes + align - 1) / align * align));
   }
   return ctx.buffers[i].get();
+}
+
+// A CUDA context's own buffer of an input or output goes back to pageable memory, before it is
+// freed or when runs stop copying it.
+static void unpin(llmc_context_t &ctx, size_t i) {
+  if (ctx.cuda && ctx.pinned[i])
+    ctx.cuda->unpinHost(ctx.cudaState, ctx.buffers[i].get());
+  ctx.pinned[i] = false;
+}
+
+// Before a CUDA run: the context's own buffers of the inputs and outputs that runs copy are
+// page-locked (once each), so that the copies are DMA transfers (a decode step's logits).
+static void pinCopied(llmc_context_t &ctx) {
+  auto pin = [&](int vi) {
+    const size_t i = size_t(vi);
+    if (ctx.pinned[i] || ctx.linkedValue[i] || !ctx.buffers[i] || ctx.tensors[i].data != ctx.buffers[i].get())
+      return;
+    ctx.cuda->pinHost(ctx.cudaState, ctx.buffers[i].get(), std::max<size_t>(ctx.plan->values[i].capacity, 1));
+    ctx.pinned[i] = true;
+  };
+  for (int vi : ctx.plan->inputs)
+    pin(vi);
+  for (int vi : ctx.plan->outputs)
+    pin(vi);
 }
 
 extern "C" llmc_status llmc_plan_check_cuda(llmc_plan plan) {
@@ -162,6 +191,8 @@ extern "C" llmc_status llmc_context_create(llmc_plan plan, const llmc_context_op
   ctx->buffers.resize(plan->values.size());
   ctx->inputSet.assign(plan->inputs.size(), false);
   ctx->linkedInput.assign(plan->inputs.size(), false);
+  ctx->linkedValue.assign(plan->values.size(), false);
+  ctx->pinned.assign(plan->values.size(), false);
   for (size_t i = 0; i < plan->values.size(); ++i) {
     const llmc::rt::PlanValue &v = plan->values[i];
     llmc::rt::TensorRef &t = ctx->tensors[i];
@@ -227,6 +258,10 @@ extern "C" llmc_status llmc_context_link_cache(llmc_context ctx, int32_t input, 
       !err.empty())
     return makeStatus(LLMC_RUNTIME_ERROR, "CUDA: " + err);
   ctx->linkedInput[size_t(input)] = true;
+  for (int vi : {plan.inputs[size_t(input)], plan.outputs[size_t(output)]}) {
+    ctx->linkedValue[size_t(vi)] = true;
+    unpin(*ctx, size_t(vi));
+  }
   return nullptr;
 }
 
@@ -329,6 +364,7 @@ extern "C" llmc_status llmc_context_bind_output(llmc_context ctx, int32_t index,
     return makeStatus(LLMC_INVALID_ARGUMENT, "output '" + v.name + "' needs " + std::to_string(v.capacity) +
                                                  " bytes at its bounds; the buffer has " + std::to_string(capacity));
   ctx->tensors[vi].data = data;
+  unpin(*ctx, vi);
   ctx->buffers[vi].reset(); // the context's own buffer is not needed any more
   return nullptr;
 }
@@ -402,6 +438,7 @@ extern "C" llmc_status llmc_context_run(llmc_context ctx) {
   if (llmc_status s = bindShapes(*ctx))
     return s;
   if (ctx->cuda) {
+    pinCopied(*ctx);
     if (std::string err = ctx->cuda->run(ctx->cudaState, ctx->tensors); !err.empty())
       return makeStatus(LLMC_RUNTIME_ERROR, "CUDA: " + err);
     return nullptr;

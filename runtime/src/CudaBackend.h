@@ -10,7 +10,7 @@
 
 namespace llmc::rt {
 
-constexpr int kCudaBackendAbi = 7;
+constexpr int kCudaBackendAbi = 8;
 
 struct CudaOptions {
   bool graphs = true;      // capture each input-shape bucket's launches once and replay them
@@ -44,6 +44,12 @@ struct CudaBackend {
   // Without a device: how a generator's decode steps (caches linked) use CUDA graphs, one line:
   // one graph replayed for every cache length (LengthFreeGraph.h), or why each length is captured.
   std::string (*describeDecodeGraphs)(const llmc_plan_t &plan);
+  // Page-locks host memory that runs copy to or from (a context's own input and output buffers),
+  // so that those copies are DMA transfers at the bus's speed instead of staged through the
+  // driver; best effort (memory that cannot be locked stays as it is). Until unpinHost or
+  // destroy, which must come before the memory is freed.
+  void (*pinHost)(void *state, void *data, size_t bytes);
+  void (*unpinHost)(void *state, void *data);
 };
 
 } // namespace llmc::rt
