@@ -279,7 +279,8 @@ def LlmcRaiseAttentionMask : Pass<"llmc-raise-attention-mask", "mlir::func::Func
     Exporters build a decoder's mask from ranges, comparisons, broadcasts and a gather of the
     `attention_mask` input (Hugging Face's causal and padding mask: some 20 ops, each a kernel
     launch that depends on the cache length). This pass works out, element by element, what the
-    mask of each `llmc.fused_attention` computes (passes/MaskElements.h); when it is "key j at or
+    mask of each `llmc.fused_attention` and `llmc.latent_attention` computes
+    (passes/MaskElements.h); when it is "key j at or
     before query i's bottom-right causal frontier, and attention_mask[b, j] != 0" (either part
     alone too), the attention gets `is_causal` and reads the input itself as its mask
     ([batch, 1, 1, keys], i1 or i64, non-zero keeps). An additive mask `where(m, 0, v)` with

@@ -47,15 +47,21 @@ std::vector<DimExpr> scoreDims(FusedAttentionOp op, const SymbolicShapes &shapes
   return {q[0], DimExpr::constant(op.getQNumHeads()), q[1], keys};
 }
 
-std::optional<RaisedMask> raise(FusedAttentionOp op, const SymbolicShapes &shapes, const mask::MaskElements &elements) {
-  Value boolean = booleanMask(op.getMask());
+// q [batch, heads, queries, ...], the cache [keys, batch, ...].
+std::vector<DimExpr> scoreDims(LatentAttentionOp op, const SymbolicShapes &shapes) {
+  const auto &q = shapes.shape(op.getQ()).dims;
+  return {q[0], q[1], q[2], shapes.shape(op.getCache()).dims[0]};
+}
+
+std::optional<RaisedMask> raise(Value attentionMask, const std::vector<DimExpr> &scores, const SymbolicShapes &shapes,
+                                const mask::MaskElements &elements) {
+  Value boolean = booleanMask(attentionMask);
   if (!boolean)
     return std::nullopt;
   auto conjunction = elements.conjunctionOf(boolean);
   if (!conjunction)
     return std::nullopt;
   // The mask broadcasts to the scores: its elements in the scores' index (b, h, i, j).
-  const std::vector<DimExpr> scores = scoreDims(op, shapes);
   const auto &maskDims = shapes.shape(boolean).dims;
   if (maskDims.size() > 4)
     return std::nullopt;
@@ -113,14 +119,20 @@ struct RaiseAttentionMask : impl::LlmcRaiseAttentionMaskBase<RaiseAttentionMask>
     if (failed(shapes))
       return; // shapes the analysis cannot express: masks stay as they are
     mask::MaskElements elements(*shapes);
-    llvm::SmallVector<FusedAttentionOp> attentions;
-    func.walk([&](FusedAttentionOp op) { attentions.push_back(op); });
+    llvm::SmallVector<Operation *> attentions; // fused_attention and latent_attention
+    func.walk([&](Operation *op) {
+      if (isa<FusedAttentionOp, LatentAttentionOp>(op))
+        attentions.push_back(op);
+    });
     llvm::DenseMap<Value, Value> views; // per input: [B, T] as [B, 1, 1, T]
     bool changed = false;
-    for (FusedAttentionOp op : attentions) {
-      if (fusion::isEmpty(op.getMask()))
+    for (Operation *op : attentions) {
+      auto fused = dyn_cast<FusedAttentionOp>(op);
+      auto latent = dyn_cast<LatentAttentionOp>(op);
+      Value current = fused ? fused.getMask() : latent.getMask();
+      if (fusion::isEmpty(current))
         continue;
-      auto raised = raise(op, *shapes, elements);
+      auto raised = raise(current, fused ? scoreDims(fused, *shapes) : scoreDims(latent, *shapes), *shapes, elements);
       if (!raised)
         continue;
       Value mask;
@@ -128,18 +140,18 @@ struct RaiseAttentionMask : impl::LlmcRaiseAttentionMaskBase<RaiseAttentionMask>
         Value &view = views[raised->keep];
         if (!view) {
           OpBuilder b = OpBuilder::atBlockBegin(&func.getBody().front());
-          view = fusion::createValue(b, op.getLoc(), "llmc.unsqueeze", {raised->keep},
+          view = fusion::createValue(b, op->getLoc(), "llmc.unsqueeze", {raised->keep},
                                      {b.getNamedAttr("axes", b.getDenseI64ArrayAttr({1, 2}))});
         }
         mask = view;
         ++padding;
       } else {
         OpBuilder b(op);
-        mask = fusion::emptyTensor(b, op.getLoc(), b.getF32Type());
+        mask = fusion::emptyTensor(b, op->getLoc(), b.getF32Type());
       }
-      op.getMaskMutable().assign(mask);
+      (fused ? fused.getMaskMutable() : latent.getMaskMutable()).assign(mask);
       if (raised->causal) {
-        op.setIsCausal(1);
+        op->setAttr("is_causal", OpBuilder(op).getI64IntegerAttr(1));
         ++causal;
       }
       changed = true;

@@ -12,11 +12,10 @@
 // one graph launch between the input and output copies. A KV cache linked with
 // llmc_context_link_cache stays on the device and is not copied at all, and then a decode step
 // launches the ops with a cache length in their shapes that cannot read it on the device (a mask
-// llmc-raise-attention-mask could not replace, such as DeepSeek's latent attention's) and
-// replays one graph captured once for every cache length (LengthFreeGraph.h: the cache append
-// and the decode attention read their lengths from a table in device memory). A Hugging Face
-// decoder's mask is the attention_mask input itself (llmc-raise-attention-mask), so its decode
-// step is one graph launch.
+// llmc-raise-attention-mask could not replace) and replays one graph captured once for every
+// cache length (LengthFreeGraph.h: the cache append and the attention read their lengths from a
+// table in device memory). A Hugging Face decoder's mask is the attention_mask input itself
+// (llmc-raise-attention-mask), so its decode step is one graph launch.
 //
 // Work in progress (issue 7): nothing here has run on a GPU yet. See docs/cuda.md.
 #include "CudaBackend.h"
@@ -509,6 +508,23 @@ void broadcastStrides4(const Shape &s, int64_t out[4]) {
   }
 }
 
+// An attention's mask `m` against its scores [B, H, Sq, Sk]: its strides and how it is read, or
+// why it cannot be. Read where it is: an attention_mask input (llmc-raise-attention-mask) is as
+// long as the keys only if the caller made it so.
+std::string maskLayout(const TensorRef &m, const int64_t scores[4], int64_t strides[4], AttentionArgs::Mask &type) {
+  if (m.shape.rank > 4 || (m.dtype != DType::F32 && m.dtype != DType::F16 && m.dtype != DType::Bool && m.dtype != DType::I64))
+    return "the mask must be float, bool or i64 of rank at most 4";
+  for (int d = 0; d < m.shape.rank; ++d)
+    if (const int64_t dim = m.shape.dims[d], full = scores[d + 4 - m.shape.rank]; dim != 1 && dim != full)
+      return "the mask " + m.shape.str() + " does not broadcast to [" + std::to_string(scores[0]) + ", " +
+             std::to_string(scores[1]) + ", " + std::to_string(scores[2]) + ", " + std::to_string(scores[3]) + "]";
+  broadcastStrides4(m.shape, strides);
+  type = m.dtype == DType::Bool  ? AttentionArgs::Mask::Bool
+         : m.dtype == DType::I64 ? AttentionArgs::Mask::Int64
+                                 : AttentionArgs::Mask::Additive;
+  return {};
+}
+
 // The largest value of dimension `d` of value `v`.
 int64_t dimBound(const Executor &ex, int v, int d) {
   const PlanValue &pv = ex.plan->values[size_t(v)];
@@ -614,22 +630,10 @@ std::string prepareAttention(Executor &ex, const PlanOp &op, PreparedOp &out) {
     a.scale = float(scale != 0.0 ? scale : 1.0 / std::sqrt(double(a.D)));
     a.causal = op.attrs.getInt("is_causal", 0) != 0;
     if (has(3)) {
-      const TensorRef &m = t[size_t(op.inputs[3])];
-      if (m.shape.rank > 4 ||
-          (m.dtype != DType::F32 && m.dtype != DType::F16 && m.dtype != DType::Bool && m.dtype != DType::I64))
-        return std::string("the mask must be float, bool or i64 of rank at most 4");
-      // Read where it is: an attention_mask input (llmc-raise-attention-mask) is as long as the
-      // keys only if the caller made it so.
       const int64_t scores[4] = {a.B, a.Hq, a.Sq, a.Sk};
-      for (int d = 0; d < m.shape.rank; ++d)
-        if (const int64_t dim = m.shape.dims[d], full = scores[d + 4 - m.shape.rank]; dim != 1 && dim != full)
-          return "the mask " + m.shape.str() + " does not broadcast to [" + std::to_string(a.B) + ", " +
-                 std::to_string(a.Hq) + ", " + std::to_string(a.Sq) + ", " + std::to_string(a.Sk) + "]";
-      broadcastStrides4(m.shape, a.maskStrides);
+      if (std::string err = maskLayout(t[size_t(op.inputs[3])], scores, a.maskStrides, a.maskType); !err.empty())
+        return err;
       a.mask = e.at(op.inputs[3]);
-      a.maskType = m.dtype == DType::Bool  ? AttentionArgs::Mask::Bool
-                   : m.dtype == DType::I64 ? AttentionArgs::Mask::Int64
-                                           : AttentionArgs::Mask::Additive;
     }
     if (has(4)) {
       const TensorRef &c = t[size_t(op.inputs[4])];
@@ -1124,9 +1128,6 @@ std::string prepareLatentAttention(Executor &ex, const PlanOp &op, PreparedOp &o
   for (int i = 0; i < 4; ++i)
     if (!isFloat(ex.plan->values[size_t(op.inputs[size_t(i)])]))
       return "supports float operands";
-  if (op.inputs.size() > 4 && op.inputs[4] >= 0 && ex.plan->values[size_t(op.inputs[4])].shape.numel() != 0 &&
-      !isFloat(ex.plan->values[size_t(op.inputs[4])]))
-    return "supports additive float masks";
   Storage st;
   if (std::string err = floatStorage(ex, op, st); !err.empty())
     return err;
@@ -1141,13 +1142,17 @@ std::string prepareLatentAttention(Executor &ex, const PlanOp &op, PreparedOp &o
     const bool hasMask = op.inputs.size() > 4 && op.inputs[4] >= 0 && t[size_t(op.inputs[4])].numel() > 0;
     const int64_t rope = op.attrs.getInt("rope_dim", 0), latent = cache.shape.dims[2] - rope;
     const int64_t B = q.shape.dims[0], H = q.shape.dims[1], Sq = q.shape.dims[2], Sk = cache.shape.dims[0];
-    int64_t maskStrides[4] = {};
-    if (hasMask)
-      broadcastStrides4(t[size_t(op.inputs[4])].shape, maskStrides);
+    LatentMask mask;
+    mask.causal = op.attrs.getInt("is_causal", 0) != 0;
+    if (hasMask) {
+      const int64_t scores[4] = {B, H, Sq, Sk};
+      if (std::string err = maskLayout(t[size_t(op.inputs[4])], scores, mask.strides, mask.type); !err.empty())
+        return err;
+      mask.data = e.at(op.inputs[4]);
+    }
     const bool fromTable = latentKeyCount(op, t, skBound) >= 0;
     return latentAttention(st, e.at(op.inputs[0]), e.at(op.inputs[1]), hasUk ? e.at(op.inputs[2]) : nullptr,
-                           hasUv ? e.at(op.inputs[3]) : nullptr, hasMask ? e.at(op.inputs[4]) : nullptr, maskStrides,
-                           e.at(op.outputs[0]), B, H, Sq, fromTable ? skBound : Sk, hasUk ? uk.shape.dims[1] : 0, rope,
+                           hasUv ? e.at(op.inputs[3]) : nullptr, mask, e.at(op.outputs[0]), B, H, Sq, fromTable ? skBound : Sk, hasUk ? uk.shape.dims[1] : 0, rope,
                            latent, hasUv ? uv.shape.dims[2] : latent, float(op.attrs.getFloat("scale", 1.0)),
                            fromTable ? e.lengths + slot : nullptr, e.stream);
   };

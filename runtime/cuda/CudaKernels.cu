@@ -1024,8 +1024,8 @@ namespace llmc::rt::cuda {
 namespace {
 
 struct LatentArgs {
-  const void *q, *cache, *wuk, *wuv, *mask;
-  int64_t maskStrides[4];
+  const void *q, *cache, *wuk, *wuv;
+  LatentMask mask;
   void *out;
   int64_t B, H, Sq, Sk, nope, rope, latent, v;
   float scale;
@@ -1036,7 +1036,7 @@ template <typename T> __global__ void latentAttentionKernel(LatentArgs a) {
   extern __shared__ float smem[]; // query in the latent space (latent + rope), Sk scores, latent output
   const int64_t width = a.latent + a.rope;
   const T *cache = static_cast<const T *>(a.cache), *wuk = static_cast<const T *>(a.wuk),
-          *wuv = static_cast<const T *>(a.wuv), *mask = static_cast<const T *>(a.mask);
+          *wuv = static_cast<const T *>(a.wuv);
   T *out = static_cast<T *>(a.out);
   float *ql = smem, *p = smem + width, *ol = p + a.Sk;
   int64_t Sk = a.Sk;
@@ -1062,8 +1062,17 @@ template <typename T> __global__ void latentAttentionKernel(LatentArgs a) {
     for (int64_t l = 0; l < width; ++l)
       dot += ql[l] * toF(c[l]);
     float score = dot * a.scale;
-    if (mask)
-      score += toF(mask[b * a.maskStrides[0] + h * a.maskStrides[1] + i * a.maskStrides[2] + t * a.maskStrides[3]]);
+    const LatentMask &m = a.mask;
+    if (m.data) {
+      const int64_t at = b * m.strides[0] + h * m.strides[1] + i * m.strides[2] + t * m.strides[3];
+      switch (m.type) {
+      case AttentionArgs::Mask::Additive: score += toF(static_cast<const T *>(m.data)[at]); break;
+      case AttentionArgs::Mask::Bool: score = static_cast<const uint8_t *>(m.data)[at] ? score : -INFINITY; break;
+      case AttentionArgs::Mask::Int64: score = static_cast<const int64_t *>(m.data)[at] ? score : -INFINITY; break;
+      }
+    }
+    if (m.causal && t > i + (Sk - a.Sq)) // Sk: this run's key count
+      score = -INFINITY;
     p[t] = score;
   }
   __syncthreads();
@@ -1105,15 +1114,13 @@ size_t latentAttentionSharedBytes(int64_t latent, int64_t rope, int64_t Sk) {
 }
 
 std::string latentAttention(Storage st, const void *q, const void *cache, const void *wuk, const void *wuv,
-                            const void *mask, const int64_t maskStrides[4], void *out, int64_t B, int64_t H, int64_t Sq, int64_t Sk,
+                            const LatentMask &mask, void *out, int64_t B, int64_t H, int64_t Sq, int64_t Sk,
                             int64_t nope, int64_t rope, int64_t latent, int64_t v, float scale,
                             const int64_t *skOnDevice, void *stream) {
   const size_t shared = latentAttentionSharedBytes(latent, rope, Sk);
   if (B <= 0 || H <= 0 || Sq <= 0 || Sk <= 0 || shared > kMaxLatentAttentionShared)
     return "latentAttention: bad shapes or a cache longer than this kernel stages (" + std::to_string(Sk) + " rows)";
-  LatentArgs a{q, cache, wuk, wuv, mask, {}, out, B, H, Sq, Sk, nope, rope, latent, v, scale, skOnDevice};
-  for (int d = 0; d < 4; ++d)
-    a.maskStrides[d] = mask ? maskStrides[d] : 0;
+  const LatentArgs a{q, cache, wuk, wuv, mask, out, B, H, Sq, Sk, nope, rope, latent, v, scale, skOnDevice};
   dispatch(st, [&](auto tag) {
     latentAttentionKernel<decltype(tag)>
         <<<unsigned(B * H * Sq), kRowThreads, shared, static_cast<cudaStream_t>(stream)>>>(a);

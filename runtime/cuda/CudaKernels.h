@@ -234,10 +234,20 @@ std::string pool(Storage s, bool max, const void *x, void *y, int64_t planes, co
 std::string pad(Storage s, const std::string &mode, const void *in, void *out, int rank, const int64_t *inDims,
                 const int64_t *outDims, const int64_t *padBegin, float value, void *stream);
 
+// A latent attention's mask: [B, H, Sq, Sk] through `strides` (0 where it broadcasts), added in
+// the storage type or keeping where non-zero (AttentionArgs::Mask); null data: none. `causal`
+// hides the keys after i + Sk - Sq, Sk being the key count of the run.
+struct LatentMask {
+  const void *data = nullptr;
+  int64_t strides[4] = {};
+  AttentionArgs::Mask type = AttentionArgs::Mask::Additive;
+  bool causal = false;
+};
+
 // latent_attention (DeepSeek MLA, see the op): q [B, H, Sq, nope + rope] (or [.., latent + rope]
 // without w_uk), cache [Sk, B, latent + rope], w_uk [H, nope, latent] and w_uv [H, latent, v]
-// (either null when multiplied into a projection), additive mask [B, H, Sq, Sk] through maskStrides
-// (null: none), out [B, H, Sq, v] (latent without w_uv). Absorbed form, one block per query row,
+// (either null when multiplied into a projection), the mask, out [B, H, Sq, v] (latent without
+// w_uv). Absorbed form, one block per query row,
 // whose shared memory (latentAttentionSharedBytes, at most kMaxLatentAttentionShared) holds the
 // Sk scores. With `skOnDevice` the key count is read there, Sk being its upper bound.
 // latentAttentionSetup lets the kernel use kMaxLatentAttentionShared bytes (call it once, outside
@@ -246,7 +256,7 @@ constexpr size_t kMaxLatentAttentionShared = 96 * 1024;
 void latentAttentionSetup();
 size_t latentAttentionSharedBytes(int64_t latent, int64_t rope, int64_t Sk);
 std::string latentAttention(Storage s, const void *q, const void *cache, const void *wuk, const void *wuv,
-                            const void *mask, const int64_t maskStrides[4], void *out, int64_t B, int64_t H, int64_t Sq, int64_t Sk,
+                            const LatentMask &mask, void *out, int64_t B, int64_t H, int64_t Sq, int64_t Sk,
                             int64_t nope, int64_t rope, int64_t latent, int64_t v, float scale,
                             const int64_t *skOnDevice, void *stream);
 

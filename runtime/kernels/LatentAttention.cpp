@@ -42,6 +42,7 @@ std::string latentAttentionKernel(const KernelArgs &args) {
   if (std::string err = mask.init(args.in(4).numel() ? &args.in(4) : nullptr, B, H, Sq, Sk); !err.empty())
     return err;
   const float scale = float(args.attrs.getFloat("scale", 0.0));
+  const bool causal = args.attrs.getInt("is_causal", 0) != 0;
   const int64_t width = d.latent + d.rope, qWidth = q.shape.dims[3], cacheRow = B * width;
   const bool expand = hasUk && hasUv && mla::expandIsCheaper(d, Sq, Sk);
   const float *uk = wuk.as<const float>(), *uv = wuv.as<const float>();
@@ -59,7 +60,7 @@ std::string latentAttentionKernel(const KernelArgs &args) {
           std::memcpy(keys.data() + t * qWidth + d.nope, c + t * cacheRow + d.latent, size_t(d.rope) * sizeof(float));
         gemmF32(false, false, Sk, d.v, d.latent, 1.0f, c, cacheRow, uv + h * d.latent * d.v, d.v, 0.0f, values.data(), d.v);
         gemmF32(false, true, Sq, Sk, qWidth, scale, qh, qWidth, keys.data(), qWidth, 0.0f, scores.data(), Sk);
-        maskedSoftmaxRows(scores.data(), Sq, Sk, mask, b, h, false);
+        maskedSoftmaxRows(scores.data(), Sq, Sk, mask, b, h, causal);
         gemmF32(false, false, Sq, d.v, Sk, 1.0f, scores.data(), Sk, values.data(), d.v, 0.0f, oh, d.v);
       }
     }
@@ -86,7 +87,7 @@ std::string latentAttentionKernel(const KernelArgs &args) {
     }
     gemmF32(false, true, H * Sq, Sk, width, scale, qa, width, c, cacheRow, 0.0f, scores.data(), Sk);
     for (int64_t h = 0; h < H; ++h)
-      maskedSoftmaxRows(scores.data() + h * Sq * Sk, Sq, Sk, mask, b, h, false);
+      maskedSoftmaxRows(scores.data() + h * Sq * Sk, Sq, Sk, mask, b, h, causal);
     float *ob = out.as<float>() + b * H * Sq * d.v;
     float *ol = hasUv ? oLatent.data() : ob; // without w_uv the result is the latent-space output
     gemmF32(false, false, H * Sq, d.latent, Sk, 1.0f, scores.data(), Sk, c, cacheRow, 0.0f, ol, d.latent);

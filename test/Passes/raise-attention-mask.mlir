@@ -151,3 +151,32 @@ func.func @not_raised(%q: tensor<2x4x64xf32>, %k: tensor<2x7x64xf32>, %am: tenso
   %c = llmc.fused_attention %q, %k, %k, %soft, %e, %e {kv_num_heads = 1 : i64, q_num_heads = 1 : i64} : (tensor<2x4x64xf32>, tensor<2x7x64xf32>, tensor<2x7x64xf32>, tensor<4x7xf32>, tensor<0xf32>, tensor<0xf32>) -> tensor<2x4x64xf32>
   return %a, %b, %c : tensor<2x4x64xf32>, tensor<2x4x64xf32>, tensor<2x4x64xf32>
 }
+
+// -----
+
+// DeepSeek's latent attention (llmc-absorb-mla's op) with an additive causal and padding mask:
+// the same, its scores [batch, heads, queries, cache rows].
+// CHECK-LABEL: func.func @latent
+// CHECK: %[[VIEW:.*]] = llmc.unsqueeze %arg4 {axes = array<i64: 1, 2>} : (tensor<1x7xi64>) -> tensor<1x1x1x7xi64>
+// CHECK-NOT: llmc.where
+// CHECK: llmc.latent_attention %arg0, %arg1, %arg2, %arg3, %[[VIEW]] {is_causal = 1 : i64
+func.func @latent(%q: tensor<1x2x4x6xf32>, %cache: tensor<7x1x10xf32>, %uk: tensor<2x4x8xf32>, %uv: tensor<2x8x3xf32>,
+                  %am: tensor<1x7xi64>) -> tensor<1x2x4x3xf32> {
+  %i0 = llmc.constant dense<0> : tensor<i64>
+  %i1 = llmc.constant dense<1> : tensor<i64>
+  %i3 = llmc.constant dense<3> : tensor<i64>
+  %i4 = llmc.constant dense<4> : tensor<i64>
+  %i7 = llmc.constant dense<7> : tensor<i64>
+  %f0 = llmc.constant dense<0.000000e+00> : tensor<f32>
+  %lowest = llmc.constant dense<-3.40282347E+38> : tensor<f32>
+  %r = llmc.range %i0, %i4, %i1 : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<4xi64>
+  %pos = llmc.add %r, %i3 : (tensor<4xi64>, tensor<i64>) -> tensor<4xi64>
+  %rows = llmc.unsqueeze %pos {axes = array<i64: 1>} : (tensor<4xi64>) -> tensor<4x1xi64>
+  %keys = llmc.range %i0, %i7, %i1 : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<7xi64>
+  %causal = llmc.greater_equal %rows, %keys : (tensor<4x1xi64>, tensor<7xi64>) -> tensor<4x7xi1>
+  %keep = llmc.cast %am {to = i1} : (tensor<1x7xi64>) -> tensor<1x7xi1>
+  %mask = llmc.and %causal, %keep : (tensor<4x7xi1>, tensor<1x7xi1>) -> tensor<4x7xi1>
+  %additive = llmc.where %mask, %f0, %lowest : (tensor<4x7xi1>, tensor<f32>, tensor<f32>) -> tensor<4x7xf32>
+  %out = llmc.latent_attention %q, %cache, %uk, %uv, %additive {rope_dim = 2 : i64, scale = 0.5 : f32} : (tensor<1x2x4x6xf32>, tensor<7x1x10xf32>, tensor<2x4x8xf32>, tensor<2x8x3xf32>, tensor<4x7xf32>) -> tensor<1x2x4x3xf32>
+  return %out : tensor<1x2x4x3xf32>
+}

@@ -896,7 +896,7 @@ TEST(Cuda, ReduceConvPoolPadMatchTheCpu) {
 }
 
 // The naive latent attention kernel against the CPU latent_attention, with both factors, in
-// every storage type.
+// every storage type; with an additive mask, and causal with an i64 attention_mask.
 TEST(Cuda, LatentAttentionMatchesTheCpu) {
   const int64_t B = 2, H = 3, Sq = 2, Sk = 7, n = 4, R = 2, L = 8, v = 3;
   cu::latentAttentionSetup();
@@ -910,9 +910,10 @@ TEST(Cuda, LatentAttentionMatchesTheCpu) {
     ASSERT_EQ(call("latent_attention", a, {q.ref(), cache.ref(), uk.ref(), uv.ref(), mask.ref()}, {want.ref()}), "");
     auto dq = upload(q.data, s), dc = upload(cache.data, s), duk = upload(uk.data, s), duv = upload(uv.data, s),
          dm = upload(mask.data, s);
-    const int64_t maskStrides[4] = {Sq * Sk, 0, Sk, 1};
+    cu::LatentMask lm;
+    lm.data = dm->p, lm.strides[0] = Sq * Sk, lm.strides[2] = Sk, lm.strides[3] = 1;
     Device out(size_t(want.numel()) * cu::storageBytes(s));
-    ASSERT_EQ(cu::latentAttention(s, dq->p, dc->p, duk->p, duv->p, dm->p, maskStrides, out.p, B, H, Sq, Sk, n, R, L, v,
+    ASSERT_EQ(cu::latentAttention(s, dq->p, dc->p, duk->p, duv->p, lm, out.p, B, H, Sq, Sk, n, R, L, v,
                                   0.35f, nullptr, nullptr),
               "");
     expectClose(download(out, size_t(want.numel()), s), want.data, std::max(tolerance(s), 1e-4f) * 2,
@@ -921,11 +922,29 @@ TEST(Cuda, LatentAttentionMatchesTheCpu) {
     // shared memory: above the 48 KiB a kernel gets without latentAttentionSetup): the same result.
     auto keys = uploadRaw(std::vector<int64_t>{Sk});
     cudaMemset(out.p, 0, out.bytes);
-    ASSERT_EQ(cu::latentAttention(s, dq->p, dc->p, duk->p, duv->p, dm->p, maskStrides, out.p, B, H, Sq, 20000, n, R, L,
+    ASSERT_EQ(cu::latentAttention(s, dq->p, dc->p, duk->p, duv->p, lm, out.p, B, H, Sq, 20000, n, R, L,
                                   v, 0.35f, keys->as<int64_t>(), nullptr),
               "");
     expectClose(download(out, size_t(want.numel()), s), want.data, std::max(tolerance(s), 1e-4f) * 2,
                 std::string("latent attention, key count on the device, ") + name(s));
+    // is_causal with a left-padded attention_mask input (i64 [B, 1, 1, Sk]) as the mask, as
+    // llmc-raise-attention-mask leaves a DeepSeek plan: the same key count on the device.
+    Buf<int64_t> padding(DType::I64, {B, 1, 1, Sk});
+    for (int64_t k = 0; k < B * Sk; ++k)
+      padding.data[size_t(k)] = k >= Sk && k < Sk + 2 ? 0 : 1;
+    const AttrList causal = attrs({floatAttr("scale", 0.35), intAttr("rope_dim", R), intAttr("is_causal", 1)});
+    ASSERT_EQ(call("latent_attention", causal, {q.ref(), cache.ref(), uk.ref(), uv.ref(), padding.ref()}, {want.ref()}),
+              "");
+    auto dpadding = uploadRaw(padding.data);
+    cu::LatentMask pm;
+    pm.data = dpadding->p, pm.type = cu::AttentionArgs::Mask::Int64, pm.causal = true;
+    pm.strides[0] = Sk, pm.strides[3] = 1;
+    cudaMemset(out.p, 0, out.bytes);
+    ASSERT_EQ(cu::latentAttention(s, dq->p, dc->p, duk->p, duv->p, pm, out.p, B, H, Sq, 20000, n, R, L, v, 0.35f,
+                                  keys->as<int64_t>(), nullptr),
+              "");
+    expectClose(download(out, size_t(want.numel()), s), want.data, std::max(tolerance(s), 1e-4f) * 2,
+                std::string("latent attention, causal, attention_mask as the mask, ") + name(s));
   }
 }
 

@@ -62,7 +62,8 @@ def Llmc_FusedAttentionOp : Llmc_Op<"fused_attention"> {
     at its end, see llmc-kv-cache-layout). With `packed_qkv`, `q` holds Q, K and V side by side,
     [batch, seq, (q_num_heads + 2 * kv_num_heads) * head] (a merged QKV projection), and k and v
     are empty. `mask` broadcasts to [batch, q_num_heads, seq_q, seq_k]:
-    added when float, keeps where true when bool. `is_causal` hides keys after each query
+    added when float, keeps where non-zero when bool or integer (an attention_mask input, see
+    llmc-raise-attention-mask). `is_causal` hides keys after each query
     (bottom-right aligned); `scale` 0 means 1/sqrt(head). Result [batch, seq_q, q_num_heads * head];
     a fully masked row yields zeros.
   }];
@@ -86,13 +87,16 @@ def Llmc_LatentAttentionOp : Llmc_Op<"latent_attention"> {
     The kernel runs it absorbed (the query moved into the latent space, `q_nope · w_uk[h]`, and
     `w_uv` applied after the weighted sum) or expanded (keys and values built from the cache),
     whichever costs fewer FLOPs for the call's lengths. `mask` broadcasts to [batch, heads, seq_q,
-    seq_k], added when float, keeping where true when bool. Result [batch, heads, seq_q, v].
+    seq_k], added when float, keeping where non-zero when bool or integer (an attention_mask
+    input, see llmc-raise-attention-mask); `is_causal` hides keys after each query (bottom-right
+    aligned). Result [batch, heads, seq_q, v].
     A factor multiplied into a projection is absent (empty): without `w_uk`, `q` is already in
     the latent space, [batch, heads, seq_q, latent + rope]; without `w_uv` the result is the
     latent-space output [batch, heads, seq_q, latent]. `rope_dim` is the rotary key's width.
   }];
   let arguments = (ins Llmc_Tensor:$q, Llmc_Tensor:$cache, Llmc_Tensor:$w_uk, Llmc_Tensor:$w_uv,
-                   Llmc_Tensor:$mask, F32Attr:$scale, I64Attr:$rope_dim);
+                   Llmc_Tensor:$mask, F32Attr:$scale, I64Attr:$rope_dim,
+                   DefaultValuedAttr<I64Attr, "0">:$is_causal);
   let results = (outs Llmc_Tensor:$result);
 }
 
