@@ -285,6 +285,10 @@ void findNormsBeforeLinears(Executor &ex, const std::vector<int> &order) {
     if (!isFloat(x) || onDevice(x) != onDevice(y) || x.shape.rank < 1 || (axis != -1 && axis != x.shape.rank - 1) ||
         scale.shape.numel() != lastDim(x.shape) || onDevice(scale) != onDevice(x))
       continue;
+    // The residual sum is written by one warp while the others run: the linear must not read it.
+    if (add && norm.outputs.size() > 1 &&
+        std::find(linear.inputs.begin() + 1, linear.inputs.end(), norm.outputs[1]) != linear.inputs.end())
+      continue;
     ex.linearOfNorm[k] = int(k + 1);
     ex.normOfLinear[k + 1] = int(k);
   }
