@@ -135,6 +135,10 @@ struct Executor {
   std::vector<int> splitOfRotary;
   size_t captures = 0;     // graphs captured so far (a replay captures nothing)
   std::set<void *> pinned; // host memory page-locked by pinHost
+  // Greedy decoding (setArgmaxOutput): the output left on the device, and the last rows' argmax
+  // (on the device, and its pinned host copy).
+  int argmaxValue = -1;
+  int32_t *argmaxDevice = nullptr, *argmaxHost = nullptr;
 
   ~Executor() {
     for (void *p : pinned)
@@ -155,6 +159,8 @@ struct Executor {
     cudaFree(errorFlag);
     cudaFree(lengths);
     cudaFreeHost(hostLengths);
+    cudaFree(argmaxDevice);
+    cudaFreeHost(argmaxHost);
     if (stream)
       cudaStreamDestroy(stream);
   }
@@ -1680,6 +1686,40 @@ std::string launchAll(Executor &ex, const std::vector<TensorRef> &tensors) {
   return {};
 }
 
+// Queues the copy of output `vi` to `host` (f32 from a 16-bit value through the staging buffer).
+std::string copyOut(Executor &ex, int vi, const TensorRef &host) {
+  const DType narrow = ex.plan->values[size_t(vi)].deviceDType;
+  if (narrow != DType::None)
+    if (std::string err = convertFloats(storageOf(narrow), ex.at(vi), Storage::F32, ex.staging, host.numel(), ex.stream);
+        !err.empty())
+      return err;
+  if (host.bytes())
+    if (cudaError_t e = cudaMemcpyAsync(host.data, narrow != DType::None ? ex.staging : ex.at(vi), host.bytes(),
+                                        cudaMemcpyDeviceToHost, ex.stream);
+        e != cudaSuccess)
+      return cudaError("copying an output from the device", e);
+  return {};
+}
+
+// Queues the argmax of each batch's last row of the greedy-decoding output (shape `t`'s) and the
+// copy of the indices to the host.
+std::string copyArgmax(Executor &ex, const TensorRef &t) {
+  if (t.shape.rank < 2 || t.numel() == 0)
+    return "greedy decoding needs a [batch, rows, vocab] output";
+  const int64_t B = t.shape.dims[0], V = t.shape.dims[t.shape.rank - 1], rows = t.numel() / (B * V);
+  if (std::string err = argmaxLastRows(storageOf(onDevice(ex.plan->values[size_t(ex.argmaxValue)])), ex.at(ex.argmaxValue),
+                                       B, rows, V, ex.argmaxDevice, ex.stream);
+      !err.empty())
+    return err;
+  if (cudaError_t e = cudaMemcpyAsync(ex.argmaxHost, ex.argmaxDevice, size_t(B) * sizeof(int32_t), cudaMemcpyDeviceToHost,
+                                      ex.stream);
+      e != cudaSuccess)
+    return cudaError("copying the argmax from the device", e);
+  return {};
+}
+
+std::string finishRun(Executor &ex);
+
 std::string run(void *state, const std::vector<TensorRef> &tensors) {
   Executor &ex = *static_cast<Executor *>(state);
   const llmc_plan_t &plan = *ex.plan;
@@ -1717,20 +1757,17 @@ std::string run(void *state, const std::vector<TensorRef> &tensors) {
   if (std::string err = launchAll(ex, tensors); !err.empty())
     return err;
   for (int vi : plan.outputs) {
-    const TensorRef &t = tensors[size_t(vi)];
     if (ex.resident[size_t(vi)])
       continue;
-    const DType narrow = plan.values[size_t(vi)].deviceDType;
-    if (narrow != DType::None)
-      if (std::string err = convertFloats(storageOf(narrow), ex.at(vi), Storage::F32, ex.staging, t.numel(), ex.stream);
-          !err.empty())
-        return err;
-    if (t.bytes())
-      if (cudaError_t e = cudaMemcpyAsync(t.data, narrow != DType::None ? ex.staging : ex.at(vi), t.bytes(),
-                                          cudaMemcpyDeviceToHost, ex.stream);
-          e != cudaSuccess)
-        return cudaError("copying an output from the device", e);
+    std::string err = vi == ex.argmaxValue ? copyArgmax(ex, tensors[size_t(vi)]) : copyOut(ex, vi, tensors[size_t(vi)]);
+    if (!err.empty())
+      return err;
   }
+  return finishRun(ex);
+}
+
+// Waits for the run's work and checks the kernels' error flag.
+std::string finishRun(Executor &ex) {
   int flag = 0;
   cudaMemcpyAsync(&flag, ex.errorFlag, sizeof flag, cudaMemcpyDeviceToHost, ex.stream);
   if (cudaError_t e = cudaStreamSynchronize(ex.stream); e != cudaSuccess)
@@ -1752,6 +1789,30 @@ void pinHost(void *state, void *data, size_t bytes) {
     ex.pinned.insert(data);
   else
     cudaGetLastError(); // not locked: copies stay staged, and the error is not this run's
+}
+
+std::string setArgmaxOutput(void *state, int value) {
+  Executor &ex = *static_cast<Executor *>(state);
+  if (value >= 0 && !ex.argmaxDevice) { // at most the batch's bound of rows
+    const size_t bytes = size_t(std::max<int64_t>(dimBound(ex, value, 0), 1)) * sizeof(int32_t);
+    if (cudaError_t e = cudaMalloc(&ex.argmaxDevice, bytes); e != cudaSuccess)
+      return cudaError("allocating the argmax", e);
+    if (cudaError_t e = cudaMallocHost(&ex.argmaxHost, bytes); e != cudaSuccess)
+      return cudaError("allocating the argmax's host copy", e);
+  }
+  if (value >= 0 && !isFloat(ex.plan->values[size_t(value)]))
+    return "greedy decoding needs float scores";
+  ex.argmaxValue = value;
+  return {};
+}
+
+const int32_t *argmaxResult(void *state) { return static_cast<Executor *>(state)->argmaxHost; }
+
+std::string fetchOutput(void *state, int value, const TensorRef &host) {
+  Executor &ex = *static_cast<Executor *>(state);
+  if (std::string err = copyOut(ex, value, host); !err.empty())
+    return err;
+  return finishRun(ex);
 }
 
 void unpinHost(void *state, void *data) {
@@ -1857,7 +1918,8 @@ std::string describeDecodeGraphs(const llmc_plan_t &plan) {
 }
 
 const CudaBackend kBackend{kCudaBackendAbi, create,    run,           destroy,              deviceBytes, graphCount,
-                           check,           linkCache, plannedMemory, describeDecodeGraphs, pinHost,     unpinHost};
+                           check,           linkCache, plannedMemory, describeDecodeGraphs, pinHost,     unpinHost,
+                           setArgmaxOutput, argmaxResult, fetchOutput};
 
 } // namespace
 } // namespace llmc::rt::cuda

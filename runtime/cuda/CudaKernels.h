@@ -260,6 +260,10 @@ std::string latentAttention(Storage s, const void *q, const void *cache, const v
                             int64_t nope, int64_t rope, int64_t latent, int64_t v, float scale,
                             const int64_t *skOnDevice, void *stream);
 
+// Greedy decoding: out[b] = the index of the largest of the V values in row (b, rows - 1) of x
+// [B, rows, V] (the first of equal ones; NaN counts as -inf), as the CPU's std::max_element.
+std::string argmaxLastRows(Storage s, const void *x, int64_t B, int64_t rows, int64_t V, int32_t *out, void *stream);
+
 // count floats from one storage type to another (the inputs and outputs of a reduced-precision
 // plan cross the API as f32).
 std::string convertFloats(Storage from, const void *in, Storage to, void *out, int64_t count, void *stream);

@@ -1,6 +1,7 @@
 // Execution contexts: per-context buffers for inputs, activations and outputs; weights are
 // read in place from the plan's mapping. The CPU executor runs the ops in program order.
 #include "CudaBackend.h"
+#include "GreedyOutput.h"
 #include "Plan.h"
 
 #include "plan_generated.h"
@@ -10,6 +11,7 @@
 #include <cstdlib>
 #include <dlfcn.h>
 #include <cstring>
+#include <limits>
 #include <memory>
 
 namespace fb = llmc::plan;
@@ -34,6 +36,8 @@ struct llmc_context_t {
   std::vector<bool> linkedInput; // a past cache read on the device (llmc_context_link_cache)
   std::vector<bool> linkedValue;  // per value: a linked cache's input or output (never copied)
   std::vector<bool> pinned;       // per value: its own buffer page-locked by the CUDA backend
+  int greedyValue = -1;           // the output that runs leave on the device (GreedyOutput.h)
+  std::vector<int32_t> greedy;    // its last rows' argmax after a run
   std::vector<int64_t> symbols;  // this run's symbol values, bound from the inputs
   std::vector<int64_t> dimValues; // this run's value of every dimension expression
   int numThreads = 0;
@@ -116,6 +120,26 @@ static void pinCopied(llmc_context_t &ctx) {
     pin(vi);
   for (int vi : ctx.plan->outputs)
     pin(vi);
+}
+
+// Per batch, the index of the largest value of its last row of `t` [batch, ..., vocab] (the first
+// of equal ones; NaN counts as -inf, as in the CUDA kernel): greedy decoding's token.
+static std::vector<int32_t> lastRowArgmax(const llmc::rt::TensorRef &t) {
+  const int64_t B = t.shape.dims[0], V = t.shape.dims[t.shape.rank - 1];
+  std::vector<int32_t> tokens(size_t(B), 0);
+  if (!B || !V)
+    return tokens;
+  const int64_t rows = t.numel() / (B * V);
+  for (int64_t b = 0; b < B; ++b) {
+    const float *row = t.as<const float>() + (b * rows + rows - 1) * V;
+    int64_t best = 0;
+    float top = -std::numeric_limits<float>::infinity();
+    for (int64_t j = 0; j < V; ++j)
+      if (row[j] > top) // false for NaN
+        top = row[j], best = j;
+    tokens[size_t(b)] = int32_t(best);
+  }
+  return tokens;
 }
 
 extern "C" llmc_status llmc_plan_check_cuda(llmc_plan plan) {
@@ -441,6 +465,10 @@ extern "C" llmc_status llmc_context_run(llmc_context ctx) {
     pinCopied(*ctx);
     if (std::string err = ctx->cuda->run(ctx->cudaState, ctx->tensors); !err.empty())
       return makeStatus(LLMC_RUNTIME_ERROR, "CUDA: " + err);
+    if (ctx->greedyValue >= 0) {
+      const int32_t *tokens = ctx->cuda->argmaxResult(ctx->cudaState);
+      ctx->greedy.assign(tokens, tokens + ctx->tensors[size_t(ctx->greedyValue)].shape.dims[0]);
+    }
     return nullptr;
   }
   llmc::rt::setGemmThreads(ctx->numThreads);
@@ -463,6 +491,36 @@ extern "C" llmc_status llmc_context_run(llmc_context ctx) {
       return makeStatus(LLMC_RUNTIME_ERROR, "kernel '" + op.kernel + "'" +
                                                 (op.location.empty() ? "" : " (" + op.location + ")") + ": " + err);
   }
+  if (ctx->greedyValue >= 0) // what the CUDA backend computes on the device
+    ctx->greedy = lastRowArgmax(ctx->tensors[size_t(ctx->greedyValue)]);
+  return nullptr;
+}
+
+llmc_status llmc::rt::setGreedyOutput(llmc_context ctx, int32_t output) {
+  if (!ctx || output < -1 || output >= int32_t(ctx->plan->outputs.size()))
+    return makeStatus(LLMC_INVALID_ARGUMENT, "no such output");
+  const int value = output < 0 ? -1 : ctx->plan->outputs[size_t(output)];
+  const llmc::rt::PlanValue *v = value < 0 ? nullptr : &ctx->plan->values[size_t(value)];
+  if (v && (v->dtype != llmc::rt::DType::F32 || v->shape.rank < 2))
+    return makeStatus(LLMC_INVALID_ARGUMENT, "greedy decoding needs f32 scores [batch, ..., vocab]");
+  if (ctx->cuda)
+    if (std::string err = ctx->cuda->setArgmaxOutput(ctx->cudaState, value); !err.empty())
+      return makeStatus(LLMC_RUNTIME_ERROR, "CUDA: " + err);
+  ctx->greedyValue = value;
+  ctx->greedy.clear();
+  return nullptr;
+}
+
+const int32_t *llmc::rt::greedyTokens(llmc_context ctx) { return ctx->greedy.data(); }
+
+llmc_status llmc::rt::fetchOutput(llmc_context ctx, int32_t output) {
+  if (!ctx || output < 0 || output >= int32_t(ctx->plan->outputs.size()))
+    return makeStatus(LLMC_INVALID_ARGUMENT, "no such output");
+  if (!ctx->cuda)
+    return nullptr; // a CPU context's outputs are in their buffers already
+  const int value = ctx->plan->outputs[size_t(output)];
+  if (std::string err = ctx->cuda->fetchOutput(ctx->cudaState, value, ctx->tensors[size_t(value)]); !err.empty())
+    return makeStatus(LLMC_RUNTIME_ERROR, "CUDA: " + err);
   return nullptr;
 }
 

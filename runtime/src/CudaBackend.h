@@ -10,7 +10,7 @@
 
 namespace llmc::rt {
 
-constexpr int kCudaBackendAbi = 8;
+constexpr int kCudaBackendAbi = 9;
 
 struct CudaOptions {
   bool graphs = true;      // capture each input-shape bucket's launches once and replay them
@@ -50,6 +50,13 @@ struct CudaBackend {
   // destroy, which must come before the memory is freed.
   void (*pinHost)(void *state, void *data, size_t bytes);
   void (*unpinHost)(void *state, void *data);
+  // Greedy decoding: runs leave output `value` ([batch, rows, vocab], or -1: none) on the device
+  // and copy back only the index of the largest score of each batch's last row, which
+  // argmaxResult holds after the run; fetchOutput copies this run's `value` to `host` after all
+  // (the caller wants the scores this time).
+  std::string (*setArgmaxOutput)(void *state, int value);
+  const int32_t *(*argmaxResult)(void *state);
+  std::string (*fetchOutput)(void *state, int value, const TensorRef &host);
 };
 
 } // namespace llmc::rt

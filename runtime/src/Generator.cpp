@@ -12,6 +12,7 @@
 //
 // Sequences of different lengths share the cache's slots: each feed puts every sequence's new
 // tokens at the end of the chunk (padding before them), and the attention mask hides the padding.
+#include "GreedyOutput.h"
 #include "Plan.h"
 
 #include <algorithm>
@@ -77,6 +78,11 @@ struct llmc_generator_t {
   int64_t batch = 1, length = 0, capacity = 0, chunk = 0, vocab = 0;
   std::vector<Sequence> sequences;
   std::vector<float> logits; // [batch, vocab]: each sequence's after its last token
+  // Greedy decoding on the device (GreedyOutput.h): after a greedy sample without a penalty, the
+  // next runs that give every sequence new logits leave them in the context and bring back only
+  // their argmax (`greedy`); `logits` is then stale (`logitsPending`) until asked for.
+  bool greedyOnDevice = false, logitsPending = false;
+  std::vector<int32_t> greedy;
   bool fed = false;
   std::mt19937_64 rng;
   uint64_t seededWith = ~uint64_t(0);
@@ -209,6 +215,7 @@ extern "C" void llmc_generator_reset(llmc_generator g) {
     return;
   g->length = 0;
   g->fed = false;
+  g->logitsPending = false;
   for (Sequence &s : g->sequences)
     s = Sequence();
   for (CachePair &c : g->cache)
@@ -219,6 +226,29 @@ extern "C" int32_t llmc_generator_length(llmc_generator g) { return g ? int32_t(
 extern "C" int32_t llmc_generator_capacity(llmc_generator g) { return g ? int32_t(g->capacity) : 0; }
 extern "C" llmc_context llmc_generator_context(llmc_generator g) { return g ? g->context : nullptr; }
 extern "C" int32_t llmc_generator_batch(llmc_generator g) { return g ? int32_t(g->batch) : 0; }
+
+// The last row of the logits output of each sequence b with take[b], to g->logits.
+static void copyLogits(llmc_generator g, const std::vector<bool> &take) {
+  llmc_tensor logits;
+  llmc_context_output(g->context, g->logitsOutput, &logits);
+  const int64_t rows = logits.dims[1]; // n, or 1 for a plan that returns the last position (llmc --last-position)
+  for (int64_t b = 0; b < g->batch; ++b)
+    if (take[size_t(b)]) {
+      const float *row = static_cast<const float *>(logits.data) + (b * rows + rows - 1) * g->vocab;
+      std::copy(row, row + g->vocab, g->logits.begin() + b * g->vocab);
+    }
+}
+
+// The logits that the last run left on the device, to g->logits after all.
+static llmc_status materializeLogits(llmc_generator g) {
+  if (!g->logitsPending)
+    return nullptr;
+  if (llmc_status s = llmc::rt::fetchOutput(g->context, g->logitsOutput))
+    return s;
+  copyLogits(g, std::vector<bool>(size_t(g->batch), true)); // every sequence had new ones
+  g->logitsPending = false;
+  return nullptr;
+}
 
 // Runs `n` columns of `ids` ([batch, n], padding marked by `real` = 0) at cache slot g->length.
 static llmc_status runChunk(llmc_generator g, const std::vector<int64_t> &ids, const std::vector<uint8_t> &real,
@@ -259,8 +289,28 @@ static llmc_status runChunk(llmc_generator g, const std::vector<int64_t> &ids, c
     if (llmc_status s = llmc_context_bind_input(g->context, c.pastInput, &past))
       return s;
   }
-  if (llmc_status s = llmc_context_run(g->context))
-    return s;
+  // Which sequences get new logits: those with a token in this chunk (their last column).
+  std::vector<bool> fresh(size_t(B), false);
+  for (int64_t b = 0; b < B; ++b)
+    fresh[size_t(b)] = std::find(real.begin() + b * n, real.begin() + (b + 1) * n, 1) != real.begin() + (b + 1) * n;
+  const bool allFresh = std::find(fresh.begin(), fresh.end(), false) == fresh.end();
+  if (!allFresh) // the others keep theirs, which may still be on the device
+    if (llmc_status s = materializeLogits(g))
+      return s;
+  const bool greedy = g->greedyOnDevice && allFresh;
+  if (greedy)
+    if (llmc_status s = llmc::rt::setGreedyOutput(g->context, g->logitsOutput))
+      return s;
+  llmc_status ran = llmc_context_run(g->context);
+  if (greedy) {
+    if (!ran)
+      g->greedy.assign(llmc::rt::greedyTokens(g->context), llmc::rt::greedyTokens(g->context) + B);
+    if (llmc_status s = llmc::rt::setGreedyOutput(g->context, -1)) // a caller's runs copy every output
+      llmc_status_free(s);
+  }
+  if (ran)
+    return ran;
+  g->logitsPending = greedy;
   for (CachePair &c : g->cache) {
     llmc_tensor present;
     llmc_context_output(g->context, c.presentOutput, &present);
@@ -271,24 +321,17 @@ static llmc_status runChunk(llmc_generator g, const std::vector<int64_t> &ids, c
       c.data.assign(static_cast<const float *>(present.data), static_cast<const float *>(present.data) + count);
     }
   }
-  llmc_tensor logits;
-  llmc_context_output(g->context, g->logitsOutput, &logits);
-  const int64_t rows = logits.dims[1]; // n, or 1 for a plan that returns the last position (llmc --last-position)
   for (int64_t b = 0; b < B; ++b) {
     Sequence &s = g->sequences[size_t(b)];
-    bool any = false;
     for (int64_t j = 0; j < n; ++j)
       if (real[size_t(b * n + j)]) {
         s.tokens.push_back(int32_t(ids[size_t(b * n + j)]));
         ++s.count;
-        any = true;
       }
     s.mask.insert(s.mask.end(), mask.begin() + b * total + g->length, mask.begin() + (b + 1) * total);
-    if (any) { // its last column is its newest token (tokens sit at the end of a chunk)
-      const float *row = static_cast<const float *>(logits.data) + (b * rows + rows - 1) * g->vocab;
-      std::copy(row, row + g->vocab, g->logits.begin() + b * g->vocab);
-    }
   }
+  if (!greedy) // a fresh sequence's last column is its newest token (tokens sit at the end of a chunk)
+    copyLogits(g, fresh);
   g->length = total;
   return nullptr;
 }
@@ -350,6 +393,8 @@ extern "C" llmc_status llmc_generator_logits(llmc_generator g, const float **out
     return makeStatus(LLMC_INVALID_ARGUMENT, "generator and out_logits must not be NULL");
   if (!g->fed)
     return makeStatus(LLMC_INVALID_ARGUMENT, "no tokens were fed yet");
+  if (llmc_status s = materializeLogits(g))
+    return s;
   *out_logits = g->logits.data();
   if (out_vocab)
     *out_vocab = int32_t(g->vocab);
@@ -408,9 +453,17 @@ extern "C" llmc_status llmc_generator_sample_batch(llmc_generator g, const llmc_
     return makeStatus(LLMC_INVALID_ARGUMENT, "no tokens were fed yet");
   llmc_sampling defaults;
   llmc_sampling_init(&defaults);
+  const llmc_sampling &s = sampling ? *sampling : defaults;
+  // Greedy without a penalty: the next runs may leave the logits on the device (runChunk).
+  g->greedyOnDevice = s.temperature <= 0.0f && !(s.repetition_penalty > 0 && s.repetition_penalty != 1.0f);
+  if (g->logitsPending && g->greedyOnDevice) {
+    std::copy(g->greedy.begin(), g->greedy.end(), out_tokens);
+    return nullptr;
+  }
+  if (llmc_status st = materializeLogits(g))
+    return st;
   for (int64_t b = 0; b < g->batch; ++b)
-    out_tokens[b] = sampleOne(g, g->logits.data() + b * g->vocab, g->vocab, g->sequences[size_t(b)].tokens,
-                              sampling ? *sampling : defaults);
+    out_tokens[b] = sampleOne(g, g->logits.data() + b * g->vocab, g->vocab, g->sequences[size_t(b)].tokens, s);
   return nullptr;
 }
 

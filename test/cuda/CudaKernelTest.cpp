@@ -948,6 +948,33 @@ TEST(Cuda, LatentAttentionMatchesTheCpu) {
   }
 }
 
+// Greedy decoding on the device: the argmax of each batch's last row, the first of equal maxima,
+// NaN never chosen, as the CPU context's (Context.cpp) over the same values.
+TEST(Cuda, ArgmaxLastRowsMatchesTheCpu) {
+  const int64_t B = 3, rows = 2, V = 50021;
+  for (cu::Storage s : kStorages) {
+    std::vector<float> x = rounded(randomFloats(B * rows * V, 61), s);
+    float *last1 = x.data() + (1 * rows + 1) * V, *last2 = x.data() + (2 * rows + 1) * V;
+    last1[100] = last1[40000] = 8.0f;  // a tie: the first wins
+    last2[7] = NAN, last2[V - 1] = 9.0f; // NaN is not a maximum
+    std::vector<int32_t> want(static_cast<size_t>(B), 0);
+    for (int64_t b = 0; b < B; ++b) {
+      const float *row = x.data() + (b * rows + rows - 1) * V;
+      float top = -INFINITY;
+      for (int64_t j = 0; j < V; ++j)
+        if (row[j] > top)
+          top = row[j], want[size_t(b)] = int32_t(j);
+    }
+    auto dx = upload(x, s);
+    Device out(size_t(B) * sizeof(int32_t));
+    ASSERT_EQ(cu::argmaxLastRows(s, dx->p, B, rows, V, static_cast<int32_t *>(out.p), nullptr), "");
+    std::vector<int32_t> got(static_cast<size_t>(B), -1);
+    cudaMemcpy(got.data(), out.p, out.bytes, cudaMemcpyDeviceToHost);
+    EXPECT_EQ(got, want) << name(s);
+    EXPECT_EQ(got[1], 100) << name(s);
+  }
+}
+
 // Values crossing the API of a reduced-precision plan: f32 to 16 bits and back, saturating.
 TEST(Cuda, ConvertFloatsRoundsAndSaturates) {
   const std::vector<float> values = {1.0f, -2.5f, 3.14159265f, 1e-3f, -3.4e38f, 70000.0f, 0.0f};

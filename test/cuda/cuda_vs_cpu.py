@@ -130,6 +130,14 @@ def check_generate(args, case, graphs, tmp):
         replayed = "CUDA graphs captured: 2\n" in run.stderr
         ok = ok and replayed
         lines.append("decode steps " + ("replay one graph" if replayed else "did not replay one graph (captures above)"))
+        # Without --logits-dir the logits stay on the device and only their argmax comes back
+        # (GreedyOutput.h): the same tokens as the run that copied them.
+        greedy = subprocess.run([args.llmc_run, "generate", os.path.join(args.dir, case["plan"]), "--device", "cuda"]
+                                + GENERATE, capture_output=True, text=True)
+        same_greedy = greedy.returncode == 0 and greedy.stdout.split() == run.stdout.split()
+        ok = ok and same_greedy
+        lines.append("tokens with the argmax on the device: " +
+                     ("the same" if same_greedy else "DIFFERENT: " + (greedy.stdout + greedy.stderr).strip()))
     for step in range(16):
         ref, got = os.path.join(ref_dir, f"step_{step}.npy"), os.path.join(out_dir, f"step_{step}.npy")
         if not os.path.exists(ref):
