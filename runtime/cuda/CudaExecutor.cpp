@@ -92,6 +92,7 @@ struct Executor {
   void *staging = nullptr; // f32 inputs and outputs of values kept in 16 bits, on their way
   size_t stagingBytes = 0;
   int *errorFlag = nullptr; // device: set by kernels that meet bad data (an id out of range)
+  int *hostFlag = nullptr;  // its pinned host copy, read after each run
   size_t weightBytes = 0, arenaBytes = 0, workspaceBytes = 0, scratchBytes = 0, cacheBytes = 0;
   std::vector<void *> device_; // per value: its device address (weights or arena slot)
   std::vector<PreparedOp> ops;
@@ -157,6 +158,7 @@ struct Executor {
     cudaFree(attentionWorkspace);
     cudaFree(staging);
     cudaFree(errorFlag);
+    cudaFreeHost(hostFlag);
     cudaFree(lengths);
     cudaFreeHost(hostLengths);
     cudaFree(argmaxDevice);
@@ -271,6 +273,9 @@ std::vector<int> positionsIn(const std::vector<int> &order, size_t ops) {
 // weight in the same storage, with a scale per element. The two are next to each other in the
 // plan and in the run order (`order`, empty: the plan's), so that nothing between them could read
 // the norm's sum before the linear writes it.
+// Where a norm op's scale is among its inputs: after the residual of an add_ norm.
+size_t normScaleInput(const PlanOp &norm) { return norm.kernel.rfind("add_", 0) == 0 ? 2 : 1; }
+
 void findNormsBeforeLinears(Executor &ex, const std::vector<int> &order) {
   const llmc_plan_t &plan = *ex.plan;
   ex.normOfLinear.assign(plan.ops.size(), -1);
@@ -286,7 +291,7 @@ void findNormsBeforeLinears(Executor &ex, const std::vector<int> &order) {
         readers[size_t(norm.outputs[0])] != 1)
       continue;
     const PlanValue &x = plan.values[size_t(norm.inputs[0])], &y = plan.values[size_t(norm.outputs[0])];
-    const PlanValue &scale = plan.values[size_t(norm.inputs[add ? 2 : 1])];
+    const PlanValue &scale = plan.values[size_t(norm.inputs[normScaleInput(norm)])];
     const int64_t axis = norm.attrs.getInt("axis", -1);
     if (!isFloat(x) || onDevice(x) != onDevice(y) || x.shape.rank < 1 || (axis != -1 && axis != x.shape.rank - 1) ||
         scale.shape.numel() != lastDim(x.shape) || onDevice(scale) != onDevice(x))
@@ -321,7 +326,7 @@ bool smallLinearCall(const Executor &e, int k, const std::vector<TensorRef> &t, 
     const bool add = norm.kernel == "add_rms_norm";
     a.x = e.at(norm.inputs[0]);
     a.normResidual = add ? e.at(norm.inputs[1]) : nullptr;
-    a.normScale = e.at(norm.inputs[add ? 2 : 1]);
+    a.normScale = e.at(norm.inputs[normScaleInput(norm)]);
     a.normSum = add && norm.outputs.size() > 1 ? e.at(norm.outputs[1]) : nullptr;
     a.normEpsilon = float(norm.attrs.getFloat("epsilon", 1e-5));
   }
@@ -331,7 +336,7 @@ bool smallLinearCall(const Executor &e, int k, const std::vector<TensorRef> &t, 
 std::string prepareNorm(Executor &ex, const PlanOp &op, int k, PreparedOp &out) {
   const bool fused = op.kernel == "add_rms_norm" || op.kernel == "add_layer_norm";
   const bool layer = op.kernel == "layer_norm" || op.kernel == "add_layer_norm";
-  const int scaleAt = fused ? 2 : 1, biasAt = scaleAt + 1;
+  const int scaleAt = int(normScaleInput(op)), biasAt = scaleAt + 1;
   const PlanValue &x = ex.plan->values[size_t(op.inputs[0])];
   const int rank = x.shape.rank;
   const int64_t axis = op.attrs.getInt("axis", -1);
@@ -1533,6 +1538,8 @@ std::string create(const llmc_plan_t &plan, const CudaOptions &options, void **s
   if (cudaError_t e = cudaMalloc(&ex->errorFlag, sizeof(int)); e != cudaSuccess)
     return cudaError("allocating the error flag", e);
   cudaMemset(ex->errorFlag, 0, sizeof(int));
+  if (cudaError_t e = cudaMallocHost(&ex->hostFlag, sizeof(int)); e != cudaSuccess)
+    return cudaError("allocating the error flag's host copy", e);
 
   // Every op gets its kernel first: a plan with an op the executor cannot run is refused here.
   size_t scratch = 0;
@@ -1768,11 +1775,11 @@ std::string run(void *state, const std::vector<TensorRef> &tensors) {
 
 // Waits for the run's work and checks the kernels' error flag.
 std::string finishRun(Executor &ex) {
-  int flag = 0;
-  cudaMemcpyAsync(&flag, ex.errorFlag, sizeof flag, cudaMemcpyDeviceToHost, ex.stream);
+  // Into pinned memory: a copy to pageable memory would wait for the stream by itself.
+  cudaMemcpyAsync(ex.hostFlag, ex.errorFlag, sizeof(int), cudaMemcpyDeviceToHost, ex.stream);
   if (cudaError_t e = cudaStreamSynchronize(ex.stream); e != cudaSuccess)
     return cudaError("running the plan", e);
-  if (flag) {
+  if (*ex.hostFlag) {
     cudaMemsetAsync(ex.errorFlag, 0, sizeof(int), ex.stream);
     return "an index was out of range (a token id outside the vocabulary, or a position outside the rotary tables)";
   }
