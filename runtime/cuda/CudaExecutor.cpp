@@ -1605,14 +1605,26 @@ std::string launchOps(Executor &ex, const std::vector<TensorRef> &tensors, size_
 // captured (recording the launches, not running them) and, where the new graph has the same
 // kernels as the segment's last one (a decode step one token longer), that executable graph's
 // arguments are updated in place instead of instantiating another.
+// Launches the argmax of each batch's last row of the greedy-decoding output (this run's shape
+// `t`, [batch, rows, vocab]) into ex.argmaxDevice.
+std::string launchArgmax(Executor &ex, const TensorRef &t) {
+  if (t.shape.rank < 2 || t.numel() == 0)
+    return "greedy decoding needs a [batch, rows, vocab] output";
+  const int64_t B = t.shape.dims[0], V = t.shape.dims[t.shape.rank - 1], rows = t.numel() / (B * V);
+  return argmaxLastRows(storageOf(onDevice(ex.plan->values[size_t(ex.argmaxValue)])), ex.at(ex.argmaxValue), B, rows, V,
+                        ex.argmaxDevice, ex.stream);
+}
+
 std::string launchSegment(Executor &ex, Segment &seg, const std::vector<int64_t> &key,
-                          const std::vector<TensorRef> &tensors) {
+                          const std::vector<TensorRef> &tensors, bool withArgmax) {
   auto found = seg.graphs.find(key);
   if (found == seg.graphs.end()) {
     if (cudaError_t e = cudaStreamBeginCapture(ex.stream, cudaStreamCaptureModeThreadLocal); e != cudaSuccess)
       return cudaError("starting a graph capture", e);
     ++ex.captures;
-    const std::string err = launchOps(ex, tensors, seg.first, seg.end);
+    std::string err = launchOps(ex, tensors, seg.first, seg.end);
+    if (err.empty() && withArgmax)
+      err = launchArgmax(ex, tensors[size_t(ex.argmaxValue)]);
     cudaGraph_t graph = nullptr;
     const cudaError_t ended = cudaStreamEndCapture(ex.stream, &graph);
     if (!err.empty() || ended != cudaSuccess) {
@@ -1670,7 +1682,9 @@ bool lengthFreeRun(const Executor &ex) {
 // Every op of the plan: each marked segment as a graph launch (with graphs on), the rest one by
 // one. A run that allows it (lengthFreeRun) launches the ops that build its mask, then replays
 // the graph for every cache length, keyed by the input shapes without their length dimensions.
-std::string launchAll(Executor &ex, const std::vector<TensorRef> &tensors) {
+// Launches the plan's ops; with greedy decoding (setArgmaxOutput) also the argmax kernel, inside
+// the last graph when the run ends with one (`argmaxLaunched` says whether it was launched).
+std::string launchAll(Executor &ex, const std::vector<TensorRef> &tensors, bool &argmaxLaunched) {
   const bool lengthFree = ex.useGraphs && lengthFreeRun(ex);
   std::vector<int64_t> key;
   for (int vi : ex.plan->inputs) {
@@ -1680,16 +1694,24 @@ std::string launchAll(Executor &ex, const std::vector<TensorRef> &tensors) {
       key.push_back(lengthFree && v.dimNode[d] >= 0 && ex.split.lengthNode[size_t(v.dimNode[d])] ? -2 : s.dims[d]);
     key.push_back(-1);
   }
+  const bool argmax = ex.argmaxValue >= 0;
+  key.push_back(argmax); // graphs with the argmax kernel and without are different buckets
+  argmaxLaunched = false;
   if (lengthFree) {
     if (std::string err = launchOps(ex, tensors, 0, ex.split.before); !err.empty())
       return err;
-    return launchSegment(ex, ex.lengthFreeGraph, key, tensors);
+    argmaxLaunched = argmax;
+    return launchSegment(ex, ex.lengthFreeGraph, key, tensors, argmax);
   }
-  for (Segment &seg : ex.segments)
-    if (std::string err = ex.useGraphs && seg.capture ? launchSegment(ex, seg, key, tensors)
-                                                      : launchOps(ex, tensors, seg.first, seg.end);
+  for (size_t i = 0; i < ex.segments.size(); ++i) {
+    Segment &seg = ex.segments[i];
+    const bool graph = ex.useGraphs && seg.capture, last = i + 1 == ex.segments.size();
+    argmaxLaunched = argmax && graph && last;
+    if (std::string err = graph ? launchSegment(ex, seg, key, tensors, argmaxLaunched)
+                                : launchOps(ex, tensors, seg.first, seg.end);
         !err.empty())
       return err;
+  }
   return {};
 }
 
@@ -1708,18 +1730,10 @@ std::string copyOut(Executor &ex, int vi, const TensorRef &host) {
   return {};
 }
 
-// Queues the argmax of each batch's last row of the greedy-decoding output (shape `t`'s) and the
-// copy of the indices to the host.
+// Queues the copy of the greedy-decoding output's argmax (this run's shape `t`) to the host.
 std::string copyArgmax(Executor &ex, const TensorRef &t) {
-  if (t.shape.rank < 2 || t.numel() == 0)
-    return "greedy decoding needs a [batch, rows, vocab] output";
-  const int64_t B = t.shape.dims[0], V = t.shape.dims[t.shape.rank - 1], rows = t.numel() / (B * V);
-  if (std::string err = argmaxLastRows(storageOf(onDevice(ex.plan->values[size_t(ex.argmaxValue)])), ex.at(ex.argmaxValue),
-                                       B, rows, V, ex.argmaxDevice, ex.stream);
-      !err.empty())
-    return err;
-  if (cudaError_t e = cudaMemcpyAsync(ex.argmaxHost, ex.argmaxDevice, size_t(B) * sizeof(int32_t), cudaMemcpyDeviceToHost,
-                                      ex.stream);
+  if (cudaError_t e = cudaMemcpyAsync(ex.argmaxHost, ex.argmaxDevice, size_t(t.shape.dims[0]) * sizeof(int32_t),
+                                      cudaMemcpyDeviceToHost, ex.stream);
       e != cudaSuccess)
     return cudaError("copying the argmax from the device", e);
   return {};
@@ -1761,13 +1775,21 @@ std::string run(void *state, const std::vector<TensorRef> &tensors) {
         e != cudaSuccess)
       return cudaError("copying the length table to the device", e);
   }
-  if (std::string err = launchAll(ex, tensors); !err.empty())
+  bool argmaxLaunched = false;
+  if (std::string err = launchAll(ex, tensors, argmaxLaunched); !err.empty())
     return err;
   for (int vi : plan.outputs) {
     if (ex.resident[size_t(vi)])
       continue;
-    std::string err = vi == ex.argmaxValue ? copyArgmax(ex, tensors[size_t(vi)]) : copyOut(ex, vi, tensors[size_t(vi)]);
-    if (!err.empty())
+    if (vi != ex.argmaxValue) {
+      if (std::string err = copyOut(ex, vi, tensors[size_t(vi)]); !err.empty())
+        return err;
+      continue;
+    }
+    if (!argmaxLaunched) // the run did not end with a graph that launched it
+      if (std::string err = launchArgmax(ex, tensors[size_t(vi)]); !err.empty())
+        return err;
+    if (std::string err = copyArgmax(ex, tensors[size_t(vi)]); !err.empty())
       return err;
   }
   return finishRun(ex);

@@ -265,7 +265,8 @@ LLMC_API llmc_status llmc_generator_generate(llmc_generator generator, const llm
 LLMC_API int32_t llmc_generator_length(llmc_generator generator);   /* cache slots used (padding included) */
 LLMC_API int32_t llmc_generator_capacity(llmc_generator generator); /* the most it can hold */
 /* The context the generator runs its plan in (owned by the generator): for
- * llmc_context_device_bytes and llmc_context_cuda_graph_count. */
+ * llmc_context_device_bytes and llmc_context_cuda_graph_count. Its outputs are not the way to the
+ * logits (greedy decoding may leave them on the device): llmc_generator_logits is. */
 LLMC_API llmc_context llmc_generator_context(llmc_generator generator);
 
 #ifdef __cplusplus
