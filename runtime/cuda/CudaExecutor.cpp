@@ -1600,11 +1600,6 @@ std::string launchOps(Executor &ex, const std::vector<TensorRef> &tensors, size_
   return {};
 }
 
-// One segment's launches as one graph launch. A graph is kept per input-shape bucket (the input
-// shapes fix every other shape and kernel argument) and replayed. Shapes not seen before are
-// captured (recording the launches, not running them) and, where the new graph has the same
-// kernels as the segment's last one (a decode step one token longer), that executable graph's
-// arguments are updated in place instead of instantiating another.
 // Launches the argmax of each batch's last row of the greedy-decoding output (this run's shape
 // `t`, [batch, rows, vocab]) into ex.argmaxDevice.
 std::string launchArgmax(Executor &ex, const TensorRef &t) {
@@ -1615,6 +1610,12 @@ std::string launchArgmax(Executor &ex, const TensorRef &t) {
                         ex.argmaxDevice, ex.stream);
 }
 
+// One segment's launches as one graph launch. A graph is kept per input-shape bucket (the input
+// shapes fix every other shape and kernel argument) and replayed. Shapes not seen before are
+// captured (recording the launches, not running them) and, where the new graph has the same
+// kernels as the segment's last one (a decode step one token longer), that executable graph's
+// arguments are updated in place instead of instantiating another. `withArgmax`: greedy decoding's
+// argmax is the graph's last kernel.
 std::string launchSegment(Executor &ex, Segment &seg, const std::vector<int64_t> &key,
                           const std::vector<TensorRef> &tensors, bool withArgmax) {
   auto found = seg.graphs.find(key);
