@@ -177,6 +177,8 @@ std::optional<Affine> MaskElements::affineOf(Value v) const {
       return std::nullopt;
     return plus(compose(*lhs, *lmap, rank), compose(*rhs, *rmap, rank), isa<AddOp>(op) ? 1 : -1);
   }
+  if (isa<CastOp>(op) && cast<RankedTensorType>(v.getType()).getElementType().getIntOrFloatBitWidth() < 32)
+    return std::nullopt; // positions may not fit: the cast is no longer the identity
   if (auto map = movementMap(op, v)) {
     auto inner = affineOf(op->getOperand(0));
     return inner ? std::optional<Affine>(compose(*inner, *map, rank)) : std::nullopt;

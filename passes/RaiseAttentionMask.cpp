@@ -137,13 +137,14 @@ struct RaiseAttentionMask : impl::LlmcRaiseAttentionMaskBase<RaiseAttentionMask>
         continue;
       Value mask;
       if (raised->keep) {
-        Value &view = views[raised->keep];
-        if (!view) {
+        if (!views.count(raised->keep)) {
           OpBuilder b = OpBuilder::atBlockBegin(&func.getBody().front());
-          view = fusion::createValue(b, op->getLoc(), "llmc.unsqueeze", {raised->keep},
-                                     {b.getNamedAttr("axes", b.getDenseI64ArrayAttr({1, 2}))});
+          views[raised->keep] = fusion::createValue(b, op->getLoc(), "llmc.unsqueeze", {raised->keep},
+                                                    {b.getNamedAttr("axes", b.getDenseI64ArrayAttr({1, 2}))});
         }
-        mask = view;
+        mask = views[raised->keep];
+        if (!mask) // the view's type could not be inferred: leave this mask alone
+          continue;
         ++padding;
       } else {
         OpBuilder b(op);
