@@ -180,3 +180,28 @@ func.func @latent(%q: tensor<1x2x4x6xf32>, %cache: tensor<7x1x10xf32>, %uk: tens
   %out = llmc.latent_attention %q, %cache, %uk, %uv, %additive {rope_dim = 2 : i64, scale = 0.5 : f32} : (tensor<1x2x4x6xf32>, tensor<7x1x10xf32>, tensor<2x4x8xf32>, tensor<2x8x3xf32>, tensor<4x7xf32>) -> tensor<1x2x4x3xf32>
   return %out : tensor<1x2x4x3xf32>
 }
+
+// -----
+
+// Not raised: positions cast to i8 before the comparison (they would wrap past 127); with i64
+// they would be raised (@padded_batch).
+// CHECK-LABEL: func.func @narrow_positions
+// CHECK: llmc.cast %{{.*}} {to = i8}
+// CHECK: llmc.fused_attention %arg0, %arg1, %arg1, %{{.*}}, %{{.*}}, %{{.*}} {kv_num_heads = 1 : i64, q_num_heads = 1 : i64}
+func.func @narrow_positions(%q: tensor<1x4x64xf32>, %k: tensor<1x7x64xf32>) -> tensor<1x4x64xf32> {
+  %e = llmc.constant dense<> : tensor<0xf32>
+  %i0 = llmc.constant dense<0> : tensor<i64>
+  %i1 = llmc.constant dense<1> : tensor<i64>
+  %i3 = llmc.constant dense<3> : tensor<i64>
+  %i4 = llmc.constant dense<4> : tensor<i64>
+  %i7 = llmc.constant dense<7> : tensor<i64>
+  %r = llmc.range %i0, %i4, %i1 : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<4xi64>
+  %pos = llmc.add %r, %i3 : (tensor<4xi64>, tensor<i64>) -> tensor<4xi64>
+  %rows = llmc.unsqueeze %pos {axes = array<i64: 1>} : (tensor<4xi64>) -> tensor<4x1xi64>
+  %rows8 = llmc.cast %rows {to = i8} : (tensor<4x1xi64>) -> tensor<4x1xi8>
+  %keys = llmc.range %i0, %i7, %i1 : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<7xi64>
+  %keys8 = llmc.cast %keys {to = i8} : (tensor<7xi64>) -> tensor<7xi8>
+  %causal = llmc.less_equal %keys8, %rows8 : (tensor<7xi8>, tensor<4x1xi8>) -> tensor<4x7xi1>
+  %out = llmc.fused_attention %q, %k, %k, %causal, %e, %e {kv_num_heads = 1 : i64, q_num_heads = 1 : i64} : (tensor<1x4x64xf32>, tensor<1x7x64xf32>, tensor<1x7x64xf32>, tensor<4x7xi1>, tensor<0xf32>, tensor<0xf32>) -> tensor<1x4x64xf32>
+  return %out : tensor<1x4x64xf32>
+}
