@@ -547,20 +547,30 @@ int64_t dimBound(const Executor &ex, int v, int d) {
 }
 
 // Whether the mask operand `input` of an attention op, if present, varies along its Sk keys alone
-// (every other dimension 1): then its strides do not involve Sk.
-bool varyAlongKeysAlone(const PlanOp &op, const std::vector<TensorRef> &t, size_t input, int64_t Sk) {
+// (every other dimension 1), or is a row of Sk keys per sequence ([B, 1, 1, Sk]: a batch's
+// attention_mask, see llmc-raise-attention-mask): then the kernels can work out its strides from
+// the key count (maskRowPerBatch).
+bool maskFollowsKeys(const PlanOp &op, const std::vector<TensorRef> &t, size_t input, int64_t Sk) {
   if (op.inputs.size() <= input || op.inputs[input] < 0 || t[size_t(op.inputs[input])].numel() == 0)
     return true;
   const Shape &m = t[size_t(op.inputs[input])].shape;
-  for (int d = 0; d + 1 < m.rank; ++d)
+  for (int d = m.rank == 4 ? 1 : 0; d + 1 < m.rank; ++d)
     if (m.dims[d] != 1)
       return false;
   return m.rank > 0 && m.dims[m.rank - 1] == Sk;
 }
 
+// A mask of one row of keys per sequence ([B > 1, 1, 1, Sk]), whose batch stride is the key count.
+bool maskRowPerBatch(const PlanOp &op, const std::vector<TensorRef> &t, size_t input) {
+  if (op.inputs.size() <= input || op.inputs[input] < 0 || t[size_t(op.inputs[input])].numel() == 0)
+    return false;
+  const Shape &m = t[size_t(op.inputs[input])].shape;
+  return m.rank == 4 && m.dims[0] > 1;
+}
+
 // The key count of a fused_attention run that the decode kernel can read from the length table
 // (one query; keys and values in the cache layout [Sk, B, Hkv * D], whose strides do not
-// involve Sk; a mask, if any, that varies along the keys alone; the kernel's limits at the
+// involve Sk; a mask, if any, along the keys alone or a row per sequence; the kernel's limits at the
 // largest Sk, `skBound`, the partial results within the attention workspace), or -1.
 int64_t decodeKeyCount(const PlanOp &op, const std::vector<TensorRef> &t, int64_t skBound) {
   const TensorRef &q = t[size_t(op.inputs[0])];
@@ -575,11 +585,11 @@ int64_t decodeKeyCount(const PlanOp &op, const std::vector<TensorRef> &t, int64_
       decodeAttentionWorkspaceBytes(q.shape.dims[0], Hq, v.shape.dims[2] / Hkv, decodeAttentionSplits(skBound)) >
           kGemmWorkspace)
     return -1;
-  return varyAlongKeysAlone(op, t, 3, Sk) ? Sk : -1;
+  return maskFollowsKeys(op, t, 3, Sk) ? Sk : -1;
 }
 
 // The key count of a latent_attention run that its kernel can read from the length table (a
-// mask, if any, varying along the keys alone; the scores of the longest cache, `skBound`, within
+// mask, if any, along the keys alone or a row per sequence; the scores of the longest cache, `skBound`, within
 // the kernel's shared memory), or -1.
 int64_t latentKeyCount(const PlanOp &op, const std::vector<TensorRef> &t, int64_t skBound) {
   const Shape &cache = t[size_t(op.inputs[1])].shape;
@@ -587,7 +597,7 @@ int64_t latentKeyCount(const PlanOp &op, const std::vector<TensorRef> &t, int64_
       latentAttentionSharedBytes(cache.dims[2] - op.attrs.getInt("rope_dim", 0), op.attrs.getInt("rope_dim", 0), skBound) >
           kMaxLatentAttentionShared)
     return -1;
-  return varyAlongKeysAlone(op, t, 4, cache.dims[0]) ? cache.dims[0] : -1;
+  return maskFollowsKeys(op, t, 4, cache.dims[0]) ? cache.dims[0] : -1;
 }
 
 std::string prepareAttention(Executor &ex, const PlanOp &op, PreparedOp &out) {
@@ -663,6 +673,7 @@ std::string prepareAttention(Executor &ex, const PlanOp &op, PreparedOp &out) {
     // cache needs, each taking its share of the key count that the length table holds.
     if (decodeKeyCount(op, t, skBound) >= 0) {
       a.Sk = skBound, a.skOnDevice = e.lengths + slot;
+      a.maskRowPerBatch = maskRowPerBatch(op, t, 3);
       return decodeAttention(st, a, decodeAttentionSplits(skBound), e.attentionWorkspace, e.stream);
     }
     if (a.Sq == 1 && !packed && !a.rotateKeys && a.D <= kMaxDecodeHeadDim) {
@@ -1166,6 +1177,7 @@ std::string prepareLatentAttention(Executor &ex, const PlanOp &op, PreparedOp &o
       mask.data = e.at(op.inputs[4]);
     }
     const bool fromTable = latentKeyCount(op, t, skBound) >= 0;
+    mask.rowPerBatch = fromTable && maskRowPerBatch(op, t, 4);
     return latentAttention(st, e.at(op.inputs[0]), e.at(op.inputs[1]), hasUk ? e.at(op.inputs[2]) : nullptr,
                            hasUv ? e.at(op.inputs[3]) : nullptr, mask, e.at(op.outputs[0]), B, H, Sq, fromTable ? skBound : Sk, hasUk ? uk.shape.dims[1] : 0, rope,
                            latent, hasUv ? uv.shape.dims[2] : latent, float(op.attrs.getFloat("scale", 1.0)),

@@ -216,6 +216,7 @@ __global__ void decodeAttentionKernel(AttentionArgs a, float *__restrict__ ws, u
     Sk = *a.skOnDevice;
   const int64_t chunk = (Sk + splits - 1) / splits;
   const int64_t t0 = split * chunk, t1 = t0 + chunk < Sk ? t0 + chunk : Sk;
+  const int64_t maskBatch = a.maskRowPerBatch ? Sk : a.maskStrides[0];
   float *out = ws + (bh * splits + split) * (a.Dv + 2);
   if (t0 >= t1) { // no keys (a launch sized for a longer cache): nothing for the combine to add
     if (threadIdx.x == 0)
@@ -253,8 +254,7 @@ __global__ void decodeAttentionKernel(AttentionArgs a, float *__restrict__ ws, u
 #pragma unroll
         for (int u = 0; u < kDecodeKeysPerStep; ++u)
           if (t + u < t1)
-            p[t + u - t0] =
-                masked<T>(a, dot[u], b * a.maskStrides[0] + h * a.maskStrides[1] + (t + u) * a.maskStrides[3]);
+            p[t + u - t0] = masked<T>(a, dot[u], b * maskBatch + h * a.maskStrides[1] + (t + u) * a.maskStrides[3]);
       }
     }
     __syncthreads();
@@ -1064,7 +1064,8 @@ template <typename T> __global__ void latentAttentionKernel(LatentArgs a) {
     float score = dot * a.scale;
     const LatentMask &m = a.mask;
     if (m.data) {
-      const int64_t at = b * m.strides[0] + h * m.strides[1] + i * m.strides[2] + t * m.strides[3];
+      const int64_t batchStride = m.rowPerBatch ? Sk : m.strides[0];
+      const int64_t at = b * batchStride + h * m.strides[1] + i * m.strides[2] + t * m.strides[3];
       switch (m.type) {
       case AttentionArgs::Mask::Additive: score += toF(static_cast<const T *>(m.data)[at]); break;
       case AttentionArgs::Mask::Bool: score = static_cast<const uint8_t *>(m.data)[at] ? score : -INFINITY; break;

@@ -83,8 +83,10 @@ struct AttentionArgs {
   bool tablesPerBatch = false, rotateKeys = false;
   void *out;
   // decodeAttention only: the key count in device memory, Sk being its upper bound (a graph
-  // replayed for every cache length launches with the same arguments).
+  // replayed for every cache length launches with the same arguments). With maskRowPerBatch the
+  // mask is [B, 1, 1, keys] and its batch stride that count, whatever maskStrides[0] says.
   const int64_t *skOnDevice = nullptr;
+  bool maskRowPerBatch = false;
 };
 std::string attention(Storage s, const AttentionArgs &a, void *stream);
 
@@ -236,12 +238,13 @@ std::string pad(Storage s, const std::string &mode, const void *in, void *out, i
 
 // A latent attention's mask: [B, H, Sq, Sk] through `strides` (0 where it broadcasts), added in
 // the storage type or keeping where non-zero (AttentionArgs::Mask); null data: none. `causal`
-// hides the keys after i + Sk - Sq, Sk being the key count of the run.
+// hides the keys after i + Sk - Sq, Sk being the key count of the run; `rowPerBatch`: the mask
+// is [B, 1, 1, Sk] and its batch stride that count (read on the device), not strides[0].
 struct LatentMask {
   const void *data = nullptr;
   int64_t strides[4] = {};
   AttentionArgs::Mask type = AttentionArgs::Mask::Additive;
-  bool causal = false;
+  bool causal = false, rowPerBatch = false;
 };
 
 // latent_attention (DeepSeek MLA, see the op): q [B, H, Sq, nope + rope] (or [.., latent + rope]

@@ -324,6 +324,8 @@ TEST(Cuda, DecodeAttentionMatchesFusedAttention) {
         // replayed for every cache length): the same result.
         auto keys = uploadRaw(std::vector<int64_t>{T});
         a.Sk = 1536, a.skOnDevice = static_cast<const int64_t *>(keys->p);
+        if (inputMask) // a row per sequence: its stride is the key count, not what a capture saw
+          a.maskRowPerBatch = true, a.maskStrides[0] = 1;
         const int boundSplits = cu::decodeAttentionSplits(a.Sk);
         Device boundWs(cu::decodeAttentionWorkspaceBytes(B, Hq, Dv, boundSplits));
         cudaMemset(boundWs.p, 0, boundWs.bytes);
@@ -937,8 +939,8 @@ TEST(Cuda, LatentAttentionMatchesTheCpu) {
               "");
     auto dpadding = uploadRaw(padding.data);
     cu::LatentMask pm;
-    pm.data = dpadding->p, pm.type = cu::AttentionArgs::Mask::Int64, pm.causal = true;
-    pm.strides[0] = Sk, pm.strides[3] = 1;
+    pm.data = dpadding->p, pm.type = cu::AttentionArgs::Mask::Int64, pm.causal = true, pm.rowPerBatch = true;
+    pm.strides[0] = 1, pm.strides[3] = 1; // the batch stride comes from the key count on the device
     cudaMemset(out.p, 0, out.bytes);
     ASSERT_EQ(cu::latentAttention(s, dq->p, dc->p, duk->p, duv->p, pm, out.p, B, H, Sq, 20000, n, R, L, v, 0.35f,
                                   keys->as<int64_t>(), nullptr),

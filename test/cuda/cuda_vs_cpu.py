@@ -46,8 +46,13 @@ CASES = [
     # Its weights (7.5 MB) would not fit the GPU machine's 64 MiB pack: seeded random ones, the
     # same on both devices (logits within +-2 over 16 steps).
     ("tiny_deepseek_kv", "tiny_deepseek_kv", KV_SHAPES + ["--random-weights"], "generate"),
+    ("tiny_llama_kv-batch", "tiny_llama_kv", ["--max-shape", "batch=4,seq=16,past=0..64,total=80"], "batch"),
 ]
 GENERATE = ["--prompt-ids", "5,17,42,99,7,3", "--max-tokens", "16", "--ids", "--ignore-eos"]
+# A batch of three prompts of different lengths (left padding, a mask row per sequence): tokens
+# only, and with graphs, the prompt's graph and one that every decode step replays.
+BATCH = ["--prompt-ids", "5,17,42", "--prompt-ids", "9,8,7,6,5,4,3", "--prompt-ids", "300", "--max-tokens", "16",
+         "--ids", "--ignore-eos"]
 
 
 def model_path(model):
@@ -69,6 +74,12 @@ def prepare(args):
         if kind == "run":
             subprocess.run([args.llmc_run, plan, "--device", "cpu", "--random", "--seed", "1", "--int-max", "512",
                             "--quiet", "--output-dir", ref], check=True, capture_output=True)
+        elif kind == "batch":
+            os.makedirs(ref, exist_ok=True)
+            out = subprocess.run([args.llmc_run, "generate", plan, "--device", "cpu"] + BATCH, check=True,
+                                 capture_output=True, text=True)
+            with open(os.path.join(ref, "tokens.txt"), "w") as f:
+                f.write(out.stdout)
         else:
             os.makedirs(ref, exist_ok=True)
             out = subprocess.run([args.llmc_run, "generate", plan, "--device", "cpu", "--logits-dir", ref] + GENERATE,
@@ -150,6 +161,22 @@ def check_generate(args, case, graphs, tmp):
     return ok, run, lines
 
 
+def check_batch(args, case, graphs, tmp):
+    run = subprocess.run([args.llmc_run, "generate", os.path.join(args.dir, case["plan"]), "--device", "cuda"] + BATCH
+                         + ([] if graphs else ["--no-cuda-graphs"]), capture_output=True, text=True)
+    lines = [(run.stdout + run.stderr).strip()]
+    if run.returncode != 0:
+        return False, run, lines
+    with open(os.path.join(args.dir, case["ref"], "tokens.txt")) as f:
+        ok = f.read().split("\n") == run.stdout.split("\n")
+    lines.append(f"every sequence's tokens {'the same as' if ok else 'differ from'} the CPU's")
+    if graphs:  # the mask row of each sequence is read with the key count on the device too
+        replayed = "CUDA graphs captured: 2\n" in run.stderr
+        ok = ok and replayed
+        lines.append("decode steps " + ("replay one graph" if replayed else "did not replay one graph"))
+    return ok, run, lines
+
+
 def check(args):
     with open(os.path.join(args.dir, "cases.json")) as f:
         cases = json.load(f)
@@ -157,7 +184,8 @@ def check(args):
     with tempfile.TemporaryDirectory() as tmp:
         for case in cases:
             for graphs in (True, False):
-                ok, run, lines = (check_run if case["kind"] == "run" else check_generate)(args, case, graphs, tmp)
+                checker = {"run": check_run, "generate": check_generate, "batch": check_batch}[case["kind"]]
+                ok, run, lines = checker(args, case, graphs, tmp)
                 if "no CUDA device" in run.stderr:
                     print(run.stderr.strip())
                     print("no CUDA device: skipped, not passed")

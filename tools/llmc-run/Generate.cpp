@@ -229,6 +229,8 @@ int generateBatch(llmc_plan plan, const Args &a, const std::vector<std::vector<i
     }
     std::printf("\n");
   }
+  if (rc == 0 && a.device == LLMC_DEVICE_CUDA)
+    std::fprintf(stderr, "CUDA graphs captured: %zu\n", llmc_context_cuda_graph_count(llmc_generator_context(gen)));
   llmc_generator_release(gen);
   return rc;
 }
