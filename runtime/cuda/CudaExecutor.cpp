@@ -135,6 +135,7 @@ struct Executor {
   std::vector<SplitRotary> rotaryOfSplit;
   std::vector<int> splitOfRotary;
   size_t captures = 0;     // graphs captured so far (a replay captures nothing)
+  size_t lastGraphNodes = 0; // the nodes of the graph captured last
   std::set<void *> pinned; // host memory page-locked by pinHost
   // Greedy decoding (setArgmaxOutput): the output left on the device, and the last rows' argmax
   // (on the device, and its pinned host copy).
@@ -1645,6 +1646,8 @@ std::string launchSegment(Executor &ex, Segment &seg, const std::vector<int64_t>
         cudaGraphDestroy(graph);
       return !err.empty() ? err : cudaError("capturing the run as a graph", ended);
     }
+    if (cudaGraphGetNodes(graph, nullptr, &ex.lastGraphNodes) != cudaSuccess)
+      ex.lastGraphNodes = 0;
     cudaGraphExec_t exec = nullptr;
     cudaGraphExecUpdateResultInfo info{};
     if (seg.last && cudaGraphExecUpdate(seg.last, graph, &info) == cudaSuccess) {
@@ -1876,6 +1879,8 @@ size_t deviceBytes(void *state) {
 
 size_t graphCount(void *state) { return static_cast<Executor *>(state)->captures; }
 
+size_t graphNodes(void *state) { return static_cast<Executor *>(state)->lastGraphNodes; }
+
 // The device memory a context of `plan` holds, computed without a device (no linked caches):
 // weights, the activation arena (with the linears' scratch slot) and the rest (workspaces, the
 // staging buffer). False when some op has no kernel.
@@ -1961,7 +1966,7 @@ std::string describeDecodeGraphs(const llmc_plan_t &plan) {
 
 const CudaBackend kBackend{kCudaBackendAbi, create,    run,           destroy,              deviceBytes, graphCount,
                            check,           linkCache, plannedMemory, describeDecodeGraphs, pinHost,     unpinHost,
-                           setArgmaxOutput, argmaxResult, fetchOutput};
+                           setArgmaxOutput, argmaxResult, fetchOutput, graphNodes};
 
 } // namespace
 } // namespace llmc::rt::cuda

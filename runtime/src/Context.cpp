@@ -259,6 +259,10 @@ extern "C" size_t llmc_context_device_bytes(llmc_context context) {
   return context && context->cuda ? context->cuda->deviceBytes(context->cudaState) : 0;
 }
 
+extern "C" size_t llmc_context_cuda_graph_nodes(llmc_context context) {
+  return context && context->cuda ? context->cuda->graphNodes(context->cudaState) : 0;
+}
+
 extern "C" size_t llmc_context_cuda_graph_count(llmc_context context) {
   return context && context->cuda ? context->cuda->graphCount(context->cudaState) : 0;
 }

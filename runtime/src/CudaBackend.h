@@ -10,7 +10,7 @@
 
 namespace llmc::rt {
 
-constexpr int kCudaBackendAbi = 9;
+constexpr int kCudaBackendAbi = 10;
 
 struct CudaOptions {
   bool graphs = true;      // capture each input-shape bucket's launches once and replay them
@@ -57,6 +57,8 @@ struct CudaBackend {
   std::string (*setArgmaxOutput)(void *state, int value);
   const int32_t *(*argmaxResult)(void *state);
   std::string (*fetchOutput)(void *state, int value, const TensorRef &host);
+  // The nodes of the graph captured last (0: none yet).
+  size_t (*graphNodes)(void *state);
 };
 
 } // namespace llmc::rt

@@ -16,6 +16,7 @@ import argparse
 import glob
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -141,6 +142,8 @@ def check_generate(args, case, graphs, tmp):
         replayed = "CUDA graphs captured: 2\n" in run.stderr
         ok = ok and replayed
         lines.append("decode steps " + ("replay one graph" if replayed else "did not replay one graph (captures above)"))
+        nodes = re.search(r"nodes of the last graph captured \(a decode step's\): (\d+)", run.stderr)
+        lines.append(f"the decode graph has {nodes.group(1) if nodes else '?'} nodes")
         # Without --logits-dir the logits stay on the device and only their argmax comes back
         # (GreedyOutput.h): the same tokens as the run that copied them.
         greedy = subprocess.run([args.llmc_run, "generate", os.path.join(args.dir, case["plan"]), "--device", "cuda"]
