@@ -828,6 +828,19 @@ int axisOf(const PlanOp &op, int rank) {
   return int(a < 0 ? a + rank : a);
 }
 
+// The values of an integer constant of the plan (a weight with host data), or false.
+bool constantInts(const llmc_plan_t &plan, int value, std::vector<int64_t> &out) {
+  if (value < 0)
+    return false;
+  const PlanValue &v = plan.values[size_t(value)];
+  if (v.kind != fb::ValueKind_Weight || !v.weight || (v.dtype != DType::I64 && v.dtype != DType::I32))
+    return false;
+  out.resize(size_t(v.shape.numel()));
+  for (size_t i = 0; i < out.size(); ++i)
+    out[i] = v.dtype == DType::I64 ? static_cast<const int64_t *>(v.weight)[i] : static_cast<const int32_t *>(v.weight)[i];
+  return true;
+}
+
 // Ops whose output holds the input's bytes unchanged.
 bool isCopyOp(const std::string &kernel) {
   return kernel == "reshape" || kernel == "unsqueeze" || kernel == "squeeze" || kernel == "flatten" ||
@@ -872,11 +885,17 @@ std::string prepareDataMovement(Executor &ex, const PlanOp &op, PreparedOp &out,
         c.src[d] = inStrides[perm[size_t(d)]];
       return stridedCopy(e.at(op.inputs[0]), e.at(op.outputs[0]), c, e.stream);
     };
-  } else if (k == "slice") {
-    out.launch = [&op, elem](Executor &e, const std::vector<TensorRef> &t) -> std::string {
+  } else if (k == "slice" || k == "dynamic_slice") {
+    // A dynamic_slice's starts must be constants of the plan (its ends only decide the output
+    // shape, which the plan's dimension expressions give): no kernel reads device data on the host.
+    std::vector<int64_t> starts = op.attrs.getInts("starts");
+    if (k == "dynamic_slice" && !constantInts(*ex.plan, op.inputs[1], starts))
+      return "supports starts that are constants of the plan";
+    out.launch = [&op, elem, starts](Executor &e, const std::vector<TensorRef> &t) -> std::string {
       const Shape &in = t[size_t(op.inputs[0])].shape, &o = t[size_t(op.outputs[0])].shape;
-      const std::vector<int64_t> starts = op.attrs.getInts("starts"), axes = op.attrs.getInts("axes"),
-                                 steps = op.attrs.getInts("steps");
+      const std::vector<int64_t> axes = op.attrs.getInts("axes"), steps = op.attrs.getInts("steps");
+      if (!axes.empty() && axes.size() != starts.size())
+        return std::string("starts and axes differ in length");
       StridedCopy c = copyOf(o, elem);
       int64_t inStrides[kMaxRank];
       contiguousStrides(in, inStrides);
@@ -1031,6 +1050,23 @@ std::string prepareSmallOp(Executor &ex, const PlanOp &op, PreparedOp &out) {
       const int64_t tuples = t[size_t(op.inputs[1])].numel() / std::max(k, 1);
       return gatherNd(e.at(op.inputs[0]), static_cast<const int64_t *>(e.at(op.inputs[1])), e.at(op.outputs[0]), tuples, k,
                       data.dims, strides, slice, elem, e.errorFlag, e.stream);
+    };
+  } else if (op.kernel == "cumsum") {
+    std::vector<int64_t> axis;
+    if (!constantInts(*ex.plan, op.inputs[1], axis) || axis.size() != 1)
+      return "supports an axis that is a constant of the plan";
+    const PlanValue &x = ex.plan->values[size_t(op.inputs[0])];
+    const int a = int(axis[0] < 0 ? axis[0] + x.shape.rank : axis[0]);
+    if (a < 0 || a >= x.shape.rank)
+      return "axis out of range";
+    out.launch = [&op, a](Executor &e, const std::vector<TensorRef> &t) {
+      const Shape &s = t[size_t(op.inputs[0])].shape;
+      int64_t outer = 1, inner = 1;
+      for (int d = 0; d < s.rank; ++d)
+        (d < a ? outer : inner) *= d == a ? 1 : s.dims[d];
+      return cumsum(int(onDevice(e.plan->values[size_t(op.inputs[0])])), e.at(op.inputs[0]), e.at(op.outputs[0]), outer,
+                    s.dims[a], inner, op.attrs.getInt("exclusive", 0) != 0, op.attrs.getInt("reverse", 0) != 0,
+                    e.stream);
     };
   } else {
     return "not a small op";
@@ -1208,10 +1244,10 @@ std::string prepareOp(Executor &ex, int k, PreparedOp &p, size_t &scratch) {
     err = prepareFusedElementwise(ex, op, p, k);
   else if (isCopyOp(op.kernel))
     err = prepareCopy(ex, op, p);
-  else if (op.kernel == "transpose" || op.kernel == "slice" || op.kernel == "concat" || op.kernel == "split" ||
-           op.kernel == "expand")
+  else if (op.kernel == "transpose" || op.kernel == "slice" || op.kernel == "dynamic_slice" || op.kernel == "concat" ||
+           op.kernel == "split" || op.kernel == "expand")
     err = prepareDataMovement(ex, op, p, k);
-  else if (op.kernel == "shape" || op.kernel == "range" || op.kernel == "gather_nd")
+  else if (op.kernel == "shape" || op.kernel == "range" || op.kernel == "gather_nd" || op.kernel == "cumsum")
     err = prepareSmallOp(ex, op, p);
   else if (op.kernel == "latent_attention")
     err = prepareLatentAttention(ex, op, p);

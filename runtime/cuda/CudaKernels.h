@@ -196,6 +196,11 @@ struct ElementwiseArgs {
 };
 std::string elementwise(const ElementwiseArgs &a, void *stream);
 
+// cumsum (ONNX CumSum) of x [outer, n, inner] along n into y, elements of `type` (DType number:
+// i64, i32, f32, f16 or bf16), with ONNX's `exclusive` and `reverse`.
+std::string cumsum(int type, const void *x, void *y, int64_t outer, int64_t n, int64_t inner, bool exclusive,
+                   bool reverse, void *stream);
+
 // out[i] = start + i * delta for `count` elements of `type`, start and delta read on the device.
 std::string range(int type, const void *start, const void *delta, void *out, int64_t count, void *stream);
 

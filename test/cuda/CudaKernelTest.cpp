@@ -950,6 +950,34 @@ TEST(Cuda, LatentAttentionMatchesTheCpu) {
   }
 }
 
+// cumsum along the middle axis of [2, 5, 3], i64 and f32, every exclusive/reverse combination,
+// against the CPU kernel (a mask built from position ids uses it).
+TEST(Cuda, CumSumMatchesTheCpu) {
+  const std::vector<int64_t> shape = {2, 5, 3};
+  std::vector<int64_t> ints(30);
+  for (size_t i = 0; i < ints.size(); ++i)
+    ints[i] = int64_t(i * 7919 % 13) - 6;
+  Buf<int64_t> x(DType::I64, shape, ints), axis(DType::I64, {1}, {1});
+  Buf<float> xf(DType::F32, shape, randomFloats(30, 71));
+  for (int exclusive = 0; exclusive < 2; ++exclusive)
+    for (int reverse = 0; reverse < 2; ++reverse) {
+      const AttrList a = attrs({intAttr("exclusive", exclusive), intAttr("reverse", reverse)});
+      Buf<int64_t> want(DType::I64, shape);
+      Buf<float> wantf(DType::F32, shape);
+      ASSERT_EQ(call("cumsum", a, {x.ref(), axis.ref()}, {want.ref()}), "");
+      ASSERT_EQ(call("cumsum", a, {xf.ref(), axis.ref()}, {wantf.ref()}), "");
+      auto dx = uploadRaw(x.data);
+      auto dxf = uploadRaw(xf.data);
+      Device out(30 * sizeof(int64_t)), outf(30 * sizeof(float));
+      ASSERT_EQ(cu::cumsum(4, dx->p, out.p, 2, 5, 3, exclusive, reverse, nullptr), "");
+      ASSERT_EQ(cu::cumsum(1, dxf->p, outf.p, 2, 5, 3, exclusive, reverse, nullptr), "");
+      std::vector<int64_t> got(30);
+      cudaMemcpy(got.data(), out.p, out.bytes, cudaMemcpyDeviceToHost);
+      EXPECT_EQ(got, want.data) << "exclusive " << exclusive << " reverse " << reverse;
+      expectClose(download(outf, 30, cu::Storage::F32), wantf.data, 1e-5f, "cumsum f32");
+    }
+}
+
 // Greedy decoding on the device: the argmax of each batch's last row, the first of equal maxima,
 // NaN never chosen, as the CPU context's (Context.cpp) over the same values.
 TEST(Cuda, ArgmaxLastRowsMatchesTheCpu) {

@@ -48,7 +48,12 @@ CASES = [
     # same on both devices (logits within +-2 over 16 steps).
     ("tiny_deepseek_kv", "tiny_deepseek_kv", KV_SHAPES + ["--random-weights"], "generate"),
     ("tiny_llama_kv-batch", "tiny_llama_kv", ["--max-shape", "batch=4,seq=16,past=0..64,total=80"], "batch"),
+    # A dynamic sequence (one plan up to 64 tokens, run at 37): the export without attention_mask
+    # builds its mask from the position ids at run time (cumsum, dynamic_slice on the device).
+    ("tiny_gpt2-dynamic", "tiny_gpt2", ["--max-shape", "seq=64"], "run"),
 ]
+# Extra llmc-run flags of "run" cases with dynamic inputs.
+RUN_DIMS = {"tiny_gpt2-dynamic": ["--dim", "seq=37"]}
 GENERATE = ["--prompt-ids", "5,17,42,99,7,3", "--max-tokens", "16", "--ids", "--ignore-eos"]
 # A batch of three prompts of different lengths (left padding, a mask row per sequence): tokens
 # only, and with graphs, the prompt's graph and one that every decode step replays.
@@ -74,7 +79,7 @@ def prepare(args):
         ref = os.path.join(args.out, name + "-cpu")
         if kind == "run":
             subprocess.run([args.llmc_run, plan, "--device", "cpu", "--random", "--seed", "1", "--int-max", "512",
-                            "--quiet", "--output-dir", ref], check=True, capture_output=True)
+                            "--quiet", "--output-dir", ref] + RUN_DIMS.get(name, []), check=True, capture_output=True)
         elif kind == "batch":
             os.makedirs(ref, exist_ok=True)
             out = subprocess.run([args.llmc_run, "generate", plan, "--device", "cpu"] + BATCH, check=True,
@@ -110,7 +115,8 @@ def check_run(args, case, graphs, tmp):
     # Graphs on: the first run captures, the benchmark runs replay; one graph in all.
     flags = ["--benchmark", "3", "--warmup", "1"] if graphs else ["--no-cuda-graphs"]
     run = subprocess.run([args.llmc_run, os.path.join(args.dir, case["plan"]), "--device", "cuda", "--random",
-                          "--seed", "1", "--int-max", "512", "--quiet", "--output-dir", out_dir] + flags,
+                          "--seed", "1", "--int-max", "512", "--quiet", "--output-dir", out_dir] + flags
+                         + RUN_DIMS.get(case["name"], []),
                          capture_output=True, text=True)
     lines = [(run.stdout + run.stderr).strip()]
     ok = run.returncode == 0 and (not graphs or "CUDA graphs: 1 captured" in run.stdout)
