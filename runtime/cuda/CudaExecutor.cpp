@@ -1051,6 +1051,22 @@ std::string prepareSmallOp(Executor &ex, const PlanOp &op, PreparedOp &out) {
       return gatherNd(e.at(op.inputs[0]), static_cast<const int64_t *>(e.at(op.inputs[1])), e.at(op.outputs[0]), tuples, k,
                       data.dims, strides, slice, elem, e.errorFlag, e.stream);
     };
+  } else if (op.kernel == "gather_elements") {
+    if (ex.plan->values[size_t(op.inputs[1])].dtype != DType::I64)
+      return "supports int64 indices";
+    const int elem = int(dtypeSize(onDevice(ex.plan->values[size_t(op.inputs[0])])));
+    out.launch = [&op, elem](Executor &e, const std::vector<TensorRef> &t) -> std::string {
+      const Shape &data = t[size_t(op.inputs[0])].shape, &idx = t[size_t(op.inputs[1])].shape;
+      const int64_t a = op.attrs.getInt("axis", 0);
+      const int axis = int(a < 0 ? a + data.rank : a);
+      if (idx.rank != data.rank)
+        return std::string("indices and data differ in rank");
+      for (int d = 0; d < data.rank; ++d)
+        if (d != axis && idx.dims[d] > data.dims[d])
+          return std::string("indices reach outside the data");
+      return gatherElements(e.at(op.inputs[0]), static_cast<const int64_t *>(e.at(op.inputs[1])), e.at(op.outputs[0]),
+                            data.rank, axis, idx.dims, data.dims, elem, e.errorFlag, e.stream);
+    };
   } else if (op.kernel == "cumsum") {
     std::vector<int64_t> axis;
     if (!constantInts(*ex.plan, op.inputs[1], axis) || axis.size() != 1)
@@ -1247,7 +1263,8 @@ std::string prepareOp(Executor &ex, int k, PreparedOp &p, size_t &scratch) {
   else if (op.kernel == "transpose" || op.kernel == "slice" || op.kernel == "dynamic_slice" || op.kernel == "concat" ||
            op.kernel == "split" || op.kernel == "expand")
     err = prepareDataMovement(ex, op, p, k);
-  else if (op.kernel == "shape" || op.kernel == "range" || op.kernel == "gather_nd" || op.kernel == "cumsum")
+  else if (op.kernel == "shape" || op.kernel == "range" || op.kernel == "gather_nd" || op.kernel == "cumsum" ||
+           op.kernel == "gather_elements")
     err = prepareSmallOp(ex, op, p);
   else if (op.kernel == "latent_attention")
     err = prepareLatentAttention(ex, op, p);

@@ -795,6 +795,52 @@ std::string gatherNd(const void *data, const int64_t *indices, void *out, int64_
   return known ? launched("gatherNd") : "gatherNd: elements of " + std::to_string(elemBytes) + " bytes";
 }
 
+// out[e] = data at e's coordinates over the indices' dims, the axis coordinate replaced by
+// indices[e] (negative from the end).
+template <typename E>
+__global__ void gatherElementsKernel(const E *__restrict__ data, const int64_t *__restrict__ indices, E *__restrict__ out,
+                                     int64_t n, int rank, int axis, NdIndex shape, NdIndex dataStrides, int64_t axisDim,
+                                     int *error) {
+  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += int64_t(gridDim.x) * blockDim.x) {
+    int64_t idx = indices[e];
+    if (idx < 0)
+      idx += axisDim;
+    if (idx < 0 || idx >= axisDim) {
+      atomicExch(error, 1);
+      continue;
+    }
+    int64_t rest = e, offset = 0;
+    for (int d = rank - 1; d >= 0; --d) {
+      const int64_t c = rest % shape.dims[d];
+      rest /= shape.dims[d];
+      offset += (d == axis ? idx : c) * dataStrides.dims[d];
+    }
+    out[e] = data[offset];
+  }
+}
+
+std::string gatherElements(const void *data, const int64_t *indices, void *out, int rank, int axis,
+                           const int64_t *indexDims, const int64_t *dataDims, int elemBytes, int *error, void *stream) {
+  if (rank < 1 || rank > kMaxDims || axis < 0 || axis >= rank)
+    return "gatherElements: rank 1.." + std::to_string(kMaxDims) + " and an axis within it";
+  NdIndex shape{}, strides{};
+  int64_t n = 1, stride = 1;
+  for (int d = rank - 1; d >= 0; --d) {
+    shape.dims[d] = indexDims[d], n *= indexDims[d];
+    strides.dims[d] = stride, stride *= dataDims[d];
+  }
+  if (n == 0)
+    return {};
+  const bool known = byElementSize(elemBytes, [&](auto tag) {
+    using E = decltype(tag);
+    gatherElementsKernel<E><<<unsigned(blocksFor(n, kElementThreads)), kElementThreads, 0,
+                              static_cast<cudaStream_t>(stream)>>>(static_cast<const E *>(data), indices,
+                                                                   static_cast<E *>(out), n, rank, axis, shape, strides,
+                                                                   dataDims[axis], error);
+  });
+  return known ? launched("gatherElements") : "gatherElements: elements of " + std::to_string(elemBytes) + " bytes";
+}
+
 } // namespace llmc::rt::cuda
 
 // --- reductions, convolution, pooling, padding ------------------------------------------------

@@ -210,6 +210,12 @@ std::string writeInt64s(void *out, const int64_t *values, int count, void *strea
 // gather_nd with batch_dims 0: indices [..., k] (int64) into data's first k dimensions, each index
 // picking a slice of `slice` elements; `dims`/`strides` are data's first k dims and element
 // strides. An index out of range sets *error.
+// gather_elements (ONNX GatherElements): out has the indices' shape [rank dims], each element the
+// data's at its coordinates with the `axis` one replaced by the index there (int64, negative from
+// the end); the indices' other dims at most the data's. An index out of range sets *error.
+std::string gatherElements(const void *data, const int64_t *indices, void *out, int rank, int axis,
+                           const int64_t *indexDims, const int64_t *dataDims, int elemBytes, int *error, void *stream);
+
 std::string gatherNd(const void *data, const int64_t *indices, void *out, int64_t tuples, int k, const int64_t *dims,
                      const int64_t *strides, int64_t slice, int elemBytes, int *error, void *stream);
 

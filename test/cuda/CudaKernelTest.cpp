@@ -950,6 +950,37 @@ TEST(Cuda, LatentAttentionMatchesTheCpu) {
   }
 }
 
+// gather_elements along each axis of a [3, 4, 5] f32 tensor (indices [2, 4, 3]-ish, some negative),
+// against the CPU kernel; an index out of range sets the error flag.
+TEST(Cuda, GatherElementsMatchesTheCpu) {
+  const std::vector<int64_t> dataShape = {3, 4, 5};
+  Buf<float> data(DType::F32, dataShape, randomFloats(60, 81));
+  for (int axis = 0; axis < 3; ++axis) {
+    std::vector<int64_t> idxShape = {2, 4, 3};
+    const int64_t n = 24, dim = dataShape[size_t(axis)];
+    std::vector<int64_t> idx(static_cast<size_t>(n), 0);
+    for (int64_t i = 0; i < n; ++i)
+      idx[size_t(i)] = (i * 5 + axis) % (2 * dim) - dim; // -dim .. dim - 1
+    Buf<int64_t> indices(DType::I64, idxShape, idx);
+    Buf<float> want(DType::F32, idxShape);
+    ASSERT_EQ(call("gather_elements", attrs({intAttr("axis", axis)}), {data.ref(), indices.ref()}, {want.ref()}), "");
+    auto dd = uploadRaw(data.data);
+    auto di = uploadRaw(indices.data), error = uploadRaw(std::vector<int>{0});
+    Device out(size_t(n) * sizeof(float));
+    ASSERT_EQ(cu::gatherElements(dd->p, di->as<int64_t>(), out.p, 3, axis, idxShape.data(), dataShape.data(), 4,
+                                 error->as<int>(), nullptr),
+              "");
+    expectClose(download(out, size_t(n), cu::Storage::F32), want.data, 0.0f, "gather_elements axis " + std::to_string(axis));
+    auto bad = uploadRaw(std::vector<int64_t>(size_t(n), dim));
+    ASSERT_EQ(cu::gatherElements(dd->p, bad->as<int64_t>(), out.p, 3, axis, idxShape.data(), dataShape.data(), 4,
+                                 error->as<int>(), nullptr),
+              "");
+    int flag = 0;
+    cudaMemcpy(&flag, error->p, sizeof flag, cudaMemcpyDeviceToHost);
+    EXPECT_EQ(flag, 1);
+  }
+}
+
 // cumsum along the middle axis of [2, 5, 3], i64 and f32, every exclusive/reverse combination,
 // against the CPU kernel (a mask built from position ids uses it).
 TEST(Cuda, CumSumMatchesTheCpu) {

@@ -51,9 +51,11 @@ CASES = [
     # A dynamic sequence (one plan up to 64 tokens, run at 37): the export without attention_mask
     # builds its mask from the position ids at run time (cumsum, dynamic_slice on the device).
     ("tiny_gpt2-dynamic", "tiny_gpt2", ["--max-shape", "seq=64"], "run"),
+    # A dynamic batch and sequence of BERT (gather_elements on the device).
+    ("tiny_bert-dynamic", "tiny_bert", ["--max-shape", "batch=2,seq=64"], "run"),
 ]
 # Extra llmc-run flags of "run" cases with dynamic inputs.
-RUN_DIMS = {"tiny_gpt2-dynamic": ["--dim", "seq=37"]}
+RUN_DIMS = {"tiny_gpt2-dynamic": ["--dim", "seq=37"], "tiny_bert-dynamic": ["--dim", "batch=2", "--dim", "seq=37"]}
 GENERATE = ["--prompt-ids", "5,17,42,99,7,3", "--max-tokens", "16", "--ids", "--ignore-eos"]
 # A batch of three prompts of different lengths (left padding, a mask row per sequence): tokens
 # only, and with graphs, the prompt's graph and one that every decode step replays.
