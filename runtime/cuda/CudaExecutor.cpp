@@ -551,22 +551,27 @@ int64_t dimBound(const Executor &ex, int v, int d) {
 // (every other dimension 1), or is a row of Sk keys per sequence ([B, 1, 1, Sk]: a batch's
 // attention_mask, see llmc-raise-attention-mask): then the kernels can work out its strides from
 // the key count (maskRowPerBatch).
-bool maskFollowsKeys(const PlanOp &op, const std::vector<TensorRef> &t, size_t input, int64_t Sk) {
+// The shape of an attention op's mask operand `input` in this run, or null when it has none.
+const Shape *maskShape(const PlanOp &op, const std::vector<TensorRef> &t, size_t input) {
   if (op.inputs.size() <= input || op.inputs[input] < 0 || t[size_t(op.inputs[input])].numel() == 0)
+    return nullptr;
+  return &t[size_t(op.inputs[input])].shape;
+}
+
+bool maskFollowsKeys(const PlanOp &op, const std::vector<TensorRef> &t, size_t input, int64_t Sk) {
+  const Shape *m = maskShape(op, t, input);
+  if (!m)
     return true;
-  const Shape &m = t[size_t(op.inputs[input])].shape;
-  for (int d = m.rank == 4 ? 1 : 0; d + 1 < m.rank; ++d)
-    if (m.dims[d] != 1)
+  for (int d = m->rank == 4 ? 1 : 0; d + 1 < m->rank; ++d)
+    if (m->dims[d] != 1)
       return false;
-  return m.rank > 0 && m.dims[m.rank - 1] == Sk;
+  return m->rank > 0 && m->dims[m->rank - 1] == Sk;
 }
 
 // A mask of one row of keys per sequence ([B > 1, 1, 1, Sk]), whose batch stride is the key count.
 bool maskRowPerBatch(const PlanOp &op, const std::vector<TensorRef> &t, size_t input) {
-  if (op.inputs.size() <= input || op.inputs[input] < 0 || t[size_t(op.inputs[input])].numel() == 0)
-    return false;
-  const Shape &m = t[size_t(op.inputs[input])].shape;
-  return m.rank == 4 && m.dims[0] > 1;
+  const Shape *m = maskShape(op, t, input);
+  return m && m->rank == 4 && m->dims[0] > 1;
 }
 
 // The key count of a fused_attention run that the decode kernel can read from the length table
@@ -1077,9 +1082,10 @@ std::string prepareSmallOp(Executor &ex, const PlanOp &op, PreparedOp &out) {
       return "axis out of range";
     out.launch = [&op, a](Executor &e, const std::vector<TensorRef> &t) {
       const Shape &s = t[size_t(op.inputs[0])].shape;
-      int64_t outer = 1, inner = 1;
-      for (int d = 0; d < s.rank; ++d)
-        (d < a ? outer : inner) *= d == a ? 1 : s.dims[d];
+      int64_t inner = 1;
+      for (int d = a + 1; d < s.rank; ++d)
+        inner *= s.dims[d];
+      const int64_t outer = rowsBefore(s, a);
       return cumsum(int(onDevice(e.plan->values[size_t(op.inputs[0])])), e.at(op.inputs[0]), e.at(op.outputs[0]), outer,
                     s.dims[a], inner, op.attrs.getInt("exclusive", 0) != 0, op.attrs.getInt("reverse", 0) != 0,
                     e.stream);

@@ -303,8 +303,10 @@ static llmc_status runChunk(llmc_generator g, const std::vector<int64_t> &ids, c
       return s;
   llmc_status ran = llmc_context_run(g->context);
   if (greedy) {
-    if (!ran)
-      g->greedy.assign(llmc::rt::greedyTokens(g->context), llmc::rt::greedyTokens(g->context) + B);
+    if (!ran) {
+      const int32_t *tokens = llmc::rt::greedyTokens(g->context);
+      g->greedy.assign(tokens, tokens + B);
+    }
     if (llmc_status s = llmc::rt::setGreedyOutput(g->context, -1)) // a caller's runs copy every output
       llmc_status_free(s);
   }
