@@ -1,0 +1,374 @@
+// The CPU side of CudaEmulation.h: the fiber scheduler that runs a launch, and the few CUDA
+// runtime calls the kernel files and their tests make (device memory is host memory, a stream is
+// the calling thread: every call is synchronous).
+#include "CudaEmulation.h"
+#include "FiberContext.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/common_interface_defs.h>
+#define LLMC_EMU_ASAN 1
+#endif
+
+namespace llmc_emu {
+
+uint3 gThreadIdx, gBlockIdx;
+dim3 gBlockDim, gGridDim;
+
+namespace {
+
+constexpr size_t kStackBytes = 256 * 1024;
+constexpr size_t kDefaultShared = 48 * 1024;     // dynamic shared memory without the opt-in
+constexpr int kSharedOptIn = 227 * 1024;         // an H100 or H200 block's opt-in limit
+constexpr int kMultiprocessors = 132;
+
+enum class State { Ready, AtBlockBarrier, AtWarpBarrier, Done };
+
+struct Fiber {
+  FiberContext context;
+  std::unique_ptr<char[]> stack;
+  State state = State::Ready;
+  unsigned mask = 0; // at a warp barrier: the lanes it names
+  uint3 index;
+  void *fakeStack = nullptr; // AddressSanitizer's, while the fiber is switched out
+};
+
+// One block in flight.
+struct Block {
+  std::vector<Fiber> fibers;
+  FiberContext scheduler;
+  size_t current = 0;
+  const std::function<void()> *body = nullptr;
+  unsigned char *shared = nullptr;
+  std::vector<uint64_t> slots; // a shuffle's offers: 32 per warp
+  std::string error;
+  // AddressSanitizer's view of the scheduler's stack, while a fiber runs.
+  void *schedulerFakeStack = nullptr;
+  const void *schedulerStack = nullptr;
+  size_t schedulerStackSize = 0;
+};
+
+Block *gBlock = nullptr;
+std::vector<std::unique_ptr<char[]>> gStacks; // reused across launches
+cudaError_t gLastError = cudaSuccess;
+std::map<const void *, int> gSharedAllowed; // cudaFuncAttributeMaxDynamicSharedMemorySize
+
+void setError(cudaError_t e, const std::string &why) {
+  if (gLastError == cudaSuccess)
+    gLastError = e;
+  std::fprintf(stderr, "[cuda emulation] %s\n", why.c_str());
+}
+
+// Switches contexts, announced to AddressSanitizer so that it follows the fiber stacks: the
+// context left keeps its fake stack in *fakeStack (null: it never resumes, the fake stack may
+// go); [bottom, bottom + size) is the stack switched to.
+void switchAnnounced(FiberContext &from, FiberContext &to, void **fakeStack, const void *bottom, size_t size) {
+#ifdef LLMC_EMU_ASAN
+  __sanitizer_start_switch_fiber(fakeStack, bottom, size);
+  switchFiberContext(from, to);
+  __sanitizer_finish_switch_fiber(*fakeStack, nullptr, nullptr);
+#else
+  (void)fakeStack, (void)bottom, (void)size;
+  switchFiberContext(from, to);
+#endif
+}
+
+void enterFiber(Block &b, Fiber &f) {
+  switchAnnounced(b.scheduler, f.context, &b.schedulerFakeStack, f.stack.get(), kStackBytes);
+}
+
+void yieldToScheduler() {
+  Block &b = *gBlock;
+  Fiber &f = b.fibers[b.current];
+  switchAnnounced(f.context, b.scheduler, f.state == State::Done ? nullptr : &f.fakeStack, b.schedulerStack,
+                  b.schedulerStackSize);
+}
+
+void fiberMain() {
+#ifdef LLMC_EMU_ASAN
+  __sanitizer_finish_switch_fiber(nullptr, &gBlock->schedulerStack, &gBlock->schedulerStackSize);
+#endif
+  (*gBlock->body)();
+  gBlock->fibers[gBlock->current].state = State::Done;
+  yieldToScheduler();
+}
+
+std::string where() {
+  const Fiber &f = gBlock->fibers[gBlock->current];
+  return "thread (" + std::to_string(f.index.x) + ", " + std::to_string(f.index.y) + ", " + std::to_string(f.index.z) +
+         ")";
+}
+
+// Releases the barriers every thread they name has reached; "" if one was released, else why
+// the block cannot go on.
+std::string releaseBarriers(Block &b) {
+  const size_t n = b.fibers.size();
+  bool released = false;
+  for (size_t warp = 0; warp * 32 < n; ++warp) {
+    const size_t first = warp * 32, end = std::min(n, first + 32);
+    unsigned mask = 0, waiting = 0;
+    for (size_t i = first; i < end; ++i)
+      if (b.fibers[i].state == State::AtWarpBarrier) {
+        if (waiting && b.fibers[i].mask != mask)
+          return "the lanes of warp " + std::to_string(warp) + " wait at warp barriers with different masks";
+        mask = b.fibers[i].mask, waiting |= 1u << (i - first);
+      }
+    if (!waiting)
+      continue;
+    for (int l = 0; l < 32; ++l) {
+      if (!(mask >> l & 1))
+        continue;
+      const size_t i = first + size_t(l);
+      if (i >= end || b.fibers[i].state == State::Done)
+        return "a __syncwarp or shuffle of warp " + std::to_string(warp) + " names lane " + std::to_string(l) +
+               ", which " + (i >= end ? "the block does not have" : "has exited");
+    }
+    if ((waiting & mask) != waiting)
+      return "a lane of warp " + std::to_string(warp) + " waits at a warp barrier whose mask leaves it out";
+    if (waiting == mask) {
+      for (size_t i = first; i < end; ++i)
+        if (waiting >> (i - first) & 1)
+          b.fibers[i].state = State::Ready;
+      released = true;
+    }
+  }
+  if (released)
+    return "";
+  size_t atBlock = 0, live = 0;
+  for (const Fiber &f : b.fibers)
+    if (f.state != State::Done)
+      ++live, atBlock += f.state == State::AtBlockBarrier;
+  if (live && atBlock == live) {
+    for (Fiber &f : b.fibers)
+      if (f.state == State::AtBlockBarrier)
+        f.state = State::Ready;
+    return "";
+  }
+  return "deadlock: " + std::to_string(atBlock) + " of " + std::to_string(live) +
+         " running threads wait at __syncthreads, the others at a warp barrier";
+}
+
+// Runs every thread of block `b` to its end, or records why it could not.
+void runBlock(Block &b, bool reverse) {
+  const size_t n = b.fibers.size();
+  for (size_t i = 0; i < n; ++i) {
+    Fiber &f = b.fibers[i];
+    f.state = State::Ready, f.fakeStack = nullptr;
+    makeFiberContext(f.context, f.stack.get(), kStackBytes, fiberMain);
+  }
+  for (;;) {
+    for (size_t k = 0; k < n; ++k) {
+      const size_t i = reverse ? n - 1 - k : k;
+      Fiber &f = b.fibers[i];
+      if (f.state != State::Ready)
+        continue;
+      b.current = i;
+      gThreadIdx = f.index;
+      enterFiber(b, f);
+      if (!b.error.empty())
+        return;
+    }
+    if (std::all_of(b.fibers.begin(), b.fibers.end(), [](const Fiber &f) { return f.state == State::Done; }))
+      return;
+    const std::string why = releaseBarriers(b);
+    if (!why.empty()) {
+      b.error = why;
+      return;
+    }
+  }
+}
+
+void waitAt(State s, unsigned mask) {
+  if (!gBlock)
+    std::abort(); // a barrier outside a launch: the kernel file was not rewritten
+  Fiber &f = gBlock->fibers[gBlock->current];
+  f.state = s, f.mask = mask;
+  yieldToScheduler();
+  gThreadIdx = f.index;
+}
+
+} // namespace
+
+void syncThreads() { waitAt(State::AtBlockBarrier, 0); }
+
+void syncWarp(unsigned mask) { waitAt(State::AtWarpBarrier, mask); }
+
+void exchange(unsigned mask, const void *mine, void *out, size_t bytes, int source) {
+  Block &b = *gBlock;
+  const size_t self = b.current, warp = self / 32;
+  std::memcpy(&b.slots[self], mine, bytes);
+  syncWarp(mask); // every lane has made its offer
+  const size_t from = source >= 0 && source < 32 ? warp * 32 + size_t(source) : self;
+  if (from != self && !(mask >> (from % 32) & 1))
+    fail("a shuffle reads a lane its mask leaves out");
+  std::memcpy(out, &b.slots[from], bytes);
+  syncWarp(mask); // every lane has read before the next shuffle's offers
+}
+
+unsigned char *dynamicShared() { return gBlock->shared; }
+
+void fail(const char *why) {
+  gBlock->error = std::string(why) + "; " + where();
+  Fiber &f = gBlock->fibers[gBlock->current];
+  f.state = State::Done;
+  yieldToScheduler();
+  std::abort(); // never resumed
+}
+
+void run(const void *kernel, const Launch &launch, const std::function<void()> &body) {
+  const dim3 g = launch.grid, d = launch.block;
+  const uint64_t threads = uint64_t(d.x) * d.y * d.z;
+  if (!g.x || !g.y || !g.z || !threads || threads > 1024 || d.z > 64 || g.y > 65535 || g.z > 65535 ||
+      g.x > 0x7fffffffu) {
+    setError(cudaErrorInvalidConfiguration, "launch: grid (" + std::to_string(g.x) + ", " + std::to_string(g.y) +
+                                                ", " + std::to_string(g.z) + "), block of " + std::to_string(threads));
+    return;
+  }
+  const auto allowed = gSharedAllowed.find(kernel);
+  const size_t sharedLimit = allowed == gSharedAllowed.end() ? kDefaultShared : size_t(allowed->second);
+  if (launch.shared > sharedLimit) {
+    setError(cudaErrorInvalidValue, "launch: " + std::to_string(launch.shared) + " bytes of dynamic shared memory, " +
+                                        std::to_string(sharedLimit) + " allowed for this kernel");
+    return;
+  }
+  while (gStacks.size() < threads)
+    gStacks.push_back(std::make_unique<char[]>(kStackBytes));
+  Block b;
+  b.body = &body;
+  b.fibers.resize(threads);
+  b.slots.resize((threads + 31) / 32 * 32);
+  for (uint32_t t = 0; t < threads; ++t) {
+    b.fibers[t].stack.reset(gStacks[t].release());
+    b.fibers[t].index = uint3{t % d.x, t / d.x % d.y, t / (d.x * d.y)};
+  }
+  gGridDim = g, gBlockDim = d;
+  gBlock = &b;
+  uint64_t order = 0;
+  for (uint32_t z = 0; z < g.z && b.error.empty(); ++z)
+    for (uint32_t y = 0; y < g.y && b.error.empty(); ++y)
+      for (uint32_t x = 0; x < g.x && b.error.empty(); ++x, ++order) {
+        gBlockIdx = uint3{x, y, z};
+        // Exactly the launch's bytes, so that AddressSanitizer sees a read past them.
+        std::unique_ptr<unsigned char[]> shared(launch.shared ? new unsigned char[launch.shared] : nullptr);
+        if (launch.shared)
+          std::memset(shared.get(), 0xff, launch.shared);
+        b.shared = shared.get();
+        runBlock(b, order % 2 == 1);
+        if (!b.error.empty())
+          b.error += "; block (" + std::to_string(x) + ", " + std::to_string(y) + ", " + std::to_string(z) + ")";
+      }
+  gBlock = nullptr;
+  for (uint32_t t = 0; t < threads; ++t)
+    gStacks[t].reset(b.fibers[t].stack.release());
+  if (!b.error.empty())
+    setError(cudaErrorLaunchFailure, "kernel: " + b.error);
+}
+
+} // namespace llmc_emu
+
+// The CUDA runtime calls that the kernel files and their tests make.
+using llmc_emu::gLastError;
+
+namespace {
+std::map<void *, size_t> &allocations() {
+  static std::map<void *, size_t> m;
+  return m;
+}
+} // namespace
+
+extern "C" {
+
+cudaError_t cudaMalloc(void **p, size_t bytes) {
+  // Exactly `bytes` (plus the alignment cudaMalloc promises), so that AddressSanitizer's redzone
+  // starts where the buffer ends.
+  *p = ::operator new(bytes, std::align_val_t(256));
+  allocations()[*p] = bytes;
+  return cudaSuccess;
+}
+
+cudaError_t cudaFree(void *p) {
+  if (!p)
+    return cudaSuccess;
+  if (!allocations().erase(p))
+    return cudaErrorInvalidDevicePointer;
+  ::operator delete(p, std::align_val_t(256));
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes, cudaMemcpyKind) {
+  std::memmove(dst, src, bytes);
+  return cudaSuccess;
+}
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, cudaMemcpyKind, cudaStream_t) {
+  std::memmove(dst, src, bytes);
+  return cudaSuccess;
+}
+cudaError_t cudaMemset(void *p, int value, size_t bytes) {
+  std::memset(p, value, bytes);
+  return cudaSuccess;
+}
+cudaError_t cudaMemsetAsync(void *p, int value, size_t bytes, cudaStream_t) {
+  std::memset(p, value, bytes);
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
+cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
+
+cudaError_t cudaGetLastError() {
+  const cudaError_t e = gLastError;
+  gLastError = cudaSuccess;
+  return e;
+}
+cudaError_t cudaPeekAtLastError() { return gLastError; }
+
+const char *cudaGetErrorString(cudaError_t e) {
+  switch (e) {
+  case cudaSuccess: return "no error";
+  case cudaErrorInvalidValue: return "invalid argument (emulated)";
+  case cudaErrorInvalidConfiguration: return "invalid configuration argument (emulated)";
+  case cudaErrorLaunchFailure: return "unspecified launch failure (emulated: see the message above)";
+  default: return "error (emulated)";
+  }
+}
+
+cudaError_t cudaGetDeviceCount(int *count) {
+  *count = 1;
+  return cudaSuccess;
+}
+cudaError_t cudaGetDevice(int *device) {
+  *device = 0;
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr attr, int) {
+  switch (attr) {
+  case cudaDevAttrMaxSharedMemoryPerBlockOptin: *value = llmc_emu::kSharedOptIn; return cudaSuccess;
+  case cudaDevAttrMultiProcessorCount: *value = llmc_emu::kMultiprocessors; return cudaSuccess;
+  case cudaDevAttrComputeCapabilityMajor: *value = 9; return cudaSuccess;
+  case cudaDevAttrComputeCapabilityMinor: *value = 0; return cudaSuccess;
+  default: return cudaErrorInvalidValue;
+  }
+}
+
+cudaError_t cudaFuncSetAttribute(const void *func, cudaFuncAttribute attr, int value) {
+  if (attr != cudaFuncAttributeMaxDynamicSharedMemorySize)
+    return cudaSuccess;
+  if (value < 0 || value > llmc_emu::kSharedOptIn) {
+    llmc_emu::setError(cudaErrorInvalidValue, "cudaFuncSetAttribute: " + std::to_string(value) +
+                                                   " bytes of dynamic shared memory, above the device's " +
+                                                   std::to_string(llmc_emu::kSharedOptIn));
+    return cudaErrorInvalidValue;
+  }
+  llmc_emu::gSharedAllowed[func] = value;
+  return cudaSuccess;
+}
+
+} // extern "C"

@@ -1,0 +1,166 @@
+// Runs our CUDA kernels on the CPU, so that the kernel tests run where no GPU exists (every
+// build machine): the kernel files are compiled as C++ with this header included first, after
+// emulate_launches.py has turned each `kernel<<<grid, block, shared, stream>>>(args)` into a call
+// of llmc_emu::launch (see CudaEmulation.cpp for how a launch runs).
+//
+// Every CUDA thread of a block is a fiber on one OS thread; a fiber runs until it reaches a
+// barrier (__syncthreads, __syncwarp, a shuffle), and the scheduler releases a barrier once every
+// thread it names has reached it. So barriers are checked, not assumed: a __syncthreads that not
+// every thread reaches, or a shuffle that names a thread which has exited, stops the launch with
+// an error, where a GPU would hang or read garbage. Blocks run one after another; the threads of
+// a block run in index order in even blocks and in reverse order in odd ones, so that a read of
+// shared memory that misses its barrier sees the other order's value somewhere. Dynamic shared
+// memory starts as all-ones bytes (a NaN in every float) in each block. Built with
+// AddressSanitizer, reads and writes past a device buffer or the dynamic shared memory are
+// reported where they happen.
+//
+// What it cannot show: speed, the memory model between blocks or warps (blocks never overlap,
+// threads never interleave between barriers), and any bug of the real WMMA fragments' layout
+// (mma.h here computes whole tiles per thread; our kernels never look inside a fragment).
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <tuple>
+#include <type_traits>
+
+// The execution-space qualifiers mean nothing on the CPU; shared memory is a function-local
+// static (blocks run one at a time, so one copy serves them all).
+#undef __global__
+#undef __device__
+#undef __host__
+#undef __forceinline__
+#undef __launch_bounds__
+#undef __grid_constant__
+#undef __shared__
+#undef __constant__
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __launch_bounds__(...)
+#define __grid_constant__
+#define __shared__ static
+#define __constant__
+
+namespace llmc_emu {
+
+// The running thread's coordinates (set by the scheduler before it resumes a fiber).
+extern uint3 gThreadIdx, gBlockIdx;
+extern dim3 gBlockDim, gGridDim;
+
+// Barriers: every thread of the block; the threads of `mask` in the caller's warp.
+void syncThreads();
+void syncWarp(unsigned mask);
+// A shuffle: every lane of `mask` offers `bytes` at `mine`; the caller reads lane `source`'s (its
+// own when `source` is outside the warp).
+void exchange(unsigned mask, const void *mine, void *out, size_t bytes, int source);
+// The block's dynamic shared memory (`extern __shared__`).
+unsigned char *dynamicShared();
+// Stops the launch: what a GPU would do wrong here (cudaGetLastError then reports it).
+[[noreturn]] void fail(const char *why);
+
+struct Launch {
+  dim3 grid, block;
+  size_t shared;
+  cudaStream_t stream;
+  Launch(dim3 g, dim3 b, size_t s = 0, cudaStream_t st = nullptr) : grid(g), block(b), shared(s), stream(st) {}
+};
+// Runs `body` once per thread of every block of `launch`; errors become cudaGetLastError's.
+void run(const void *kernel, const Launch &launch, const std::function<void()> &body);
+
+template <typename F> struct Pending {
+  F *kernel;
+  Launch launch;
+};
+template <typename F> Pending<F> operator^(F *kernel, const Launch &launch) { return {kernel, launch}; }
+template <typename... A> std::tuple<std::decay_t<A>...> args(A &&...a) { return {std::forward<A>(a)...}; }
+template <typename F, typename... A> void operator^(const Pending<F> &p, const std::tuple<A...> &arguments) {
+  run(reinterpret_cast<const void *>(p.kernel), p.launch, [&] { std::apply(p.kernel, arguments); });
+}
+
+template <typename T> T shuffle(unsigned mask, T v, int source) {
+  static_assert(sizeof(T) <= 8, "a shuffle moves at most 8 bytes");
+  T out;
+  exchange(mask, &v, &out, sizeof(T), source);
+  return out;
+}
+inline int lane() { return int((gThreadIdx.x + gBlockDim.x * (gThreadIdx.y + gBlockDim.y * gThreadIdx.z)) & 31); }
+
+} // namespace llmc_emu
+
+#define threadIdx (::llmc_emu::gThreadIdx)
+#define blockIdx (::llmc_emu::gBlockIdx)
+#define blockDim (::llmc_emu::gBlockDim)
+#define gridDim (::llmc_emu::gGridDim)
+#ifndef warpSize
+#define warpSize 32
+#endif
+
+// Device code calls these unqualified, as CUDA declares them.
+using std::isfinite;
+using std::isinf;
+using std::isnan;
+
+// cuda_runtime.h's overload for a kernel (rather than a void pointer) is nvcc's only.
+template <typename T> cudaError_t cudaFuncSetAttribute(T *kernel, cudaFuncAttribute attr, int value) {
+  return cudaFuncSetAttribute(reinterpret_cast<const void *>(kernel), attr, value);
+}
+
+inline void __syncthreads() { llmc_emu::syncThreads(); }
+inline void __syncwarp(unsigned mask = 0xffffffffu) { llmc_emu::syncWarp(mask); }
+inline void __threadfence() {}
+
+template <typename T> T __shfl_sync(unsigned mask, T v, int source, int width = 32) {
+  const int l = llmc_emu::lane();
+  return llmc_emu::shuffle(mask, v, (l & ~(width - 1)) + (source & (width - 1)));
+}
+template <typename T> T __shfl_xor_sync(unsigned mask, T v, int laneMask, int width = 32) {
+  const int l = llmc_emu::lane(), to = l ^ laneMask;
+  return llmc_emu::shuffle(mask, v, (to & ~(width - 1)) == (l & ~(width - 1)) ? to : l);
+}
+template <typename T> T __shfl_down_sync(unsigned mask, T v, unsigned delta, int width = 32) {
+  const int l = llmc_emu::lane();
+  return llmc_emu::shuffle(mask, v, (l & (width - 1)) + int(delta) < width ? l + int(delta) : l);
+}
+template <typename T> T __shfl_up_sync(unsigned mask, T v, unsigned delta, int width = 32) {
+  const int l = llmc_emu::lane();
+  return llmc_emu::shuffle(mask, v, (l & (width - 1)) >= int(delta) ? l - int(delta) : l);
+}
+
+// Loads with cache hints are plain loads.
+template <typename T> T __ldg(const T *p) { return *p; }
+template <typename T> T __ldcg(const T *p) { return *p; }
+template <typename T> T __ldcs(const T *p) { return *p; }
+
+// Atomics: the threads never run at the same time.
+template <typename T> T atomicAdd(T *p, T v) {
+  const T old = *p;
+  *p = old + v;
+  return old;
+}
+template <typename T> T atomicExch(T *p, T v) {
+  const T old = *p;
+  *p = v;
+  return old;
+}
+
+inline float __expf(float x) { return std::exp(x); }
+inline float __fdividef(float a, float b) { return a / b; }
+inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
+inline float __uint_as_float(unsigned u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+inline unsigned __float_as_uint(float f) {
+  unsigned u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
