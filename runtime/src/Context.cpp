@@ -52,13 +52,33 @@ struct llmc_context_t {
   }
 };
 
-// libllmc_cuda.so, from the directory libllmc was loaded from (else the loader's search path);
-// loaded once. Null with `error` set when it cannot be had.
+// The backend a loaded plugin exports, if it is of this build's interface.
+static const llmc::rt::CudaBackend *backendOf(void *lib, std::string &error) {
+  auto entry = reinterpret_cast<const llmc::rt::CudaBackend *(*)()>(dlsym(lib, "llmc_cuda_backend"));
+  const llmc::rt::CudaBackend *b = entry ? entry() : nullptr;
+  if (!b || b->abi != llmc::rt::kCudaBackendAbi) {
+    error = "libllmc_cuda.so is from another build of llmc (interface version mismatch)";
+    return nullptr;
+  }
+  return b;
+}
+
+// libllmc_cuda.so, from the directory libllmc was loaded from (else the loader's search path),
+// or the file LLMC_CUDA_BACKEND names (the tests' CPU emulation of CUDA: docs/cuda.md); loaded
+// once. Null with `error` set when it cannot be had.
 static const llmc::rt::CudaBackend *cudaBackend(std::string &error) {
   static std::string loadError;
   static const llmc::rt::CudaBackend *backend = [] () -> const llmc::rt::CudaBackend * {
     Dl_info self{};
     std::string path = "libllmc_cuda.so";
+    if (const char *chosen = std::getenv("LLMC_CUDA_BACKEND"); chosen && *chosen) {
+      void *lib = dlopen(chosen, RTLD_NOW | RTLD_LOCAL);
+      if (!lib) {
+        loadError = std::string("the CUDA backend LLMC_CUDA_BACKEND names could not be loaded: ") + dlerror();
+        return nullptr;
+      }
+      return backendOf(lib, loadError);
+    }
     if (dladdr(reinterpret_cast<void *>(&cudaBackend), &self) && self.dli_fname) {
       const std::string here = self.dli_fname;
       const size_t slash = here.rfind('/');
@@ -73,13 +93,7 @@ static const llmc::rt::CudaBackend *cudaBackend(std::string &error) {
                   " (a build without the CUDA toolkit has none)";
       return nullptr;
     }
-    auto entry = reinterpret_cast<const llmc::rt::CudaBackend *(*)()>(dlsym(lib, "llmc_cuda_backend"));
-    const llmc::rt::CudaBackend *b = entry ? entry() : nullptr;
-    if (!b || b->abi != llmc::rt::kCudaBackendAbi) {
-      loadError = "libllmc_cuda.so is from another build of llmc (interface version mismatch)";
-      return nullptr;
-    }
-    return b;
+    return backendOf(lib, loadError);
   }();
   error = loadError;
   return backend;

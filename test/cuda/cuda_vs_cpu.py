@@ -44,6 +44,10 @@ CASES = [
     # As the GPU benchmark builds its plans: only the last position's logits.
     ("tiny_llama_kv-bf16-last", "tiny_llama_kv", KV_SHAPES + ["--precision", "bf16", "--last-position", "logits"],
      "generate"),
+    # Exactly as the benchmark's: a CUDA plan (its regions' CUBINs inside, the linears' weights
+    # laid out for the decode GEMV, the norms fused into it).
+    ("tiny_llama_kv-bf16-cuda", "tiny_llama_kv",
+     KV_SHAPES + ["--precision", "bf16", "--last-position", "logits", "--target", "cuda"], "generate"),
     # Its weights (7.5 MB) would not fit the GPU machine's 64 MiB pack: seeded random ones, the
     # same on both devices (logits within +-2 over 16 steps).
     ("tiny_deepseek_kv", "tiny_deepseek_kv", KV_SHAPES + ["--random-weights"], "generate"),

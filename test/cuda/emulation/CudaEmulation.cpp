@@ -1,6 +1,5 @@
-// The CPU side of CudaEmulation.h: the fiber scheduler that runs a launch, and the few CUDA
-// runtime calls the kernel files and their tests make (device memory is host memory, a stream is
-// the calling thread: every call is synchronous).
+// The CPU side of CudaEmulation.h: the fiber scheduler that runs a launch (the CUDA runtime's
+// calls are in EmulatedCudaRuntime.cpp).
 #include "CudaEmulation.h"
 #include "FiberContext.h"
 
@@ -9,6 +8,7 @@
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -25,9 +25,7 @@ dim3 gBlockDim, gGridDim;
 namespace {
 
 constexpr size_t kStackBytes = 256 * 1024;
-constexpr size_t kDefaultShared = 48 * 1024;     // dynamic shared memory without the opt-in
-constexpr int kSharedOptIn = 227 * 1024;         // an H100 or H200 block's opt-in limit
-constexpr int kMultiprocessors = 132;
+constexpr size_t kDefaultShared = 48 * 1024; // dynamic shared memory without the opt-in
 
 enum class State { Ready, AtBlockBarrier, AtWarpBarrier, Done };
 
@@ -60,11 +58,6 @@ std::vector<std::unique_ptr<char[]>> gStacks; // reused across launches
 cudaError_t gLastError = cudaSuccess;
 std::map<const void *, int> gSharedAllowed; // cudaFuncAttributeMaxDynamicSharedMemorySize
 
-void setError(cudaError_t e, const std::string &why) {
-  if (gLastError == cudaSuccess)
-    gLastError = e;
-  std::fprintf(stderr, "[cuda emulation] %s\n", why.c_str());
-}
 
 // Switches contexts, announced to AddressSanitizer so that it follows the fiber stacks: the
 // context left keeps its fake stack in *fakeStack (null: it never resumes, the fake stack may
@@ -222,22 +215,12 @@ void fail(const char *why) {
   std::abort(); // never resumed
 }
 
-void run(const void *kernel, const Launch &launch, const std::function<void()> &body) {
+namespace {
+
+// Runs every block of a launch, now.
+void execute(const Launch &launch, const std::function<void()> &body) {
   const dim3 g = launch.grid, d = launch.block;
-  const uint64_t threads = uint64_t(d.x) * d.y * d.z;
-  if (!g.x || !g.y || !g.z || !threads || threads > 1024 || d.z > 64 || g.y > 65535 || g.z > 65535 ||
-      g.x > 0x7fffffffu) {
-    setError(cudaErrorInvalidConfiguration, "launch: grid (" + std::to_string(g.x) + ", " + std::to_string(g.y) +
-                                                ", " + std::to_string(g.z) + "), block of " + std::to_string(threads));
-    return;
-  }
-  const auto allowed = gSharedAllowed.find(kernel);
-  const size_t sharedLimit = allowed == gSharedAllowed.end() ? kDefaultShared : size_t(allowed->second);
-  if (launch.shared > sharedLimit) {
-    setError(cudaErrorInvalidValue, "launch: " + std::to_string(launch.shared) + " bytes of dynamic shared memory, " +
-                                        std::to_string(sharedLimit) + " allowed for this kernel");
-    return;
-  }
+  const uint32_t threads = d.x * d.y * d.z;
   while (gStacks.size() < threads)
     gStacks.push_back(std::make_unique<char[]>(kStackBytes));
   Block b;
@@ -255,12 +238,15 @@ void run(const void *kernel, const Launch &launch, const std::function<void()> &
     for (uint32_t y = 0; y < g.y && b.error.empty(); ++y)
       for (uint32_t x = 0; x < g.x && b.error.empty(); ++x, ++order) {
         gBlockIdx = uint3{x, y, z};
-        // Exactly the launch's bytes, so that AddressSanitizer sees a read past them.
-        std::unique_ptr<unsigned char[]> shared(launch.shared ? new unsigned char[launch.shared] : nullptr);
+        // Exactly the launch's bytes, so that AddressSanitizer sees a read past them, at an
+        // alignment no kernel asks more of (a GPU's shared memory starts on a 1 KiB boundary).
+        b.shared = launch.shared ? static_cast<unsigned char *>(::operator new(launch.shared, std::align_val_t(1024)))
+                                 : nullptr;
         if (launch.shared)
-          std::memset(shared.get(), 0xff, launch.shared);
-        b.shared = shared.get();
+          std::memset(b.shared, 0xff, launch.shared);
         runBlock(b, order % 2 == 1);
+        if (b.shared)
+          ::operator delete(b.shared, std::align_val_t(1024));
         if (!b.error.empty())
           b.error += "; block (" + std::to_string(x) + ", " + std::to_string(y) + ", " + std::to_string(z) + ")";
       }
@@ -271,104 +257,42 @@ void run(const void *kernel, const Launch &launch, const std::function<void()> &
     setError(cudaErrorLaunchFailure, "kernel: " + b.error);
 }
 
-} // namespace llmc_emu
-
-// The CUDA runtime calls that the kernel files and their tests make.
-using llmc_emu::gLastError;
-
-namespace {
-std::map<void *, size_t> &allocations() {
-  static std::map<void *, size_t> m;
-  return m;
-}
 } // namespace
 
-extern "C" {
-
-cudaError_t cudaMalloc(void **p, size_t bytes) {
-  // Exactly `bytes` (plus the alignment cudaMalloc promises), so that AddressSanitizer's redzone
-  // starts where the buffer ends.
-  *p = ::operator new(bytes, std::align_val_t(256));
-  allocations()[*p] = bytes;
-  return cudaSuccess;
+void run(const void *kernel, const Launch &launch, std::function<void()> body) {
+  // The launch is checked when it is made, as the driver checks it.
+  const dim3 g = launch.grid, d = launch.block;
+  const uint64_t threads = uint64_t(d.x) * d.y * d.z;
+  if (!g.x || !g.y || !g.z || !threads || threads > 1024 || d.z > 64 || g.y > 65535 || g.z > 65535 ||
+      g.x > 0x7fffffffu) {
+    setError(cudaErrorInvalidConfiguration, "launch: grid (" + std::to_string(g.x) + ", " + std::to_string(g.y) +
+                                                ", " + std::to_string(g.z) + "), block of " + std::to_string(threads));
+    return;
+  }
+  const auto allowed = gSharedAllowed.find(kernel);
+  const size_t sharedLimit = allowed == gSharedAllowed.end() ? kDefaultShared : size_t(allowed->second);
+  if (launch.shared > sharedLimit) {
+    setError(cudaErrorInvalidValue, "launch: " + std::to_string(launch.shared) + " bytes of dynamic shared memory, " +
+                                        std::to_string(sharedLimit) + " allowed for this kernel");
+    return;
+  }
+  enqueue(launch.stream, [launch, body = std::move(body)] { execute(launch, body); });
 }
 
-cudaError_t cudaFree(void *p) {
-  if (!p)
-    return cudaSuccess;
-  if (!allocations().erase(p))
-    return cudaErrorInvalidDevicePointer;
-  ::operator delete(p, std::align_val_t(256));
-  return cudaSuccess;
+void setError(cudaError_t e, const std::string &why) {
+  if (gLastError == cudaSuccess)
+    gLastError = e;
+  std::fprintf(stderr, "[cuda emulation] %s\n", why.c_str());
 }
 
-cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes, cudaMemcpyKind) {
-  std::memmove(dst, src, bytes);
-  return cudaSuccess;
-}
-cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, cudaMemcpyKind, cudaStream_t) {
-  std::memmove(dst, src, bytes);
-  return cudaSuccess;
-}
-cudaError_t cudaMemset(void *p, int value, size_t bytes) {
-  std::memset(p, value, bytes);
-  return cudaSuccess;
-}
-cudaError_t cudaMemsetAsync(void *p, int value, size_t bytes, cudaStream_t) {
-  std::memset(p, value, bytes);
-  return cudaSuccess;
-}
-
-cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
-cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
-
-cudaError_t cudaGetLastError() {
+cudaError_t takeError() {
   const cudaError_t e = gLastError;
   gLastError = cudaSuccess;
   return e;
 }
-cudaError_t cudaPeekAtLastError() { return gLastError; }
 
-const char *cudaGetErrorString(cudaError_t e) {
-  switch (e) {
-  case cudaSuccess: return "no error";
-  case cudaErrorInvalidValue: return "invalid argument (emulated)";
-  case cudaErrorInvalidConfiguration: return "invalid configuration argument (emulated)";
-  case cudaErrorLaunchFailure: return "unspecified launch failure (emulated: see the message above)";
-  default: return "error (emulated)";
-  }
-}
+cudaError_t peekError() { return gLastError; }
 
-cudaError_t cudaGetDeviceCount(int *count) {
-  *count = 1;
-  return cudaSuccess;
-}
-cudaError_t cudaGetDevice(int *device) {
-  *device = 0;
-  return cudaSuccess;
-}
+void allowShared(const void *kernel, int bytes) { gSharedAllowed[kernel] = bytes; }
 
-cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr attr, int) {
-  switch (attr) {
-  case cudaDevAttrMaxSharedMemoryPerBlockOptin: *value = llmc_emu::kSharedOptIn; return cudaSuccess;
-  case cudaDevAttrMultiProcessorCount: *value = llmc_emu::kMultiprocessors; return cudaSuccess;
-  case cudaDevAttrComputeCapabilityMajor: *value = 9; return cudaSuccess;
-  case cudaDevAttrComputeCapabilityMinor: *value = 0; return cudaSuccess;
-  default: return cudaErrorInvalidValue;
-  }
-}
-
-cudaError_t cudaFuncSetAttribute(const void *func, cudaFuncAttribute attr, int value) {
-  if (attr != cudaFuncAttributeMaxDynamicSharedMemorySize)
-    return cudaSuccess;
-  if (value < 0 || value > llmc_emu::kSharedOptIn) {
-    llmc_emu::setError(cudaErrorInvalidValue, "cudaFuncSetAttribute: " + std::to_string(value) +
-                                                   " bytes of dynamic shared memory, above the device's " +
-                                                   std::to_string(llmc_emu::kSharedOptIn));
-    return cudaErrorInvalidValue;
-  }
-  llmc_emu::gSharedAllowed[func] = value;
-  return cudaSuccess;
-}
-
-} // extern "C"
+} // namespace llmc_emu

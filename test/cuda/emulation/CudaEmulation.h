@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <string>
 #include <tuple>
 #include <type_traits>
 
@@ -49,22 +50,26 @@
 #define __shared__ static
 #define __constant__
 
+// The emulation's own functions are visible outside a library built with hidden visibility (the
+// CUDA plugin), so that kernels compiled at run time (EmulatedNvrtc.cpp) share its state.
+#define LLMC_EMU_API __attribute__((visibility("default")))
+
 namespace llmc_emu {
 
 // The running thread's coordinates (set by the scheduler before it resumes a fiber).
-extern uint3 gThreadIdx, gBlockIdx;
-extern dim3 gBlockDim, gGridDim;
+LLMC_EMU_API extern uint3 gThreadIdx, gBlockIdx;
+LLMC_EMU_API extern dim3 gBlockDim, gGridDim;
 
 // Barriers: every thread of the block; the threads of `mask` in the caller's warp.
-void syncThreads();
-void syncWarp(unsigned mask);
+LLMC_EMU_API void syncThreads();
+LLMC_EMU_API void syncWarp(unsigned mask);
 // A shuffle: every lane of `mask` offers `bytes` at `mine`; the caller reads lane `source`'s (its
 // own when `source` is outside the warp).
-void exchange(unsigned mask, const void *mine, void *out, size_t bytes, int source);
+LLMC_EMU_API void exchange(unsigned mask, const void *mine, void *out, size_t bytes, int source);
 // The block's dynamic shared memory (`extern __shared__`).
-unsigned char *dynamicShared();
+LLMC_EMU_API unsigned char *dynamicShared();
 // Stops the launch: what a GPU would do wrong here (cudaGetLastError then reports it).
-[[noreturn]] void fail(const char *why);
+[[noreturn]] LLMC_EMU_API void fail(const char *why);
 
 struct Launch {
   dim3 grid, block;
@@ -72,8 +77,18 @@ struct Launch {
   cudaStream_t stream;
   Launch(dim3 g, dim3 b, size_t s = 0, cudaStream_t st = nullptr) : grid(g), block(b), shared(s), stream(st) {}
 };
-// Runs `body` once per thread of every block of `launch`; errors become cudaGetLastError's.
-void run(const void *kernel, const Launch &launch, const std::function<void()> &body);
+// Checks a launch and runs `body` once per thread of every block, on `launch.stream`: now, or at
+// each replay of the graph that stream is capturing. Errors become cudaGetLastError's.
+LLMC_EMU_API void run(const void *kernel, const Launch &launch, std::function<void()> body);
+
+// The runtime's side (EmulatedCudaRuntime.cpp): work on a stream, now or into its capture.
+void enqueue(cudaStream_t stream, std::function<void()> work);
+// The sticky error of the emulated device, as cudaGetLastError and cudaPeekAtLastError see it.
+void setError(cudaError_t e, const std::string &why);
+cudaError_t takeError();
+cudaError_t peekError();
+// cudaFuncAttributeMaxDynamicSharedMemorySize of a kernel.
+void allowShared(const void *kernel, int bytes);
 
 template <typename F> struct Pending {
   F *kernel;
@@ -81,8 +96,10 @@ template <typename F> struct Pending {
 };
 template <typename F> Pending<F> operator^(F *kernel, const Launch &launch) { return {kernel, launch}; }
 template <typename... A> std::tuple<std::decay_t<A>...> args(A &&...a) { return {std::forward<A>(a)...}; }
+// The arguments are copied, as a launch copies them: a captured launch replays with these values.
 template <typename F, typename... A> void operator^(const Pending<F> &p, const std::tuple<A...> &arguments) {
-  run(reinterpret_cast<const void *>(p.kernel), p.launch, [&] { std::apply(p.kernel, arguments); });
+  run(reinterpret_cast<const void *>(p.kernel), p.launch,
+      [kernel = p.kernel, arguments] { std::apply(kernel, arguments); });
 }
 
 template <typename T> T shuffle(unsigned mask, T v, int source) {
@@ -150,6 +167,28 @@ template <typename T> T atomicExch(T *p, T v) {
   *p = v;
   return old;
 }
+
+// The PTX conversions of generated kernels (EmulatedNvrtc.cpp), on 16-bit patterns: round to
+// nearest even.
+namespace llmc_emu {
+inline float cvt_f32_f16(unsigned short h) {
+  __half x;
+  std::memcpy(&x, &h, 2);
+  return __half2float(x);
+}
+inline unsigned short cvt_f16_f32(float f) {
+  const __half x = __float2half_rn(f);
+  unsigned short h;
+  std::memcpy(&h, &x, 2);
+  return h;
+}
+inline unsigned short cvt_bf16_f32(float f) {
+  const __nv_bfloat16 x = __float2bfloat16_rn(f);
+  unsigned short h;
+  std::memcpy(&h, &x, 2);
+  return h;
+}
+} // namespace llmc_emu
 
 inline float __expf(float x) { return std::exp(x); }
 inline float __fdividef(float a, float b) { return a / b; }
