@@ -1,7 +1,8 @@
-// Runs our CUDA kernels on the CPU, so that the kernel tests run where no GPU exists (every
-// build machine): the kernel files are compiled as C++ with this header included first, after
-// emulate_launches.py has turned each `kernel<<<grid, block, shared, stream>>>(args)` into a call
-// of llmc_emu::launch (see CudaEmulation.cpp for how a launch runs).
+// Runs our CUDA kernels on the CPU, so that the kernel tests and the CUDA executor run where no
+// GPU exists (every build machine): the kernel files are compiled as C++ with this header
+// included first, after emulate_launches.py has turned each `kernel<<<grid, block, shared,
+// stream>>>(args)` into a call of llmc_emu::run (CudaEmulation.cpp runs it); the CUDA runtime,
+// cuBLASLt and NVRTC calls have stand-ins beside it (Emulated*.cpp). docs/cuda.md has the whole.
 //
 // Every CUDA thread of a block is a fiber on one OS thread; a fiber runs until it reaches a
 // barrier (__syncthreads, __syncwarp, a shuffle), and the scheduler releases a barrier once every
@@ -15,8 +16,9 @@
 // reported where they happen.
 //
 // What it cannot show: speed, the memory model between blocks or warps (blocks never overlap,
-// threads never interleave between barriers), and any bug of the real WMMA fragments' layout
-// (mma.h here computes whole tiles per thread; our kernels never look inside a fragment).
+// threads never interleave between barriers, a shuffle orders memory as a barrier would), and
+// any bug of the real WMMA fragments' layout (mma.h here computes whole tiles per thread; our
+// kernels never look inside a fragment).
 #pragma once
 
 #include <cuda_bf16.h>
