@@ -4,7 +4,7 @@ random weights, bf16, batch 1. Printed, never asserted.
 
     gpu_benchmark.py prepare --llmc BIN --out DIR     # build machine: exports, plans (no weights)
     gpu_benchmark.py run --llmc-run BIN --dir DIR     # GPU machine: llmc, then PyTorch; a table
-    gpu_benchmark.py torch-smoke                      # here: the PyTorch side on a tiny model, CPU
+    gpu_benchmark.py torch-smoke [--compiled]         # here: the PyTorch side on a tiny model, CPU
 
 Per model (a SmolLM2-135M-shaped and a Llama-3.2-1B-shaped decoder, models/export_bench_models.py):
 time to first token for a 512-token prompt, then time per output token over 128 tokens, for llmc
@@ -98,8 +98,14 @@ def run_torch(cfg, compiled, device="cuda", prompt=PROMPT, new_tokens=NEW_TOKENS
         model = transformers.LlamaForCausalLM(transformers.LlamaConfig(**cfg)).to(dtype=dtype).eval()
     kwargs = dict(do_sample=False, pad_token_id=0)
     if compiled:
-        model.forward = torch.compile(model.forward, mode="reduce-overhead", fullgraph=True)
-        kwargs["cache_implementation"] = "static"
+        # transformers' own compiled generation: the prompt runs eager, every decode step through
+        # torch.compile(mode="reduce-overhead") (CUDA graphs) over a static cache. Compiling
+        # model.forward ourselves does not work with transformers 5's static cache: its length
+        # counter is an input that the graphs mutate, and a replay overwrites the outputs that
+        # generate still reads (seen on the H200 on 2026-12-04).
+        config = transformers.CompileConfig(fullgraph=True, mode="reduce-overhead")
+        config._compile_all_devices = device != "cuda"  # torch-smoke --compiled: the same path on the CPU
+        kwargs.update(cache_implementation="static", compile_config=config)
     ids = torch.tensor([[(i * 7919 + 13) % cfg["vocab_size"] for i in range(prompt)]], device=device)
     mask = torch.ones_like(ids)
 
@@ -179,13 +185,13 @@ def run(args):
     return 1 if any(len(row) == 3 and row[1].startswith("llmc") for row in rows) else 0
 
 
-def torch_smoke(_args):
-    """The PyTorch side of `run` on a tiny Llama on the CPU (eager only): the code path works."""
+def torch_smoke(args):
+    """The PyTorch side of `run` on a tiny Llama on the CPU (eager, or compiled): the code path works."""
     cfg = dict(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
                num_key_value_heads=2, max_position_embeddings=256)
-    first, per_token, _, _ = run_torch(cfg, False, device="cpu", prompt=16, new_tokens=4, repeat=1)
+    first, per_token, _, _ = run_torch(cfg, args.compiled, device="cpu", prompt=16, new_tokens=4, repeat=1)
     weights, kv = model_bytes(cfg)
-    print(f"torch eager (tiny, CPU): TTFT {first:.1f} ms, {per_token:.2f} ms/token; {weights} weight bytes, "
+    print(f"torch {'compiled' if args.compiled else 'eager'} (tiny, CPU): TTFT {first:.1f} ms, {per_token:.2f} ms/token; {weights} weight bytes, "
           f"{kv} KV bytes per token")
     return 0 if first > 0 and per_token > 0 else 1
 
@@ -203,7 +209,8 @@ def main():
     r.add_argument("--models", default="smollm2,llama1b")
     r.add_argument("--no-torch", action="store_true")
     r.add_argument("--no-compile", action="store_true", help="skip torch.compile (it compiles for minutes)")
-    sub.add_parser("torch-smoke")
+    t = sub.add_parser("torch-smoke")
+    t.add_argument("--compiled", action="store_true", help="transformers' compiled generation (minutes on the CPU)")
     args = p.parse_args()
     return {"prepare": prepare, "run": run, "torch-smoke": torch_smoke}[args.mode](args)
 

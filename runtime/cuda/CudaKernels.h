@@ -138,9 +138,15 @@ struct SmallLinearArgs {
   const void *normScale = nullptr, *normResidual = nullptr;
   void *normSum = nullptr;
   float normEpsilon = 0.0f;
+  // Warps that share an output column, each over a slice of K: 1, 2 or 4; 0 lets the kernel
+  // choose from the shape (tests set it, to cover each).
+  int slices = 0;
 };
 bool smallLinearTakes(Storage s, const SmallLinearArgs &a);
 std::string smallLinear(Storage s, const SmallLinearArgs &a, const std::string &activation, void *stream);
+// The slices of K that smallLinear would run `a` with (a.slices, or its choice for this GPU);
+// 0 where it does not take `a`.
+int smallLinearSlices(Storage s, const SmallLinearArgs &a);
 
 // --- data movement and small ops (shape subgraphs, masks, caches) ----------------------------
 // Element types are the plan's DType numbers (1 f32, 2 f16, 3 f64, 4 i64, 5 i32, 6 i8, 7 u8, 8 bool,

@@ -1,8 +1,11 @@
 // A linear for a few rows (a decode step's M of 1 to 8), where the weight's bytes are the whole
 // cost: one warp per output column streams that column's weight row W[n, :] ([N, K] row-major,
 // the layout llmc-transpose-linear-weights gives CUDA plans) in 16-byte loads, four in flight per
-// lane, against every row of x, and reduces with shuffles, so no partial sum leaves the warp and
-// no second pass or workspace is needed. The bias, the activation (SwiGLU: the warp reads the
+// lane, against every row of x, and reduces with shuffles. Where the columns are too few to keep
+// the GPU's memory busy (a decoder's QKV, output and down projections: 2 to 3 thousand columns,
+// while an H200 holds over 8 thousand warps), 2 or 4 warps of a block share a column, each over
+// a slice of K, and add their sums in shared memory: more loads in flight, and no second pass
+// or workspace either way. The bias, the activation (SwiGLU: the warp reads the
 // gate's row and the up projection's row), the gate and the residual are applied before the one
 // store. An RMS norm in front (the decoder layer's norm before its QKV or gate/up projection)
 // costs no launch either: each warp sums the squares of the rows of x it reads anyway and
@@ -16,11 +19,12 @@
 
 #include <climits>
 #include <cstdint>
+#include <type_traits>
 
 namespace llmc::rt::cuda {
 namespace {
 
-constexpr int kWarps = 4;  // output columns per block
+constexpr int kWarps = 4;  // warps per block: output columns per block times the slices of K
 constexpr int kUnroll = 4; // 16-byte weight loads in flight per lane
 
 // The 16 / sizeof(T) elements of a 16-byte load, widened.
@@ -129,41 +133,67 @@ template <typename T, int kMaxM, bool kSwiglu, bool kNorm> struct Sums {
           squares[m] += __shfl_xor_sync(0xffffffffu, squares[m], o);
       }
   }
+
+  // With K in `slices` slices, the warps of one column (consecutive in the block) add their
+  // totals, and the first of them (slice 0) holds the column's. Every warp of the block calls it.
+  __device__ __forceinline__ void addSlices(int slices, int warp, int lane) {
+    __shared__ float shared[kWarps][3][kMaxM];
+    if (lane == 0)
+#pragma unroll
+      for (int m = 0; m < kMaxM; ++m)
+        shared[warp][0][m] = acc[m], shared[warp][1][m] = up[m], shared[warp][2][m] = squares[m];
+    __syncthreads();
+    if (warp % slices != 0)
+      return;
+    for (int other = warp + 1; other < warp + slices; ++other)
+#pragma unroll
+      for (int m = 0; m < kMaxM; ++m)
+        acc[m] += shared[other][0][m], up[m] += shared[other][1][m], squares[m] += shared[other][2][m];
+  }
 };
 
 // Weight rows are read once: streamed (evict first), so that they do not push x out of the caches.
 __device__ __forceinline__ uint4 stream(const void *p) { return __ldcs(static_cast<const uint4 *>(p)); }
 
-// Warp (blockIdx.x * kWarps + warp) computes output column n for every row m < M.
+// Warp w of block b computes slice (w % slices) of K of output column b * (kWarps / slices) +
+// w / slices for every row m < M; the slice-0 warp finishes the column.
 template <typename T, int kMaxM, bool kSwiglu, bool kNorm>
-__global__ void __launch_bounds__(kWarps * 32) smallLinearKernel(SmallLinearArgs a, Activation act) {
+__global__ void __launch_bounds__(kWarps * 32) smallLinearKernel(SmallLinearArgs a, Activation act, int slices) {
   constexpr int V = Lanes<T>::kCount;
-  const int lane = threadIdx.x & 31;
-  const int64_t nOut = kSwiglu ? a.N / 2 : a.N, n = int64_t(blockIdx.x) * kWarps + (threadIdx.x >> 5);
-  if (n >= nOut)
-    return;
-  const T *w = static_cast<const T *>(a.w);
-  const T *row = w + n * a.K, *upRow = kSwiglu ? w + (n + nOut) * a.K : row;
-  const bool storeSum = kNorm && a.normSum && n == 0;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int64_t nOut = kSwiglu ? a.N / 2 : a.N;
+  const int64_t n = int64_t(blockIdx.x) * (kWarps / slices) + warp / slices;
+  // Slices are whole steps of the warp's 16-byte loads; the last may be shorter, or empty.
+  const int64_t step = 32 * V, sliceLength = (a.K + step * slices - 1) / (step * slices) * step;
+  const int64_t kBegin = (warp % slices) * sliceLength, kEnd = kBegin + sliceLength < a.K ? kBegin + sliceLength : a.K;
   Sums<T, kMaxM, kSwiglu, kNorm> sums;
-  int64_t k = int64_t(lane) * V;
-  for (; k + (kUnroll - 1) * 32 * V < a.K; k += kUnroll * 32 * V) {
-    uint4 r[kUnroll], u[kUnroll];
+  if (n < nOut) { // warps past the last column only take part in addSlices' barrier
+    const T *w = static_cast<const T *>(a.w);
+    const T *row = w + n * a.K, *upRow = kSwiglu ? w + (n + nOut) * a.K : row;
+    const bool storeSum = kNorm && a.normSum && n == 0;
+    int64_t k = kBegin + int64_t(lane) * V;
+    for (; k + (kUnroll - 1) * step < kEnd; k += kUnroll * step) {
+      uint4 r[kUnroll], u[kUnroll];
 #pragma unroll
-    for (int i = 0; i < kUnroll; ++i) {
-      r[i] = stream(row + k + i * 32 * V);
-      if (kSwiglu)
-        u[i] = stream(upRow + k + i * 32 * V);
+      for (int i = 0; i < kUnroll; ++i) {
+        r[i] = stream(row + k + i * step);
+        if (kSwiglu)
+          u[i] = stream(upRow + k + i * step);
+      }
+#pragma unroll
+      for (int i = 0; i < kUnroll; ++i)
+        sums.add(a, r[i], kSwiglu ? u[i] : r[i], k + i * step, storeSum);
     }
-#pragma unroll
-    for (int i = 0; i < kUnroll; ++i)
-      sums.add(a, r[i], kSwiglu ? u[i] : r[i], k + i * 32 * V, storeSum);
+    for (; k < kEnd; k += step) {
+      const uint4 r = stream(row + k);
+      sums.add(a, r, kSwiglu ? stream(upRow + k) : r, k, storeSum);
+    }
+    sums.reduce();
   }
-  for (; k < a.K; k += 32 * V) {
-    const uint4 r = stream(row + k);
-    sums.add(a, r, kSwiglu ? stream(upRow + k) : r, k, storeSum);
-  }
-  sums.reduce();
+  if (slices > 1)
+    sums.addSlices(slices, warp, lane);
+  if (n >= nOut || warp % slices != 0)
+    return;
   // Lane m finishes row m.
   const T *bias = static_cast<const T *>(a.bias), *gate = static_cast<const T *>(a.gate),
           *residual = static_cast<const T *>(a.residual);
@@ -185,19 +215,69 @@ __global__ void __launch_bounds__(kWarps * 32) smallLinearKernel(SmallLinearArgs
   }
 }
 
-template <typename T, int kMaxM>
-void launchFor(const SmallLinearArgs &a, Activation act, cudaStream_t stream) {
-  const int64_t nOut = a.swiglu ? a.N / 2 : a.N;
-  const unsigned blocks = unsigned((nOut + kWarps - 1) / kWarps);
+// Slices of K per column (1, 2 or 4): doubled while the launch's warps would still all be
+// resident at once (`resident`: the GPU's multiprocessors times the kernel's warps per
+// multiprocessor, which its registers bound) and each slice keeps at least two of a warp's
+// 16-byte load steps (32 * v elements each). More warps than are resident would only queue.
+int slicesFor(int64_t columns, int64_t K, int64_t v, int64_t resident) {
+  int slices = 1;
+  while (slices < kWarps && columns * slices * 2 <= resident && K >= 2 * int64_t(slices) * 2 * 32 * v)
+    slices *= 2;
+  return slices;
+}
+
+// The warps of `kernel` that the current GPU holds at once; asked once per kernel variant (the
+// executor runs on one GPU). 0 where CUDA cannot say (then no slicing).
+int64_t residentWarps(const void *kernel) {
+  int device = 0, multiprocessors = 0, blocks = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, kWarps * 32, 0) != cudaSuccess) {
+    cudaGetLastError(); // not the next launch's error
+    return 0;
+  }
+  return int64_t(multiprocessors) * blocks * kWarps;
+}
+
+template <typename T, int kMaxM, bool kSwiglu, bool kNorm> struct Variant {
+  static constexpr auto kernel = smallLinearKernel<T, kMaxM, kSwiglu, kNorm>;
+  static int64_t resident() {
+    static const int64_t warps = residentWarps(reinterpret_cast<const void *>(kernel));
+    return warps;
+  }
+  static int slices(const SmallLinearArgs &a) {
+    return a.slices > 0 ? a.slices : slicesFor(kSwiglu ? a.N / 2 : a.N, a.K, 16 / int64_t(sizeof(T)), resident());
+  }
+  static void launch(const SmallLinearArgs &a, Activation act, cudaStream_t stream) {
+    const int slices = Variant::slices(a);
+    const int64_t nOut = kSwiglu ? a.N / 2 : a.N, columnsPerBlock = kWarps / slices;
+    const unsigned blocks = unsigned((nOut + columnsPerBlock - 1) / columnsPerBlock);
+    kernel<<<blocks, kWarps * 32, 0, stream>>>(a, act, slices);
+  }
+};
+
+// Calls f with the Variant type that runs `a` (M rounded up to 1, 2, 4 or 8).
+template <typename T, typename F> void withVariant(const SmallLinearArgs &a, F &&f) {
   const bool norm = a.normScale != nullptr;
-  if (a.swiglu && norm)
-    smallLinearKernel<T, kMaxM, true, true><<<blocks, kWarps * 32, 0, stream>>>(a, act);
-  else if (a.swiglu)
-    smallLinearKernel<T, kMaxM, true, false><<<blocks, kWarps * 32, 0, stream>>>(a, act);
-  else if (norm)
-    smallLinearKernel<T, kMaxM, false, true><<<blocks, kWarps * 32, 0, stream>>>(a, act);
+  auto forM = [&](auto maxM) {
+    constexpr int M = decltype(maxM)::value;
+    if (a.swiglu && norm)
+      f(Variant<T, M, true, true>{});
+    else if (a.swiglu)
+      f(Variant<T, M, true, false>{});
+    else if (norm)
+      f(Variant<T, M, false, true>{});
+    else
+      f(Variant<T, M, false, false>{});
+  };
+  if (a.M == 1)
+    forM(std::integral_constant<int, 1>{});
+  else if (a.M == 2)
+    forM(std::integral_constant<int, 2>{});
+  else if (a.M <= 4)
+    forM(std::integral_constant<int, 4>{});
   else
-    smallLinearKernel<T, kMaxM, false, false><<<blocks, kWarps * 32, 0, stream>>>(a, act);
+    forM(std::integral_constant<int, 8>{});
 }
 
 bool aligned16(const void *p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
@@ -209,7 +289,7 @@ bool smallLinearTakes(Storage s, const SmallLinearArgs &a) {
   return a.M >= 1 && a.M <= kSmallLinearMaxM && a.K > 0 && a.K % v == 0 && a.N > 0 && (!a.swiglu || a.N % 2 == 0) &&
          a.N / kWarps < int64_t(INT_MAX) && aligned16(a.x) && aligned16(a.w) && aligned16(a.normScale) &&
          aligned16(a.normResidual) && aligned16(a.normSum) && (!a.normSum || a.normResidual) &&
-         (!a.normResidual || a.normScale);
+         (!a.normResidual || a.normScale) && (a.slices == 0 || a.slices == 1 || a.slices == 2 || a.slices == 4);
 }
 
 std::string smallLinear(Storage s, const SmallLinearArgs &a, const std::string &activation, void *stream) {
@@ -219,20 +299,18 @@ std::string smallLinear(Storage s, const SmallLinearArgs &a, const std::string &
   if (!smallLinearTakes(s, a))
     return "smallLinear: needs 1 <= M <= " + std::to_string(kSmallLinearMaxM) +
            ", K a multiple of 16 bytes, an even N with swiglu, x, w and the norm's tensors aligned to 16 bytes, "
-           "and a norm's scale with its residual and sum (a sum only with a residual)";
-  auto st = static_cast<cudaStream_t>(stream);
+           "a norm's scale with its residual and sum (a sum only with a residual), and 0, 1, 2 or 4 slices";
   dispatch(s, [&](auto tag) {
-    using T = decltype(tag);
-    if (a.M == 1)
-      launchFor<T, 1>(a, act, st);
-    else if (a.M == 2)
-      launchFor<T, 2>(a, act, st);
-    else if (a.M <= 4)
-      launchFor<T, 4>(a, act, st);
-    else
-      launchFor<T, 8>(a, act, st);
+    withVariant<decltype(tag)>(a, [&](auto variant) { variant.launch(a, act, static_cast<cudaStream_t>(stream)); });
   });
   return launched("smallLinear");
+}
+
+int smallLinearSlices(Storage s, const SmallLinearArgs &a) {
+  int slices = 0;
+  if (smallLinearTakes(s, a))
+    dispatch(s, [&](auto tag) { withVariant<decltype(tag)>(a, [&](auto variant) { slices = variant.slices(a); }); });
+  return slices;
 }
 
 } // namespace llmc::rt::cuda

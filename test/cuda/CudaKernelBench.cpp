@@ -32,7 +32,7 @@ constexpr size_t kBeyondL2 = 256u << 20; // bytes of weight copies a benchmark c
 struct Shape {
   const char *what;
   int64_t K, N;
-  bool swiglu;
+  bool swiglu, norm; // norm: our GEMV computes the RMS norm in front, as a decode step runs it
 };
 
 // Microseconds per call of `launch(i)` (call i), over `reps` calls after a few to warm up;
@@ -67,7 +67,7 @@ void report(const char *how, double us, double bytes) {
   if (us < 0)
     return;
   const double share = bytes / (us * 1e-6) / kHbmBytesPerSecond;
-  std::printf("    %-22s %8.2f us  %7.1f GB/s  %5.1f%% of HBM\n", how, us, bytes / (us * 1e-6) / 1e9, 100 * share);
+  std::printf("    %-28s %8.2f us  %7.1f GB/s  %5.1f%% of HBM\n", how, us, bytes / (us * 1e-6) / 1e9, 100 * share);
 }
 
 // The decode attention of one Llama-3.2-1B layer (32 query heads, 8 key/value heads of 64, a
@@ -130,11 +130,11 @@ int main(int argc, char **argv) {
   const size_t workspaceBytes = 32u << 20;
   void *workspace = nullptr;
   cudaMalloc(&workspace, workspaceBytes);
-  const Shape shapes[] = {{"qkv 2048 -> 3072", 2048, 3072, false},
-                          {"o 2048 -> 2048", 2048, 2048, false},
-                          {"gate/up 2048 -> 2x8192", 2048, 16384, true},
-                          {"down 8192 -> 2048", 8192, 2048, false},
-                          {"head 2048 -> 128256", 2048, 128256, false}};
+  const Shape shapes[] = {{"qkv 2048 -> 3072", 2048, 3072, false, true},
+                          {"o 2048 -> 2048", 2048, 2048, false, false},
+                          {"gate/up 2048 -> 2x8192", 2048, 16384, true, true},
+                          {"down 8192 -> 2048", 8192, 2048, false, false},
+                          {"head 2048 -> 128256", 2048, 128256, false, false}};
   int failures = 0;
   for (const Shape &s : shapes) {
     const int64_t nOut = s.swiglu ? s.N / 2 : s.N;
@@ -150,17 +150,27 @@ int main(int argc, char **argv) {
     cudaMalloc(&y, size_t(s.N) * 2);
     cudaMalloc(&out, size_t(nOut) * 2);
     cudaMemset(x, 0x3c, size_t(s.K) * 2);
-    std::printf("  %s (%.1f MB of weights, %zu copies)\n", s.what, double(weightBytes) / 1e6, w.size());
+    std::printf("  %s (%.1f MB of weights, %zu copies)%s\n", s.what, double(weightBytes) / 1e6, w.size(),
+                s.norm ? ", llmc's GEMV with the RMS norm in front" : "");
     cu::SmallLinearArgs a;
-    a.x = x, a.out = out, a.M = 1, a.N = s.N, a.K = s.K, a.swiglu = s.swiglu;
-    const double gemv = timeCalls(
-        [&](int i) {
-          a.w = w[size_t(i) % w.size()];
-          return cu::smallLinear(cu::Storage::BF16, a, "none", nullptr);
-        },
-        reps);
-    report("llmc GEMV [N, K]", gemv, bytes);
-    failures += gemv < 0;
+    a.x = x, a.w = w[0], a.out = out, a.M = 1, a.N = s.N, a.K = s.K, a.swiglu = s.swiglu;
+    if (s.norm)
+      a.normScale = x, a.normEpsilon = 1e-5f; // any scale: the time is the same
+    // Its choice of slices of K per column, then each choice it has.
+    const int chosen = cu::smallLinearSlices(cu::Storage::BF16, a);
+    for (int slices : {0, 1, 2, 4}) {
+      a.slices = slices;
+      const double gemv = timeCalls(
+          [&](int i) {
+            a.w = w[size_t(i) % w.size()];
+            return cu::smallLinear(cu::Storage::BF16, a, "none", nullptr);
+          },
+          reps);
+      const std::string label = slices == 0 ? "llmc GEMV [N, K] (" + std::to_string(chosen) + " chosen)"
+                                            : "  K in " + std::to_string(slices) + " slice" + (slices > 1 ? "s" : "");
+      report(label.c_str(), gemv, bytes);
+      failures += gemv < 0;
+    }
     for (bool transB : {true, false}) {
       cu::LinearSpec spec;
       spec.storage = cu::Storage::BF16, spec.maxM = 1, spec.N = s.N, spec.K = s.K, spec.transB = transB;

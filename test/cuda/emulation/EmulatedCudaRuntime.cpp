@@ -7,6 +7,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -257,6 +258,14 @@ cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr attr, int) {
   case cudaDevAttrComputeCapabilityMinor: *value = 0; return cudaSuccess;
   default: return cudaErrorInvalidValue;
   }
+}
+
+// Registers are unknown here: an H200 multiprocessor's thread limit alone (2048, at most 32 blocks).
+cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *numBlocks, const void *, int blockSize, size_t) {
+  if (blockSize <= 0 || blockSize > 1024)
+    return cudaErrorInvalidValue;
+  *numBlocks = std::min(2048 / blockSize, 32);
+  return cudaSuccess;
 }
 
 cudaError_t cudaFuncSetAttribute(const void *func, cudaFuncAttribute attr, int value) {
