@@ -79,7 +79,7 @@ def run_llmc(llmc_run, plan, graphs, vocab, gemv=True, repeat=3, timeout=240):
     _, _, first, _, per_token = found[-1]
     memory = re.search(r"device memory: ([\d.]+) MB", out.stderr)
     captured = re.findall(r"CUDA graphs captured: (\d+)", out.stderr)
-    nodes = re.findall(r"nodes of the last graph captured \(a decode step's\): (\d+)", out.stderr)
+    nodes = re.findall(r"nodes of the decode steps' graph \(else of the last captured\): (\d+)", out.stderr)
     note = f"{captured[-1]} CUDA graphs captured in {repeat} generations" if graphs and captured else ""
     if graphs and nodes:
         note += f", {nodes[-1]} nodes in the decode step's"

@@ -135,7 +135,8 @@ struct Executor {
   std::vector<SplitRotary> rotaryOfSplit;
   std::vector<int> splitOfRotary;
   size_t captures = 0;     // graphs captured so far (a replay captures nothing)
-  size_t lastGraphNodes = 0; // the nodes of the graph captured last
+  size_t lastGraphNodes = 0;    // the nodes of the graph captured last
+  size_t decodeGraphNodes = 0;  // those of the graph that every cache length replays (decode steps)
   std::set<void *> pinned; // host memory page-locked by pinHost
   // Greedy decoding (setArgmaxOutput): the output left on the device, and the last rows' argmax
   // (on the device, and its pinned host copy).
@@ -682,7 +683,7 @@ std::string prepareAttention(Executor &ex, const PlanOp &op, PreparedOp &out) {
       a.maskRowPerBatch = maskRowPerBatch(op, t, 3);
       return decodeAttention(st, a, decodeAttentionSplits(skBound), e.attentionWorkspace, e.stream);
     }
-    if (a.Sq == 1 && !packed && !a.rotateKeys && a.D <= kMaxDecodeHeadDim) {
+    if (a.Sq == 1 && !packed && !a.rotateKeys && a.D <= kMaxDecodeHeadDim && a.Dv <= kMaxDecodeValueDim) {
       const int splits = decodeAttentionSplits(a.Sk);
       if (decodeAttentionWorkspaceBytes(a.B, a.Hq, a.Dv, splits) <= e.workspaceBytes)
         return decodeAttention(st, a, splits, e.attentionWorkspace, e.stream);
@@ -1778,7 +1779,11 @@ std::string launchAll(Executor &ex, const std::vector<TensorRef> &tensors, bool 
     if (std::string err = launchOps(ex, tensors, 0, ex.split.before); !err.empty())
       return err;
     argmaxLaunched = argmax;
-    return launchSegment(ex, ex.lengthFreeGraph, key, tensors, argmax);
+    const size_t captures = ex.captures;
+    std::string err = launchSegment(ex, ex.lengthFreeGraph, key, tensors, argmax);
+    if (ex.captures != captures)
+      ex.decodeGraphNodes = ex.lastGraphNodes;
+    return err;
   }
   for (size_t i = 0; i < ex.segments.size(); ++i) {
     Segment &seg = ex.segments[i];
@@ -1940,7 +1945,10 @@ size_t deviceBytes(void *state) {
 
 size_t graphCount(void *state) { return static_cast<Executor *>(state)->captures; }
 
-size_t graphNodes(void *state) { return static_cast<Executor *>(state)->lastGraphNodes; }
+size_t graphNodes(void *state) {
+  const Executor &ex = *static_cast<Executor *>(state);
+  return ex.decodeGraphNodes ? ex.decodeGraphNodes : ex.lastGraphNodes;
+}
 
 // The device memory a context of `plan` holds, computed without a device (no linked caches):
 // weights, the activation arena (with the linears' scratch slot) and the rest (workspaces, the

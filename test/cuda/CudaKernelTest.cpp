@@ -262,7 +262,8 @@ TEST(Cuda, GatherRowsMatchesTheCpuAndFlagsBadIds) {
 // Decode steps: one query over T keys split across blocks, in the layouts a decoder's plan has: a
 // length-major cache with a bool keep-mask; the same with the query rotated (tables [1, 1, D]) and
 // an additive mask; rotated, with the attention_mask input (i64) as the mask, as SmolLM2's KV plan
-// has it (llmc-raise-attention-mask); keys [B, T, Hkv * D] without a mask.
+// has it (llmc-raise-attention-mask); keys [B, T, Hkv * D] without a mask, and values one element
+// off 16 bytes (read an element at a time; the others in 16-byte loads).
 TEST(Cuda, DecodeAttentionMatchesFusedAttention) {
   const int64_t B = 2, Hq = 8, Hkv = 2, D = 64, Dv = 64;
   for (cu::Storage s : kStorages)
@@ -296,13 +297,17 @@ TEST(Cuda, DecodeAttentionMatchesFusedAttention) {
                         rotary ? cosT.ref() : none.ref(), rotary ? sinT.ref() : none.ref()},
                        {want.ref()}),
                   "");
-        auto dq = upload(q.data, s), dk = upload(k.data, s), dv = upload(v.data, s), dkeep = uploadRaw(keep.data),
+        std::vector<float> valuesOffByOne = v.data;
+        valuesOffByOne.insert(valuesOffByOne.begin(), 0.0f);
+        auto dq = upload(q.data, s), dk = upload(k.data, s), dv = upload(timeMajor ? v.data : valuesOffByOne, s),
+             dkeep = uploadRaw(keep.data),
              dadd = upload(additive.data, s), dcos = upload(cosT.data, s), dsin = upload(sinT.data, s),
              dinput = uploadRaw(attentionMask.data);
         Device out(size_t(B * Hq * Dv) * cu::storageBytes(s));
         cu::AttentionArgs a;
         a.B = B, a.Hq = Hq, a.Hkv = Hkv, a.Sq = 1, a.Sk = T, a.D = D, a.Dv = Dv, a.scale = scale, a.causal = false;
-        a.q = dq->p, a.k = dk->p, a.v = dv->p, a.out = out.p;
+        a.q = dq->p, a.k = dk->p, a.out = out.p;
+        a.v = static_cast<char *>(dv->p) + (timeMajor ? 0 : cu::storageBytes(s));
         a.qs = {Hq * D, Hq * D, D};
         a.ks = a.vs = timeMajor ? cu::HeadStrides{Hkv * D, B * Hkv * D, D} : cu::HeadStrides{T * Hkv * D, Hkv * D, D};
         if (keepMask || rotary) {

@@ -154,7 +154,7 @@ def check_generate(args, case, graphs, tmp):
         replayed = "CUDA graphs captured: 2\n" in run.stderr
         ok = ok and replayed
         lines.append("decode steps " + ("replay one graph" if replayed else "did not replay one graph (captures above)"))
-        nodes = re.search(r"nodes of the last graph captured \(a decode step's\): (\d+)", run.stderr)
+        nodes = re.search(r"nodes of the decode steps' graph \(else of the last captured\): (\d+)", run.stderr)
         lines.append(f"the decode graph has {nodes.group(1) if nodes else '?'} nodes")
         # Without --logits-dir the logits stay on the device and only their argmax comes back
         # (GreedyOutput.h): the same tokens as the run that copied them.

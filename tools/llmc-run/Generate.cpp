@@ -230,7 +230,7 @@ int generateBatch(llmc_plan plan, const Args &a, const std::vector<std::vector<i
     std::printf("\n");
   }
   if (rc == 0 && a.device == LLMC_DEVICE_CUDA)
-    std::fprintf(stderr, "CUDA graphs captured: %zu\nnodes of the last graph captured (a decode step's): %zu\n",
+    std::fprintf(stderr, "CUDA graphs captured: %zu\nnodes of the decode steps' graph (else of the last captured): %zu\n",
                  llmc_context_cuda_graph_count(llmc_generator_context(gen)),
                  llmc_context_cuda_graph_nodes(llmc_generator_context(gen)));
   llmc_generator_release(gen);
@@ -370,7 +370,7 @@ int generateMain(int argc, char **argv) {
   }
   if (rc == 0 && a.device == LLMC_DEVICE_CUDA)
     std::fprintf(stderr, "device memory: %.1f MB (weights, activations, KV cache, workspaces; allocated once); "
-                         "CUDA graphs captured: %zu\nnodes of the last graph captured (a decode step's): %zu\n",
+                         "CUDA graphs captured: %zu\nnodes of the decode steps' graph (else of the last captured): %zu\n",
                  double(llmc_context_device_bytes(llmc_generator_context(gen))) / 1e6,
                  llmc_context_cuda_graph_count(llmc_generator_context(gen)),
                  llmc_context_cuda_graph_nodes(llmc_generator_context(gen)));

@@ -159,8 +159,9 @@ LLMC_API size_t llmc_context_device_bytes(llmc_context context);
  * and, with its caches linked, once for all the decode steps where the plan allows (llmc-run
  * --check-cuda says whether it does); a replayed graph is not captured again. 0 on the CPU. */
 LLMC_API size_t llmc_context_cuda_graph_count(llmc_context context);
-/* The nodes (kernel launches and memory operations) of the CUDA graph the context captured last:
- * after generation, the graph that every decode step replays. 0 when none was captured. */
+/* The nodes (kernel launches and memory operations) of the CUDA graph that every decode step
+ * replays (one graph for every cache length), once the context has captured it; before that, of
+ * the graph it captured last. 0 when none was captured. */
 LLMC_API size_t llmc_context_cuda_graph_nodes(llmc_context context);
 /* A KV cache kept on the GPU (CUDA contexts): `output` (a present cache [length, batch, width])
  * stays in device memory, and `input` (its past) reads the first rows the previous run left
