@@ -156,6 +156,7 @@ def run(args):
             tasks.append((name, "torch.compile reduce-overhead", lambda cfg=models[name]["config"]: run_torch(cfg, True)))
     rows = []
     for name, label, fn in tasks:
+        started = time.perf_counter()
         try:
             result = fn()
         except Exception as e:  # a benchmark row that failed is reported, not fatal
@@ -168,7 +169,7 @@ def run(args):
         share = step_bytes[name] / (per_token / 1000.0) / HBM_BYTES_PER_S if per_token > 0 else 0.0
         rows.append((name, label, first, per_token, share, memory))
         print(f"{name}, {label}: TTFT {first:.1f} ms, {per_token:.3f} ms/token, {share:.0%} of HBM bandwidth"
-              + (f" ({note})" if note else ""), flush=True)
+              + (f" ({note})" if note else "") + f" [{time.perf_counter() - started:.0f} s]", flush=True)
     rows.sort(key=lambda row: names.index(row[0]))  # stable: each model's rows together
     print("\n== benchmark (bf16, batch 1, random weights; prompt %d tokens, %d new tokens)" % (PROMPT, NEW_TOKENS))
     print(f"{'model':<9} {'implementation':<31} {'TTFT ms':>9} {'ms/token':>9} {'tokens/s':>9} {'HBM share':>9} "

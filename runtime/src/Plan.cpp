@@ -10,6 +10,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
+#include <vector>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -98,7 +100,9 @@ llmc_status parseSymbols(const fb::Program &p, llmc_plan_t &plan, std::vector<in
 } // namespace
 
 // A weight the plan does not hold (llmc --random-weights): uniform values in +-1/sqrt(rows) from
-// a splitmix64 stream, so that every load of the plan gets the same numbers.
+// a splitmix64 stream, so that every load of the plan gets the same numbers. Element k is drawn
+// from seed + (k + 1) * gamma alone, so large weights are filled by several threads (a 1B-
+// parameter plan in a second, where one thread took several).
 static std::string fillRandomWeight(llmc_plan_t &plan, PlanValue &pv, uint64_t seed) {
   const size_t count = size_t(pv.shape.numel());
   const size_t bytes = count * dtypeSize(pv.deviceDType != DType::None ? pv.deviceDType : pv.dtype);
@@ -107,20 +111,30 @@ static std::string fillRandomWeight(llmc_plan_t &plan, PlanValue &pv, uint64_t s
     return "out of memory filling weight '" + pv.name + "' (" + std::to_string(bytes) + " bytes)";
   plan.filledWeights.emplace_back(static_cast<uint8_t *>(memory), std::free);
   const double scale = 1.0 / std::sqrt(double(std::max<int64_t>(pv.shape.rank ? pv.shape.dims[0] : 1, 1)));
-  uint64_t state = seed;
-  for (size_t k = 0; k < count; ++k) {
-    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    z ^= z >> 31;
-    const float x = float((double(z >> 11) / double(1ull << 53) * 2.0 - 1.0) * scale);
-    if (pv.deviceDType != DType::None)
-      static_cast<uint16_t *>(memory)[k] = narrowFloat(x, pv.deviceDType);
-    else if (pv.dtype == DType::F32)
-      static_cast<float *>(memory)[k] = x;
-    else
-      static_cast<uint16_t *>(memory)[k] = floatToHalf(x);
-  }
+  auto fill = [&](size_t begin, size_t end) {
+    for (size_t k = begin; k < end; ++k) {
+      uint64_t z = seed + (uint64_t(k) + 1) * 0x9e3779b97f4a7c15ull;
+      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+      z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+      z ^= z >> 31;
+      const float x = float((double(z >> 11) / double(1ull << 53) * 2.0 - 1.0) * scale);
+      if (pv.deviceDType != DType::None)
+        static_cast<uint16_t *>(memory)[k] = narrowFloat(x, pv.deviceDType);
+      else if (pv.dtype == DType::F32)
+        static_cast<float *>(memory)[k] = x;
+      else
+        static_cast<uint16_t *>(memory)[k] = floatToHalf(x);
+    }
+  };
+  const size_t threads =
+      count < (size_t(1) << 20) ? 1 : std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 16);
+  std::vector<std::thread> helpers;
+  const size_t share = (count + threads - 1) / threads;
+  for (size_t t = 1; t < threads; ++t)
+    helpers.emplace_back(fill, std::min(count, t * share), std::min(count, (t + 1) * share));
+  fill(0, std::min(count, share));
+  for (std::thread &helper : helpers)
+    helper.join();
   (pv.deviceDType != DType::None ? pv.narrow : pv.weight) = memory;
   return {};
 }
