@@ -683,7 +683,7 @@ std::string prepareAttention(Executor &ex, const PlanOp &op, PreparedOp &out) {
       a.maskRowPerBatch = maskRowPerBatch(op, t, 3);
       return decodeAttention(st, a, decodeAttentionSplits(skBound), e.attentionWorkspace, e.stream);
     }
-    if (a.Sq == 1 && !packed && !a.rotateKeys && a.D <= kMaxDecodeHeadDim && a.Dv <= kMaxDecodeValueDim) {
+    if (a.Sq == 1 && !packed && !a.rotateKeys && a.D <= kMaxDecodeHeadDim) {
       const int splits = decodeAttentionSplits(a.Sk);
       if (decodeAttentionWorkspaceBytes(a.B, a.Hq, a.Dv, splits) <= e.workspaceBytes)
         return decodeAttention(st, a, splits, e.attentionWorkspace, e.stream);

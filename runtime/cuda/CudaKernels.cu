@@ -20,8 +20,7 @@ constexpr int64_t kMaxRowCols = 12 * 1024;   // the row staged in 48 KiB of shar
 constexpr int kDecodeThreads = 128;          // 4 warps per (sequence, head, split)
 constexpr int64_t kMaxDecodeChunk = 1024;    // cache rows one decode block scores
 constexpr int64_t kDecodeCounters = 1 << 16; // (sequence, head) pairs a decode launch may have
-constexpr int kDecodeKeysPerStep = 8;         // keys a warp scores at once
-constexpr int kDecodeRowsPerStep = 4;         // value rows a thread adds at once
+constexpr int kDecodeKeysPerStep = 4;         // keys a warp scores at once
 
 // Sum / max over the block (blockDim.x a multiple of 32, at most 1024); every thread gets it.
 template <bool kMax> __device__ float blockReduce(float v) {
@@ -200,80 +199,15 @@ __device__ void combineDecodeSplits(const float *ws, T *__restrict__ out, int64_
   }
 }
 
-// W values of T from `at` as floats: one 16-byte load (W = 16 / sizeof(T), `at` aligned), or
-// one element (W = 1).
-template <typename T, int W> __device__ __forceinline__ void loadValues(const T *at, float (&f)[W]) {
-  if constexpr (W == 1) {
-    f[0] = toF(*at);
-  } else {
-    static_assert(W * sizeof(T) == 16, "a 16-byte load");
-    const uint4 raw = __ldg(reinterpret_cast<const uint4 *>(at));
-    T v[W];
-    memcpy(v, &raw, 16);
-#pragma unroll
-    for (int i = 0; i < W; ++i)
-      f[i] = toF(v[i]);
-  }
-}
-
-// out[dv] = sum over rows t in [t0, t1) of p[t - t0] * vb[t * token + dv], for dv < Dv. The
-// block's threads are `groups` groups of `lanes` threads: lane c of group g adds W columns at
-// c * W over rows t0 + g, t0 + g + groups, ..., kDecodeRowsPerStep rows' loads issued together,
-// and the groups' sums meet in `sums` (groups * Dv <= max(kDecodeThreads * W, Dv) floats). One thread per
-// column walking every row, as before, made a chain of dependent loads as long as the chunk.
-template <typename T, int W>
-__device__ void weightedValues(const T *vb, int64_t token, int64_t Dv, const float *p, int64_t t0, int64_t t1,
-                               float *sums, float *out) {
-  const int64_t columns = (Dv + W - 1) / W; // W > 1 divides Dv
-  const int64_t lanes = columns < int64_t(blockDim.x) ? columns : int64_t(blockDim.x);
-  const int64_t groups = int64_t(blockDim.x) / lanes, g = threadIdx.x / lanes, c0 = threadIdx.x % lanes;
-  if (g < groups)
-    for (int64_t c = c0; c < columns; c += lanes) {
-      float acc[W] = {};
-      int64_t t = t0 + g;
-      for (; t + (kDecodeRowsPerStep - 1) * groups < t1; t += kDecodeRowsPerStep * groups) {
-        float rows[kDecodeRowsPerStep][W];
-#pragma unroll
-        for (int i = 0; i < kDecodeRowsPerStep; ++i)
-          loadValues<T, W>(vb + (t + i * groups) * token + c * W, rows[i]);
-#pragma unroll
-        for (int i = 0; i < kDecodeRowsPerStep; ++i)
-#pragma unroll
-          for (int w = 0; w < W; ++w)
-            acc[w] += p[t + i * groups - t0] * rows[i][w];
-      }
-      for (; t < t1; t += groups) {
-        float row[W];
-        loadValues<T, W>(vb + t * token + c * W, row);
-#pragma unroll
-        for (int w = 0; w < W; ++w)
-          acc[w] += p[t - t0] * row[w];
-      }
-#pragma unroll
-      for (int w = 0; w < W; ++w)
-        if (c * W + w < Dv)
-          sums[g * Dv + c * W + w] = acc[w];
-    }
-  __syncthreads();
-  for (int64_t dv = threadIdx.x; dv < Dv; dv += blockDim.x) {
-    float o = 0.0f;
-    for (int64_t j = 0; j < groups; ++j)
-      o += sums[j * Dv + dv];
-    out[dv] = o;
-  }
-}
-
 // Decode attention: block (sequence b and head h, split) scores its chunk of the keys (each warp
 // kDecodeKeysPerStep keys at a time) and writes its max, its sum of exponentials and its
 // unnormalized weighted sum of values; the last block of (b, h) to finish (counted in `arrived`,
 // which it sets back to 0 for the next launch) combines them: one launch where a second kernel
-// used to combine. W: the value columns a thread loads at once (weightedValues).
-template <typename T, int W>
+// used to combine.
+template <typename T>
 __global__ void decodeAttentionKernel(AttentionArgs a, float *__restrict__ ws, unsigned *__restrict__ arrived) {
   __shared__ float qs[kMaxDecodeHeadDim];
   __shared__ float p[kMaxDecodeChunk];
-  __shared__ float valueSums[kMaxDecodeValueDim]; // weightedValues' sums: at most kDecodeThreads * 8 or Dv
-  static_assert(kMaxDecodeValueDim >= kDecodeThreads * 8, "room for the sums of every group");
   __shared__ bool lastToArrive;
   const int64_t bh = blockIdx.x, b = bh / a.Hq, h = bh % a.Hq, kvh = h / (a.Hq / a.Hkv);
   const int split = blockIdx.y, splits = gridDim.y;
@@ -327,7 +261,13 @@ __global__ void decodeAttentionKernel(AttentionArgs a, float *__restrict__ ws, u
     float best;
     const float total = blockExpScores(p, t1 - t0, &best);
     const T *vb = static_cast<const T *>(a.v) + b * a.vs.batch + kvh * a.vs.head;
-    weightedValues<T, W>(vb, a.vs.token, a.Dv, p, t0, t1, valueSums, out + 2);
+    for (int64_t dv = threadIdx.x; dv < a.Dv; dv += blockDim.x) {
+      float o = 0.0f;
+#pragma unroll 8
+      for (int64_t t = t0; t < t1; ++t)
+        o += p[t - t0] * toF(vb[t * a.vs.token + dv]);
+      out[2 + dv] = o;
+    }
     if (threadIdx.x == 0)
       out[0] = best, out[1] = total;
   }
@@ -490,28 +430,18 @@ std::string decodeAttention(Storage s, const AttentionArgs &a, int splits, void 
   const int64_t chunk = (a.Sk + splits - 1) / splits;
   if (a.Sq != 1 || a.B <= 0 || a.Hkv <= 0 || a.Hq % a.Hkv || a.Sk <= 0 || a.D > kMaxDecodeHeadDim ||
       (a.cos && a.D % 2) || a.rotateKeys || chunk > kMaxDecodeChunk || splits > kMaxDecodeChunk ||
-      a.B * a.Hq > kDecodeCounters || a.Dv > kMaxDecodeValueDim)
+      a.B * a.Hq > kDecodeCounters)
     return "decodeAttention: needs one query, Hq a multiple of Hkv, keys, D <= " + std::to_string(kMaxDecodeHeadDim) +
-           " (even with rotary), Dv <= " + std::to_string(kMaxDecodeValueDim) + ", no key rotation, at most " +
-           std::to_string(kMaxDecodeChunk) +
+           " (even with rotary), no key rotation, at most " + std::to_string(kMaxDecodeChunk) +
            " keys per split and splits, and " + std::to_string(kDecodeCounters) + " sequences x heads";
   // The workspace: the arrival counters first (at one place for every launch, so that they stay
   // zero between launches whatever the sizes), then the partial results.
   auto *arrived = static_cast<unsigned *>(workspace);
   float *partials = reinterpret_cast<float *>(arrived + kDecodeCounters);
   auto st = static_cast<cudaStream_t>(stream);
-  // Value rows in 16-byte loads where every row and head starts on 16 bytes.
-  const int64_t bytes = int64_t(storageBytes(s)), wide = 16 / bytes;
-  const bool vectors = reinterpret_cast<uintptr_t>(a.v) % 16 == 0 && a.Dv % wide == 0 &&
-                       (a.vs.token * bytes) % 16 == 0 && (a.vs.head * bytes) % 16 == 0 && (a.vs.batch * bytes) % 16 == 0;
-  const dim3 grid(unsigned(a.B * a.Hq), unsigned(splits));
   dispatch(s, [&](auto tag) {
-    using T = decltype(tag);
-    constexpr int kWide = 16 / int(sizeof(T));
-    if (vectors)
-      decodeAttentionKernel<T, kWide><<<grid, kDecodeThreads, 0, st>>>(a, partials, arrived);
-    else
-      decodeAttentionKernel<T, 1><<<grid, kDecodeThreads, 0, st>>>(a, partials, arrived);
+    decodeAttentionKernel<decltype(tag)><<<dim3(unsigned(a.B * a.Hq), unsigned(splits)), kDecodeThreads, 0, st>>>(
+        a, partials, arrived);
   });
   return launched("decodeAttention");
 }

@@ -97,7 +97,6 @@ std::string attention(Storage s, const AttentionArgs &a, void *stream);
 // and the last block of each head to finish combines them. With
 // a.skOnDevice the blocks divide the keys that it counts (at most a.Sk) among themselves.
 constexpr int64_t kMaxDecodeHeadDim = 256;
-constexpr int64_t kMaxDecodeValueDim = 1024;
 size_t decodeAttentionWorkspaceBytes(int64_t B, int64_t Hq, int64_t Dv, int splits);
 int decodeAttentionSplits(int64_t T);
 std::string decodeAttention(Storage s, const AttentionArgs &a, int splits, void *workspace, void *stream);

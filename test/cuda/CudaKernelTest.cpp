@@ -263,7 +263,7 @@ TEST(Cuda, GatherRowsMatchesTheCpuAndFlagsBadIds) {
 // length-major cache with a bool keep-mask; the same with the query rotated (tables [1, 1, D]) and
 // an additive mask; rotated, with the attention_mask input (i64) as the mask, as SmolLM2's KV plan
 // has it (llmc-raise-attention-mask); keys [B, T, Hkv * D] without a mask, and values one element
-// off 16 bytes (read an element at a time; the others in 16-byte loads).
+// off 16 bytes.
 TEST(Cuda, DecodeAttentionMatchesFusedAttention) {
   const int64_t B = 2, Hq = 8, Hkv = 2, D = 64, Dv = 64;
   for (cu::Storage s : kStorages)
