@@ -91,8 +91,9 @@ run)
   step "cuda_vs_cpu (tiny plans)" 150 PASS \
     python3 test/cuda/cuda_vs_cpu.py check --llmc-run "$BIN/llmc-run" --dir "$PACK/plans"
   echo "== benchmark"
+  # GPU_CHECK_BENCH_ARGS: more gpu_benchmark.py flags (--no-torch for llmc's rows alone).
   step "benchmark" 330 DONE \
-    python3 tools/gpu_benchmark.py run --llmc-run "$BIN/llmc-run" --dir "$PACK/bench"
+    python3 tools/gpu_benchmark.py run --llmc-run "$BIN/llmc-run" --dir "$PACK/bench" ${GPU_CHECK_BENCH_ARGS:-}
   echo "== summary"
   printf '%s\n' "${summary[@]}"
   exit $failed
