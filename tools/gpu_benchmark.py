@@ -9,9 +9,10 @@ random weights, bf16, batch 1. Printed, never asserted.
 Per model (a SmolLM2-135M-shaped and a Llama-3.2-1B-shaped decoder, models/export_bench_models.py):
 time to first token for a 512-token prompt, then time per output token over 128 tokens, for llmc
 with and without CUDA graphs (and with its decode linears on cuBLASLt instead of its own GEMV),
-PyTorch eager and torch.compile(mode="reduce-overhead") (static cache). The share of the HBM roofline is the bytes one decode step must read (the bf16 weights
-of every linear and of the LM head, and the KV cache at the mean context) over the time per
-token and the H200's 4.8 TB/s.
+PyTorch eager and torch.compile(mode="reduce-overhead") (transformers' compiled generation over a
+static cache: the prompt eager, each decode step compiled). The share of the HBM roofline is the
+bytes one decode step must read (the bf16 weights of every linear and of the LM head, and the KV
+cache at the mean context) over the time per token and the H200's 4.8 TB/s.
 """
 import argparse
 import json

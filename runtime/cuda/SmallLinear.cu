@@ -1,11 +1,11 @@
 // A linear for a few rows (a decode step's M of 1 to 8), where the weight's bytes are the whole
 // cost: one warp per output column streams that column's weight row W[n, :] ([N, K] row-major,
 // the layout llmc-transpose-linear-weights gives CUDA plans) in 16-byte loads, four in flight per
-// lane, against every row of x, and reduces with shuffles. Where the columns are too few to keep
-// the GPU's memory busy (a decoder's QKV, output and down projections: 2 to 3 thousand columns,
-// while an H200 holds over 8 thousand warps), 2 or 4 warps of a block share a column, each over
-// a slice of K, and add their sums in shared memory: more loads in flight, and no second pass
-// or workspace either way. The bias, the activation (SwiGLU: the warp reads the
+// lane, against every row of x, and reduces with shuffles. Where a launch's columns alone would
+// leave most of the warps the GPU holds idle (a Llama-1B layer's output and down projections:
+// 2048 columns, where an H200 holds about 6 thousand warps of this kernel), 2 or 4 warps of a
+// block share a column, each over a slice of K, and add their sums in shared memory: more loads
+// in flight, and no second pass or workspace either way (docs/gpu-results.md has the figures). The bias, the activation (SwiGLU: the warp reads the
 // gate's row and the up projection's row), the gate and the residual are applied before the one
 // store. An RMS norm in front (the decoder layer's norm before its QKV or gate/up projection)
 // costs no launch either: each warp sums the squares of the rows of x it reads anyway and

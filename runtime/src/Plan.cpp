@@ -101,8 +101,8 @@ llmc_status parseSymbols(const fb::Program &p, llmc_plan_t &plan, std::vector<in
 
 // A weight the plan does not hold (llmc --random-weights): uniform values in +-1/sqrt(rows) from
 // a splitmix64 stream, so that every load of the plan gets the same numbers. Element k is drawn
-// from seed + (k + 1) * gamma alone, so large weights are filled by several threads (a 1B-
-// parameter plan in a second, where one thread took several).
+// from seed + (k + 1) * gamma alone, so large weights are filled by several threads, with the
+// numbers one thread would draw.
 static std::string fillRandomWeight(llmc_plan_t &plan, PlanValue &pv, uint64_t seed) {
   const size_t count = size_t(pv.shape.numel());
   const size_t bytes = count * dtypeSize(pv.deviceDType != DType::None ? pv.deviceDType : pv.dtype);
