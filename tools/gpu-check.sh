@@ -12,8 +12,9 @@
 # elementwise kernel against the CPU kernels in f32, f16 and bf16 (llmc-cuda-tests), NVRTC
 # compiling every op for sm_80 and sm_90a (llmc-cuda-codegen-tests), the decode linears' GEMV
 # against cuBLASLt and the decode attention (llmc-cuda-kernel-bench, at Llama-1B shapes), whole
-# plans of the tiny models (f32, bf16, f16; KV-cache generation with the cache on the GPU) on the
-# CUDA executor against their CPU outputs (test/cuda/cuda_vs_cpu.py), then
+# plans of the tiny models (f32, bf16, f16; KV-cache generation with the cache on the GPU) and of
+# the three real models (random weights) on the CUDA executor against their CPU outputs
+# (test/cuda/cuda_vs_cpu.py), then
 # tools/gpu_benchmark.py: SmolLM2- and Llama-3.2-1B-shaped plans without weights (bf16) against
 # PyTorch eager and torch.compile.
 set -euo pipefail
@@ -37,8 +38,9 @@ pack)
   done
   # Compressed (to about a third): at most 64 MiB can be carried, and OpenBLAS alone is 35 MB.
   tar -czf "$PACK/binaries.tar.gz" -C "$PACK" bin lib && rm -rf "$PACK/bin" "$PACK/lib"
+  # The real models too (random weights: their plans' ops, not their bytes).
   python3 test/cuda/cuda_vs_cpu.py prepare --llmc "$BUILD/tools/llmc/llmc" --llmc-run "$BUILD/tools/llmc-run/llmc-run" \
-    --out "$PACK/plans"
+    --out "$PACK/plans" --real-models
   python3 tools/gpu_benchmark.py prepare --llmc "$BUILD/tools/llmc/llmc" --out "$PACK/bench"
   git rev-parse HEAD > "$PACK/COMMIT"
   du -sh "$PACK"

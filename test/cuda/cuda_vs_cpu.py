@@ -6,7 +6,10 @@
     cuda_vs_cpu.py both --llmc BIN --llmc-run BIN                # prepare into a temporary DIR, then check
 
 `check` exits 77 (CTest: skipped) when there is no CUDA device. tools/gpu-check.sh carries a
-prepared DIR to the GPU machine. The plans (CASES): the tiny Llama, GPT-2 and BERT as llmc
+prepared DIR to the GPU machine. `prepare --real-models` adds the three real models
+(models/fetch_real_models.py: ResNet-50, MiniLM, SmolLM2; fetched and exported on first use) with
+seeded random weights in place of theirs, so that their plans fit the GPU machine's pack: every
+op of their plans runs on the GPU, compared with the CPU by cosine similarity. The plans (CASES): the tiny Llama, GPT-2 and BERT as llmc
 compiles them by default and without parallel-linear merging, in f32 and with --precision bf16 or
 f16, and the KV-cache decoders generating 16 tokens with the cache kept on the GPU (the tiny
 DeepSeek-V3-style export too, made on first use by models/export_deepseek.py: its latent cache
@@ -58,6 +61,17 @@ CASES = [
     # A dynamic batch and sequence of BERT (gather_elements on the device).
     ("tiny_bert-dynamic", "tiny_bert", ["--max-shape", "batch=2,seq=64"], "run"),
 ]
+# The real models (prepare --real-models): (name, model, llmc flags, kind, minimum cosine). Their
+# weights are random (the plans' ops are theirs), so that a deep net's outputs may be large or
+# small: compared by cosine similarity rather than by an absolute tolerance.
+REAL_CASES = [
+    ("real-resnet50", "resnet50", ["--input-shape", "input_0=1x224x224x3", "--random-weights"], "run", 0.99999),
+    ("real-minilm", "minilm", ["--input-shape", "input_ids=2x24,attention_mask=2x24", "--random-weights"], "run",
+     0.99999),
+    ("real-smollm2", "smollm2", ["--input-shape", "input_ids=1x32", "--random-weights"], "run", 0.99999),
+    ("real-smollm2-bf16", "smollm2", ["--input-shape", "input_ids=1x32", "--random-weights", "--precision", "bf16"],
+     "run", 0.999),
+]
 # Extra llmc-run flags of "run" cases with dynamic inputs.
 RUN_DIMS = {"tiny_gpt2-dynamic": ["--dim", "seq=37"], "tiny_bert-dynamic": ["--dim", "batch=2", "--dim", "seq=37"]}
 GENERATE = ["--prompt-ids", "5,17,42,99,7,3", "--max-tokens", "16", "--ids", "--ignore-eos"]
@@ -68,7 +82,13 @@ BATCH = ["--prompt-ids", "5,17,42", "--prompt-ids", "9,8,7,6,5,4,3", "--prompt-i
 
 
 def model_path(model):
-    """models/MODEL.onnx, or the DeepSeek export in the cache (exported on first use, ~20 s)."""
+    """models/MODEL.onnx, the DeepSeek export in the cache (exported on first use, ~20 s), or a
+    real model (fetched and exported on first use: minutes)."""
+    if model in ("resnet50", "minilm", "smollm2"):
+        out = subprocess.run([sys.executable, os.path.join(ROOT, "models", "fetch_real_models.py"), "--only", model],
+                             check=True, capture_output=True, text=True).stdout
+        # "NAME PATH" lines; a first export also prints the exporter's progress on stdout.
+        return dict(line.split(maxsplit=1) for line in out.splitlines() if line.startswith(model + " "))[model]
     if model != "tiny_deepseek_kv":
         return os.path.join(ROOT, "models", model + ".onnx")
     sys.path.insert(0, os.path.join(ROOT, "test", "e2e"))
@@ -79,7 +99,8 @@ def model_path(model):
 def prepare(args):
     os.makedirs(args.out, exist_ok=True)
     cases = []
-    for name, model, flags, kind in CASES:
+    chosen = [case + (None,) for case in CASES] + (REAL_CASES if args.real_models else [])
+    for name, model, flags, kind, min_cosine in chosen:
         plan = os.path.join(args.out, name + ".llmc")
         subprocess.run([args.llmc, model_path(model), "-o", plan] + flags, check=True)
         ref = os.path.join(args.out, name + "-cpu")
@@ -99,20 +120,27 @@ def prepare(args):
             with open(os.path.join(ref, "tokens.txt"), "w") as f:
                 f.write(out.stdout)
         cases.append({"name": name, "plan": os.path.basename(plan), "ref": os.path.basename(ref), "kind": kind,
-                      "reduced": "--precision" in flags})
+                      "reduced": "--precision" in flags, "min_cosine": min_cosine})
     with open(os.path.join(args.out, "cases.json"), "w") as f:
         json.dump(cases, f)
     print(f"prepared {len(cases)} plans with their CPU outputs in {args.out}")
     return 0
 
 
-def agree(got, ref, atol, reduced):
+def agree(got, ref, atol, reduced, min_cosine=None):
     """f32 plans: every element within atol (+ atol relative); 16-bit plans (the CPU computes them
-    in f32 from the same 16-bit weights): cosine similarity >= 0.999. Returns (ok, description)."""
+    in f32 from the same 16-bit weights): cosine similarity >= 0.999; a case with its own
+    min_cosine (the real models): that, and finite values. Returns (ok, description)."""
     got, ref = got.astype(np.float64).ravel(), ref.astype(np.float64).ravel()
-    err = float(np.max(np.abs(got - ref))) if got.size else 0.0
-    cosine = float(got @ ref / (np.linalg.norm(got) * np.linalg.norm(ref) + 1e-30)) if got.size else 1.0
-    ok = got.shape == ref.shape and (cosine >= 0.999 if reduced else bool(np.all(np.abs(got - ref) <= atol + atol * np.abs(ref))))
+    err = float(np.max(np.abs(got - ref))) if got.size and got.shape == ref.shape else 0.0
+    cosine = float(got @ ref / (np.linalg.norm(got) * np.linalg.norm(ref) + 1e-30)) \
+        if got.size and got.shape == ref.shape else 1.0
+    if got.shape != ref.shape:
+        ok = False
+    elif min_cosine is not None:
+        ok = bool(np.all(np.isfinite(got)) and np.all(np.isfinite(ref))) and cosine >= min_cosine
+    else:
+        ok = cosine >= 0.999 if reduced else bool(np.all(np.abs(got - ref) <= atol + atol * np.abs(ref)))
     return ok, f"max abs error {err:.3g}, cosine {cosine:.6f}"
 
 
@@ -128,7 +156,8 @@ def check_run(args, case, graphs, tmp):
     ok = run.returncode == 0 and (not graphs or "CUDA graphs: 1 captured" in run.stdout)
     for ref in sorted(glob.glob(os.path.join(args.dir, case["ref"], "*.npy"))) if run.returncode == 0 else []:
         got = os.path.join(out_dir, os.path.basename(ref))
-        good, what = agree(np.load(got), np.load(ref), args.atol, case["reduced"]) if os.path.exists(got) else (False, "missing")
+        good, what = agree(np.load(got), np.load(ref), args.atol, case["reduced"], case.get("min_cosine")) \
+            if os.path.exists(got) else (False, "missing")
         ok = ok and good
         lines.append(f"{os.path.basename(ref)}: {what}: {'ok' if good else 'MISMATCH'}")
     return ok, run, lines
@@ -168,7 +197,8 @@ def check_generate(args, case, graphs, tmp):
         ref, got = os.path.join(ref_dir, f"step_{step}.npy"), os.path.join(out_dir, f"step_{step}.npy")
         if not os.path.exists(ref):
             break
-        good, what = agree(np.load(got), np.load(ref), args.atol, case["reduced"]) if os.path.exists(got) else (False, "missing")
+        good, what = agree(np.load(got), np.load(ref), args.atol, case["reduced"], case.get("min_cosine")) \
+            if os.path.exists(got) else (False, "missing")
         ok = ok and good
         lines.append(f"step {step}: {what}: {'ok' if good else 'MISMATCH'}")
         if not same_tokens:
@@ -220,6 +250,7 @@ def main():
     a.add_argument("--llmc", required=True)
     a.add_argument("--llmc-run", required=True)
     a.add_argument("--out", required=True)
+    a.add_argument("--real-models", action="store_true", help="also ResNet-50, MiniLM and SmolLM2 (random weights)")
     c = sub.add_parser("check")
     c.add_argument("--llmc-run", required=True)
     c.add_argument("--dir", required=True)
@@ -228,6 +259,7 @@ def main():
     b.add_argument("--llmc", required=True)
     b.add_argument("--llmc-run", required=True)
     b.add_argument("--atol", type=float, default=1e-3)
+    b.add_argument("--real-models", action="store_true", help="also ResNet-50, MiniLM and SmolLM2 (random weights)")
     args = p.parse_args()
     if args.mode == "both":
         with tempfile.TemporaryDirectory() as tmp:

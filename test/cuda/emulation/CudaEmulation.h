@@ -205,3 +205,5 @@ inline unsigned __float_as_uint(float f) {
   std::memcpy(&u, &f, 4);
   return u;
 }
+inline float __int_as_float(int i) { return __uint_as_float(unsigned(i)); }
+inline int __float_as_int(float f) { return int(__float_as_uint(f)); }
