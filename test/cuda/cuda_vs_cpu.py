@@ -11,10 +11,10 @@ prepared DIR to the GPU machine. `prepare --real-models` adds the three real mod
 seeded random weights in place of theirs, so that their plans fit the GPU machine's pack: every
 op of their plans runs on the GPU, compared with the CPU by cosine similarity (REAL_CASES).
 
-The plans (CASES): the tiny Llama, GPT-2 and BERT as llmc compiles them by default and without parallel-linear merging, in f32 and with --precision bf16 or
-f16, and the KV-cache decoders generating 16 tokens with the cache kept on the GPU (the tiny
-DeepSeek-V3-style export too, made on first use by models/export_deepseek.py: its latent cache
-and latent attention).
+The plans (CASES): the tiny Llama, GPT-2 and BERT as llmc compiles them by default and without
+parallel-linear merging, in f32 and with --precision bf16 or f16, and the KV-cache decoders
+generating 16 tokens with the cache kept on the GPU (the tiny DeepSeek-V3-style export too, made
+on first use by models/export_deepseek.py: its latent cache and latent attention).
 """
 import argparse
 import glob
