@@ -44,6 +44,9 @@ pack)
   python3 tools/gpu_benchmark.py prepare --llmc "$BUILD/tools/llmc/llmc" --out "$PACK/bench"
   git rev-parse HEAD > "$PACK/COMMIT"
   du -sh "$PACK"
+  # The device tool carries 64 MiB in all, the working tree (about 7 MB) included.
+  packed=$(du -sm "$PACK" | cut -f1)
+  [ "$packed" -le 56 ] || echo "warning: $PACK is $packed MB; with the working tree it may exceed the 64 MiB the device tool carries" >&2
   ;;
 run)
   [ -f "$PACK/binaries.tar.gz" ] ||
