@@ -1597,7 +1597,7 @@ std::string create(const llmc_plan_t &plan, const CudaOptions &options, void **s
     if (usable.empty())
       return "device " + std::to_string(ex->device) + " (" + props.name + ") has compute capability " +
              std::to_string(props.major) + "." + std::to_string(props.minor) + builtFor +
-             " (rebuild with llmc --target cuda --cuda-arch sm_" + std::to_string(props.major * 10 + props.minor) + ")";
+             " (rebuild with llmc --target cuda --cuda-arch " + ex->arch + ")";
     ex->arch = usable;
   }
   if (cudaError_t e = cudaStreamCreateWithFlags(&ex->stream, cudaStreamNonBlocking); e != cudaSuccess)
