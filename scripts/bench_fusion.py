@@ -18,13 +18,12 @@ import tempfile
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "models"))
+from real_models import fetched  # noqa: E402
 
 
 def fetch(name):
-    out = subprocess.run([sys.executable, os.path.join(ROOT, "models", "fetch_real_models.py"), "--only", name],
-                         check=True, capture_output=True, text=True).stdout
-    # "NAME PATH" lines; a first export also prints the exporter's progress on stdout.
-    return [line.split()[1] for line in out.splitlines() if line.startswith(name + " ")][-1]
+    return fetched([name])[name]
 
 
 def measure(build, model, feeds, extra, fused, threads, runs, tmp, flags=()):

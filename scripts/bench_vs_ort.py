@@ -20,6 +20,8 @@ import numpy as np
 import onnxruntime as ort
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "models"))
+from real_models import fetched  # noqa: E402
 MODELS = [("tiny_gpt2", ["input_ids"]), ("tiny_llama", ["input_ids"]), ("tiny_bert", ["input_ids", "attention_mask"])]
 
 
@@ -62,11 +64,7 @@ def llmc_latency(build, path, feeds, threads, runs, tmp):
 
 
 def real_models(args):
-    fetched = subprocess.run([sys.executable, os.path.join(ROOT, "models", "fetch_real_models.py")], check=True,
-                             capture_output=True, text=True).stdout
-    # "NAME PATH" lines; a first export also prints the exporter's progress on stdout.
-    paths = dict(line.split() for line in fetched.splitlines()
-                 if len(line.split()) == 2 and line.split()[0] in ("resnet50", "minilm", "smollm2"))
+    paths = fetched()
     rng = np.random.default_rng(0)
     feeds = {
         "resnet50": {"input_0": rng.standard_normal((1, 224, 224, 3)).astype(np.float32)},

@@ -5,11 +5,12 @@
 // leave most of the warps the GPU holds idle (a Llama-1B layer's output and down projections:
 // 2048 columns, where an H200 holds about 6 thousand warps of this kernel), 2 or 4 warps of a
 // block share a column, each over a slice of K, and add their sums in shared memory: more loads
-// in flight, and no second pass or workspace either way (docs/gpu-results.md has the figures). The bias, the activation (SwiGLU: the warp reads the
-// gate's row and the up projection's row), the gate and the residual are applied before the one
-// store. An RMS norm in front (the decoder layer's norm before its QKV or gate/up projection)
-// costs no launch either: each warp sums the squares of the rows of x it reads anyway and
-// scales its dot products by their factor. cuBLASLt keeps the larger M (CudaExecutor.cpp).
+// in flight, and no second pass or workspace either way (docs/gpu-results.md has the figures).
+// The bias, the activation (SwiGLU: the warp reads the gate's row and the up projection's row),
+// the gate and the residual are applied before the one store. An RMS norm in front (the decoder
+// layer's norm before its QKV or gate/up projection) costs no launch either: each warp sums the
+// squares of the rows of x it reads anyway and scales its dot products by their factor.
+// cuBLASLt keeps the larger M (CudaExecutor.cpp).
 #include "CudaKernels.h"
 #include "DeviceUtil.cuh"
 
@@ -245,13 +246,14 @@ template <typename T, int kMaxM, bool kSwiglu, bool kNorm> struct Variant {
     static const int64_t warps = residentWarps(reinterpret_cast<const void *>(kernel));
     return warps;
   }
+  static int64_t columns(const SmallLinearArgs &a) { return kSwiglu ? a.N / 2 : a.N; }
   static int slices(const SmallLinearArgs &a) {
-    return a.slices > 0 ? a.slices : slicesFor(kSwiglu ? a.N / 2 : a.N, a.K, 16 / int64_t(sizeof(T)), resident());
+    return a.slices > 0 ? a.slices : slicesFor(columns(a), a.K, 16 / int64_t(sizeof(T)), resident());
   }
   static void launch(const SmallLinearArgs &a, Activation act, cudaStream_t stream) {
     const int slices = Variant::slices(a);
-    const int64_t nOut = kSwiglu ? a.N / 2 : a.N, columnsPerBlock = kWarps / slices;
-    const unsigned blocks = unsigned((nOut + columnsPerBlock - 1) / columnsPerBlock);
+    const int64_t columnsPerBlock = kWarps / slices;
+    const unsigned blocks = unsigned((columns(a) + columnsPerBlock - 1) / columnsPerBlock);
     kernel<<<blocks, kWarps * 32, 0, stream>>>(a, act, slices);
   }
 };

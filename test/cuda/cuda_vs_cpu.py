@@ -86,10 +86,9 @@ def model_path(model):
     """models/MODEL.onnx, the DeepSeek export in the cache (exported on first use, ~20 s), or a
     real model (fetched and exported on first use: minutes)."""
     if model in ("resnet50", "minilm", "smollm2"):
-        out = subprocess.run([sys.executable, os.path.join(ROOT, "models", "fetch_real_models.py"), "--only", model],
-                             check=True, capture_output=True, text=True).stdout
-        # "NAME PATH" lines; a first export also prints the exporter's progress on stdout.
-        return dict(line.split(maxsplit=1) for line in out.splitlines() if line.startswith(model + " "))[model]
+        sys.path.insert(0, os.path.join(ROOT, "models"))
+        from real_models import fetched
+        return fetched([model])[model]
     if model != "tiny_deepseek_kv":
         return os.path.join(ROOT, "models", model + ".onnx")
     sys.path.insert(0, os.path.join(ROOT, "test", "e2e"))

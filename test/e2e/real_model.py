@@ -16,6 +16,8 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "models"))
+from real_models import fetched  # noqa: E402
 CASES = {
     "resnet50": (["--shape", "input_0=1x224x224x3"], []),
     "minilm": (["--shape", "input_ids=2x24", "--shape", "attention_mask=2x24"], ["--vocab", "30522"]),
@@ -38,10 +40,7 @@ def main():
     p.add_argument("--dynamic", action="store_true")
     p.add_argument("--precision", choices=["f16", "bf16"])
     args = p.parse_args()
-    out = subprocess.run([sys.executable, os.path.join(ROOT, "models", "fetch_real_models.py"), "--only", args.name],
-                         check=True, capture_output=True, text=True).stdout
-    # "NAME PATH" lines; a first export also prints the exporter's progress on stdout.
-    model = dict(line.split(maxsplit=1) for line in out.splitlines() if line.startswith(args.name + " "))[args.name]
+    model = fetched([args.name])[args.name]
     if args.dynamic:
         return subprocess.run([sys.executable, os.path.join(HERE, "dynamic_shapes.py"), "--llmc", args.llmc,
                                "--llmc-run", args.llmc_run, "--model", model] + DYNAMIC[args.name]).returncode

@@ -154,6 +154,13 @@ std::vector<int32_t> stopTokens(llmc_plan plan) {
   return stops;
 }
 
+// What a generation on CUDA captured, on stderr (cuda_vs_cpu.py and gpu_benchmark.py read it).
+void printCudaGraphs(llmc_generator gen) {
+  std::fprintf(stderr, "CUDA graphs captured: %zu\nnodes of the decode steps' graph (else of the last captured): %zu\n",
+               llmc_context_cuda_graph_count(llmc_generator_context(gen)),
+               llmc_context_cuda_graph_nodes(llmc_generator_context(gen)));
+}
+
 } // namespace
 
 // Several prompts at once: one generator with a batch, greedy or sampled, each sequence stopping at
@@ -230,9 +237,7 @@ int generateBatch(llmc_plan plan, const Args &a, const std::vector<std::vector<i
     std::printf("\n");
   }
   if (rc == 0 && a.device == LLMC_DEVICE_CUDA)
-    std::fprintf(stderr, "CUDA graphs captured: %zu\nnodes of the decode steps' graph (else of the last captured): %zu\n",
-                 llmc_context_cuda_graph_count(llmc_generator_context(gen)),
-                 llmc_context_cuda_graph_nodes(llmc_generator_context(gen)));
+    printCudaGraphs(gen);
   llmc_generator_release(gen);
   return rc;
 }
@@ -368,12 +373,11 @@ int generateMain(int argc, char **argv) {
                    stream.firstTokenMs, generated.size(),
                    generated.size() > 1 ? decodeMs / double(generated.size() - 1) : 0.0);
   }
-  if (rc == 0 && a.device == LLMC_DEVICE_CUDA)
-    std::fprintf(stderr, "device memory: %.1f MB (weights, activations, KV cache, workspaces; allocated once); "
-                         "CUDA graphs captured: %zu\nnodes of the decode steps' graph (else of the last captured): %zu\n",
-                 double(llmc_context_device_bytes(llmc_generator_context(gen))) / 1e6,
-                 llmc_context_cuda_graph_count(llmc_generator_context(gen)),
-                 llmc_context_cuda_graph_nodes(llmc_generator_context(gen)));
+  if (rc == 0 && a.device == LLMC_DEVICE_CUDA) {
+    std::fprintf(stderr, "device memory: %.1f MB (weights, activations, KV cache, workspaces; allocated once); ",
+                 double(llmc_context_device_bytes(llmc_generator_context(gen))) / 1e6);
+    printCudaGraphs(gen);
+  }
   llmc_generator_release(gen);
   llmc_plan_release(plan);
   return rc;
