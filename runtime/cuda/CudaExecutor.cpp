@@ -102,6 +102,7 @@ struct Executor {
   size_t sharedOptIn = 0; // shared memory a block may opt in to
   bool useGraphs = true;
   bool useSmallLinear = true; // linears of few rows with [N, K] weights on smallLinear (CudaOptions)
+  bool overlapLaunches = false; // smallLinear's programmatic dependent launch (CudaOptions; Hopper and newer)
   // RMS norms that smallLinear computes in front of the linear right after them, in the runs
   // where that linear takes it (findNormsBeforeLinears): per op, the norm of a linear / the
   // linear of a norm, or -1.
@@ -323,6 +324,7 @@ bool smallLinearCall(const Executor &e, int k, const std::vector<TensorRef> &t, 
   a.x = e.at(op.inputs[0]), a.w = e.at(op.inputs[1]), a.bias = given(2) ? e.at(op.inputs[2]) : nullptr;
   a.gate = given(3) ? e.at(op.inputs[3]) : nullptr, a.residual = given(4) ? e.at(op.inputs[4]) : nullptr;
   a.out = e.at(op.outputs[0]);
+  a.overlapPrevious = e.overlapLaunches;
   if (const int n = e.normOfLinear.empty() ? -1 : e.normOfLinear[size_t(k)]; n >= 0) {
     const PlanOp &norm = e.plan->ops[size_t(n)];
     const bool add = norm.kernel == "add_rms_norm";
@@ -1580,6 +1582,7 @@ std::string create(const llmc_plan_t &plan, const CudaOptions &options, void **s
     return "the CUDA executor needs compute capability 8.0 or newer; device " + std::to_string(ex->device) + " (" +
            props.name + ") has " + std::to_string(props.major) + "." + std::to_string(props.minor);
   ex->arch = "sm_" + std::to_string(props.major * 10 + props.minor) + (props.major == 9 ? "a" : "");
+  ex->overlapLaunches = options.overlap && props.major >= 9;
   ex->sharedOptIn = props.sharedMemPerBlockOptin;
   flashAttentionSetup(ex->sharedOptIn); // not while a graph is being captured
   latentAttentionSetup();

@@ -17,52 +17,7 @@ namespace {
 constexpr int kRowThreads = 256;
 constexpr int kElementThreads = 256;
 constexpr int64_t kMaxRowCols = 12 * 1024;   // the row staged in 48 KiB of shared memory
-constexpr int kDecodeThreads = 128;          // 4 warps per (sequence, head, split)
-constexpr int64_t kMaxDecodeChunk = 1024;    // cache rows one decode block scores
-constexpr int64_t kDecodeCounters = 1 << 16; // (sequence, head) pairs a decode launch may have
-constexpr int kDecodeKeysPerStep = 4;         // keys a warp scores at once
 
-// Sum / max over the block (blockDim.x a multiple of 32, at most 1024); every thread gets it.
-template <bool kMax> __device__ float blockReduce(float v) {
-  __shared__ float partial[32];
-  for (int o = 16; o > 0; o >>= 1) {
-    const float other = __shfl_xor_sync(0xffffffffu, v, o);
-    v = kMax ? fmaxf(v, other) : v + other;
-  }
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
-  __syncthreads(); // the previous call's readers are done with `partial`
-  if (lane == 0)
-    partial[warp] = v;
-  __syncthreads();
-  if (warp == 0) {
-    v = lane < warps ? partial[lane] : (kMax ? -INFINITY : 0.0f);
-    for (int o = 16; o > 0; o >>= 1) {
-      const float other = __shfl_xor_sync(0xffffffffu, v, o);
-      v = kMax ? fmaxf(v, other) : v + other;
-    }
-    if (lane == 0)
-      partial[0] = v;
-  }
-  __syncthreads();
-  return partial[0];
-}
-
-// Turns the n scores in p (shared memory, written before the call) into exp(score - max) in place
-// and returns their sum; *best gets the max (-inf when every score is masked: then all are 0).
-// Every thread must call it; it ends with a barrier, so p can be read right after.
-__device__ float blockExpScores(float *p, int64_t n, float *best) {
-  float m = -INFINITY;
-  for (int64_t j = threadIdx.x; j < n; j += blockDim.x)
-    m = fmaxf(m, p[j]);
-  m = blockReduce<true>(m);
-  float acc = 0.0f;
-  for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
-    p[j] = m == -INFINITY ? 0.0f : __expf(p[j] - m);
-    acc += p[j];
-  }
-  *best = m;
-  return blockReduce<false>(acc);
-}
 
 template <typename T, bool kLayer>
 __global__ void addNormKernel(const T *__restrict__ x, const T *__restrict__ r, const T *__restrict__ scale,
@@ -170,119 +125,6 @@ __global__ void gatherRowsKernel(const T *__restrict__ table, int64_t rows, int6
       out[e] = table[id * width + e % width];
     }
   }
-}
-
-// Decode attention, the splits' partial results combined for (sequence, head) `bh`, rescaled to
-// the global max, by the whole block; `weights` (shared, one per split) holds each split's scale.
-// Read through L2 (__ldcg): other blocks wrote them during this launch.
-template <typename T>
-__device__ void combineDecodeSplits(const float *ws, T *__restrict__ out, int64_t bh, int64_t Dv, int splits,
-                                    float *weights) {
-  const float *part = ws + bh * splits * (Dv + 2);
-  float best = -INFINITY;
-  for (int s = threadIdx.x; s < splits; s += blockDim.x)
-    best = fmaxf(best, __ldcg(part + s * (Dv + 2)));
-  best = blockReduce<true>(best);
-  float total = 0.0f;
-  for (int s = threadIdx.x; s < splits; s += blockDim.x) {
-    const float m = __ldcg(part + s * (Dv + 2));
-    weights[s] = m == -INFINITY ? 0.0f : __expf(m - best);
-    total += weights[s] * __ldcg(part + s * (Dv + 2) + 1);
-  }
-  total = blockReduce<false>(total); // its barriers also publish `weights`
-  for (int64_t dv = threadIdx.x; dv < Dv; dv += blockDim.x) {
-    float o = 0.0f;
-#pragma unroll 8
-    for (int s = 0; s < splits; ++s)
-      o += weights[s] * __ldcg(part + s * (Dv + 2) + 2 + dv);
-    out[bh * Dv + dv] = fromF<T>(best == -INFINITY ? 0.0f : o / total); // every key masked: zeros
-  }
-}
-
-// Decode attention: block (sequence b and head h, split) scores its chunk of the keys (each warp
-// kDecodeKeysPerStep keys at a time) and writes its max, its sum of exponentials and its
-// unnormalized weighted sum of values; the last block of (b, h) to finish (counted in `arrived`,
-// which it sets back to 0 for the next launch) combines them: one launch where a second kernel
-// used to combine.
-template <typename T>
-__global__ void decodeAttentionKernel(AttentionArgs a, float *__restrict__ ws, unsigned *__restrict__ arrived) {
-  __shared__ float qs[kMaxDecodeHeadDim];
-  __shared__ float p[kMaxDecodeChunk];
-  __shared__ bool lastToArrive;
-  const int64_t bh = blockIdx.x, b = bh / a.Hq, h = bh % a.Hq, kvh = h / (a.Hq / a.Hkv);
-  const int split = blockIdx.y, splits = gridDim.y;
-  int64_t Sk = a.Sk; // with skOnDevice, the bound that sized the chunks to fit `p`
-  if (a.skOnDevice && *a.skOnDevice < Sk)
-    Sk = *a.skOnDevice;
-  const int64_t chunk = (Sk + splits - 1) / splits;
-  const int64_t t0 = split * chunk, t1 = t0 + chunk < Sk ? t0 + chunk : Sk;
-  const int64_t maskBatch = a.maskRowPerBatch ? Sk : a.maskStrides[0];
-  float *out = ws + (bh * splits + split) * (a.Dv + 2);
-  if (t0 >= t1) { // no keys (a launch sized for a longer cache): nothing for the combine to add
-    if (threadIdx.x == 0)
-      out[0] = -INFINITY, out[1] = 0.0f;
-  } else {
-    const T *q = static_cast<const T *>(a.q) + b * a.qs.batch + h * a.qs.head;
-    const T *cq = a.cos ? static_cast<const T *>(a.cos) + (a.tablesPerBatch ? b : 0) * a.D : nullptr;
-    const T *sq = a.sin ? static_cast<const T *>(a.sin) + (a.tablesPerBatch ? b : 0) * a.D : nullptr;
-    for (int64_t d = threadIdx.x; d < a.D; d += blockDim.x)
-      qs[d] = rotated(q, cq, sq, d, a.D) * a.scale;
-    __syncthreads();
-    const T *kb = static_cast<const T *>(a.k) + b * a.ks.batch + kvh * a.ks.head;
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
-    // kDecodeKeysPerStep keys per warp at a time, their loads issued together (past the chunk's
-    // end a step rereads its last key and drops the score): the loads' latency, not their
-    // bytes, is what a decode step's attention waits on.
-    for (int64_t t = t0 + int64_t(warp) * kDecodeKeysPerStep; t < t1; t += int64_t(warps) * kDecodeKeysPerStep) {
-      const T *kt[kDecodeKeysPerStep];
-      float dot[kDecodeKeysPerStep];
-#pragma unroll
-      for (int u = 0; u < kDecodeKeysPerStep; ++u)
-        kt[u] = kb + (t + u < t1 ? t + u : t1 - 1) * a.ks.token, dot[u] = 0.0f;
-      for (int64_t d = lane; d < a.D; d += 32) {
-        const float qd = qs[d];
-#pragma unroll
-        for (int u = 0; u < kDecodeKeysPerStep; ++u)
-          dot[u] += qd * toF(kt[u][d]);
-      }
-#pragma unroll
-      for (int o = 16; o > 0; o >>= 1)
-#pragma unroll
-        for (int u = 0; u < kDecodeKeysPerStep; ++u)
-          dot[u] += __shfl_xor_sync(0xffffffffu, dot[u], o);
-      if (lane == 0) {
-#pragma unroll
-        for (int u = 0; u < kDecodeKeysPerStep; ++u)
-          if (t + u < t1)
-            p[t + u - t0] = masked<T>(a, dot[u], b * maskBatch + h * a.maskStrides[1] + (t + u) * a.maskStrides[3]);
-      }
-    }
-    __syncthreads();
-    float best;
-    const float total = blockExpScores(p, t1 - t0, &best);
-    const T *vb = static_cast<const T *>(a.v) + b * a.vs.batch + kvh * a.vs.head;
-    for (int64_t dv = threadIdx.x; dv < a.Dv; dv += blockDim.x) {
-      float o = 0.0f;
-#pragma unroll 8
-      for (int64_t t = t0; t < t1; ++t)
-        o += p[t - t0] * toF(vb[t * a.vs.token + dv]);
-      out[2 + dv] = o;
-    }
-    if (threadIdx.x == 0)
-      out[0] = best, out[1] = total;
-  }
-  // Every thread's writes visible device-wide before the block counts itself in.
-  __threadfence();
-  __syncthreads();
-  if (threadIdx.x == 0)
-    lastToArrive = atomicAdd(arrived + bh, 1u) == unsigned(splits - 1);
-  __syncthreads();
-  if (!lastToArrive)
-    return;
-  __threadfence();
-  combineDecodeSplits(ws, static_cast<T *>(a.out), bh, a.Dv, splits, p); // the scores are done with
-  if (threadIdx.x == 0)
-    arrived[bh] = 0;
 }
 
 template <typename T> __global__ void attentionKernel(AttentionArgs a) {
@@ -410,40 +252,6 @@ std::string gatherRows(Storage s, const void *table, int64_t rows, int64_t width
                                                                static_cast<T *>(out), error);
   });
   return launched("gatherRows");
-}
-
-// About 64 keys per block, so that each block's chains of dependent loads stay short and a head's
-// keys spread over many SMs (a decode step waits on latency: a few heads, one query each); at most
-// 128 blocks per head until the chunk reaches kMaxDecodeChunk.
-int decodeAttentionSplits(int64_t T) {
-  const int64_t chunk = std::clamp<int64_t>((T + 127) / 128, 64, kMaxDecodeChunk);
-  return int(std::max<int64_t>(1, (T + chunk - 1) / chunk));
-}
-
-size_t decodeAttentionWorkspaceBytes(int64_t B, int64_t Hq, int64_t Dv, int splits) {
-  return size_t(kDecodeCounters) * sizeof(unsigned) + size_t(B * Hq) * size_t(splits) * size_t(Dv + 2) * sizeof(float);
-}
-
-std::string decodeAttention(Storage s, const AttentionArgs &a, int splits, void *workspace, void *stream) {
-  if (splits <= 0)
-    splits = decodeAttentionSplits(a.Sk);
-  const int64_t chunk = (a.Sk + splits - 1) / splits;
-  if (a.Sq != 1 || a.B <= 0 || a.Hkv <= 0 || a.Hq % a.Hkv || a.Sk <= 0 || a.D > kMaxDecodeHeadDim ||
-      (a.cos && a.D % 2) || a.rotateKeys || chunk > kMaxDecodeChunk || splits > kMaxDecodeChunk ||
-      a.B * a.Hq > kDecodeCounters)
-    return "decodeAttention: needs one query, Hq a multiple of Hkv, keys, D <= " + std::to_string(kMaxDecodeHeadDim) +
-           " (even with rotary), no key rotation, at most " + std::to_string(kMaxDecodeChunk) +
-           " keys per split and splits, and " + std::to_string(kDecodeCounters) + " sequences x heads";
-  // The workspace: the arrival counters first (at one place for every launch, so that they stay
-  // zero between launches whatever the sizes), then the partial results.
-  auto *arrived = static_cast<unsigned *>(workspace);
-  float *partials = reinterpret_cast<float *>(arrived + kDecodeCounters);
-  auto st = static_cast<cudaStream_t>(stream);
-  dispatch(s, [&](auto tag) {
-    decodeAttentionKernel<decltype(tag)><<<dim3(unsigned(a.B * a.Hq), unsigned(splits)), kDecodeThreads, 0, st>>>(
-        a, partials, arrived);
-  });
-  return launched("decodeAttention");
 }
 
 } // namespace llmc::rt::cuda

@@ -87,6 +87,9 @@ struct AttentionArgs {
   // mask is [B, 1, 1, keys] and its batch stride that count, whatever maskStrides[0] says.
   const int64_t *skOnDevice = nullptr;
   bool maskRowPerBatch = false;
+  // decodeAttention only: its plain kernel even where the tiled one takes the call (tests and
+  // benchmarks compare the two; DecodeAttention.cu).
+  bool plainDecode = false;
 };
 std::string attention(Storage s, const AttentionArgs &a, void *stream);
 
@@ -94,7 +97,7 @@ std::string attention(Storage s, const AttentionArgs &a, void *stream);
 // key rotation (a cache holds its keys rotated; the query is rotated when a.cos is given): the
 // key length is split across `splits` blocks per head (0: chosen from Sk), whose partial results
 // `workspace` holds (decodeAttentionWorkspaceBytes; zeroed before its first use, and left so),
-// and the last block of each head to finish combines them. With
+// and the last block of each head to finish combines them (DecodeAttention.cu). With
 // a.skOnDevice the blocks divide the keys that it counts (at most a.Sk) among themselves.
 constexpr int64_t kMaxDecodeHeadDim = 256;
 size_t decodeAttentionWorkspaceBytes(int64_t B, int64_t Hq, int64_t Dv, int splits);
@@ -141,6 +144,10 @@ struct SmallLinearArgs {
   // Warps that share an output column, each over a slice of K: 1, 2 or 4; 0 lets the kernel
   // choose from the shape (tests set it, to cover each).
   int slices = 0;
+  // A programmatic dependent launch (compute capability 9.0 and newer; DeviceUtil.cuh): the
+  // kernel starts loading its weights while the kernel before it in the stream finishes, and
+  // waits for it before reading x. The executor sets it on Hopper unless told not to.
+  bool overlapPrevious = false;
 };
 bool smallLinearTakes(Storage s, const SmallLinearArgs &a);
 std::string smallLinear(Storage s, const SmallLinearArgs &a, const std::string &activation, void *stream);

@@ -1,6 +1,6 @@
 // Device helpers shared by the CUDA kernel files: storage conversions (f32 arithmetic on f32,
 // f16 or bf16 storage), what every attention kernel does to a row (rotary, masks), a linear's
-// activations, the dispatch from Storage to a type, and launch bookkeeping.
+// activations, reductions over a block, the dispatch from Storage to a type, and launch bookkeeping.
 #pragma once
 
 #include "Activation.h"
@@ -44,6 +44,35 @@ __device__ __forceinline__ float rotated(const T *row, const T *cosRow, const T 
   return x * toF(cosRow[d]) + partner * toF(sinRow[d]);
 }
 
+// The 16 / sizeof(T) elements of a 16-byte load, widened.
+template <typename T> struct Lanes {
+  static constexpr int kCount = 16 / int(sizeof(T));
+  float v[kCount];
+};
+
+__device__ __forceinline__ float2 pairOf(unsigned word, __half) {
+  __half2 p;
+  memcpy(&p, &word, 4);
+  return __half22float2(p);
+}
+__device__ __forceinline__ float2 pairOf(unsigned word, __nv_bfloat16) {
+  __nv_bfloat162 p;
+  memcpy(&p, &word, 4);
+  return __bfloat1622float2(p);
+}
+template <typename T> __device__ __forceinline__ void widen(const uint4 &raw, Lanes<T> &out) {
+  const unsigned words[4] = {raw.x, raw.y, raw.z, raw.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    if constexpr (sizeof(T) == 4) {
+      out.v[i] = __uint_as_float(words[i]);
+    } else {
+      const float2 f = pairOf(words[i], T{});
+      out.v[2 * i] = f.x, out.v[2 * i + 1] = f.y;
+    }
+  }
+}
+
 // An attention score after the mask of `a` (element `at`, from its maskStrides): bool bytes or
 // int64 values keep it (non-zero) or hide it, anything else is added in the storage type.
 template <typename T> __device__ __forceinline__ float masked(const AttentionArgs &a, float score, int64_t at) {
@@ -71,6 +100,65 @@ __device__ __forceinline__ float activate(Activation act, float x) {
 
 // SwiGLU of a gate and an up projection's value: silu(gate) * up.
 __device__ __forceinline__ float swigluOf(float gate, float up) { return gate / (1.0f + __expf(-gate)) * up; }
+
+// Sum / max over the block (blockDim.x a multiple of 32, at most 1024); every thread gets it.
+template <bool kMax> __device__ float blockReduce(float v) {
+  __shared__ float partial[32];
+  for (int o = 16; o > 0; o >>= 1) {
+    const float other = __shfl_xor_sync(0xffffffffu, v, o);
+    v = kMax ? fmaxf(v, other) : v + other;
+  }
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
+  __syncthreads(); // the previous call's readers are done with `partial`
+  if (lane == 0)
+    partial[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    v = lane < warps ? partial[lane] : (kMax ? -INFINITY : 0.0f);
+    for (int o = 16; o > 0; o >>= 1) {
+      const float other = __shfl_xor_sync(0xffffffffu, v, o);
+      v = kMax ? fmaxf(v, other) : v + other;
+    }
+    if (lane == 0)
+      partial[0] = v;
+  }
+  __syncthreads();
+  return partial[0];
+}
+
+// Turns the n scores in p (shared memory, written before the call) into exp(score - max) in place
+// and returns their sum; *best gets the max (-inf when every score is masked: then all are 0).
+// Every thread must call it; it ends with a barrier, so p can be read right after.
+__device__ inline float blockExpScores(float *p, int64_t n, float *best) {
+  float m = -INFINITY;
+  for (int64_t j = threadIdx.x; j < n; j += blockDim.x)
+    m = fmaxf(m, p[j]);
+  m = blockReduce<true>(m);
+  float acc = 0.0f;
+  for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
+    p[j] = m == -INFINITY ? 0.0f : __expf(p[j] - m);
+    acc += p[j];
+  }
+  *best = m;
+  return blockReduce<false>(acc);
+}
+
+// Programmatic dependent launch (compute capability 9.0 and newer; nothing on older GPUs and in
+// the CPU emulation, which runs launches one after another). A kernel launched with the
+// programmatic-serialization attribute (SmallLinear.cu) may start before the kernel ahead of it
+// in the stream has finished, once that one has called allowNextLaunch in every block: it must
+// call waitForPrevious before it reads anything the kernels before it wrote, or writes anything
+// they might still read. Until then it may only read what no kernel writes (a linear's weights).
+__device__ __forceinline__ void waitForPrevious() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void allowNextLaunch() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
 
 // Runs `f(T{})` with T the storage type.
 template <typename F> void dispatch(Storage s, F &&f) {

@@ -28,35 +28,6 @@ namespace {
 constexpr int kWarps = 4;  // warps per block: output columns per block times the slices of K
 constexpr int kUnroll = 4; // 16-byte weight loads in flight per lane
 
-// The 16 / sizeof(T) elements of a 16-byte load, widened.
-template <typename T> struct Lanes {
-  static constexpr int kCount = 16 / int(sizeof(T));
-  float v[kCount];
-};
-
-__device__ __forceinline__ float2 pairOf(unsigned word, __half) {
-  __half2 p;
-  memcpy(&p, &word, 4);
-  return __half22float2(p);
-}
-__device__ __forceinline__ float2 pairOf(unsigned word, __nv_bfloat16) {
-  __nv_bfloat162 p;
-  memcpy(&p, &word, 4);
-  return __bfloat1622float2(p);
-}
-template <typename T> __device__ __forceinline__ void widen(const uint4 &raw, Lanes<T> &out) {
-  const unsigned words[4] = {raw.x, raw.y, raw.z, raw.w};
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    if constexpr (sizeof(T) == 4) {
-      out.v[i] = __uint_as_float(words[i]);
-    } else {
-      const float2 f = pairOf(words[i], T{});
-      out.v[2 * i] = f.x, out.v[2 * i + 1] = f.y;
-    }
-  }
-}
-
 template <typename T> __device__ __forceinline__ float dot(const Lanes<T> &a, const Lanes<T> &b) {
   float s = 0.0f;
 #pragma unroll
@@ -168,26 +139,37 @@ __global__ void __launch_bounds__(kWarps * 32) smallLinearKernel(SmallLinearArgs
   const int64_t step = 32 * V, sliceLength = (a.K + step * slices - 1) / (step * slices) * step;
   const int64_t kBegin = (warp % slices) * sliceLength, kEnd = kBegin + sliceLength < a.K ? kBegin + sliceLength : a.K;
   Sums<T, kMaxM, kSwiglu, kNorm> sums;
-  if (n < nOut) { // warps past the last column only take part in addSlices' barrier
-    const T *w = static_cast<const T *>(a.w);
-    const T *row = w + n * a.K, *upRow = kSwiglu ? w + (n + nOut) * a.K : row;
-    const bool storeSum = kNorm && a.normSum && n == 0;
-    int64_t k = kBegin + int64_t(lane) * V;
-    for (; k + (kUnroll - 1) * step < kEnd; k += kUnroll * step) {
-      uint4 r[kUnroll], u[kUnroll];
+  allowNextLaunch();
+  const T *w = static_cast<const T *>(a.w);
+  const T *row = w + n * a.K, *upRow = kSwiglu ? w + (n + nOut) * a.K : row;
+  int64_t k = kBegin + int64_t(lane) * V;
+  uint4 r[kUnroll], u[kUnroll];
+  auto loadStep = [&] {
 #pragma unroll
-      for (int i = 0; i < kUnroll; ++i) {
-        r[i] = stream(row + k + i * step);
-        if (kSwiglu)
-          u[i] = stream(upRow + k + i * step);
-      }
+    for (int i = 0; i < kUnroll; ++i) {
+      r[i] = stream(row + k + i * step);
+      if (kSwiglu)
+        u[i] = stream(upRow + k + i * step);
+    }
+  };
+  // The first step's weights are loaded before the wait: with a programmatic launch they stream
+  // in while the kernel before this one (whose output is x) finishes.
+  const bool firstStep = n < nOut && k + (kUnroll - 1) * step < kEnd;
+  if (firstStep)
+    loadStep();
+  waitForPrevious();
+  if (n < nOut) { // warps past the last column only take part in addSlices' barrier
+    const bool storeSum = kNorm && a.normSum && n == 0;
+    for (bool loaded = firstStep; k + (kUnroll - 1) * step < kEnd; k += kUnroll * step, loaded = false) {
+      if (!loaded)
+        loadStep();
 #pragma unroll
       for (int i = 0; i < kUnroll; ++i)
         sums.add(a, r[i], kSwiglu ? u[i] : r[i], k + i * step, storeSum);
     }
     for (; k < kEnd; k += step) {
-      const uint4 r = stream(row + k);
-      sums.add(a, r, kSwiglu ? stream(upRow + k) : r, k, storeSum);
+      const uint4 r0 = stream(row + k);
+      sums.add(a, r0, kSwiglu ? stream(upRow + k) : r0, k, storeSum);
     }
     sums.reduce();
   }
@@ -254,6 +236,18 @@ template <typename T, int kMaxM, bool kSwiglu, bool kNorm> struct Variant {
     const int slices = Variant::slices(a);
     const int64_t columnsPerBlock = kWarps / slices;
     const unsigned blocks = unsigned((columns(a) + columnsPerBlock - 1) / columnsPerBlock);
+#ifndef LLMC_CUDA_EMULATION // the emulation runs launches in order: a programmatic one is an ordinary one
+    if (a.overlapPrevious) {
+      cudaLaunchAttribute overlap[1];
+      overlap[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+      overlap[0].val.programmaticStreamSerializationAllowed = 1;
+      cudaLaunchConfig_t config = {};
+      config.gridDim = dim3(blocks), config.blockDim = dim3(kWarps * 32), config.stream = stream;
+      config.attrs = overlap, config.numAttrs = 1;
+      cudaLaunchKernelEx(&config, kernel, a, act, slices); // an error is the next cudaGetLastError's
+      return;
+    }
+#endif
     kernel<<<blocks, kWarps * 32, 0, stream>>>(a, act, slices);
   }
 };

@@ -204,6 +204,7 @@ extern "C" void llmc_context_options_init(llmc_context_options *options) {
   options->device = LLMC_DEVICE_CPU;
   options->cuda_graphs = 1;
   options->cuda_gemv = 1;
+  options->cuda_overlap = 1;
 }
 
 extern "C" llmc_status llmc_context_create(llmc_plan plan, const llmc_context_options *options,
@@ -259,6 +260,7 @@ extern "C" llmc_status llmc_context_create(llmc_plan plan, const llmc_context_op
     auto given = [&](size_t offset) { return options->struct_size >= offset + sizeof(int32_t); };
     cudaOptions.graphs = !given(offsetof(llmc_context_options, cuda_graphs)) || options->cuda_graphs != 0;
     cudaOptions.smallLinear = !given(offsetof(llmc_context_options, cuda_gemv)) || options->cuda_gemv != 0;
+    cudaOptions.overlap = !given(offsetof(llmc_context_options, cuda_overlap)) || options->cuda_overlap != 0;
     if (std::string err = backend->create(*plan, cudaOptions, &ctx->cudaState); !err.empty())
       return makeStatus(LLMC_UNSUPPORTED, "CUDA: " + err);
     ctx->cuda = backend;

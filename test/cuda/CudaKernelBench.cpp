@@ -91,18 +91,21 @@ int decodeAttentionBench(int reps) {
   a.qs = {Hq * D, Hq * D, D};
   a.ks = a.vs = cu::HeadStrides{Hkv * D, Hkv * D, D}; // [length, batch 1, heads * D]
   int failures = 0;
-  for (int64_t T : {64, 576, 1536}) {
-    cudaMemcpy(keys, &T, sizeof T, cudaMemcpyHostToDevice);
-    const double us = timeCalls([&](int) { return cu::decodeAttention(cu::Storage::BF16, a, splits, workspace, nullptr); },
-                                reps);
-    std::printf("  %4lld cached tokens (%d blocks per head):", static_cast<long long>(T), splits);
-    if (us < 0) {
-      std::printf(" failed\n");
-      ++failures;
-      continue;
+  for (int64_t T : {64, 576, 1536})
+    for (bool plain : {false, true}) {
+      cudaMemcpy(keys, &T, sizeof T, cudaMemcpyHostToDevice);
+      a.plainDecode = plain;
+      const double us = timeCalls(
+          [&](int) { return cu::decodeAttention(cu::Storage::BF16, a, splits, workspace, nullptr); }, reps);
+      std::printf("  %4lld cached tokens (%d blocks per head), %s kernel:", static_cast<long long>(T), splits,
+                  plain ? "plain" : "tiled");
+      if (us < 0) {
+        std::printf(" failed\n");
+        ++failures;
+        continue;
+      }
+      std::printf(" %7.2f us for %.2f MB of keys and values\n", us, 2.0 * double(T * Hkv * D) * 2 / 1e6);
     }
-    std::printf(" %7.2f us for %.2f MB of keys and values\n", us, 2.0 * double(T * Hkv * D) * 2 / 1e6);
-  }
   cudaFree(q), cudaFree(k), cudaFree(v), cudaFree(out), cudaFree(keys), cudaFree(workspace);
   return failures;
 }
@@ -170,6 +173,21 @@ int main(int argc, char **argv) {
                                             : "  K in " + std::to_string(slices) + " slice" + (slices > 1 ? "s" : "");
       report(label.c_str(), gemv, bytes);
       failures += gemv < 0;
+    }
+    if (prop.major >= 9) { // back to back with programmatic dependent launch, as the executor runs it
+      a.slices = 0, a.overlapPrevious = true;
+      cudaStream_t stream = nullptr; // a stream of our own (blocking: the timing events wait for it)
+      cudaStreamCreate(&stream);
+      const double gemv = timeCalls(
+          [&](int i) {
+            a.w = w[size_t(i) % w.size()];
+            return cu::smallLinear(cu::Storage::BF16, a, "none", stream);
+          },
+          reps);
+      report("llmc GEMV, overlapping launches", gemv, bytes);
+      failures += gemv < 0;
+      cudaStreamDestroy(stream);
+      a.overlapPrevious = false;
     }
     for (bool transB : {true, false}) {
       cu::LinearSpec spec;

@@ -319,12 +319,19 @@ TEST(Cuda, DecodeAttentionMatchesFusedAttention) {
         }
         if (rotary)
           a.cos = dcos->p, a.sin = dsin->p;
-        const int splits = cu::decodeAttentionSplits(T);
-        Device ws(cu::decodeAttentionWorkspaceBytes(B, Hq, Dv, splits));
-        cudaMemset(ws.p, 0, ws.bytes);
-        ASSERT_EQ(cu::decodeAttention(s, a, splits, ws.p, nullptr), "");
-        expectClose(download(out, size_t(B * Hq * Dv), s), want.data, tolerance(s),
-                    std::string("decode attention ") + layout + " " + name(s) + " T=" + std::to_string(T));
+        // Both kernels (the tiled one takes every layout here but the values off 16 bytes), with
+        // the splits chosen from T and with one block per head (several tiles of keys each).
+        for (bool plain : {false, true})
+          for (int splits : {cu::decodeAttentionSplits(T), 1}) {
+            Device ws(cu::decodeAttentionWorkspaceBytes(B, Hq, Dv, splits));
+            cudaMemset(ws.p, 0, ws.bytes);
+            a.plainDecode = plain;
+            ASSERT_EQ(cu::decodeAttention(s, a, splits, ws.p, nullptr), "");
+            expectClose(download(out, size_t(B * Hq * Dv), s), want.data, tolerance(s),
+                        std::string("decode attention ") + (plain ? "(plain) " : "(tiled) ") + layout + " " + name(s) +
+                            " T=" + std::to_string(T) + " splits=" + std::to_string(splits));
+          }
+        a.plainDecode = false;
         if (!timeMajor)
           continue;
         // The key count read from the device, the launch sized for a longer cache (a graph

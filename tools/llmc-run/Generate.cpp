@@ -32,6 +32,7 @@ const char *kUsage = R"(usage: llmc-run generate PLAN (--prompt TEXT | --prompt-
   --device cpu|cuda        where to run (cuda: work in progress, see docs/cuda.md)
   --no-cuda-graphs         CUDA: launch every kernel of each step instead of replaying a graph
   --no-cuda-gemv           CUDA: every linear on cuBLASLt, decode steps' too (for comparison)
+  --no-cuda-overlap        CUDA: no programmatic dependent launch of the GEMV kernel (for comparison)
   --repeat N               generate N times from an empty cache, timing each (benchmarks: the
                            first includes one-off work such as capturing CUDA graphs)
 )";
@@ -59,7 +60,8 @@ struct Args {
   std::vector<int32_t> promptIds;
   std::vector<std::string> prompts;              // every --prompt (more than one: a batch)
   std::vector<std::vector<int32_t>> promptIdLists; // every --prompt-ids
-  bool haveIds = false, chat = false, printIds = false, ignoreEos = false, cudaGraphs = true, cudaGemv = true;
+  bool haveIds = false, chat = false, printIds = false, ignoreEos = false, cudaGraphs = true, cudaGemv = true,
+       cudaOverlap = true;
   int maxTokens = 64, threads = 0, repeat = 1;
   llmc_device device = LLMC_DEVICE_CPU;
   llmc_sampling sampling;
@@ -124,6 +126,8 @@ std::string parse(int argc, char **argv, Args &a) {
         a.cudaGraphs = false;
       else if (arg == "--no-cuda-gemv")
         a.cudaGemv = false;
+      else if (arg == "--no-cuda-overlap")
+        a.cudaOverlap = false;
       else if (arg == "--help" || arg == "-h")
         return "-";
       else if (a.plan.empty() && !arg.empty() && arg[0] != '-')
@@ -180,6 +184,7 @@ int generateBatch(llmc_plan plan, const Args &a, const std::vector<std::vector<i
   options.device = a.device;
   options.cuda_graphs = a.cudaGraphs;
   options.cuda_gemv = a.cudaGemv;
+  options.cuda_overlap = a.cudaOverlap;
   llmc_generator gen = nullptr;
   if (!ok(llmc_generator_create_batch(plan, &options, int32_t(prompts.size()), &gen), error))
     return fail(error);
@@ -287,6 +292,7 @@ int generateMain(int argc, char **argv) {
   options.device = a.device;
   options.cuda_graphs = a.cudaGraphs;
   options.cuda_gemv = a.cudaGemv;
+  options.cuda_overlap = a.cudaOverlap;
   llmc_generator gen = nullptr;
   if (!ok(llmc_generator_create(plan, &options, &gen), error)) {
     llmc_plan_release(plan);

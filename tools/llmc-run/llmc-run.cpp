@@ -43,6 +43,7 @@ Runs an llmc plan on the CPU, or on a CUDA GPU (--device cuda; the default for a
                            executor, work in progress; any plan also runs on the cpu)
   --no-cuda-graphs         CUDA: launch every kernel every run instead of replaying a captured graph
   --no-cuda-gemv           CUDA: every linear on cuBLASLt, those of 1 to 8 rows too (for comparison)
+  --no-cuda-overlap        CUDA: no programmatic dependent launch of the GEMV kernel (for comparison)
   --check-cuda             check, without a GPU, that the CUDA executor has a kernel for every op
   --profile                time every kernel and print the total per kernel type
   --quiet                  print no output values
@@ -63,6 +64,7 @@ struct Options {
   bool deviceGiven = false; // else the plan's target
   bool cudaGraphs = true;
   bool cudaGemv = true;
+  bool cudaOverlap = true;
   bool checkCuda = false;
 };
 
@@ -165,6 +167,8 @@ std::string parseArgs(int argc, char **argv, Options &o) {
         o.cudaGraphs = false;
       } else if (a == "--no-cuda-gemv") {
         o.cudaGemv = false;
+      } else if (a == "--no-cuda-overlap") {
+        o.cudaOverlap = false;
       } else if (a == "--device" && next(v)) {
         if (v != "cpu" && v != "cuda")
           return "--device must be cpu or cuda, not '" + v + "'";
@@ -319,6 +323,7 @@ int run(Options o) {
   copts.device = o.device;
   copts.cuda_graphs = o.cudaGraphs;
   copts.cuda_gemv = o.cudaGemv;
+  copts.cuda_overlap = o.cudaOverlap;
   llmc_context ctx = nullptr;
   int rc = 0;
   if (check(llmc_context_create(plan, &copts, &ctx), "creating a context")) {

@@ -144,6 +144,10 @@ typedef struct llmc_context_options {
   int32_t cuda_gemv;     /* CUDA: non-zero (the default) runs the linears of 1 to 8 rows (decode
                             steps) whose weights are [N, K] (llmc's CUDA plans) on llmc's own
                             kernel; 0 runs every linear on cuBLASLt (for comparison) */
+  int32_t cuda_overlap;  /* CUDA, compute capability 9.0 and newer: non-zero (the default) launches
+                            that kernel so that it starts loading its weights while the kernel
+                            before it finishes (programmatic dependent launch); 0 waits for that
+                            kernel to end first (for comparison) */
 } llmc_context_options;
 
 LLMC_API void llmc_context_options_init(llmc_context_options *options);

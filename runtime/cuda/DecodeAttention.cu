@@ -1,0 +1,330 @@
+// Decode attention (CudaKernels.h: decodeAttention): one query per sequence over a cache, the
+// keys split across blocks per head (blockIdx.y), each block's partial result (its max, its sum
+// of exponentials, its unnormalized weighted sum of values) in the workspace, and the last block
+// of a head to finish combines them: one launch.
+//
+// A decode step's attention reads little (a Llama-1B layer at 576 cached tokens: 1.2 MB) and
+// waits on latency, so what matters is how many rounds of dependent loads a block waits for. The
+// tiled kernel issues every 16-byte load of its keys and values at once (kTileLoads of each per
+// thread) and then scores, weighs and sums them from registers: one round per tile of keys, and
+// a block holds a tile of 64 keys of 64 bf16 elements (docs/gpu-results.md has the figures). The
+// plain kernel takes what the tiled one cannot (unaligned rows, D != Dv, heads of more than 32
+// pieces of 16 bytes): it scores a few keys per warp at a time, then sums the values row by row.
+#include "CudaKernels.h"
+#include "DeviceUtil.cuh"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+
+namespace llmc::rt::cuda {
+namespace {
+
+constexpr int kDecodeThreads = 128;          // 4 warps per (sequence, head, split)
+constexpr int64_t kMaxDecodeChunk = 1024;    // cache rows one decode block scores
+constexpr int64_t kDecodeCounters = 1 << 16; // (sequence, head) pairs a decode launch may have
+constexpr int kDecodeKeysPerStep = 4;        // keys a warp of the plain kernel scores at once
+constexpr int kTileLoads = 4;                // 16-byte loads of keys, and as many of values, per thread and tile
+
+// The splits' partial results of (sequence, head) `bh` combined, rescaled to the global max, by
+// the whole block, into out. `maxes` and `totals` (shared, one per split) take each split's max
+// and sum at once, so that the block waits on two rounds of loads. Read through L2 (__ldcg):
+// other blocks wrote them during this launch.
+template <typename T>
+__device__ void combineDecodeSplits(const float *ws, T *__restrict__ out, int64_t bh, int64_t Dv, int splits,
+                                    float *maxes, float *totals) {
+  const float *part = ws + bh * splits * (Dv + 2);
+  float best = -INFINITY;
+  for (int s = threadIdx.x; s < splits; s += blockDim.x) {
+    maxes[s] = __ldcg(part + s * (Dv + 2)), totals[s] = __ldcg(part + s * (Dv + 2) + 1);
+    best = fmaxf(best, maxes[s]);
+  }
+  best = blockReduce<true>(best); // its barriers also publish maxes and totals
+  float total = 0.0f;
+  for (int s = 0; s < splits; ++s) { // every thread: the weights in place of the maxes after a barrier
+    const float w = maxes[s] == -INFINITY ? 0.0f : __expf(maxes[s] - best);
+    total += w * totals[s];
+  }
+  __syncthreads(); // every thread has read the maxes
+  for (int s = threadIdx.x; s < splits; s += blockDim.x)
+    maxes[s] = maxes[s] == -INFINITY ? 0.0f : __expf(maxes[s] - best);
+  __syncthreads();
+  for (int64_t dv = threadIdx.x; dv < Dv; dv += blockDim.x) {
+    float o = 0.0f;
+#pragma unroll 8
+    for (int s = 0; s < splits; ++s)
+      o += maxes[s] * __ldcg(part + s * (Dv + 2) + 2 + dv);
+    out[bh * Dv + dv] = fromF<T>(best == -INFINITY ? 0.0f : o / total); // every key masked: zeros
+  }
+}
+
+// After a block has written its partial result: counts it in `arrived` (which the last block
+// sets back to 0 for the next launch), and the last block of (sequence, head) `bh` combines.
+template <typename T>
+__device__ void arriveAndCombine(const AttentionArgs &a, const float *ws, unsigned *arrived, int64_t bh, int splits,
+                                 float *maxes, float *totals) {
+  __shared__ bool lastToArrive;
+  // Every thread's writes visible device-wide before the block counts itself in.
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0)
+    lastToArrive = atomicAdd(arrived + bh, 1u) == unsigned(splits - 1);
+  __syncthreads();
+  if (!lastToArrive)
+    return;
+  __threadfence();
+  combineDecodeSplits(ws, static_cast<T *>(a.out), bh, a.Dv, splits, maxes, totals);
+  if (threadIdx.x == 0)
+    arrived[bh] = 0;
+}
+
+// The key count this launch divides among its blocks: with skOnDevice the count a graph's replay
+// finds there, a.Sk being its bound (which sized the launch).
+__device__ __forceinline__ int64_t decodeKeys(const AttentionArgs &a) {
+  return a.skOnDevice && *a.skOnDevice < a.Sk ? *a.skOnDevice : a.Sk;
+}
+
+// Block (sequence b and head h, split) of the plain kernel: each warp scores kDecodeKeysPerStep
+// keys at a time into shared memory, then the block takes their exponentials and each thread sums
+// one element of the values over the chunk.
+template <typename T>
+__global__ void __launch_bounds__(kDecodeThreads)
+    decodeAttentionKernel(AttentionArgs a, float *__restrict__ ws, unsigned *__restrict__ arrived) {
+  __shared__ float qs[kMaxDecodeHeadDim];
+  __shared__ float p[kMaxDecodeChunk], totals[kMaxDecodeChunk];
+  allowNextLaunch();
+  const int64_t bh = blockIdx.x, b = bh / a.Hq, h = bh % a.Hq, kvh = h / (a.Hq / a.Hkv);
+  const int split = blockIdx.y, splits = gridDim.y;
+  const int64_t Sk = decodeKeys(a), chunk = (Sk + splits - 1) / splits;
+  const int64_t t0 = split * chunk, t1 = t0 + chunk < Sk ? t0 + chunk : Sk;
+  const int64_t maskBatch = a.maskRowPerBatch ? Sk : a.maskStrides[0];
+  float *out = ws + (bh * splits + split) * (a.Dv + 2);
+  if (t0 >= t1) { // no keys (a launch sized for a longer cache): nothing for the combine to add
+    if (threadIdx.x == 0)
+      out[0] = -INFINITY, out[1] = 0.0f;
+  } else {
+    const T *q = static_cast<const T *>(a.q) + b * a.qs.batch + h * a.qs.head;
+    const T *cq = a.cos ? static_cast<const T *>(a.cos) + (a.tablesPerBatch ? b : 0) * a.D : nullptr;
+    const T *sq = a.sin ? static_cast<const T *>(a.sin) + (a.tablesPerBatch ? b : 0) * a.D : nullptr;
+    for (int64_t d = threadIdx.x; d < a.D; d += blockDim.x)
+      qs[d] = rotated(q, cq, sq, d, a.D) * a.scale;
+    __syncthreads();
+    const T *kb = static_cast<const T *>(a.k) + b * a.ks.batch + kvh * a.ks.head;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    // kDecodeKeysPerStep keys per warp at a time, their loads issued together (past the chunk's
+    // end a step rereads its last key and drops the score).
+    for (int64_t t = t0 + int64_t(warp) * kDecodeKeysPerStep; t < t1; t += int64_t(warps) * kDecodeKeysPerStep) {
+      const T *kt[kDecodeKeysPerStep];
+      float dot[kDecodeKeysPerStep];
+#pragma unroll
+      for (int u = 0; u < kDecodeKeysPerStep; ++u)
+        kt[u] = kb + (t + u < t1 ? t + u : t1 - 1) * a.ks.token, dot[u] = 0.0f;
+      for (int64_t d = lane; d < a.D; d += 32) {
+        const float qd = qs[d];
+#pragma unroll
+        for (int u = 0; u < kDecodeKeysPerStep; ++u)
+          dot[u] += qd * toF(kt[u][d]);
+      }
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1)
+#pragma unroll
+        for (int u = 0; u < kDecodeKeysPerStep; ++u)
+          dot[u] += __shfl_xor_sync(0xffffffffu, dot[u], o);
+      if (lane == 0) {
+#pragma unroll
+        for (int u = 0; u < kDecodeKeysPerStep; ++u)
+          if (t + u < t1)
+            p[t + u - t0] = masked<T>(a, dot[u], b * maskBatch + h * a.maskStrides[1] + (t + u) * a.maskStrides[3]);
+      }
+    }
+    __syncthreads();
+    float best;
+    const float total = blockExpScores(p, t1 - t0, &best);
+    const T *vb = static_cast<const T *>(a.v) + b * a.vs.batch + kvh * a.vs.head;
+    for (int64_t dv = threadIdx.x; dv < a.Dv; dv += blockDim.x) {
+      float o = 0.0f;
+#pragma unroll 8
+      for (int64_t t = t0; t < t1; ++t)
+        o += p[t - t0] * toF(vb[t * a.vs.token + dv]);
+      out[2 + dv] = o;
+    }
+    if (threadIdx.x == 0)
+      out[0] = best, out[1] = total;
+  }
+  arriveAndCombine<T>(a, ws, arrived, bh, splits, p, totals); // the scores are done with
+}
+
+// Block (sequence b and head h, split) of the tiled kernel. A key row and a value row are each
+// `segs` pieces of 16 bytes (segs a power of two up to 32): thread i holds piece i % segs of keys
+// i / segs + j * (kDecodeThreads / segs), j < kTileLoads, of the tile, and of their values. The
+// pieces' partial dot products are summed over the segs lanes of a key; the block takes the
+// tile's max and sum (online softmax across tiles); each thread adds its keys' weighted value
+// pieces into its V running sums, which the threads of one piece add together at the end.
+template <typename T>
+__global__ void __launch_bounds__(kDecodeThreads)
+    decodeAttentionTiledKernel(AttentionArgs a, float *__restrict__ ws, unsigned *__restrict__ arrived, int segs) {
+  constexpr int V = Lanes<T>::kCount;
+  __shared__ float qs[kMaxDecodeHeadDim];
+  __shared__ float p[kMaxDecodeChunk], totals[kMaxDecodeChunk]; // a tile's scores; the combine's
+  __shared__ float pieceSums[kDecodeThreads / 32][kMaxDecodeHeadDim];
+  allowNextLaunch();
+  const int64_t bh = blockIdx.x, b = bh / a.Hq, h = bh % a.Hq, kvh = h / (a.Hq / a.Hkv);
+  const int split = blockIdx.y, splits = gridDim.y;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, seg = threadIdx.x & (segs - 1);
+  const int keysPerPass = kDecodeThreads / segs, tileKeys = keysPerPass * kTileLoads;
+  const int firstKey = threadIdx.x / segs;
+  // The query (rotated and scaled), its loads issued with the key count's.
+  const T *q = static_cast<const T *>(a.q) + b * a.qs.batch + h * a.qs.head;
+  const T *cq = a.cos ? static_cast<const T *>(a.cos) + (a.tablesPerBatch ? b : 0) * a.D : nullptr;
+  const T *sq = a.sin ? static_cast<const T *>(a.sin) + (a.tablesPerBatch ? b : 0) * a.D : nullptr;
+  for (int64_t d = threadIdx.x; d < a.D; d += blockDim.x)
+    qs[d] = rotated(q, cq, sq, d, a.D) * a.scale;
+  const int64_t Sk = decodeKeys(a), chunk = (Sk + splits - 1) / splits;
+  const int64_t t0 = split * chunk, t1 = t0 + chunk < Sk ? t0 + chunk : Sk;
+  const int64_t maskBatch = a.maskRowPerBatch ? Sk : a.maskStrides[0];
+  const T *kb = static_cast<const T *>(a.k) + b * a.ks.batch + kvh * a.ks.head + seg * V;
+  const T *vb = static_cast<const T *>(a.v) + b * a.vs.batch + kvh * a.vs.head + seg * V;
+  float o[V] = {}, runningMax = -INFINITY, runningSum = 0.0f;
+  __syncthreads(); // qs
+  for (int64_t tile = t0; tile < t1; tile += tileKeys) { // block-uniform: t0, t1 are the block's
+    // Every load of the tile at once (keys past the chunk reread its last key; their score is dropped).
+    uint4 kr[kTileLoads], vr[kTileLoads];
+#pragma unroll
+    for (int j = 0; j < kTileLoads; ++j) {
+      int64_t t = tile + firstKey + j * keysPerPass;
+      t = t < t1 ? t : t1 - 1;
+      kr[j] = __ldg(reinterpret_cast<const uint4 *>(kb + t * a.ks.token));
+      vr[j] = __ldg(reinterpret_cast<const uint4 *>(vb + t * a.vs.token));
+    }
+    float dot[kTileLoads];
+#pragma unroll
+    for (int j = 0; j < kTileLoads; ++j) {
+      Lanes<T> k;
+      widen(kr[j], k);
+      dot[j] = 0.0f;
+#pragma unroll
+      for (int e = 0; e < V; ++e)
+        dot[j] += qs[seg * V + e] * k.v[e];
+    }
+    for (int offset = 1; offset < segs; offset <<= 1)
+#pragma unroll
+      for (int j = 0; j < kTileLoads; ++j)
+        dot[j] += __shfl_xor_sync(0xffffffffu, dot[j], offset);
+    if (seg == 0)
+#pragma unroll
+      for (int j = 0; j < kTileLoads; ++j) {
+        const int key = firstKey + j * keysPerPass;
+        const int64_t t = tile + key;
+        p[key] = t < t1 ? masked<T>(a, dot[j], b * maskBatch + h * a.maskStrides[1] + t * a.maskStrides[3]) : -INFINITY;
+      }
+    __syncthreads();
+    float tileMax = -INFINITY;
+    for (int i = threadIdx.x; i < tileKeys; i += blockDim.x)
+      tileMax = fmaxf(tileMax, p[i]);
+    const float best = fmaxf(runningMax, blockReduce<true>(tileMax));
+    const float rescale = runningMax == -INFINITY ? 0.0f : __expf(runningMax - best);
+    float w[kTileLoads], tileSum = 0.0f;
+#pragma unroll
+    for (int j = 0; j < kTileLoads; ++j) {
+      const float s = p[firstKey + j * keysPerPass];
+      w[j] = s == -INFINITY ? 0.0f : __expf(s - best);
+    }
+    for (int i = threadIdx.x; i < tileKeys; i += blockDim.x)
+      tileSum += p[i] == -INFINITY ? 0.0f : __expf(p[i] - best);
+    runningSum = runningSum * rescale + blockReduce<false>(tileSum); // its barriers: p is read before the next tile
+    runningMax = best;
+#pragma unroll
+    for (int e = 0; e < V; ++e)
+      o[e] *= rescale;
+#pragma unroll
+    for (int j = 0; j < kTileLoads; ++j) {
+      Lanes<T> v;
+      widen(vr[j], v);
+#pragma unroll
+      for (int e = 0; e < V; ++e)
+        o[e] += w[j] * v.v[e];
+    }
+  }
+  // The value pieces' sums: over the lanes of one piece in each warp, then over the warps.
+  for (int other = segs; other < 32; other <<= 1)
+#pragma unroll
+    for (int e = 0; e < V; ++e)
+      o[e] += __shfl_xor_sync(0xffffffffu, o[e], other);
+  if (lane < segs)
+#pragma unroll
+    for (int e = 0; e < V; ++e)
+      pieceSums[warp][seg * V + e] = o[e];
+  __syncthreads();
+  float *out = ws + (bh * splits + split) * (a.Dv + 2);
+  for (int64_t dv = threadIdx.x; dv < a.Dv; dv += blockDim.x) {
+    float sum = 0.0f;
+#pragma unroll
+    for (int w = 0; w < kDecodeThreads / 32; ++w)
+      sum += pieceSums[w][dv];
+    out[2 + dv] = sum;
+  }
+  if (threadIdx.x == 0)
+    out[0] = runningMax, out[1] = runningSum;
+  arriveAndCombine<T>(a, ws, arrived, bh, splits, p, totals);
+}
+
+bool aligned16(const void *p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+// The 16-byte pieces of a head row that the tiled kernel takes `a` with, or 0 where it cannot:
+// keys and values of one size whose every row starts on 16 bytes, and at most 32 pieces.
+int tiledPieces(Storage s, const AttentionArgs &a) {
+  const int64_t elem = storageBytes(s), perPiece = 16 / elem;
+  if (a.D != a.Dv || a.D % perPiece || !aligned16(a.k) || !aligned16(a.v))
+    return 0;
+  for (int64_t stride : {a.ks.batch, a.ks.head, a.ks.token, a.vs.batch, a.vs.head, a.vs.token})
+    if (stride % perPiece)
+      return 0;
+  const int64_t pieces = a.D / perPiece;
+  return pieces <= 32 && (pieces & (pieces - 1)) == 0 ? int(pieces) : 0;
+}
+
+} // namespace
+
+// About 64 keys per block, so that each block's chains of dependent loads stay short and a head's
+// keys spread over many SMs (a decode step waits on latency: a few heads, one query each); at most
+// 128 blocks per head until the chunk reaches kMaxDecodeChunk.
+int decodeAttentionSplits(int64_t T) {
+  const int64_t chunk = std::clamp<int64_t>((T + 127) / 128, 64, kMaxDecodeChunk);
+  return int(std::max<int64_t>(1, (T + chunk - 1) / chunk));
+}
+
+size_t decodeAttentionWorkspaceBytes(int64_t B, int64_t Hq, int64_t Dv, int splits) {
+  return size_t(kDecodeCounters) * sizeof(unsigned) + size_t(B * Hq) * size_t(splits) * size_t(Dv + 2) * sizeof(float);
+}
+
+std::string decodeAttention(Storage s, const AttentionArgs &a, int splits, void *workspace, void *stream) {
+  if (splits <= 0)
+    splits = decodeAttentionSplits(a.Sk);
+  const int64_t chunk = (a.Sk + splits - 1) / splits;
+  if (a.Sq != 1 || a.B <= 0 || a.Hkv <= 0 || a.Hq % a.Hkv || a.Sk <= 0 || a.D > kMaxDecodeHeadDim ||
+      (a.cos && a.D % 2) || a.rotateKeys || chunk > kMaxDecodeChunk || splits > kMaxDecodeChunk ||
+      a.B * a.Hq > kDecodeCounters)
+    return "decodeAttention: needs one query, Hq a multiple of Hkv, keys, D <= " + std::to_string(kMaxDecodeHeadDim) +
+           " (even with rotary), no key rotation, at most " + std::to_string(kMaxDecodeChunk) +
+           " keys per split and splits, and " + std::to_string(kDecodeCounters) + " sequences x heads";
+  // The workspace: the arrival counters first (at one place for every launch, so that they stay
+  // zero between launches whatever the sizes), then the partial results.
+  auto *arrived = static_cast<unsigned *>(workspace);
+  float *partials = reinterpret_cast<float *>(arrived + kDecodeCounters);
+  auto st = static_cast<cudaStream_t>(stream);
+  const dim3 grid(unsigned(a.B * a.Hq), unsigned(splits));
+  const int pieces = a.plainDecode ? 0 : tiledPieces(s, a);
+  dispatch(s, [&](auto tag) {
+    using T = decltype(tag);
+    if (pieces)
+      decodeAttentionTiledKernel<T><<<grid, kDecodeThreads, 0, st>>>(a, partials, arrived, pieces);
+    else
+      decodeAttentionKernel<T><<<grid, kDecodeThreads, 0, st>>>(a, partials, arrived);
+  });
+  return launched("decodeAttention");
+}
+
+} // namespace llmc::rt::cuda
