@@ -66,7 +66,7 @@ def run_llmc(llmc_run, plan, graphs, vocab, gemv=True, overlap=True, repeat=3, t
     """(TTFT ms, ms per output token, device MB, note) of the last of `repeat` generations, or an error
     string. The note says how many CUDA graphs were captured over all of them (with graphs on: the
     prompt's, then one that every decode step replays). gemv=False runs every linear on cuBLASLt;
-    overlap=False launches the GEMV without programmatic dependent launch."""
+    overlap=False launches the decode kernels without programmatic dependent launch."""
     ids = ",".join(str((i * 7919 + 13) % vocab) for i in range(PROMPT))
     cmd = [llmc_run, "generate", plan, "--device", "cuda", "--prompt-ids", ids, "--max-tokens", str(NEW_TOKENS + 1),
            "--ids", "--ignore-eos", "--repeat", str(repeat)] + ([] if graphs else ["--no-cuda-graphs"]) + \

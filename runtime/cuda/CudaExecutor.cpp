@@ -102,7 +102,9 @@ struct Executor {
   size_t sharedOptIn = 0; // shared memory a block may opt in to
   bool useGraphs = true;
   bool useSmallLinear = true; // linears of few rows with [N, K] weights on smallLinear (CudaOptions)
-  bool overlapLaunches = false; // smallLinear's programmatic dependent launch (CudaOptions; Hopper and newer)
+  // Programmatic dependent launch of a decode step's GEMVs, QKV split and attention (CudaOptions;
+  // compute capability 9.0 and newer).
+  bool overlapLaunches = false;
   // RMS norms that smallLinear computes in front of the linear right after them, in the runs
   // where that linear takes it (findNormsBeforeLinears): per op, the norm of a linear / the
   // linear of a norm, or -1.
@@ -683,6 +685,7 @@ std::string prepareAttention(Executor &ex, const PlanOp &op, PreparedOp &out) {
     if (decodeKeyCount(op, t, skBound) >= 0) {
       a.Sk = skBound, a.skOnDevice = e.lengths + slot;
       a.maskRowPerBatch = maskRowPerBatch(op, t, 3);
+      a.overlapPrevious = e.overlapLaunches;
       return decodeAttention(st, a, decodeAttentionSplits(skBound), e.attentionWorkspace, e.stream);
     }
     if (a.Sq == 1 && !packed && !a.rotateKeys && a.D <= kMaxDecodeHeadDim) {
@@ -807,7 +810,7 @@ StridedCopy copyOf(const Shape &dims, int elemBytes) {
 // a piece each took one.
 class CopyBatch {
 public:
-  explicit CopyBatch(void *stream) : stream_(stream) {}
+  CopyBatch(void *stream, bool overlap) : stream_(stream), overlap_(overlap) {}
   std::string add(const void *src, void *dst, const StridedCopy &c) {
     if (batch_.count == kMaxCopies)
       if (std::string err = flush(); !err.empty())
@@ -823,7 +826,7 @@ public:
   }
   // The pieces left and a rotated one, in one launch.
   std::string flushWithRotary(Storage st, const RotaryArgs &rotary) {
-    std::string err = stridedCopiesAndRotary(st, batch_, rotary, stream_);
+    std::string err = stridedCopiesAndRotary(st, batch_, rotary, stream_, overlap_);
     batch_.count = 0;
     return err;
   }
@@ -831,6 +834,7 @@ public:
 private:
   StridedCopies batch_;
   void *stream_;
+  bool overlap_; // the rotary launch's programmatic dependent launch (Executor::overlapLaunches)
 };
 
 int axisOf(const PlanOp &op, int rank) {
@@ -934,7 +938,7 @@ std::string prepareDataMovement(Executor &ex, const PlanOp &op, PreparedOp &out,
       const int axis = axisOf(op, o.rank);
       int64_t outStrides[kMaxRank], at = 0;
       contiguousStrides(o, outStrides);
-      CopyBatch batch(e.stream);
+      CopyBatch batch(e.stream, e.overlapLaunches);
       for (size_t piece = 0; piece < op.inputs.size(); ++piece) {
         const int i = op.inputs[piece];
         const Shape &in = t[size_t(i)].shape;
@@ -966,7 +970,7 @@ std::string prepareDataMovement(Executor &ex, const PlanOp &op, PreparedOp &out,
       // A piece that a rotary op turns (inPlaceOf): rotated here, from the input's rows.
       const Executor::SplitRotary fused = e.rotaryOfSplit.empty() ? Executor::SplitRotary() : e.rotaryOfSplit[size_t(index)];
       RotaryArgs rotaryPiece;
-      CopyBatch batch(e.stream);
+      CopyBatch batch(e.stream, e.overlapLaunches);
       for (int o : op.outputs) {
         const Shape &part = t[size_t(o)].shape;
         if (o == fused.piece) {

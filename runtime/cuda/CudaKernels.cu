@@ -327,6 +327,8 @@ template <typename E> __global__ void stridedCopyKernel(const __grid_constant__ 
 // The pieces along y, then one more y for the rotary piece (stridedCopiesAndRotary).
 template <typename T> __global__ void copiesAndRotaryKernel(const __grid_constant__ StridedCopies b, RotaryArgs r) {
   using Bits = std::conditional_t<sizeof(T) == 2, uint16_t, uint32_t>;
+  allowNextLaunch(); // (a decode step's attention comes next)
+  waitForPrevious();
   if (int(blockIdx.y) < b.count)
     copyPiece<Bits>(b, int(blockIdx.y));
   else
@@ -522,7 +524,8 @@ std::string stridedCopies(const StridedCopies &batch, void *stream) {
                : "stridedCopy: elements of " + std::to_string(batch.copy[0].elemBytes) + " bytes";
 }
 
-std::string stridedCopiesAndRotary(Storage s, const StridedCopies &copies, const RotaryArgs &rotary, void *stream) {
+std::string stridedCopiesAndRotary(Storage s, const StridedCopies &copies, const RotaryArgs &rotary, void *stream,
+                                   bool overlapPrevious) {
   int64_t most = 0;
   if (std::string err = checkPieces(copies, int(storageBytes(s)), most); !err.empty())
     return err;
@@ -535,7 +538,8 @@ std::string stridedCopiesAndRotary(Storage s, const StridedCopies &copies, const
     return {};
   const dim3 grid(unsigned(blocksFor(most, kElementThreads)), unsigned(copies.count + 1));
   dispatch(s, [&](auto tag) {
-    copiesAndRotaryKernel<decltype(tag)><<<grid, kElementThreads, 0, static_cast<cudaStream_t>(stream)>>>(copies, rotary);
+    launchKernel(overlapPrevious, copiesAndRotaryKernel<decltype(tag)>, grid, dim3(kElementThreads), 0,
+                 static_cast<cudaStream_t>(stream), copies, rotary);
   });
   return launched("stridedCopiesAndRotary");
 }

@@ -90,6 +90,9 @@ struct AttentionArgs {
   // decodeAttention only: its plain kernel even where the tiled one takes the call (tests and
   // benchmarks compare the two; DecodeAttention.cu).
   bool plainDecode = false;
+  // decodeAttention only: a programmatic dependent launch (DeviceUtil.cuh; compute capability
+  // 9.0 and newer), as SmallLinearArgs::overlapPrevious.
+  bool overlapPrevious = false;
 };
 std::string attention(Storage s, const AttentionArgs &a, void *stream);
 
@@ -189,8 +192,10 @@ std::string stridedCopies(const StridedCopies &batch, void *stream);
 
 // A split's pieces (`copies`, of the storage's element size) and one more piece rotated
 // (`rotary`, reading its rows within the split's input through xRowStride) in one launch: a merged
-// QKV projection's queries and values copied, its keys rotated into the cache.
-std::string stridedCopiesAndRotary(Storage s, const StridedCopies &copies, const RotaryArgs &rotary, void *stream);
+// QKV projection's queries and values copied, its keys rotated into the cache. `overlapPrevious`:
+// a programmatic dependent launch, as SmallLinearArgs::overlapPrevious.
+std::string stridedCopiesAndRotary(Storage s, const StridedCopies &copies, const RotaryArgs &rotary, void *stream,
+                                   bool overlapPrevious = false);
 
 // One elementwise op of any element type with numpy broadcasting, computed in f64: the ops of
 // shape subgraphs and masks (integer and bool ones included) that no fused region took.

@@ -96,6 +96,7 @@ __global__ void __launch_bounds__(kDecodeThreads)
   __shared__ float qs[kMaxDecodeHeadDim];
   __shared__ float p[kMaxDecodeChunk], totals[kMaxDecodeChunk];
   allowNextLaunch();
+  waitForPrevious();
   const int64_t bh = blockIdx.x, b = bh / a.Hq, h = bh % a.Hq, kvh = h / (a.Hq / a.Hkv);
   const int split = blockIdx.y, splits = gridDim.y;
   const int64_t Sk = decodeKeys(a), chunk = (Sk + splits - 1) / splits;
@@ -171,6 +172,7 @@ __global__ void __launch_bounds__(kDecodeThreads)
   __shared__ float p[kMaxDecodeChunk], totals[kMaxDecodeChunk]; // a tile's scores; the combine's
   __shared__ float pieceSums[kDecodeThreads / 32][kMaxDecodeHeadDim];
   allowNextLaunch();
+  waitForPrevious();
   const int64_t bh = blockIdx.x, b = bh / a.Hq, h = bh % a.Hq, kvh = h / (a.Hq / a.Hkv);
   const int split = blockIdx.y, splits = gridDim.y;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, seg = threadIdx.x & (segs - 1);
@@ -320,9 +322,11 @@ std::string decodeAttention(Storage s, const AttentionArgs &a, int splits, void 
   dispatch(s, [&](auto tag) {
     using T = decltype(tag);
     if (pieces)
-      decodeAttentionTiledKernel<T><<<grid, kDecodeThreads, 0, st>>>(a, partials, arrived, pieces);
+      launchKernel(a.overlapPrevious, decodeAttentionTiledKernel<T>, grid, dim3(kDecodeThreads), 0, st, a, partials,
+                   arrived, pieces);
     else
-      decodeAttentionKernel<T><<<grid, kDecodeThreads, 0, st>>>(a, partials, arrived);
+      launchKernel(a.overlapPrevious, decodeAttentionKernel<T>, grid, dim3(kDecodeThreads), 0, st, a, partials,
+                   arrived);
   });
   return launched("decodeAttention");
 }

@@ -144,11 +144,12 @@ __device__ inline float blockExpScores(float *p, int64_t n, float *best) {
 }
 
 // Programmatic dependent launch (compute capability 9.0 and newer; nothing on older GPUs and in
-// the CPU emulation, which runs launches one after another). A kernel launched with the
-// programmatic-serialization attribute (SmallLinear.cu) may start before the kernel ahead of it
-// in the stream has finished, once that one has called allowNextLaunch in every block: it must
-// call waitForPrevious before it reads anything the kernels before it wrote, or writes anything
-// they might still read. Until then it may only read what no kernel writes (a linear's weights).
+// the CPU emulation, which runs launches one after another). A kernel launched by launchKernel
+// with `overlap` may start before the kernel ahead of it in the stream has finished, once that
+// one has called allowNextLaunch in every block: it must call waitForPrevious before it reads
+// anything the kernels before it wrote, or writes anything they might still read. Until then it
+// may only read what no kernel writes (a linear's weights). waitForPrevious returns once the
+// kernels ahead have finished and their writes are visible.
 __device__ __forceinline__ void waitForPrevious() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
@@ -157,6 +158,29 @@ __device__ __forceinline__ void waitForPrevious() {
 __device__ __forceinline__ void allowNextLaunch() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+// kernel<<<grid, block, shared, stream>>>(args...), with programmatic dependent launch where
+// `overlap` (the caller knows the GPU has it, and `kernel` calls waitForPrevious as above).
+template <typename... P, typename... A>
+void launchKernel(bool overlap, void (*kernel)(P...), dim3 grid, dim3 block, size_t shared, cudaStream_t stream,
+                  const A &...args) {
+#ifdef LLMC_CUDA_EMULATION // (the emulation's launch, as emulate_launches.py writes it for <<<>>>)
+  (void)overlap;
+  kernel ^ ::llmc_emu::Launch(grid, block, shared, stream) ^ ::llmc_emu::args(args...);
+#else
+  if (!overlap) {
+    kernel<<<grid, block, shared, stream>>>(args...);
+    return;
+  }
+  cudaLaunchAttribute attribute[1];
+  attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config = {};
+  config.gridDim = grid, config.blockDim = block, config.dynamicSmemBytes = shared, config.stream = stream;
+  config.attrs = attribute, config.numAttrs = 1;
+  cudaLaunchKernelEx(&config, kernel, args...); // an error is the next cudaGetLastError's
 #endif
 }
 

@@ -236,19 +236,7 @@ template <typename T, int kMaxM, bool kSwiglu, bool kNorm> struct Variant {
     const int slices = Variant::slices(a);
     const int64_t columnsPerBlock = kWarps / slices;
     const unsigned blocks = unsigned((columns(a) + columnsPerBlock - 1) / columnsPerBlock);
-#ifndef LLMC_CUDA_EMULATION // the emulation runs launches in order: a programmatic one is an ordinary one
-    if (a.overlapPrevious) {
-      cudaLaunchAttribute overlap[1];
-      overlap[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-      overlap[0].val.programmaticStreamSerializationAllowed = 1;
-      cudaLaunchConfig_t config = {};
-      config.gridDim = dim3(blocks), config.blockDim = dim3(kWarps * 32), config.stream = stream;
-      config.attrs = overlap, config.numAttrs = 1;
-      cudaLaunchKernelEx(&config, kernel, a, act, slices); // an error is the next cudaGetLastError's
-      return;
-    }
-#endif
-    kernel<<<blocks, kWarps * 32, 0, stream>>>(a, act, slices);
+    launchKernel(a.overlapPrevious, kernel, dim3(blocks), dim3(kWarps * 32), 0, stream, a, act, slices);
   }
 };
 

@@ -15,7 +15,7 @@ constexpr int kCudaBackendAbi = 10;
 struct CudaOptions {
   bool graphs = true;      // capture each input-shape bucket's launches once and replay them
   bool smallLinear = true; // linears of 1 to 8 rows with [N, K] weights on llmc's kernel, not cuBLASLt
-  bool overlap = true;     // those linears' kernels start as the kernel before them ends (compute capability 9.0+)
+  bool overlap = true;     // decode kernels start as the kernel before them ends (compute capability 9.0+)
 };
 
 struct CudaBackend {

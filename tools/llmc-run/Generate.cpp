@@ -32,7 +32,7 @@ const char *kUsage = R"(usage: llmc-run generate PLAN (--prompt TEXT | --prompt-
   --device cpu|cuda        where to run (cuda: work in progress, see docs/cuda.md)
   --no-cuda-graphs         CUDA: launch every kernel of each step instead of replaying a graph
   --no-cuda-gemv           CUDA: every linear on cuBLASLt, decode steps' too (for comparison)
-  --no-cuda-overlap        CUDA: no programmatic dependent launch of the GEMV kernel (for comparison)
+  --no-cuda-overlap        CUDA: no programmatic dependent launch of the decode kernels (for comparison)
   --repeat N               generate N times from an empty cache, timing each (benchmarks: the
                            first includes one-off work such as capturing CUDA graphs)
 )";

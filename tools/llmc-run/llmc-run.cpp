@@ -43,7 +43,7 @@ Runs an llmc plan on the CPU, or on a CUDA GPU (--device cuda; the default for a
                            executor, work in progress; any plan also runs on the cpu)
   --no-cuda-graphs         CUDA: launch every kernel every run instead of replaying a captured graph
   --no-cuda-gemv           CUDA: every linear on cuBLASLt, those of 1 to 8 rows too (for comparison)
-  --no-cuda-overlap        CUDA: no programmatic dependent launch of the GEMV kernel (for comparison)
+  --no-cuda-overlap        CUDA: no programmatic dependent launch of the decode kernels (for comparison)
   --check-cuda             check, without a GPU, that the CUDA executor has a kernel for every op
   --profile                time every kernel and print the total per kernel type
   --quiet                  print no output values

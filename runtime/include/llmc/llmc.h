@@ -145,9 +145,10 @@ typedef struct llmc_context_options {
                             steps) whose weights are [N, K] (llmc's CUDA plans) on llmc's own
                             kernel; 0 runs every linear on cuBLASLt (for comparison) */
   int32_t cuda_overlap;  /* CUDA, compute capability 9.0 and newer: non-zero (the default) launches
-                            that kernel so that it starts loading its weights while the kernel
-                            before it finishes (programmatic dependent launch); 0 waits for that
-                            kernel to end first (for comparison) */
+                            a decode step's GEMV, QKV split and attention kernels so that each
+                            starts while the kernel before it finishes (programmatic dependent
+                            launch; the GEMV loads its first weights meanwhile); 0 starts each
+                            when the one before has ended (for comparison) */
 } llmc_context_options;
 
 LLMC_API void llmc_context_options_init(llmc_context_options *options);
