@@ -7,6 +7,8 @@
 #                                          that a GPU image may lack (OpenBLAS and its runtime)
 #   tools/gpu-check.sh run                on the GPU machine, from the repository root with
 #                                          gpu-pack/ carried: every CUDA test, the benchmark, a summary
+#   tools/gpu-check.sh profile [MODEL]    on the GPU machine: where a decode step of the benchmark's
+#                                          MODEL (llama1b) spends its time, kernel by kernel (nsys)
 #
 # What it covers: the hand-written CUDA kernels, cuBLASLt linears and the NVRTC-generated fused
 # elementwise kernel against the CPU kernels in f32, f16 and bf16 (llmc-cuda-tests), NVRTC
@@ -48,7 +50,7 @@ pack)
   packed=$(du -sm "$PACK" | cut -f1)
   [ "$packed" -le 56 ] || echo "warning: $PACK is $packed MB; with the working tree it may exceed the 64 MiB the device tool carries" >&2
   ;;
-run)
+run | profile)
   [ -f "$PACK/binaries.tar.gz" ] ||
     { echo "no $PACK/: run 'tools/gpu-check.sh pack' on a build machine and carry it" >&2; exit 2; }
   unpacked=$(mktemp -d)
@@ -56,6 +58,29 @@ run)
   BIN="$unpacked/bin"
   # The pack's libraries first, then CUDA's own (cuBLASLt, NVRTC) from the machine's toolkit.
   export LD_LIBRARY_PATH="$unpacked/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  if [ "$1" = profile ]; then
+    # The benchmark's generation (512-token prompt, 128 new tokens, graphs on) under Nsight
+    # Systems, each graph's kernels traced as nodes; then the kernels' total time and count.
+    model="${2:-llama1b}"
+    nsys=$(command -v nsys || ls /usr/local/cuda/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys 2>/dev/null | head -1 || true)
+    [ -n "$nsys" ] || { echo "no nsys on this machine" >&2; exit 77; }
+    ids=$(python3 -c "print(','.join(str((i * 7919 + 13) % 49152) for i in range(512)))")
+    report="${OUT:-$(mktemp -d)}/$model"
+    "$nsys" profile --cuda-graph-trace=node -t cuda -o "$report" --force-overwrite true \
+      "$BIN/llmc-run" generate "$PACK/bench/$model.llmc" --device cuda --prompt-ids "$ids" --max-tokens 129 \
+      --ids --ignore-eos
+    "$nsys" stats --report cuda_gpu_kern_sum --format csv "$report.nsys-rep" |
+      python3 -c '
+import csv, sys
+rows = [r for r in csv.reader(sys.stdin) if len(r) > 8]
+head, rows = rows[0], rows[1:]
+total = sum(float(r[1]) for r in rows)
+print("kernel time over the whole generation (prompt and 128 decode steps): %.2f ms" % (total / 1e6))
+for r in rows[:40]:
+    print("%6.1f%% %9.3f ms %7s calls %8.2f us avg  %s" % (float(r[0]), float(r[1]) / 1e6, r[2], float(r[3]) / 1e3, r[-1][:110]))
+'
+    exit 0
+  fi
   # The device tool returns only the tail of the output: keep all of it under $OUT, which it returns.
   if [ -n "${OUT:-}" ] && [ -d "$OUT" ]; then
     exec > >(tee -a "$OUT/gpu-check.log") 2>&1
