@@ -8,7 +8,8 @@
 #   tools/gpu-check.sh run                on the GPU machine, from the repository root with
 #                                          gpu-pack/ carried: every CUDA test, the benchmark, a summary
 #   tools/gpu-check.sh profile [MODEL]    on the GPU machine: where a decode step of the benchmark's
-#                                          MODEL (llama1b) spends its time, kernel by kernel (nsys)
+#                                          MODEL (llama1b) spends its time, kernel by kernel
+#                                          (tools/kernel-trace, through CUPTI)
 #
 # What it covers: the hand-written CUDA kernels, cuBLASLt linears and the NVRTC-generated fused
 # elementwise kernel against the CPU kernels in f32, f16 and bf16 (llmc-cuda-tests), NVRTC
@@ -34,6 +35,11 @@ pack)
   done
   cp "$BUILD/test/$KERNEL_BENCH" "$BUILD/tools/llmc-run/llmc-run" "$PACK/bin/"
   cp "$BUILD/runtime/libllmc.so" "$BUILD/runtime/libllmc_cuda.so" "$PACK/lib/"
+  # The kernel tracer and the CUPTI it was built with (for `profile`).
+  if [ -f "$BUILD/tools/kernel-trace/libllmc_kernel_trace.so" ]; then
+    cp "$BUILD/tools/kernel-trace/libllmc_kernel_trace.so" "$PACK/lib/"
+    cp -L "$(ldd "$BUILD/tools/kernel-trace/libllmc_kernel_trace.so" | awk '$1 ~ /^libcupti/ {print $3}')" "$PACK/lib/"
+  fi
   for lib in libopenblas.so.0 libgfortran.so.5 libquadmath.so.0; do
     path=$(ldd "$PACK/bin/llmc-cuda-tests" | awk -v l="$lib" '$1 == l {print $3}')
     [ -n "$path" ] && cp -L "$path" "$PACK/lib/"
@@ -59,26 +65,14 @@ run | profile)
   # The pack's libraries first, then CUDA's own (cuBLASLt, NVRTC) from the machine's toolkit.
   export LD_LIBRARY_PATH="$unpacked/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   if [ "$1" = profile ]; then
-    # The benchmark's generation (512-token prompt, 128 new tokens, graphs on) under Nsight
-    # Systems, each graph's kernels traced as nodes; then the kernels' total time and count.
+    # The benchmark's generation (512-token prompt, 128 new tokens, graphs on) with every kernel
+    # recorded: the kernels' times by name, and one decode step's replay of its graph.
     model="${2:-llama1b}"
-    nsys=$(command -v nsys || ls /usr/local/cuda/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys 2>/dev/null | head -1 || true)
-    [ -n "$nsys" ] || { echo "no nsys on this machine" >&2; exit 77; }
+    [ -f "$unpacked/lib/libllmc_kernel_trace.so" ] || { echo "the pack has no kernel tracer" >&2; exit 2; }
     ids=$(python3 -c "print(','.join(str((i * 7919 + 13) % 49152) for i in range(512)))")
-    report="${OUT:-$(mktemp -d)}/$model"
-    "$nsys" profile --cuda-graph-trace=node -t cuda -o "$report" --force-overwrite true \
-      "$BIN/llmc-run" generate "$PACK/bench/$model.llmc" --device cuda --prompt-ids "$ids" --max-tokens 129 \
-      --ids --ignore-eos
-    "$nsys" stats --report cuda_gpu_kern_sum --format csv "$report.nsys-rep" |
-      python3 -c '
-import csv, sys
-rows = [r for r in csv.reader(sys.stdin) if len(r) > 8]
-head, rows = rows[0], rows[1:]
-total = sum(float(r[1]) for r in rows)
-print("kernel time over the whole generation (prompt and 128 decode steps): %.2f ms" % (total / 1e6))
-for r in rows[:40]:
-    print("%6.1f%% %9.3f ms %7s calls %8.2f us avg  %s" % (float(r[0]), float(r[1]) / 1e6, r[2], float(r[3]) / 1e3, r[-1][:110]))
-'
+    echo "== $model: kernel trace of the benchmark's generation"
+    LD_PRELOAD="$unpacked/lib/libllmc_kernel_trace.so" "$BIN/llmc-run" generate "$PACK/bench/$model.llmc" --device cuda \
+      --prompt-ids "$ids" --max-tokens 129 --ids --ignore-eos ${GPU_PROFILE_ARGS:-} 2>&1 | grep -v '^[0-9 ]*$'
     exit 0
   fi
   # The device tool returns only the tail of the output: keep all of it under $OUT, which it returns.

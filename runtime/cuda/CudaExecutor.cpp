@@ -145,6 +145,7 @@ struct Executor {
   // (on the device, and its pinned host copy).
   int argmaxValue = -1;
   int32_t *argmaxDevice = nullptr, *argmaxHost = nullptr;
+  void *argmaxWorkspace = nullptr; // argmaxLastRows' (zeroed once; each launch leaves it so)
 
   ~Executor() {
     for (void *p : pinned)
@@ -167,6 +168,7 @@ struct Executor {
     cudaFree(lengths);
     cudaFreeHost(hostLengths);
     cudaFree(argmaxDevice);
+    cudaFree(argmaxWorkspace);
     cudaFreeHost(argmaxHost);
     if (stream)
       cudaStreamDestroy(stream);
@@ -1689,7 +1691,7 @@ std::string launchArgmax(Executor &ex, const TensorRef &t) {
     return "greedy decoding needs a [batch, rows, vocab] output";
   const int64_t B = t.shape.dims[0], V = t.shape.dims[t.shape.rank - 1], rows = t.numel() / (B * V);
   return argmaxLastRows(storageOf(onDevice(ex.plan->values[size_t(ex.argmaxValue)])), ex.at(ex.argmaxValue), B, rows, V,
-                        ex.argmaxDevice, ex.stream);
+                        ex.argmaxDevice, ex.argmaxWorkspace, ex.stream);
 }
 
 // One segment's launches as one graph launch. A graph is kept per input-shape bucket (the input
@@ -1917,6 +1919,11 @@ std::string setArgmaxOutput(void *state, int value) {
       return cudaError("allocating the argmax", e);
     if (cudaError_t e = cudaMallocHost(&ex.argmaxHost, bytes); e != cudaSuccess)
       return cudaError("allocating the argmax's host copy", e);
+    const size_t workspace = argmaxWorkspaceBytes(std::max<int64_t>(dimBound(ex, value, 0), 1));
+    if (cudaError_t e = cudaMalloc(&ex.argmaxWorkspace, workspace); e != cudaSuccess)
+      return cudaError("allocating the argmax's workspace", e);
+    if (cudaError_t e = cudaMemset(ex.argmaxWorkspace, 0, workspace); e != cudaSuccess)
+      return cudaError("clearing the argmax's workspace", e);
   }
   if (value >= 0 && !isFloat(ex.plan->values[size_t(value)]))
     return "greedy decoding needs float scores";

@@ -294,7 +294,11 @@ std::string latentAttention(Storage s, const void *q, const void *cache, const v
 
 // Greedy decoding: out[b] = the index of the largest of the V values in row (b, rows - 1) of x
 // [B, rows, V] (the first of equal ones; NaN counts as -inf), as the CPU's std::max_element.
-std::string argmaxLastRows(Storage s, const void *x, int64_t B, int64_t rows, int64_t V, int32_t *out, void *stream);
+// Several blocks share a row; `workspace` (argmaxWorkspaceBytes(B), zeroed before its first use
+// and left so) holds their running best and arrival counts.
+size_t argmaxWorkspaceBytes(int64_t B);
+std::string argmaxLastRows(Storage s, const void *x, int64_t B, int64_t rows, int64_t V, int32_t *out,
+                           void *workspace, void *stream);
 
 // count floats from one storage type to another (the inputs and outputs of a reduced-precision
 // plan cross the API as f32).

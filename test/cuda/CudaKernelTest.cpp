@@ -1051,13 +1051,32 @@ TEST(Cuda, ArgmaxLastRowsMatchesTheCpu) {
         if (row[j] > top)
           top = row[j], want[size_t(b)] = int32_t(j);
     }
-    auto dx = upload(x, s);
-    Device out(size_t(B) * sizeof(int32_t));
-    ASSERT_EQ(cu::argmaxLastRows(s, dx->p, B, rows, V, static_cast<int32_t *>(out.p), nullptr), "");
-    std::vector<int32_t> got(static_cast<size_t>(B), -1);
-    cudaMemcpy(got.data(), out.p, out.bytes, cudaMemcpyDeviceToHost);
-    EXPECT_EQ(got, want) << name(s);
-    EXPECT_EQ(got[1], 100) << name(s);
+    // V = 50021 is no multiple of 8 (the rows are not 16-byte aligned: the scalar path); the
+    // first V - 5 = 50016 of each row are (the 16-byte loads). Each twice: the second launch
+    // finds the workspace as the first left it.
+    Device workspace(cu::argmaxWorkspaceBytes(B));
+    cudaMemset(workspace.p, 0, workspace.bytes);
+    for (int64_t width : {V, V - 5})
+      for (int launch = 0; launch < 2; ++launch) {
+        std::vector<float> packed;
+        for (int64_t r = 0; r < B * rows; ++r)
+          packed.insert(packed.end(), x.begin() + r * V, x.begin() + r * V + width);
+        auto dx = upload(packed, s);
+        Device out(size_t(B) * sizeof(int32_t));
+        ASSERT_EQ(cu::argmaxLastRows(s, dx->p, B, rows, width, static_cast<int32_t *>(out.p), workspace.p, nullptr), "");
+        std::vector<int32_t> got(static_cast<size_t>(B), -1);
+        cudaMemcpy(got.data(), out.p, out.bytes, cudaMemcpyDeviceToHost);
+        std::vector<int32_t> expected = want;
+        for (int64_t b = 0; b < B && width < V; ++b) { // the CPU's answer over the shorter rows
+          const float *row = packed.data() + (b * rows + rows - 1) * width;
+          float top = -INFINITY;
+          for (int64_t j = 0; j < width; ++j)
+            if (row[j] > top)
+              top = row[j], expected[size_t(b)] = int32_t(j);
+        }
+        EXPECT_EQ(got, expected) << name(s) << " V=" << width << " launch " << launch;
+        EXPECT_EQ(got[1], 100) << name(s);
+      }
   }
 }
 

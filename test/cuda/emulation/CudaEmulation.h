@@ -164,6 +164,11 @@ template <typename T> T atomicAdd(T *p, T v) {
   *p = old + v;
   return old;
 }
+template <typename T> T atomicMax(T *p, T v) {
+  const T old = *p;
+  *p = old > v ? old : v;
+  return old;
+}
 template <typename T> T atomicExch(T *p, T v) {
   const T old = *p;
   *p = v;
