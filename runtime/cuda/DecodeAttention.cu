@@ -1,7 +1,8 @@
 // Decode attention (CudaKernels.h: decodeAttention): one query per sequence over a cache, the
-// keys split across blocks per head (blockIdx.y), each block's partial result (its max, its sum
-// of exponentials, its unnormalized weighted sum of values) in the workspace, and the last block
-// of a head to finish combines them: one launch.
+// keys split across blocks per head (blockIdx.y; at least 64 keys each, so that with a cache
+// shorter than the launch's bound the last blocks idle), each block's partial result (its max,
+// its sum of exponentials, its unnormalized weighted sum of values) in the workspace, and the
+// last block of a head to finish combines them: one launch.
 //
 // A decode step's attention reads little (a Llama-1B layer at 576 cached tokens: 1.2 MB) and
 // waits on latency, so what matters is how many rounds of dependent loads a block waits for. The
@@ -28,44 +29,46 @@ constexpr int64_t kMaxDecodeChunk = 1024;    // cache rows one decode block scor
 constexpr int64_t kDecodeCounters = 1 << 16; // (sequence, head) pairs a decode launch may have
 constexpr int kDecodeKeysPerStep = 4;        // keys a warp of the plain kernel scores at once
 constexpr int kTileLoads = 4;                // 16-byte loads of keys, and as many of values, per thread and tile
+constexpr int64_t kMinDecodeChunk = 64;      // keys a block takes at least (a tiled block's tile of bf16 heads of 64)
 
-// The splits' partial results of (sequence, head) `bh` combined, rescaled to the global max, by
-// the whole block, into out. `maxes` and `totals` (shared, one per split) take each split's max
-// and sum at once, so that the block waits on two rounds of loads. Read through L2 (__ldcg):
-// other blocks wrote them during this launch.
+// The first `active` of the `splits` partial results of (sequence, head) `bh` combined, rescaled to
+// the global max, by the whole block, into out. `maxes` and `totals` (shared, one per split) take
+// each split's max and sum at once, so that the block waits on two rounds of loads (up to 16
+// splits). Read through L2 (__ldcg): other blocks wrote them during this launch.
 template <typename T>
 __device__ void combineDecodeSplits(const float *ws, T *__restrict__ out, int64_t bh, int64_t Dv, int splits,
-                                    float *maxes, float *totals) {
+                                    int active, float *maxes, float *totals) {
   const float *part = ws + bh * splits * (Dv + 2);
   float best = -INFINITY;
-  for (int s = threadIdx.x; s < splits; s += blockDim.x) {
+  for (int s = threadIdx.x; s < active; s += blockDim.x) {
     maxes[s] = __ldcg(part + s * (Dv + 2)), totals[s] = __ldcg(part + s * (Dv + 2) + 1);
     best = fmaxf(best, maxes[s]);
   }
   best = blockReduce<true>(best); // its barriers also publish maxes and totals
   float total = 0.0f;
-  for (int s = 0; s < splits; ++s) { // every thread: the weights in place of the maxes after a barrier
+  for (int s = 0; s < active; ++s) { // every thread: the weights in place of the maxes after a barrier
     const float w = maxes[s] == -INFINITY ? 0.0f : __expf(maxes[s] - best);
     total += w * totals[s];
   }
   __syncthreads(); // every thread has read the maxes
-  for (int s = threadIdx.x; s < splits; s += blockDim.x)
+  for (int s = threadIdx.x; s < active; s += blockDim.x)
     maxes[s] = maxes[s] == -INFINITY ? 0.0f : __expf(maxes[s] - best);
   __syncthreads();
   for (int64_t dv = threadIdx.x; dv < Dv; dv += blockDim.x) {
     float o = 0.0f;
-#pragma unroll 8
-    for (int s = 0; s < splits; ++s)
+#pragma unroll 16
+    for (int s = 0; s < active; ++s)
       o += maxes[s] * __ldcg(part + s * (Dv + 2) + 2 + dv);
     out[bh * Dv + dv] = fromF<T>(best == -INFINITY ? 0.0f : o / total); // every key masked: zeros
   }
 }
 
 // After a block has written its partial result: counts it in `arrived` (which the last block
-// sets back to 0 for the next launch), and the last block of (sequence, head) `bh` combines.
+// sets back to 0 for the next launch), and the last block of (sequence, head) `bh` combines the
+// `active` splits that had keys.
 template <typename T>
 __device__ void arriveAndCombine(const AttentionArgs &a, const float *ws, unsigned *arrived, int64_t bh, int splits,
-                                 float *maxes, float *totals) {
+                                 int active, float *maxes, float *totals) {
   __shared__ bool lastToArrive;
   // Every thread's writes visible device-wide before the block counts itself in.
   __threadfence();
@@ -76,15 +79,25 @@ __device__ void arriveAndCombine(const AttentionArgs &a, const float *ws, unsign
   if (!lastToArrive)
     return;
   __threadfence();
-  combineDecodeSplits(ws, static_cast<T *>(a.out), bh, a.Dv, splits, maxes, totals);
+  combineDecodeSplits(ws, static_cast<T *>(a.out), bh, a.Dv, splits, active, maxes, totals);
   if (threadIdx.x == 0)
     arrived[bh] = 0;
 }
 
-// The key count this launch divides among its blocks: with skOnDevice the count a graph's replay
-// finds there, a.Sk being its bound (which sized the launch).
-__device__ __forceinline__ int64_t decodeKeys(const AttentionArgs &a) {
-  return a.skOnDevice && *a.skOnDevice < a.Sk ? *a.skOnDevice : a.Sk;
+// How the launch's blocks of a head share its keys: the key count (with skOnDevice the count a
+// graph's replay finds there, a.Sk being its bound, which sized the launch) in chunks of at least
+// kMinDecodeChunk keys; split s takes keys [t0, t1), and the first `active` splits have keys (a
+// cache shorter than the bound leaves the others idle, and the combine reads fewer partials).
+struct DecodeChunk {
+  int64_t keys, t0, t1;
+  int active;
+};
+__device__ __forceinline__ DecodeChunk decodeChunk(const AttentionArgs &a, int split, int splits) {
+  const int64_t keys = a.skOnDevice && *a.skOnDevice < a.Sk ? *a.skOnDevice : a.Sk;
+  int64_t chunk = (keys + splits - 1) / splits;
+  chunk = chunk < kMinDecodeChunk ? kMinDecodeChunk : chunk;
+  const int64_t active = (keys + chunk - 1) / chunk, t0 = split * chunk;
+  return {keys, t0, t0 + chunk < keys ? t0 + chunk : keys, active > 1 ? int(active) : 1};
 }
 
 // Block (sequence b and head h, split) of the plain kernel: each warp scores kDecodeKeysPerStep
@@ -99,9 +112,9 @@ __global__ void __launch_bounds__(kDecodeThreads)
   waitForPrevious();
   const int64_t bh = blockIdx.x, b = bh / a.Hq, h = bh % a.Hq, kvh = h / (a.Hq / a.Hkv);
   const int split = blockIdx.y, splits = gridDim.y;
-  const int64_t Sk = decodeKeys(a), chunk = (Sk + splits - 1) / splits;
-  const int64_t t0 = split * chunk, t1 = t0 + chunk < Sk ? t0 + chunk : Sk;
-  const int64_t maskBatch = a.maskRowPerBatch ? Sk : a.maskStrides[0];
+  const DecodeChunk c = decodeChunk(a, split, splits);
+  const int64_t t0 = c.t0, t1 = c.t1;
+  const int64_t maskBatch = a.maskRowPerBatch ? c.keys : a.maskStrides[0];
   float *out = ws + (bh * splits + split) * (a.Dv + 2);
   if (t0 >= t1) { // no keys (a launch sized for a longer cache): nothing for the combine to add
     if (threadIdx.x == 0)
@@ -155,7 +168,7 @@ __global__ void __launch_bounds__(kDecodeThreads)
     if (threadIdx.x == 0)
       out[0] = best, out[1] = total;
   }
-  arriveAndCombine<T>(a, ws, arrived, bh, splits, p, totals); // the scores are done with
+  arriveAndCombine<T>(a, ws, arrived, bh, splits, c.active, p, totals); // the scores are done with
 }
 
 // Block (sequence b and head h, split) of the tiled kernel. A key row and a value row are each
@@ -184,9 +197,9 @@ __global__ void __launch_bounds__(kDecodeThreads)
   const T *sq = a.sin ? static_cast<const T *>(a.sin) + (a.tablesPerBatch ? b : 0) * a.D : nullptr;
   for (int64_t d = threadIdx.x; d < a.D; d += blockDim.x)
     qs[d] = rotated(q, cq, sq, d, a.D) * a.scale;
-  const int64_t Sk = decodeKeys(a), chunk = (Sk + splits - 1) / splits;
-  const int64_t t0 = split * chunk, t1 = t0 + chunk < Sk ? t0 + chunk : Sk;
-  const int64_t maskBatch = a.maskRowPerBatch ? Sk : a.maskStrides[0];
+  const DecodeChunk c = decodeChunk(a, split, splits);
+  const int64_t t0 = c.t0, t1 = c.t1;
+  const int64_t maskBatch = a.maskRowPerBatch ? c.keys : a.maskStrides[0];
   const T *kb = static_cast<const T *>(a.k) + b * a.ks.batch + kvh * a.ks.head + seg * V;
   const T *vb = static_cast<const T *>(a.v) + b * a.vs.batch + kvh * a.vs.head + seg * V;
   float o[V] = {}, runningMax = -INFINITY, runningSum = 0.0f;
@@ -270,7 +283,7 @@ __global__ void __launch_bounds__(kDecodeThreads)
   }
   if (threadIdx.x == 0)
     out[0] = runningMax, out[1] = runningSum;
-  arriveAndCombine<T>(a, ws, arrived, bh, splits, p, totals);
+  arriveAndCombine<T>(a, ws, arrived, bh, splits, c.active, p, totals);
 }
 
 bool aligned16(const void *p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
@@ -294,7 +307,7 @@ int tiledPieces(Storage s, const AttentionArgs &a) {
 // keys spread over many SMs (a decode step waits on latency: a few heads, one query each); at most
 // 128 blocks per head until the chunk reaches kMaxDecodeChunk.
 int decodeAttentionSplits(int64_t T) {
-  const int64_t chunk = std::clamp<int64_t>((T + 127) / 128, 64, kMaxDecodeChunk);
+  const int64_t chunk = std::clamp<int64_t>((T + 127) / 128, kMinDecodeChunk, kMaxDecodeChunk);
   return int(std::max<int64_t>(1, (T + chunk - 1) / chunk));
 }
 

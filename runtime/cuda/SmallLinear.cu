@@ -8,8 +8,11 @@
 // in flight, and no second pass or workspace either way (docs/gpu-results.md has the figures).
 // The bias, the activation (SwiGLU: the warp reads the gate's row and the up projection's row),
 // the gate and the residual are applied before the one store. An RMS norm in front (the decoder
-// layer's norm before its QKV or gate/up projection) costs no launch either: each warp sums the
-// squares of the rows of x it reads anyway and scales its dot products by their factor.
+// layer's norm before its QKV or gate/up projection) costs no launch either: each block
+// normalizes x (plus the residual) once into shared memory, where M * K fits there (a decode
+// step's hidden state does), and otherwise each warp sums the squares of the rows of x it reads
+// anyway and scales its dot products by their factor. With a programmatic launch (DeviceUtil.cuh)
+// the first weight loads are issued before the wait for the kernel ahead.
 // cuBLASLt keeps the larger M (CudaExecutor.cpp).
 #include "CudaKernels.h"
 #include "DeviceUtil.cuh"
@@ -56,13 +59,30 @@ template <typename T, int kMaxM, bool kSwiglu, bool kNorm> struct Sums {
   float acc[kMaxM] = {}, up[kMaxM] = {}, squares[kMaxM] = {};
 
   // Elements [k, k + V) of every row: `row` and `upRow` are the weight rows' loads there. With
-  // `storeSum` (one warp of the launch) x + residual is stored to normSum on the way.
+  // `storeSum` (one warp of the launch) x + residual is stored to normSum on the way. With
+  // `staged` (a norm in front that the block computed: stageNormalized), x's rows come from there.
   __device__ __forceinline__ void add(const SmallLinearArgs &a, const uint4 &row, const uint4 &upRow, int64_t k,
-                                      bool storeSum) {
+                                      bool storeSum, const float *staged) {
     Lanes<T> w, wu, scale;
     widen(row, w);
     if (kSwiglu)
       widen(upRow, wu);
+    if (kNorm && staged) {
+#pragma unroll
+      for (int m = 0; m < kMaxM; ++m) {
+        const float4 *from = reinterpret_cast<const float4 *>(staged + (m < a.M ? m : a.M - 1) * a.K + k);
+        Lanes<T> xs;
+#pragma unroll
+        for (int q = 0; q < Lanes<T>::kCount / 4; ++q) {
+          const float4 f = from[q];
+          xs.v[4 * q] = f.x, xs.v[4 * q + 1] = f.y, xs.v[4 * q + 2] = f.z, xs.v[4 * q + 3] = f.w;
+        }
+        acc[m] += dot(xs, w);
+        if (kSwiglu)
+          up[m] += dot(xs, wu);
+      }
+      return;
+    }
     if (kNorm)
       widen(__ldg(reinterpret_cast<const uint4 *>(static_cast<const T *>(a.normScale) + k)), scale);
     const T *x = static_cast<const T *>(a.x), *residual = static_cast<const T *>(a.normResidual);
@@ -124,6 +144,74 @@ template <typename T, int kMaxM, bool kSwiglu, bool kNorm> struct Sums {
   }
 };
 
+// Rows of x that a block normalizes once into shared memory (f32), rather than each warp for its
+// column: with a norm in front, where M * K fits.
+constexpr int64_t kMaxStagedFloats = 11 * 1024; // 44 KiB, under the 48 KiB a block has unasked
+
+__host__ __device__ bool stagesNorm(const SmallLinearArgs &a) { return a.normScale && a.M * a.K <= kMaxStagedFloats; }
+
+// xs [M, K] = rms_norm(x + residual) * scale, computed by the whole block (every thread calls it);
+// with `storeSum` (one block of the launch) x + residual is stored to normSum on the way.
+template <typename T, int kMaxM>
+__device__ void stageNormalized(const SmallLinearArgs &a, float *xs, bool storeSum) {
+  constexpr int V = Lanes<T>::kCount;
+  __shared__ float partial[kWarps][kMaxM];
+  const T *x = static_cast<const T *>(a.x), *residual = static_cast<const T *>(a.normResidual);
+  const T *scale = static_cast<const T *>(a.normScale);
+  float squares[kMaxM] = {};
+  for (int64_t k = int64_t(threadIdx.x) * V; k < a.K; k += int64_t(blockDim.x) * V)
+#pragma unroll
+    for (int m = 0; m < kMaxM; ++m) {
+      if (m >= a.M)
+        break;
+      Lanes<T> v;
+      widen(__ldg(reinterpret_cast<const uint4 *>(x + m * a.K + k)), v);
+      if (residual) {
+        Lanes<T> r;
+        widen(__ldg(reinterpret_cast<const uint4 *>(residual + m * a.K + k)), r);
+#pragma unroll
+        for (int i = 0; i < V; ++i)
+          v.v[i] += r.v[i];
+        if (storeSum)
+          store16<T>(static_cast<T *>(a.normSum) + m * a.K + k, v);
+      }
+#pragma unroll
+      for (int i = 0; i < V; ++i)
+        squares[m] += v.v[i] * v.v[i], xs[m * a.K + k + i] = v.v[i];
+    }
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+#pragma unroll
+  for (int m = 0; m < kMaxM; ++m) {
+    for (int o = 16; o > 0; o >>= 1)
+      squares[m] += __shfl_xor_sync(0xffffffffu, squares[m], o);
+    if (lane == 0)
+      partial[warp][m] = squares[m];
+  }
+  __syncthreads();
+  float factor[kMaxM];
+#pragma unroll
+  for (int m = 0; m < kMaxM; ++m) {
+    float total = 0.0f;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w)
+      total += partial[w][m];
+    factor[m] = rsqrtf(total / float(a.K) + a.normEpsilon);
+  }
+  for (int64_t k = int64_t(threadIdx.x) * V; k < a.K; k += int64_t(blockDim.x) * V) {
+    Lanes<T> s;
+    widen(__ldg(reinterpret_cast<const uint4 *>(scale + k)), s);
+#pragma unroll
+    for (int m = 0; m < kMaxM; ++m) {
+      if (m >= a.M)
+        break;
+#pragma unroll
+      for (int i = 0; i < V; ++i)
+        xs[m * a.K + k + i] *= factor[m] * s.v[i];
+    }
+  }
+  __syncthreads();
+}
+
 // Weight rows are read once: streamed (evict first), so that they do not push x out of the caches.
 __device__ __forceinline__ uint4 stream(const void *p) { return __ldcs(static_cast<const uint4 *>(p)); }
 
@@ -132,6 +220,7 @@ __device__ __forceinline__ uint4 stream(const void *p) { return __ldcs(static_ca
 template <typename T, int kMaxM, bool kSwiglu, bool kNorm>
 __global__ void __launch_bounds__(kWarps * 32) smallLinearKernel(SmallLinearArgs a, Activation act, int slices) {
   constexpr int V = Lanes<T>::kCount;
+  extern __shared__ float stagedX[]; // stagesNorm: x's rows after the norm
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int64_t nOut = kSwiglu ? a.N / 2 : a.N;
   const int64_t n = int64_t(blockIdx.x) * (kWarps / slices) + warp / slices;
@@ -158,18 +247,22 @@ __global__ void __launch_bounds__(kWarps * 32) smallLinearKernel(SmallLinearArgs
   if (firstStep)
     loadStep();
   waitForPrevious();
+  const bool staged = kNorm && stagesNorm(a);
+  if (staged)
+    stageNormalized<T, kMaxM>(a, stagedX, a.normSum && blockIdx.x == 0);
+  const float *xs = staged ? stagedX : nullptr;
   if (n < nOut) { // warps past the last column only take part in addSlices' barrier
-    const bool storeSum = kNorm && a.normSum && n == 0;
+    const bool storeSum = kNorm && !staged && a.normSum && n == 0;
     for (bool loaded = firstStep; k + (kUnroll - 1) * step < kEnd; k += kUnroll * step, loaded = false) {
       if (!loaded)
         loadStep();
 #pragma unroll
       for (int i = 0; i < kUnroll; ++i)
-        sums.add(a, r[i], kSwiglu ? u[i] : r[i], k + i * step, storeSum);
+        sums.add(a, r[i], kSwiglu ? u[i] : r[i], k + i * step, storeSum, xs);
     }
     for (; k < kEnd; k += step) {
       const uint4 r0 = stream(row + k);
-      sums.add(a, r0, kSwiglu ? stream(upRow + k) : r0, k, storeSum);
+      sums.add(a, r0, kSwiglu ? stream(upRow + k) : r0, k, storeSum, xs);
     }
     sums.reduce();
   }
@@ -184,7 +277,7 @@ __global__ void __launch_bounds__(kWarps * 32) smallLinearKernel(SmallLinearArgs
   for (int m = 0; m < kMaxM; ++m) {
     if (m >= a.M || lane != m)
       continue;
-    const float norm = kNorm ? rsqrtf(sums.squares[m] / float(a.K) + a.normEpsilon) : 1.0f;
+    const float norm = kNorm && !staged ? rsqrtf(sums.squares[m] / float(a.K) + a.normEpsilon) : 1.0f;
     float v = sums.acc[m] * norm + (bias ? toF(bias[n]) : 0.0f);
     if (kSwiglu)
       v = swigluOf(v, sums.up[m] * norm + (bias ? toF(bias[n + nOut]) : 0.0f));
@@ -236,7 +329,8 @@ template <typename T, int kMaxM, bool kSwiglu, bool kNorm> struct Variant {
     const int slices = Variant::slices(a);
     const int64_t columnsPerBlock = kWarps / slices;
     const unsigned blocks = unsigned((columns(a) + columnsPerBlock - 1) / columnsPerBlock);
-    launchKernel(a.overlapPrevious, kernel, dim3(blocks), dim3(kWarps * 32), 0, stream, a, act, slices);
+    const size_t shared = kNorm && stagesNorm(a) ? size_t(a.M * a.K) * sizeof(float) : 0;
+    launchKernel(a.overlapPrevious, kernel, dim3(blocks), dim3(kWarps * 32), shared, stream, a, act, slices);
   }
 };
 

@@ -653,47 +653,54 @@ TEST(Cuda, SmallLinearMatchesTheCpuLinear) {
 
 // The GEMV with the decoder's RMS norm in front (normScale): against the CPU's add_rms_norm (with
 // a residual, whose sum the GEMV stores too) or rms_norm, then linear; plain and SwiGLU, one
-// and several rows, K in one slice or two (the sums of squares and the stored sum split too).
+// and several rows, K in one slice or two (the sums of squares and the stored sum split too); the
+// block normalizing x in shared memory, and (3 rows of 4000, too many for it) each warp.
 TEST(Cuda, SmallLinearWithItsNormMatchesTheCpu) {
-  const int64_t K = 520, N = 12;
+  const int64_t N = 12;
   for (cu::Storage s : kStorages)
     for (bool withResidual : {true, false})
       for (bool swiglu : {false, true})
         for (int64_t M : {1, 3})
-          for (int slices : {1, 2}) {
-            const int64_t rows = swiglu ? 2 * N : N;
-            Buf<float> x(DType::F32, {M, K}, rounded(randomFloats(M * K, 50), s)),
-                r(DType::F32, {M, K}, rounded(randomFloats(M * K, 51), s)),
-                scale(DType::F32, {K}, rounded(randomFloats(K, 52, 0.5f, 1.5f), s)),
-                w(DType::F32, {rows, K}, rounded(randomFloats(rows * K, 53, -0.2f, 0.2f), s)), none(DType::F32, {0}),
-                normed(DType::F32, {M, K}), sum(DType::F32, {M, K}), want(DType::F32, {M, N});
-            if (withResidual)
-              ASSERT_EQ(call("add_rms_norm", attrs({floatAttr("epsilon", 1e-5)}), {x.ref(), r.ref(), scale.ref()},
-                             {normed.ref(), sum.ref()}),
+          for (int64_t K : {520, 4000})
+            for (int slices : {1, 2}) {
+              const int64_t rows = swiglu ? 2 * N : N;
+              Buf<float> x(DType::F32, {M, K}, rounded(randomFloats(M * K, 50), s)),
+                  r(DType::F32, {M, K}, rounded(randomFloats(M * K, 51), s)),
+                  scale(DType::F32, {K}, rounded(randomFloats(K, 52, 0.5f, 1.5f), s)),
+                  w(DType::F32, {rows, K}, rounded(randomFloats(rows * K, 53, -0.2f, 0.2f), s)), none(DType::F32, {0}),
+                  normed(DType::F32, {M, K}), sum(DType::F32, {M, K}), want(DType::F32, {M, N});
+              if (withResidual)
+                ASSERT_EQ(call("add_rms_norm", attrs({floatAttr("epsilon", 1e-5)}), {x.ref(), r.ref(), scale.ref()},
+                               {normed.ref(), sum.ref()}),
+                          "");
+              else
+                ASSERT_EQ(call("rms_norm", attrs({floatAttr("epsilon", 1e-5)}), {x.ref(), scale.ref()}, {normed.ref()}),
+                          "");
+              const char *activation = swiglu ? "swiglu" : "none";
+              ASSERT_EQ(call("linear", attrs({stringAttr("activation", activation), intAttr("transB", 1)}),
+                             {normed.ref(), w.ref(), none.ref(), none.ref(), none.ref()}, {want.ref()}),
                         "");
-            else
-              ASSERT_EQ(call("rms_norm", attrs({floatAttr("epsilon", 1e-5)}), {x.ref(), scale.ref()}, {normed.ref()}), "");
-            const char *activation = swiglu ? "swiglu" : "none";
-            ASSERT_EQ(call("linear", attrs({stringAttr("activation", activation), intAttr("transB", 1)}),
-                           {normed.ref(), w.ref(), none.ref(), none.ref(), none.ref()}, {want.ref()}),
-                      "");
-            auto dx = upload(x.data, s), dr = upload(r.data, s), dscale = upload(scale.data, s), dw = upload(w.data, s);
-            Device out(size_t(M * N) * cu::storageBytes(s)), dsum(size_t(M * K) * cu::storageBytes(s));
-            cu::SmallLinearArgs a;
-            a.x = dx->p, a.w = dw->p, a.out = out.p, a.M = M, a.N = rows, a.K = K, a.swiglu = swiglu;
-            a.normScale = dscale->p, a.normEpsilon = 1e-5f, a.slices = slices;
-            if (withResidual)
-              a.normResidual = dr->p, a.normSum = dsum.p;
-            const std::string what = std::string("small linear after ") + (withResidual ? "add_rms_norm " : "rms_norm ") +
-                                     activation + " " + name(s) + " M=" + std::to_string(M) +
-                                     " slices=" + std::to_string(slices);
-            ASSERT_TRUE(cu::smallLinearTakes(s, a)) << what;
-            ASSERT_EQ(cu::smallLinear(s, a, activation, nullptr), "") << what;
-            expectClose(download(out, size_t(M * N), s), want.data, s == cu::Storage::F32 ? 1e-4f : tolerance(s), what);
-            if (withResidual)
-              expectClose(download(dsum, size_t(M * K), s), rounded(sum.data, s), s == cu::Storage::F32 ? 0.0f : 1e-3f,
-                          what + " sum"); // a 16-bit sum within one rounding step
-          }
+              auto dx = upload(x.data, s), dr = upload(r.data, s), dscale = upload(scale.data, s),
+                   dw = upload(w.data, s);
+              Device out(size_t(M * N) * cu::storageBytes(s)), dsum(size_t(M * K) * cu::storageBytes(s));
+              cu::SmallLinearArgs a;
+              a.x = dx->p, a.w = dw->p, a.out = out.p, a.M = M, a.N = rows, a.K = K, a.swiglu = swiglu;
+              a.normScale = dscale->p, a.normEpsilon = 1e-5f, a.slices = slices;
+              if (withResidual)
+                a.normResidual = dr->p, a.normSum = dsum.p;
+              const std::string what = std::string("small linear after ") +
+                                       (withResidual ? "add_rms_norm " : "rms_norm ") + activation + " " + name(s) +
+                                       " M=" + std::to_string(M) + " K=" + std::to_string(K) +
+                                       " slices=" + std::to_string(slices);
+              ASSERT_TRUE(cu::smallLinearTakes(s, a)) << what;
+              ASSERT_EQ(cu::smallLinear(s, a, activation, nullptr), "") << what;
+              expectClose(download(out, size_t(M * N), s), want.data, s == cu::Storage::F32 ? 1e-4f : tolerance(s),
+                          what);
+              if (withResidual)
+                expectClose(download(dsum, size_t(M * K), s), rounded(sum.data, s),
+                            s == cu::Storage::F32 ? 0.0f : 1e-3f,
+                            what + " sum"); // a 16-bit sum within one rounding step
+            }
   cu::SmallLinearArgs a; // a sum needs a residual, and a residual a scale
   Device x(64), w(64), out(64);
   a.x = x.p, a.w = w.p, a.out = out.p, a.M = 1, a.N = 1, a.K = 4, a.normSum = out.p;
