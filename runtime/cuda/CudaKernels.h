@@ -151,6 +151,9 @@ struct SmallLinearArgs {
   // kernel starts loading its weights while the kernel before it in the stream finishes, and
   // waits for it before reading x. The executor sets it on Hopper unless told not to.
   bool overlapPrevious = false;
+  // With a norm in front: each block prepares x for the norm once in shared memory (where M * K
+  // fits) rather than each warp; false keeps it per warp (benchmarks compare the two).
+  bool stageNorm = true;
 };
 bool smallLinearTakes(Storage s, const SmallLinearArgs &a);
 std::string smallLinear(Storage s, const SmallLinearArgs &a, const std::string &activation, void *stream);

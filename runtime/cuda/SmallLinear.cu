@@ -8,10 +8,11 @@
 // in flight, and no second pass or workspace either way (docs/gpu-results.md has the figures).
 // The bias, the activation (SwiGLU: the warp reads the gate's row and the up projection's row),
 // the gate and the residual are applied before the one store. An RMS norm in front (the decoder
-// layer's norm before its QKV or gate/up projection) costs no launch either: each block
-// normalizes x (plus the residual) once into shared memory, where M * K fits there (a decode
-// step's hidden state does), and otherwise each warp sums the squares of the rows of x it reads
-// anyway and scales its dot products by their factor. With a programmatic launch (DeviceUtil.cuh)
+// layer's norm before its QKV or gate/up projection) costs no launch either: each block adds the
+// residual to x and multiplies by the norm's scale once into shared memory, summing the squares
+// on the way (one round of loads, where M * K fits there: a decode step's hidden state does), or
+// else each warp does so for the rows it reads; the epilogue applies the norm's factor to the
+// dot products. With a programmatic launch (DeviceUtil.cuh)
 // the first weight loads are issued before the wait for the kernel ahead.
 // cuBLASLt keeps the larger M (CudaExecutor.cpp).
 #include "CudaKernels.h"
@@ -60,7 +61,8 @@ template <typename T, int kMaxM, bool kSwiglu, bool kNorm> struct Sums {
 
   // Elements [k, k + V) of every row: `row` and `upRow` are the weight rows' loads there. With
   // `storeSum` (one warp of the launch) x + residual is stored to normSum on the way. With
-  // `staged` (a norm in front that the block computed: stageNormalized), x's rows come from there.
+  // `staged` (stageNormInputs: x + residual times the scale), x's rows come from there and the
+  // epilogue applies the norm's factor.
   __device__ __forceinline__ void add(const SmallLinearArgs &a, const uint4 &row, const uint4 &upRow, int64_t k,
                                       bool storeSum, const float *staged) {
     Lanes<T> w, wu, scale;
@@ -144,22 +146,26 @@ template <typename T, int kMaxM, bool kSwiglu, bool kNorm> struct Sums {
   }
 };
 
-// Rows of x that a block normalizes once into shared memory (f32), rather than each warp for its
-// column: with a norm in front, where M * K fits.
+// Rows of x that a block scales for the norm once into shared memory (f32), rather than each warp
+// for its column: with a norm in front, where M * K fits (SmallLinearArgs::stageNorm).
 constexpr int64_t kMaxStagedFloats = 11 * 1024; // 44 KiB, under the 48 KiB a block has unasked
 
-__host__ __device__ bool stagesNorm(const SmallLinearArgs &a) { return a.normScale && a.M * a.K <= kMaxStagedFloats; }
+__host__ __device__ bool stagesNorm(const SmallLinearArgs &a) {
+  return a.normScale && a.stageNorm && a.M * a.K <= kMaxStagedFloats;
+}
 
-// xs [M, K] = rms_norm(x + residual) * scale, computed by the whole block (every thread calls it);
-// with `storeSum` (one block of the launch) x + residual is stored to normSum on the way.
+// xs [M, K] = (x + residual) * scale, by the whole block (every thread calls it), in one round of
+// loads, and per row the block's sum of squares of x + residual in `squares` (the epilogue's
+// norm factor); with `storeSum` (one block of the launch) x + residual is stored to normSum.
 template <typename T, int kMaxM>
-__device__ void stageNormalized(const SmallLinearArgs &a, float *xs, bool storeSum) {
+__device__ void stageNormInputs(const SmallLinearArgs &a, float *xs, float (&squares)[kWarps][kMaxM], bool storeSum) {
   constexpr int V = Lanes<T>::kCount;
-  __shared__ float partial[kWarps][kMaxM];
   const T *x = static_cast<const T *>(a.x), *residual = static_cast<const T *>(a.normResidual);
   const T *scale = static_cast<const T *>(a.normScale);
-  float squares[kMaxM] = {};
-  for (int64_t k = int64_t(threadIdx.x) * V; k < a.K; k += int64_t(blockDim.x) * V)
+  float sums[kMaxM] = {};
+  for (int64_t k = int64_t(threadIdx.x) * V; k < a.K; k += int64_t(blockDim.x) * V) {
+    Lanes<T> s;
+    widen(__ldg(reinterpret_cast<const uint4 *>(scale + k)), s);
 #pragma unroll
     for (int m = 0; m < kMaxM; ++m) {
       if (m >= a.M)
@@ -177,37 +183,16 @@ __device__ void stageNormalized(const SmallLinearArgs &a, float *xs, bool storeS
       }
 #pragma unroll
       for (int i = 0; i < V; ++i)
-        squares[m] += v.v[i] * v.v[i], xs[m * a.K + k + i] = v.v[i];
+        sums[m] += v.v[i] * v.v[i], xs[m * a.K + k + i] = v.v[i] * s.v[i];
     }
+  }
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 #pragma unroll
   for (int m = 0; m < kMaxM; ++m) {
     for (int o = 16; o > 0; o >>= 1)
-      squares[m] += __shfl_xor_sync(0xffffffffu, squares[m], o);
+      sums[m] += __shfl_xor_sync(0xffffffffu, sums[m], o);
     if (lane == 0)
-      partial[warp][m] = squares[m];
-  }
-  __syncthreads();
-  float factor[kMaxM];
-#pragma unroll
-  for (int m = 0; m < kMaxM; ++m) {
-    float total = 0.0f;
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w)
-      total += partial[w][m];
-    factor[m] = rsqrtf(total / float(a.K) + a.normEpsilon);
-  }
-  for (int64_t k = int64_t(threadIdx.x) * V; k < a.K; k += int64_t(blockDim.x) * V) {
-    Lanes<T> s;
-    widen(__ldg(reinterpret_cast<const uint4 *>(scale + k)), s);
-#pragma unroll
-    for (int m = 0; m < kMaxM; ++m) {
-      if (m >= a.M)
-        break;
-#pragma unroll
-      for (int i = 0; i < V; ++i)
-        xs[m * a.K + k + i] *= factor[m] * s.v[i];
-    }
+      squares[warp][m] = sums[m];
   }
   __syncthreads();
 }
@@ -220,7 +205,7 @@ __device__ __forceinline__ uint4 stream(const void *p) { return __ldcs(static_ca
 template <typename T, int kMaxM, bool kSwiglu, bool kNorm>
 __global__ void __launch_bounds__(kWarps * 32) smallLinearKernel(SmallLinearArgs a, Activation act, int slices) {
   constexpr int V = Lanes<T>::kCount;
-  extern __shared__ float stagedX[]; // stagesNorm: x's rows after the norm
+  extern __shared__ float stagedX[]; // stagesNorm: x's rows, plus the residual, times the norm's scale
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int64_t nOut = kSwiglu ? a.N / 2 : a.N;
   const int64_t n = int64_t(blockIdx.x) * (kWarps / slices) + warp / slices;
@@ -248,8 +233,9 @@ __global__ void __launch_bounds__(kWarps * 32) smallLinearKernel(SmallLinearArgs
     loadStep();
   waitForPrevious();
   const bool staged = kNorm && stagesNorm(a);
+  __shared__ float stagedSquares[kWarps][kMaxM]; // (with `staged`) per warp and row of x
   if (staged)
-    stageNormalized<T, kMaxM>(a, stagedX, a.normSum && blockIdx.x == 0);
+    stageNormInputs<T, kMaxM>(a, stagedX, stagedSquares, a.normSum && blockIdx.x == 0);
   const float *xs = staged ? stagedX : nullptr;
   if (n < nOut) { // warps past the last column only take part in addSlices' barrier
     const bool storeSum = kNorm && !staged && a.normSum && n == 0;
@@ -277,7 +263,14 @@ __global__ void __launch_bounds__(kWarps * 32) smallLinearKernel(SmallLinearArgs
   for (int m = 0; m < kMaxM; ++m) {
     if (m >= a.M || lane != m)
       continue;
-    const float norm = kNorm && !staged ? rsqrtf(sums.squares[m] / float(a.K) + a.normEpsilon) : 1.0f;
+    float squares = sums.squares[m];
+    if (staged) {
+      squares = 0.0f;
+#pragma unroll
+      for (int w = 0; w < kWarps; ++w)
+        squares += stagedSquares[w][m];
+    }
+    const float norm = kNorm ? rsqrtf(squares / float(a.K) + a.normEpsilon) : 1.0f;
     float v = sums.acc[m] * norm + (bias ? toF(bias[n]) : 0.0f);
     if (kSwiglu)
       v = swigluOf(v, sums.up[m] * norm + (bias ? toF(bias[n + nOut]) : 0.0f));

@@ -144,7 +144,7 @@ int main(int argc, char **argv) {
     const double bytes = 2.0 * double(s.K * s.N + s.K + nOut);
     const size_t weightBytes = size_t(s.K * s.N) * 2;
     std::vector<void *> w(std::max<size_t>(1, (kBeyondL2 + weightBytes - 1) / weightBytes), nullptr);
-    void *x = nullptr, *y = nullptr, *out = nullptr;
+    void *x = nullptr, *y = nullptr, *out = nullptr, *sum = nullptr;
     for (void *&copy : w) {
       cudaMalloc(&copy, weightBytes);
       cudaMemset(copy, 0x3c, weightBytes); // bf16 0x3c3c: about 0.0115 everywhere
@@ -152,13 +152,17 @@ int main(int argc, char **argv) {
     cudaMalloc(&x, size_t(s.K) * 2);
     cudaMalloc(&y, size_t(s.N) * 2);
     cudaMalloc(&out, size_t(nOut) * 2);
+    cudaMalloc(&sum, size_t(s.K) * 2);
     cudaMemset(x, 0x3c, size_t(s.K) * 2);
     std::printf("  %s (%.1f MB of weights, %zu copies)%s\n", s.what, double(weightBytes) / 1e6, w.size(),
-                s.norm ? ", llmc's GEMV with the RMS norm in front" : "");
+                s.norm ? ", llmc's GEMV with the add + RMS norm in front" : "");
     cu::SmallLinearArgs a;
     a.x = x, a.w = w[0], a.out = out, a.M = 1, a.N = s.N, a.K = s.K, a.swiglu = s.swiglu;
-    if (s.norm)
+    if (s.norm) { // as a decoder layer has it: add_rms_norm of x and the residual (y's first K), the sum stored
+      cudaMemset(y, 0x3c, size_t(s.N) * 2);
       a.normScale = x, a.normEpsilon = 1e-5f; // any scale: the time is the same
+      a.normResidual = y, a.normSum = sum;
+    }
     // Its choice of slices of K per column, then each choice it has.
     const int chosen = cu::smallLinearSlices(cu::Storage::BF16, a);
     for (int slices : {0, 1, 2, 4}) {
@@ -173,6 +177,18 @@ int main(int argc, char **argv) {
                                             : "  K in " + std::to_string(slices) + " slice" + (slices > 1 ? "s" : "");
       report(label.c_str(), gemv, bytes);
       failures += gemv < 0;
+    }
+    if (s.norm) { // the norm's inputs prepared by each warp rather than once per block
+      a.slices = 0, a.stageNorm = false;
+      const double gemv = timeCalls(
+          [&](int i) {
+            a.w = w[size_t(i) % w.size()];
+            return cu::smallLinear(cu::Storage::BF16, a, "none", nullptr);
+          },
+          reps);
+      report("  norm per warp", gemv, bytes);
+      failures += gemv < 0;
+      a.stageNorm = true;
     }
     if (prop.major >= 9) { // back to back with programmatic dependent launch, as the executor runs it
       a.slices = 0, a.overlapPrevious = true;
@@ -212,7 +228,7 @@ int main(int argc, char **argv) {
     }
     for (void *copy : w)
       cudaFree(copy);
-    cudaFree(x), cudaFree(y), cudaFree(out);
+    cudaFree(x), cudaFree(y), cudaFree(out), cudaFree(sum);
   }
   cudaFree(workspace);
   cublasLtDestroy(lt);
