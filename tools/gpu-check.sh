@@ -112,7 +112,7 @@ run | profile)
   echo "== $KERNEL_BENCH: the decode step's linears (llmc's GEMV vs cuBLASLt) and attention"
   step "$KERNEL_BENCH" 40 DONE "$BIN/$KERNEL_BENCH"
   echo "== whole plans: CUDA executor vs CPU outputs"
-  step "cuda_vs_cpu (tiny plans)" 150 PASS \
+  step "cuda_vs_cpu (tiny and real models' plans)" 150 PASS \
     python3 test/cuda/cuda_vs_cpu.py check --llmc-run "$BIN/llmc-run" --dir "$PACK/plans"
   echo "== benchmark"
   # GPU_CHECK_BENCH_ARGS: more gpu_benchmark.py flags (--no-torch for llmc's rows alone).
@@ -123,7 +123,7 @@ run | profile)
   exit $failed
   ;;
 *)
-  sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
   ;;
 esac
