@@ -19,7 +19,7 @@
 # the three real models (random weights) on the CUDA executor against their CPU outputs
 # (test/cuda/cuda_vs_cpu.py), then
 # tools/gpu_benchmark.py: SmolLM2- and Llama-3.2-1B-shaped plans without weights (bf16) against
-# PyTorch eager and torch.compile.
+# PyTorch eager and torch.compile, then the kernel trace of a Llama-1B decode step (profile).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 PACK=gpu-pack
@@ -69,6 +69,7 @@ run | profile)
     # recorded: the kernels' times by name, and one decode step's replay of its graph.
     model="${2:-llama1b}"
     [ -f "$unpacked/lib/libllmc_kernel_trace.so" ] || { echo "the pack has no kernel tracer" >&2; exit 2; }
+    nvidia-smi -L > /dev/null 2>&1 || { echo "no GPU: nothing to trace" >&2; exit 77; }
     ids=$(python3 -c "print(','.join(str((i * 7919 + 13) % 49152) for i in range(512)))")
     echo "== $model: kernel trace of the benchmark's generation"
     LD_PRELOAD="$unpacked/lib/libllmc_kernel_trace.so" "$BIN/llmc-run" generate "$PACK/bench/$model.llmc" --device cuda \
@@ -118,6 +119,8 @@ run | profile)
   # GPU_CHECK_BENCH_ARGS: more gpu_benchmark.py flags (--no-torch for llmc's rows alone).
   step "benchmark" 330 DONE \
     python3 tools/gpu_benchmark.py run --llmc-run "$BIN/llmc-run" --dir "$PACK/bench" ${GPU_CHECK_BENCH_ARGS:-}
+  echo "== where a Llama-1B decode step's time goes (kernel trace, overlapping launches off)"
+  GPU_PROFILE_ARGS=--no-cuda-overlap step "kernel trace" 60 DONE "$0" profile llama1b
   echo "== summary"
   printf '%s\n' "${summary[@]}"
   exit $failed

@@ -133,7 +133,18 @@ def run_torch(cfg, compiled, device="cuda", prompt=PROMPT, new_tokens=NEW_TOKENS
     return first, (total - first) / new_tokens, peak, ""
 
 
+def gpu_present():
+    """Whether nvidia-smi finds a GPU (without one, every row would fail the same way)."""
+    try:
+        return subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0
+    except OSError:
+        return False
+
+
 def run(args):
+    if not gpu_present():
+        print("no GPU: the benchmark is skipped", flush=True)
+        return 77
     with open(os.path.join(args.dir, "bench.json")) as f:
         models = json.load(f)
     names = args.models.split(",")

@@ -16,8 +16,7 @@ namespace {
 
 constexpr int kRowThreads = 256;
 constexpr int kElementThreads = 256;
-constexpr int64_t kMaxRowCols = 12 * 1024;   // the row staged in 48 KiB of shared memory
-
+constexpr int64_t kMaxRowCols = 12 * 1024; // the row staged in 48 KiB of shared memory
 
 template <typename T, bool kLayer>
 __global__ void addNormKernel(const T *__restrict__ x, const T *__restrict__ r, const T *__restrict__ scale,

@@ -12,8 +12,8 @@
 // residual to x and multiplies by the norm's scale once into shared memory, summing the squares
 // on the way (one round of loads, where M * K fits there: a decode step's hidden state does), or
 // else each warp does so for the rows it reads; the epilogue applies the norm's factor to the
-// dot products. With a programmatic launch (DeviceUtil.cuh)
-// the first weight loads are issued before the wait for the kernel ahead.
+// dot products. With a programmatic launch (DeviceUtil.cuh) the first weight loads are issued
+// before the wait for the kernel ahead.
 // cuBLASLt keeps the larger M (CudaExecutor.cpp).
 #include "CudaKernels.h"
 #include "DeviceUtil.cuh"
@@ -267,8 +267,8 @@ __global__ void __launch_bounds__(kWarps * 32) smallLinearKernel(SmallLinearArgs
     if (staged) {
       squares = 0.0f;
 #pragma unroll
-      for (int w = 0; w < kWarps; ++w)
-        squares += stagedSquares[w][m];
+      for (int other = 0; other < kWarps; ++other)
+        squares += stagedSquares[other][m];
     }
     const float norm = kNorm ? rsqrtf(squares / float(a.K) + a.normEpsilon) : 1.0f;
     float v = sums.acc[m] * norm + (bias ? toF(bias[n]) : 0.0f);
