@@ -39,9 +39,22 @@ Value lastPosition(OpBuilder &b, Location loc, Value x, bool oneRow) {
   return b.create(state)->getResult(0);
 }
 
+// Whether `op` is such a cut (this pass's, or the same slice written otherwise).
+bool isLastPosition(Operation *op) {
+  if (!op || op->getName().getStringRef() != "llmc.slice")
+    return false;
+  auto one = [&](StringRef name, int64_t value) {
+    auto a = op->getAttrOfType<DenseI64ArrayAttr>(name);
+    return a && a.size() == 1 && a[0] == value;
+  };
+  return one("starts", -1) && one("ends", std::numeric_limits<int64_t>::max()) && one("axes", 1) &&
+         (!op->hasAttr("steps") || one("steps", 1));
+}
+
 // The operands of `op` that hold its rows, when each position (axis 1) of its first result comes
-// from the same position of those operands alone and no other result is read; none otherwise.
-std::optional<SmallVector<unsigned>> rowOperands(Operation *op) {
+// from the same position of those operands alone and no other result is read (`sumCut`: an
+// add-norm's sum is read, but cut to the last position too); none otherwise.
+std::optional<SmallVector<unsigned>> rowOperands(Operation *op, bool sumCut) {
   const int64_t rank = fusion::tensorType(op->getResult(0)).getRank();
   if (rank < 3) // axis 1 must not be the axis the op reduces or contracts
     return std::nullopt;
@@ -61,7 +74,7 @@ std::optional<SmallVector<unsigned>> rowOperands(Operation *op) {
   }
   if (isa<RmsNormOp, LayerNormOp>(op) && lastAxis)
     return sameRows({0});
-  if (isa<AddRmsNormOp, AddLayerNormOp>(op) && lastAxis && op->getResult(1).use_empty())
+  if (isa<AddRmsNormOp, AddLayerNormOp>(op) && lastAxis && (sumCut || op->getResult(1).use_empty()))
     return sameRows({0, 1});
   return std::nullopt;
 }
@@ -115,14 +128,27 @@ struct LastPosition : impl::LlmcLastPositionBase<LastPosition> {
   }
 
   // slice(op(rows)) -> op(slice(rows)), when the op computes each position alone and the slice
-  // is its only reader; the new slices go on the worklist.
+  // is its only reader; the new slices go on the worklist. An add-norm whose result and sum are
+  // each cut (a decoder's last layer: the normed rows feed its MLP, the sum the residual after
+  // it) has both cuts moved above it together, so that the norm stays right before its linear.
   template <typename Known>
   void moveAbove(Operation *slice, Known &atLeastOne, SmallVector<Value> &worklist) {
     Value v = slice->getOperand(0);
     Operation *op = v.getDefiningOp();
-    if (!op || !v.hasOneUse() || v != op->getResult(0))
+    if (!op || !v.hasOneUse())
       return;
-    std::optional<SmallVector<unsigned>> rows = rowOperands(op);
+    Operation *sibling = nullptr; // the other result's cut
+    if (isa<AddRmsNormOp, AddLayerNormOp>(op)) {
+      Value other = op->getResult(v == op->getResult(0) ? 1 : 0);
+      if (!other.use_empty()) {
+        if (!other.hasOneUse() || !isLastPosition(*other.getUsers().begin()))
+          return;
+        sibling = *other.getUsers().begin();
+      }
+    }
+    if (v != op->getResult(0) && !sibling)
+      return;
+    std::optional<SmallVector<unsigned>> rows = rowOperands(op, sibling != nullptr);
     if (!rows)
       return;
     OpBuilder b(op);
@@ -132,14 +158,28 @@ struct LastPosition : impl::LlmcLastPositionBase<LastPosition> {
       made.push_back(operands[i]);
     }
     Operation *fresh = fusion::create(b, op->getLoc(), op->getName().getStringRef(), operands, op->getAttrs());
-    if (!fresh || fresh->getResult(0).getType() != slice->getResult(0).getType()) {
+    // The cut of each result of op (none where a result is not read).
+    SmallVector<Operation *, 2> cuts(op->getNumResults(), nullptr);
+    cuts[cast<OpResult>(v).getResultNumber()] = slice;
+    if (sibling)
+      cuts[cast<OpResult>(sibling->getOperand(0)).getResultNumber()] = sibling;
+    bool fits = fresh && fresh->getNumResults() == op->getNumResults();
+    for (unsigned r = 0; fits && r < cuts.size(); ++r)
+      fits = !cuts[r] || fresh->getResult(r).getType() == cuts[r]->getResult(0).getType();
+    if (!fits) {
       if (fresh)
         fresh->erase();
       for (Value m : made)
         m.getDefiningOp()->erase();
       return;
     }
-    slice->getResult(0).replaceAllUsesWith(fresh->getResult(0));
+    for (unsigned r = 0; r < cuts.size(); ++r)
+      if (cuts[r])
+        cuts[r]->getResult(0).replaceAllUsesWith(fresh->getResult(r));
+    if (sibling) {
+      llvm::erase(worklist, sibling->getResult(0)); // it may still wait its turn
+      sibling->erase();
+    }
     slice->erase();
     op->erase();
     ++moved;

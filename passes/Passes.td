@@ -186,7 +186,7 @@ def LlmcLastPosition : Pass<"llmc-last-position", "mlir::func::FuncOp"> {
     `outputs` ([batch, seq, ...]) become `slice [-1:]` on axis 1, and the slice moves above the
     ops that compute each row from the same row alone, as far as a value has no other reader:
     linear (without gate or residual), rms_norm/layer_norm over the last axis, and their add_
-    forms whose sum is not read. The output is [batch, 1, ...] (static when the sequence is at
+    forms whose sum is not read or is cut too (both cuts then move together). The output is [batch, 1, ...] (static when the sequence is at
     least 1). Opt-in (`llmc --last-position=logits`): it changes what the plan returns.
 
     Before:

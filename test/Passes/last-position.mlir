@@ -65,3 +65,49 @@ func.func @unbounded(%x: tensor<1x?x64xf32>, %emb: tensor<500x64xf32>) -> (tenso
   %l = llmc.linear %x, %emb, %e, %e, %e {transB = 1 : i64} : (tensor<1x?x64xf32>, tensor<500x64xf32>, tensor<0xf32>, tensor<0xf32>, tensor<0xf32>) -> tensor<1x?x500xf32>
   return %l : tensor<1x?x500xf32>
 }
+
+// -----
+
+// A decoder's last layer: its MLP's norm is an add-norm whose result feeds the MLP and whose sum
+// is the residual after it, both cut. The two cuts move above the norm together, so that the norm
+// stays right before its linear (which the CUDA GEMV then computes) and runs on one row.
+// CHECK-LABEL: func.func @last_layer
+// CHECK-DAG: %[[H:.*]] = llmc.slice %arg0 {{.*}} : (tensor<1x?x64xf32>) -> tensor<1x1x64xf32>
+// CHECK-DAG: %[[X:.*]] = llmc.slice %arg1 {{.*}} : (tensor<1x?x64xf32>) -> tensor<1x1x64xf32>
+// CHECK: %[[R:.*]], %[[S:.*]] = llmc.add_rms_norm %[[H]], %[[X]], %arg2 : {{.*}} -> (tensor<1x1x64xf32>, tensor<1x1x64xf32>)
+// CHECK-NEXT: %[[M:.*]] = llmc.linear %[[R]], {{.*}} -> tensor<1x1x64xf32>
+// CHECK-NEXT: %[[R2:.*]], %{{.*}} = llmc.add_rms_norm %[[S]], %[[M]], %arg3
+// CHECK-NEXT: %[[L:.*]] = llmc.linear %[[R2]], {{.*}} -> tensor<1x1x500xf32>
+// CHECK-NEXT: return %[[L]]
+func.func @last_layer(%h: tensor<1x?x64xf32> {llmc.name = "h", llmc.dim_symbols = ["", "seq", ""]},
+                      %x: tensor<1x?x64xf32> {llmc.name = "x", llmc.dim_symbols = ["", "seq", ""]},
+                      %w: tensor<64xf32>, %w2: tensor<64xf32>, %mlp: tensor<64x64xf32>, %emb: tensor<500x64xf32>)
+    -> (tensor<1x?x500xf32> {llmc.name = "logits"})
+    attributes {llmc.symbol_bounds = {seq = 64 : i64}} {
+  %e = llmc.constant dense<> : tensor<0xf32>
+  %r, %sum = llmc.add_rms_norm %h, %x, %w : (tensor<1x?x64xf32>, tensor<1x?x64xf32>, tensor<64xf32>) -> (tensor<1x?x64xf32>, tensor<1x?x64xf32>)
+  %m = llmc.linear %r, %mlp, %e, %e, %e {transB = 1 : i64} : (tensor<1x?x64xf32>, tensor<64x64xf32>, tensor<0xf32>, tensor<0xf32>, tensor<0xf32>) -> tensor<1x?x64xf32>
+  %r2, %sum2 = llmc.add_rms_norm %sum, %m, %w2 : (tensor<1x?x64xf32>, tensor<1x?x64xf32>, tensor<64xf32>) -> (tensor<1x?x64xf32>, tensor<1x?x64xf32>)
+  %l = llmc.linear %r2, %emb, %e, %e, %e {transB = 1 : i64} : (tensor<1x?x64xf32>, tensor<500x64xf32>, tensor<0xf32>, tensor<0xf32>, tensor<0xf32>) -> tensor<1x?x500xf32>
+  return %l : tensor<1x?x500xf32>
+}
+
+// -----
+
+// The sum is cut otherwise (its first position): the norm stays whole, the cut of its result
+// stays below it.
+// CHECK-LABEL: func.func @sum_cut_elsewhere
+// CHECK: %[[R:.*]], %[[S:.*]] = llmc.add_rms_norm %arg0, %arg1, %arg2 : {{.*}} -> (tensor<1x?x64xf32>, tensor<1x?x64xf32>)
+// CHECK-DAG: llmc.slice %[[S]] {axes = array<i64: 1>, ends = array<i64: 1>, starts = array<i64: 0>
+// CHECK-DAG: llmc.slice %[[R]] {axes = array<i64: 1>, ends = array<i64: 9223372036854775807>, starts = array<i64: -1>
+func.func @sum_cut_elsewhere(%h: tensor<1x?x64xf32> {llmc.name = "h", llmc.dim_symbols = ["", "seq", ""]},
+                             %x: tensor<1x?x64xf32> {llmc.name = "x", llmc.dim_symbols = ["", "seq", ""]},
+                             %w: tensor<64xf32>, %emb: tensor<500x64xf32>)
+    -> (tensor<1x?x500xf32> {llmc.name = "logits"}, tensor<1x1x64xf32> {llmc.name = "first"})
+    attributes {llmc.symbol_bounds = {seq = 64 : i64}} {
+  %e = llmc.constant dense<> : tensor<0xf32>
+  %r, %sum = llmc.add_rms_norm %h, %x, %w : (tensor<1x?x64xf32>, tensor<1x?x64xf32>, tensor<64xf32>) -> (tensor<1x?x64xf32>, tensor<1x?x64xf32>)
+  %first = llmc.slice %sum {axes = array<i64: 1>, ends = array<i64: 1>, starts = array<i64: 0>, steps = array<i64: 1>} : (tensor<1x?x64xf32>) -> tensor<1x1x64xf32>
+  %l = llmc.linear %r, %emb, %e, %e, %e {transB = 1 : i64} : (tensor<1x?x64xf32>, tensor<500x64xf32>, tensor<0xf32>, tensor<0xf32>, tensor<0xf32>) -> tensor<1x?x500xf32>
+  return %l, %first : tensor<1x?x500xf32>, tensor<1x1x64xf32>
+}
