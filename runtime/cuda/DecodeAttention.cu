@@ -9,8 +9,9 @@
 // tiled kernel issues every 16-byte load of its keys and values at once (kTileLoads of each per
 // thread) and then scores, weighs and sums them from registers: one round per tile of keys, and
 // a block holds a tile of 64 keys of 64 bf16 elements (docs/gpu-results.md has the figures). The
-// plain kernel takes what the tiled one cannot (unaligned rows, D != Dv, heads of more than 32
-// pieces of 16 bytes): it scores a few keys per warp at a time, then sums the values row by row.
+// plain kernel takes what the tiled one cannot (unaligned rows, D != Dv, a head that is not 1, 2,
+// 4, ... or 32 pieces of 16 bytes): it scores a few keys per warp at a time, then sums the values
+// row by row.
 #include "CudaKernels.h"
 #include "DeviceUtil.cuh"
 
