@@ -218,17 +218,20 @@ __global__ void __launch_bounds__(kWarps * 32) smallLinearKernel(SmallLinearArgs
   const T *row = w + n * a.K, *upRow = kSwiglu ? w + (n + nOut) * a.K : row;
   int64_t k = kBegin + int64_t(lane) * V;
   uint4 r[kUnroll], u[kUnroll];
+  // A step: the lane's next kUnroll 16-byte loads of its rows, those within its slice (a short
+  // row's loads are issued together, not one round after another).
   auto loadStep = [&] {
 #pragma unroll
-    for (int i = 0; i < kUnroll; ++i) {
-      r[i] = stream(row + k + i * step);
-      if (kSwiglu)
-        u[i] = stream(upRow + k + i * step);
-    }
+    for (int i = 0; i < kUnroll; ++i)
+      if (k + i * step < kEnd) {
+        r[i] = stream(row + k + i * step);
+        if (kSwiglu)
+          u[i] = stream(upRow + k + i * step);
+      }
   };
   // The first step's weights are loaded before the wait: with a programmatic launch they stream
   // in while the kernel before this one (whose output is x) finishes.
-  const bool firstStep = n < nOut && k + (kUnroll - 1) * step < kEnd;
+  const bool firstStep = n < nOut && k < kEnd;
   if (firstStep)
     loadStep();
   waitForPrevious();
@@ -239,16 +242,13 @@ __global__ void __launch_bounds__(kWarps * 32) smallLinearKernel(SmallLinearArgs
   const float *xs = staged ? stagedX : nullptr;
   if (n < nOut) { // warps past the last column only take part in addSlices' barrier
     const bool storeSum = kNorm && !staged && a.normSum && n == 0;
-    for (bool loaded = firstStep; k + (kUnroll - 1) * step < kEnd; k += kUnroll * step, loaded = false) {
+    for (bool loaded = firstStep; k < kEnd; k += kUnroll * step, loaded = false) {
       if (!loaded)
         loadStep();
 #pragma unroll
       for (int i = 0; i < kUnroll; ++i)
-        sums.add(a, r[i], kSwiglu ? u[i] : r[i], k + i * step, storeSum, xs);
-    }
-    for (; k < kEnd; k += step) {
-      const uint4 r0 = stream(row + k);
-      sums.add(a, r0, kSwiglu ? stream(upRow + k) : r0, k, storeSum, xs);
+        if (k + i * step < kEnd)
+          sums.add(a, r[i], kSwiglu ? u[i] : r[i], k + i * step, storeSum, xs);
     }
     sums.reduce();
   }
