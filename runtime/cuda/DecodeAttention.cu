@@ -101,6 +101,16 @@ __device__ __forceinline__ DecodeChunk decodeChunk(const AttentionArgs &a, int s
   return {keys, t0, t0 + chunk < keys ? t0 + chunk : keys, active > 1 ? int(active) : 1};
 }
 
+// qs[d] = the query of sequence b and head h, rotated by the tables where the op has them and
+// scaled, by the whole block (the caller's barrier publishes it).
+template <typename T> __device__ void loadQuery(const AttentionArgs &a, int64_t b, int64_t h, float *qs) {
+  const T *q = static_cast<const T *>(a.q) + b * a.qs.batch + h * a.qs.head;
+  const T *cq = a.cos ? static_cast<const T *>(a.cos) + (a.tablesPerBatch ? b : 0) * a.D : nullptr;
+  const T *sq = a.sin ? static_cast<const T *>(a.sin) + (a.tablesPerBatch ? b : 0) * a.D : nullptr;
+  for (int64_t d = threadIdx.x; d < a.D; d += blockDim.x)
+    qs[d] = rotated(q, cq, sq, d, a.D) * a.scale;
+}
+
 // Block (sequence b and head h, split) of the plain kernel: each warp scores kDecodeKeysPerStep
 // keys at a time into shared memory, then the block takes their exponentials and each thread sums
 // one element of the values over the chunk.
@@ -121,11 +131,7 @@ __global__ void __launch_bounds__(kDecodeThreads)
     if (threadIdx.x == 0)
       out[0] = -INFINITY, out[1] = 0.0f;
   } else {
-    const T *q = static_cast<const T *>(a.q) + b * a.qs.batch + h * a.qs.head;
-    const T *cq = a.cos ? static_cast<const T *>(a.cos) + (a.tablesPerBatch ? b : 0) * a.D : nullptr;
-    const T *sq = a.sin ? static_cast<const T *>(a.sin) + (a.tablesPerBatch ? b : 0) * a.D : nullptr;
-    for (int64_t d = threadIdx.x; d < a.D; d += blockDim.x)
-      qs[d] = rotated(q, cq, sq, d, a.D) * a.scale;
+    loadQuery<T>(a, b, h, qs);
     __syncthreads();
     const T *kb = static_cast<const T *>(a.k) + b * a.ks.batch + kvh * a.ks.head;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
@@ -192,12 +198,7 @@ __global__ void __launch_bounds__(kDecodeThreads)
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, seg = threadIdx.x & (segs - 1);
   const int keysPerPass = kDecodeThreads / segs, tileKeys = keysPerPass * kTileLoads;
   const int firstKey = threadIdx.x / segs;
-  // The query (rotated and scaled), its loads issued with the key count's.
-  const T *q = static_cast<const T *>(a.q) + b * a.qs.batch + h * a.qs.head;
-  const T *cq = a.cos ? static_cast<const T *>(a.cos) + (a.tablesPerBatch ? b : 0) * a.D : nullptr;
-  const T *sq = a.sin ? static_cast<const T *>(a.sin) + (a.tablesPerBatch ? b : 0) * a.D : nullptr;
-  for (int64_t d = threadIdx.x; d < a.D; d += blockDim.x)
-    qs[d] = rotated(q, cq, sq, d, a.D) * a.scale;
+  loadQuery<T>(a, b, h, qs); // its loads issued with the key count's
   const DecodeChunk c = decodeChunk(a, split, splits);
   const int64_t t0 = c.t0, t1 = c.t1;
   const int64_t maskBatch = a.maskRowPerBatch ? c.keys : a.maskStrides[0];

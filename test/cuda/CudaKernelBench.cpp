@@ -163,45 +163,36 @@ int main(int argc, char **argv) {
       a.normScale = x, a.normEpsilon = 1e-5f; // any scale: the time is the same
       a.normResidual = y, a.normSum = sum;
     }
-    // Its choice of slices of K per column, then each choice it has.
-    const int chosen = cu::smallLinearSlices(cu::Storage::BF16, a);
-    for (int slices : {0, 1, 2, 4}) {
-      a.slices = slices;
-      const double gemv = timeCalls(
-          [&](int i) {
-            a.w = w[size_t(i) % w.size()];
-            return cu::smallLinear(cu::Storage::BF16, a, "none", nullptr);
-          },
-          reps);
-      const std::string label = slices == 0 ? "llmc GEMV [N, K] (" + std::to_string(chosen) + " chosen)"
-                                            : "  K in " + std::to_string(slices) + " slice" + (slices > 1 ? "s" : "");
-      report(label.c_str(), gemv, bytes);
-      failures += gemv < 0;
-    }
-    if (s.norm) { // the norm's inputs prepared by each warp rather than once per block
-      a.slices = 0, a.stageNorm = false;
-      const double gemv = timeCalls(
-          [&](int i) {
-            a.w = w[size_t(i) % w.size()];
-            return cu::smallLinear(cu::Storage::BF16, a, "none", nullptr);
-          },
-          reps);
-      report("  norm per warp", gemv, bytes);
-      failures += gemv < 0;
-      a.stageNorm = true;
-    }
-    if (prop.major >= 9) { // back to back with programmatic dependent launch, as the executor runs it
-      a.slices = 0, a.overlapPrevious = true;
-      cudaStream_t stream = nullptr; // a stream of our own (blocking: the timing events wait for it)
-      cudaStreamCreate(&stream);
-      const double gemv = timeCalls(
+    // Times the GEMV as `a` says now, launched on `stream`, and reports it under `label`.
+    auto timeGemv = [&](const std::string &label, cudaStream_t stream) {
+      const double us = timeCalls(
           [&](int i) {
             a.w = w[size_t(i) % w.size()];
             return cu::smallLinear(cu::Storage::BF16, a, "none", stream);
           },
           reps);
-      report("llmc GEMV, overlapping launches", gemv, bytes);
-      failures += gemv < 0;
+      report(label.c_str(), us, bytes);
+      failures += us < 0;
+    };
+    // Its choice of slices of K per column, then each choice it has.
+    const int chosen = cu::smallLinearSlices(cu::Storage::BF16, a);
+    for (int slices : {0, 1, 2, 4}) {
+      a.slices = slices;
+      timeGemv(slices == 0 ? "llmc GEMV [N, K] (" + std::to_string(chosen) + " chosen)"
+                           : "  K in " + std::to_string(slices) + " slice" + (slices > 1 ? "s" : ""),
+               nullptr);
+    }
+    a.slices = 0;
+    if (s.norm) { // the norm's inputs prepared by each warp rather than once per block
+      a.stageNorm = false;
+      timeGemv("  norm per warp", nullptr);
+      a.stageNorm = true;
+    }
+    if (prop.major >= 9) { // back to back with programmatic dependent launch, as the executor runs it
+      a.overlapPrevious = true;
+      cudaStream_t stream = nullptr; // a stream of our own (blocking: the timing events wait for it)
+      cudaStreamCreate(&stream);
+      timeGemv("llmc GEMV, overlapping launches", stream);
       cudaStreamDestroy(stream);
       a.overlapPrevious = false;
     }
