@@ -109,6 +109,10 @@ struct Executor {
   // where that linear takes it (findNormsBeforeLinears): per op, the norm of a linear / the
   // linear of a norm, or -1.
   std::vector<int> normOfLinear, linearOfNorm;
+  // Splits that smallLinear does in its epilogue (output pieces) in the runs where it takes the
+  // linear before them (findSplitsAfterLinears): per op, the split of a linear / the linear of a
+  // split, or -1.
+  std::vector<int> splitOfLinear, linearOfSplit;
   bool dry = false; // checking a plan without a device: prepare nothing that needs one
   std::vector<Segment> segments;
   std::vector<bool> resident;       // per value: a linked cache, never copied to or from the host
@@ -312,10 +316,86 @@ void findNormsBeforeLinears(Executor &ex, const std::vector<int> &order) {
   }
 }
 
+int axisOf(const PlanOp &op, int rank);
+ShiftedOutput destinationOf(const Executor &e, int v, const std::vector<TensorRef> &t);
+std::string rotaryArgsOf(const Executor &e, const PlanOp &op, const std::vector<TensorRef> &t, RotaryArgs &a);
+
+// Splits that the linear right before them can do (smallLinear's output pieces), for ops that run
+// in `order` (empty: the plan's): a split of the
+// last axis into at most kMaxLinearPieces pieces in the linear's storage, the one reader of the
+// output of a linear with an [N, K] weight and no activation, gate or residual, next to it in
+// the run order (so that writing the pieces at the linear's turn skips no op in between; the
+// arena keeps the linear's inputs until the split, planDeviceArena). A merged QKV projection's
+// split, with the key rotation and the cache appends that the split does (inPlaceOf).
+// Per op: the split after a linear, or -1.
+std::vector<int> splitsAfterLinears(const llmc_plan_t &plan, const std::vector<int> &order) {
+  std::vector<int> splitOfLinear(plan.ops.size(), -1);
+  const std::vector<int> position = positionsIn(order, plan.ops.size());
+  const ValueUses uses = usesOf(plan);
+  for (size_t k = 0; k < plan.ops.size(); ++k) {
+    const PlanOp &split = plan.ops[k];
+    if (split.kernel != "split" || split.inputs.empty() || split.outputs.size() > size_t(kMaxLinearPieces))
+      continue;
+    const int whole = split.inputs[0], l = uses.producer[size_t(whole)];
+    if (l < 0 || uses.readers[size_t(whole)] != 1 || position[k] != position[size_t(l)] + 1)
+      continue;
+    const PlanOp &linear = plan.ops[size_t(l)];
+    const std::string_view activation = linear.attrs.getString("activation");
+    auto absent = [&](size_t i) {
+      return linear.inputs.size() <= i || linear.inputs[i] < 0 || plan.values[size_t(linear.inputs[i])].shape.numel() == 0;
+    };
+    const PlanValue &out = plan.values[size_t(whole)];
+    if (linear.kernel != "linear" || linear.attrs.getInt("transB", 0) == 0 || !(activation.empty() || activation == "none") ||
+        !absent(3) || !absent(4) || !isFloat(out) || out.shape.rank < 1 || axisOf(split, out.shape.rank) != out.shape.rank - 1 ||
+        onDevice(plan.values[size_t(linear.inputs[0])]) != onDevice(out))
+      continue;
+    bool sameStorage = true;
+    for (int o : split.outputs)
+      sameStorage &= o >= 0 && onDevice(plan.values[size_t(o)]) == onDevice(out);
+    if (!sameStorage)
+      continue;
+    splitOfLinear[size_t(l)] = int(k);
+  }
+  return splitOfLinear;
+}
+
+void findSplitsAfterLinears(Executor &ex, const std::vector<int> &order) {
+  ex.splitOfLinear = splitsAfterLinears(*ex.plan, order);
+  ex.linearOfSplit.assign(ex.plan->ops.size(), -1);
+  for (size_t k = 0; k < ex.splitOfLinear.size(); ++k)
+    if (ex.splitOfLinear[k] >= 0)
+      ex.linearOfSplit[size_t(ex.splitOfLinear[k])] = int(k);
+}
+
+// The split after linear op `k` as smallLinear's output pieces, added to `a` where the kernel
+// takes them (else `a` stays as it is, and the split launches itself).
+void addOutputPieces(const Executor &e, int k, const std::vector<TensorRef> &t, Storage st, SmallLinearArgs &a) {
+  const int index = e.splitOfLinear.empty() ? -1 : e.splitOfLinear[size_t(k)];
+  if (index < 0)
+    return;
+  const PlanOp &split = e.plan->ops[size_t(index)];
+  const Executor::SplitRotary fused = e.rotaryOfSplit.empty() ? Executor::SplitRotary() : e.rotaryOfSplit[size_t(index)];
+  SmallLinearArgs with = a;
+  for (int o : split.outputs) {
+    LinearPiece &piece = with.piece[with.pieces++];
+    piece.columns = lastDim(t[size_t(o)].shape);
+    if (o != fused.piece) {
+      piece.to = destinationOf(e, o, t);
+    } else if (rotaryArgsOf(e, e.plan->ops[size_t(fused.rotary)], t, piece.rotary).empty()) {
+      piece.to = piece.rotary.y;
+    } else {
+      return; // the split's own launch reports it
+    }
+  }
+  if (smallLinearTakes(st, with))
+    a = with;
+}
+
 // The smallLinear call of linear op `k` in this run, with the norm before it folded in where
-// findNormsBeforeLinears paired them; false when this run's linear does not take smallLinear
-// (then cuBLASLt runs it, and the norm its own kernel). The linear's and the norm's launches
-// both ask, so that they agree.
+// findNormsBeforeLinears paired them, and the split after it where findSplitsAfterLinears did;
+// false when this run's linear does not take smallLinear (then cuBLASLt runs it, and the norm
+// and the split their own kernels). The linear's, the norm's and the split's launches all ask,
+// so that they agree.
 bool smallLinearCall(const Executor &e, int k, const std::vector<TensorRef> &t, Storage st, SmallLinearArgs &a) {
   const PlanOp &op = e.plan->ops[size_t(k)];
   if (!e.useSmallLinear || op.attrs.getInt("transB", 0) == 0)
@@ -338,7 +418,10 @@ bool smallLinearCall(const Executor &e, int k, const std::vector<TensorRef> &t, 
     a.normSum = add && norm.outputs.size() > 1 ? e.at(norm.outputs[1]) : nullptr;
     a.normEpsilon = float(norm.attrs.getFloat("epsilon", 1e-5));
   }
-  return smallLinearTakes(st, a);
+  if (!smallLinearTakes(st, a))
+    return false;
+  addOutputPieces(e, k, t, st, a);
+  return true;
 }
 
 std::string prepareNorm(Executor &ex, const PlanOp &op, int k, PreparedOp &out) {
@@ -965,6 +1048,9 @@ std::string prepareDataMovement(Executor &ex, const PlanOp &op, PreparedOp &out,
     };
   } else if (k == "split") {
     out.launch = [&op, elem, st, index](Executor &e, const std::vector<TensorRef> &t) -> std::string {
+      if (const int linear = e.linearOfSplit.empty() ? -1 : e.linearOfSplit[size_t(index)]; linear >= 0)
+        if (SmallLinearArgs a; smallLinearCall(e, linear, t, st, a) && a.pieces > 0)
+          return std::string(); // the linear wrote the pieces (addOutputPieces)
       const Shape &in = t[size_t(op.inputs[0])].shape;
       const int axis = axisOf(op, in.rank);
       int64_t inStrides[kMaxRank], at = 0;
@@ -1341,18 +1427,28 @@ struct ArenaLayout {
 // `elsewhere` (may be empty): values with no bytes of their own (written into a linked cache, or
 // by no launch at all: InPlace). `normOfLinear` (findNormsBeforeLinears): a linear that computes
 // the norm before it reads that norm's inputs and writes its sum, so they live until it has run.
+// The linear computes the norm before it (its inputs are read, its sum written then) and the
+// split after it (whose pieces are written then, so that what the linear reads must outlive them).
 ArenaLayout planDeviceArena(const llmc_plan_t &plan, const std::vector<bool> &resident, const std::vector<int> &order,
-                            const std::vector<bool> &elsewhere, const std::vector<int> &normOfLinear) {
+                            const std::vector<bool> &elsewhere, const std::vector<int> &normOfLinear,
+                            const std::vector<int> &splitOfLinear) {
   std::vector<Lifetime> lifetimes = planLifetimes(plan, order);
   const std::vector<int> position = positionsIn(order, plan.ops.size());
+  auto keepUntil = [&](const std::vector<int> &values, int until) {
+    for (int v : values)
+      if (v >= 0)
+        lifetimes[size_t(v)].last = std::max(lifetimes[size_t(v)].last, until);
+  };
   for (size_t linear = 0; linear < normOfLinear.size(); ++linear) {
+    const int split = splitOfLinear.empty() ? -1 : splitOfLinear[linear];
+    const int until = split >= 0 ? position[size_t(split)] : position[linear];
+    if (split >= 0)
+      keepUntil(plan.ops[linear].inputs, until);
     if (normOfLinear[linear] < 0)
       continue;
     const PlanOp &norm = plan.ops[size_t(normOfLinear[linear])];
-    for (const std::vector<int> *values : {&norm.inputs, &norm.outputs}) // the sum too: written then
-      for (int v : *values)
-        if (v >= 0)
-          lifetimes[size_t(v)].last = std::max(lifetimes[size_t(v)].last, position[linear]);
+    keepUntil(norm.inputs, until);
+    keepUntil(norm.outputs, until);
   }
   for (size_t i = 0; i < plan.values.size(); ++i) {
     const PlanValue &v = plan.values[i];
@@ -1535,7 +1631,9 @@ std::string layoutArena(Executor &ex) {
   ex.cacheRows = std::move(inPlace.cacheRows);
   ex.rotaryOfSplit = std::move(inPlace.rotaryOfSplit);
   ex.splitOfRotary = std::move(inPlace.splitOfRotary);
-  const ArenaLayout layout = planDeviceArena(plan, ex.resident, ex.order, inPlace.elsewhere, ex.normOfLinear);
+  findSplitsAfterLinears(ex, ex.order);
+  const ArenaLayout layout =
+      planDeviceArena(plan, ex.resident, ex.order, inPlace.elsewhere, ex.normOfLinear, ex.splitOfLinear);
   const ArenaPlan &arena = layout.arena;
   const std::vector<int> &owner = layout.owner;
   cudaFree(ex.arena);
@@ -1952,7 +2050,9 @@ size_t deviceBytes(void *state) {
   if (ex.arenaStale) { // as the next run will lay it out
     const std::vector<int> order = runOrder(*ex.plan, splitOf(ex));
     arena = ex.scratchBytes +
-            planDeviceArena(*ex.plan, ex.resident, order, inPlaceOf(ex, order).elsewhere, ex.normOfLinear).arena.total;
+            planDeviceArena(*ex.plan, ex.resident, order, inPlaceOf(ex, order).elsewhere, ex.normOfLinear,
+                            splitsAfterLinears(*ex.plan, order))
+                .arena.total;
   }
   return ex.weightBytes + arena + ex.stagingBytes + ex.cacheBytes + 2 * ex.workspaceBytes + sizeof(int);
 }
@@ -1977,8 +2077,10 @@ bool plannedMemory(const llmc_plan_t &plan, size_t *weights, size_t *activations
   *weights = 0;
   for (const PlanValue &v : plan.values)
     *weights += v.kind == fb::ValueKind_Weight ? weightSlot(v) : 0;
-  *activations =
-      scratch + planDeviceArena(plan, std::vector<bool>(plan.values.size(), false), {}, {}, ex.normOfLinear).arena.total;
+  findSplitsAfterLinears(ex, {});
+  *activations = scratch + planDeviceArena(plan, std::vector<bool>(plan.values.size(), false), {}, {}, ex.normOfLinear,
+                                           ex.splitOfLinear)
+                               .arena.total;
   *other = stagingBytesOf(plan) + 2 * kGemmWorkspace + sizeof(int);
   return true;
 }
@@ -2014,7 +2116,9 @@ std::string describeDecodeGraphs(const llmc_plan_t &plan) {
   // The linears a decode step (one row per sequence) runs on smallLinear: [N, K] weights whose
   // rows are whole 16-byte loads; and those of them that compute the RMS norm before them.
   findNormsBeforeLinears(ex, order);
-  size_t linears = 0, gemv = 0, norms = 0;
+  ex.rotaryOfSplit = inPlace.rotaryOfSplit;
+  findSplitsAfterLinears(ex, order);
+  size_t linears = 0, gemv = 0, norms = 0, splits = 0;
   for (size_t k = 0; k < plan.ops.size(); ++k) {
     const PlanOp &op = plan.ops[k];
     if (op.kernel != "linear")
@@ -2024,11 +2128,13 @@ std::string describeDecodeGraphs(const llmc_plan_t &plan) {
     if (op.attrs.getInt("transB", 0) != 0 && w.shape.rank == 2 && w.shape.dims[1] * dtypeSize(onDevice(w)) % 16 == 0) {
       ++gemv;
       norms += ex.normOfLinear[k] >= 0;
+      splits += ex.splitOfLinear[k] >= 0;
     }
   }
   const std::string linearLine = "\nlinears a decode step runs on llmc's GEMV kernel ([N, K] weights): " +
                                  std::to_string(gemv) + " of " + std::to_string(linears) + ", " +
-                                 std::to_string(norms) + " of them computing the RMS norm before them";
+                                 std::to_string(norms) + " of them computing the RMS norm before them, " +
+                                 std::to_string(splits) + " the split after them";
   if (split.lengthSymbol.empty())
     return "no attention over a cache that grows: each input-shape bucket is one graph, captured once" + linearLine;
   if (!split.whyNot.empty())

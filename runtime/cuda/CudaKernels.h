@@ -134,8 +134,23 @@ std::string linearEpilogue(Storage s, const void *y, void *out, const void *gate
 // tensors 16-byte aligned). With `normScale` an RMS norm comes first, as the rms_norm /
 // add_rms_norm op before the linear would compute it: x is replaced by
 // rms_norm(x + normResidual) * normScale over K (normResidual nullable), and normSum (nullable;
-// only with normResidual) receives x + normResidual, [M, K] each, normScale [K].
+// only with normResidual) receives x + normResidual, [M, K] each, normScale [K]. With output
+// pieces (LinearPiece, SmallLinearArgs::piece) the columns go to places of their own instead of out.
 constexpr int64_t kSmallLinearMaxM = 8;
+
+// Where a linear's output goes instead of `out` (SmallLinearArgs::piece): its columns in
+// consecutive pieces, each stored as rows [M, columns] of its own at `to` (a linked cache's end
+// where shifted), and where rotary.cos is given turned as the rotary op turns rows [B, S, H * D]
+// (H = columns / rotary.D heads, row m = b * S + s: rotary's positions, or tables by row,
+// tableRows, rotaryDim, interleaved and error; its x, y, B, H, S and flat are not read): a merged
+// QKV projection's split, key rotation and cache appends in the GEMV's epilogue.
+struct LinearPiece {
+  int64_t columns = 0;
+  ShiftedOutput to;
+  RotaryArgs rotary;
+};
+constexpr int kMaxLinearPieces = 4;
+
 struct SmallLinearArgs {
   const void *x = nullptr, *w = nullptr, *bias = nullptr, *gate = nullptr, *residual = nullptr;
   void *out = nullptr;
@@ -154,6 +169,12 @@ struct SmallLinearArgs {
   // With a norm in front: each block prepares x for the norm once in shared memory (where M * K
   // fits) rather than each warp; false keeps it per warp (benchmarks compare the two).
   bool stageNorm = true;
+  // With pieces > 0 the output goes to piece[0, pieces) (LinearPiece), whose columns add up to
+  // N, rather than to `out`: no activation, gate or residual, and every piece of an even width
+  // (a warp computes two columns of one piece, as two rows with SwiGLU; a rotated piece's pairs
+  // are the rotation's).
+  int pieces = 0;
+  LinearPiece piece[kMaxLinearPieces];
 };
 bool smallLinearTakes(Storage s, const SmallLinearArgs &a);
 std::string smallLinear(Storage s, const SmallLinearArgs &a, const std::string &activation, void *stream);

@@ -7,12 +7,14 @@
 // block share a column, each over a slice of K, and add their sums in shared memory: more loads
 // in flight, and no second pass or workspace either way (docs/gpu-results.md has the figures).
 // The bias, the activation (SwiGLU: the warp reads the gate's row and the up projection's row),
-// the gate and the residual are applied before the one store. An RMS norm in front (the decoder
-// layer's norm before its QKV or gate/up projection) costs no launch either: each block adds the
-// residual to x and multiplies by the norm's scale once into shared memory, summing the squares
-// on the way (one round of loads, where M * K fits there: a decode step's hidden state does), or
-// else each warp does so for the rows it reads; the epilogue applies the norm's factor to the
-// dot products. With a programmatic launch (DeviceUtil.cuh) the first weight loads are issued
+// the gate and the residual are applied before the one store. Or the output goes to pieces of
+// its own (a merged QKV projection's split: queries, keys rotated into the cache, values into
+// it), a warp computing two columns of a piece (a rotated piece's pair) as SwiGLU's two rows, so
+// that the split costs no launch. An RMS norm in front (the decoder layer's norm before its QKV
+// or gate/up projection) costs no launch either: each block adds the residual to x and
+// multiplies by the norm's scale once into shared memory, summing the squares on the way (one
+// round of loads, where M * K fits there: a decode step's hidden state does), or else each warp
+// does so for the rows it reads; the epilogue applies the norm's factor to the dot products. With a programmatic launch (DeviceUtil.cuh) the first weight loads are issued
 // before the wait for the kernel ahead.
 // cuBLASLt keeps the larger M (CudaExecutor.cpp).
 #include "CudaKernels.h"
@@ -52,11 +54,12 @@ template <typename T> __device__ __forceinline__ void store16(void *at, const La
 }
 
 // A warp's running sums for its output column: the dot products of every row m < M of x with the
-// column's weight row (and, with SwiGLU, the up projection's), and with a norm in front the sums
-// of squares of those rows (x + residual), whose factor the epilogue applies. The sums of
+// column's weight row (and with kPaired a second row's: SwiGLU's up projection, or the partner
+// column of an output piece), and with a norm in front the sums of squares of those rows
+// (x + residual), whose factor the epilogue applies. The sums of
 // m >= M (kMaxM rounds M up) repeat the last row and are dropped: no branch keeps the loads of
 // x from being issued together.
-template <typename T, int kMaxM, bool kSwiglu, bool kNorm> struct Sums {
+template <typename T, int kMaxM, bool kPaired, bool kNorm> struct Sums {
   float acc[kMaxM] = {}, up[kMaxM] = {}, squares[kMaxM] = {};
 
   // Elements [k, k + V) of every row: `row` and `upRow` are the weight rows' loads there. With
@@ -67,7 +70,7 @@ template <typename T, int kMaxM, bool kSwiglu, bool kNorm> struct Sums {
                                       bool storeSum, const float *staged) {
     Lanes<T> w, wu, scale;
     widen(row, w);
-    if (kSwiglu)
+    if (kPaired)
       widen(upRow, wu);
     if (kNorm && staged) {
 #pragma unroll
@@ -80,7 +83,7 @@ template <typename T, int kMaxM, bool kSwiglu, bool kNorm> struct Sums {
           xs.v[4 * q] = f.x, xs.v[4 * q + 1] = f.y, xs.v[4 * q + 2] = f.z, xs.v[4 * q + 3] = f.w;
         }
         acc[m] += dot(xs, w);
-        if (kSwiglu)
+        if (kPaired)
           up[m] += dot(xs, wu);
       }
       return;
@@ -110,7 +113,7 @@ template <typename T, int kMaxM, bool kSwiglu, bool kNorm> struct Sums {
         }
       }
       acc[m] += dot(xs, w);
-      if (kSwiglu)
+      if (kPaired)
         up[m] += dot(xs, wu);
     }
   }
@@ -121,7 +124,7 @@ template <typename T, int kMaxM, bool kSwiglu, bool kNorm> struct Sums {
     for (int m = 0; m < kMaxM; ++m)
       for (int o = 16; o > 0; o >>= 1) {
         acc[m] += __shfl_xor_sync(0xffffffffu, acc[m], o);
-        if (kSwiglu)
+        if (kPaired)
           up[m] += __shfl_xor_sync(0xffffffffu, up[m], o);
         if (kNorm)
           squares[m] += __shfl_xor_sync(0xffffffffu, squares[m], o);
@@ -197,25 +200,77 @@ __device__ void stageNormInputs(const SmallLinearArgs &a, float *xs, float (&squ
   __syncthreads();
 }
 
+// The two columns that warp `n` computes with output pieces (SmallLinearArgs::piece), within
+// piece `piece` (its first column `first` of the linear's): pair p of the piece in order, of a
+// rotated piece's head the rotation's pair (i, i + rotaryDim / 2), or (2i, 2i + 1) interleaved,
+// then the columns past rotaryDim two by two; of an unrotated piece two columns side by side.
+// `angle`: the pair's column of the cos/sin tables, -1 for none.
+struct PiecePair {
+  int piece = 0;
+  int64_t first = 0, a = 0, b = 0, angle = -1;
+};
+
+__device__ PiecePair piecePair(const SmallLinearArgs &s, int64_t n) {
+  PiecePair r;
+  int64_t p = n;
+  while (r.piece + 1 < s.pieces && p >= s.piece[r.piece].columns / 2)
+    p -= s.piece[r.piece].columns / 2, r.first += s.piece[r.piece].columns, ++r.piece;
+  const RotaryArgs &rot = s.piece[r.piece].rotary;
+  r.a = 2 * p, r.b = 2 * p + 1;
+  if (!rot.cos)
+    return r;
+  const int64_t half = rot.rotaryDim / 2, head = p / (rot.D / 2) * rot.D, i = p % (rot.D / 2);
+  if (i >= half) // past rotaryDim: columns 2i and 2i + 1 of the head, unrotated
+    return r.a = head + 2 * i, r.b = r.a + 1, r;
+  r.a = head + (rot.interleaved ? 2 * i : i), r.b = r.a + (rot.interleaved ? 1 : half), r.angle = i;
+  return r;
+}
+
+// Row m's values of a pair's two columns into its piece, rotated where the pair has an angle (a
+// position outside the tables sets the error flag and stores them unrotated, as rotaryElements).
+template <typename T>
+__device__ void storePair(const LinearPiece &piece, const PiecePair &pair, int64_t m, float va, float vb) {
+  const RotaryArgs &rot = piece.rotary;
+  if (pair.angle >= 0) {
+    const int64_t pos = rot.positions ? rot.positions[m] : m, half = rot.rotaryDim / 2;
+    if (pos < 0 || pos >= rot.tableRows) {
+      if (rot.error)
+        atomicExch(rot.error, 1);
+    } else {
+      const float c = toF(static_cast<const T *>(rot.cos)[pos * half + pair.angle]);
+      const float sn = toF(static_cast<const T *>(rot.sin)[pos * half + pair.angle]);
+      const float a = va * c - vb * sn;
+      vb = vb * c + va * sn, va = a;
+    }
+  }
+  T *y = static_cast<T *>(piece.to.base) + (piece.to.shift ? *piece.to.shift * piece.to.shiftStride : 0) +
+         m * piece.columns;
+  y[pair.a] = fromF<T>(va), y[pair.b] = fromF<T>(vb);
+}
+
 // Weight rows are read once: streamed (evict first), so that they do not push x out of the caches.
 __device__ __forceinline__ uint4 stream(const void *p) { return __ldcs(static_cast<const uint4 *>(p)); }
 
 // Warp w of block b computes slice (w % slices) of K of output column b * (kWarps / slices) +
 // w / slices for every row m < M; the slice-0 warp finishes the column.
-template <typename T, int kMaxM, bool kSwiglu, bool kNorm>
-__global__ void __launch_bounds__(kWarps * 32) smallLinearKernel(SmallLinearArgs a, Activation act, int slices) {
+template <typename T, int kMaxM, bool kPaired, bool kNorm>
+__global__ void __launch_bounds__(kWarps * 32)
+    smallLinearKernel(const __grid_constant__ SmallLinearArgs a, Activation act, int slices) {
   constexpr int V = Lanes<T>::kCount;
   extern __shared__ float stagedX[]; // stagesNorm: x's rows, plus the residual, times the norm's scale
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int64_t nOut = kSwiglu ? a.N / 2 : a.N;
+  const int64_t nOut = kPaired ? a.N / 2 : a.N;
   const int64_t n = int64_t(blockIdx.x) * (kWarps / slices) + warp / slices;
   // Slices are whole steps of the warp's 16-byte loads; the last may be shorter, or empty.
   const int64_t step = 32 * V, sliceLength = (a.K + step * slices - 1) / (step * slices) * step;
   const int64_t kBegin = (warp % slices) * sliceLength, kEnd = kBegin + sliceLength < a.K ? kBegin + sliceLength : a.K;
-  Sums<T, kMaxM, kSwiglu, kNorm> sums;
+  Sums<T, kMaxM, kPaired, kNorm> sums;
   allowNextLaunch();
   const T *w = static_cast<const T *>(a.w);
-  const T *row = w + n * a.K, *upRow = kSwiglu ? w + (n + nOut) * a.K : row;
+  const bool pieces = kPaired && a.pieces > 0;
+  const PiecePair pair = pieces && n < nOut ? piecePair(a, n) : PiecePair{};
+  const int64_t rowA = pieces ? pair.first + pair.a : n, rowB = pieces ? pair.first + pair.b : n + nOut;
+  const T *row = w + rowA * a.K, *upRow = kPaired ? w + rowB * a.K : row;
   int64_t k = kBegin + int64_t(lane) * V;
   uint4 r[kUnroll], u[kUnroll];
   // A step: the lane's next kUnroll 16-byte loads of its rows, those within its slice (a short
@@ -225,7 +280,7 @@ __global__ void __launch_bounds__(kWarps * 32) smallLinearKernel(SmallLinearArgs
     for (int i = 0; i < kUnroll; ++i)
       if (k + i * step < kEnd) {
         r[i] = stream(row + k + i * step);
-        if (kSwiglu)
+        if (kPaired)
           u[i] = stream(upRow + k + i * step);
       }
   };
@@ -248,7 +303,7 @@ __global__ void __launch_bounds__(kWarps * 32) smallLinearKernel(SmallLinearArgs
 #pragma unroll
       for (int i = 0; i < kUnroll; ++i)
         if (k + i * step < kEnd)
-          sums.add(a, r[i], kSwiglu ? u[i] : r[i], k + i * step, storeSum, xs);
+          sums.add(a, r[i], kPaired ? u[i] : r[i], k + i * step, storeSum, xs);
     }
     sums.reduce();
   }
@@ -271,9 +326,13 @@ __global__ void __launch_bounds__(kWarps * 32) smallLinearKernel(SmallLinearArgs
         squares += stagedSquares[other][m];
     }
     const float norm = kNorm ? rsqrtf(squares / float(a.K) + a.normEpsilon) : 1.0f;
-    float v = sums.acc[m] * norm + (bias ? toF(bias[n]) : 0.0f);
-    if (kSwiglu)
-      v = swigluOf(v, sums.up[m] * norm + (bias ? toF(bias[n + nOut]) : 0.0f));
+    float v = sums.acc[m] * norm + (bias ? toF(bias[rowA]) : 0.0f);
+    if (pieces) {
+      storePair<T>(a.piece[pair.piece], pair, m, v, sums.up[m] * norm + (bias ? toF(bias[rowB]) : 0.0f));
+      continue;
+    }
+    if (kPaired)
+      v = swigluOf(v, sums.up[m] * norm + (bias ? toF(bias[rowB]) : 0.0f));
     else
       v = activate(act, v);
     if (gate)
@@ -308,13 +367,13 @@ int64_t residentWarps(const void *kernel) {
   return int64_t(multiprocessors) * blocks * kWarps;
 }
 
-template <typename T, int kMaxM, bool kSwiglu, bool kNorm> struct Variant {
-  static constexpr auto kernel = smallLinearKernel<T, kMaxM, kSwiglu, kNorm>;
+template <typename T, int kMaxM, bool kPaired, bool kNorm> struct Variant {
+  static constexpr auto kernel = smallLinearKernel<T, kMaxM, kPaired, kNorm>;
   static int64_t resident() {
     static const int64_t warps = residentWarps(reinterpret_cast<const void *>(kernel));
     return warps;
   }
-  static int64_t columns(const SmallLinearArgs &a) { return kSwiglu ? a.N / 2 : a.N; }
+  static int64_t columns(const SmallLinearArgs &a) { return kPaired ? a.N / 2 : a.N; }
   static int slices(const SmallLinearArgs &a) {
     return a.slices > 0 ? a.slices : slicesFor(columns(a), a.K, 16 / int64_t(sizeof(T)), resident());
   }
@@ -332,9 +391,10 @@ template <typename T, typename F> void withVariant(const SmallLinearArgs &a, F &
   const bool norm = a.normScale != nullptr;
   auto forM = [&](auto maxM) {
     constexpr int M = decltype(maxM)::value;
-    if (a.swiglu && norm)
+    const bool paired = a.swiglu || a.pieces > 0; // a warp reads two weight rows
+    if (paired && norm)
       f(Variant<T, M, true, true>{});
-    else if (a.swiglu)
+    else if (paired)
       f(Variant<T, M, true, false>{});
     else if (norm)
       f(Variant<T, M, false, true>{});
@@ -353,6 +413,27 @@ template <typename T, typename F> void withVariant(const SmallLinearArgs &a, F &
 
 bool aligned16(const void *p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
+// Output pieces (LinearPiece) that the kernel can store: none, or up to kMaxLinearPieces of even
+// widths adding up to N, rotated ones in whole heads of an even size (rotaryDim even, within the
+// head), without SwiGLU, gate or residual.
+bool piecesFit(const SmallLinearArgs &a) {
+  if (a.pieces == 0)
+    return true;
+  if (a.pieces < 0 || a.pieces > kMaxLinearPieces || a.swiglu || a.gate || a.residual)
+    return false;
+  int64_t columns = 0;
+  for (int i = 0; i < a.pieces; ++i) {
+    const LinearPiece &p = a.piece[i];
+    const RotaryArgs &r = p.rotary;
+    if (p.columns <= 0 || p.columns % 2 || !p.to.base ||
+        (r.cos && (!r.sin || r.D <= 0 || r.D % 2 || p.columns % r.D || r.rotaryDim <= 0 || r.rotaryDim % 2 ||
+                   r.rotaryDim > r.D)))
+      return false;
+    columns += p.columns;
+  }
+  return columns == a.N;
+}
+
 } // namespace
 
 bool smallLinearTakes(Storage s, const SmallLinearArgs &a) {
@@ -360,17 +441,20 @@ bool smallLinearTakes(Storage s, const SmallLinearArgs &a) {
   return a.M >= 1 && a.M <= kSmallLinearMaxM && a.K > 0 && a.K % v == 0 && a.N > 0 && (!a.swiglu || a.N % 2 == 0) &&
          a.N / kWarps < int64_t(INT_MAX) && aligned16(a.x) && aligned16(a.w) && aligned16(a.normScale) &&
          aligned16(a.normResidual) && aligned16(a.normSum) && (!a.normSum || a.normResidual) &&
-         (!a.normResidual || a.normScale) && (a.slices == 0 || a.slices == 1 || a.slices == 2 || a.slices == 4);
+         (!a.normResidual || a.normScale) && (a.slices == 0 || a.slices == 1 || a.slices == 2 || a.slices == 4) &&
+         piecesFit(a);
 }
 
 std::string smallLinear(Storage s, const SmallLinearArgs &a, const std::string &activation, void *stream) {
   Activation act;
   if (!parseActivation(activation, act))
     return "smallLinear: unknown activation '" + activation + "'";
-  if (!smallLinearTakes(s, a))
+  if (!smallLinearTakes(s, a) || (a.pieces && act != Activation::None))
     return "smallLinear: needs 1 <= M <= " + std::to_string(kSmallLinearMaxM) +
            ", K a multiple of 16 bytes, an even N with swiglu, x, w and the norm's tensors aligned to 16 bytes, "
-           "a norm's scale with its residual and sum (a sum only with a residual), and 0, 1, 2 or 4 slices";
+           "a norm's scale with its residual and sum (a sum only with a residual), 0, 1, 2 or 4 slices, and output "
+           "pieces (at most " + std::to_string(kMaxLinearPieces) +
+           ", of even widths adding up to N, whole heads where rotated) only without an activation, gate or residual";
   dispatch(s, [&](auto tag) {
     withVariant<decltype(tag)>(a, [&](auto variant) { variant.launch(a, act, static_cast<cudaStream_t>(stream)); });
   });

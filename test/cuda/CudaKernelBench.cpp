@@ -3,8 +3,9 @@
 // llmc-transpose-linear-weights), at the shapes of a Llama-3.2-1B layer and its head, with the
 // time per call and the share of the H200's 4.8 TB/s HBM bandwidth each reaches (bytes of the
 // weight and x read, y written; calls cycle through copies of the weight that together exceed
-// the L2 cache, as a decode step's layers do); then the decode attention of one layer at three
-// cache lengths. Asserts nothing. Without a GPU it exits with 77 (skipped).
+// the L2 cache, as a decode step's layers do); the QKV projection with its split, launched apart
+// and in the GEMV's epilogue; then the decode attention of one layer at three cache lengths.
+// Asserts nothing. Without a GPU it exits with 77 (skipped).
 //
 //   llmc-cuda-kernel-bench [--reps N]
 #include "CudaKernels.h"
@@ -107,6 +108,87 @@ int decodeAttentionBench(int reps) {
       std::printf(" %7.2f us for %.2f MB of keys and values\n", us, 2.0 * double(T * Hkv * D) * 2 / 1e6);
     }
   cudaFree(q), cudaFree(k), cudaFree(v), cudaFree(out), cudaFree(keys), cudaFree(workspace);
+  return failures;
+}
+
+// A Llama-3.2-1B layer's QKV projection (the add + RMS norm in front) with its split as the
+// decode step runs it: queries out, keys rotated into the cache, values into it, at the end of
+// 100 cached rows whose count is read on the device; the GEMV then the split's launch
+// (stridedCopiesAndRotary), against the GEMV storing the pieces itself. With overlapping launches
+// where the GPU has them. Returns the failures.
+int qkvSplitBench(int reps, bool overlap) {
+  const int64_t K = 2048, D = 64, Q = 32 * D, Kv = 8 * D, N = Q + 2 * Kv, past = 100, table = 2048;
+  std::printf("qkv 2048 -> 3072 with its split (queries, keys rotated into the cache, values into it), "
+              "llmc GEMV%s\n",
+              overlap ? ", overlapping launches" : "");
+  const size_t weightBytes = size_t(K * N) * 2;
+  std::vector<void *> w((kBeyondL2 + weightBytes - 1) / weightBytes, nullptr);
+  for (void *&copy : w)
+    cudaMalloc(&copy, weightBytes), cudaMemset(copy, 0x3c, weightBytes);
+  void *x = nullptr, *residual = nullptr, *sum = nullptr, *qkv = nullptr, *q = nullptr, *keys = nullptr,
+       *values = nullptr, *cosT = nullptr, *sinT = nullptr;
+  int64_t *rows = nullptr, *position = nullptr;
+  int *error = nullptr;
+  for (void **b : {&x, &residual, &sum})
+    cudaMalloc(b, size_t(K) * 2), cudaMemset(*b, 0x3c, size_t(K) * 2);
+  cudaMalloc(&qkv, size_t(N) * 2), cudaMalloc(&q, size_t(Q) * 2);
+  cudaMalloc(&keys, size_t((past + 1) * Kv) * 2), cudaMalloc(&values, size_t((past + 1) * Kv) * 2);
+  cudaMalloc(&cosT, size_t(table * D / 2) * 2), cudaMalloc(&sinT, size_t(table * D / 2) * 2);
+  cudaMemset(cosT, 0x3c, size_t(table * D / 2) * 2), cudaMemset(sinT, 0x3c, size_t(table * D / 2) * 2);
+  cudaMalloc(&rows, sizeof(int64_t)), cudaMalloc(&position, sizeof(int64_t)), cudaMalloc(&error, sizeof(int));
+  cudaMemcpy(rows, &past, sizeof past, cudaMemcpyHostToDevice);
+  cudaMemcpy(position, &past, sizeof past, cudaMemcpyHostToDevice);
+  cudaMemset(error, 0, sizeof(int));
+  cudaStream_t stream = nullptr; // blocking: the timing events wait for it
+  cudaStreamCreate(&stream);
+
+  cu::SmallLinearArgs a;
+  a.x = x, a.out = qkv, a.M = 1, a.N = N, a.K = K, a.overlapPrevious = overlap;
+  a.normScale = x, a.normResidual = residual, a.normSum = sum, a.normEpsilon = 1e-5f;
+  cu::RotaryArgs r;
+  r.cos = cosT, r.sin = sinT, r.tableRows = table, r.positions = position, r.B = 1, r.H = 8, r.S = 1, r.D = D;
+  r.rotaryDim = D, r.flat = true, r.error = error;
+  r.x = static_cast<char *>(qkv) + Q * 2, r.xRowStride = N, r.y = {keys, rows, Kv};
+  cu::StridedCopies copies; // queries, values: [1, width] from the QKV row
+  const int64_t from[2] = {0, Q + Kv}, width[2] = {Q, Kv};
+  void *to[2] = {q, values};
+  for (int i = 0; i < 2; ++i) {
+    cu::StridedCopy &c = copies.copy[i];
+    c.rank = 2, c.elemBytes = 2, c.dims[0] = 1, c.dims[1] = width[i], c.src[0] = N, c.src[1] = 1;
+    c.dst[0] = width[i], c.dst[1] = 1, c.srcBase = from[i];
+    if (i == 1)
+      c.dstShift = rows, c.dstShiftStride = Kv;
+    copies.src[i] = qkv, copies.dst[i] = to[i];
+  }
+  copies.count = 2;
+  int failures = 0;
+  const double separate = timeCalls(
+      [&](int i) {
+        a.w = w[size_t(i) % w.size()];
+        std::string err = cu::smallLinear(cu::Storage::BF16, a, "none", stream);
+        return err.empty() ? cu::stridedCopiesAndRotary(cu::Storage::BF16, copies, r, stream, overlap) : err;
+      },
+      reps);
+  a.pieces = 3;
+  a.piece[0].columns = Q, a.piece[0].to.base = q;
+  a.piece[1].columns = Kv, a.piece[1].to = r.y, a.piece[1].rotary = r;
+  a.piece[2].columns = Kv, a.piece[2].to = {values, rows, Kv};
+  const double fused = timeCalls(
+      [&](int i) {
+        a.w = w[size_t(i) % w.size()];
+        return cu::smallLinear(cu::Storage::BF16, a, "none", stream);
+      },
+      reps);
+  const double bytes = 2.0 * double(K * N + K + N);
+  report("GEMV, then the split", separate, bytes);
+  report("GEMV storing the pieces", fused, bytes);
+  failures += (separate < 0) + (fused < 0);
+  cudaStreamDestroy(stream);
+  for (void *copy : w)
+    cudaFree(copy);
+  for (void *b : {x, residual, sum, qkv, q, keys, values, cosT, sinT})
+    cudaFree(b);
+  cudaFree(rows), cudaFree(position), cudaFree(error);
   return failures;
 }
 
@@ -223,5 +305,8 @@ int main(int argc, char **argv) {
   }
   cudaFree(workspace);
   cublasLtDestroy(lt);
+  failures += qkvSplitBench(reps, false);
+  if (prop.major >= 9)
+    failures += qkvSplitBench(reps, true);
   return failures + decodeAttentionBench(reps) ? 1 : 0;
 }

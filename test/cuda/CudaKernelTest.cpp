@@ -709,6 +709,109 @@ TEST(Cuda, SmallLinearWithItsNormMatchesTheCpu) {
   EXPECT_FALSE(cu::smallLinearTakes(cu::Storage::F32, a));
 }
 
+// The GEMV storing its output as pieces (a merged QKV projection's split in its epilogue):
+// queries [M, Hq * D] as computed, keys rotated (by position ids, or tables by row; rotate-half
+// or interleaved; all of the head or half of it) into a cache after 5 rows whose count it reads
+// on the device, values into another; with the RMS norm in front and a bias, K in one slice or
+// two, one row and several; against the CPU's add_rms_norm, linear, split and rotary. It refuses
+// odd widths, widths that miss N, a rotated piece of part of a head, and an activation.
+TEST(Cuda, SmallLinearWithOutputPiecesMatchesTheCpu) {
+  const int64_t K = 264, D = 8, Hq = 3, Hk = 2, Q = Hq * D, Kc = Hk * D, V = Hk * D, N = Q + Kc + V, past = 5;
+  const int64_t table = 12;
+  for (cu::Storage s : kStorages)
+    for (int64_t M : {1, 3})
+      for (bool byPosition : {true, false})
+        for (bool interleaved : {false, true})
+          for (int64_t rot : {D, D / 2})
+            for (int slices : {1, 2}) {
+              Buf<float> x(DType::F32, {M, K}, rounded(randomFloats(M * K, 70), s)),
+                  r(DType::F32, {M, K}, rounded(randomFloats(M * K, 71), s)),
+                  scale(DType::F32, {K}, rounded(randomFloats(K, 72, 0.5f, 1.5f), s)),
+                  w(DType::F32, {N, K}, rounded(randomFloats(N * K, 73, -0.2f, 0.2f), s)),
+                  bias(DType::F32, {N}, rounded(randomFloats(N, 74), s)), none(DType::F32, {0}),
+                  normed(DType::F32, {M, K}), sum(DType::F32, {M, K}), qkv(DType::F32, {1, M, N}),
+                  q(DType::F32, {1, M, Q}), k(DType::F32, {1, M, Kc}), v(DType::F32, {1, M, V}),
+                  kWant(DType::F32, {1, M, Kc});
+              const int64_t tableRows = byPosition ? table : M;
+              Buf<float> cosT(DType::F32, {tableRows, rot / 2}, rounded(randomFloats(tableRows * rot / 2, 75), s)),
+                  sinT(DType::F32, {tableRows, rot / 2}, rounded(randomFloats(tableRows * rot / 2, 76), s));
+              const auto firstRows = [&](const std::vector<float> &t) {
+                return std::vector<float>(t.begin(), t.begin() + M * rot / 2);
+              };
+              Buf<float> cosRows(DType::F32, {1, M, rot / 2}, firstRows(cosT.data)),
+                  sinRows(DType::F32, {1, M, rot / 2}, firstRows(sinT.data));
+              std::vector<int64_t> ids = {7, 2, 11};
+              ids.resize(size_t(M));
+              Buf<int64_t> pos(DType::I64, {1, M}, ids), noIds(DType::I64, {0});
+              ASSERT_EQ(call("add_rms_norm", attrs({floatAttr("epsilon", 1e-5)}), {x.ref(), r.ref(), scale.ref()},
+                             {normed.ref(), sum.ref()}),
+                        "");
+              ASSERT_EQ(call("linear", attrs({intAttr("transB", 1)}), {normed.ref(), w.ref(), bias.ref(), none.ref(), none.ref()},
+                             {qkv.ref()}),
+                        "");
+              ASSERT_EQ(call("split", attrs({intAttr("axis", 2)}), {qkv.ref()}, {q.ref(), k.ref(), v.ref()}), "");
+              AttrList ra = attrs({intAttr("interleaved", interleaved), intAttr("rotary_embedding_dim", rot),
+                                   intAttr("num_heads", Hk)});
+              if (byPosition)
+                ASSERT_EQ(call("rotary", ra, {k.ref(), cosT.ref(), sinT.ref(), pos.ref()}, {kWant.ref()}), "");
+              else
+                ASSERT_EQ(call("rotary", ra, {k.ref(), cosRows.ref(), sinRows.ref(), noIds.ref()}, {kWant.ref()}), "");
+              auto dx = upload(x.data, s), dr = upload(r.data, s), dscale = upload(scale.data, s), dw = upload(w.data, s),
+                   db = upload(bias.data, s), dcos = upload(cosT.data, s), dsin = upload(sinT.data, s),
+                   dpos = uploadRaw(pos.data), rows = uploadRaw(std::vector<int64_t>{past});
+              auto error = uploadRaw(std::vector<int>{0});
+              Device dq(size_t(M * Q) * cu::storageBytes(s)), dsum(size_t(M * K) * cu::storageBytes(s)),
+                  keys(size_t((past + M) * Kc) * cu::storageBytes(s)), values(size_t((past + M) * V) * cu::storageBytes(s));
+              cudaMemset(keys.p, 0, keys.bytes);
+              cudaMemset(values.p, 0, values.bytes);
+              cu::SmallLinearArgs a;
+              a.x = dx->p, a.w = dw->p, a.bias = db->p, a.M = M, a.N = N, a.K = K, a.slices = slices;
+              a.normScale = dscale->p, a.normResidual = dr->p, a.normSum = dsum.p, a.normEpsilon = 1e-5f;
+              a.pieces = 3;
+              a.piece[0].columns = Q, a.piece[0].to.base = dq.p;
+              a.piece[1].columns = Kc, a.piece[1].to = {keys.p, rows->as<int64_t>(), Kc};
+              a.piece[2].columns = V, a.piece[2].to = {values.p, rows->as<int64_t>(), V};
+              cu::RotaryArgs &rk = a.piece[1].rotary;
+              rk.cos = dcos->p, rk.sin = dsin->p, rk.tableRows = tableRows, rk.D = D, rk.rotaryDim = rot;
+              rk.positions = byPosition ? dpos->as<int64_t>() : nullptr, rk.interleaved = interleaved;
+              rk.error = error->as<int>();
+              const std::string what = std::string("small linear into pieces ") + name(s) + " M=" + std::to_string(M) +
+                                       (byPosition ? " by position" : " tables by row") +
+                                       (interleaved ? " interleaved" : "") + " rot=" + std::to_string(rot) +
+                                       " slices=" + std::to_string(slices);
+              ASSERT_TRUE(cu::smallLinearTakes(s, a)) << what;
+              ASSERT_EQ(cu::smallLinear(s, a, "none", nullptr), "") << what;
+              const float tol = s == cu::Storage::F32 ? 1e-4f : tolerance(s);
+              expectClose(download(dq, size_t(M * Q), s), q.data, tol, what + ": queries");
+              const std::vector<float> cachedKeys = download(keys, size_t((past + M) * Kc), s),
+                                       cachedValues = download(values, size_t((past + M) * V), s);
+              expectClose(std::vector<float>(cachedKeys.begin() + past * Kc, cachedKeys.end()), kWant.data, tol,
+                          what + ": keys");
+              expectClose(std::vector<float>(cachedValues.begin() + past * V, cachedValues.end()), v.data, tol,
+                          what + ": values");
+              expectClose(std::vector<float>(cachedKeys.begin(), cachedKeys.begin() + past * Kc),
+                          std::vector<float>(size_t(past * Kc), 0.0f), 0.0f, what + ": the cache's rows before");
+              expectClose(download(dsum, size_t(M * K), s), rounded(sum.data, s), s == cu::Storage::F32 ? 0.0f : 1e-3f,
+                          what + ": sum");
+              int flag = 1;
+              cudaMemcpy(&flag, error->p, sizeof flag, cudaMemcpyDeviceToHost);
+              EXPECT_EQ(flag, 0) << what;
+            }
+  Device x(64 * 4), w(64 * 4), out(64 * 4);
+  cu::SmallLinearArgs a;
+  a.x = x.p, a.w = w.p, a.M = 1, a.N = 8, a.K = 8, a.pieces = 2;
+  a.piece[0].columns = 4, a.piece[0].to.base = out.p, a.piece[1].columns = 4, a.piece[1].to.base = out.p;
+  EXPECT_TRUE(cu::smallLinearTakes(cu::Storage::F32, a));
+  EXPECT_NE(cu::smallLinear(cu::Storage::F32, a, "relu", nullptr), ""); // no activation with pieces
+  a.piece[1].columns = 2;                                                // widths that miss N
+  EXPECT_FALSE(cu::smallLinearTakes(cu::Storage::F32, a));
+  a.piece[0].columns = 5, a.piece[1].columns = 3; // odd widths
+  EXPECT_FALSE(cu::smallLinearTakes(cu::Storage::F32, a));
+  a.piece[0].columns = 4, a.piece[1].columns = 4;
+  a.piece[1].rotary.cos = a.piece[1].rotary.sin = w.p, a.piece[1].rotary.D = 8, a.piece[1].rotary.rotaryDim = 8;
+  EXPECT_FALSE(cu::smallLinearTakes(cu::Storage::F32, a)); // 4 columns: part of a head of 8
+}
+
 template <typename T> std::vector<T> downloadRaw(const Device &d, size_t n) {
   std::vector<T> out(n);
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
