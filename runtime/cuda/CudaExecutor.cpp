@@ -33,6 +33,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -92,7 +93,7 @@ struct Executor {
   void *staging = nullptr; // f32 inputs and outputs of values kept in 16 bits, on their way
   size_t stagingBytes = 0;
   int *errorFlag = nullptr; // device: set by kernels that meet bad data (an id out of range)
-  int *hostFlag = nullptr;  // its pinned host copy, read after each run
+  int *hostFlag = nullptr;  // its pinned host copies, one per run slot, read after each run
   size_t weightBytes = 0, arenaBytes = 0, workspaceBytes = 0, scratchBytes = 0, cacheBytes = 0;
   std::vector<void *> device_; // per value: its device address (weights or arena slot)
   std::vector<PreparedOp> ops;
@@ -113,6 +114,9 @@ struct Executor {
   // linear before them (findSplitsAfterLinears): per op, the split of a linear / the linear of a
   // split, or -1.
   std::vector<int> splitOfLinear, linearOfSplit;
+  // Per op: nothing on the device reads what it computes (a target shape that only reshape ops
+  // take, whose output shapes the host knows already: unneededOnDevice), so it is not launched.
+  std::vector<bool> unneeded;
   bool dry = false; // checking a plan without a device: prepare nothing that needs one
   std::vector<Segment> segments;
   std::vector<bool> resident;       // per value: a linked cache, never copied to or from the host
@@ -121,7 +125,7 @@ struct Executor {
   std::vector<size_t> offsets;      // per value: its offset in the weights or the arena
   std::vector<int64_t> dimBounds;   // per dimension-expression node: its largest value
   // The length table: per slot (PreparedOp::lengthSlot) this run's length, written to the
-  // device before any launch; `hostLengths` is its pinned staging copy.
+  // device before any launch; `hostLengths` is its pinned staging copy (one per run slot).
   int lengthSlots = 0;
   int64_t *lengths = nullptr, *hostLengths = nullptr;
   std::vector<int64_t> runLengths; // per slot: this run's length, -1 where its launch takes it as an argument
@@ -148,10 +152,23 @@ struct Executor {
   // Greedy decoding (setArgmaxOutput): the output left on the device, and the last rows' argmax
   // (on the device, and its pinned host copy).
   int argmaxValue = -1;
-  int32_t *argmaxDevice = nullptr, *argmaxHost = nullptr;
+  int32_t *argmaxDevice = nullptr, *argmaxHost = nullptr; // argmaxHost: one row of tokens per run slot
+  int64_t argmaxRows = 0;                                  // the batch's bound
+  // Runs started ahead (startRun): at most kRunSlots in flight, each with a slot of the host
+  // buffers that the next run must not overwrite before this one's copies are done (its length
+  // table, argmax and error flag copies, and with `ahead` its inputs, staged in `inputRing`),
+  // and an event after its work. `finished`: the slot of the run finishRun waited for last.
+  static constexpr int kRunSlots = 2;
+  cudaEvent_t runDone[kRunSlots] = {};
+  std::deque<int> inFlight;
+  int nextSlot = 0, finished = 0;
+  char *inputRing = nullptr;
+  size_t inputSlotBytes = 0;
   void *argmaxWorkspace = nullptr; // argmaxLastRows' (zeroed once; each launch leaves it so)
 
   ~Executor() {
+    if (stream) // runs started ahead and not waited for: done before their memory goes
+      cudaStreamSynchronize(stream);
     for (void *p : pinned)
       cudaHostUnregister(p);
     dropGraphs();
@@ -174,6 +191,10 @@ struct Executor {
     cudaFree(argmaxDevice);
     cudaFree(argmaxWorkspace);
     cudaFreeHost(argmaxHost);
+    cudaFreeHost(inputRing);
+    for (cudaEvent_t e : runDone)
+      if (e)
+        cudaEventDestroy(e);
     if (stream)
       cudaStreamDestroy(stream);
   }
@@ -188,12 +209,14 @@ struct Executor {
 };
 
 void findNormsBeforeLinears(Executor &ex, const std::vector<int> &order);
+std::vector<bool> unneededOnDevice(const llmc_plan_t &plan);
 
 // Starts an executor for `plan`, before its ops are prepared: the bounds of the plan's
 // dimensions (checked when the plan was loaded; left at 0, which no kernel takes as a bound, if
 // not), and the norms that linears may compute.
 void attachPlan(Executor &ex, const llmc_plan_t &plan) {
   ex.plan = &plan;
+  ex.unneeded = unneededOnDevice(plan);
   findNormsBeforeLinears(ex, {});
   std::vector<int64_t> minima, maxima;
   for (const PlanSymbol &symbol : plan.symbols)
@@ -320,47 +343,58 @@ int axisOf(const PlanOp &op, int rank);
 ShiftedOutput destinationOf(const Executor &e, int v, const std::vector<TensorRef> &t);
 std::string rotaryArgsOf(const Executor &e, const PlanOp &op, const std::vector<TensorRef> &t, RotaryArgs &a);
 
-// Splits that the linear right before them can do (smallLinear's output pieces), for ops that run
-// in `order` (empty: the plan's): a split of the
-// last axis into at most kMaxLinearPieces pieces in the linear's storage, the one reader of the
-// output of a linear with an [N, K] weight and no activation, gate or residual, next to it in
-// the run order (so that writing the pieces at the linear's turn skips no op in between; the
-// arena keeps the linear's inputs until the split, planDeviceArena). A merged QKV projection's
-// split, with the key rotation and the cache appends that the split does (inPlaceOf).
-// Per op: the split after a linear, or -1.
-std::vector<int> splitsAfterLinears(const llmc_plan_t &plan, const std::vector<int> &order) {
+int backThroughCopies(const llmc_plan_t &plan, const ValueUses &uses, int v, std::vector<int> &way);
+
+// Splits that the linear before them can do (smallLinear's output pieces), for ops that run in
+// `order` (empty: the plan's): a split of the last axis into at most kMaxLinearPieces pieces in
+// the linear's storage, the one reader of the output of a linear with an [N, K] weight and no
+// activation, gate or residual (through copy ops, each value read once, the last axis kept),
+// with nothing between the two in the run order but those copies and ops that launch nothing
+// (`unneeded`: a reshape's target shape), so that writing the pieces at the linear's turn skips
+// no op; the arena keeps the linear's inputs until the split (planDeviceArena). A merged QKV
+// projection's split, with the key rotation and the cache appends that the split does
+// (inPlaceOf). Per op: the split after a linear, or -1.
+std::vector<int> splitsAfterLinears(const llmc_plan_t &plan, const std::vector<int> &order,
+                                    const std::vector<bool> &unneeded) {
   std::vector<int> splitOfLinear(plan.ops.size(), -1);
   const std::vector<int> position = positionsIn(order, plan.ops.size());
   const ValueUses uses = usesOf(plan);
+  std::vector<int> way;
   for (size_t k = 0; k < plan.ops.size(); ++k) {
     const PlanOp &split = plan.ops[k];
     if (split.kernel != "split" || split.inputs.empty() || split.outputs.size() > size_t(kMaxLinearPieces))
       continue;
-    const int whole = split.inputs[0], l = uses.producer[size_t(whole)];
-    if (l < 0 || uses.readers[size_t(whole)] != 1 || position[k] != position[size_t(l)] + 1)
+    const int l = backThroughCopies(plan, uses, split.inputs[0], way);
+    if (l < 0 || plan.ops[size_t(l)].kernel != "linear" || position[k] <= position[size_t(l)])
       continue;
     const PlanOp &linear = plan.ops[size_t(l)];
     const std::string_view activation = linear.attrs.getString("activation");
     auto absent = [&](size_t i) {
       return linear.inputs.size() <= i || linear.inputs[i] < 0 || plan.values[size_t(linear.inputs[i])].shape.numel() == 0;
     };
-    const PlanValue &out = plan.values[size_t(whole)];
-    if (linear.kernel != "linear" || linear.attrs.getInt("transB", 0) == 0 || !(activation.empty() || activation == "none") ||
-        !absent(3) || !absent(4) || !isFloat(out) || out.shape.rank < 1 || axisOf(split, out.shape.rank) != out.shape.rank - 1 ||
+    const PlanValue &in = plan.values[size_t(split.inputs[0])], &out = plan.values[size_t(way.back())];
+    if (linear.attrs.getInt("transB", 0) == 0 || !(activation.empty() || activation == "none") || !absent(3) ||
+        !absent(4) || !isFloat(out) || in.shape.rank < 1 || axisOf(split, in.shape.rank) != in.shape.rank - 1 ||
+        lastDim(in.shape) <= 0 || lastDim(in.shape) != lastDim(out.shape) ||
         onDevice(plan.values[size_t(linear.inputs[0])]) != onDevice(out))
       continue;
-    bool sameStorage = true;
+    bool fits = true;
     for (int o : split.outputs)
-      sameStorage &= o >= 0 && onDevice(plan.values[size_t(o)]) == onDevice(out);
-    if (!sameStorage)
-      continue;
-    splitOfLinear[size_t(l)] = int(k);
+      fits &= o >= 0 && onDevice(plan.values[size_t(o)]) == onDevice(out);
+    for (int pos = position[size_t(l)] + 1; fits && pos < position[k]; ++pos) {
+      const int between = order.empty() ? pos : order[size_t(pos)];
+      fits = unneeded[size_t(between)] || std::any_of(way.begin(), way.end() - 1, [&](int v) {
+               return uses.producer[size_t(v)] == between;
+             });
+    }
+    if (fits)
+      splitOfLinear[size_t(l)] = int(k);
   }
   return splitOfLinear;
 }
 
 void findSplitsAfterLinears(Executor &ex, const std::vector<int> &order) {
-  ex.splitOfLinear = splitsAfterLinears(*ex.plan, order);
+  ex.splitOfLinear = splitsAfterLinears(*ex.plan, order, ex.unneeded);
   ex.linearOfSplit.assign(ex.plan->ops.size(), -1);
   for (size_t k = 0; k < ex.splitOfLinear.size(); ++k)
     if (ex.splitOfLinear[k] >= 0)
@@ -944,6 +978,27 @@ bool constantInts(const llmc_plan_t &plan, int value, std::vector<int64_t> &out)
 bool isCopyOp(const std::string &kernel) {
   return kernel == "reshape" || kernel == "unsqueeze" || kernel == "squeeze" || kernel == "flatten" ||
          kernel == "identity";
+}
+
+// Per op, whether the device needs nothing it computes: none of its outputs is a plan output or
+// read by a needed op, other than as the target shape of a reshape (the executor takes every
+// shape from the plan's dimension expressions on the host; the shape op and concatenation that
+// build a reshape's target at run time would only launch for nothing).
+std::vector<bool> unneededOnDevice(const llmc_plan_t &plan) {
+  std::vector<bool> unneeded(plan.ops.size(), false), read(plan.values.size(), false);
+  for (int v : plan.outputs)
+    read[size_t(v)] = true;
+  for (size_t k = plan.ops.size(); k-- > 0;) { // readers come after the ops they read from
+    const PlanOp &op = plan.ops[k];
+    unneeded[k] = !op.outputs.empty() &&
+                  std::none_of(op.outputs.begin(), op.outputs.end(), [&](int v) { return v >= 0 && read[size_t(v)]; });
+    if (unneeded[k])
+      continue;
+    for (size_t i = 0; i < op.inputs.size(); ++i)
+      if (op.inputs[i] >= 0 && !(op.kernel == "reshape" && i == 1))
+        read[size_t(op.inputs[i])] = true;
+  }
+  return unneeded;
 }
 
 // (The arena gives the output the input's bytes, so this launches nothing; see layoutArena.)
@@ -1720,7 +1775,10 @@ std::string create(const llmc_plan_t &plan, const CudaOptions &options, void **s
   if (cudaError_t e = cudaMalloc(&ex->errorFlag, sizeof(int)); e != cudaSuccess)
     return cudaError("allocating the error flag", e);
   cudaMemset(ex->errorFlag, 0, sizeof(int));
-  if (cudaError_t e = cudaMallocHost(&ex->hostFlag, sizeof(int)); e != cudaSuccess)
+  for (cudaEvent_t &done : ex->runDone)
+    if (cudaError_t e = cudaEventCreateWithFlags(&done, cudaEventDisableTiming); e != cudaSuccess)
+      return cudaError("creating an event", e);
+  if (cudaError_t e = cudaMallocHost(&ex->hostFlag, Executor::kRunSlots * sizeof(int)); e != cudaSuccess)
     return cudaError("allocating the error flag's host copy", e);
 
   // Every op gets its kernel first: a plan with an op the executor cannot run is refused here.
@@ -1735,7 +1793,7 @@ std::string create(const llmc_plan_t &plan, const CudaOptions &options, void **s
     const size_t bytes = size_t(ex->lengthSlots) * sizeof(int64_t);
     if (cudaError_t e = cudaMalloc(&ex->lengths, bytes); e != cudaSuccess)
       return cudaError("allocating the length table", e);
-    if (cudaError_t e = cudaMallocHost(&ex->hostLengths, bytes); e != cudaSuccess)
+    if (cudaError_t e = cudaMallocHost(&ex->hostLengths, Executor::kRunSlots * bytes); e != cudaSuccess)
       return cudaError("allocating the length table's staging copy", e);
   }
 
@@ -1770,11 +1828,14 @@ std::string create(const llmc_plan_t &plan, const CudaOptions &options, void **s
   return {};
 }
 
-// The ops at positions [first, end) of the run order, launched one by one.
+// The ops at positions [first, end) of the run order, launched one by one (but those whose
+// results nothing reads).
 std::string launchOps(Executor &ex, const std::vector<TensorRef> &tensors, size_t first, size_t end) {
   const llmc_plan_t &plan = *ex.plan;
   for (size_t pos = first; pos < end; ++pos) {
     const size_t k = size_t(ex.order[pos]);
+    if (ex.unneeded[k])
+      continue;
     if (std::string err = ex.ops[k].launch(ex, tensors); !err.empty())
       return "op '" + plan.ops[k].kernel + "'" + (plan.ops[k].location.empty() ? "" : " (" + plan.ops[k].location + ")") +
              ": " + err;
@@ -1919,47 +1980,99 @@ std::string copyOut(Executor &ex, int vi, const TensorRef &host) {
   return {};
 }
 
-// Queues the copy of the greedy-decoding output's argmax (this run's shape `t`) to the host.
-std::string copyArgmax(Executor &ex, const TensorRef &t) {
-  if (cudaError_t e = cudaMemcpyAsync(ex.argmaxHost, ex.argmaxDevice, size_t(t.shape.dims[0]) * sizeof(int32_t),
-                                      cudaMemcpyDeviceToHost, ex.stream);
+// Queues the copy of the greedy-decoding output's argmax (this run's shape `t`) to the host, into
+// run slot `slot`.
+std::string copyArgmax(Executor &ex, const TensorRef &t, int slot) {
+  if (cudaError_t e = cudaMemcpyAsync(ex.argmaxHost + slot * ex.argmaxRows, ex.argmaxDevice,
+                                      size_t(t.shape.dims[0]) * sizeof(int32_t), cudaMemcpyDeviceToHost, ex.stream);
       e != cudaSuccess)
     return cudaError("copying the argmax from the device", e);
   return {};
 }
 
-std::string finishRun(Executor &ex);
+// The host bytes of the inputs that a run started ahead stages (inputRing): every input but the
+// linked caches, at its bound.
+size_t inputStagingBytes(const Executor &ex) {
+  size_t bytes = 0;
+  for (int vi : ex.plan->inputs)
+    if (!ex.resident[size_t(vi)])
+      bytes += aligned(ex.plan->values[size_t(vi)].capacity);
+  return bytes;
+}
 
-std::string run(void *state, const std::vector<TensorRef> &tensors) {
+// Queues input `vi` of this run: from the host (through the run slot's staging with `staged`,
+// so that the caller may overwrite its buffer before the copy is done), or, as the input
+// `fed` (int64 [batch, 1]), from the tokens of the previous run's argmax on the device.
+std::string copyIn(Executor &ex, int vi, const TensorRef &t, char *staged, bool fed) {
+  const DType narrow = ex.plan->values[size_t(vi)].deviceDType;
+  void *to = narrow != DType::None ? ex.staging : ex.at(vi);
+  if (fed) { // int32 tokens into the low halves of int64 ids (both little-endian, ids >= 0)
+    if (t.dtype != DType::I64 || narrow != DType::None || !ex.argmaxDevice || t.numel() > ex.argmaxRows)
+      return "an input fed by the argmax must be int64 ids, one per sequence of a greedy run";
+    cudaMemsetAsync(to, 0, t.bytes(), ex.stream);
+    if (cudaError_t e = cudaMemcpy2DAsync(to, sizeof(int64_t), ex.argmaxDevice, sizeof(int32_t), sizeof(int32_t),
+                                          size_t(t.numel()), cudaMemcpyDeviceToDevice, ex.stream);
+        e != cudaSuccess)
+      return cudaError("feeding the argmax to an input", e);
+    return {};
+  }
+  const void *from = t.data;
+  if (staged && t.bytes()) {
+    std::memcpy(staged, t.data, t.bytes());
+    from = staged;
+  }
+  if (t.bytes())
+    if (cudaError_t e = cudaMemcpyAsync(to, from, t.bytes(), cudaMemcpyHostToDevice, ex.stream); e != cudaSuccess)
+      return cudaError("copying an input to the device", e);
+  if (narrow != DType::None)
+    if (std::string err = convertFloats(Storage::F32, ex.staging, storageOf(narrow), ex.at(vi), t.numel(), ex.stream);
+        !err.empty())
+      return err;
+  return {};
+}
+
+// Queues one run and returns without waiting for it (finishRun waits). With `ahead`, the host
+// inputs are staged in the run's slot, so that the caller can set the next run's inputs at once;
+// `fed` (-1: none) is an input that the previous run's argmax feeds on the device. At most
+// kRunSlots runs are in flight.
+std::string startRun(void *state, const std::vector<TensorRef> &tensors, bool ahead, int fed) {
   Executor &ex = *static_cast<Executor *>(state);
   const llmc_plan_t &plan = *ex.plan;
+  if (ex.inFlight.size() >= size_t(Executor::kRunSlots))
+    return "two runs are in flight already: wait for one first";
   if (ex.arenaStale) {
+    if (!ex.inFlight.empty()) // the arena moves: the runs that use it finish first
+      cudaStreamSynchronize(ex.stream);
     if (std::string err = layoutArena(ex); !err.empty())
       return err;
     ex.arenaStale = false;
   }
+  const int slot = ex.nextSlot;
+  if (ahead && !ex.inputRing) {
+    ex.inputSlotBytes = inputStagingBytes(ex);
+    if (cudaError_t e = cudaMallocHost(&ex.inputRing, std::max<size_t>(Executor::kRunSlots * ex.inputSlotBytes, 1));
+        e != cudaSuccess)
+      return cudaError("allocating the inputs' staging", e);
+  }
+  char *staged = ahead ? ex.inputRing + size_t(slot) * ex.inputSlotBytes : nullptr;
   for (int vi : plan.inputs) {
-    const TensorRef &t = tensors[size_t(vi)];
     if (ex.resident[size_t(vi)]) // a linked cache: already on the device
       continue;
-    const DType narrow = plan.values[size_t(vi)].deviceDType;
-    void *to = narrow != DType::None ? ex.staging : ex.at(vi);
-    if (t.bytes())
-      if (cudaError_t e = cudaMemcpyAsync(to, t.data, t.bytes(), cudaMemcpyHostToDevice, ex.stream); e != cudaSuccess)
-        return cudaError("copying an input to the device", e);
-    if (narrow != DType::None)
-      if (std::string err = convertFloats(Storage::F32, ex.staging, storageOf(narrow), ex.at(vi), t.numel(), ex.stream);
-          !err.empty())
-        return err;
+    const TensorRef &t = tensors[size_t(vi)];
+    if (std::string err = copyIn(ex, vi, t, staged, vi == fed); !err.empty())
+      return err;
+    if (staged)
+      staged += aligned(plan.values[size_t(vi)].capacity);
   }
-  if (ex.lengthSlots) { // after the previous run's synchronisation: its copy is done
+  if (ex.lengthSlots) { // the slot's last run is done: its copy too
+    int64_t *host = ex.hostLengths + size_t(slot) * size_t(ex.lengthSlots);
     ex.runLengths.resize(size_t(ex.lengthSlots));
     for (const PreparedOp &op : ex.ops)
       if (op.lengthSlot >= 0) {
         ex.runLengths[size_t(op.lengthSlot)] = op.length(tensors);
-        ex.hostLengths[op.lengthSlot] = std::max<int64_t>(ex.runLengths[size_t(op.lengthSlot)], 0);
+        host[op.lengthSlot] = std::max<int64_t>(ex.runLengths[size_t(op.lengthSlot)], 0);
       }
-    if (cudaError_t e = cudaMemcpyAsync(ex.lengths, ex.hostLengths, size_t(ex.lengthSlots) * sizeof(int64_t),
+    if (cudaError_t e = cudaMemcpyAsync(ex.lengths, host, size_t(ex.lengthSlots) * sizeof(int64_t),
                                         cudaMemcpyHostToDevice, ex.stream);
         e != cudaSuccess)
       return cudaError("copying the length table to the device", e);
@@ -1978,23 +2091,45 @@ std::string run(void *state, const std::vector<TensorRef> &tensors) {
     if (!argmaxLaunched) // the run did not end with a graph that launched it
       if (std::string err = launchArgmax(ex, tensors[size_t(vi)]); !err.empty())
         return err;
-    if (std::string err = copyArgmax(ex, tensors[size_t(vi)]); !err.empty())
+    if (std::string err = copyArgmax(ex, tensors[size_t(vi)], slot); !err.empty())
       return err;
   }
-  return finishRun(ex);
+  // Into pinned memory: a copy to pageable memory would wait for the stream by itself.
+  cudaMemcpyAsync(ex.hostFlag + slot, ex.errorFlag, sizeof(int), cudaMemcpyDeviceToHost, ex.stream);
+  if (cudaError_t e = cudaEventRecord(ex.runDone[slot], ex.stream); e != cudaSuccess)
+    return cudaError("recording a run's end", e);
+  ex.inFlight.push_back(slot);
+  ex.nextSlot = (slot + 1) % Executor::kRunSlots;
+  return {};
 }
 
-// Waits for the run's work and checks the kernels' error flag.
-std::string finishRun(Executor &ex) {
-  // Into pinned memory: a copy to pageable memory would wait for the stream by itself.
-  cudaMemcpyAsync(ex.hostFlag, ex.errorFlag, sizeof(int), cudaMemcpyDeviceToHost, ex.stream);
-  if (cudaError_t e = cudaStreamSynchronize(ex.stream); e != cudaSuccess)
+// Waits for the oldest run in flight and checks the kernels' error flag as it left it; its
+// argmax is then argmaxResult's.
+std::string finishRun(void *state) {
+  Executor &ex = *static_cast<Executor *>(state);
+  if (ex.inFlight.empty())
+    return "no run in flight";
+  const int slot = ex.inFlight.front();
+  ex.inFlight.pop_front();
+  ex.finished = slot;
+  if (cudaError_t e = cudaEventSynchronize(ex.runDone[slot]); e != cudaSuccess)
     return cudaError("running the plan", e);
-  if (*ex.hostFlag) {
+  if (ex.hostFlag[slot]) {
     cudaMemsetAsync(ex.errorFlag, 0, sizeof(int), ex.stream);
     return "an index was out of range (a token id outside the vocabulary, or a position outside the rotary tables)";
   }
   return {};
+}
+
+std::string run(void *state, const std::vector<TensorRef> &tensors) {
+  Executor &ex = *static_cast<Executor *>(state);
+  if (!ex.inFlight.empty())
+    return "runs started ahead are in flight: wait for them first";
+  if (std::string err = startRun(state, tensors, false, -1); !err.empty()) {
+    cudaStreamSynchronize(ex.stream); // what it queued before failing
+    return err;
+  }
+  return finishRun(state);
 }
 
 void destroy(void *state) { delete static_cast<Executor *>(state); }
@@ -2012,10 +2147,11 @@ void pinHost(void *state, void *data, size_t bytes) {
 std::string setArgmaxOutput(void *state, int value) {
   Executor &ex = *static_cast<Executor *>(state);
   if (value >= 0 && !ex.argmaxDevice) { // at most the batch's bound of rows
-    const size_t bytes = size_t(std::max<int64_t>(dimBound(ex, value, 0), 1)) * sizeof(int32_t);
+    ex.argmaxRows = std::max<int64_t>(dimBound(ex, value, 0), 1);
+    const size_t bytes = size_t(ex.argmaxRows) * sizeof(int32_t);
     if (cudaError_t e = cudaMalloc(&ex.argmaxDevice, bytes); e != cudaSuccess)
       return cudaError("allocating the argmax", e);
-    if (cudaError_t e = cudaMallocHost(&ex.argmaxHost, bytes); e != cudaSuccess)
+    if (cudaError_t e = cudaMallocHost(&ex.argmaxHost, Executor::kRunSlots * bytes); e != cudaSuccess)
       return cudaError("allocating the argmax's host copy", e);
     const size_t workspace = argmaxWorkspaceBytes(std::max<int64_t>(dimBound(ex, value, 0), 1));
     if (cudaError_t e = cudaMalloc(&ex.argmaxWorkspace, workspace); e != cudaSuccess)
@@ -2029,13 +2165,20 @@ std::string setArgmaxOutput(void *state, int value) {
   return {};
 }
 
-const int32_t *argmaxResult(void *state) { return static_cast<Executor *>(state)->argmaxHost; }
+const int32_t *argmaxResult(void *state) {
+  const Executor &ex = *static_cast<Executor *>(state);
+  return ex.argmaxHost + ex.finished * ex.argmaxRows;
+}
 
 std::string fetchOutput(void *state, int value, const TensorRef &host) {
   Executor &ex = *static_cast<Executor *>(state);
+  if (!ex.inFlight.empty())
+    return "runs started ahead are in flight: wait for them first";
   if (std::string err = copyOut(ex, value, host); !err.empty())
     return err;
-  return finishRun(ex);
+  if (cudaError_t e = cudaStreamSynchronize(ex.stream); e != cudaSuccess)
+    return cudaError("copying an output from the device", e);
+  return {};
 }
 
 void unpinHost(void *state, void *data) {
@@ -2051,7 +2194,7 @@ size_t deviceBytes(void *state) {
     const std::vector<int> order = runOrder(*ex.plan, splitOf(ex));
     arena = ex.scratchBytes +
             planDeviceArena(*ex.plan, ex.resident, order, inPlaceOf(ex, order).elsewhere, ex.normOfLinear,
-                            splitsAfterLinears(*ex.plan, order))
+                            splitsAfterLinears(*ex.plan, order, ex.unneeded))
                 .arena.total;
   }
   return ex.weightBytes + arena + ex.stagingBytes + ex.cacheBytes + 2 * ex.workspaceBytes + sizeof(int);
@@ -2110,9 +2253,12 @@ std::string describeDecodeGraphs(const llmc_plan_t &plan) {
   const std::set<int> appendsInPlace(inPlace.cacheRows.begin(), inPlace.cacheRows.end());
   const size_t rotations = size_t(std::count_if(inPlace.splitOfRotary.begin(), inPlace.splitOfRotary.end(),
                                                 [](int k) { return k >= 0; }));
+  const size_t unneeded = size_t(std::count(ex.unneeded.begin(), ex.unneeded.end(), true));
   const std::string appends = "cache appends written in place by the op that makes the rows: " +
                               std::to_string(appendsInPlace.size() - appendsInPlace.count(-1)) + " of " +
-                              std::to_string(pairs) + "; key rotations done by their QKV split: " + std::to_string(rotations);
+                              std::to_string(pairs) + "; key rotations done by their QKV split: " + std::to_string(rotations) +
+                              "; ops not launched (their results only reshapes' target shapes): " +
+                              std::to_string(unneeded);
   // The linears a decode step (one row per sequence) runs on smallLinear: [N, K] weights whose
   // rows are whole 16-byte loads; and those of them that compute the RMS norm before them.
   findNormsBeforeLinears(ex, order);
@@ -2155,7 +2301,7 @@ std::string describeDecodeGraphs(const llmc_plan_t &plan) {
 
 const CudaBackend kBackend{kCudaBackendAbi, create,    run,           destroy,              deviceBytes, graphCount,
                            check,           linkCache, plannedMemory, describeDecodeGraphs, pinHost,     unpinHost,
-                           setArgmaxOutput, argmaxResult, fetchOutput, graphNodes};
+                           setArgmaxOutput, argmaxResult, fetchOutput, graphNodes, startRun, finishRun};
 
 } // namespace
 } // namespace llmc::rt::cuda

@@ -134,11 +134,13 @@ std::string fusedElementwiseSource(const std::vector<fused::Instruction> &progra
   }
   std::string params;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    if (!storageType(inputs[i])) {
-      error = "fused region input " + std::to_string(i) + " is not f32, f16, bf16 or bool";
+    // Integers only come in (a cast's: position ids), and widen to float as the rest.
+    const char *type = inputs[i] == DType::I64 ? "long long" : inputs[i] == DType::I32 ? "int" : storageType(inputs[i]);
+    if (!type) {
+      error = "fused region input " + std::to_string(i) + " is not f32, f16, bf16, bool, i32 or i64";
       return {};
     }
-    params += std::string("const ") + storageType(inputs[i]) + " *__restrict__ in" + std::to_string(i) + ", ";
+    params += std::string("const ") + type + " *__restrict__ in" + std::to_string(i) + ", ";
   }
   for (size_t o = 0; o < outputs.size(); ++o) {
     if (!storageType(outputs[o])) {

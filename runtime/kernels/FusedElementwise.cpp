@@ -5,9 +5,9 @@
 //             inputs, instruction i writes register inputs + i
 //   params    2 floats per instruction (alpha/beta, a constant's value, a cast's target dtype)
 //   results   the registers stored to the outputs, in order
-// Every register holds floats: f16 and bool inputs widen on load, outputs narrow on store, and a
-// cast to f16 rounds through half precision. Inputs broadcast (numpy) to the output shape; the
-// work goes row by row in chunks that stay in the L1 cache.
+// Every register holds floats: f16, bool and integer inputs (a cast's) widen on load, outputs
+// narrow on store, and a cast to f16 rounds through half precision. Inputs broadcast (numpy) to
+// the output shape; the work goes row by row in chunks that stay in the L1 cache.
 #include "FusedProgram.h"
 #include "KernelUtil.h"
 
@@ -84,6 +84,8 @@ float load(const TensorRef &t, int64_t i) {
   switch (t.dtype) {
   case DType::F32: return t.as<const float>()[i];
   case DType::F16: return halfToFloat(t.as<const uint16_t>()[i]);
+  case DType::I64: return float(t.as<const int64_t>()[i]); // a cast's integers (position ids)
+  case DType::I32: return float(t.as<const int32_t>()[i]);
   default: return float(t.as<const uint8_t>()[i]); // bool
   }
 }
@@ -112,8 +114,9 @@ std::string fusedElementwiseKernel(const KernelArgs &args) {
   std::vector<std::array<int64_t, kMaxRank>> strides(size_t(args.numInputs));
   for (int i = 0; i < args.numInputs; ++i) {
     const TensorRef &t = args.in(i);
-    if (t.dtype != DType::F32 && t.dtype != DType::F16 && t.dtype != DType::Bool)
-      return "inputs must be f32, f16 or bool";
+    if (t.dtype != DType::F32 && t.dtype != DType::F16 && t.dtype != DType::Bool && t.dtype != DType::I64 &&
+        t.dtype != DType::I32)
+      return "inputs must be f32, f16, bool, or integers that a cast turns into floats";
     if (!broadcastsTo(t.shape, shape))
       return "input " + t.shape.str() + " does not broadcast to " + shape.str();
     broadcastStrides(t.shape, shape, strides[size_t(i)].data());

@@ -12,6 +12,7 @@
 #include <dlfcn.h>
 #include <cstring>
 #include <limits>
+#include <deque>
 #include <memory>
 
 namespace fb = llmc::plan;
@@ -38,6 +39,10 @@ struct llmc_context_t {
   std::vector<bool> pinned;       // per value: its own buffer page-locked by the CUDA backend
   int greedyValue = -1;           // the output that runs leave on the device (GreedyOutput.h)
   std::vector<int32_t> greedy;    // its last rows' argmax after a run
+  // Runs started and not finished yet (startRun): per run, its batch (CUDA) or, on the CPU,
+  // which runs them whole at once, its argmax.
+  std::deque<int64_t> startedBatch;
+  std::deque<std::vector<int32_t>> startedGreedy;
   std::vector<int64_t> symbols;  // this run's symbol values, bound from the inputs
   std::vector<int64_t> dimValues; // this run's value of every dimension expression
   int numThreads = 0;
@@ -205,6 +210,7 @@ extern "C" void llmc_context_options_init(llmc_context_options *options) {
   options->cuda_graphs = 1;
   options->cuda_gemv = 1;
   options->cuda_overlap = 1;
+  options->decode_ahead = -1;
 }
 
 extern "C" llmc_status llmc_context_create(llmc_plan plan, const llmc_context_options *options,
@@ -472,14 +478,23 @@ static llmc_status bindShapes(llmc_context_t &ctx) {
   return nullptr;
 }
 
+// Every input set, and this run's shapes bound.
+static llmc_status prepareRun(llmc_context_t &ctx) {
+  const llmc_plan_t &plan = *ctx.plan;
+  for (size_t i = 0; i < plan.inputs.size(); ++i)
+    if (!ctx.inputSet[i])
+      return makeStatus(LLMC_INVALID_ARGUMENT, "input '" + plan.values[plan.inputs[i]].name + "' was not set");
+  return bindShapes(ctx);
+}
+
+static llmc_status runOnCpu(llmc_context_t *ctx);
+
 extern "C" llmc_status llmc_context_run(llmc_context ctx) {
   if (!ctx)
     return makeStatus(LLMC_INVALID_ARGUMENT, "context must not be NULL");
-  const llmc_plan_t &plan = *ctx->plan;
-  for (size_t i = 0; i < plan.inputs.size(); ++i)
-    if (!ctx->inputSet[i])
-      return makeStatus(LLMC_INVALID_ARGUMENT, "input '" + plan.values[plan.inputs[i]].name + "' was not set");
-  if (llmc_status s = bindShapes(*ctx))
+  if (!ctx->startedBatch.empty() || !ctx->startedGreedy.empty())
+    return makeStatus(LLMC_INVALID_ARGUMENT, "runs started ahead have not finished");
+  if (llmc_status s = prepareRun(*ctx))
     return s;
   if (ctx->cuda) {
     pinCopied(*ctx);
@@ -491,6 +506,11 @@ extern "C" llmc_status llmc_context_run(llmc_context ctx) {
     }
     return nullptr;
   }
+  return runOnCpu(ctx);
+}
+
+static llmc_status runOnCpu(llmc_context_t *ctx) {
+  const llmc_plan_t &plan = *ctx->plan;
   llmc::rt::setGemmThreads(ctx->numThreads);
   std::vector<llmc::rt::TensorRef> ins, outs;
   const bool timed = !ctx->kernelMs.empty();
@@ -532,6 +552,61 @@ llmc_status llmc::rt::setGreedyOutput(llmc_context ctx, int32_t output) {
 }
 
 const int32_t *llmc::rt::greedyTokens(llmc_context ctx) { return ctx->greedy.data(); }
+
+bool llmc::rt::runsAhead(llmc_context ctx) { return ctx && ctx->cuda; }
+
+llmc_status llmc::rt::startRun(llmc_context ctx, int32_t fedInput) {
+  if (!ctx || fedInput < -1 || fedInput >= int32_t(ctx->plan->inputs.size()))
+    return makeStatus(LLMC_INVALID_ARGUMENT, "no such input");
+  if (ctx->startedBatch.size() + ctx->startedGreedy.size() >= 2)
+    return makeStatus(LLMC_INVALID_ARGUMENT, "two runs are started already: finish one first");
+  if (fedInput >= 0 && ctx->greedyValue < 0)
+    return makeStatus(LLMC_INVALID_ARGUMENT, "an input fed by the argmax needs greedy decoding (setGreedyOutput)");
+  if (llmc_status s = prepareRun(*ctx))
+    return s;
+  const int fed = fedInput < 0 ? -1 : ctx->plan->inputs[size_t(fedInput)];
+  if (fed >= 0) {
+    const llmc::rt::TensorRef &ids = ctx->tensors[size_t(fed)];
+    const std::vector<int32_t> &previous = ctx->startedGreedy.empty() ? ctx->greedy : ctx->startedGreedy.back();
+    if (ids.dtype != llmc::rt::DType::I64 || (!ctx->cuda && ids.numel() != int64_t(previous.size())))
+      return makeStatus(LLMC_INVALID_ARGUMENT, "an input fed by the argmax must be int64 ids, one per sequence");
+    if (!ctx->cuda) // the CPU computes the previous run's argmax at once: into the ids
+      for (size_t b = 0; b < previous.size(); ++b)
+        static_cast<int64_t *>(ids.data)[b] = previous[b];
+  }
+  if (!ctx->cuda) {
+    if (llmc_status s = runOnCpu(ctx))
+      return s;
+    ctx->startedGreedy.push_back(ctx->greedy);
+    return nullptr;
+  }
+  pinCopied(*ctx);
+  if (std::string err = ctx->cuda->startRun(ctx->cudaState, ctx->tensors, true, fed); !err.empty())
+    return makeStatus(LLMC_RUNTIME_ERROR, "CUDA: " + err);
+  ctx->startedBatch.push_back(ctx->greedyValue >= 0 ? ctx->tensors[size_t(ctx->greedyValue)].shape.dims[0] : 0);
+  return nullptr;
+}
+
+llmc_status llmc::rt::finishRun(llmc_context ctx) {
+  if (!ctx)
+    return makeStatus(LLMC_INVALID_ARGUMENT, "context must not be NULL");
+  if (!ctx->cuda) {
+    if (ctx->startedGreedy.empty())
+      return makeStatus(LLMC_INVALID_ARGUMENT, "no run was started");
+    ctx->greedy = std::move(ctx->startedGreedy.front());
+    ctx->startedGreedy.pop_front();
+    return nullptr;
+  }
+  if (ctx->startedBatch.empty())
+    return makeStatus(LLMC_INVALID_ARGUMENT, "no run was started");
+  const int64_t batch = ctx->startedBatch.front();
+  ctx->startedBatch.pop_front();
+  if (std::string err = ctx->cuda->finishRun(ctx->cudaState); !err.empty())
+    return makeStatus(LLMC_RUNTIME_ERROR, "CUDA: " + err);
+  const int32_t *tokens = ctx->cuda->argmaxResult(ctx->cudaState);
+  ctx->greedy.assign(tokens, tokens + batch);
+  return nullptr;
+}
 
 llmc_status llmc::rt::fetchOutput(llmc_context ctx, int32_t output) {
   if (!ctx || output < 0 || output >= int32_t(ctx->plan->outputs.size()))

@@ -10,7 +10,7 @@
 
 namespace llmc::rt {
 
-constexpr int kCudaBackendAbi = 10;
+constexpr int kCudaBackendAbi = 11;
 
 struct CudaOptions {
   bool graphs = true;      // capture each input-shape bucket's launches once and replay them
@@ -60,6 +60,14 @@ struct CudaBackend {
   std::string (*fetchOutput)(void *state, int value, const TensorRef &host);
   // The nodes of the graph captured last (0: none yet).
   size_t (*graphNodes)(void *state);
+  // A run in two halves, so that the host prepares the next run while the device computes this
+  // one (a generator's decode steps): startRun queues it (at most two in flight; `run` refuses
+  // while any is) and returns; with `ahead` its host inputs are staged first, so that their
+  // buffers may change at once; input value `fed` (-1: none; int64 ids [batch, 1]) takes the
+  // previous run's argmax tokens on the device instead of its host data. finishRun waits for the
+  // oldest run in flight, after which argmaxResult holds its tokens.
+  std::string (*startRun)(void *state, const std::vector<TensorRef> &tensors, bool ahead, int fed);
+  std::string (*finishRun)(void *state);
 };
 
 } // namespace llmc::rt

@@ -12,6 +12,7 @@
 //
 // Sequences of different lengths share the cache's slots: each feed puts every sequence's new
 // tokens at the end of the chunk (padding before them), and the attention mask hides the padding.
+#include "GeneratorState.h"
 #include "GreedyOutput.h"
 #include "Plan.h"
 
@@ -24,29 +25,9 @@
 #include <random>
 
 using llmc::rt::makeStatus;
+using namespace llmc::rt::generation;
 
 namespace {
-
-struct AlignedFree {
-  void operator()(void *p) const { std::free(p); }
-};
-using Buffer = std::unique_ptr<float, AlignedFree>;
-
-enum class CacheMode { InPlace, Copy };
-
-struct CachePair {
-  int32_t pastInput = -1, presentOutput = -1;
-  CacheMode mode = CacheMode::Copy;
-  int64_t heads = 0, width = 0; // Copy: [B, heads, length, width]; InPlace: [length, B, width]
-  std::vector<float> data;      // Copy
-  Buffer buffer;                // InPlace
-};
-
-struct Sequence {
-  std::vector<int32_t> tokens; // fed since the last reset, for the repetition penalty
-  std::vector<int64_t> mask;   // per cache slot: 1 where the slot holds one of its tokens
-  int64_t count = 0;           // its tokens in the cache (the next position id)
-};
 
 int32_t findInput(llmc_plan plan, const std::string &name) {
   for (size_t i = 0; i < plan->inputs.size(); ++i)
@@ -69,30 +50,6 @@ int64_t symbolMax(llmc_plan plan, const llmc::rt::PlanValue &v, int dim) {
 }
 
 } // namespace
-
-struct llmc_generator_t {
-  llmc_plan plan = nullptr;
-  llmc_context context = nullptr;
-  int32_t idsInput = -1, maskInput = -1, positionInput = -1, logitsOutput = -1;
-  std::vector<CachePair> cache;
-  int64_t batch = 1, length = 0, capacity = 0, chunk = 0, vocab = 0;
-  std::vector<Sequence> sequences;
-  std::vector<float> logits; // [batch, vocab]: each sequence's after its last token
-  // Greedy decoding on the device (GreedyOutput.h): after a greedy sample without a penalty, the
-  // next runs that give every sequence new logits leave them in the context and bring back only
-  // their argmax (`greedy`); `logits` is then stale (`logitsPending`) until asked for.
-  bool greedyOnDevice = false, logitsPending = false;
-  std::vector<int32_t> greedy;
-  bool fed = false;
-  std::mt19937_64 rng;
-  uint64_t seededWith = ~uint64_t(0);
-
-  ~llmc_generator_t() {
-    llmc_context_release(context);
-    if (plan)
-      plan->release();
-  }
-};
 
 extern "C" void llmc_sampling_init(llmc_sampling *s) {
   if (!s)
@@ -179,6 +136,10 @@ extern "C" llmc_status llmc_generator_create_batch(llmc_plan plan, const llmc_co
     g->capacity = std::min(g->capacity, symbolMax(plan, plan->values[size_t(plan->inputs[size_t(g->maskInput)])], 1));
   if (llmc_status s = llmc_context_create(plan, options, &g->context))
     return s;
+  // Decoding ahead: where a run returns before it is done (a CUDA context), unless told.
+  const bool given = options && options->struct_size >= offsetof(llmc_context_options, decode_ahead) + sizeof(int32_t);
+  const int32_t ahead = given ? options->decode_ahead : -1;
+  g->decodeAhead = ahead > 0 || (ahead < 0 && llmc::rt::runsAhead(g->context));
   for (CachePair &c : g->cache) {
     if (c.mode == CacheMode::Copy)
       continue;
@@ -213,6 +174,8 @@ extern "C" void llmc_generator_release(llmc_generator g) { delete g; }
 extern "C" void llmc_generator_reset(llmc_generator g) {
   if (!g)
     return;
+  finishStarted(g);
+  g->logitsLost = false;
   g->length = 0;
   g->fed = false;
   g->logitsPending = false;
@@ -240,9 +203,12 @@ static void copyLogits(llmc_generator g, const std::vector<bool> &take) {
 }
 
 // The logits that the last run left on the device, to g->logits after all.
-static llmc_status materializeLogits(llmc_generator g) {
+llmc_status llmc::rt::generation::materializeLogits(llmc_generator g) {
   if (!g->logitsPending)
     return nullptr;
+  if (g->logitsLost) // a later decode step took their place
+    if (llmc_status s = restoreLogits(g))
+      return s;
   if (llmc_status s = llmc::rt::fetchOutput(g->context, g->logitsOutput))
     return s;
   copyLogits(g, std::vector<bool>(size_t(g->batch), true)); // every sequence had new ones
@@ -250,9 +216,8 @@ static llmc_status materializeLogits(llmc_generator g) {
   return nullptr;
 }
 
-// Runs `n` columns of `ids` ([batch, n], padding marked by `real` = 0) at cache slot g->length.
-static llmc_status runChunk(llmc_generator g, const std::vector<int64_t> &ids, const std::vector<uint8_t> &real,
-                            int64_t n) {
+llmc_status llmc::rt::generation::runChunk(llmc_generator g, const std::vector<int64_t> &ids,
+                                          const std::vector<uint8_t> &real, int64_t n) {
   const int64_t B = g->batch, total = g->length + n;
   std::vector<int64_t> positions(size_t(B * n), 0), mask(size_t(B * total), 0);
   for (int64_t b = 0; b < B; ++b) {
@@ -354,6 +319,9 @@ extern "C" llmc_status llmc_generator_feed_batch(llmc_generator g, const int32_t
   }
   if (n == 0)
     return nullptr;
+  finishStarted(g);
+  if (g->logitsLost) // the last step's logits are not wanted now: the next run makes new ones
+    g->logitsLost = false, g->logitsPending = false;
   if (g->length + n > g->capacity)
     return makeStatus(LLMC_INVALID_ARGUMENT, "the context holds " + std::to_string(g->capacity) + " tokens; " +
                                                  std::to_string(g->length) + " are in it and " + std::to_string(n) +
@@ -395,7 +363,7 @@ extern "C" llmc_status llmc_generator_logits(llmc_generator g, const float **out
     return makeStatus(LLMC_INVALID_ARGUMENT, "generator and out_logits must not be NULL");
   if (!g->fed)
     return makeStatus(LLMC_INVALID_ARGUMENT, "no tokens were fed yet");
-  if (llmc_status s = materializeLogits(g))
+  if (llmc_status s = materializeLogits(g)) // (a decode step started ahead: restoreLogits)
     return s;
   *out_logits = g->logits.data();
   if (out_vocab)
@@ -456,6 +424,7 @@ extern "C" llmc_status llmc_generator_sample_batch(llmc_generator g, const llmc_
   llmc_sampling defaults;
   llmc_sampling_init(&defaults);
   const llmc_sampling &s = sampling ? *sampling : defaults;
+  finishStarted(g);
   // Greedy without a penalty: the next runs may leave the logits on the device (runChunk).
   g->greedyOnDevice = s.temperature <= 0.0f && !(s.repetition_penalty > 0 && s.repetition_penalty != 1.0f);
   if (g->logitsPending && g->greedyOnDevice) {
@@ -483,6 +452,11 @@ extern "C" llmc_status llmc_generator_generate(llmc_generator g, const llmc_samp
   if (!g || !out_count || max_tokens < 0 || (stop_count > 0 && !stop_ids))
     return makeStatus(LLMC_INVALID_ARGUMENT, "generator and out_count must not be NULL, max_tokens not negative");
   *out_count = 0;
+  llmc_sampling defaults;
+  llmc_sampling_init(&defaults);
+  if (g->fed && decodesAhead(g, sampling ? *sampling : defaults))
+    return generateAhead(g, sampling ? *sampling : defaults, max_tokens, stop_ids, stop_count, on_token, user_data,
+                         out_tokens, out_count);
   for (int32_t step = 0; step < max_tokens; ++step) {
     int32_t token = -1;
     if (llmc_status s = llmc_generator_sample(g, sampling, &token))

@@ -22,4 +22,16 @@ const int32_t *greedyTokens(llmc_context ctx);
 // run left it on the device as a greedy output; a CPU context's outputs are there already.
 llmc_status fetchOutput(llmc_context ctx, int32_t output);
 
+// Decoding ahead: a run in two halves, so that the host sets the next run's inputs while the
+// device computes this one. startRun starts a run of the inputs as set now (at most two started
+// and not finished; a CPU context runs it whole at once) and returns; `fedInput` (-1: none), an
+// int64 [batch, 1] input (input_ids), takes the greedy tokens of the run started before instead
+// of its own data. finishRun waits for the oldest started run; greedyTokens are then its tokens.
+// Meanwhile llmc_context_run and fetchOutput refuse. Only the outputs that stay on the device
+// (linked caches, the greedy output) may be read after such runs.
+llmc_status startRun(llmc_context ctx, int32_t fedInput);
+llmc_status finishRun(llmc_context ctx);
+// Whether startRun returns before the run is done (a CUDA context), so that decoding ahead gains.
+bool runsAhead(llmc_context ctx);
+
 } // namespace llmc::rt

@@ -136,6 +136,80 @@ func.func @integers(%x: tensor<4xi64>) -> tensor<4xi64> {
 
 // -----
 
+// Rotary tables as a Hugging Face export computes them: the position ids cast to floats times
+// the inverse frequencies, cos and sin of those angles, and of the angles concatenated with
+// themselves. The cast joins the region, sin and cos of the angles are its two results, and the
+// cos and sin of the concatenation become concatenations of those.
+// EW-LABEL: func.func @rotary_tables
+// EW: %[[T:.*]]:2 = llmc.fused_elementwise %{{.*}}, %arg1 : (tensor<1x?x1xi64>, tensor<32xf32>) -> (tensor<1x?x32xf32>, tensor<1x?x32xf32>)
+// EW: llmc.cast
+// EW: llmc.mul
+// EW: llmc.cos
+// EW: llmc.sin
+// EW: llmc.yield
+// EW: llmc.concat %[[T]]#0, %[[T]]#0
+// EW: llmc.concat %[[T]]#1, %[[T]]#1
+// EW-NOT: llmc.fused_elementwise
+func.func @rotary_tables(%ids: tensor<1x?xi64> {llmc.dim_symbols = ["", "seq"]}, %freq: tensor<32xf32>)
+    -> (tensor<1x?x32xf32>, tensor<1x?x32xf32>, tensor<1x?x64xf32>, tensor<1x?x64xf32>)
+    attributes {llmc.symbol_bounds = {seq = 16 : i64}} {
+  %u = llmc.unsqueeze %ids {axes = array<i64: 2>} : (tensor<1x?xi64>) -> tensor<1x?x1xi64>
+  %f = llmc.cast %u {to = f32} : (tensor<1x?x1xi64>) -> tensor<1x?x1xf32>
+  %a = llmc.mul %f, %freq : (tensor<1x?x1xf32>, tensor<32xf32>) -> tensor<1x?x32xf32>
+  %c = llmc.cos %a : (tensor<1x?x32xf32>) -> tensor<1x?x32xf32>
+  %s = llmc.sin %a : (tensor<1x?x32xf32>) -> tensor<1x?x32xf32>
+  %aa = llmc.concat %a, %a {axis = -1 : i64} : (tensor<1x?x32xf32>, tensor<1x?x32xf32>) -> tensor<1x?x64xf32>
+  %cc = llmc.cos %aa : (tensor<1x?x64xf32>) -> tensor<1x?x64xf32>
+  %ss = llmc.sin %aa : (tensor<1x?x64xf32>) -> tensor<1x?x64xf32>
+  return %c, %s, %cc, %ss : tensor<1x?x32xf32>, tensor<1x?x32xf32>, tensor<1x?x64xf32>, tensor<1x?x64xf32>
+}
+
+// -----
+
+// Readers of a shared producer of different (dynamic) shapes stay apart: the exp of x broadcast
+// over seq rows and over total rows. So does a concatenation of two different values.
+// EW-LABEL: func.func @different_shapes
+// EW: llmc.exp
+// EW: llmc.fused_elementwise
+// EW: llmc.fused_elementwise
+// EW: llmc.concat %arg0, %arg1
+// EW: llmc.cos
+// EW-NOT: llmc.fused_elementwise
+func.func @different_shapes(%x: tensor<1x4xf32>, %p: tensor<?x4xf32> {llmc.dim_symbols = ["seq", ""]},
+                            %q: tensor<?x4xf32> {llmc.dim_symbols = ["total", ""]})
+    -> (tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4xf32>)
+    attributes {llmc.symbol_bounds = {seq = 16 : i64, total = 32 : i64}} {
+  %e = llmc.exp %x : (tensor<1x4xf32>) -> tensor<1x4xf32>
+  %a = llmc.add %e, %p : (tensor<1x4xf32>, tensor<?x4xf32>) -> tensor<?x4xf32>
+  %b = llmc.mul %e, %q : (tensor<1x4xf32>, tensor<?x4xf32>) -> tensor<?x4xf32>
+  %n = llmc.neg %a : (tensor<?x4xf32>) -> tensor<?x4xf32>
+  %m = llmc.neg %b : (tensor<?x4xf32>) -> tensor<?x4xf32>
+  %j = llmc.concat %x, %p {axis = 0 : i64} : (tensor<1x4xf32>, tensor<?x4xf32>) -> tensor<?x4xf32>
+  %c = llmc.cos %j : (tensor<?x4xf32>) -> tensor<?x4xf32>
+  return %n, %m, %c : tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4xf32>
+}
+
+// -----
+
+// A result that an outer op reads before another result is computed cannot share its region:
+// the exp's second reader needs the softmax of the first. The exp and its neg stay as they are.
+// EW-LABEL: func.func @outer_op_between
+// EW: %[[E:.*]] = llmc.exp
+// EW: llmc.neg %[[E]]
+// EW: %[[S:.*]] = llmc.softmax
+// EW: llmc.fused_elementwise %[[E]], %[[S]]
+// EW-NOT: llmc.fused_elementwise
+func.func @outer_op_between(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  %e = llmc.exp %x : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  %a = llmc.neg %e : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  %s = llmc.softmax %a : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  %b = llmc.add %e, %s : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
+  %t = llmc.tanh %b : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  return %t : tensor<2x4xf32>
+}
+
+// -----
+
 // ATT-LABEL: func.func @sdpa
 // ATT: llmc.fused_attention %arg0, %arg1, %arg2
 func.func @sdpa(%q: tensor<1x4x4xf32>, %k: tensor<1x4x4xf32>, %v: tensor<1x4x4xf32>) -> tensor<1x4x4xf32> {

@@ -52,6 +52,9 @@ CASES = [
     # laid out for the decode GEMV, the norms fused into it).
     ("tiny_llama_kv-bf16-cuda", "tiny_llama_kv",
      KV_SHAPES + ["--precision", "bf16", "--last-position", "logits", "--target", "cuda"], "generate"),
+    # GPT-2's merged QKV projection (a bias, no rotary) on the GEMV, its split (through a reshape)
+    # stored by the GEMV itself.
+    ("tiny_gpt2_kv-cuda", "tiny_gpt2_kv", KV_SHAPES + ["--target", "cuda"], "generate"),
     # Its weights (7.5 MB) would not fit the GPU machine's 64 MiB pack: seeded random ones, the
     # same on both devices (logits within +-2 over 16 steps).
     ("tiny_deepseek_kv", "tiny_deepseek_kv", KV_SHAPES + ["--random-weights"], "generate"),

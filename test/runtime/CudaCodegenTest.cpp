@@ -66,12 +66,24 @@ TEST(CudaCodegen, MixedDtypesAndSeveralOutputs) {
   expectCompiles(program, {5, 6}, {DType::Bool, DType::F16}, {DType::F16, DType::Bool}, "fused_mixed");
   // A reduced-precision plan's region: bf16 activations next to an f32 angle, a bf16 and an f32 result.
   expectCompiles(program, {5, 3}, {DType::Bool, DType::BF16}, {DType::BF16, DType::F32}, "fused_bf16");
+  // Rotary tables: int64 position ids cast to floats times the frequencies, their sin and cos.
+  const std::vector<fused::Instruction> tables = {
+      {Op::Cast, 0, -1, -1, float(int(DType::F32)), 0},
+      {Op::Mul, 2, 1, -1, 0, 0},
+      {Op::Sin, 3, -1, -1, 0, 0},
+      {Op::Cos, 3, -1, -1, 0, 0},
+  };
+  expectCompiles(tables, {4, 5}, {DType::I64, DType::F32}, {DType::F32, DType::F32}, "fused_tables");
+  expectCompiles(tables, {4, 5}, {DType::I32, DType::F32}, {DType::BF16, DType::BF16}, "fused_tables_i32");
 }
 
 TEST(CudaCodegen, RefusesWhatItCannotGenerate) {
   std::string error;
-  EXPECT_EQ(cuda::fusedElementwiseSource({{Op::Neg, 0, -1, -1, 0, 0}}, {1}, {DType::I64}, {DType::F32}, "k", error), "");
-  EXPECT_NE(error.find("not f32, f16, bf16 or bool"), std::string::npos);
+  EXPECT_EQ(cuda::fusedElementwiseSource({{Op::Neg, 0, -1, -1, 0, 0}}, {1}, {DType::F64}, {DType::F32}, "k", error), "");
+  EXPECT_NE(error.find("input 0 is not f32, f16, bf16, bool, i32 or i64"), std::string::npos);
+  error.clear();
+  EXPECT_EQ(cuda::fusedElementwiseSource({{Op::Neg, 0, -1, -1, 0, 0}}, {1}, {DType::F32}, {DType::I64}, "k", error), "");
+  EXPECT_NE(error.find("output 0 is not f32, f16, bf16 or bool"), std::string::npos);
   error.clear();
   const std::vector<DType> many(cuda::kMaxFusedInputs + 1, DType::F32);
   EXPECT_EQ(cuda::fusedElementwiseSource({}, {0}, many, {DType::F32}, "k", error), "");

@@ -271,6 +271,34 @@ TEST(Kernels, FusedElementwiseMatchesTheOpsItFuses) {
   EXPECT_NE(call("fused_elementwise", unknown, {x.ref(), c.ref()}, {gotY.ref()}), "");
 }
 
+// A region with an integer input: rotary tables from int64 position ids [1, S, 1] (cast to
+// floats, times the frequencies [F]) as sin and cos [1, S, F], against the ops one by one.
+TEST(Kernels, FusedElementwiseTakesIntegerIds) {
+  const int64_t S = 5, F = 4;
+  Buf<int64_t> ids(DType::I64, {1, S, 1}, {0, 3, 7, 100, 1535});
+  Buf<float> freq(DType::F32, {F}, {1.0f, 0.1f, 0.01f, 0.001f}), angles(DType::F32, {1, S, 1}), product(DType::F32, {1, S, F});
+  Buf<float> sinWant(DType::F32, {1, S, F}), cosWant(DType::F32, {1, S, F});
+  ASSERT_EQ(call("cast", {}, {ids.ref()}, {angles.ref()}), "");
+  ASSERT_EQ(call("mul", {}, {angles.ref(), freq.ref()}, {product.ref()}), "");
+  ASSERT_EQ(call("sin", {}, {product.ref()}, {sinWant.ref()}), "");
+  ASSERT_EQ(call("cos", {}, {product.ref()}, {cosWant.ref()}), "");
+  // registers: 0 ids, 1 freq; 2 cast, 3 mul, 4 sin, 5 cos
+  auto program = attrs({stringAttr("ops", "cast;mul;sin;cos"),
+                        intsAttr("operands", {0, -1, -1, 2, 1, -1, 3, -1, -1, 3, -1, -1}),
+                        [] {
+                          Attr a;
+                          a.name = "params";
+                          a.kind = Attr::Kind::Floats;
+                          a.floats = {double(int(DType::F32)), 0, 0, 0, 0, 0, 0, 0};
+                          return a;
+                        }(),
+                        intsAttr("results", {4, 5})});
+  Buf<float> sinGot(DType::F32, {1, S, F}), cosGot(DType::F32, {1, S, F});
+  ASSERT_EQ(call("fused_elementwise", program, {ids.ref(), freq.ref()}, {sinGot.ref(), cosGot.ref()}), "");
+  expectNear(sinGot.data, sinWant.data, 1e-6f);
+  expectNear(cosGot.data, cosWant.data, 1e-6f);
+}
+
 } // namespace
 
 // latent_attention against attention written out: keys [latent · w_uk[h]ᵀ, rope key] and values

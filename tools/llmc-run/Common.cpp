@@ -33,4 +33,22 @@ bool decode(llmc_plan plan, const std::vector<int32_t> &ids, std::string &text, 
   return ok(llmc_detokenize(plan, ids.data(), int32_t(ids.size()), text.data(), length, &length), error);
 }
 
+bool CudaFlags::take(const std::string &arg) {
+  bool *flag = arg == "--no-cuda-graphs" ? &graphs : arg == "--no-cuda-gemv" ? &gemv : arg == "--no-cuda-overlap" ? &overlap : nullptr;
+  if (flag)
+    *flag = false;
+  return flag != nullptr;
+}
+
+llmc_context_options contextOptions(llmc_device device, int threads, const CudaFlags &cuda) {
+  llmc_context_options options;
+  llmc_context_options_init(&options);
+  options.num_threads = threads;
+  options.device = device;
+  options.cuda_graphs = cuda.graphs;
+  options.cuda_gemv = cuda.gemv;
+  options.cuda_overlap = cuda.overlap;
+  return options;
+}
+
 } // namespace llmcrun

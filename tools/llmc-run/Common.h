@@ -19,4 +19,14 @@ bool ok(llmc_status status, std::string &error);
 bool encode(llmc_plan plan, const std::string &text, std::vector<int32_t> &ids, std::string &error);
 bool decode(llmc_plan plan, const std::vector<int32_t> &ids, std::string &text, std::string &error);
 
+// The CUDA flags both modes that run a plan take (--no-cuda-graphs, --no-cuda-gemv,
+// --no-cuda-overlap); take() consumes `arg` when it is one of them.
+struct CudaFlags {
+  bool graphs = true, gemv = true, overlap = true;
+  bool take(const std::string &arg);
+};
+
+// Context options for `device` with `threads` GEMM threads and the CUDA flags (the rest default).
+llmc_context_options contextOptions(llmc_device device, int threads, const CudaFlags &cuda);
+
 } // namespace llmcrun

@@ -33,6 +33,8 @@ const char *kUsage = R"(usage: llmc-run generate PLAN (--prompt TEXT | --prompt-
   --no-cuda-graphs         CUDA: launch every kernel of each step instead of replaying a graph
   --no-cuda-gemv           CUDA: every linear on cuBLASLt, decode steps' too (for comparison)
   --no-cuda-overlap        CUDA: no programmatic dependent launch of the decode kernels (for comparison)
+  --decode-ahead on|off    greedy decoding starts each step before the host has the token before it
+                           (default: on with CUDA, off on the CPU; off waits for each token)
   --repeat N               generate N times from an empty cache, timing each (benchmarks: the
                            first includes one-off work such as capturing CUDA graphs)
 )";
@@ -60,12 +62,19 @@ struct Args {
   std::vector<int32_t> promptIds;
   std::vector<std::string> prompts;              // every --prompt (more than one: a batch)
   std::vector<std::vector<int32_t>> promptIdLists; // every --prompt-ids
-  bool haveIds = false, chat = false, printIds = false, ignoreEos = false, cudaGraphs = true, cudaGemv = true,
-       cudaOverlap = true;
+  bool haveIds = false, chat = false, printIds = false, ignoreEos = false;
+  llmcrun::CudaFlags cuda;
   int maxTokens = 64, threads = 0, repeat = 1;
+  int decodeAhead = -1; // llmc_context_options.decode_ahead: -1 the library's choice
   llmc_device device = LLMC_DEVICE_CPU;
   llmc_sampling sampling;
 };
+
+llmc_context_options contextOptions(const Args &a) {
+  llmc_context_options options = llmcrun::contextOptions(a.device, a.threads, a.cuda);
+  options.decode_ahead = a.decodeAhead;
+  return options;
+}
 
 std::string parse(int argc, char **argv, Args &a) {
   llmc_sampling_init(&a.sampling);
@@ -122,12 +131,14 @@ std::string parse(int argc, char **argv, Args &a) {
         a.printIds = true;
       else if (arg == "--ignore-eos")
         a.ignoreEos = true;
-      else if (arg == "--no-cuda-graphs")
-        a.cudaGraphs = false;
-      else if (arg == "--no-cuda-gemv")
-        a.cudaGemv = false;
-      else if (arg == "--no-cuda-overlap")
-        a.cudaOverlap = false;
+      else if (a.cuda.take(arg))
+        continue;
+      else if (arg == "--decode-ahead") {
+        const std::string v = value();
+        if (v != "on" && v != "off")
+          throw std::invalid_argument("--decode-ahead must be on or off");
+        a.decodeAhead = v == "on";
+      }
       else if (arg == "--help" || arg == "-h")
         return "-";
       else if (a.plan.empty() && !arg.empty() && arg[0] != '-')
@@ -178,13 +189,7 @@ bool tokenizePrompt(llmc_plan plan, const Args &a, const std::string &prompt, st
 
 int generateBatch(llmc_plan plan, const Args &a, const std::vector<std::vector<int32_t>> &prompts, bool text) {
   std::string error;
-  llmc_context_options options;
-  llmc_context_options_init(&options);
-  options.num_threads = a.threads;
-  options.device = a.device;
-  options.cuda_graphs = a.cudaGraphs;
-  options.cuda_gemv = a.cudaGemv;
-  options.cuda_overlap = a.cudaOverlap;
+  const llmc_context_options options = contextOptions(a);
   llmc_generator gen = nullptr;
   if (!ok(llmc_generator_create_batch(plan, &options, int32_t(prompts.size()), &gen), error))
     return fail(error);
@@ -286,13 +291,7 @@ int generateMain(int argc, char **argv) {
       return fail(error);
     }
   }
-  llmc_context_options options;
-  llmc_context_options_init(&options);
-  options.num_threads = a.threads;
-  options.device = a.device;
-  options.cuda_graphs = a.cudaGraphs;
-  options.cuda_gemv = a.cudaGemv;
-  options.cuda_overlap = a.cudaOverlap;
+  const llmc_context_options options = contextOptions(a);
   llmc_generator gen = nullptr;
   if (!ok(llmc_generator_create(plan, &options, &gen), error)) {
     llmc_plan_release(plan);

@@ -62,9 +62,7 @@ struct Options {
   int benchmark = 0, warmup = 3, threads = 0;
   llmc_device device = LLMC_DEVICE_CPU;
   bool deviceGiven = false; // else the plan's target
-  bool cudaGraphs = true;
-  bool cudaGemv = true;
-  bool cudaOverlap = true;
+  llmcrun::CudaFlags cuda;
   bool checkCuda = false;
 };
 
@@ -163,12 +161,7 @@ std::string parseArgs(int argc, char **argv, Options &o) {
         o.threads = std::stoi(v);
       } else if (a == "--check-cuda") {
         o.checkCuda = true;
-      } else if (a == "--no-cuda-graphs") {
-        o.cudaGraphs = false;
-      } else if (a == "--no-cuda-gemv") {
-        o.cudaGemv = false;
-      } else if (a == "--no-cuda-overlap") {
-        o.cudaOverlap = false;
+      } else if (o.cuda.take(a)) {
       } else if (a == "--device" && next(v)) {
         if (v != "cpu" && v != "cuda")
           return "--device must be cpu or cuda, not '" + v + "'";
@@ -316,14 +309,8 @@ int run(Options o) {
   }
   if (!o.deviceGiven)
     o.device = static_cast<llmc_device>(llmc_plan_target(plan));
-  llmc_context_options copts;
-  llmc_context_options_init(&copts);
-  copts.num_threads = o.threads;
+  llmc_context_options copts = llmcrun::contextOptions(o.device, o.threads, o.cuda);
   copts.collect_times = o.profile;
-  copts.device = o.device;
-  copts.cuda_graphs = o.cudaGraphs;
-  copts.cuda_gemv = o.cudaGemv;
-  copts.cuda_overlap = o.cudaOverlap;
   llmc_context ctx = nullptr;
   int rc = 0;
   if (check(llmc_context_create(plan, &copts, &ctx), "creating a context")) {
@@ -451,7 +438,7 @@ int run(Options o) {
                   times.front());
       if (o.device == LLMC_DEVICE_CUDA)
         std::printf("CUDA graphs: %zu captured (%s)\n", llmc_context_cuda_graph_count(ctx),
-                    o.cudaGraphs ? "each run replays one" : "off: kernels launched one by one");
+                    o.cuda.graphs ? "each run replays one" : "off: kernels launched one by one");
     }
   }
   if (rc == 0 && o.profile)

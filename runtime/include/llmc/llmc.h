@@ -149,6 +149,12 @@ typedef struct llmc_context_options {
                             starts while the kernel before it finishes (programmatic dependent
                             launch; the GEMV loads its first weights meanwhile); 0 starts each
                             when the one before has ended (for comparison) */
+  int32_t decode_ahead;  /* generators, greedy decoding (llmc_generator_generate): 1 starts each
+                            decode step before the host has the previous step's token, which goes
+                            from that step's argmax to the next step's input on the device, so that
+                            the host's work between steps overlaps the device's (the step after the
+                            last token is computed for nothing); 0 waits for each token; -1 (the
+                            default): 1 on CUDA, 0 on the CPU (where a run is done when it returns) */
 } llmc_context_options;
 
 LLMC_API void llmc_context_options_init(llmc_context_options *options);

@@ -27,6 +27,7 @@ struct CUgraph_st {
 struct CUgraphExec_st {
   std::vector<std::function<void()>> nodes;
 };
+struct CUevent_st {};
 struct CUlib_st {
   void *handle = nullptr;
 };
@@ -100,6 +101,14 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, cudaMemcpy
   enqueue(stream, [=] { std::memmove(dst, src, bytes); });
   return cudaSuccess;
 }
+cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height,
+                              cudaMemcpyKind, cudaStream_t stream) {
+  enqueue(stream, [=] {
+    for (size_t row = 0; row < height; ++row)
+      std::memmove(static_cast<char *>(dst) + row * dpitch, static_cast<const char *>(src) + row * spitch, width);
+  });
+  return cudaSuccess;
+}
 cudaError_t cudaMemset(void *p, int value, size_t bytes) {
   std::memset(p, value, bytes);
   return cudaSuccess;
@@ -121,6 +130,19 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
 }
 // A failed kernel is reported at the next synchronisation, as on a GPU.
 cudaError_t cudaStreamSynchronize(cudaStream_t) { return llmc_emu::peekError(); }
+// Work runs as it is enqueued: an event is passed as soon as it is recorded.
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned) {
+  *event = new CUevent_st;
+  return cudaSuccess;
+}
+cudaError_t cudaEventDestroy(cudaEvent_t event) {
+  delete event;
+  return cudaSuccess;
+}
+cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t stream) {
+  return stream && stream->capturing ? cudaErrorStreamCaptureUnsupported : cudaSuccess;
+}
+cudaError_t cudaEventSynchronize(cudaEvent_t) { return llmc_emu::peekError(); }
 cudaError_t cudaDeviceSynchronize() { return llmc_emu::peekError(); }
 
 cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode) {
