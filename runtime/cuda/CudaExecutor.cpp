@@ -17,7 +17,10 @@
 // table in device memory). A Hugging Face decoder's mask is the attention_mask input itself
 // (llmc-raise-attention-mask), so its decode step is one graph launch.
 //
-// Work in progress (issue 7): nothing here has run on a GPU yet. See docs/cuda.md.
+// A run comes in two halves (startRun, finishRun: at most two in flight), so that a generator's
+// host work between decode steps overlaps the device's (docs/cuda.md, "Decoding ahead"). Issue 7
+// is still open: what ran on an H200 and what did not yet is in docs/cuda.md and
+// docs/gpu-results.md.
 #include "CudaBackend.h"
 #include "CudaKernels.h"
 #include "FusedElementwiseCuda.h"
@@ -32,6 +35,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <functional>
@@ -114,6 +118,9 @@ struct Executor {
   // linear before them (findSplitsAfterLinears): per op, the split of a linear / the linear of a
   // split, or -1.
   std::vector<int> splitOfLinear, linearOfSplit;
+  // Per decode attention op: the linear after it whose weight its blocks ask the L2 cache to
+  // fetch meanwhile (weightsAfterAttention; AttentionArgs::prefetchL2), or -1.
+  std::vector<int> prefetchWeightOf;
   // Per op: nothing on the device reads what it computes (a target shape that only reshape ops
   // take, whose output shapes the host knows already: unneededOnDevice), so it is not launched.
   std::vector<bool> unneeded;
@@ -399,6 +406,27 @@ void findSplitsAfterLinears(Executor &ex, const std::vector<int> &order) {
   for (size_t k = 0; k < ex.splitOfLinear.size(); ++k)
     if (ex.splitOfLinear[k] >= 0)
       ex.linearOfSplit[size_t(ex.splitOfLinear[k])] = int(k);
+}
+
+// Per op: for a fused_attention whose output (through copy ops, read once each) only a linear
+// reads, that linear (its weight, at most 64 MiB, fits the L2 cache beside the rest), else -1.
+// A decode step's attention leaves the memory mostly idle; its output projection's weight
+// comes in meanwhile.
+std::vector<int> weightsAfterAttention(const llmc_plan_t &plan) {
+  std::vector<int> linearOf(plan.ops.size(), -1);
+  const ValueUses uses = usesOf(plan);
+  std::vector<int> way;
+  for (size_t k = 0; k < plan.ops.size(); ++k) {
+    const PlanOp &linear = plan.ops[k];
+    if (linear.kernel != "linear" || linear.inputs.size() < 2 || linear.inputs[1] < 0)
+      continue;
+    const int attention = backThroughCopies(plan, uses, linear.inputs[0], way);
+    const PlanValue &w = plan.values[size_t(linear.inputs[1])];
+    if (attention >= 0 && plan.ops[size_t(attention)].kernel == "fused_attention" &&
+        w.kind == fb::ValueKind_Weight && size_t(w.shape.numel()) * dtypeSize(onDevice(w)) <= (size_t(64) << 20))
+      linearOf[size_t(attention)] = int(k);
+  }
+  return linearOf;
 }
 
 // The split after linear op `k` as smallLinear's output pieces, added to `a` where the kernel
@@ -730,7 +758,7 @@ int64_t latentKeyCount(const PlanOp &op, const std::vector<TensorRef> &t, int64_
   return maskFollowsKeys(op, t, 4, cache.dims[0]) ? cache.dims[0] : -1;
 }
 
-std::string prepareAttention(Executor &ex, const PlanOp &op, PreparedOp &out) {
+std::string prepareAttention(Executor &ex, const PlanOp &op, PreparedOp &out, int index) {
   for (int i : {0, 1, 2, 4, 5})
     if (op.inputs.size() > size_t(i) && op.inputs[size_t(i)] >= 0 && ex.plan->values[size_t(op.inputs[size_t(i)])].shape.numel() &&
         !isFloat(ex.plan->values[size_t(op.inputs[size_t(i)])]))
@@ -747,7 +775,8 @@ std::string prepareAttention(Executor &ex, const PlanOp &op, PreparedOp &out) {
   const int64_t skBound = op.inputs.size() > 1 && op.inputs[1] >= 0 ? dimBound(ex, op.inputs[1], 0) : 0;
   out.lengthSlot = ex.lengthSlots++;
   out.length = [&op, skBound](const std::vector<TensorRef> &t) { return decodeKeyCount(op, t, skBound); };
-  out.launch = [&op, st, elem, flash, skBound, slot = out.lengthSlot](Executor &e, const std::vector<TensorRef> &t) -> std::string {
+  out.launch = [&op, st, elem, flash, skBound, index,
+                slot = out.lengthSlot](Executor &e, const std::vector<TensorRef> &t) -> std::string {
     auto has = [&](size_t i) { return op.inputs.size() > i && op.inputs[i] >= 0 && t[size_t(op.inputs[i])].numel() > 0; };
     const bool packed = op.attrs.getInt("packed_qkv", 0) != 0, timeMajor = op.attrs.getInt("kv_time_major", 0) != 0;
     const TensorRef &q = t[size_t(op.inputs[0])];
@@ -805,6 +834,10 @@ std::string prepareAttention(Executor &ex, const PlanOp &op, PreparedOp &out) {
       a.Sk = skBound, a.skOnDevice = e.lengths + slot;
       a.maskRowPerBatch = maskRowPerBatch(op, t, 3);
       a.overlapPrevious = e.overlapLaunches;
+      if (const int linear = e.prefetchWeightOf.empty() ? -1 : e.prefetchWeightOf[size_t(index)]; linear >= 0) {
+        const int w = e.plan->ops[size_t(linear)].inputs[1];
+        a.prefetchL2 = e.at(w), a.prefetchL2Bytes = deviceBytesOf(e, w, e.plan->values[size_t(w)].shape);
+      }
       return decodeAttention(st, a, decodeAttentionSplits(skBound), e.attentionWorkspace, e.stream);
     }
     if (a.Sq == 1 && !packed && !a.rotateKeys && a.D <= kMaxDecodeHeadDim) {
@@ -1411,7 +1444,7 @@ std::string prepareOp(Executor &ex, int k, PreparedOp &p, size_t &scratch) {
   else if (op.kernel == "linear")
     err = prepareLinear(ex, op, k, p, scratch);
   else if (op.kernel == "fused_attention")
-    err = prepareAttention(ex, op, p);
+    err = prepareAttention(ex, op, p, k);
   else if (op.kernel == "rotary")
     err = prepareRotary(ex, op, p, k);
   else if (op.kernel == "fused_elementwise")
@@ -1742,6 +1775,10 @@ std::string create(const llmc_plan_t &plan, const CudaOptions &options, void **s
            props.name + ") has " + std::to_string(props.major) + "." + std::to_string(props.minor);
   ex->arch = "sm_" + std::to_string(props.major * 10 + props.minor) + (props.major == 9 ? "a" : "");
   ex->overlapLaunches = options.overlap && props.major >= 9;
+  // LLMC_CUDA_PREFETCH=0: no L2 prefetch of the weights after a decode attention (to compare).
+  const char *prefetch = std::getenv("LLMC_CUDA_PREFETCH");
+  if (props.major >= 9 && !(prefetch && std::string(prefetch) == "0"))
+    ex->prefetchWeightOf = weightsAfterAttention(plan);
   ex->sharedOptIn = props.sharedMemPerBlockOptin;
   flashAttentionSetup(ex->sharedOptIn); // not while a graph is being captured
   latentAttentionSetup();

@@ -93,6 +93,11 @@ struct AttentionArgs {
   // decodeAttention only: a programmatic dependent launch (DeviceUtil.cuh; compute capability
   // 9.0 and newer), as SmallLinearArgs::overlapPrevious.
   bool overlapPrevious = false;
+  // decodeAttention only (compute capability 9.0 and newer): bytes that its blocks ask the L2
+  // cache to fetch for a later kernel (the output projection's weight), 16-byte aligned; null:
+  // none. A decode attention waits on latency while the memory is mostly idle.
+  const void *prefetchL2 = nullptr;
+  size_t prefetchL2Bytes = 0;
 };
 std::string attention(Storage s, const AttentionArgs &a, void *stream);
 

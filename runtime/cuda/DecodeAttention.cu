@@ -120,6 +120,7 @@ __global__ void __launch_bounds__(kDecodeThreads)
   __shared__ float qs[kMaxDecodeHeadDim];
   __shared__ float p[kMaxDecodeChunk], totals[kMaxDecodeChunk];
   allowNextLaunch();
+  prefetchL2Share(a.prefetchL2, a.prefetchL2Bytes);
   waitForPrevious();
   const int64_t bh = blockIdx.x, b = bh / a.Hq, h = bh % a.Hq, kvh = h / (a.Hq / a.Hkv);
   const int split = blockIdx.y, splits = gridDim.y;
@@ -192,6 +193,7 @@ __global__ void __launch_bounds__(kDecodeThreads)
   __shared__ float p[kMaxDecodeChunk], totals[kMaxDecodeChunk]; // a tile's scores; the combine's
   __shared__ float pieceSums[kDecodeThreads / 32][kMaxDecodeHeadDim];
   allowNextLaunch();
+  prefetchL2Share(a.prefetchL2, a.prefetchL2Bytes);
   waitForPrevious();
   const int64_t bh = blockIdx.x, b = bh / a.Hq, h = bh % a.Hq, kvh = h / (a.Hq / a.Hkv);
   const int split = blockIdx.y, splits = gridDim.y;

@@ -161,6 +161,30 @@ __device__ __forceinline__ void allowNextLaunch() {
 #endif
 }
 
+// Asks the L2 cache to fetch this block's share of [p, p + bytes) (16-byte aligned; a tail short
+// of 16 bytes is left out) for a kernel that comes later: one bulk prefetch per block, by its
+// first thread, issued and not waited for. Compute capability 9.0 and newer; nothing elsewhere
+// (the CPU emulation included).
+__device__ __forceinline__ void prefetchL2Share(const void *p, size_t bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (!p || threadIdx.x != 0)
+    return;
+  const size_t blocks = size_t(gridDim.x) * gridDim.y * gridDim.z;
+  const size_t block = (size_t(blockIdx.z) * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
+  const size_t lines = bytes / 16, share = (lines + blocks - 1) / blocks; // in 16-byte lines
+  const size_t first = block * share, last = first + share < lines ? first + share : lines;
+  for (size_t at = first; at < last;) { // at most 1 MiB per instruction
+    const size_t n = last - at < (size_t(1) << 16) ? last - at : (size_t(1) << 16);
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(static_cast<const char *>(p) + at * 16),
+                 "r"(unsigned(n * 16))
+                 : "memory");
+    at += n;
+  }
+#else
+  (void)p, (void)bytes;
+#endif
+}
+
 // kernel<<<grid, block, shared, stream>>>(args...), with programmatic dependent launch where
 // `overlap` (the caller knows the GPU has it, and `kernel` calls waitForPrevious as above).
 template <typename... P, typename... A>

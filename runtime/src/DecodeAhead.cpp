@@ -58,7 +58,8 @@ llmc_status startStep(llmc_generator g, int32_t token, bool fromDevice) {
   return nullptr;
 }
 
-// Uncounts the last started step (its token did not come); the context's logits become its.
+// Uncounts the last started step (its token did not come). The logits it leaves in the context
+// were marked lost when it started (where they were still wanted).
 void dropLast(llmc_generator g) {
   Sequence &s = g->sequences[0];
   s.tokens.pop_back();
@@ -66,7 +67,6 @@ void dropLast(llmc_generator g) {
   s.mask.pop_back();
   --g->length;
   g->started.back() = false;
-  g->logitsLost = true;
 }
 
 // Waits for the oldest started step; *token: its argmax.

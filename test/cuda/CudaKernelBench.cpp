@@ -4,7 +4,8 @@
 // time per call and the share of the H200's 4.8 TB/s HBM bandwidth each reaches (bytes of the
 // weight and x read, y written; calls cycle through copies of the weight that together exceed
 // the L2 cache, as a decode step's layers do); the QKV projection with its split, launched apart
-// and in the GEMV's epilogue; then the decode attention of one layer at three cache lengths.
+// and in the GEMV's epilogue; then the decode attention of one layer at three cache lengths, and
+// followed by the output projection, whose weight the attention prefetches to L2 or not.
 // Asserts nothing. Without a GPU it exits with 77 (skipped).
 //
 //   llmc-cuda-kernel-bench [--reps N]
@@ -107,6 +108,49 @@ int decodeAttentionBench(int reps) {
       }
       std::printf(" %7.2f us for %.2f MB of keys and values\n", us, 2.0 * double(T * Hkv * D) * 2 / 1e6);
     }
+  // A layer's attention then its output projection (2048 -> 2048, llmc's GEMV reading the
+  // attention's output), back to back as a decode step runs them at 576 cached tokens: with the
+  // projection's weight asked of the L2 cache by the attention's blocks, and without. Weights
+  // cycle beyond the L2 cache.
+  const int64_t T = 576, N = Hq * D, K = Hq * D;
+  cudaMemcpy(keys, &T, sizeof T, cudaMemcpyHostToDevice);
+  a.plainDecode = false;
+  const size_t weightBytes = size_t(N * K) * 2;
+  std::vector<void *> w((kBeyondL2 + weightBytes - 1) / weightBytes, nullptr);
+  for (void *&copy : w)
+    cudaMalloc(&copy, weightBytes), cudaMemset(copy, 0x3c, weightBytes);
+  void *y = nullptr;
+  cudaMalloc(&y, size_t(N) * 2);
+  cudaStream_t stream = nullptr; // blocking: the timing events wait for it
+  cudaStreamCreate(&stream);
+  cudaDeviceProp prop{};
+  cudaGetDeviceProperties(&prop, 0);
+  a.overlapPrevious = prop.major >= 9;
+  cu::SmallLinearArgs o;
+  o.x = out, o.out = y, o.M = 1, o.N = N, o.K = K, o.overlapPrevious = a.overlapPrevious;
+  for (bool prefetch : {false, true}) {
+    const double us = timeCalls(
+        [&](int i) {
+          void *weight = w[size_t(i) % w.size()];
+          a.prefetchL2 = prefetch ? weight : nullptr, a.prefetchL2Bytes = prefetch ? weightBytes : 0;
+          o.w = weight;
+          std::string err = cu::decodeAttention(cu::Storage::BF16, a, splits, workspace, stream);
+          return err.empty() ? cu::smallLinear(cu::Storage::BF16, o, "none", stream) : err;
+        },
+        reps);
+    std::printf("  %4lld cached tokens, then the output projection (%.1f MB), weight %s:", static_cast<long long>(T),
+                double(weightBytes) / 1e6, prefetch ? "prefetched to L2 by the attention" : "not prefetched");
+    if (us < 0) {
+      std::printf(" failed\n");
+      ++failures;
+      continue;
+    }
+    std::printf(" %7.2f us for both\n", us);
+  }
+  cudaStreamDestroy(stream);
+  for (void *copy : w)
+    cudaFree(copy);
+  cudaFree(y);
   cudaFree(q), cudaFree(k), cudaFree(v), cudaFree(out), cudaFree(keys), cudaFree(workspace);
   return failures;
 }

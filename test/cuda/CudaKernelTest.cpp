@@ -344,6 +344,9 @@ TEST(Cuda, DecodeAttentionMatchesFusedAttention) {
         Device boundWs(cu::decodeAttentionWorkspaceBytes(B, Hq, Dv, boundSplits));
         cudaMemset(boundWs.p, 0, boundWs.bytes);
         for (int launch = 0; launch < 2; ++launch) { // the second finds the counters as the first left them
+          // The second also has its blocks prefetch bytes to L2 (a later kernel's weight: here
+          // the keys), which changes nothing it computes.
+          a.prefetchL2 = launch ? dk->p : nullptr, a.prefetchL2Bytes = launch ? k.data.size() * cu::storageBytes(s) : 0;
           cudaMemset(out.p, 0, size_t(B * Hq * Dv) * cu::storageBytes(s));
           ASSERT_EQ(cu::decodeAttention(s, a, boundSplits, boundWs.p, nullptr), "");
           expectClose(download(out, size_t(B * Hq * Dv), s), want.data, tolerance(s),
