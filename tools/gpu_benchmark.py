@@ -62,19 +62,21 @@ TIMING = re.compile(r"prompt: (\d+) tokens in ([\d.]+) ms .*first token after ([
                     r"([\d.]+) ms per output token")
 
 
-def run_llmc(llmc_run, plan, graphs, vocab, gemv=True, overlap=True, ahead=True, repeat=3, timeout=240):
+def run_llmc(llmc_run, plan, graphs, vocab, gemv=True, overlap=True, ahead=True, prefetch=True, repeat=3, timeout=240):
     """(TTFT ms, ms per output token, device MB, note) of the last of `repeat` generations, or an error
     string. The note says how many CUDA graphs were captured over all of them (with graphs on: the
     prompt's, then one that every decode step replays). gemv=False runs every linear on cuBLASLt;
     overlap=False launches the decode kernels without programmatic dependent launch; ahead=False waits for
-    each token before starting the next decode step (--decode-ahead off)."""
+    each token before starting the next decode step (--decode-ahead off); prefetch=False keeps the decode
+    attention from prefetching the output projection's weight to L2 (LLMC_CUDA_PREFETCH=0)."""
     ids = ",".join(str((i * 7919 + 13) % vocab) for i in range(PROMPT))
     cmd = [llmc_run, "generate", plan, "--device", "cuda", "--prompt-ids", ids, "--max-tokens", str(NEW_TOKENS + 1),
            "--ids", "--ignore-eos", "--repeat", str(repeat)] + ([] if graphs else ["--no-cuda-graphs"]) + \
           ([] if gemv else ["--no-cuda-gemv"]) + ([] if overlap else ["--no-cuda-overlap"]) + \
           ([] if ahead else ["--decode-ahead", "off"])
     try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        env = dict(os.environ, **({} if prefetch else {"LLMC_CUDA_PREFETCH": "0"}))
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
         return f"timed out after {timeout} s"
     found = TIMING.findall(out.stderr)
@@ -166,6 +168,8 @@ def run(args):
                       lambda plan=plan, vocab=vocab: run_llmc(args.llmc_run, plan, True, vocab, overlap=False)))
         tasks.append((name, "llmc, graphs, no decode ahead",
                       lambda plan=plan, vocab=vocab: run_llmc(args.llmc_run, plan, True, vocab, ahead=False)))
+        tasks.append((name, "llmc, graphs, no L2 prefetch",
+                      lambda plan=plan, vocab=vocab: run_llmc(args.llmc_run, plan, True, vocab, prefetch=False)))
         tasks.append((name, "llmc, graphs, cuBLASLt only",
                       lambda plan=plan, vocab=vocab: run_llmc(args.llmc_run, plan, True, vocab, gemv=False)))
         if not args.no_torch:
