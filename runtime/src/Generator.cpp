@@ -12,6 +12,9 @@
 //
 // Sequences of different lengths share the cache's slots: each feed puts every sequence's new
 // tokens at the end of the chunk (padding before them), and the attention mask hides the padding.
+//
+// Greedy generation of one sequence on a CUDA context decodes ahead (DecodeAhead.cpp): each step
+// starts before the host has the token it feeds.
 #include "GeneratorState.h"
 #include "GreedyOutput.h"
 #include "Plan.h"
