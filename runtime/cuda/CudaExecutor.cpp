@@ -124,6 +124,10 @@ struct Executor {
   // Per op: nothing on the device reads what it computes (a target shape that only reshape ops
   // take, whose output shapes the host knows already: unneededOnDevice), so it is not launched.
   std::vector<bool> unneeded;
+  // Per value: for a concatenation of one value with itself along the last axis (a Hugging Face
+  // export's rotation tables, cos(concat(a, a)) after llmc-fuse-elementwise), that value; else
+  // -1. Attentions read their tables' first half there (AttentionArgs::halfTables).
+  std::vector<int> halfOf;
   bool dry = false; // checking a plan without a device: prepare nothing that needs one
   std::vector<Segment> segments;
   std::vector<bool> resident;       // per value: a linked cache, never copied to or from the host
@@ -216,14 +220,17 @@ struct Executor {
 };
 
 void findNormsBeforeLinears(Executor &ex, const std::vector<int> &order);
-std::vector<bool> unneededOnDevice(const llmc_plan_t &plan);
+std::vector<bool> unneededOnDevice(const llmc_plan_t &plan, const std::vector<int> &halfOf);
+std::vector<int> repeatedHalves(const llmc_plan_t &plan);
+bool readsHalfTables(const PlanOp &op, const std::vector<int> &halfOf);
 
 // Starts an executor for `plan`, before its ops are prepared: the bounds of the plan's
 // dimensions (checked when the plan was loaded; left at 0, which no kernel takes as a bound, if
 // not), and the norms that linears may compute.
 void attachPlan(Executor &ex, const llmc_plan_t &plan) {
   ex.plan = &plan;
-  ex.unneeded = unneededOnDevice(plan);
+  ex.halfOf = repeatedHalves(plan);
+  ex.unneeded = unneededOnDevice(plan, ex.halfOf);
   findNormsBeforeLinears(ex, {});
   std::vector<int64_t> minima, maxima;
   for (const PlanSymbol &symbol : plan.symbols)
@@ -820,9 +827,14 @@ std::string prepareAttention(Executor &ex, const PlanOp &op, PreparedOp &out, in
       a.mask = e.at(op.inputs[3]);
     }
     if (has(4)) {
-      const TensorRef &c = t[size_t(op.inputs[4])];
-      a.cos = e.at(op.inputs[4]), a.sin = e.at(op.inputs[5]);
-      a.tablesPerBatch = a.B > 1 && c.numel() == a.B * a.Sq * a.D;
+      // Tables that concatenate one table with itself: that one (their concatenation is not
+      // launched: unneededOnDevice).
+      a.halfTables = readsHalfTables(op, e.halfOf);
+      const int cosV = a.halfTables ? e.halfOf[size_t(op.inputs[4])] : op.inputs[4];
+      const int sinV = a.halfTables ? e.halfOf[size_t(op.inputs[5])] : op.inputs[5];
+      const TensorRef &c = t[size_t(cosV)];
+      a.cos = e.at(cosV), a.sin = e.at(sinV);
+      a.tablesPerBatch = a.B > 1 && c.numel() == a.B * a.Sq * (a.halfTables ? a.D / 2 : a.D);
       const bool cacheLayout = !packed && t[size_t(op.inputs[1])].shape.rank == 4;
       a.rotateKeys = !cacheLayout && !timeMajor && op.attrs.getInt("rotate_keys", 1) != 0;
     }
@@ -1013,11 +1025,42 @@ bool isCopyOp(const std::string &kernel) {
          kernel == "identity";
 }
 
+// Whether attention op `op` reads the first halves of its rotation tables (inputs 4 and 5), each a
+// concatenation of one table with itself (halfOf).
+bool readsHalfTables(const PlanOp &op, const std::vector<int> &halfOf) {
+  return op.kernel == "fused_attention" && op.inputs.size() > 5 && op.inputs[4] >= 0 && op.inputs[5] >= 0 &&
+         halfOf[size_t(op.inputs[4])] >= 0 && halfOf[size_t(op.inputs[5])] >= 0;
+}
+
+// (Through copy ops that keep the last axis too: a table's rows stay where they were.)
+std::vector<int> repeatedHalves(const llmc_plan_t &plan) {
+  std::vector<int> halfOf(plan.values.size(), -1);
+  for (const PlanOp &op : plan.ops) {
+    if (isCopyOp(op.kernel) && !op.inputs.empty() && op.inputs[0] >= 0 && op.outputs.size() == 1 &&
+        halfOf[size_t(op.inputs[0])] >= 0) {
+      const PlanValue &in = plan.values[size_t(op.inputs[0])], &out = plan.values[size_t(op.outputs[0])];
+      if (onDevice(in) == onDevice(out) && out.shape.rank >= 1 && lastDim(out.shape) == lastDim(in.shape))
+        halfOf[size_t(op.outputs[0])] = halfOf[size_t(op.inputs[0])];
+      continue;
+    }
+    if (op.kernel != "concat" || op.inputs.size() != 2 || op.inputs[0] < 0 || op.inputs[0] != op.inputs[1] ||
+        op.outputs.size() != 1)
+      continue;
+    const PlanValue &in = plan.values[size_t(op.inputs[0])], &out = plan.values[size_t(op.outputs[0])];
+    if (isFloat(in) && onDevice(in) == onDevice(out) && in.shape.rank >= 1 &&
+        axisOf(op, in.shape.rank) == in.shape.rank - 1)
+      halfOf[size_t(op.outputs[0])] = op.inputs[0];
+  }
+  return halfOf;
+}
+
 // Per op, whether the device needs nothing it computes: none of its outputs is a plan output or
 // read by a needed op, other than as the target shape of a reshape (the executor takes every
 // shape from the plan's dimension expressions on the host; the shape op and concatenation that
-// build a reshape's target at run time would only launch for nothing).
-std::vector<bool> unneededOnDevice(const llmc_plan_t &plan) {
+// build a reshape's target at run time would only launch for nothing) or as an attention's
+// rotation table that is a concatenation of one table with itself (the attention reads that one:
+// halfOf).
+std::vector<bool> unneededOnDevice(const llmc_plan_t &plan, const std::vector<int> &halfOf) {
   std::vector<bool> unneeded(plan.ops.size(), false), read(plan.values.size(), false);
   for (int v : plan.outputs)
     read[size_t(v)] = true;
@@ -1027,9 +1070,12 @@ std::vector<bool> unneededOnDevice(const llmc_plan_t &plan) {
                   std::none_of(op.outputs.begin(), op.outputs.end(), [&](int v) { return v >= 0 && read[size_t(v)]; });
     if (unneeded[k])
       continue;
-    for (size_t i = 0; i < op.inputs.size(); ++i)
-      if (op.inputs[i] >= 0 && !(op.kernel == "reshape" && i == 1))
-        read[size_t(op.inputs[i])] = true;
+    const bool halves = readsHalfTables(op, halfOf);
+    for (size_t i = 0; i < op.inputs.size(); ++i) {
+      const int v = op.inputs[i];
+      if (v >= 0 && !(op.kernel == "reshape" && i == 1))
+        read[size_t(halves && (i == 4 || i == 5) ? halfOf[size_t(v)] : v)] = true;
+    }
   }
   return unneeded;
 }
@@ -2294,7 +2340,8 @@ std::string describeDecodeGraphs(const llmc_plan_t &plan) {
   const std::string appends = "cache appends written in place by the op that makes the rows: " +
                               std::to_string(appendsInPlace.size() - appendsInPlace.count(-1)) + " of " +
                               std::to_string(pairs) + "; key rotations done by their QKV split: " + std::to_string(rotations) +
-                              "; ops not launched (their results only reshapes' target shapes): " +
+                              "; ops not launched (results only reshapes' target shapes or attentions' tables read by "
+                              "half): " +
                               std::to_string(unneeded);
   // The linears a decode step (one row per sequence) runs on smallLinear: [N, K] weights whose
   // rows are whole 16-byte loads; and those of them that compute the RMS norm before them.

@@ -133,19 +133,20 @@ template <typename T> __global__ void attentionKernel(AttentionArgs a) {
   const int64_t kvh = h / (a.Hq / a.Hkv);
   const T *q = static_cast<const T *>(a.q) + b * a.qs.batch + i * a.qs.token + h * a.qs.head;
   const T *cosT = static_cast<const T *>(a.cos), *sinT = static_cast<const T *>(a.sin);
-  const T *cq = cosT ? cosT + ((a.tablesPerBatch ? b : 0) * a.Sq + i) * a.D : nullptr;
-  const T *sq = sinT ? sinT + ((a.tablesPerBatch ? b : 0) * a.Sq + i) * a.D : nullptr;
+  const int64_t width = a.halfTables ? a.D / 2 : a.D; // of a table row
+  const T *cq = cosT ? cosT + ((a.tablesPerBatch ? b : 0) * a.Sq + i) * width : nullptr;
+  const T *sq = sinT ? sinT + ((a.tablesPerBatch ? b : 0) * a.Sq + i) * width : nullptr;
   for (int64_t d = threadIdx.x; d < a.D; d += blockDim.x)
-    qrow[d] = rotated(q, cq, sq, d, a.D);
+    qrow[d] = rotated(q, cq, sq, d, a.D, a.halfTables);
   __syncthreads();
   const T *kb = static_cast<const T *>(a.k) + b * a.ks.batch + kvh * a.ks.head;
   for (int64_t j = threadIdx.x; j < a.Sk; j += blockDim.x) {
     const T *kj = kb + j * a.ks.token;
-    const T *ck = a.rotateKeys ? cosT + ((a.tablesPerBatch ? b : 0) * a.Sq + j) * a.D : nullptr;
-    const T *sk = a.rotateKeys ? sinT + ((a.tablesPerBatch ? b : 0) * a.Sq + j) * a.D : nullptr;
+    const T *ck = a.rotateKeys ? cosT + ((a.tablesPerBatch ? b : 0) * a.Sq + j) * width : nullptr;
+    const T *sk = a.rotateKeys ? sinT + ((a.tablesPerBatch ? b : 0) * a.Sq + j) * width : nullptr;
     float dot = 0.0f;
     for (int64_t d = 0; d < a.D; ++d)
-      dot += qrow[d] * rotated(kj, ck, sk, d, a.D);
+      dot += qrow[d] * rotated(kj, ck, sk, d, a.D, a.halfTables);
     float score = masked<T>(a, dot * a.scale,
                             b * a.maskStrides[0] + h * a.maskStrides[1] + i * a.maskStrides[2] + j * a.maskStrides[3]);
     if (a.causal && j > i + (a.Sk - a.Sq))

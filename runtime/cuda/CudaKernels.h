@@ -81,6 +81,9 @@ struct AttentionArgs {
   int64_t maskStrides[4] = {};
   const void *cos = nullptr, *sin = nullptr;
   bool tablesPerBatch = false, rotateKeys = false;
+  // The tables have D / 2 columns, which both halves of a head share (tables that are a
+  // concatenation of one table with itself, as a Hugging Face export makes them, read once).
+  bool halfTables = false;
   void *out;
   // decodeAttention only: the key count in device memory, Sk being its upper bound (a graph
   // replayed for every cache length launches with the same arguments). With maskRowPerBatch the

@@ -33,15 +33,17 @@ template <> __device__ __forceinline__ __nv_bfloat16 fromF<__nv_bfloat16>(float 
   return __float2bfloat16_rn(saturate(x, 3.38953139e38f));
 }
 
-// Element d of a head row, rotated (rotate-half) by the cos/sin row when there is one.
+// Element d of a head row, rotated (rotate-half) by the cos/sin row when there is one: D
+// columns, or with `halfTables` D / 2 that both halves of the head share (AttentionArgs).
 template <typename T>
-__device__ __forceinline__ float rotated(const T *row, const T *cosRow, const T *sinRow, int64_t d, int64_t D) {
+__device__ __forceinline__ float rotated(const T *row, const T *cosRow, const T *sinRow, int64_t d, int64_t D,
+                                         bool halfTables = false) {
   const float x = toF(row[d]);
   if (!cosRow)
     return x;
-  const int64_t half = D / 2;
+  const int64_t half = D / 2, column = halfTables && d >= half ? d - half : d;
   const float partner = d < half ? -toF(row[d + half]) : toF(row[d - half]);
-  return x * toF(cosRow[d]) + partner * toF(sinRow[d]);
+  return x * toF(cosRow[column]) + partner * toF(sinRow[column]);
 }
 
 // The 16 / sizeof(T) elements of a 16-byte load, widened.

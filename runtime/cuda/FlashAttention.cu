@@ -65,7 +65,7 @@ template <typename T> __global__ void __launch_bounds__(kWarps * 32) flashAttent
   const int64_t kvh = h / (a.Hq / a.Hkv), i0 = qt * kTile;
   const T *cosT = static_cast<const T *>(a.cos), *sinT = static_cast<const T *>(a.sin);
   auto tableRow = [&](const T *table, int64_t i) {
-    return table ? table + ((a.tablesPerBatch ? b : 0) * a.Sq + i) * a.D : nullptr;
+    return table ? table + ((a.tablesPerBatch ? b : 0) * a.Sq + i) * (a.halfTables ? a.D / 2 : a.D) : nullptr;
   };
 
   // Q, rotated; rows past the end are zeros.
@@ -75,7 +75,7 @@ template <typename T> __global__ void __launch_bounds__(kWarps * 32) flashAttent
     float x = 0.0f;
     if (i < a.Sq) {
       const T *row = static_cast<const T *>(a.q) + b * a.qs.batch + i * a.qs.token + h * a.qs.head;
-      x = rotated(row, tableRow(cosT, i), tableRow(sinT, i), d, a.D);
+      x = rotated(row, tableRow(cosT, i), tableRow(sinT, i), d, a.D, a.halfTables);
     }
     qs[e] = fromF<T>(x);
   }
@@ -100,7 +100,8 @@ template <typename T> __global__ void __launch_bounds__(kWarps * 32) flashAttent
       float x = 0.0f;
       if (j < a.Sk) {
         const T *keyRow = kb + j * a.ks.token;
-        x = a.rotateKeys ? rotated(keyRow, tableRow(cosT, j), tableRow(sinT, j), d, a.D) : toF(keyRow[d]);
+        x = a.rotateKeys ? rotated(keyRow, tableRow(cosT, j), tableRow(sinT, j), d, a.D, a.halfTables)
+                         : toF(keyRow[d]);
       }
       ks[e] = fromF<T>(x);
     }

@@ -14,6 +14,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <functional>
 
 using namespace llmc::rt;
 using namespace llmc::rt::test;
@@ -354,6 +355,55 @@ TEST(Cuda, DecodeAttentionMatchesFusedAttention) {
                           " T=" + std::to_string(T) + " launch " + std::to_string(launch));
         }
       }
+}
+
+// Rotation tables of D / 2 columns that both halves of a head share (AttentionArgs::halfTables,
+// what the executor passes for a concatenation of one table with itself): every attention
+// kernel gives what it gives with the concatenated D-column tables, to the last bit: the plain
+// kernel (query and keys rotated), the tensor-core one (16-bit storage) and the decode kernel
+// (the query; its key count read on the device).
+TEST(Cuda, AttentionWithHalfTablesMatchesFullTables) {
+  const int64_t B = 1, Hq = 4, Hkv = 2, S = 24, D = 64;
+  for (cu::Storage s : kStorages) {
+    const std::vector<float> cosHalf = rounded(randomFloats(S * D / 2, 80), s), sinHalf = rounded(randomFloats(S * D / 2, 81), s);
+    std::vector<float> cosFull, sinFull; // each row: its half twice
+    for (int64_t i = 0; i < S; ++i)
+      for (int twice = 0; twice < 2; ++twice) {
+        cosFull.insert(cosFull.end(), cosHalf.begin() + i * D / 2, cosHalf.begin() + (i + 1) * D / 2);
+        sinFull.insert(sinFull.end(), sinHalf.begin() + i * D / 2, sinHalf.begin() + (i + 1) * D / 2);
+      }
+    auto dq = upload(rounded(randomFloats(B * S * Hq * D, 82), s), s), dk = upload(rounded(randomFloats(B * S * Hkv * D, 83), s), s),
+         dv = upload(rounded(randomFloats(B * S * Hkv * D, 84), s), s), dcosF = upload(cosFull, s),
+         dsinF = upload(sinFull, s), dcosH = upload(cosHalf, s), dsinH = upload(sinHalf, s);
+    Device full(size_t(B * S * Hq * D) * cu::storageBytes(s)), half(full.bytes);
+    cu::AttentionArgs a;
+    a.B = B, a.Hq = Hq, a.Hkv = Hkv, a.Sq = S, a.Sk = S, a.D = D, a.Dv = D, a.scale = 0.125f, a.causal = true;
+    a.q = dq->p, a.k = dk->p, a.v = dv->p, a.qs = {S * Hq * D, Hq * D, D}, a.ks = a.vs = {S * Hkv * D, Hkv * D, D};
+    a.rotateKeys = true;
+    auto both = [&](const std::string &what, const std::function<std::string()> &launch) {
+      a.cos = dcosF->p, a.sin = dsinF->p, a.halfTables = false, a.out = full.p;
+      ASSERT_EQ(launch(), "") << what;
+      a.cos = dcosH->p, a.sin = dsinH->p, a.halfTables = true, a.out = half.p;
+      ASSERT_EQ(launch(), "") << what;
+      expectClose(download(half, size_t(B * a.Sq * Hq * D), s), download(full, size_t(B * a.Sq * Hq * D), s), 0.0f,
+                  what + " with half tables " + name(s));
+    };
+    both("attention", [&] { return cu::attention(s, a, nullptr); });
+    int device = 0, optIn = 0;
+    cudaGetDevice(&device);
+    cudaDeviceGetAttribute(&optIn, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+    cu::flashAttentionSetup(size_t(optIn));
+    if (s != cu::Storage::F32)
+      both("flash attention", [&] { return cu::flashAttention(s, a, nullptr); });
+    // One query (the last position's tables: row 0 of tables that are one row long), over the keys.
+    a.Sq = 1, a.rotateKeys = false, a.causal = false;
+    auto keys = uploadRaw(std::vector<int64_t>{S});
+    a.skOnDevice = static_cast<const int64_t *>(keys->p);
+    const int splits = cu::decodeAttentionSplits(S);
+    Device ws(cu::decodeAttentionWorkspaceBytes(B, Hq, D, splits));
+    cudaMemset(ws.p, 0, ws.bytes);
+    both("decode attention", [&] { return cu::decodeAttention(s, a, splits, ws.p, nullptr); });
+  }
 }
 
 #ifndef LLMC_CUDA_EMULATION // NVRTC's cubins and cuBLASLt need the GPU: the emulation has neither
