@@ -138,9 +138,10 @@ llmc_status generateAhead(llmc_generator g, const llmc_sampling &sampling, int32
       outTokens[*outCount] = t;
     ++*outCount;
     // t is fed when another token is wanted and there is room; started before the callback,
-    // so that the device computes meanwhile.
+    // so that the device computes meanwhile (one step at a time: after it, as the callback may
+    // want the logits again).
     const bool feed = *outCount < maxTokens && g->length - (inFlight ? 1 : 0) < g->capacity;
-    if (feed && !inFlight) {
+    if (feed && !inFlight && ahead) {
       if (llmc_status st = llmc::rt::setGreedyOutput(g->context, g->logitsOutput))
         return failed(st);
       if (llmc_status st = startStep(g, t, false))
@@ -148,7 +149,7 @@ llmc_status generateAhead(llmc_generator g, const llmc_sampling &sampling, int32
       inFlight = true;
     }
     if (onToken && onToken(t, userData)) {
-      if (inFlight && g->started.back())
+      if (inFlight && !g->started.empty() && g->started.back())
         dropLast(g);
       break;
     }

@@ -2,7 +2,7 @@
 """Decoding ahead (llmc_context_options.decode_ahead) against waiting for each token, through the
 C API (ctypes on libllmc.so): the same tokens, counts, context lengths and logits in every way a
 generation ends (the token budget, a stop token, a callback that stops, a full context), with a
-callback that reads the logits of every token, and for what comes after (the logits of the last
+callback that reads the logits of every token or of one, and for what comes after (the logits of the last
 feed, a sample, a feed and more generation). On the CPU both are forced; with --device cuda (the
 tests' CPU emulation of the CUDA executor: LLMC_CUDA_BACKEND) decoding ahead is the default and
 is compared with a CPU context that waits.
@@ -114,6 +114,18 @@ def scenario(api, plan, device, ahead, name):
         generate(8, callback=CALLBACK(read))
         seen += [("callback logits", r) for r in rows]
         generate(4)
+    elif name == "callback-reads-once":  # the logits of the 3rd token only, then stops at the 6th
+        state = {"n": 0, "rows": []}
+
+        def read_once(token, _):
+            state["n"] += 1
+            if state["n"] == 3:
+                state["rows"].append(logits())
+            return 1 if state["n"] == 6 else 0
+        generate(10, callback=CALLBACK(read_once))
+        seen += [("callback logits", r) for r in state["rows"]]
+        seen.append(("logits after", logits()))
+        generate(4)
     elif name == "full-context":  # up to the capacity: the context fills before the budget ends
         capacity = lib.llmc_generator_capacity(gen)
         generate(capacity + 5)
@@ -148,7 +160,8 @@ def main():
                         "batch=1", "--max-shape", "seq=8,past=0..24,total=32"] + flags, check=True)
         plan = ctypes.c_void_p()
         api.check(api.lib.llmc_plan_load(path.encode(), None, ctypes.byref(plan)), "load")
-        for name in ["budget", "stop", "callback-stops", "callback-reads-logits", "full-context"]:
+        for name in ["budget", "stop", "callback-stops", "callback-reads-logits", "callback-reads-once",
+                     "full-context"]:
             # CPU: waiting (0) against ahead (1); CUDA: a CPU context waiting against the default.
             want = scenario(api, plan, 0, 0, name)
             got = scenario(api, plan, 1 if DEVICE_CUDA else 0, -1 if DEVICE_CUDA else 1, name)
