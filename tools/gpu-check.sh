@@ -70,7 +70,7 @@ run | profile)
     model="${2:-llama1b}"
     [ -f "$unpacked/lib/libllmc_kernel_trace.so" ] || { echo "the pack has no kernel tracer" >&2; exit 2; }
     nvidia-smi -L > /dev/null 2>&1 || { echo "no GPU: nothing to trace" >&2; exit 77; }
-    ids=$(python3 -c "print(','.join(str((i * 7919 + 13) % 49152) for i in range(512)))")
+    ids=$(python3 tools/gpu_benchmark.py prompt-ids --dir "$PACK/bench" --model "$model")
     echo "== $model: kernel trace of the benchmark's generation"
     LD_PRELOAD="$unpacked/lib/libllmc_kernel_trace.so" "$BIN/llmc-run" generate "$PACK/bench/$model.llmc" --device cuda \
       --prompt-ids "$ids" --max-tokens 129 --ids --ignore-eos ${GPU_PROFILE_ARGS:-} 2>&1 | grep -v '^[0-9 ]*$'

@@ -62,6 +62,12 @@ TIMING = re.compile(r"prompt: (\d+) tokens in ([\d.]+) ms .*first token after ([
                     r"([\d.]+) ms per output token")
 
 
+def prompt_ids(vocab, n=PROMPT):
+    """The benchmark's prompt: n token ids spread over the vocabulary (llmc, PyTorch and the
+    kernel trace of tools/gpu-check.sh profile all use these)."""
+    return [(i * 7919 + 13) % vocab for i in range(n)]
+
+
 def run_llmc(llmc_run, plan, graphs, vocab, gemv=True, overlap=True, ahead=True, prefetch=True, repeat=3, timeout=240):
     """(TTFT ms, ms per output token, device MB, note) of the last of `repeat` generations, or an error
     string. The note says how many CUDA graphs were captured over all of them (with graphs on: the
@@ -69,7 +75,7 @@ def run_llmc(llmc_run, plan, graphs, vocab, gemv=True, overlap=True, ahead=True,
     overlap=False launches the decode kernels without programmatic dependent launch; ahead=False waits for
     each token before starting the next decode step (--decode-ahead off); prefetch=False keeps the decode
     attention from prefetching the output projection's weight to L2 (LLMC_CUDA_PREFETCH=0)."""
-    ids = ",".join(str((i * 7919 + 13) % vocab) for i in range(PROMPT))
+    ids = ",".join(map(str, prompt_ids(vocab)))
     cmd = [llmc_run, "generate", plan, "--device", "cuda", "--prompt-ids", ids, "--max-tokens", str(NEW_TOKENS + 1),
            "--ids", "--ignore-eos", "--repeat", str(repeat)] + ([] if graphs else ["--no-cuda-graphs"]) + \
           ([] if gemv else ["--no-cuda-gemv"]) + ([] if overlap else ["--no-cuda-overlap"]) + \
@@ -112,7 +118,7 @@ def run_torch(cfg, compiled, device="cuda", prompt=PROMPT, new_tokens=NEW_TOKENS
         config = transformers.CompileConfig(fullgraph=True, mode="reduce-overhead")
         config._compile_all_devices = device != "cuda"  # torch-smoke --compiled: the same path on the CPU
         kwargs.update(cache_implementation="static", compile_config=config)
-    ids = torch.tensor([[(i * 7919 + 13) % cfg["vocab_size"] for i in range(prompt)]], device=device)
+    ids = torch.tensor([prompt_ids(cfg["vocab_size"], prompt)], device=device)
     mask = torch.ones_like(ids)
 
     def timed(n):
@@ -220,6 +226,13 @@ def torch_smoke(args):
     return 0 if first > 0 and per_token > 0 else 1
 
 
+def print_prompt_ids(args):
+    with open(os.path.join(args.dir, "bench.json")) as f:
+        vocab = json.load(f)[args.model]["config"]["vocab_size"]
+    print(",".join(map(str, prompt_ids(vocab))))
+    return 0
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="mode", required=True)
@@ -235,8 +248,11 @@ def main():
     r.add_argument("--no-compile", action="store_true", help="skip torch.compile (it compiles for minutes)")
     t = sub.add_parser("torch-smoke")
     t.add_argument("--compiled", action="store_true", help="transformers' compiled generation (minutes on the CPU)")
+    i = sub.add_parser("prompt-ids", help="print the prompt's ids for a model of a prepared --dir")
+    i.add_argument("--dir", required=True)
+    i.add_argument("--model", required=True)
     args = p.parse_args()
-    return {"prepare": prepare, "run": run, "torch-smoke": torch_smoke}[args.mode](args)
+    return {"prepare": prepare, "run": run, "torch-smoke": torch_smoke, "prompt-ids": print_prompt_ids}[args.mode](args)
 
 
 if __name__ == "__main__":
