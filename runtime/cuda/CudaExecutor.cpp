@@ -1560,9 +1560,9 @@ struct ArenaLayout {
 
 // `elsewhere` (may be empty): values with no bytes of their own (written into a linked cache, or
 // by no launch at all: InPlace). `normOfLinear` (findNormsBeforeLinears): a linear that computes
-// the norm before it reads that norm's inputs and writes its sum, so they live until it has run.
-// The linear computes the norm before it (its inputs are read, its sum written then) and the
-// split after it (whose pieces are written then, so that what the linear reads must outlive them).
+// the norm before it reads that norm's inputs and writes its sum, so they live until it has run;
+// `splitOfLinear` (findSplitsAfterLinears): one that writes the split's pieces after it, earlier
+// than the plan says, so what it reads (and its norm's values) live until the split's turn.
 ArenaLayout planDeviceArena(const llmc_plan_t &plan, const std::vector<bool> &resident, const std::vector<int> &order,
                             const std::vector<bool> &elsewhere, const std::vector<int> &normOfLinear,
                             const std::vector<int> &splitOfLinear) {
@@ -2236,7 +2236,7 @@ std::string setArgmaxOutput(void *state, int value) {
       return cudaError("allocating the argmax", e);
     if (cudaError_t e = cudaMallocHost(&ex.argmaxHost, Executor::kRunSlots * bytes); e != cudaSuccess)
       return cudaError("allocating the argmax's host copy", e);
-    const size_t workspace = argmaxWorkspaceBytes(std::max<int64_t>(dimBound(ex, value, 0), 1));
+    const size_t workspace = argmaxWorkspaceBytes(ex.argmaxRows);
     if (cudaError_t e = cudaMalloc(&ex.argmaxWorkspace, workspace); e != cudaSuccess)
       return cudaError("allocating the argmax's workspace", e);
     if (cudaError_t e = cudaMemset(ex.argmaxWorkspace, 0, workspace); e != cudaSuccess)

@@ -25,34 +25,16 @@ namespace {
 // the caller fills it in).
 llmc_status startStep(llmc_generator g, int32_t token, bool fromDevice) {
   Sequence &s = g->sequences[0];
-  const int64_t total = g->length + 1;
-  int64_t id = fromDevice ? 0 : token, position = s.count;
   std::vector<int64_t> mask(s.mask);
   mask.push_back(1);
-  llmc_tensor ids{LLMC_DTYPE_I64, 2, {1, 1}, &id};
-  if (llmc_status st = llmc_context_set_input(g->context, g->idsInput, &ids))
+  if (llmc_status st = setRunInputs(g, {fromDevice ? 0 : token}, {s.count}, mask, 1))
     return st;
-  if (g->positionInput >= 0) {
-    llmc_tensor p{LLMC_DTYPE_I64, 2, {1, 1}, &position};
-    if (llmc_status st = llmc_context_set_input(g->context, g->positionInput, &p))
-      return st;
-  }
-  if (g->maskInput >= 0) {
-    llmc_tensor m{LLMC_DTYPE_I64, 2, {1, total}, mask.data()};
-    if (llmc_status st = llmc_context_set_input(g->context, g->maskInput, &m))
-      return st;
-  }
-  for (CachePair &c : g->cache) {
-    llmc_tensor past{LLMC_DTYPE_F32, 3, {g->length, 1, c.width}, c.buffer.get()};
-    if (llmc_status st = llmc_context_bind_input(g->context, c.pastInput, &past))
-      return st;
-  }
   if (llmc_status st = startRun(g->context, fromDevice ? g->idsInput : -1))
     return st;
   s.tokens.push_back(fromDevice ? -1 : token);
   ++s.count;
   s.mask.push_back(1);
-  g->length = total;
+  ++g->length;
   g->started.push_back(true);
   g->logitsLost |= g->logitsPending; // the context's logits become this step's
   return nullptr;

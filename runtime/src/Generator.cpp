@@ -219,30 +219,20 @@ llmc_status llmc::rt::generation::materializeLogits(llmc_generator g) {
   return nullptr;
 }
 
-llmc_status llmc::rt::generation::runChunk(llmc_generator g, const std::vector<int64_t> &ids,
-                                          const std::vector<uint8_t> &real, int64_t n) {
+llmc_status llmc::rt::generation::setRunInputs(llmc_generator g, const std::vector<int64_t> &ids,
+                                              const std::vector<int64_t> &positions, const std::vector<int64_t> &mask,
+                                              int64_t n) {
   const int64_t B = g->batch, total = g->length + n;
-  std::vector<int64_t> positions(size_t(B * n), 0), mask(size_t(B * total), 0);
-  for (int64_t b = 0; b < B; ++b) {
-    Sequence &s = g->sequences[size_t(b)];
-    std::copy(s.mask.begin(), s.mask.end(), mask.begin() + b * total);
-    int64_t next = s.count;
-    for (int64_t j = 0; j < n; ++j)
-      if (real[size_t(b * n + j)]) {
-        positions[size_t(b * n + j)] = next++;
-        mask[size_t(b * total + g->length + j)] = 1;
-      }
-  }
   llmc_tensor t{LLMC_DTYPE_I64, 2, {B, n}, const_cast<int64_t *>(ids.data())};
   if (llmc_status s = llmc_context_set_input(g->context, g->idsInput, &t))
     return s;
   if (g->positionInput >= 0) {
-    llmc_tensor p{LLMC_DTYPE_I64, 2, {B, n}, positions.data()};
+    llmc_tensor p{LLMC_DTYPE_I64, 2, {B, n}, const_cast<int64_t *>(positions.data())};
     if (llmc_status s = llmc_context_set_input(g->context, g->positionInput, &p))
       return s;
   }
   if (g->maskInput >= 0) {
-    llmc_tensor m{LLMC_DTYPE_I64, 2, {B, total}, mask.data()};
+    llmc_tensor m{LLMC_DTYPE_I64, 2, {B, total}, const_cast<int64_t *>(mask.data())};
     if (llmc_status s = llmc_context_set_input(g->context, g->maskInput, &m))
       return s;
   }
@@ -257,6 +247,25 @@ llmc_status llmc::rt::generation::runChunk(llmc_generator g, const std::vector<i
     if (llmc_status s = llmc_context_bind_input(g->context, c.pastInput, &past))
       return s;
   }
+  return nullptr;
+}
+
+llmc_status llmc::rt::generation::runChunk(llmc_generator g, const std::vector<int64_t> &ids,
+                                          const std::vector<uint8_t> &real, int64_t n) {
+  const int64_t B = g->batch, total = g->length + n;
+  std::vector<int64_t> positions(size_t(B * n), 0), mask(size_t(B * total), 0);
+  for (int64_t b = 0; b < B; ++b) {
+    Sequence &s = g->sequences[size_t(b)];
+    std::copy(s.mask.begin(), s.mask.end(), mask.begin() + b * total);
+    int64_t next = s.count;
+    for (int64_t j = 0; j < n; ++j)
+      if (real[size_t(b * n + j)]) {
+        positions[size_t(b * n + j)] = next++;
+        mask[size_t(b * total + g->length + j)] = 1;
+      }
+  }
+  if (llmc_status s = setRunInputs(g, ids, positions, mask, n))
+    return s;
   // Which sequences get new logits: those with a token in this chunk (their last column).
   std::vector<bool> fresh(size_t(B), false);
   for (int64_t b = 0; b < B; ++b)

@@ -71,7 +71,11 @@ struct llmc_generator_t {
 
 namespace llmc::rt::generation {
 
-// Generator.cpp: runs `n` columns of `ids` ([batch, n], padding marked by `real` = 0) at cache
+// Generator.cpp: sets the inputs of a run of `n` columns at cache slot g->length: `ids` and
+// `positions` [batch, n], `mask` [batch, g->length + n], and the caches' filled part.
+llmc_status setRunInputs(llmc_generator g, const std::vector<int64_t> &ids, const std::vector<int64_t> &positions,
+                         const std::vector<int64_t> &mask, int64_t n);
+// Runs `n` columns of `ids` ([batch, n], padding marked by `real` = 0) at cache
 // slot g->length and keeps their logits (or, greedy, their argmax); the logits left on the
 // device, to g->logits.
 llmc_status runChunk(llmc_generator g, const std::vector<int64_t> &ids, const std::vector<uint8_t> &real, int64_t n);

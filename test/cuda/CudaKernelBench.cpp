@@ -31,6 +31,23 @@ namespace {
 constexpr double kHbmBytesPerSecond = 4.8e12;
 constexpr size_t kBeyondL2 = 256u << 20; // bytes of weight copies a benchmark cycles through
 
+// Copies of a bf16 weight of `bytes` that together exceed the L2 cache (at least one), each
+// 0x3c3c (about 0.0115) everywhere; call i reads copy i modulo their count, as a decode step's
+// layers each read their own weights.
+struct WeightCopies {
+  std::vector<void *> copies;
+  explicit WeightCopies(size_t bytes) : copies(std::max<size_t>(1, (kBeyondL2 + bytes - 1) / bytes), nullptr) {
+    for (void *&copy : copies)
+      cudaMalloc(&copy, bytes), cudaMemset(copy, 0x3c, bytes);
+  }
+  ~WeightCopies() {
+    for (void *copy : copies)
+      cudaFree(copy);
+  }
+  WeightCopies(const WeightCopies &) = delete;
+  void *operator[](int i) const { return copies[size_t(i) % copies.size()]; }
+};
+
 struct Shape {
   const char *what;
   int64_t K, N;
@@ -116,9 +133,7 @@ int decodeAttentionBench(int reps) {
   cudaMemcpy(keys, &T, sizeof T, cudaMemcpyHostToDevice);
   a.plainDecode = false;
   const size_t weightBytes = size_t(N * K) * 2;
-  std::vector<void *> w((kBeyondL2 + weightBytes - 1) / weightBytes, nullptr);
-  for (void *&copy : w)
-    cudaMalloc(&copy, weightBytes), cudaMemset(copy, 0x3c, weightBytes);
+  const WeightCopies w(weightBytes);
   void *y = nullptr;
   cudaMalloc(&y, size_t(N) * 2);
   cudaStream_t stream = nullptr; // blocking: the timing events wait for it
@@ -131,7 +146,7 @@ int decodeAttentionBench(int reps) {
   for (bool prefetch : {false, true}) {
     const double us = timeCalls(
         [&](int i) {
-          void *weight = w[size_t(i) % w.size()];
+          void *weight = w[i];
           a.prefetchL2 = prefetch ? weight : nullptr, a.prefetchL2Bytes = prefetch ? weightBytes : 0;
           o.w = weight;
           std::string err = cu::decodeAttention(cu::Storage::BF16, a, splits, workspace, stream);
@@ -148,8 +163,6 @@ int decodeAttentionBench(int reps) {
     std::printf(" %7.2f us for both\n", us);
   }
   cudaStreamDestroy(stream);
-  for (void *copy : w)
-    cudaFree(copy);
   cudaFree(y);
   cudaFree(q), cudaFree(k), cudaFree(v), cudaFree(out), cudaFree(keys), cudaFree(workspace);
   return failures;
@@ -165,10 +178,7 @@ int qkvSplitBench(int reps, bool overlap) {
   std::printf("qkv 2048 -> 3072 with its split (queries, keys rotated into the cache, values into it), "
               "llmc GEMV%s\n",
               overlap ? ", overlapping launches" : "");
-  const size_t weightBytes = size_t(K * N) * 2;
-  std::vector<void *> w((kBeyondL2 + weightBytes - 1) / weightBytes, nullptr);
-  for (void *&copy : w)
-    cudaMalloc(&copy, weightBytes), cudaMemset(copy, 0x3c, weightBytes);
+  const WeightCopies w(size_t(K * N) * 2);
   void *x = nullptr, *residual = nullptr, *sum = nullptr, *qkv = nullptr, *q = nullptr, *keys = nullptr,
        *values = nullptr, *cosT = nullptr, *sinT = nullptr;
   int64_t *rows = nullptr, *position = nullptr;
@@ -208,7 +218,7 @@ int qkvSplitBench(int reps, bool overlap) {
   int failures = 0;
   const double separate = timeCalls(
       [&](int i) {
-        a.w = w[size_t(i) % w.size()];
+        a.w = w[i];
         std::string err = cu::smallLinear(cu::Storage::BF16, a, "none", stream);
         return err.empty() ? cu::stridedCopiesAndRotary(cu::Storage::BF16, copies, r, stream, overlap) : err;
       },
@@ -219,7 +229,7 @@ int qkvSplitBench(int reps, bool overlap) {
   a.piece[2].columns = Kv, a.piece[2].to = {values, rows, Kv};
   const double fused = timeCalls(
       [&](int i) {
-        a.w = w[size_t(i) % w.size()];
+        a.w = w[i];
         return cu::smallLinear(cu::Storage::BF16, a, "none", stream);
       },
       reps);
@@ -228,8 +238,6 @@ int qkvSplitBench(int reps, bool overlap) {
   report("GEMV storing the pieces", fused, bytes);
   failures += (separate < 0) + (fused < 0);
   cudaStreamDestroy(stream);
-  for (void *copy : w)
-    cudaFree(copy);
   for (void *b : {x, residual, sum, qkv, q, keys, values, cosT, sinT})
     cudaFree(b);
   cudaFree(rows), cudaFree(position), cudaFree(error);
@@ -269,18 +277,14 @@ int main(int argc, char **argv) {
     const int64_t nOut = s.swiglu ? s.N / 2 : s.N;
     const double bytes = 2.0 * double(s.K * s.N + s.K + nOut);
     const size_t weightBytes = size_t(s.K * s.N) * 2;
-    std::vector<void *> w(std::max<size_t>(1, (kBeyondL2 + weightBytes - 1) / weightBytes), nullptr);
+    const WeightCopies w(weightBytes);
     void *x = nullptr, *y = nullptr, *out = nullptr, *sum = nullptr;
-    for (void *&copy : w) {
-      cudaMalloc(&copy, weightBytes);
-      cudaMemset(copy, 0x3c, weightBytes); // bf16 0x3c3c: about 0.0115 everywhere
-    }
     cudaMalloc(&x, size_t(s.K) * 2);
     cudaMalloc(&y, size_t(s.N) * 2);
     cudaMalloc(&out, size_t(nOut) * 2);
     cudaMalloc(&sum, size_t(s.K) * 2);
     cudaMemset(x, 0x3c, size_t(s.K) * 2);
-    std::printf("  %s (%.1f MB of weights, %zu copies)%s\n", s.what, double(weightBytes) / 1e6, w.size(),
+    std::printf("  %s (%.1f MB of weights, %zu copies)%s\n", s.what, double(weightBytes) / 1e6, w.copies.size(),
                 s.norm ? ", llmc's GEMV with the add + RMS norm in front" : "");
     cu::SmallLinearArgs a;
     a.x = x, a.w = w[0], a.out = out, a.M = 1, a.N = s.N, a.K = s.K, a.swiglu = s.swiglu;
@@ -293,7 +297,7 @@ int main(int argc, char **argv) {
     auto timeGemv = [&](const std::string &label, cudaStream_t stream) {
       const double us = timeCalls(
           [&](int i) {
-            a.w = w[size_t(i) % w.size()];
+            a.w = w[i];
             return cu::smallLinear(cu::Storage::BF16, a, "none", stream);
           },
           reps);
@@ -334,7 +338,7 @@ int main(int argc, char **argv) {
       // cuBLASLt leaves SwiGLU to our epilogue kernel: timed with it, as the executor runs it.
       const double us = timeCalls(
           [&](int i) {
-            std::string err = linear->run(x, w[size_t(i) % w.size()], nullptr, y, 1, workspace, nullptr);
+            std::string err = linear->run(x, w[i], nullptr, y, 1, workspace, nullptr);
             if (err.empty() && s.swiglu)
               err = cu::linearEpilogue(cu::Storage::BF16, y, out, nullptr, nullptr, 1, nOut, "swiglu", true, nullptr);
             return err;
@@ -343,8 +347,6 @@ int main(int argc, char **argv) {
       report(transB ? "cuBLASLt [N, K]" : "cuBLASLt [K, N]", us, bytes);
       failures += us < 0;
     }
-    for (void *copy : w)
-      cudaFree(copy);
     cudaFree(x), cudaFree(y), cudaFree(out), cudaFree(sum);
   }
   cudaFree(workspace);

@@ -91,6 +91,15 @@ template <typename T> std::unique_ptr<Device> uploadRaw(const std::vector<T> &v)
   return d;
 }
 
+// Lets the tensor-core attention use the shared memory a block may opt in to; returns those bytes.
+size_t allowFlashSharedMemory() {
+  int device = 0, optIn = 0;
+  cudaGetDevice(&device);
+  cudaDeviceGetAttribute(&optIn, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+  cu::flashAttentionSetup(size_t(optIn));
+  return size_t(optIn);
+}
+
 // |got - want| <= tol * (1 + |want|) everywhere.
 void expectClose(const std::vector<float> &got, const std::vector<float> &want, float tol, const std::string &what) {
   ASSERT_EQ(got.size(), want.size()) << what;
@@ -389,10 +398,7 @@ TEST(Cuda, AttentionWithHalfTablesMatchesFullTables) {
                   what + " with half tables " + name(s));
     };
     both("attention", [&] { return cu::attention(s, a, nullptr); });
-    int device = 0, optIn = 0;
-    cudaGetDevice(&device);
-    cudaDeviceGetAttribute(&optIn, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
-    cu::flashAttentionSetup(size_t(optIn));
+    allowFlashSharedMemory();
     if (s != cu::Storage::F32)
       both("flash attention", [&] { return cu::flashAttention(s, a, nullptr); });
     // One query (the last position's tables: row 0 of tables that are one row long), over the keys.
@@ -615,11 +621,8 @@ TEST(Cuda, FlashAttentionTilesMatchFusedAttention) {
       } else {
         args.cos = dcos->p, args.sin = dsin->p, args.rotateKeys = true;
       }
-      int device = 0, optIn = 0;
-      cudaGetDevice(&device);
-      cudaDeviceGetAttribute(&optIn, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
-      cu::flashAttentionSetup(size_t(optIn));
-      ASSERT_TRUE(cu::flashAttentionFits(s, D, D, size_t(optIn)));
+      const size_t optIn = allowFlashSharedMemory();
+      ASSERT_TRUE(cu::flashAttentionFits(s, D, D, optIn));
       ASSERT_EQ(cu::flashAttention(s, args, nullptr), "");
       expectClose(download(out, size_t(B * S * Hq * D), s), want.data, tolerance(s) * 4,
                   std::string("flash attention ") + (cached ? "cache" : "causal") + " " + name(s));
