@@ -80,6 +80,16 @@ struct Segment {
   cudaGraphExec_t last = nullptr;                           // the one launched last
 };
 
+// A slice that launches nothing in the runs where it takes all of its input (steps of 1, the
+// output's shape the input's: a decode step's last position of --last-position, [1, 1, D] of
+// [1, 1, D]): its readers read the input there (pointSliceViews), and the arena keeps the input
+// until the slice's last reader (planDeviceArena). `own`: the slice's output and the copies of
+// it, with their own arena addresses, which the other runs use.
+struct SliceView {
+  int op = -1;
+  std::vector<std::pair<int, void *>> own;
+};
+
 void destroyGraphs(Segment &segment) {
   for (auto &entry : segment.graphs)
     cudaGraphExecDestroy(entry.second);
@@ -124,6 +134,8 @@ struct Executor {
   // Per op: nothing on the device reads what it computes (a target shape that only reshape ops
   // take, whose output shapes the host knows already: unneededOnDevice), so it is not launched.
   std::vector<bool> unneeded;
+  std::vector<SliceView> sliceViews;
+  std::vector<bool> viewThisRun; // per op: a slice of sliceViews that takes all its input in this run
   // Per value: for a concatenation of one value with itself along the last axis (a Hugging Face
   // export's rotation tables, cos(concat(a, a)) after llmc-fuse-elementwise), that value; else
   // -1. Attentions read their tables' first half there (AttentionArgs::halfTables).
@@ -1556,7 +1568,31 @@ std::string check(const llmc_plan_t &plan) {
 struct ArenaLayout {
   ArenaPlan arena;
   std::vector<int> owner;
+  std::vector<int> sliceViews; // the slices that are views of their input where they take all of it (SliceView)
 };
+
+// The slices (op indices, in the order they run) that may be views of their input (SliceView):
+// steps of 1, the same device type, an output that is not the plan's, and an input and output
+// with bytes of their own in the arena (`owner`: per value the value whose bytes it uses).
+std::vector<int> sliceViewsOf(const llmc_plan_t &plan, const std::vector<int> &order, const std::vector<int> &owner,
+                              const std::vector<Lifetime> &lifetimes) {
+  std::vector<int> views;
+  for (size_t pos = 0; pos < plan.ops.size(); ++pos) {
+    const int k = order.empty() ? int(pos) : order[pos];
+    const PlanOp &op = plan.ops[size_t(k)];
+    if (op.kernel != "slice" || op.inputs.empty() || op.inputs[0] < 0 || op.outputs.size() != 1)
+      continue;
+    const std::vector<int64_t> steps = op.attrs.getInts("steps");
+    const int in = op.inputs[0], out = op.outputs[0];
+    const bool owned = lifetimes[size_t(owner[size_t(in)])].bytes > 0 && owner[size_t(out)] == out &&
+                       lifetimes[size_t(out)].bytes > 0;
+    if (owned && std::all_of(steps.begin(), steps.end(), [](int64_t s) { return s == 1; }) &&
+        onDevice(plan.values[size_t(in)]) == onDevice(plan.values[size_t(out)]) &&
+        std::find(plan.outputs.begin(), plan.outputs.end(), out) == plan.outputs.end())
+      views.push_back(k);
+  }
+  return views;
+}
 
 // `elsewhere` (may be empty): values with no bytes of their own (written into a linked cache, or
 // by no launch at all: InPlace). `normOfLinear` (findNormsBeforeLinears): a linear that computes
@@ -1603,6 +1639,13 @@ ArenaLayout planDeviceArena(const llmc_plan_t &plan, const std::vector<bool> &re
   for (size_t v = 0; v < elsewhere.size(); ++v)
     if (elsewhere[v] && layout.owner[v] == int(v))
       lifetimes[v].bytes = 0;
+  layout.sliceViews = sliceViewsOf(plan, order, layout.owner, lifetimes);
+  // Last readers first: a view's input lives as long as its output, which may be another's input.
+  for (auto k = layout.sliceViews.rbegin(); k != layout.sliceViews.rend(); ++k) {
+    const PlanOp &slice = plan.ops[size_t(*k)];
+    Lifetime &in = lifetimes[size_t(layout.owner[size_t(slice.inputs[0])])];
+    in.last = std::max(in.last, lifetimes[size_t(slice.outputs[0])].last);
+  }
   layout.arena = planArena(lifetimes, kAlign);
   return layout;
 }
@@ -1783,7 +1826,30 @@ std::string layoutArena(Executor &ex) {
   for (size_t i = 0; i < plan.values.size(); ++i) // copies: their input's bytes (or weight)
     if (owner[i] != int(i))
       ex.device_[i] = ex.device_[size_t(owner[i])];
+  ex.sliceViews.clear();
+  ex.viewThisRun.assign(plan.ops.size(), false);
+  for (int k : layout.sliceViews) {
+    SliceView view{k, {}};
+    const int out = plan.ops[size_t(k)].outputs[0];
+    for (size_t i = 0; i < plan.values.size(); ++i)
+      if (owner[i] == out)
+        view.own.emplace_back(int(i), ex.device_[i]);
+    ex.sliceViews.push_back(std::move(view));
+  }
   return {};
+}
+
+// Points the readers of each SliceView at its input in this run (shapes `t`) where it takes all
+// of it, and at its own bytes where it does not; in the order they run, so that a view of a view
+// reads the first one's input.
+void pointSliceViews(Executor &ex, const std::vector<TensorRef> &t) {
+  for (const SliceView &view : ex.sliceViews) {
+    const PlanOp &op = ex.plan->ops[size_t(view.op)];
+    const bool whole = t[size_t(op.inputs[0])].shape == t[size_t(op.outputs[0])].shape;
+    ex.viewThisRun[size_t(view.op)] = whole;
+    for (const auto &[v, own] : view.own)
+      ex.device_[size_t(v)] = whole ? ex.device_[size_t(op.inputs[0])] : own;
+  }
 }
 
 std::string linkCache(void *state, int input, int output) {
@@ -1912,12 +1978,12 @@ std::string create(const llmc_plan_t &plan, const CudaOptions &options, void **s
 }
 
 // The ops at positions [first, end) of the run order, launched one by one (but those whose
-// results nothing reads).
+// results nothing reads, and slices that are their input's view in this run).
 std::string launchOps(Executor &ex, const std::vector<TensorRef> &tensors, size_t first, size_t end) {
   const llmc_plan_t &plan = *ex.plan;
   for (size_t pos = first; pos < end; ++pos) {
     const size_t k = size_t(ex.order[pos]);
-    if (ex.unneeded[k])
+    if (ex.unneeded[k] || ex.viewThisRun[k])
       continue;
     if (std::string err = ex.ops[k].launch(ex, tensors); !err.empty())
       return "op '" + plan.ops[k].kernel + "'" + (plan.ops[k].location.empty() ? "" : " (" + plan.ops[k].location + ")") +
@@ -2014,6 +2080,7 @@ bool lengthFreeRun(const Executor &ex) {
 // Launches the plan's ops; with greedy decoding (setArgmaxOutput) also the argmax kernel, inside
 // the last graph when the run ends with one (`argmaxLaunched` says whether it was launched).
 std::string launchAll(Executor &ex, const std::vector<TensorRef> &tensors, bool &argmaxLaunched) {
+  pointSliceViews(ex, tensors);
   const bool lengthFree = ex.useGraphs && lengthFreeRun(ex);
   std::vector<int64_t> key;
   for (int vi : ex.plan->inputs) {
@@ -2348,6 +2415,8 @@ std::string describeDecodeGraphs(const llmc_plan_t &plan) {
   findNormsBeforeLinears(ex, order);
   ex.rotaryOfSplit = inPlace.rotaryOfSplit;
   findSplitsAfterLinears(ex, order);
+  const size_t views =
+      planDeviceArena(plan, ex.resident, order, inPlace.elsewhere, ex.normOfLinear, ex.splitOfLinear).sliceViews.size();
   size_t linears = 0, gemv = 0, norms = 0, splits = 0;
   for (size_t k = 0; k < plan.ops.size(); ++k) {
     const PlanOp &op = plan.ops[k];
@@ -2364,7 +2433,10 @@ std::string describeDecodeGraphs(const llmc_plan_t &plan) {
   const std::string linearLine = "\nlinears a decode step runs on llmc's GEMV kernel ([N, K] weights): " +
                                  std::to_string(gemv) + " of " + std::to_string(linears) + ", " +
                                  std::to_string(norms) + " of them computing the RMS norm before them, " +
-                                 std::to_string(splits) + " the split after them";
+                                 std::to_string(splits) + " the split after them" +
+                                 "\nslices that launch nothing where they take all of their input (a decode step's "
+                                 "last position): " +
+                                 std::to_string(views);
   if (split.lengthSymbol.empty())
     return "no attention over a cache that grows: each input-shape bucket is one graph, captured once" + linearLine;
   if (!split.whyNot.empty())

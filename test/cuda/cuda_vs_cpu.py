@@ -64,6 +64,10 @@ CASES = [
     ("tiny_gpt2-dynamic", "tiny_gpt2", ["--max-shape", "seq=64"], "run"),
     # A dynamic batch and sequence of BERT (gather_elements on the device).
     ("tiny_bert-dynamic", "tiny_bert", ["--max-shape", "batch=2,seq=64"], "run"),
+    # Last-position slices (slice_views_model) run at one position, where they launch nothing and
+    # their readers read their inputs, and at five, where they copy.
+    ("slice_views-whole", "slice_views", ["--max-shape", "seq=8", "--disable-fusion"], "run"),
+    ("slice_views-part", "slice_views", ["--max-shape", "seq=8", "--disable-fusion"], "run"),
 ]
 # The real models (prepare --real-models): (name, model, llmc flags, kind, minimum cosine). Their
 # weights are random (the plans' ops are theirs), so that a deep net's outputs may be large or
@@ -77,7 +81,8 @@ REAL_CASES = [
      "run", 0.999),
 ]
 # Extra llmc-run flags of "run" cases with dynamic inputs.
-RUN_DIMS = {"tiny_gpt2-dynamic": ["--dim", "seq=37"], "tiny_bert-dynamic": ["--dim", "batch=2", "--dim", "seq=37"]}
+RUN_DIMS = {"tiny_gpt2-dynamic": ["--dim", "seq=37"], "tiny_bert-dynamic": ["--dim", "batch=2", "--dim", "seq=37"],
+            "slice_views-whole": ["--dim", "seq=1"], "slice_views-part": ["--dim", "seq=5"]}
 GENERATE = ["--prompt-ids", "5,17,42,99,7,3", "--max-tokens", "16", "--ids", "--ignore-eos"]
 # A batch of three prompts of different lengths (left padding, a mask row per sequence): tokens
 # only, and with graphs, the prompt's graph and one that every decode step replays.
@@ -85,9 +90,32 @@ BATCH = ["--prompt-ids", "5,17,42", "--prompt-ids", "9,8,7,6,5,4,3", "--prompt-i
          "--ids", "--ignore-eos"]
 
 
-def model_path(model):
-    """models/MODEL.onnx, the DeepSeek export in the cache (exported on first use, ~20 s), or a
-    real model (fetched and exported on first use: minutes)."""
+def slice_views_model(out):
+    """y = slice(2x)[last] + slice(x + 1)[last], x: [1, seq, 64]; in this order, x + 1 may take 2x's
+    arena bytes after the first slice, unless the arena keeps 2x for the slice's readers (a view
+    of it where the slice takes all of it)."""
+    import onnx
+    from onnx import TensorProto, helper
+    path = os.path.join(out, "slice_views.onnx")
+    last = [helper.make_tensor(n, TensorProto.INT64, [1], [v]) for n, v in
+            [("starts", -1), ("ends", 2**63 - 1), ("axes", 1)]]
+    consts = [helper.make_tensor("two", TensorProto.FLOAT, [], [2.0]), helper.make_tensor("one", TensorProto.FLOAT, [], [1.0])]
+    nodes = [helper.make_node("Mul", ["x", "two"], ["a"]),
+             helper.make_node("Slice", ["a", "starts", "ends", "axes"], ["b"]),
+             helper.make_node("Add", ["x", "one"], ["c"]),
+             helper.make_node("Slice", ["c", "starts", "ends", "axes"], ["d"]),
+             helper.make_node("Add", ["b", "d"], ["y"])]
+    graph = helper.make_graph(nodes, "slice_views", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, "seq", 64])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, 64])], last + consts)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+def model_path(model, out):
+    """models/MODEL.onnx, one made here in `out` (slice_views), the DeepSeek export in the cache
+    (exported on first use, ~20 s), or a real model (fetched and exported on first use: minutes)."""
+    if model == "slice_views":
+        return slice_views_model(out)
     if model in ("resnet50", "minilm", "smollm2"):
         sys.path.insert(0, os.path.join(ROOT, "models"))
         from real_models import fetched
@@ -105,7 +133,7 @@ def prepare(args):
     chosen = [case + (None,) for case in CASES] + (REAL_CASES if args.real_models else [])
     for name, model, flags, kind, min_cosine in chosen:
         plan = os.path.join(args.out, name + ".llmc")
-        subprocess.run([args.llmc, model_path(model), "-o", plan] + flags, check=True)
+        subprocess.run([args.llmc, model_path(model, args.out), "-o", plan] + flags, check=True)
         ref = os.path.join(args.out, name + "-cpu")
         if kind == "run":
             subprocess.run([args.llmc_run, plan, "--device", "cpu", "--random", "--seed", "1", "--int-max", "512",
