@@ -26,7 +26,7 @@ std::string softmax(Storage s, const void *x, void *y, int64_t rows, int64_t col
 
 // An output at `base`, moved by *shift * shiftStride elements where `shift` (device memory) is
 // given: a cache's new rows written after the rows already there, whose count the launch does
-// not know (a graph replayed for every cache length; CudaExecutor.cpp).
+// not know (a graph replayed for every cache length; PlanShortcuts.h, InPlace).
 struct ShiftedOutput {
   void *base = nullptr;
   const int64_t *shift = nullptr;
@@ -200,7 +200,7 @@ constexpr int kMaxDims = 8;
 // `dims` (element offsets; a source stride of 0 broadcasts): transpose, slice, concat, split and
 // expand are each one or a few of these. With `dstShift` (device memory), the destination also
 // moves by *dstShift * dstShiftStride: a cache's new rows placed after a past whose length the
-// launch does not know (a graph replayed for every cache length; CudaExecutor.cpp).
+// launch does not know (a graph replayed for every cache length; PlanShortcuts.h, InPlace).
 struct StridedCopy {
   int rank = 0;
   int64_t dims[kMaxDims] = {}, src[kMaxDims] = {}, dst[kMaxDims] = {};

@@ -16,7 +16,7 @@
 // round of loads, where M * K fits there: a decode step's hidden state does), or else each warp
 // does so for the rows it reads; the epilogue applies the norm's factor to the dot products. With a programmatic launch (DeviceUtil.cuh) the first weight loads are issued
 // before the wait for the kernel ahead.
-// cuBLASLt keeps the larger M (CudaExecutor.cpp).
+// cuBLASLt keeps the larger M (PrepareCompute.cpp: prepareLinear, smallLinearCall).
 #include "CudaKernels.h"
 #include "DeviceUtil.cuh"
 

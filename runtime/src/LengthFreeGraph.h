@@ -7,7 +7,7 @@
 //   - length symbols: those in the dimensions of an attention's keys, values or mask (or a
 //     latent attention's cache or mask) that its queries do not have;
 //   - ops that read such a length from device memory instead of their launch arguments (the
-//     caller says which: CudaExecutor.cpp's in-place cache append and decode attention) stay
+//     caller says which: the CUDA executor's in-place cache append and decode attention) stay
 //     in the graph, as do ops whose shapes involve no length symbol;
 //   - every other op with a length in its shapes runs before the graph, launched one by one each
 //     run, and so do the ops that compute its inputs (the scalars a mask's range starts from);

@@ -1,0 +1,554 @@
+// The CUDA executor's norms, linears, rotary, attention and fused regions, prepared (PrepareOps.h).
+#include "PrepareOps.h"
+#include "FusedElementwiseCuda.h"
+#include "Nvrtc.h"
+#include "PlanShortcuts.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace llmc::rt::cuda::exec {
+
+namespace {
+
+// The split after linear op `k` as smallLinear's output pieces, added to `a` where the kernel
+// takes them (else `a` stays as it is, and the split launches itself).
+void addOutputPieces(const Executor &e, int k, const std::vector<TensorRef> &t, Storage st, SmallLinearArgs &a) {
+  const int index = e.splitOfLinear.empty() ? -1 : e.splitOfLinear[size_t(k)];
+  if (index < 0)
+    return;
+  const PlanOp &split = e.plan->ops[size_t(index)];
+  const Executor::SplitRotary fused = e.rotaryOfSplit.empty() ? Executor::SplitRotary() : e.rotaryOfSplit[size_t(index)];
+  SmallLinearArgs with = a;
+  for (int o : split.outputs) {
+    LinearPiece &piece = with.piece[with.pieces++];
+    piece.columns = lastDim(t[size_t(o)].shape);
+    if (o != fused.piece) {
+      piece.to = destinationOf(e, o, t);
+    } else if (rotaryArgsOf(e, e.plan->ops[size_t(fused.rotary)], t, piece.rotary).empty()) {
+      piece.to = piece.rotary.y;
+    } else {
+      return; // the split's own launch reports it
+    }
+  }
+  if (smallLinearTakes(st, with))
+    a = with;
+}
+
+} // namespace
+
+// The smallLinear call of linear op `k` in this run, with the norm before it folded in where
+// findNormsBeforeLinears paired them, and the split after it where findSplitsAfterLinears did;
+// false when this run's linear does not take smallLinear (then cuBLASLt runs it, and the norm
+// and the split their own kernels). The linear's, the norm's and the split's launches all ask,
+// so that they agree.
+bool smallLinearCall(const Executor &e, int k, const std::vector<TensorRef> &t, Storage st, SmallLinearArgs &a) {
+  const PlanOp &op = e.plan->ops[size_t(k)];
+  if (!e.useSmallLinear || op.attrs.getInt("transB", 0) == 0)
+    return false;
+  auto given = [&](size_t i) { return op.inputs.size() > i && op.inputs[i] >= 0 && t[size_t(op.inputs[i])].numel() > 0; };
+  const Shape &w = t[size_t(op.inputs[1])].shape;
+  const std::string activation(op.attrs.getString("activation"));
+  a = SmallLinearArgs();
+  a.K = w.dims[1], a.N = w.dims[0], a.M = t[size_t(op.inputs[0])].numel() / a.K, a.swiglu = activation == "swiglu";
+  a.x = e.at(op.inputs[0]), a.w = e.at(op.inputs[1]), a.bias = given(2) ? e.at(op.inputs[2]) : nullptr;
+  a.gate = given(3) ? e.at(op.inputs[3]) : nullptr, a.residual = given(4) ? e.at(op.inputs[4]) : nullptr;
+  a.out = e.at(op.outputs[0]);
+  a.overlapPrevious = e.overlapLaunches;
+  if (const int n = e.normOfLinear.empty() ? -1 : e.normOfLinear[size_t(k)]; n >= 0) {
+    const PlanOp &norm = e.plan->ops[size_t(n)];
+    const bool add = norm.kernel == "add_rms_norm";
+    a.x = e.at(norm.inputs[0]);
+    a.normResidual = add ? e.at(norm.inputs[1]) : nullptr;
+    a.normScale = e.at(norm.inputs[normScaleInput(norm)]);
+    a.normSum = add && norm.outputs.size() > 1 ? e.at(norm.outputs[1]) : nullptr;
+    a.normEpsilon = float(norm.attrs.getFloat("epsilon", 1e-5));
+  }
+  if (!smallLinearTakes(st, a))
+    return false;
+  addOutputPieces(e, k, t, st, a);
+  return true;
+}
+
+std::string prepareNorm(Executor &ex, const PlanOp &op, int k, PreparedOp &out) {
+  const bool fused = op.kernel == "add_rms_norm" || op.kernel == "add_layer_norm";
+  const bool layer = op.kernel == "layer_norm" || op.kernel == "add_layer_norm";
+  const int scaleAt = int(normScaleInput(op)), biasAt = scaleAt + 1;
+  const PlanValue &x = ex.plan->values[size_t(op.inputs[0])];
+  const int rank = x.shape.rank;
+  const int64_t axis = op.attrs.getInt("axis", -1);
+  Storage st;
+  if (std::string err = floatStorage(ex, op, st); !err.empty())
+    return err;
+  if (!isFloat(x) || (axis != -1 && axis != rank - 1))
+    return "needs a float input and normalization over the last axis";
+  const int64_t n = lastDim(x.shape);
+  const PlanValue &scale = ex.plan->values[size_t(op.inputs[size_t(scaleAt)])];
+  if (scale.shape.numel() != n)
+    return "needs one scale per element of the last axis";
+  const bool hasBias = layer && int(op.inputs.size()) > biasAt && op.inputs[size_t(biasAt)] >= 0;
+  if (hasBias && ex.plan->values[size_t(op.inputs[size_t(biasAt)])].shape.numel() != n)
+    return "needs one bias per element of the last axis";
+  const float eps = float(op.attrs.getFloat("epsilon", 1e-5));
+  out.launch = [=, &op](Executor &e, const std::vector<TensorRef> &t) {
+    SmallLinearArgs a;
+    if (const int linear = e.linearOfNorm[size_t(k)]; linear >= 0 && smallLinearCall(e, linear, t, st, a))
+      return std::string(); // the linear computes it (smallLinear's normScale)
+    const Shape &s = t[size_t(op.inputs[0])].shape;
+    return addNorm(st, layer, e.at(op.inputs[0]), fused ? e.at(op.inputs[1]) : nullptr,
+                   e.at(op.inputs[size_t(scaleAt)]), hasBias ? e.at(op.inputs[size_t(biasAt)]) : nullptr,
+                   e.at(op.outputs[0]), fused ? e.at(op.outputs[1]) : nullptr, rowsBefore(s, s.rank - 1), lastDim(s), eps,
+                   e.stream);
+  };
+  return {};
+}
+
+std::string prepareSoftmax(Executor &ex, const PlanOp &op, PreparedOp &out) {
+  const PlanValue &x = ex.plan->values[size_t(op.inputs[0])];
+  const int64_t axis = op.attrs.getInt("axis", -1);
+  Storage st;
+  if (std::string err = floatStorage(ex, op, st); !err.empty())
+    return err;
+  if (!isFloat(x) || (axis != -1 && axis != x.shape.rank - 1))
+    return "needs a float input and the last axis";
+  out.launch = [&op, st](Executor &e, const std::vector<TensorRef> &t) {
+    const Shape &s = t[size_t(op.inputs[0])].shape;
+    return softmax(st, e.at(op.inputs[0]), e.at(op.outputs[0]), rowsBefore(s, s.rank - 1), lastDim(s), e.stream);
+  };
+  return {};
+}
+
+// An embedding lookup: gather along axis 0 of a 2-D table.
+std::string prepareGather(Executor &ex, const PlanOp &op, PreparedOp &out) {
+  const PlanValue &table = ex.plan->values[size_t(op.inputs[0])], &ids = ex.plan->values[size_t(op.inputs[1])];
+  Storage st;
+  if (std::string err = floatStorage(ex, op, st); !err.empty())
+    return err;
+  if (op.attrs.getInt("axis", 0) != 0 || table.shape.rank != 2 || !isFloat(table) || ids.dtype != DType::I64)
+    return "supports float tables [rows, width] gathered along axis 0 by int64 ids";
+  out.launch = [&op, st](Executor &e, const std::vector<TensorRef> &t) {
+    const TensorRef &tab = t[size_t(op.inputs[0])];
+    return gatherRows(st, e.at(op.inputs[0]), tab.shape.dims[0], tab.shape.dims[1],
+                      static_cast<const int64_t *>(e.at(op.inputs[1])), t[size_t(op.inputs[1])].numel(),
+                      e.at(op.outputs[0]), e.errorFlag, e.stream);
+  };
+  return {};
+}
+
+// linear: cuBLASLt (bias in its epilogue), then our epilogue kernel for what cuBLASLt has no
+// exact form of (SiLU, erf GELU, SwiGLU, gate, residual), through a scratch slot of the arena.
+// A call of at most kSmallLinearMaxM rows (a decode step) with an [N, K] weight runs on
+// smallLinear instead, epilogue included (and the RMS norm before it, smallLinearCall), unless
+// the context turned it off.
+std::string prepareLinear(Executor &ex, const PlanOp &op, int k, PreparedOp &out, size_t &scratchBytes) {
+  const PlanValue &x = ex.plan->values[size_t(op.inputs[0])], &w = ex.plan->values[size_t(op.inputs[1])];
+  Storage st;
+  if (std::string err = floatStorage(ex, op, st); !err.empty())
+    return err;
+  if (!isFloat(x) || !isFloat(w) || w.kind != fb::ValueKind_Weight || w.shape.rank != 2)
+    return "needs a float input and a constant 2-D float weight";
+  auto present = [&](size_t i) { return op.inputs.size() > i && op.inputs[i] >= 0 && ex.plan->values[size_t(op.inputs[i])].shape.numel() > 0; };
+  const std::string activation(op.attrs.getString("activation").empty() ? "none" : op.attrs.getString("activation"));
+  const bool transB = op.attrs.getInt("transB", 0) != 0, swiglu = activation == "swiglu";
+  const bool bias = present(2), gate = present(3), residual = present(4);
+  LinearSpec spec;
+  spec.K = w.shape.dims[transB ? 1 : 0];
+  spec.N = w.shape.dims[transB ? 0 : 1];
+  spec.transB = transB, spec.bias = bias, spec.storage = st, spec.tf32 = ex.plan->tf32;
+  // The bound of M: the input's capacity (in elements) over its row width.
+  spec.maxM = std::max<int64_t>(1, int64_t(x.capacity / dtypeSize(x.dtype)) / spec.K);
+  // ReLU and tanh-GELU alone are cuBLASLt epilogues; the rest takes our epilogue kernel.
+  const bool ltActivation = (activation == "relu" || activation == "gelu_tanh") && !gate && !residual;
+  if (ltActivation)
+    spec.activation = activation;
+  const bool epilogue = (activation != "none" && !ltActivation) || gate || residual;
+  if (epilogue)
+    scratchBytes = std::max(scratchBytes, aligned(size_t(spec.maxM * spec.N) * storageBytes(st)));
+  if (ex.dry)
+    return spec.N > 0 && spec.K > 0 ? std::string() : "an empty weight";
+  std::unique_ptr<LtLinear> linear;
+  if (std::string err = LtLinear::create(ex.lt, spec, ex.workspaceBytes, linear); !err.empty())
+    return err;
+  const LtLinear *l = linear.get();
+  ex.linears.push_back(std::move(linear));
+  const int64_t N = spec.N, K = spec.K;
+  out.launch = [=, &op](Executor &e, const std::vector<TensorRef> &t) {
+    const int64_t M = t[size_t(op.inputs[0])].numel() / K;
+    if (SmallLinearArgs a; smallLinearCall(e, k, t, st, a))
+      return smallLinear(st, a, activation, e.stream);
+    void *y = epilogue ? e.arena : e.at(op.outputs[0]); // the scratch slot opens the arena
+    if (std::string err = l->run(e.at(op.inputs[0]), e.at(op.inputs[1]), bias ? e.at(op.inputs[2]) : nullptr, y, M,
+                                 e.workspace, e.stream);
+        !err.empty())
+      return err;
+    if (!epilogue)
+      return std::string();
+    return linearEpilogue(st, y, e.at(op.outputs[0]), gate ? e.at(op.inputs[3]) : nullptr,
+                          residual ? e.at(op.inputs[4]) : nullptr, M, swiglu ? N / 2 : N, activation, swiglu, e.stream);
+  };
+  return {};
+}
+
+// Where an op writes value `v`: its own bytes, or, for a linked cache's new rows (inPlaceOf),
+// the cache itself after the rows already there (their count read from the length table), so
+// that the concatenation has nothing left to copy.
+ShiftedOutput destinationOf(const Executor &e, int v, const std::vector<TensorRef> &t) {
+  const int concat = e.cacheRows.empty() ? -1 : e.cacheRows[size_t(v)];
+  if (concat < 0)
+    return {e.at(v)};
+  const int present = e.plan->ops[size_t(concat)].outputs[0];
+  const Shape &rows = t[size_t(present)].shape;
+  int64_t row = 1;
+  for (int d = 1; d < rows.rank; ++d)
+    row *= rows.dims[d];
+  return {e.at(present), e.lengths + e.ops[size_t(concat)].lengthSlot, row};
+}
+
+// A rotary op's kernel arguments for this run's shapes (its input where the plan has it).
+std::string rotaryArgsOf(const Executor &e, const PlanOp &op, const std::vector<TensorRef> &t, RotaryArgs &a) {
+  const Shape &x = t[size_t(op.inputs[0])].shape, &table = t[size_t(op.inputs[1])].shape;
+  const bool byPosition = op.inputs.size() > 3 && op.inputs[3] >= 0 && t[size_t(op.inputs[3])].numel() > 0;
+  a.flat = x.rank == 3;
+  a.H = a.flat ? op.attrs.getInt("num_heads", 0) : x.dims[1];
+  if (a.H <= 0 || (a.flat && x.dims[2] % a.H))
+    return "3-D input needs num_heads dividing the hidden size";
+  a.B = x.dims[0], a.S = a.flat ? x.dims[1] : x.dims[2], a.D = a.flat ? x.dims[2] / a.H : x.dims[3];
+  a.rotaryDim = op.attrs.getInt("rotary_embedding_dim", 0) ? op.attrs.getInt("rotary_embedding_dim", 0) : a.D;
+  if (table.dims[table.rank - 1] * 2 != a.rotaryDim || (!byPosition && (table.dims[0] != a.B || table.dims[1] != a.S)))
+    return "cos/sin tables must have rotary_dim / 2 columns (and be [batch, seq, .] without ids)";
+  a.x = e.at(op.inputs[0]), a.y = destinationOf(e, op.outputs[0], t);
+  a.cos = e.at(op.inputs[1]), a.sin = e.at(op.inputs[2]);
+  a.tableRows = byPosition ? table.dims[0] : table.dims[0] * table.dims[1];
+  a.positions = byPosition ? static_cast<const int64_t *>(e.at(op.inputs[3])) : nullptr;
+  a.interleaved = op.attrs.getInt("interleaved", 0) != 0;
+  a.error = e.errorFlag;
+  return {};
+}
+
+// rotary (ONNX RotaryEmbedding; llmc-raise-attention's key rotations): int64 position ids into
+// 2-D cos/sin tables, or no ids and tables [B, S, rot / 2]. A key rotation of a merged QKV
+// projection's piece may be done by its split instead (inPlaceOf).
+std::string prepareRotary(Executor &ex, const PlanOp &op, PreparedOp &out, int index) {
+  Storage st;
+  if (std::string err = floatStorage(ex, op, st); !err.empty())
+    return err;
+  const PlanValue &x = ex.plan->values[size_t(op.inputs[0])], &cosT = ex.plan->values[size_t(op.inputs[1])];
+  const bool byPosition = op.inputs.size() > 3 && op.inputs[3] >= 0 && ex.plan->values[size_t(op.inputs[3])].shape.numel();
+  if ((byPosition && (ex.plan->values[size_t(op.inputs[3])].dtype != DType::I64 || cosT.shape.rank != 2)) ||
+      (!byPosition && cosT.shape.rank != 3) || (x.shape.rank != 3 && x.shape.rank != 4))
+    return "supports int64 position ids into 2-D cos/sin tables, or 3-D tables by row, on 3-D or 4-D input";
+  out.launch = [&op, st, index](Executor &e, const std::vector<TensorRef> &t) {
+    if (!e.splitOfRotary.empty() && e.splitOfRotary[size_t(index)] >= 0) // its split did it
+      return std::string();
+    RotaryArgs a;
+    if (std::string err = rotaryArgsOf(e, op, t, a); !err.empty())
+      return err;
+    return rotary(st, a, e.stream);
+  };
+  return {};
+}
+
+namespace {
+
+// Strides of s, right-aligned to 4 dimensions: 0 where a dimension is 1 (it broadcasts, or its
+// only index is 0), so that a mask [1, 1, 1, Sk] has the same strides for every Sk.
+void broadcastStrides4(const Shape &s, int64_t out[4]) {
+  int64_t stride = 1;
+  for (int d = 3; d >= 0; --d) {
+    const int sd = s.rank - (4 - d);
+    const int64_t dim = sd >= 0 ? s.dims[sd] : 1;
+    out[d] = dim == 1 ? 0 : stride;
+    stride *= dim;
+  }
+}
+
+// An attention's mask `m` against its scores [B, H, Sq, Sk]: its strides and how it is read, or
+// why it cannot be. Read where it is: an attention_mask input (llmc-raise-attention-mask) is as
+// long as the keys only if the caller made it so.
+std::string maskLayout(const TensorRef &m, const int64_t scores[4], int64_t strides[4], AttentionArgs::Mask &type) {
+  if (m.shape.rank > 4 || (m.dtype != DType::F32 && m.dtype != DType::F16 && m.dtype != DType::Bool && m.dtype != DType::I64))
+    return "the mask must be float, bool or i64 of rank at most 4";
+  for (int d = 0; d < m.shape.rank; ++d)
+    if (const int64_t dim = m.shape.dims[d], full = scores[d + 4 - m.shape.rank]; dim != 1 && dim != full)
+      return "the mask " + m.shape.str() + " does not broadcast to [" + std::to_string(scores[0]) + ", " +
+             std::to_string(scores[1]) + ", " + std::to_string(scores[2]) + ", " + std::to_string(scores[3]) + "]";
+  broadcastStrides4(m.shape, strides);
+  type = m.dtype == DType::Bool  ? AttentionArgs::Mask::Bool
+         : m.dtype == DType::I64 ? AttentionArgs::Mask::Int64
+                                 : AttentionArgs::Mask::Additive;
+  return {};
+}
+
+// Whether the mask operand `input` of an attention op, if present, varies along its Sk keys alone
+// (every other dimension 1), or is a row of Sk keys per sequence ([B, 1, 1, Sk]: a batch's
+// attention_mask, see llmc-raise-attention-mask): then the kernels can work out its strides from
+// the key count (maskRowPerBatch).
+// The shape of an attention op's mask operand `input` in this run, or null when it has none.
+const Shape *maskShape(const PlanOp &op, const std::vector<TensorRef> &t, size_t input) {
+  if (op.inputs.size() <= input || op.inputs[input] < 0 || t[size_t(op.inputs[input])].numel() == 0)
+    return nullptr;
+  return &t[size_t(op.inputs[input])].shape;
+}
+
+bool maskFollowsKeys(const PlanOp &op, const std::vector<TensorRef> &t, size_t input, int64_t Sk) {
+  const Shape *m = maskShape(op, t, input);
+  if (!m)
+    return true;
+  for (int d = m->rank == 4 ? 1 : 0; d + 1 < m->rank; ++d)
+    if (m->dims[d] != 1)
+      return false;
+  return m->rank > 0 && m->dims[m->rank - 1] == Sk;
+}
+
+// A mask of one row of keys per sequence ([B > 1, 1, 1, Sk]), whose batch stride is the key count.
+bool maskRowPerBatch(const PlanOp &op, const std::vector<TensorRef> &t, size_t input) {
+  const Shape *m = maskShape(op, t, input);
+  return m && m->rank == 4 && m->dims[0] > 1;
+}
+
+// The key count of a fused_attention run that the decode kernel can read from the length table
+// (one query; keys and values in the cache layout [Sk, B, Hkv * D], whose strides do not
+// involve Sk; a mask, if any, along the keys alone or a row per sequence; the kernel's limits at the
+// largest Sk, `skBound`, the partial results within the attention workspace), or -1.
+int64_t decodeKeyCount(const PlanOp &op, const std::vector<TensorRef> &t, int64_t skBound) {
+  const TensorRef &q = t[size_t(op.inputs[0])];
+  const int64_t Hq = op.attrs.getInt("q_num_heads", 0), Hkv = op.attrs.getInt("kv_num_heads", 0);
+  if (op.attrs.getInt("packed_qkv", 0) || !op.attrs.getInt("kv_time_major", 0) || q.shape.rank != 3 ||
+      q.shape.dims[1] != 1 || Hq <= 0 || Hkv <= 0 || op.inputs.size() < 3)
+    return -1;
+  const TensorRef &k = t[size_t(op.inputs[1])], &v = t[size_t(op.inputs[2])];
+  const int64_t D = q.shape.dims[2] / Hq, Sk = k.shape.dims[0];
+  const bool rotary = op.inputs.size() > 4 && op.inputs[4] >= 0 && t[size_t(op.inputs[4])].numel() > 0;
+  if (k.shape.rank != 3 || v.shape.rank != 3 || Hq % Hkv || D > kMaxDecodeHeadDim || (rotary && D % 2) || Sk > skBound ||
+      decodeAttentionWorkspaceBytes(q.shape.dims[0], Hq, v.shape.dims[2] / Hkv, decodeAttentionSplits(skBound)) >
+          kGemmWorkspace)
+    return -1;
+  return maskFollowsKeys(op, t, 3, Sk) ? Sk : -1;
+}
+
+// The key count of a latent_attention run that its kernel can read from the length table (a
+// mask, if any, along the keys alone or a row per sequence; the scores of the longest cache, `skBound`, within
+// the kernel's shared memory), or -1.
+int64_t latentKeyCount(const PlanOp &op, const std::vector<TensorRef> &t, int64_t skBound) {
+  const Shape &cache = t[size_t(op.inputs[1])].shape;
+  if (cache.rank != 3 || cache.dims[0] > skBound ||
+      latentAttentionSharedBytes(cache.dims[2] - op.attrs.getInt("rope_dim", 0), op.attrs.getInt("rope_dim", 0), skBound) >
+          kMaxLatentAttentionShared)
+    return -1;
+  return maskFollowsKeys(op, t, 4, cache.dims[0]) ? cache.dims[0] : -1;
+}
+
+} // namespace
+
+std::string prepareAttention(Executor &ex, const PlanOp &op, PreparedOp &out, int index) {
+  for (int i : {0, 1, 2, 4, 5})
+    if (op.inputs.size() > size_t(i) && op.inputs[size_t(i)] >= 0 && ex.plan->values[size_t(op.inputs[size_t(i)])].shape.numel() &&
+        !isFloat(ex.plan->values[size_t(op.inputs[size_t(i)])]))
+      return "needs float q, k, v and rotary tables";
+  Storage st;
+  if (std::string err = floatStorage(ex, op, st); !err.empty())
+    return err;
+  const size_t elem = storageBytes(st);
+  const PlanValue &q = ex.plan->values[size_t(op.inputs[0])];
+  // Prompts of a 16-bit plan run on tensor cores when the head sizes allow (checked per run: the
+  // sizes follow from the shapes); everything else on the plain kernel.
+  const bool flash = !ex.dry && st != Storage::F32 && q.shape.rank == 3;
+  // A decode step over a cache reads its key count from the length table (LengthFreeGraph.h).
+  const int64_t skBound = op.inputs.size() > 1 && op.inputs[1] >= 0 ? dimBound(ex, op.inputs[1], 0) : 0;
+  out.lengthSlot = ex.lengthSlots++;
+  out.length = [&op, skBound](const std::vector<TensorRef> &t) { return decodeKeyCount(op, t, skBound); };
+  out.launch = [&op, st, elem, flash, skBound, index,
+                slot = out.lengthSlot](Executor &e, const std::vector<TensorRef> &t) -> std::string {
+    auto has = [&](size_t i) { return op.inputs.size() > i && op.inputs[i] >= 0 && t[size_t(op.inputs[i])].numel() > 0; };
+    const bool packed = op.attrs.getInt("packed_qkv", 0) != 0, timeMajor = op.attrs.getInt("kv_time_major", 0) != 0;
+    const TensorRef &q = t[size_t(op.inputs[0])];
+    AttentionArgs a;
+    a.Hq = op.attrs.getInt("q_num_heads", 0), a.Hkv = op.attrs.getInt("kv_num_heads", 0);
+    if (q.shape.rank != 3 || a.Hq <= 0 || a.Hkv <= 0)
+      return std::string("q must be [batch, seq, heads * head]");
+    a.B = q.shape.dims[0], a.Sq = q.shape.dims[1];
+    const char *base = static_cast<const char *>(e.at(op.inputs[0]));
+    if (packed) {
+      const int64_t width = q.shape.dims[2];
+      a.D = a.Dv = width / (a.Hq + 2 * a.Hkv);
+      a.Sk = a.Sq;
+      a.qs = a.ks = a.vs = {a.Sq * width, width, a.D};
+      a.q = base;
+      a.k = base + a.Hq * a.D * elem;
+      a.v = base + (a.Hq + a.Hkv) * a.D * elem;
+    } else {
+      const TensorRef &k = t[size_t(op.inputs[1])], &v = t[size_t(op.inputs[2])];
+      a.D = q.shape.dims[2] / a.Hq;
+      a.qs = {a.Sq * a.Hq * a.D, a.Hq * a.D, a.D};
+      a.q = base, a.k = e.at(op.inputs[1]), a.v = e.at(op.inputs[2]);
+      if (k.shape.rank == 4) { // [B, Hkv, Sk, D]
+        a.Sk = k.shape.dims[2], a.Dv = v.shape.dims[3];
+        a.ks = {a.Hkv * a.Sk * a.D, a.D, a.Sk * a.D}, a.vs = {a.Hkv * a.Sk * a.Dv, a.Dv, a.Sk * a.Dv};
+      } else if (timeMajor) { // [Sk, B, Hkv * D]
+        a.Sk = k.shape.dims[0], a.Dv = v.shape.dims[2] / a.Hkv;
+        a.ks = {a.Hkv * a.D, a.B * a.Hkv * a.D, a.D}, a.vs = {a.Hkv * a.Dv, a.B * a.Hkv * a.Dv, a.Dv};
+      } else { // [B, Sk, Hkv * D]
+        a.Sk = k.shape.dims[1], a.Dv = v.shape.dims[2] / a.Hkv;
+        a.ks = {a.Sk * a.Hkv * a.D, a.Hkv * a.D, a.D}, a.vs = {a.Sk * a.Hkv * a.Dv, a.Hkv * a.Dv, a.Dv};
+      }
+    }
+    const double scale = op.attrs.getFloat("scale", 0.0);
+    a.scale = float(scale != 0.0 ? scale : 1.0 / std::sqrt(double(a.D)));
+    a.causal = op.attrs.getInt("is_causal", 0) != 0;
+    if (has(3)) {
+      const int64_t scores[4] = {a.B, a.Hq, a.Sq, a.Sk};
+      if (std::string err = maskLayout(t[size_t(op.inputs[3])], scores, a.maskStrides, a.maskType); !err.empty())
+        return err;
+      a.mask = e.at(op.inputs[3]);
+    }
+    if (has(4)) {
+      // Tables that concatenate one table with itself: that one (their concatenation is not
+      // launched: unneededOnDevice).
+      a.halfTables = readsHalfTables(op, e.halfOf);
+      const int cosV = a.halfTables ? e.halfOf[size_t(op.inputs[4])] : op.inputs[4];
+      const int sinV = a.halfTables ? e.halfOf[size_t(op.inputs[5])] : op.inputs[5];
+      const TensorRef &c = t[size_t(cosV)];
+      a.cos = e.at(cosV), a.sin = e.at(sinV);
+      a.tablesPerBatch = a.B > 1 && c.numel() == a.B * a.Sq * (a.halfTables ? a.D / 2 : a.D);
+      const bool cacheLayout = !packed && t[size_t(op.inputs[1])].shape.rank == 4;
+      a.rotateKeys = !cacheLayout && !timeMajor && op.attrs.getInt("rotate_keys", 1) != 0;
+    }
+    a.out = e.at(op.outputs[0]);
+    // A decode step: the key length split across blocks (the one-block-per-query kernel would
+    // read the whole cache from B * Hq blocks); over a cache, as many blocks as the longest
+    // cache needs, each taking its share of the key count that the length table holds.
+    if (decodeKeyCount(op, t, skBound) >= 0) {
+      a.Sk = skBound, a.skOnDevice = e.lengths + slot;
+      a.maskRowPerBatch = maskRowPerBatch(op, t, 3);
+      a.overlapPrevious = e.overlapLaunches;
+      if (const int linear = e.prefetchWeightOf.empty() ? -1 : e.prefetchWeightOf[size_t(index)]; linear >= 0) {
+        const int w = e.plan->ops[size_t(linear)].inputs[1];
+        a.prefetchL2 = e.at(w), a.prefetchL2Bytes = deviceBytesOf(e, w, e.plan->values[size_t(w)].shape);
+      }
+      return decodeAttention(st, a, decodeAttentionSplits(skBound), e.attentionWorkspace, e.stream);
+    }
+    if (a.Sq == 1 && !packed && !a.rotateKeys && a.D <= kMaxDecodeHeadDim) {
+      const int splits = decodeAttentionSplits(a.Sk);
+      if (decodeAttentionWorkspaceBytes(a.B, a.Hq, a.Dv, splits) <= e.workspaceBytes)
+        return decodeAttention(st, a, splits, e.attentionWorkspace, e.stream);
+    }
+    if (flash && a.Sq > 1 && flashAttentionFits(st, a.D, a.Dv, e.sharedOptIn))
+      return flashAttention(st, a, e.stream);
+    return attention(st, a, e.stream);
+  };
+  return {};
+}
+
+// fused_elementwise: the region's CUDA C, compiled by NVRTC for this device when the context is
+// created (the plan does not carry CUBINs yet), launched with this run's broadcast strides.
+std::string prepareFusedElementwise(Executor &ex, const PlanOp &op, PreparedOp &out, int index) {
+  std::vector<fused::Instruction> program;
+  std::vector<int> results;
+  if (std::string err = fused::parseProgram(op.attrs, int(op.inputs.size()), int(op.outputs.size()), program, results);
+      !err.empty())
+    return err;
+  std::vector<DType> ins, outs;
+  for (int i : op.inputs)
+    ins.push_back(onDevice(ex.plan->values[size_t(i)]));
+  for (int o : op.outputs)
+    outs.push_back(onDevice(ex.plan->values[size_t(o)]));
+  std::string name = "llmc_fused_" + std::to_string(index);
+  std::vector<char> compiled;
+  const void *code = nullptr;
+#ifndef LLMC_CUDA_EMULATION // the tests' CPU emulation runs no CUBIN: it compiles every region
+  for (const PlanCudaKernel &k : ex.plan->cudaKernels) // the plan's own CUBIN for this device
+    if (k.op == index && k.arch == ex.arch)
+      code = k.cubin, name = k.name;
+#endif
+  if (!code) { // a CPU plan: compile the region for this device now
+    std::string error;
+    const std::string source = fusedElementwiseSource(program, results, ins, outs, name, error);
+    if (!error.empty() || ex.dry)
+      return error;
+    if (std::string err = compileToCubin(source, name, ex.arch, compiled); !err.empty())
+      return err;
+    code = compiled.data();
+  }
+  if (ex.dry)
+    return {};
+  cudaLibrary_t library;
+  if (cudaError_t e = cudaLibraryLoadData(&library, code, nullptr, nullptr, 0, nullptr, nullptr, 0); e != cudaSuccess)
+    return cudaError("loading a generated kernel", e);
+  ex.libraries.push_back(library);
+  cudaKernel_t kernel;
+  if (cudaError_t e = cudaLibraryGetKernel(&kernel, library, name.c_str()); e != cudaSuccess)
+    return cudaError("finding a generated kernel", e);
+  out.launch = [kernel, &op](Executor &e, const std::vector<TensorRef> &t) -> std::string {
+    const Shape &shape = t[size_t(op.outputs[0])].shape;
+    FusedShape fs{};
+    fs.count = shape.numel(), fs.rank = shape.rank;
+    for (int d = 0; d < shape.rank; ++d)
+      fs.dims[d] = shape.dims[d];
+    for (size_t i = 0; i < op.inputs.size(); ++i) {
+      const Shape &in = t[size_t(op.inputs[i])].shape;
+      int64_t stride = 1;
+      for (int d = shape.rank - 1; d >= 0; --d) {
+        const int id = in.rank - (shape.rank - d);
+        const int64_t dim = id >= 0 ? in.dims[id] : 1;
+        fs.strides[i][d] = dim == 1 ? 0 : stride;
+        stride *= dim;
+      }
+    }
+    if (fs.count == 0)
+      return std::string();
+    std::vector<void *> pointers;
+    for (int i : op.inputs)
+      pointers.push_back(e.at(i));
+    for (int o : op.outputs)
+      pointers.push_back(e.at(o));
+    std::vector<void *> args;
+    for (void *&p : pointers)
+      args.push_back(&p);
+    args.push_back(&fs);
+    const unsigned blocks = unsigned(std::min<int64_t>((fs.count + 255) / 256, 65535 * 4));
+    if (cudaError_t err = cudaLaunchKernel(reinterpret_cast<const void *>(kernel), dim3(blocks), dim3(256), args.data(), 0,
+                                           e.stream);
+        err != cudaSuccess)
+      return cudaError("fused_elementwise launch", err);
+    return std::string();
+  };
+  return {};
+}
+
+std::string prepareLatentAttention(Executor &ex, const PlanOp &op, PreparedOp &out) {
+  for (int i = 0; i < 4; ++i)
+    if (!isFloat(ex.plan->values[size_t(op.inputs[size_t(i)])]))
+      return "supports float operands";
+  Storage st;
+  if (std::string err = floatStorage(ex, op, st); !err.empty())
+    return err;
+  // Over a cache, the key count from the length table (LengthFreeGraph.h).
+  const int64_t skBound = dimBound(ex, op.inputs[1], 0);
+  out.lengthSlot = ex.lengthSlots++;
+  out.length = [&op, skBound](const std::vector<TensorRef> &t) { return latentKeyCount(op, t, skBound); };
+  out.launch = [&op, st, skBound, slot = out.lengthSlot](Executor &e, const std::vector<TensorRef> &t) -> std::string {
+    const TensorRef &q = t[size_t(op.inputs[0])], &cache = t[size_t(op.inputs[1])], &uk = t[size_t(op.inputs[2])],
+                    &uv = t[size_t(op.inputs[3])];
+    const bool hasUk = uk.numel() > 0, hasUv = uv.numel() > 0;
+    const bool hasMask = op.inputs.size() > 4 && op.inputs[4] >= 0 && t[size_t(op.inputs[4])].numel() > 0;
+    const int64_t rope = op.attrs.getInt("rope_dim", 0), latent = cache.shape.dims[2] - rope;
+    const int64_t B = q.shape.dims[0], H = q.shape.dims[1], Sq = q.shape.dims[2], Sk = cache.shape.dims[0];
+    LatentMask mask;
+    mask.causal = op.attrs.getInt("is_causal", 0) != 0;
+    if (hasMask) {
+      const int64_t scores[4] = {B, H, Sq, Sk};
+      if (std::string err = maskLayout(t[size_t(op.inputs[4])], scores, mask.strides, mask.type); !err.empty())
+        return err;
+      mask.data = e.at(op.inputs[4]);
+    }
+    const bool fromTable = latentKeyCount(op, t, skBound) >= 0;
+    mask.rowPerBatch = fromTable && maskRowPerBatch(op, t, 4);
+    return latentAttention(st, e.at(op.inputs[0]), e.at(op.inputs[1]), hasUk ? e.at(op.inputs[2]) : nullptr,
+                           hasUv ? e.at(op.inputs[3]) : nullptr, mask, e.at(op.outputs[0]), B, H, Sq, fromTable ? skBound : Sk, hasUk ? uk.shape.dims[1] : 0, rope,
+                           latent, hasUv ? uv.shape.dims[2] : latent, float(op.attrs.getFloat("scale", 1.0)),
+                           fromTable ? e.lengths + slot : nullptr, e.stream);
+  };
+  return {};
+}
+
+} // namespace llmc::rt::cuda::exec

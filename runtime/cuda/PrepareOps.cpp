@@ -1,0 +1,468 @@
+// The CUDA executor's op dispatch, data movement, small ops, reductions, convolution and
+// pooling, prepared (PrepareOps.h).
+#include "PrepareOps.h"
+#include "PlanShortcuts.h"
+
+#include <algorithm>
+
+namespace llmc::rt::cuda::exec {
+
+namespace {
+
+StridedCopy copyOf(const Shape &dims, int elemBytes) {
+  StridedCopy c;
+  c.rank = dims.rank, c.elemBytes = elemBytes;
+  for (int d = 0; d < dims.rank; ++d)
+    c.dims[d] = dims.dims[d];
+  contiguousStrides(dims, c.dst);
+  contiguousStrides(dims, c.src);
+  return c;
+}
+
+// The pieces of a split or a concat, launched together (kMaxCopies at a time): one launch where
+// a piece each took one.
+class CopyBatch {
+public:
+  CopyBatch(void *stream, bool overlap) : stream_(stream), overlap_(overlap) {}
+  std::string add(const void *src, void *dst, const StridedCopy &c) {
+    if (batch_.count == kMaxCopies)
+      if (std::string err = flush(); !err.empty())
+        return err;
+    batch_.src[batch_.count] = src, batch_.dst[batch_.count] = dst, batch_.copy[batch_.count] = c;
+    ++batch_.count;
+    return {};
+  }
+  std::string flush() {
+    std::string err = batch_.count ? stridedCopies(batch_, stream_) : std::string();
+    batch_.count = 0;
+    return err;
+  }
+  // The pieces left and a rotated one, in one launch.
+  std::string flushWithRotary(Storage st, const RotaryArgs &rotary) {
+    std::string err = stridedCopiesAndRotary(st, batch_, rotary, stream_, overlap_);
+    batch_.count = 0;
+    return err;
+  }
+
+private:
+  StridedCopies batch_;
+  void *stream_;
+  bool overlap_; // the rotary launch's programmatic dependent launch (Executor::overlapLaunches)
+};
+
+// (The arena gives the output the input's bytes, so this launches nothing; see layoutArena.)
+std::string prepareCopy(Executor &ex, const PlanOp &op, PreparedOp &out) {
+  Storage st;
+  if (std::string err = floatStorage(ex, op, st); !err.empty())
+    return err;
+  out.launch = [&op](Executor &e, const std::vector<TensorRef> &t) -> std::string {
+    const size_t bytes = deviceBytesOf(e, op.outputs[0], t[size_t(op.outputs[0])].shape);
+    if (bytes != deviceBytesOf(e, op.inputs[0], t[size_t(op.inputs[0])].shape))
+      return "the output's size differs from the input's";
+    if (bytes && e.at(op.outputs[0]) != e.at(op.inputs[0]))
+      if (cudaError_t err = cudaMemcpyAsync(e.at(op.outputs[0]), e.at(op.inputs[0]), bytes, cudaMemcpyDeviceToDevice, e.stream);
+          err != cudaSuccess)
+        return cudaError("copy", err);
+    return std::string();
+  };
+  return {};
+}
+
+std::string prepareDataMovement(Executor &ex, const PlanOp &op, PreparedOp &out, int index) {
+  Storage st;
+  if (std::string err = floatStorage(ex, op, st); !err.empty())
+    return err;
+  const int elem = int(dtypeSize(onDevice(ex.plan->values[size_t(op.inputs[0])])));
+  const std::string &k = op.kernel;
+  if (k == "transpose") {
+    out.launch = [&op, elem](Executor &e, const std::vector<TensorRef> &t) {
+      const Shape &in = t[size_t(op.inputs[0])].shape, &o = t[size_t(op.outputs[0])].shape;
+      std::vector<int64_t> perm = op.attrs.getInts("perm");
+      if (perm.empty())
+        for (int d = in.rank - 1; d >= 0; --d)
+          perm.push_back(d);
+      StridedCopy c = copyOf(o, elem);
+      int64_t inStrides[kMaxRank];
+      contiguousStrides(in, inStrides);
+      for (int d = 0; d < o.rank; ++d)
+        c.src[d] = inStrides[perm[size_t(d)]];
+      return stridedCopy(e.at(op.inputs[0]), e.at(op.outputs[0]), c, e.stream);
+    };
+  } else if (k == "slice" || k == "dynamic_slice") {
+    // A dynamic_slice's starts must be constants of the plan (its ends only decide the output
+    // shape, which the plan's dimension expressions give): no kernel reads device data on the host.
+    std::vector<int64_t> starts = op.attrs.getInts("starts");
+    if (k == "dynamic_slice" && !constantInts(*ex.plan, op.inputs[1], starts))
+      return "supports starts that are constants of the plan";
+    out.launch = [&op, elem, starts](Executor &e, const std::vector<TensorRef> &t) -> std::string {
+      const Shape &in = t[size_t(op.inputs[0])].shape, &o = t[size_t(op.outputs[0])].shape;
+      const std::vector<int64_t> axes = op.attrs.getInts("axes"), steps = op.attrs.getInts("steps");
+      if (!axes.empty() && axes.size() != starts.size())
+        return std::string("starts and axes differ in length");
+      StridedCopy c = copyOf(o, elem);
+      int64_t inStrides[kMaxRank];
+      contiguousStrides(in, inStrides);
+      for (int d = 0; d < in.rank; ++d)
+        c.src[d] = inStrides[d];
+      for (size_t i = 0; i < starts.size(); ++i) {
+        const int d = int(axes.empty() ? int64_t(i) : (axes[i] < 0 ? axes[i] + in.rank : axes[i]));
+        const int64_t step = steps.empty() ? 1 : steps[i], dim = in.dims[d];
+        int64_t begin = starts[i] < 0 ? starts[i] + dim : starts[i];
+        begin = step > 0 ? std::clamp<int64_t>(begin, 0, dim) : std::clamp<int64_t>(begin, 0, dim - 1);
+        c.srcBase += begin * inStrides[d];
+        c.src[d] = inStrides[d] * step;
+      }
+      return stridedCopy(e.at(op.inputs[0]), e.at(op.outputs[0]), c, e.stream);
+    };
+  } else if (k == "concat") {
+    // Two pieces along the leading axis (a cache and its new rows): the second piece's place,
+    // the first's row count, comes from the length table (LengthFreeGraph.h).
+    const PlanValue &first = ex.plan->values[size_t(op.inputs[0])];
+    if (op.inputs.size() == 2 && first.shape.rank > 0 && axisOf(op, first.shape.rank) == 0) {
+      out.lengthSlot = ex.lengthSlots++;
+      out.length = [&op](const std::vector<TensorRef> &t) { return t[size_t(op.inputs[0])].shape.dims[0]; };
+    }
+    out.launch = [&op, elem, slot = out.lengthSlot](Executor &e, const std::vector<TensorRef> &t) -> std::string {
+      const Shape &o = t[size_t(op.outputs[0])].shape;
+      const int axis = axisOf(op, o.rank);
+      int64_t outStrides[kMaxRank], at = 0;
+      contiguousStrides(o, outStrides);
+      CopyBatch batch(e.stream, e.overlapLaunches);
+      for (size_t piece = 0; piece < op.inputs.size(); ++piece) {
+        const int i = op.inputs[piece];
+        const Shape &in = t[size_t(i)].shape;
+        StridedCopy c = copyOf(in, elem);
+        for (int d = 0; d < o.rank; ++d)
+          c.dst[d] = outStrides[d];
+        if (slot >= 0 && piece == 1) // after as many rows as the first piece has
+          c.dstShift = e.lengths + slot, c.dstShiftStride = outStrides[0];
+        else
+          c.dstBase = at * outStrides[axis];
+        at += in.dims[axis];
+        // A cache kept on the device: the past rows already lie where the present puts them, and
+        // the new ones where their producer wrote them (inPlaceOf).
+        if (e.at(i) == e.at(op.outputs[0]) && c.dstBase == 0 && !c.dstShift && std::equal(c.src, c.src + c.rank, c.dst))
+          continue;
+        if (piece == 1 && !e.cacheRows.empty() && e.cacheRows[size_t(i)] >= 0)
+          continue;
+        if (std::string err = batch.add(e.at(i), e.at(op.outputs[0]), c); !err.empty())
+          return err;
+      }
+      return batch.flush();
+    };
+  } else if (k == "split") {
+    out.launch = [&op, elem, st, index](Executor &e, const std::vector<TensorRef> &t) -> std::string {
+      if (const int linear = e.linearOfSplit.empty() ? -1 : e.linearOfSplit[size_t(index)]; linear >= 0)
+        if (SmallLinearArgs a; smallLinearCall(e, linear, t, st, a) && a.pieces > 0)
+          return std::string(); // the linear wrote the pieces (addOutputPieces)
+      const Shape &in = t[size_t(op.inputs[0])].shape;
+      const int axis = axisOf(op, in.rank);
+      int64_t inStrides[kMaxRank], at = 0;
+      contiguousStrides(in, inStrides);
+      // A piece that a rotary op turns (inPlaceOf): rotated here, from the input's rows.
+      const Executor::SplitRotary fused = e.rotaryOfSplit.empty() ? Executor::SplitRotary() : e.rotaryOfSplit[size_t(index)];
+      RotaryArgs rotaryPiece;
+      CopyBatch batch(e.stream, e.overlapLaunches);
+      for (int o : op.outputs) {
+        const Shape &part = t[size_t(o)].shape;
+        if (o == fused.piece) {
+          if (std::string err = rotaryArgsOf(e, e.plan->ops[size_t(fused.rotary)], t, rotaryPiece); !err.empty())
+            return err;
+          rotaryPiece.x = static_cast<const char *>(e.at(op.inputs[0])) + at * elem;
+          rotaryPiece.xRowStride = in.dims[in.rank - 1];
+          at += part.dims[axis];
+          continue;
+        }
+        StridedCopy c = copyOf(part, elem);
+        for (int d = 0; d < in.rank; ++d)
+          c.src[d] = inStrides[d];
+        c.srcBase = at * inStrides[axis];
+        at += part.dims[axis];
+        const ShiftedOutput d = destinationOf(e, o, t);
+        c.dstShift = d.shift, c.dstShiftStride = d.shiftStride;
+        if (std::string err = batch.add(e.at(op.inputs[0]), d.base, c); !err.empty())
+          return err;
+      }
+      return fused.rotary >= 0 ? batch.flushWithRotary(st, rotaryPiece) : batch.flush();
+    };
+  } else if (k == "expand") {
+    out.launch = [&op, elem](Executor &e, const std::vector<TensorRef> &t) {
+      const Shape &o = t[size_t(op.outputs[0])].shape;
+      StridedCopy c = copyOf(o, elem);
+      broadcastStridesTo(t[size_t(op.inputs[0])].shape, o, c.src);
+      return stridedCopy(e.at(op.inputs[0]), e.at(op.outputs[0]), c, e.stream);
+    };
+  } else {
+    return "not a data-movement op";
+  }
+  return {};
+}
+
+std::string prepareElementwise(Executor &, const PlanOp &op, PreparedOp &out, int code) {
+  if (op.kernel == "gelu" && op.attrs.getString("approximate") == "tanh")
+    code = elementwiseOp("gelu_tanh");
+  if (int(op.inputs.size()) != elementwiseArity(code) || op.outputs.size() != 1)
+    return "expects " + std::to_string(elementwiseArity(code)) + " inputs and one output";
+  for (int i : op.inputs)
+    if (i < 0)
+      return "an absent input";
+  out.launch = [&op, code](Executor &e, const std::vector<TensorRef> &t) {
+    const TensorRef &o = t[size_t(op.outputs[0])];
+    ElementwiseArgs a;
+    a.op = code, a.numInputs = int(op.inputs.size()), a.out = e.at(op.outputs[0]);
+    a.outType = int(onDevice(e.plan->values[size_t(op.outputs[0])]));
+    a.rank = o.shape.rank;
+    for (int d = 0; d < o.shape.rank; ++d)
+      a.dims[d] = o.shape.dims[d];
+    for (size_t j = 0; j < op.inputs.size(); ++j) {
+      const TensorRef &in = t[size_t(op.inputs[j])];
+      a.in[j] = e.at(op.inputs[j]), a.inType[j] = int(onDevice(e.plan->values[size_t(op.inputs[j])]));
+      broadcastStridesTo(in.shape, o.shape, a.inStrides[j]);
+    }
+    return elementwise(a, e.stream);
+  };
+  return {};
+}
+
+std::string prepareSmallOp(Executor &ex, const PlanOp &op, PreparedOp &out) {
+  if (op.kernel == "shape") {
+    out.launch = [&op](Executor &e, const std::vector<TensorRef> &t) {
+      const Shape &s = t[size_t(op.inputs[0])].shape;
+      int64_t start = op.attrs.getInt("start", 0), end = op.attrs.getInt("end", s.rank);
+      start = std::clamp<int64_t>(start < 0 ? start + s.rank : start, 0, s.rank);
+      end = std::clamp<int64_t>(end < 0 ? end + s.rank : end, 0, s.rank);
+      return writeInt64s(e.at(op.outputs[0]), s.dims + start, int(std::max<int64_t>(0, end - start)), e.stream);
+    };
+  } else if (op.kernel == "range") {
+    Storage st;
+    if (std::string err = floatStorage(ex, op, st); !err.empty())
+      return err;
+    out.launch = [&op](Executor &e, const std::vector<TensorRef> &t) {
+      const TensorRef &o = t[size_t(op.outputs[0])];
+      return range(int(onDevice(e.plan->values[size_t(op.outputs[0])])), e.at(op.inputs[0]), e.at(op.inputs[2]), e.at(op.outputs[0]), o.numel(), e.stream);
+    };
+  } else if (op.kernel == "gather_nd") {
+    if (op.attrs.getInt("batch_dims", 0) != 0 || ex.plan->values[size_t(op.inputs[1])].dtype != DType::I64)
+      return "supports batch_dims 0 and int64 indices";
+    const int elem = int(dtypeSize(onDevice(ex.plan->values[size_t(op.inputs[0])])));
+    out.launch = [&op, elem](Executor &e, const std::vector<TensorRef> &t) {
+      const Shape &data = t[size_t(op.inputs[0])].shape, &idx = t[size_t(op.inputs[1])].shape;
+      const int k = int(idx.dims[idx.rank - 1]);
+      int64_t strides[kMaxRank];
+      contiguousStrides(data, strides);
+      int64_t slice = 1;
+      for (int d = k; d < data.rank; ++d)
+        slice *= data.dims[d];
+      const int64_t tuples = t[size_t(op.inputs[1])].numel() / std::max(k, 1);
+      return gatherNd(e.at(op.inputs[0]), static_cast<const int64_t *>(e.at(op.inputs[1])), e.at(op.outputs[0]), tuples, k,
+                      data.dims, strides, slice, elem, e.errorFlag, e.stream);
+    };
+  } else if (op.kernel == "gather_elements") {
+    if (ex.plan->values[size_t(op.inputs[1])].dtype != DType::I64)
+      return "supports int64 indices";
+    const int elem = int(dtypeSize(onDevice(ex.plan->values[size_t(op.inputs[0])])));
+    out.launch = [&op, elem](Executor &e, const std::vector<TensorRef> &t) -> std::string {
+      const Shape &data = t[size_t(op.inputs[0])].shape, &idx = t[size_t(op.inputs[1])].shape;
+      const int64_t a = op.attrs.getInt("axis", 0);
+      const int axis = int(a < 0 ? a + data.rank : a);
+      if (idx.rank != data.rank)
+        return std::string("indices and data differ in rank");
+      for (int d = 0; d < data.rank; ++d)
+        if (d != axis && idx.dims[d] > data.dims[d])
+          return std::string("indices reach outside the data");
+      return gatherElements(e.at(op.inputs[0]), static_cast<const int64_t *>(e.at(op.inputs[1])), e.at(op.outputs[0]),
+                            data.rank, axis, idx.dims, data.dims, elem, e.errorFlag, e.stream);
+    };
+  } else if (op.kernel == "cumsum") {
+    std::vector<int64_t> axis;
+    if (!constantInts(*ex.plan, op.inputs[1], axis) || axis.size() != 1)
+      return "supports an axis that is a constant of the plan";
+    const PlanValue &x = ex.plan->values[size_t(op.inputs[0])];
+    const int a = int(axis[0] < 0 ? axis[0] + x.shape.rank : axis[0]);
+    if (a < 0 || a >= x.shape.rank)
+      return "axis out of range";
+    out.launch = [&op, a](Executor &e, const std::vector<TensorRef> &t) {
+      const Shape &s = t[size_t(op.inputs[0])].shape;
+      int64_t inner = 1;
+      for (int d = a + 1; d < s.rank; ++d)
+        inner *= s.dims[d];
+      const int64_t outer = rowsBefore(s, a);
+      return cumsum(int(onDevice(e.plan->values[size_t(op.inputs[0])])), e.at(op.inputs[0]), e.at(op.outputs[0]), outer,
+                    s.dims[a], inner, op.attrs.getInt("exclusive", 0) != 0, op.attrs.getInt("reverse", 0) != 0,
+                    e.stream);
+    };
+  } else {
+    return "not a small op";
+  }
+  return {};
+}
+
+std::string prepareReduce(Executor &ex, const PlanOp &op, PreparedOp &out) {
+  const PlanValue &x = ex.plan->values[size_t(op.inputs[0])];
+  const std::string kind = op.kernel.substr(strlen("reduce_"));
+  Storage st;
+  if (std::string err = floatStorage(ex, op, st); !err.empty())
+    return err;
+  if (!isFloat(x) || (kind != "sum" && kind != "mean" && kind != "max" && kind != "min" && kind != "l2" &&
+                    kind != "sum_square"))
+    return "supports float sum, mean, max, min, l2 and sum_square";
+  if (op.inputs.size() > 1 && op.inputs[1] >= 0)
+    return "axes given as a tensor";
+  out.launch = [&op, kind, st](Executor &e, const std::vector<TensorRef> &t) -> std::string {
+    const Shape &s = t[size_t(op.inputs[0])].shape;
+    const std::vector<int64_t> axes = op.attrs.getInts("axes");
+    if (axes.empty() && op.attrs.getInt("noop_with_empty_axes", 0)) {
+      const size_t bytes = deviceBytesOf(e, op.inputs[0], s);
+      return bytes ? (cudaMemcpyAsync(e.at(op.outputs[0]), e.at(op.inputs[0]), bytes, cudaMemcpyDeviceToDevice, e.stream) ==
+                              cudaSuccess
+                          ? std::string()
+                          : std::string("copy failed"))
+                   : std::string();
+    }
+    bool reduced[kMaxRank] = {};
+    for (int d = 0; d < s.rank; ++d)
+      reduced[d] = axes.empty();
+    for (int64_t a : axes)
+      reduced[a < 0 ? a + s.rank : a] = true;
+    return reduce(st, kind, e.at(op.inputs[0]), e.at(op.outputs[0]), s.rank, s.dims, reduced, e.stream);
+  };
+  return {};
+}
+
+// The window of a conv or pool op for this run's shapes.
+std::string windowOf(const PlanOp &op, const Shape &x, const Shape &y, const int64_t *kernel, Window &w) {
+  w.spatial = x.rank - 2;
+  if (w.spatial < 1 || w.spatial > 3 || y.rank != x.rank)
+    return "needs 1 to 3 spatial dimensions";
+  const std::vector<int64_t> pads = op.attrs.getInts("pads"), strides = op.attrs.getInts("strides"),
+                             dilations = op.attrs.getInts("dilations");
+  for (int d = 0; d < w.spatial; ++d) {
+    w.in[d] = x.dims[d + 2], w.out[d] = y.dims[d + 2], w.kernel[d] = kernel[d];
+    w.padBegin[d] = pads.size() == size_t(2 * w.spatial) ? pads[size_t(d)] : 0;
+    w.stride[d] = strides.size() == size_t(w.spatial) ? strides[size_t(d)] : 1;
+    w.dilation[d] = dilations.size() == size_t(w.spatial) ? dilations[size_t(d)] : 1;
+  }
+  return {};
+}
+
+std::string prepareConvPoolPad(Executor &ex, const PlanOp &op, PreparedOp &out) {
+  Storage st;
+  if (std::string err = floatStorage(ex, op, st); !err.empty())
+    return err;
+  if (!isFloat(ex.plan->values[size_t(op.inputs[0])]))
+    return "supports float inputs";
+  if (op.kernel == "conv") {
+    const PlanValue &w = ex.plan->values[size_t(op.inputs[1])];
+    if (!isFloat(w) || (op.attrs.find("auto_pad") && op.attrs.getString("auto_pad") != "NOTSET"))
+      return "supports float weights and explicit pads";
+    const bool bias = op.inputs.size() > 2 && op.inputs[2] >= 0;
+    out.launch = [&op, bias, st](Executor &e, const std::vector<TensorRef> &t) -> std::string {
+      const Shape &x = t[size_t(op.inputs[0])].shape, &w = t[size_t(op.inputs[1])].shape, &y = t[size_t(op.outputs[0])].shape;
+      Window win;
+      if (std::string err = windowOf(op, x, y, w.dims + 2, win); !err.empty())
+        return err;
+      return conv(st, e.at(op.inputs[0]), e.at(op.inputs[1]), bias ? e.at(op.inputs[2]) : nullptr, e.at(op.outputs[0]),
+                  x.dims[0], x.dims[1], w.dims[0], op.attrs.getInt("group", 1), win, e.stream);
+    };
+  } else if (op.kernel == "max_pool" || op.kernel == "average_pool") {
+    if (op.outputs.size() != 1)
+      return "no indices output";
+    out.launch = [&op, st](Executor &e, const std::vector<TensorRef> &t) -> std::string {
+      const Shape &x = t[size_t(op.inputs[0])].shape, &y = t[size_t(op.outputs[0])].shape;
+      const std::vector<int64_t> kernel = op.attrs.getInts("kernel_shape");
+      if (int(kernel.size()) != x.rank - 2)
+        return "kernel_shape does not match the spatial rank";
+      Window win;
+      if (std::string err = windowOf(op, x, y, kernel.data(), win); !err.empty())
+        return err;
+      return pool(st, op.kernel == "max_pool", e.at(op.inputs[0]), e.at(op.outputs[0]), x.dims[0] * x.dims[1], win,
+                  op.attrs.getInt("count_include_pad", 0) != 0, e.stream);
+    };
+  } else { // pad
+    const std::string mode(op.attrs.getString("mode"));
+    if (!mode.empty() && mode != "constant" && mode != "edge" && mode != "reflect" && mode != "wrap")
+      return "unknown mode '" + mode + "'";
+    const bool hasValue = op.inputs.size() > 1 && op.inputs[1] >= 0;
+    if (hasValue && ex.plan->values[size_t(op.inputs[1])].kind != fb::ValueKind_Weight)
+      return "needs a constant padding value";
+    float value = 0.0f;
+    if (hasValue) {
+      const PlanValue &v = ex.plan->values[size_t(op.inputs[1])];
+      if (v.dtype != DType::F32 && v.dtype != DType::F16)
+        return "needs a float padding value";
+      value = v.narrow           ? widenFloat(*static_cast<const uint16_t *>(v.narrow), v.deviceDType)
+              : v.dtype == DType::F16 ? widenFloat(*static_cast<const uint16_t *>(v.weight), DType::F16)
+                                      : *static_cast<const float *>(v.weight);
+    }
+    out.launch = [&op, value, mode, st](Executor &e, const std::vector<TensorRef> &t) -> std::string {
+      const Shape &x = t[size_t(op.inputs[0])].shape, &y = t[size_t(op.outputs[0])].shape;
+      const std::vector<int64_t> pads = op.attrs.getInts("pads");
+      if (pads.size() != size_t(2 * x.rank))
+        return "pads must hold a begin and an end per dimension";
+      for (int d = 0; d < x.rank; ++d)
+        if (pads[size_t(d)] < 0 || pads[size_t(d + x.rank)] < 0)
+          return "negative pads (cropping) are not supported";
+      return pad(st, mode, e.at(op.inputs[0]), e.at(op.outputs[0]), x.rank, x.dims, y.dims, pads.data(), value, e.stream);
+    };
+  }
+  return {};
+}
+
+} // namespace
+
+// The op's CUDA kernel, prepared; or why it has none. An error names the op and its node.
+std::string prepareOp(Executor &ex, int k, PreparedOp &p, size_t &scratch) {
+  const PlanOp &op = ex.plan->ops[size_t(k)];
+  p.name = op.kernel;
+  std::string err;
+  if (op.kernel == "rms_norm" || op.kernel == "layer_norm" || op.kernel == "add_rms_norm" || op.kernel == "add_layer_norm")
+    err = prepareNorm(ex, op, k, p);
+  else if (op.kernel == "softmax")
+    err = prepareSoftmax(ex, op, p);
+  else if (op.kernel == "gather")
+    err = prepareGather(ex, op, p);
+  else if (op.kernel == "linear")
+    err = prepareLinear(ex, op, k, p, scratch);
+  else if (op.kernel == "fused_attention")
+    err = prepareAttention(ex, op, p, k);
+  else if (op.kernel == "rotary")
+    err = prepareRotary(ex, op, p, k);
+  else if (op.kernel == "fused_elementwise")
+    err = prepareFusedElementwise(ex, op, p, k);
+  else if (isCopyOp(op.kernel))
+    err = prepareCopy(ex, op, p);
+  else if (op.kernel == "transpose" || op.kernel == "slice" || op.kernel == "dynamic_slice" || op.kernel == "concat" ||
+           op.kernel == "split" || op.kernel == "expand")
+    err = prepareDataMovement(ex, op, p, k);
+  else if (op.kernel == "shape" || op.kernel == "range" || op.kernel == "gather_nd" || op.kernel == "cumsum" ||
+           op.kernel == "gather_elements")
+    err = prepareSmallOp(ex, op, p);
+  else if (op.kernel == "latent_attention")
+    err = prepareLatentAttention(ex, op, p);
+  else if (op.kernel.rfind("reduce_", 0) == 0)
+    err = prepareReduce(ex, op, p);
+  else if (op.kernel == "conv" || op.kernel == "max_pool" || op.kernel == "average_pool" || op.kernel == "pad")
+    err = prepareConvPoolPad(ex, op, p);
+  else if (int code = elementwiseOp(op.kernel); code >= 0 && op.kernel != "gelu_tanh")
+    err = prepareElementwise(ex, op, p, code);
+  else
+    err = "no CUDA kernel for this op yet";
+  return err.empty() ? err : "op '" + op.kernel + "'" + (op.location.empty() ? "" : " (" + op.location + ")") + ": " + err;
+}
+
+// Without a device: `ex` for `plan` with every op prepared (as for sm_90a), the linears' scratch
+// bytes in `scratch`; `missing(k, why)` hears of each op the executor has no kernel for.
+void prepareWithoutDevice(Executor &ex, const llmc_plan_t &plan, size_t &scratch,
+                          const std::function<void(size_t, const std::string &)> &missing) {
+  attachPlan(ex, plan);
+  ex.dry = true, ex.arch = "sm_90a";
+  scratch = 0;
+  for (size_t k = 0; k < plan.ops.size(); ++k) {
+    PreparedOp p;
+    if (std::string err = prepareOp(ex, int(k), p, scratch); !err.empty())
+      missing(k, err);
+    ex.ops.push_back(std::move(p));
+  }
+}
+
+} // namespace llmc::rt::cuda::exec

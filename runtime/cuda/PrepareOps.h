@@ -1,0 +1,35 @@
+// Each op of a plan, prepared for the CUDA executor: its kernel chosen and checked once, its
+// launch a closure that takes the run's shapes. PrepareOps.cpp has the dispatch, data movement,
+// small integer ops, reductions, convolution and pooling; PrepareCompute.cpp the norms, linears,
+// rotary, attention and fused regions.
+#pragma once
+
+#include "Executor.h"
+
+namespace llmc::rt::cuda::exec {
+
+// The op's CUDA kernel, prepared; or why it has none. An error names the op and its node.
+std::string prepareOp(Executor &ex, int k, PreparedOp &p, size_t &scratch);
+// Without a device: `ex` for `plan` with every op prepared (as for sm_90a), the linears' scratch
+// bytes in `scratch`; `missing(k, why)` hears of each op the executor has no kernel for.
+void prepareWithoutDevice(Executor &ex, const llmc_plan_t &plan, size_t &scratch,
+                          const std::function<void(size_t, const std::string &)> &missing);
+
+// PrepareCompute.cpp.
+std::string prepareNorm(Executor &ex, const PlanOp &op, int k, PreparedOp &out);
+std::string prepareSoftmax(Executor &ex, const PlanOp &op, PreparedOp &out);
+std::string prepareGather(Executor &ex, const PlanOp &op, PreparedOp &out);
+std::string prepareLinear(Executor &ex, const PlanOp &op, int k, PreparedOp &out, size_t &scratchBytes);
+std::string prepareRotary(Executor &ex, const PlanOp &op, PreparedOp &out, int index);
+std::string prepareAttention(Executor &ex, const PlanOp &op, PreparedOp &out, int index);
+std::string prepareFusedElementwise(Executor &ex, const PlanOp &op, PreparedOp &out, int index);
+std::string prepareLatentAttention(Executor &ex, const PlanOp &op, PreparedOp &out);
+// The smallLinear call of linear op `k` in this run (with its norm and split where paired), or
+// false where cuBLASLt runs it; the norm's and the split's launches ask too, so that all agree.
+bool smallLinearCall(const Executor &e, int k, const std::vector<TensorRef> &t, Storage st, SmallLinearArgs &a);
+// Where an op writes value `v`: its own bytes, or a linked cache's end (InPlace::cacheRows).
+ShiftedOutput destinationOf(const Executor &e, int v, const std::vector<TensorRef> &t);
+// A rotary op's kernel arguments for this run's shapes.
+std::string rotaryArgsOf(const Executor &e, const PlanOp &op, const std::vector<TensorRef> &t, RotaryArgs &a);
+
+} // namespace llmc::rt::cuda::exec
