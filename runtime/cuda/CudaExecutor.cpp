@@ -159,7 +159,7 @@ std::string create(const llmc_plan_t &plan, const CudaOptions &options, void **s
 }
 
 // The ops at positions [first, end) of the run order, launched one by one (but those whose
-// results nothing reads, and slices that are their input's view in this run).
+// results nothing reads, and ops that are their input's view in this run: RunView).
 std::string launchOps(Executor &ex, const std::vector<TensorRef> &tensors, size_t first, size_t end) {
   const llmc_plan_t &plan = *ex.plan;
   for (size_t pos = first; pos < end; ++pos) {
@@ -261,7 +261,7 @@ bool lengthFreeRun(const Executor &ex) {
 // Launches the plan's ops; with greedy decoding (setArgmaxOutput) also the argmax kernel, inside
 // the last graph when the run ends with one (`argmaxLaunched` says whether it was launched).
 std::string launchAll(Executor &ex, const std::vector<TensorRef> &tensors, bool &argmaxLaunched) {
-  pointSliceViews(ex, tensors);
+  pointRunViews(ex, tensors);
   const bool lengthFree = ex.useGraphs && lengthFreeRun(ex);
   std::vector<int64_t> key;
   for (int vi : ex.plan->inputs) {

@@ -9,16 +9,18 @@ namespace llmc::rt::cuda::exec {
 
 namespace {
 
-// The slices (op indices, in the order they run) that may be views of their input (SliceView):
-// steps of 1, the same device type, an output that is not the plan's, and an input and output
-// with bytes of their own in the arena (`owner`: per value the value whose bytes it uses).
-std::vector<int> sliceViewsOf(const llmc_plan_t &plan, const std::vector<int> &order, const std::vector<int> &owner,
-                              const std::vector<Lifetime> &lifetimes) {
+// The ops (indices, in the order they run) that may be views of their input (RunView): slices
+// with steps of 1 and transposes, of the same device type, with an output that is not the plan's,
+// and an input and output with bytes of their own in the arena (`owner`: per value the value
+// whose bytes it uses).
+std::vector<int> runViewsOf(const llmc_plan_t &plan, const std::vector<int> &order, const std::vector<int> &owner,
+                            const std::vector<Lifetime> &lifetimes) {
   std::vector<int> views;
   for (size_t pos = 0; pos < plan.ops.size(); ++pos) {
     const int k = order.empty() ? int(pos) : order[pos];
     const PlanOp &op = plan.ops[size_t(k)];
-    if (op.kernel != "slice" || op.inputs.empty() || op.inputs[0] < 0 || op.outputs.size() != 1)
+    if ((op.kernel != "slice" && op.kernel != "transpose") || op.inputs.empty() || op.inputs[0] < 0 ||
+        op.outputs.size() != 1)
       continue;
     const std::vector<int64_t> steps = op.attrs.getInts("steps");
     const int in = op.inputs[0], out = op.outputs[0];
@@ -30,6 +32,30 @@ std::vector<int> sliceViewsOf(const llmc_plan_t &plan, const std::vector<int> &o
       views.push_back(k);
   }
   return views;
+}
+
+// Whether RunView op `op` moves no data in this run (shapes `t`): a slice that takes all of its
+// input; a transpose whose axes of more than one element keep their order (a batch's [B, 1, ...]
+// rows to [1, B, ...]).
+bool movesNothing(const PlanOp &op, const std::vector<TensorRef> &t) {
+  const Shape &in = t[size_t(op.inputs[0])].shape;
+  if (op.kernel == "slice")
+    return in == t[size_t(op.outputs[0])].shape;
+  std::vector<int64_t> perm = op.attrs.getInts("perm");
+  if (perm.empty())
+    for (int d = in.rank - 1; d >= 0; --d)
+      perm.push_back(d);
+  int64_t last = -1;
+  for (int64_t axis : perm) {
+    if (axis < 0 || axis >= in.rank)
+      return false;
+    if (in.dims[axis] == 1)
+      continue;
+    if (axis < last)
+      return false;
+    last = axis;
+  }
+  return true;
 }
 
 } // namespace
@@ -79,9 +105,9 @@ ArenaLayout planDeviceArena(const llmc_plan_t &plan, const std::vector<bool> &re
   for (size_t v = 0; v < elsewhere.size(); ++v)
     if (elsewhere[v] && layout.owner[v] == int(v))
       lifetimes[v].bytes = 0;
-  layout.sliceViews = sliceViewsOf(plan, order, layout.owner, lifetimes);
+  layout.runViews = runViewsOf(plan, order, layout.owner, lifetimes);
   // Last readers first: a view's input lives as long as its output, which may be another's input.
-  for (auto k = layout.sliceViews.rbegin(); k != layout.sliceViews.rend(); ++k) {
+  for (auto k = layout.runViews.rbegin(); k != layout.runViews.rend(); ++k) {
     const PlanOp &slice = plan.ops[size_t(*k)];
     Lifetime &in = lifetimes[size_t(layout.owner[size_t(slice.inputs[0])])];
     in.last = std::max(in.last, lifetimes[size_t(slice.outputs[0])].last);
@@ -168,12 +194,11 @@ std::string layoutArena(Executor &ex) {
   findNormsBeforeLinears(ex, ex.order);
   buildSegments(ex);
   InPlace inPlace = inPlaceOf(ex, ex.order);
-  ex.cacheRows = std::move(inPlace.cacheRows);
-  ex.rotaryOfSplit = std::move(inPlace.rotaryOfSplit);
-  ex.splitOfRotary = std::move(inPlace.splitOfRotary);
+  const std::vector<bool> elsewhere = inPlace.elsewhere;
+  keepInPlace(ex, std::move(inPlace));
   findSplitsAfterLinears(ex, ex.order);
   const ArenaLayout layout =
-      planDeviceArena(plan, ex.resident, ex.order, inPlace.elsewhere, ex.normOfLinear, ex.splitOfLinear);
+      planDeviceArena(plan, ex.resident, ex.order, elsewhere, ex.normOfLinear, ex.splitOfLinear);
   const ArenaPlan &arena = layout.arena;
   const std::vector<int> &owner = layout.owner;
   cudaFree(ex.arena);
@@ -189,30 +214,31 @@ std::string layoutArena(Executor &ex) {
   for (size_t i = 0; i < plan.values.size(); ++i) // copies: their input's bytes (or weight)
     if (owner[i] != int(i))
       ex.device_[i] = ex.device_[size_t(owner[i])];
-  ex.sliceViews.clear();
+  ex.runViews.clear();
   ex.viewThisRun.assign(plan.ops.size(), false);
-  for (int k : layout.sliceViews) {
-    SliceView view{k, {}};
+  for (int k : layout.runViews) {
+    RunView view{k, {}};
     const int out = plan.ops[size_t(k)].outputs[0];
     for (size_t i = 0; i < plan.values.size(); ++i)
       if (owner[i] == out)
         view.own.emplace_back(int(i), ex.device_[i]);
-    ex.sliceViews.push_back(std::move(view));
+    ex.runViews.push_back(std::move(view));
   }
   return {};
 }
 
-// Points the readers of each SliceView at its input in this run (shapes `t`) where it takes all
-// of it, and at its own bytes where it does not; in the order they run, so that a view of a view
+// Points the readers of each RunView at its input in this run (shapes `t`) where it moves
+// nothing, and at its own bytes where it does; in the order they run, so that a view of a view
 // reads the first one's input.
-void pointSliceViews(Executor &ex, const std::vector<TensorRef> &t) {
-  for (const SliceView &view : ex.sliceViews) {
+void pointRunViews(Executor &ex, const std::vector<TensorRef> &t) {
+  for (const RunView &view : ex.runViews) {
     const PlanOp &op = ex.plan->ops[size_t(view.op)];
-    const bool whole = t[size_t(op.inputs[0])].shape == t[size_t(op.outputs[0])].shape;
-    ex.viewThisRun[size_t(view.op)] = whole;
+    const bool same = movesNothing(op, t);
+    ex.viewThisRun[size_t(view.op)] = same;
     for (const auto &[v, own] : view.own)
-      ex.device_[size_t(v)] = whole ? ex.device_[size_t(op.inputs[0])] : own;
+      ex.device_[size_t(v)] = same ? ex.device_[size_t(op.inputs[0])] : own;
   }
+  chooseInPlace(ex);
 }
 
 } // namespace llmc::rt::cuda::exec

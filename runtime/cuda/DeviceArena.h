@@ -15,7 +15,7 @@ namespace llmc::rt::cuda::exec {
 struct ArenaLayout {
   ArenaPlan arena;
   std::vector<int> owner;
-  std::vector<int> sliceViews; // the slices that are views of their input where they take all of it (SliceView)
+  std::vector<int> runViews; // the ops that are views of their input in the runs where they move nothing (RunView)
 };
 
 // `elsewhere` (may be empty): values with no bytes of their own (InPlace). `normOfLinear`,
@@ -34,7 +34,7 @@ LengthFreeSplit splitOf(const Executor &ex);
 std::vector<int> runOrder(const llmc_plan_t &plan, const LengthFreeSplit &split);
 // Lays the arena out and allocates it, and builds the segments.
 std::string layoutArena(Executor &ex);
-// Points the readers of each slice view at its input or its own bytes, for this run's shapes.
-void pointSliceViews(Executor &ex, const std::vector<TensorRef> &t);
+// Points the readers of each RunView at its input or its own bytes, for this run's shapes.
+void pointRunViews(Executor &ex, const std::vector<TensorRef> &t);
 
 } // namespace llmc::rt::cuda::exec

@@ -59,12 +59,14 @@ struct Segment {
   cudaGraphExec_t last = nullptr;                           // the one launched last
 };
 
-// A slice that launches nothing in the runs where it takes all of its input (steps of 1, the
-// output's shape the input's: a decode step's last position of --last-position, [1, 1, D] of
-// [1, 1, D]): its readers read the input there (pointSliceViews), and the arena keeps the input
-// until the slice's last reader (planDeviceArena). `own`: the slice's output and the copies of
-// it, with their own arena addresses, which the other runs use.
-struct SliceView {
+// A slice or transpose that launches nothing in the runs where it moves no data: a slice that
+// takes all of its input (steps of 1, the output's shape the input's: a decode step's last
+// position of --last-position, [1, 1, D] of [1, 1, D]), a transpose whose axes of more than one
+// element keep their order (a batch's decode rows [B, 1, ...] to [1, B, ...]). Its readers read
+// the input there (pointRunViews), and the arena keeps the input until the op's last reader
+// (planDeviceArena). `own`: the op's output and the copies of it, with their own arena
+// addresses, which the other runs use.
+struct RunView {
   int op = -1;
   std::vector<std::pair<int, void *>> own;
 };
@@ -109,8 +111,8 @@ struct Executor {
   // Per op: nothing on the device reads what it computes (a target shape that only reshape ops
   // take, whose output shapes the host knows already: unneededOnDevice), so it is not launched.
   std::vector<bool> unneeded;
-  std::vector<SliceView> sliceViews;
-  std::vector<bool> viewThisRun; // per op: a slice of sliceViews that takes all its input in this run
+  std::vector<RunView> runViews;
+  std::vector<bool> viewThisRun; // per op: one of runViews that moves nothing in this run
   // Per value: for a concatenation of one value with itself along the last axis (a Hugging Face
   // export's rotation tables, cos(concat(a, a)) after llmc-fuse-elementwise), that value; else
   // -1. Attentions read their tables' first half there (AttentionArgs::halfTables).
@@ -134,15 +136,24 @@ struct Executor {
   Segment lengthFreeGraph; // ops [split.before, end) of `order`, one graph for every cache length
   std::vector<int> graphLengthSlots; // the slots of that graph's ops with a length in their shapes (-1: none)
   // Per value: the linked cache's concatenation (op index) whose new rows it is, written there by
-  // its producer directly (inPlaceOf), or -1.
+  // its producer directly in this run (inPlaceOf, chooseInPlace), or -1.
   std::vector<int> cacheRows;
-  // Key rotations done by the split that makes their keys (inPlaceOf): per split op, the
-  // rotary op and the piece it turns; per rotary op, its split (-1 elsewhere).
+  // Key rotations done by the split that makes their keys in this run (inPlaceOf,
+  // chooseInPlace): per split op, the rotary op and the piece it turns; per rotary op, its split
+  // (-1 elsewhere).
   struct SplitRotary {
     int rotary = -1, piece = -1;
   };
   std::vector<SplitRotary> rotaryOfSplit;
   std::vector<int> splitOfRotary;
+  // The three above as laid out, for every run; and per concatenation, the transposes on the way
+  // from its new rows' producer (RunView ops) that must move nothing in a run for the rows to be
+  // written in place in that run (a dynamic batch's [B, 1, ...] to [1, B, ...]: decode steps).
+  std::vector<int> plannedCacheRows;
+  std::vector<SplitRotary> plannedRotaryOfSplit;
+  std::vector<int> plannedSplitOfRotary;
+  std::vector<std::vector<int>> appendViews;
+  bool appendsChosenPerRun = false; // some appendViews are not empty
   size_t captures = 0;     // graphs captured so far (a replay captures nothing)
   size_t lastGraphNodes = 0;    // the nodes of the graph captured last
   size_t decodeGraphNodes = 0;  // those of the graph that every cache length replays (decode steps)

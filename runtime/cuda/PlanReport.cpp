@@ -72,9 +72,18 @@ std::string describeDecodeGraphs(const llmc_plan_t &plan) {
   const size_t rotations = size_t(std::count_if(inPlace.splitOfRotary.begin(), inPlace.splitOfRotary.end(),
                                                 [](int k) { return k >= 0; }));
   const size_t unneeded = size_t(std::count(ex.unneeded.begin(), ex.unneeded.end(), true));
+  // Appends in place only where a batch's rows move nothing (through transposes: decode steps).
+  const size_t onlyDecoding = size_t(std::count_if(appendsInPlace.begin(), appendsInPlace.end(), [&](int k) {
+    return k >= 0 && !inPlace.appendViews[size_t(k)].empty();
+  }));
   const std::string appends = "cache appends written in place by the op that makes the rows: " +
                               std::to_string(appendsInPlace.size() - appendsInPlace.count(-1)) + " of " +
-                              std::to_string(pairs) + "; key rotations done by their QKV split: " + std::to_string(rotations) +
+                              std::to_string(pairs) +
+                              (onlyDecoding ? " (" + std::to_string(onlyDecoding) +
+                                                  " where a batch's new rows move nothing through transposes: decode "
+                                                  "steps)"
+                                            : std::string()) +
+                              "; key rotations done by their QKV split: " + std::to_string(rotations) +
                               "; ops not launched (results only reshapes' target shapes or attentions' tables read by "
                               "half): " +
                               std::to_string(unneeded);
@@ -84,7 +93,7 @@ std::string describeDecodeGraphs(const llmc_plan_t &plan) {
   ex.rotaryOfSplit = inPlace.rotaryOfSplit;
   findSplitsAfterLinears(ex, order);
   const size_t views =
-      planDeviceArena(plan, ex.resident, order, inPlace.elsewhere, ex.normOfLinear, ex.splitOfLinear).sliceViews.size();
+      planDeviceArena(plan, ex.resident, order, inPlace.elsewhere, ex.normOfLinear, ex.splitOfLinear).runViews.size();
   size_t linears = 0, gemv = 0, norms = 0, splits = 0;
   for (size_t k = 0; k < plan.ops.size(); ++k) {
     const PlanOp &op = plan.ops[k];
@@ -102,21 +111,22 @@ std::string describeDecodeGraphs(const llmc_plan_t &plan) {
                                  std::to_string(gemv) + " of " + std::to_string(linears) + ", " +
                                  std::to_string(norms) + " of them computing the RMS norm before them, " +
                                  std::to_string(splits) + " the split after them" +
-                                 "\nslices that launch nothing where they take all of their input (a decode step's "
-                                 "last position): " +
+                                 "\nslices and transposes that launch nothing in the runs where they move no data "
+                                 "(a decode step's last position, a batch's rows [B, 1] to [1, B]): " +
                                  std::to_string(views);
   if (split.lengthSymbol.empty())
     return "no attention over a cache that grows: each input-shape bucket is one graph, captured once" + linearLine;
   if (!split.whyNot.empty())
     return "decode steps are captured as a graph again for each cache length: " + split.whyNot + "; " + appends +
            linearLine;
-  // Before the graph, the copy ops are views (the arena gives them their input's bytes).
+  // Before the graph, the copy ops are views (the arena gives them their input's bytes), and ops
+  // whose results nothing on the device reads are not launched.
   size_t launching = 0;
   for (size_t pos = 0; pos < split.before; ++pos) {
     const PlanOp &op = plan.ops[size_t(order[pos])];
     const bool view =
         isCopyOp(op.kernel) && onDevice(plan.values[size_t(op.inputs[0])]) == onDevice(plan.values[size_t(op.outputs[0])]);
-    launching += !view;
+    launching += !view && !ex.unneeded[size_t(order[pos])];
   }
   return "decode steps replay one graph for every cache length: " + std::to_string(plan.ops.size() - split.before) +
          " ops in it, " + std::to_string(split.before) + " run before it (those with the length in their shapes), " +

@@ -45,12 +45,18 @@ void findNormsBeforeLinears(Executor &ex, const std::vector<int> &order) {
 // From value `v` back through copy ops (reshape, squeeze, ...: the same bytes), each value read
 // by the next op alone, to the first op that is not a copy: its index, with `way` the values
 // from `v` back to that op's output; -1 where a value has other readers or no producer.
-int backThroughCopies(const llmc_plan_t &plan, const ValueUses &uses, int v, std::vector<int> &way) {
+int backThroughCopies(const llmc_plan_t &plan, const ValueUses &uses, int v, std::vector<int> &way,
+                      std::vector<int> *transposes) {
   way.clear();
+  if (transposes)
+    transposes->clear();
   while (v >= 0 && uses.readers[size_t(v)] == 1 && uses.producer[size_t(v)] >= 0) {
     way.push_back(v);
     const PlanOp &made = plan.ops[size_t(uses.producer[size_t(v)])];
-    if (!isCopyOp(made.kernel))
+    const bool transpose = transposes && made.kernel == "transpose";
+    if (transpose)
+      transposes->push_back(uses.producer[size_t(v)]);
+    if (!isCopyOp(made.kernel) && !transpose)
       return uses.producer[size_t(v)];
     const bool aliased = !made.inputs.empty() && onDevice(plan.values[size_t(made.inputs[0])]) == onDevice(plan.values[size_t(v)]);
     v = aliased ? made.inputs[0] : -1;
@@ -199,17 +205,22 @@ InPlace inPlaceOf(const Executor &ex, const std::vector<int> &order) {
   const llmc_plan_t &plan = *ex.plan;
   const ValueUses uses = usesOf(plan);
   InPlace p{std::vector<int>(plan.values.size(), -1), std::vector<Executor::SplitRotary>(plan.ops.size()),
-            std::vector<int>(plan.ops.size(), -1), std::vector<bool>(plan.values.size(), false)};
-  std::vector<int> way;
+            std::vector<int>(plan.ops.size(), -1), std::vector<bool>(plan.values.size(), false),
+            std::vector<std::vector<int>>(plan.ops.size())};
+  std::vector<int> way, transposes;
   for (size_t k = 0; k < plan.ops.size(); ++k) {
     const PlanOp &concat = plan.ops[k];
     if (concat.kernel != "concat" || ex.ops[k].lengthSlot < 0 || !linkedInPlace(ex, concat.inputs[0], concat.outputs[0]))
       continue;
-    const int maker = backThroughCopies(plan, uses, concat.inputs[1], way);
-    if (maker >= 0 && (plan.ops[size_t(maker)].kernel == "split" || plan.ops[size_t(maker)].kernel == "rotary") &&
-        onDevice(plan.values[size_t(way.back())]) == onDevice(plan.values[size_t(concat.outputs[0])]))
-      for (int w : way)
-        p.cacheRows[size_t(w)] = int(k), p.elsewhere[size_t(w)] = true;
+    const int maker = backThroughCopies(plan, uses, concat.inputs[1], way, &transposes);
+    bool sameType = maker >= 0;
+    for (size_t i = 0; sameType && i < way.size(); ++i)
+      sameType = onDevice(plan.values[size_t(way[i])]) == onDevice(plan.values[size_t(concat.outputs[0])]);
+    if (!sameType || (plan.ops[size_t(maker)].kernel != "split" && plan.ops[size_t(maker)].kernel != "rotary"))
+      continue;
+    p.appendViews[k] = transposes;
+    for (int w : way)
+      p.cacheRows[size_t(w)] = int(k), p.elsewhere[size_t(w)] = transposes.empty();
   }
   const std::vector<int> position = positionsIn(order, plan.ops.size());
   for (size_t r = 0; r < plan.ops.size(); ++r) {
@@ -235,9 +246,41 @@ InPlace inPlaceOf(const Executor &ex, const std::vector<int> &order) {
     p.rotaryOfSplit[size_t(split)] = {int(r), way.back()};
     p.splitOfRotary[r] = split;
     for (int w : way)
-      p.elsewhere[size_t(w)] = true;
+      p.elsewhere[size_t(w)] = p.appendViews[size_t(p.cacheRows[size_t(rotary.outputs[0])])].empty();
   }
   return p;
+}
+
+void keepInPlace(Executor &ex, InPlace p) {
+  ex.plannedCacheRows = std::move(p.cacheRows);
+  ex.plannedRotaryOfSplit = std::move(p.rotaryOfSplit);
+  ex.plannedSplitOfRotary = std::move(p.splitOfRotary);
+  ex.appendViews = std::move(p.appendViews);
+  ex.appendsChosenPerRun = std::any_of(ex.appendViews.begin(), ex.appendViews.end(),
+                                       [](const std::vector<int> &views) { return !views.empty(); });
+  ex.cacheRows = ex.plannedCacheRows;
+  ex.rotaryOfSplit = ex.plannedRotaryOfSplit;
+  ex.splitOfRotary = ex.plannedSplitOfRotary;
+}
+
+void chooseInPlace(Executor &ex) {
+  if (!ex.appendsChosenPerRun)
+    return;
+  auto inPlace = [&](int concat) {
+    if (concat < 0)
+      return false;
+    const std::vector<int> &views = ex.appendViews[size_t(concat)];
+    return std::all_of(views.begin(), views.end(), [&](int k) { return bool(ex.viewThisRun[size_t(k)]); });
+  };
+  for (size_t v = 0; v < ex.cacheRows.size(); ++v)
+    ex.cacheRows[v] = inPlace(ex.plannedCacheRows[v]) ? ex.plannedCacheRows[v] : -1;
+  for (size_t split = 0; split < ex.rotaryOfSplit.size(); ++split) {
+    const Executor::SplitRotary planned = ex.plannedRotaryOfSplit[split];
+    const bool fused = planned.rotary >= 0 && ex.cacheRows[size_t(ex.plan->ops[size_t(planned.rotary)].outputs[0])] >= 0;
+    ex.rotaryOfSplit[split] = fused ? planned : Executor::SplitRotary();
+    if (planned.rotary >= 0)
+      ex.splitOfRotary[size_t(planned.rotary)] = fused ? int(split) : -1;
+  }
 }
 
 } // namespace llmc::rt::cuda::exec

@@ -13,8 +13,10 @@ size_t normScaleInput(const PlanOp &norm);
 // Fills ex.normOfLinear / ex.linearOfNorm for the ops in `order` (empty: the plan's).
 void findNormsBeforeLinears(Executor &ex, const std::vector<int> &order);
 // From value `v` back through copy ops to the op that made it (-1: none, or a value read twice);
-// `way`: the values from `v` back to that op's output.
-int backThroughCopies(const llmc_plan_t &plan, const ValueUses &uses, int v, std::vector<int> &way);
+// `way`: the values from `v` back to that op's output. With `transposes`, through transposes too,
+// which it lists.
+int backThroughCopies(const llmc_plan_t &plan, const ValueUses &uses, int v, std::vector<int> &way,
+                      std::vector<int> *transposes = nullptr);
 // Per op: the split after a linear that the linear stores as its output's pieces, or -1.
 std::vector<int> splitsAfterLinears(const llmc_plan_t &plan, const std::vector<int> &order,
                                     const std::vector<bool> &unneeded);
@@ -39,14 +41,23 @@ bool linkedInPlace(const Executor &ex, int past, int present);
 //   a split along the last axis (through copy ops), whose tables are made before the split, and
 //   whose output goes into a linked cache (so writing it at the split's turn frees no arena slot
 //   early): the split rotates that piece in its own launch (stridedCopiesAndRotary);
-// - elsewhere: the values those leave without bytes of their own.
+// - elsewhere: the values those leave without bytes of their own;
+// - appendViews: per concatenation, the transposes between the rows' producer and it, which must
+//   move nothing in a run for cacheRows (and the rotation) to hold in that run; the values of
+//   such a way keep their bytes for the other runs.
 struct InPlace {
   std::vector<int> cacheRows;
   std::vector<Executor::SplitRotary> rotaryOfSplit;
   std::vector<int> splitOfRotary;
   std::vector<bool> elsewhere;
+  std::vector<std::vector<int>> appendViews; // per concatenation op (Executor::appendViews)
 };
 
 InPlace inPlaceOf(const Executor &ex, const std::vector<int> &order);
+// Keeps `p` as the executor's plan of in-place appends and rotations, and this run's choice.
+void keepInPlace(Executor &ex, InPlace p);
+// This run's in-place appends and rotations: those whose appendViews all move nothing in it
+// (pointRunViews has set Executor::viewThisRun).
+void chooseInPlace(Executor &ex);
 
 } // namespace llmc::rt::cuda::exec

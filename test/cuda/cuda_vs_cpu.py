@@ -59,6 +59,11 @@ CASES = [
     # same on both devices (logits within +-2 over 16 steps).
     ("tiny_deepseek_kv", "tiny_deepseek_kv", KV_SHAPES + ["--random-weights"], "generate"),
     ("tiny_llama_kv-batch", "tiny_llama_kv", ["--max-shape", "batch=4,seq=16,past=0..64,total=80"], "batch"),
+    # The same as a CUDA plan: the GEMV stores the QKV split's pieces; in a decode step the new
+    # rows' transposes move nothing, so the rows go into the caches in place (the keys rotated by
+    # the GEMV); over the prompts they are transposed and copied.
+    ("tiny_llama_kv-batch-cuda", "tiny_llama_kv", ["--max-shape", "batch=4,seq=16,past=0..64,total=80", "--target", "cuda"],
+     "batch"),
     # A dynamic sequence (one plan up to 64 tokens, run at 37): the export without attention_mask
     # builds its mask from the position ids at run time (cumsum, dynamic_slice on the device).
     ("tiny_gpt2-dynamic", "tiny_gpt2", ["--max-shape", "seq=64"], "run"),
