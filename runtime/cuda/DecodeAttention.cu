@@ -1,8 +1,10 @@
 // Decode attention (CudaKernels.h: decodeAttention): one query per sequence over a cache, the
 // keys split across blocks per head (blockIdx.y; at least 64 keys each, so that with a cache
-// shorter than the launch's bound the last blocks idle), each block's partial result (its max,
-// its sum of exponentials, its unnormalized weighted sum of values) in the workspace, and the
-// last block of a head to finish combines them: one launch.
+// shorter than the launch's bound the last blocks have none and leave at once), each block's
+// partial result (its max, its sum of exponentials, its unnormalized weighted sum of values) in
+// the workspace, and the last block of a head to finish combines them, in one round of loads:
+// one launch. Where one block has all of a head's keys (at most 64), it writes the head's result
+// itself (no partial result, counter or combine).
 //
 // A decode step's attention reads little (a Llama-1B layer at 576 cached tokens: 1.2 MB) and
 // waits on latency, so what matters is how many rounds of dependent loads a block waits for. The
@@ -32,55 +34,55 @@ constexpr int kDecodeKeysPerStep = 4;        // keys a warp of the plain kernel 
 constexpr int kTileLoads = 4;                // 16-byte loads of keys, and as many of values, per thread and tile
 constexpr int64_t kMinDecodeChunk = 64;      // keys a block takes at least (a tiled block's tile of bf16 heads of 64)
 
+constexpr int kCombineLoads = 8; // splits whose partial results a combining thread loads at once
+
 // The first `active` of the `splits` partial results of (sequence, head) `bh` combined, rescaled to
-// the global max, by the whole block, into out. `maxes` and `totals` (shared, one per split) take
-// each split's max and sum at once, so that the block waits on two rounds of loads (up to 16
-// splits). Read through L2 (__ldcg): other blocks wrote them during this launch.
+// a running max as they come (online softmax), by the whole block, into out: each thread one
+// element of the values, loading the max, the sum and its element of kCombineLoads splits at a
+// time (one round of loads for up to kCombineLoads splits, with no barrier). Read through L2
+// (__ldcg): other blocks wrote them during this launch.
 template <typename T>
 __device__ void combineDecodeSplits(const float *ws, T *__restrict__ out, int64_t bh, int64_t Dv, int splits,
-                                    int active, float *maxes, float *totals) {
+                                    int active) {
   const float *part = ws + bh * splits * (Dv + 2);
-  float best = -INFINITY;
-  for (int s = threadIdx.x; s < active; s += blockDim.x) {
-    maxes[s] = __ldcg(part + s * (Dv + 2)), totals[s] = __ldcg(part + s * (Dv + 2) + 1);
-    best = fmaxf(best, maxes[s]);
-  }
-  best = blockReduce<true>(best); // its barriers also publish maxes and totals
-  float total = 0.0f;
-  for (int s = 0; s < active; ++s) { // every thread: the weights in place of the maxes after a barrier
-    const float w = maxes[s] == -INFINITY ? 0.0f : __expf(maxes[s] - best);
-    total += w * totals[s];
-  }
-  __syncthreads(); // every thread has read the maxes
-  for (int s = threadIdx.x; s < active; s += blockDim.x)
-    maxes[s] = maxes[s] == -INFINITY ? 0.0f : __expf(maxes[s] - best);
-  __syncthreads();
   for (int64_t dv = threadIdx.x; dv < Dv; dv += blockDim.x) {
-    float o = 0.0f;
-#pragma unroll 16
-    for (int s = 0; s < active; ++s)
-      o += maxes[s] * __ldcg(part + s * (Dv + 2) + 2 + dv);
+    float best = -INFINITY, total = 0.0f, o = 0.0f;
+    for (int s0 = 0; s0 < active; s0 += kCombineLoads) {
+      float m[kCombineLoads], t[kCombineLoads], x[kCombineLoads];
+#pragma unroll
+      for (int j = 0; j < kCombineLoads; ++j) { // past `active`: the last split again, weighed 0
+        const float *r = part + (s0 + j < active ? s0 + j : active - 1) * (Dv + 2);
+        m[j] = __ldcg(r), t[j] = __ldcg(r + 1), x[j] = __ldcg(r + 2 + dv);
+      }
+#pragma unroll
+      for (int j = 0; j < kCombineLoads; ++j) {
+        const float mj = s0 + j < active ? m[j] : -INFINITY; // -inf: a split whose keys were all masked
+        const float next = fmaxf(best, mj);
+        const float keep = best == -INFINITY ? 0.0f : __expf(best - next), w = mj == -INFINITY ? 0.0f : __expf(mj - next);
+        total = total * keep + w * t[j], o = o * keep + w * x[j], best = next;
+      }
+    }
     out[bh * Dv + dv] = fromF<T>(best == -INFINITY ? 0.0f : o / total); // every key masked: zeros
   }
 }
 
 // After a block has written its partial result: counts it in `arrived` (which the last block
-// sets back to 0 for the next launch), and the last block of (sequence, head) `bh` combines the
-// `active` splits that had keys.
+// sets back to 0 for the next launch), and the last of the `active` blocks of (sequence, head)
+// `bh` that had keys combines their results (blocks without keys leave first: they count not).
 template <typename T>
 __device__ void arriveAndCombine(const AttentionArgs &a, const float *ws, unsigned *arrived, int64_t bh, int splits,
-                                 int active, float *maxes, float *totals) {
+                                 int active) {
   __shared__ bool lastToArrive;
   // Every thread's writes visible device-wide before the block counts itself in.
   __threadfence();
   __syncthreads();
   if (threadIdx.x == 0)
-    lastToArrive = atomicAdd(arrived + bh, 1u) == unsigned(splits - 1);
+    lastToArrive = atomicAdd(arrived + bh, 1u) == unsigned(active - 1);
   __syncthreads();
   if (!lastToArrive)
     return;
   __threadfence();
-  combineDecodeSplits(ws, static_cast<T *>(a.out), bh, a.Dv, splits, active, maxes, totals);
+  combineDecodeSplits(ws, static_cast<T *>(a.out), bh, a.Dv, splits, active);
   if (threadIdx.x == 0)
     arrived[bh] = 0;
 }
@@ -119,20 +121,26 @@ template <typename T>
 __global__ void __launch_bounds__(kDecodeThreads)
     decodeAttentionKernel(AttentionArgs a, float *__restrict__ ws, unsigned *__restrict__ arrived) {
   __shared__ float qs[kMaxDecodeHeadDim];
-  __shared__ float p[kMaxDecodeChunk], totals[kMaxDecodeChunk];
+  __shared__ float p[kMaxDecodeChunk];
   allowNextLaunch();
   prefetchL2Share(a.prefetchL2, a.prefetchL2Bytes);
   waitForPrevious();
   const int64_t bh = blockIdx.x, b = bh / a.Hq, h = bh % a.Hq, kvh = h / (a.Hq / a.Hkv);
   const int split = blockIdx.y, splits = gridDim.y;
   const DecodeChunk c = decodeChunk(a, split, splits);
+  if (split >= c.active) // no keys (a launch sized for a longer cache): nothing to add
+    return;
   const int64_t t0 = c.t0, t1 = c.t1;
   const int64_t maskBatch = a.maskRowPerBatch ? c.keys : a.maskStrides[0];
+  // The head's one split writes the head's result; several, their partial results.
   float *out = ws + (bh * splits + split) * (a.Dv + 2);
-  if (t0 >= t1) { // no keys (a launch sized for a longer cache): nothing for the combine to add
-    if (threadIdx.x == 0)
-      out[0] = -INFINITY, out[1] = 0.0f;
-  } else {
+  T *result = static_cast<T *>(a.out) + bh * a.Dv;
+  if (t0 >= t1) { // an empty cache: zeros
+    for (int64_t dv = threadIdx.x; dv < a.Dv; dv += blockDim.x)
+      result[dv] = fromF<T>(0.0f);
+    return;
+  }
+  {
     loadQuery<T>(a, b, h, qs);
     __syncthreads();
     const T *kb = static_cast<const T *>(a.k) + b * a.ks.batch + kvh * a.ks.head;
@@ -172,12 +180,17 @@ __global__ void __launch_bounds__(kDecodeThreads)
 #pragma unroll 8
       for (int64_t t = t0; t < t1; ++t)
         o += p[t - t0] * toF(vb[t * a.vs.token + dv]);
-      out[2 + dv] = o;
+      if (c.active == 1)
+        result[dv] = fromF<T>(best == -INFINITY ? 0.0f : o / total);
+      else
+        out[2 + dv] = o;
     }
+    if (c.active == 1)
+      return;
     if (threadIdx.x == 0)
       out[0] = best, out[1] = total;
   }
-  arriveAndCombine<T>(a, ws, arrived, bh, splits, c.active, p, totals); // the scores are done with
+  arriveAndCombine<T>(a, ws, arrived, bh, splits, c.active);
 }
 
 // Block (sequence b and head h, split) of the tiled kernel. A key row and a value row are each
@@ -191,7 +204,7 @@ __global__ void __launch_bounds__(kDecodeThreads)
     decodeAttentionTiledKernel(AttentionArgs a, float *__restrict__ ws, unsigned *__restrict__ arrived, int segs) {
   constexpr int V = Lanes<T>::kCount;
   __shared__ float qs[kMaxDecodeHeadDim];
-  __shared__ float p[kMaxDecodeChunk], totals[kMaxDecodeChunk]; // a tile's scores; the combine's
+  __shared__ float p[kDecodeThreads * kTileLoads]; // a tile's scores (at most one key per thread and load)
   __shared__ float pieceSums[kDecodeThreads / 32][kMaxDecodeHeadDim];
   allowNextLaunch();
   prefetchL2Share(a.prefetchL2, a.prefetchL2Bytes);
@@ -203,6 +216,8 @@ __global__ void __launch_bounds__(kDecodeThreads)
   const int firstKey = threadIdx.x / segs;
   loadQuery<T>(a, b, h, qs); // its loads issued with the key count's
   const DecodeChunk c = decodeChunk(a, split, splits);
+  if (split >= c.active) // no keys (a launch sized for a longer cache): nothing to add
+    return;
   const int64_t t0 = c.t0, t1 = c.t1;
   const int64_t maskBatch = a.maskRowPerBatch ? c.keys : a.maskStrides[0];
   const T *kb = static_cast<const T *>(a.k) + b * a.ks.batch + kvh * a.ks.head + seg * V;
@@ -278,17 +293,25 @@ __global__ void __launch_bounds__(kDecodeThreads)
     for (int e = 0; e < V; ++e)
       pieceSums[warp][seg * V + e] = o[e];
   __syncthreads();
+  // The head's one split writes the head's result (zeros where every key was masked or the cache
+  // is empty); several, their partial results.
   float *out = ws + (bh * splits + split) * (a.Dv + 2);
+  T *result = static_cast<T *>(a.out) + bh * a.Dv;
   for (int64_t dv = threadIdx.x; dv < a.Dv; dv += blockDim.x) {
     float sum = 0.0f;
 #pragma unroll
     for (int w = 0; w < kDecodeThreads / 32; ++w)
       sum += pieceSums[w][dv];
-    out[2 + dv] = sum;
+    if (c.active == 1)
+      result[dv] = fromF<T>(runningMax == -INFINITY ? 0.0f : sum / runningSum);
+    else
+      out[2 + dv] = sum;
   }
+  if (c.active == 1)
+    return;
   if (threadIdx.x == 0)
     out[0] = runningMax, out[1] = runningSum;
-  arriveAndCombine<T>(a, ws, arrived, bh, splits, c.active, p, totals);
+  arriveAndCombine<T>(a, ws, arrived, bh, splits, c.active);
 }
 
 bool aligned16(const void *p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
