@@ -87,6 +87,29 @@ __device__ void arriveAndCombine(const AttentionArgs &a, const float *ws, unsign
     arrived[bh] = 0;
 }
 
+// Element dv of a block's weighted value sum `sum` (its max `best`, its sum of exponentials
+// `total`): the head's result where the block is the head's one split with keys (`active`), else
+// its partial result's element (`partial`: max, sum, then the elements).
+template <typename T>
+__device__ __forceinline__ void storeElement(T *result, float *partial, int active, int64_t dv, float sum, float best,
+                                             float total) {
+  if (active == 1)
+    result[dv] = fromF<T>(best == -INFINITY ? 0.0f : sum / total); // every key masked: zeros
+  else
+    partial[2 + dv] = sum;
+}
+
+// After storeElement: a split of several stores its max and sum and arrives (arriveAndCombine).
+template <typename T>
+__device__ void finishSplit(const AttentionArgs &a, float *ws, unsigned *arrived, int64_t bh, int splits, int active,
+                            float *partial, float best, float total) {
+  if (active == 1)
+    return;
+  if (threadIdx.x == 0)
+    partial[0] = best, partial[1] = total;
+  arriveAndCombine<T>(a, ws, arrived, bh, splits, active);
+}
+
 // How the launch's blocks of a head share its keys: the key count (with skOnDevice the count a
 // graph's replay finds there, a.Sk being its bound, which sized the launch) in chunks of at least
 // kMinDecodeChunk keys; split s takes keys [t0, t1), and the first `active` splits have keys (a
@@ -132,65 +155,52 @@ __global__ void __launch_bounds__(kDecodeThreads)
     return;
   const int64_t t0 = c.t0, t1 = c.t1;
   const int64_t maskBatch = a.maskRowPerBatch ? c.keys : a.maskStrides[0];
-  // The head's one split writes the head's result; several, their partial results.
+  // The head's one split writes the head's result (zeros for an empty cache); several, their
+  // partial results.
   float *out = ws + (bh * splits + split) * (a.Dv + 2);
   T *result = static_cast<T *>(a.out) + bh * a.Dv;
-  if (t0 >= t1) { // an empty cache: zeros
-    for (int64_t dv = threadIdx.x; dv < a.Dv; dv += blockDim.x)
-      result[dv] = fromF<T>(0.0f);
-    return;
-  }
-  {
-    loadQuery<T>(a, b, h, qs);
-    __syncthreads();
-    const T *kb = static_cast<const T *>(a.k) + b * a.ks.batch + kvh * a.ks.head;
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
-    // kDecodeKeysPerStep keys per warp at a time, their loads issued together (past the chunk's
-    // end a step rereads its last key and drops the score).
-    for (int64_t t = t0 + int64_t(warp) * kDecodeKeysPerStep; t < t1; t += int64_t(warps) * kDecodeKeysPerStep) {
-      const T *kt[kDecodeKeysPerStep];
-      float dot[kDecodeKeysPerStep];
+  loadQuery<T>(a, b, h, qs);
+  __syncthreads();
+  const T *kb = static_cast<const T *>(a.k) + b * a.ks.batch + kvh * a.ks.head;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  // kDecodeKeysPerStep keys per warp at a time, their loads issued together (past the chunk's
+  // end a step rereads its last key and drops the score).
+  for (int64_t t = t0 + int64_t(warp) * kDecodeKeysPerStep; t < t1; t += int64_t(warps) * kDecodeKeysPerStep) {
+    const T *kt[kDecodeKeysPerStep];
+    float dot[kDecodeKeysPerStep];
+#pragma unroll
+    for (int u = 0; u < kDecodeKeysPerStep; ++u)
+      kt[u] = kb + (t + u < t1 ? t + u : t1 - 1) * a.ks.token, dot[u] = 0.0f;
+    for (int64_t d = lane; d < a.D; d += 32) {
+      const float qd = qs[d];
 #pragma unroll
       for (int u = 0; u < kDecodeKeysPerStep; ++u)
-        kt[u] = kb + (t + u < t1 ? t + u : t1 - 1) * a.ks.token, dot[u] = 0.0f;
-      for (int64_t d = lane; d < a.D; d += 32) {
-        const float qd = qs[d];
-#pragma unroll
-        for (int u = 0; u < kDecodeKeysPerStep; ++u)
-          dot[u] += qd * toF(kt[u][d]);
-      }
-#pragma unroll
-      for (int o = 16; o > 0; o >>= 1)
-#pragma unroll
-        for (int u = 0; u < kDecodeKeysPerStep; ++u)
-          dot[u] += __shfl_xor_sync(0xffffffffu, dot[u], o);
-      if (lane == 0) {
-#pragma unroll
-        for (int u = 0; u < kDecodeKeysPerStep; ++u)
-          if (t + u < t1)
-            p[t + u - t0] = masked<T>(a, dot[u], b * maskBatch + h * a.maskStrides[1] + (t + u) * a.maskStrides[3]);
-      }
+        dot[u] += qd * toF(kt[u][d]);
     }
-    __syncthreads();
-    float best;
-    const float total = blockExpScores(p, t1 - t0, &best);
-    const T *vb = static_cast<const T *>(a.v) + b * a.vs.batch + kvh * a.vs.head;
-    for (int64_t dv = threadIdx.x; dv < a.Dv; dv += blockDim.x) {
-      float o = 0.0f;
-#pragma unroll 8
-      for (int64_t t = t0; t < t1; ++t)
-        o += p[t - t0] * toF(vb[t * a.vs.token + dv]);
-      if (c.active == 1)
-        result[dv] = fromF<T>(best == -INFINITY ? 0.0f : o / total);
-      else
-        out[2 + dv] = o;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+#pragma unroll
+      for (int u = 0; u < kDecodeKeysPerStep; ++u)
+        dot[u] += __shfl_xor_sync(0xffffffffu, dot[u], o);
+    if (lane == 0) {
+#pragma unroll
+      for (int u = 0; u < kDecodeKeysPerStep; ++u)
+        if (t + u < t1)
+          p[t + u - t0] = masked<T>(a, dot[u], b * maskBatch + h * a.maskStrides[1] + (t + u) * a.maskStrides[3]);
     }
-    if (c.active == 1)
-      return;
-    if (threadIdx.x == 0)
-      out[0] = best, out[1] = total;
   }
-  arriveAndCombine<T>(a, ws, arrived, bh, splits, c.active);
+  __syncthreads();
+  float best;
+  const float total = blockExpScores(p, t1 - t0, &best);
+  const T *vb = static_cast<const T *>(a.v) + b * a.vs.batch + kvh * a.vs.head;
+  for (int64_t dv = threadIdx.x; dv < a.Dv; dv += blockDim.x) {
+    float o = 0.0f;
+#pragma unroll 8
+    for (int64_t t = t0; t < t1; ++t)
+      o += p[t - t0] * toF(vb[t * a.vs.token + dv]);
+    storeElement(result, out, c.active, dv, o, best, total);
+  }
+  finishSplit<T>(a, ws, arrived, bh, splits, c.active, out, best, total);
 }
 
 // Block (sequence b and head h, split) of the tiled kernel. A key row and a value row are each
@@ -302,16 +312,9 @@ __global__ void __launch_bounds__(kDecodeThreads)
 #pragma unroll
     for (int w = 0; w < kDecodeThreads / 32; ++w)
       sum += pieceSums[w][dv];
-    if (c.active == 1)
-      result[dv] = fromF<T>(runningMax == -INFINITY ? 0.0f : sum / runningSum);
-    else
-      out[2 + dv] = sum;
+    storeElement(result, out, c.active, dv, sum, runningMax, runningSum);
   }
-  if (c.active == 1)
-    return;
-  if (threadIdx.x == 0)
-    out[0] = runningMax, out[1] = runningSum;
-  arriveAndCombine<T>(a, ws, arrived, bh, splits, c.active);
+  finishSplit<T>(a, ws, arrived, bh, splits, c.active, out, runningMax, runningSum);
 }
 
 bool aligned16(const void *p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
