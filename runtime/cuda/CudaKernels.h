@@ -86,8 +86,10 @@ struct AttentionArgs {
   bool halfTables = false;
   void *out;
   // decodeAttention only: the key count in device memory, Sk being its upper bound (a graph
-  // replayed for every cache length launches with the same arguments). With maskRowPerBatch the
-  // mask is [B, 1, 1, keys] and its batch stride that count, whatever maskStrides[0] says.
+  // replayed for every cache length launches with the same arguments). The keys' and values'
+  // memory must hold Sk rows (a cache at its bound): a launch may load rows past the count
+  // before it knows it (it uses none of them). With maskRowPerBatch the mask is [B, 1, 1, keys]
+  // and its batch stride that count, whatever maskStrides[0] says.
   const int64_t *skOnDevice = nullptr;
   bool maskRowPerBatch = false;
   // decodeAttention only: its plain kernel even where the tiled one takes the call (tests and

@@ -224,26 +224,43 @@ __global__ void __launch_bounds__(kDecodeThreads)
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, seg = threadIdx.x & (segs - 1);
   const int keysPerPass = kDecodeThreads / segs, tileKeys = keysPerPass * kTileLoads;
   const int firstKey = threadIdx.x / segs;
+  const T *kb = static_cast<const T *>(a.k) + b * a.ks.batch + kvh * a.ks.head + seg * V;
+  const T *vb = static_cast<const T *>(a.v) + b * a.vs.batch + kvh * a.vs.head + seg * V;
+  // Every load of a tile at once, its keys from `tile` on (past `last`, the last key again).
+  uint4 kr[kTileLoads], vr[kTileLoads];
+  auto loadTile = [&](int64_t tile, int64_t last) {
+#pragma unroll
+    for (int j = 0; j < kTileLoads; ++j) {
+      int64_t t = tile + firstKey + j * keysPerPass;
+      t = t < last ? t : last;
+      kr[j] = __ldg(reinterpret_cast<const uint4 *>(kb + t * a.ks.token));
+      vr[j] = __ldg(reinterpret_cast<const uint4 *>(vb + t * a.vs.token));
+    }
+  };
+  // Where the launch's bound gives every split kMinDecodeChunk keys, a split's first key does not
+  // depend on the key count: its first tile is loaded before the count is known (up to the
+  // bound), in the same round as the count and the query, and the keys past the count dropped.
+  const bool early = (a.Sk + splits - 1) / splits <= kMinDecodeChunk;
+  if (early)
+    loadTile(int64_t(split) * kMinDecodeChunk, a.Sk - 1);
   loadQuery<T>(a, b, h, qs); // its loads issued with the key count's
   const DecodeChunk c = decodeChunk(a, split, splits);
   if (split >= c.active) // no keys (a launch sized for a longer cache): nothing to add
     return;
   const int64_t t0 = c.t0, t1 = c.t1;
   const int64_t maskBatch = a.maskRowPerBatch ? c.keys : a.maskStrides[0];
-  const T *kb = static_cast<const T *>(a.k) + b * a.ks.batch + kvh * a.ks.head + seg * V;
-  const T *vb = static_cast<const T *>(a.v) + b * a.vs.batch + kvh * a.vs.head + seg * V;
   float o[V] = {}, runningMax = -INFINITY, runningSum = 0.0f;
   __syncthreads(); // qs
   for (int64_t tile = t0; tile < t1; tile += tileKeys) { // block-uniform: t0, t1 are the block's
-    // Every load of the tile at once (keys past the chunk reread its last key; their score is dropped).
-    uint4 kr[kTileLoads], vr[kTileLoads];
+    // (Keys past the chunk reread its last key, or hold rows past the cache: their score is
+    // dropped, and loaded early their values are zeroed, as such a row may hold anything.)
+    if (!early || tile != t0)
+      loadTile(tile, t1 - 1);
+    else
 #pragma unroll
-    for (int j = 0; j < kTileLoads; ++j) {
-      int64_t t = tile + firstKey + j * keysPerPass;
-      t = t < t1 ? t : t1 - 1;
-      kr[j] = __ldg(reinterpret_cast<const uint4 *>(kb + t * a.ks.token));
-      vr[j] = __ldg(reinterpret_cast<const uint4 *>(vb + t * a.vs.token));
-    }
+      for (int j = 0; j < kTileLoads; ++j)
+        if (tile + firstKey + j * keysPerPass >= t1)
+          vr[j] = make_uint4(0, 0, 0, 0);
     float dot[kTileLoads];
 #pragma unroll
     for (int j = 0; j < kTileLoads; ++j) {

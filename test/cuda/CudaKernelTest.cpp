@@ -345,9 +345,15 @@ TEST(Cuda, DecodeAttentionMatchesFusedAttention) {
         if (!timeMajor)
           continue;
         // The key count read from the device, the launch sized for a longer cache (a graph
-        // replayed for every cache length): the same result.
+        // replayed for every cache length): the same result. The cache holds the bound's rows, those
+        // past the count NaN (what a row not yet written may hold: the kernel may load, not use them).
         auto keys = uploadRaw(std::vector<int64_t>{T});
         a.Sk = 1536, a.skOnDevice = static_cast<const int64_t *>(keys->p);
+        std::vector<float> kBound(size_t(a.Sk * B * Hkv * D), NAN), vBound(kBound.size(), NAN);
+        std::copy(k.data.begin(), k.data.end(), kBound.begin());
+        std::copy(v.data.begin(), v.data.end(), vBound.begin());
+        auto dkBound = upload(kBound, s), dvBound = upload(vBound, s);
+        a.k = dkBound->p, a.v = dvBound->p;
         if (inputMask) // a row per sequence: its stride is the key count, not what a capture saw
           a.maskRowPerBatch = true, a.maskStrides[0] = 1;
         const int boundSplits = cu::decodeAttentionSplits(a.Sk);
