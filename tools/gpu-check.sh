@@ -19,7 +19,8 @@
 # the three real models (random weights) on the CUDA executor against their CPU outputs
 # (test/cuda/cuda_vs_cpu.py), then
 # tools/gpu_benchmark.py: SmolLM2- and Llama-3.2-1B-shaped plans without weights (bf16) against
-# PyTorch eager and torch.compile, then the kernel trace of a Llama-1B decode step (profile).
+# PyTorch eager and torch.compile, then the kernel traces of a Llama-1B and a SmolLM2 decode step
+# (profile).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 PACK=gpu-pack
@@ -121,6 +122,10 @@ run | profile)
     python3 tools/gpu_benchmark.py run --llmc-run "$BIN/llmc-run" --dir "$PACK/bench" ${GPU_CHECK_BENCH_ARGS:-}
   echo "== where a Llama-1B decode step's time goes (kernel trace, overlapping launches off)"
   GPU_PROFILE_ARGS=--no-cuda-overlap step "kernel trace" 60 DONE "$0" profile llama1b
+  # SmolLM2's step is latency-bound (154 launches for 269 MB): where its time goes has not been
+  # traced yet.
+  echo "== where a SmolLM2 decode step's time goes (kernel trace, overlapping launches off)"
+  GPU_PROFILE_ARGS=--no-cuda-overlap step "kernel trace smollm2" 45 DONE "$0" profile smollm2
   echo "== summary"
   printf '%s\n' "${summary[@]}"
   exit $failed

@@ -108,9 +108,9 @@ ArenaLayout planDeviceArena(const llmc_plan_t &plan, const std::vector<bool> &re
   layout.runViews = runViewsOf(plan, order, layout.owner, lifetimes);
   // Last readers first: a view's input lives as long as its output, which may be another's input.
   for (auto k = layout.runViews.rbegin(); k != layout.runViews.rend(); ++k) {
-    const PlanOp &slice = plan.ops[size_t(*k)];
-    Lifetime &in = lifetimes[size_t(layout.owner[size_t(slice.inputs[0])])];
-    in.last = std::max(in.last, lifetimes[size_t(slice.outputs[0])].last);
+    const PlanOp &view = plan.ops[size_t(*k)];
+    Lifetime &in = lifetimes[size_t(layout.owner[size_t(view.inputs[0])])];
+    in.last = std::max(in.last, lifetimes[size_t(view.outputs[0])].last);
   }
   layout.arena = planArena(lifetimes, kAlign);
   return layout;
