@@ -92,9 +92,11 @@ struct AttentionArgs {
   // and its batch stride that count, whatever maskStrides[0] says.
   const int64_t *skOnDevice = nullptr;
   bool maskRowPerBatch = false;
-  // decodeAttention only: its plain kernel even where the tiled one takes the call (tests and
-  // benchmarks compare the two; DecodeAttention.cu).
+  // decodeAttention only: its plain kernel even where the tiled one takes the call, and one
+  // block per query head even where the tiled kernel takes the heads that share a key/value
+  // head together (tests and benchmarks compare them; DecodeAttention.cu).
   bool plainDecode = false;
+  bool oneHeadPerBlock = false;
   // decodeAttention only: a programmatic dependent launch (DeviceUtil.cuh; compute capability
   // 9.0 and newer), as SmallLinearArgs::overlapPrevious.
   bool overlapPrevious = false;

@@ -33,6 +33,7 @@ constexpr int64_t kDecodeCounters = 1 << 16; // (sequence, head) pairs a decode 
 constexpr int kDecodeKeysPerStep = 4;        // keys a warp of the plain kernel scores at once
 constexpr int kTileLoads = 4;                // 16-byte loads of keys, and as many of values, per thread and tile
 constexpr int64_t kMinDecodeChunk = 64;      // keys a block takes at least (a tiled block's tile of bf16 heads of 64)
+constexpr int kMaxGroupedHeadDim = 128;      // head size up to which a tiled block takes the heads that share keys
 
 constexpr int kCombineLoads = 8; // splits whose partial results a combining thread loads at once
 
@@ -66,12 +67,13 @@ __device__ void combineDecodeSplits(const float *ws, T *__restrict__ out, int64_
   }
 }
 
-// After a block has written its partial result: counts it in `arrived` (which the last block
-// sets back to 0 for the next launch), and the last of the `active` blocks of (sequence, head)
-// `bh` that had keys combines their results (blocks without keys leave first: they count not).
+// After a block has written its partial results: counts it in `arrived` (which the last block
+// sets back to 0 for the next launch), and the last of the `active` blocks of the `heads`
+// consecutive (sequence, head) pairs from `bh` that had keys combines their results (blocks
+// without keys leave first: they count not). One counter per block's heads: at `bh`.
 template <typename T>
-__device__ void arriveAndCombine(const AttentionArgs &a, const float *ws, unsigned *arrived, int64_t bh, int splits,
-                                 int active) {
+__device__ void arriveAndCombine(const AttentionArgs &a, const float *ws, unsigned *arrived, int64_t bh, int heads,
+                                 int splits, int active) {
   __shared__ bool lastToArrive;
   // Every thread's writes visible device-wide before the block counts itself in.
   __threadfence();
@@ -82,32 +84,47 @@ __device__ void arriveAndCombine(const AttentionArgs &a, const float *ws, unsign
   if (!lastToArrive)
     return;
   __threadfence();
-  combineDecodeSplits(ws, static_cast<T *>(a.out), bh, a.Dv, splits, active);
+  for (int g = 0; g < heads; ++g)
+    combineDecodeSplits(ws, static_cast<T *>(a.out), bh + g, a.Dv, splits, active);
   if (threadIdx.x == 0)
     arrived[bh] = 0;
 }
 
-// Element dv of a block's weighted value sum `sum` (its max `best`, its sum of exponentials
-// `total`): the head's result where the block is the head's one split with keys (`active`), else
-// its partial result's element (`partial`: max, sum, then the elements).
-template <typename T>
-__device__ __forceinline__ void storeElement(T *result, float *partial, int active, int64_t dv, float sum, float best,
-                                             float total) {
-  if (active == 1)
-    result[dv] = fromF<T>(best == -INFINITY ? 0.0f : sum / total); // every key masked: zeros
-  else
-    partial[2 + dv] = sum;
+// Where (sequence, head) `bh`'s block of split `split` puts its partial result (max, sum of
+// exponentials, then the weighted value sums), and its result.
+__device__ __forceinline__ float *partialOf(const AttentionArgs &a, float *ws, int64_t bh, int split, int splits) {
+  return ws + (bh * splits + split) * (a.Dv + 2);
+}
+template <typename T> __device__ __forceinline__ T *resultOf(const AttentionArgs &a, int64_t bh) {
+  return static_cast<T *>(a.out) + bh * a.Dv;
 }
 
-// After storeElement: a split of several stores its max and sum and arrives (arriveAndCombine).
+// Element dv of a block's weighted value sum `sum` for head `bh` (its max `best`, its sum of
+// exponentials `total`): the head's result where the block is the head's one split with keys
+// (`active`), else its partial result's element.
 template <typename T>
-__device__ void finishSplit(const AttentionArgs &a, float *ws, unsigned *arrived, int64_t bh, int splits, int active,
-                            float *partial, float best, float total) {
+__device__ __forceinline__ void storeElement(const AttentionArgs &a, float *ws, int64_t bh, int split, int splits,
+                                             int active, int64_t dv, float sum, float best, float total) {
+  if (active == 1)
+    resultOf<T>(a, bh)[dv] = fromF<T>(best == -INFINITY ? 0.0f : sum / total); // every key masked: zeros
+  else
+    partialOf(a, ws, bh, split, splits)[2 + dv] = sum;
+}
+
+// After storeElement for the block's kHeads heads from `bh`: a split of several stores each
+// head's max and sum and arrives (arriveAndCombine).
+template <typename T, int kHeads>
+__device__ void finishSplit(const AttentionArgs &a, float *ws, unsigned *arrived, int64_t bh, int split, int splits,
+                            int active, const float (&best)[kHeads], const float (&total)[kHeads]) {
   if (active == 1)
     return;
   if (threadIdx.x == 0)
-    partial[0] = best, partial[1] = total;
-  arriveAndCombine<T>(a, ws, arrived, bh, splits, active);
+#pragma unroll
+    for (int g = 0; g < kHeads; ++g) {
+      float *partial = partialOf(a, ws, bh + g, split, splits);
+      partial[0] = best[g], partial[1] = total[g];
+    }
+  arriveAndCombine<T>(a, ws, arrived, bh, kHeads, splits, active);
 }
 
 // How the launch's blocks of a head share its keys: the key count (with skOnDevice the count a
@@ -155,10 +172,6 @@ __global__ void __launch_bounds__(kDecodeThreads)
     return;
   const int64_t t0 = c.t0, t1 = c.t1;
   const int64_t maskBatch = a.maskRowPerBatch ? c.keys : a.maskStrides[0];
-  // The head's one split writes the head's result (zeros for an empty cache); several, their
-  // partial results.
-  float *out = ws + (bh * splits + split) * (a.Dv + 2);
-  T *result = static_cast<T *>(a.out) + bh * a.Dv;
   loadQuery<T>(a, b, h, qs);
   __syncthreads();
   const T *kb = static_cast<const T *>(a.k) + b * a.ks.batch + kvh * a.ks.head;
@@ -198,28 +211,60 @@ __global__ void __launch_bounds__(kDecodeThreads)
 #pragma unroll 8
     for (int64_t t = t0; t < t1; ++t)
       o += p[t - t0] * toF(vb[t * a.vs.token + dv]);
-    storeElement(result, out, c.active, dv, o, best, total);
+    // The head's one split writes the head's result (zeros for an empty cache); several, their
+    // partial results.
+    storeElement<T>(a, ws, bh, split, splits, c.active, dv, o, best, total);
   }
-  finishSplit<T>(a, ws, arrived, bh, splits, c.active, out, best, total);
+  const float bests[1] = {best}, totals[1] = {total};
+  finishSplit<T, 1>(a, ws, arrived, bh, split, splits, c.active, bests, totals);
 }
 
-// Block (sequence b and head h, split) of the tiled kernel. A key row and a value row are each
-// `segs` pieces of 16 bytes (segs a power of two up to 32): thread i holds piece i % segs of keys
-// i / segs + j * (kDecodeThreads / segs), j < kTileLoads, of the tile, and of their values. The
-// pieces' partial dot products are summed over the segs lanes of a key; the block takes the
-// tile's max and sum (online softmax across tiles); each thread adds its keys' weighted value
-// pieces into its V running sums, which the threads of one piece add together at the end.
-template <typename T>
+// Sum (or with kMax, max) of each of N values over the block; every thread gets them (one pair
+// of barriers for all N, where blockReduce takes three per value).
+template <bool kMax, int N> __device__ void blockReduceEach(float (&v)[N]) {
+  __shared__ float partial[kDecodeThreads / 32][N];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+#pragma unroll
+  for (int i = 0; i < N; ++i)
+    for (int o = 16; o > 0; o >>= 1) {
+      const float other = __shfl_xor_sync(0xffffffffu, v[i], o);
+      v[i] = kMax ? fmaxf(v[i], other) : v[i] + other;
+    }
+  __syncthreads(); // the previous call's readers are done with `partial`
+  if (lane == 0)
+#pragma unroll
+    for (int i = 0; i < N; ++i)
+      partial[warp][i] = v[i];
+  __syncthreads();
+#pragma unroll
+  for (int i = 0; i < N; ++i) {
+    v[i] = partial[0][i];
+    for (int w = 1; w < kDecodeThreads / 32; ++w)
+      v[i] = kMax ? fmaxf(v[i], partial[w][i]) : v[i] + partial[w][i];
+  }
+}
+
+// Block (sequence b, heads h0 .. h0 + kGroup - 1 that read one key/value head, split) of the tiled
+// kernel. A key row and a value row are each `segs` pieces of 16 bytes (segs a power of two up to
+// 32): thread i holds piece i % segs of keys i / segs + j * (kDecodeThreads / segs), j <
+// kTileLoads, of the tile, and of their values, loaded once for the kGroup heads. The pieces'
+// partial dot products are summed over the segs lanes of a key; the block takes each head's
+// tile max and sum (online softmax across tiles); each thread adds its keys' weighted value
+// pieces into its V running sums per head, which the threads of one piece add together at the end.
+template <typename T, int kGroup>
 __global__ void __launch_bounds__(kDecodeThreads)
     decodeAttentionTiledKernel(AttentionArgs a, float *__restrict__ ws, unsigned *__restrict__ arrived, int segs) {
   constexpr int V = Lanes<T>::kCount;
-  __shared__ float qs[kMaxDecodeHeadDim];
-  __shared__ float p[kDecodeThreads * kTileLoads]; // a tile's scores (at most one key per thread and load)
-  __shared__ float pieceSums[kDecodeThreads / 32][kMaxDecodeHeadDim];
+  constexpr int kHeadDim = kGroup == 1 ? int(kMaxDecodeHeadDim) : kMaxGroupedHeadDim;
+  __shared__ float qs[kGroup][kHeadDim];
+  __shared__ float p[kGroup][kDecodeThreads * kTileLoads]; // a tile's scores (at most one key per thread and load)
+  __shared__ float pieceSums[kDecodeThreads / 32][kGroup][kHeadDim];
   allowNextLaunch();
   prefetchL2Share(a.prefetchL2, a.prefetchL2Bytes);
   waitForPrevious();
-  const int64_t bh = blockIdx.x, b = bh / a.Hq, h = bh % a.Hq, kvh = h / (a.Hq / a.Hkv);
+  const int64_t groups = a.Hq / kGroup; // blocks per sequence and split
+  const int64_t b = blockIdx.x / groups, h0 = blockIdx.x % groups * kGroup, kvh = h0 / (a.Hq / a.Hkv);
+  const int64_t bh0 = b * a.Hq + h0;
   const int split = blockIdx.y, splits = gridDim.y;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, seg = threadIdx.x & (segs - 1);
   const int keysPerPass = kDecodeThreads / segs, tileKeys = keysPerPass * kTileLoads;
@@ -239,17 +284,22 @@ __global__ void __launch_bounds__(kDecodeThreads)
   };
   // Where the launch's bound gives every split kMinDecodeChunk keys, a split's first key does not
   // depend on the key count: its first tile is loaded before the count is known (up to the
-  // bound), in the same round as the count and the query, and the keys past the count dropped.
+  // bound), in the same round as the count and the queries, and the keys past the count dropped.
   const bool early = (a.Sk + splits - 1) / splits <= kMinDecodeChunk;
   if (early)
     loadTile(int64_t(split) * kMinDecodeChunk, a.Sk - 1);
-  loadQuery<T>(a, b, h, qs); // its loads issued with the key count's
+#pragma unroll
+  for (int g = 0; g < kGroup; ++g)
+    loadQuery<T>(a, b, h0 + g, qs[g]); // their loads issued with the key count's
   const DecodeChunk c = decodeChunk(a, split, splits);
   if (split >= c.active) // no keys (a launch sized for a longer cache): nothing to add
     return;
   const int64_t t0 = c.t0, t1 = c.t1;
   const int64_t maskBatch = a.maskRowPerBatch ? c.keys : a.maskStrides[0];
-  float o[V] = {}, runningMax = -INFINITY, runningSum = 0.0f;
+  float o[kGroup][V] = {}, runningMax[kGroup], runningSum[kGroup] = {};
+#pragma unroll
+  for (int g = 0; g < kGroup; ++g)
+    runningMax[g] = -INFINITY;
   __syncthreads(); // qs
   for (int64_t tile = t0; tile < t1; tile += tileKeys) { // block-uniform: t0, t1 are the block's
     // (Keys past the chunk reread its last key, or hold rows past the cache: their score is
@@ -261,77 +311,106 @@ __global__ void __launch_bounds__(kDecodeThreads)
       for (int j = 0; j < kTileLoads; ++j)
         if (tile + firstKey + j * keysPerPass >= t1)
           vr[j] = make_uint4(0, 0, 0, 0);
-    float dot[kTileLoads];
+    float dot[kTileLoads][kGroup];
 #pragma unroll
     for (int j = 0; j < kTileLoads; ++j) {
       Lanes<T> k;
       widen(kr[j], k);
-      dot[j] = 0.0f;
 #pragma unroll
-      for (int e = 0; e < V; ++e)
-        dot[j] += qs[seg * V + e] * k.v[e];
+      for (int g = 0; g < kGroup; ++g) {
+        dot[j][g] = 0.0f;
+#pragma unroll
+        for (int e = 0; e < V; ++e)
+          dot[j][g] += qs[g][seg * V + e] * k.v[e];
+      }
     }
     for (int offset = 1; offset < segs; offset <<= 1)
 #pragma unroll
       for (int j = 0; j < kTileLoads; ++j)
-        dot[j] += __shfl_xor_sync(0xffffffffu, dot[j], offset);
+#pragma unroll
+        for (int g = 0; g < kGroup; ++g)
+          dot[j][g] += __shfl_xor_sync(0xffffffffu, dot[j][g], offset);
     if (seg == 0)
 #pragma unroll
       for (int j = 0; j < kTileLoads; ++j) {
         const int key = firstKey + j * keysPerPass;
         const int64_t t = tile + key;
-        p[key] = t < t1 ? masked<T>(a, dot[j], b * maskBatch + h * a.maskStrides[1] + t * a.maskStrides[3]) : -INFINITY;
+#pragma unroll
+        for (int g = 0; g < kGroup; ++g)
+          p[g][key] = t < t1 ? masked<T>(a, dot[j][g], b * maskBatch + (h0 + g) * a.maskStrides[1] + t * a.maskStrides[3])
+                             : -INFINITY;
       }
     __syncthreads();
-    float tileMax = -INFINITY;
-    for (int i = threadIdx.x; i < tileKeys; i += blockDim.x)
-      tileMax = fmaxf(tileMax, p[i]);
-    const float best = fmaxf(runningMax, blockReduce<true>(tileMax));
-    const float rescale = runningMax == -INFINITY ? 0.0f : __expf(runningMax - best);
-    float w[kTileLoads], tileSum = 0.0f;
+    float best[kGroup], rescale[kGroup], tileSum[kGroup];
 #pragma unroll
-    for (int j = 0; j < kTileLoads; ++j) {
-      const float s = p[firstKey + j * keysPerPass];
-      w[j] = s == -INFINITY ? 0.0f : __expf(s - best);
+    for (int g = 0; g < kGroup; ++g) {
+      best[g] = -INFINITY;
+      for (int i = threadIdx.x; i < tileKeys; i += blockDim.x)
+        best[g] = fmaxf(best[g], p[g][i]);
     }
-    for (int i = threadIdx.x; i < tileKeys; i += blockDim.x)
-      tileSum += p[i] == -INFINITY ? 0.0f : __expf(p[i] - best);
-    runningSum = runningSum * rescale + blockReduce<false>(tileSum); // its barriers: p is read before the next tile
-    runningMax = best;
+    blockReduceEach<true>(best);
 #pragma unroll
-    for (int e = 0; e < V; ++e)
-      o[e] *= rescale;
+    for (int g = 0; g < kGroup; ++g) {
+      best[g] = fmaxf(runningMax[g], best[g]);
+      rescale[g] = runningMax[g] == -INFINITY ? 0.0f : __expf(runningMax[g] - best[g]);
+      tileSum[g] = 0.0f;
+      for (int i = threadIdx.x; i < tileKeys; i += blockDim.x)
+        tileSum[g] += p[g][i] == -INFINITY ? 0.0f : __expf(p[g][i] - best[g]);
+    }
+    float w[kTileLoads][kGroup];
+#pragma unroll
+    for (int j = 0; j < kTileLoads; ++j)
+#pragma unroll
+      for (int g = 0; g < kGroup; ++g) {
+        const float score = p[g][firstKey + j * keysPerPass];
+        w[j][g] = score == -INFINITY ? 0.0f : __expf(score - best[g]);
+      }
+    blockReduceEach<false>(tileSum); // its barriers: p is read before the next tile
+#pragma unroll
+    for (int g = 0; g < kGroup; ++g) {
+      runningSum[g] = runningSum[g] * rescale[g] + tileSum[g];
+      runningMax[g] = best[g];
+#pragma unroll
+      for (int e = 0; e < V; ++e)
+        o[g][e] *= rescale[g];
+    }
 #pragma unroll
     for (int j = 0; j < kTileLoads; ++j) {
       Lanes<T> v;
       widen(vr[j], v);
 #pragma unroll
-      for (int e = 0; e < V; ++e)
-        o[e] += w[j] * v.v[e];
+      for (int g = 0; g < kGroup; ++g)
+#pragma unroll
+        for (int e = 0; e < V; ++e)
+          o[g][e] += w[j][g] * v.v[e];
     }
   }
   // The value pieces' sums: over the lanes of one piece in each warp, then over the warps.
   for (int other = segs; other < 32; other <<= 1)
 #pragma unroll
-    for (int e = 0; e < V; ++e)
-      o[e] += __shfl_xor_sync(0xffffffffu, o[e], other);
+    for (int g = 0; g < kGroup; ++g)
+#pragma unroll
+      for (int e = 0; e < V; ++e)
+        o[g][e] += __shfl_xor_sync(0xffffffffu, o[g][e], other);
   if (lane < segs)
 #pragma unroll
-    for (int e = 0; e < V; ++e)
-      pieceSums[warp][seg * V + e] = o[e];
-  __syncthreads();
-  // The head's one split writes the head's result (zeros where every key was masked or the cache
-  // is empty); several, their partial results.
-  float *out = ws + (bh * splits + split) * (a.Dv + 2);
-  T *result = static_cast<T *>(a.out) + bh * a.Dv;
-  for (int64_t dv = threadIdx.x; dv < a.Dv; dv += blockDim.x) {
-    float sum = 0.0f;
+    for (int g = 0; g < kGroup; ++g)
 #pragma unroll
-    for (int w = 0; w < kDecodeThreads / 32; ++w)
-      sum += pieceSums[w][dv];
-    storeElement(result, out, c.active, dv, sum, runningMax, runningSum);
-  }
-  finishSplit<T>(a, ws, arrived, bh, splits, c.active, out, runningMax, runningSum);
+      for (int e = 0; e < V; ++e)
+        pieceSums[warp][g][seg * V + e] = o[g][e];
+  __syncthreads();
+  // A head's one split writes the head's result (zeros where every key was masked or the cache
+  // is empty); several, their partial results.
+#pragma unroll
+  for (int g = 0; g < kGroup; ++g)
+    for (int64_t dv = threadIdx.x; dv < a.Dv; dv += blockDim.x) {
+      float sum = 0.0f;
+#pragma unroll
+      for (int w = 0; w < kDecodeThreads / 32; ++w)
+        sum += pieceSums[w][g][dv];
+      storeElement<T>(a, ws, bh0 + g, split, splits, c.active, dv, sum, runningMax[g], runningSum[g]);
+    }
+  finishSplit<T, kGroup>(a, ws, arrived, bh0, split, splits, c.active, runningMax, runningSum);
 }
 
 bool aligned16(const void *p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
@@ -378,16 +457,24 @@ std::string decodeAttention(Storage s, const AttentionArgs &a, int splits, void 
   auto *arrived = static_cast<unsigned *>(workspace);
   float *partials = reinterpret_cast<float *>(arrived + kDecodeCounters);
   auto st = static_cast<cudaStream_t>(stream);
-  const dim3 grid(unsigned(a.B * a.Hq), unsigned(splits));
   const int pieces = a.plainDecode ? 0 : tiledPieces(s, a);
+  // The tiled kernel takes the query heads that read one key/value head in one block (2 to 4 of
+  // heads up to kMaxGroupedHeadDim), which loads each key and value once for all of them.
+  const int64_t shared = a.Hq / a.Hkv;
+  const int group = pieces && !a.oneHeadPerBlock && shared >= 2 && shared <= 4 && a.D <= kMaxGroupedHeadDim ? int(shared) : 1;
+  const dim3 grid(unsigned(a.B * a.Hq / group), unsigned(splits)), block(kDecodeThreads);
   dispatch(s, [&](auto tag) {
     using T = decltype(tag);
-    if (pieces)
-      launchKernel(a.overlapPrevious, decodeAttentionTiledKernel<T>, grid, dim3(kDecodeThreads), 0, st, a, partials,
-                   arrived, pieces);
+    if (!pieces)
+      launchKernel(a.overlapPrevious, decodeAttentionKernel<T>, grid, block, 0, st, a, partials, arrived);
+    else if (group == 4)
+      launchKernel(a.overlapPrevious, decodeAttentionTiledKernel<T, 4>, grid, block, 0, st, a, partials, arrived, pieces);
+    else if (group == 3)
+      launchKernel(a.overlapPrevious, decodeAttentionTiledKernel<T, 3>, grid, block, 0, st, a, partials, arrived, pieces);
+    else if (group == 2)
+      launchKernel(a.overlapPrevious, decodeAttentionTiledKernel<T, 2>, grid, block, 0, st, a, partials, arrived, pieces);
     else
-      launchKernel(a.overlapPrevious, decodeAttentionKernel<T>, grid, dim3(kDecodeThreads), 0, st, a, partials,
-                   arrived);
+      launchKernel(a.overlapPrevious, decodeAttentionTiledKernel<T, 1>, grid, block, 0, st, a, partials, arrived, pieces);
   });
   return launched("decodeAttention");
 }

@@ -274,8 +274,11 @@ TEST(Cuda, GatherRowsMatchesTheCpuAndFlagsBadIds) {
 // an additive mask; rotated, with the attention_mask input (i64) as the mask, as SmolLM2's KV plan
 // has it (llmc-raise-attention-mask); keys [B, T, Hkv * D] without a mask, and values one element
 // off 16 bytes.
+// Groups of 4 and of 3 query heads per key/value head (Llama-1B's and SmolLM2's), which the
+// tiled kernel takes in one block each, and one block per head.
 TEST(Cuda, DecodeAttentionMatchesFusedAttention) {
-  const int64_t B = 2, Hq = 8, Hkv = 2, D = 64, Dv = 64;
+  const int64_t B = 2, Hkv = 2, D = 64, Dv = 64;
+  for (int64_t Hq : {8, 6})
   for (cu::Storage s : kStorages)
     for (int64_t T : {1, 37, 700})
       for (const char *layout :
@@ -329,19 +332,21 @@ TEST(Cuda, DecodeAttentionMatchesFusedAttention) {
         }
         if (rotary)
           a.cos = dcos->p, a.sin = dsin->p;
-        // Both kernels (the tiled one takes every layout here but the values off 16 bytes), with
-        // the splits chosen from T and with one block per head (several tiles of keys each).
-        for (bool plain : {false, true})
+        // Both kernels (the tiled one takes every layout here but the values off 16 bytes; with the
+        // heads that share keys in one block, and one block per head), with the splits chosen from
+        // T and with one split per head (several tiles of keys each).
+        for (const char *kernel : {"tiled", "tiled, one head per block", "plain"})
           for (int splits : {cu::decodeAttentionSplits(T), 1}) {
             Device ws(cu::decodeAttentionWorkspaceBytes(B, Hq, Dv, splits));
             cudaMemset(ws.p, 0, ws.bytes);
-            a.plainDecode = plain;
+            a.plainDecode = std::string(kernel) == "plain";
+            a.oneHeadPerBlock = std::string(kernel) == "tiled, one head per block";
             ASSERT_EQ(cu::decodeAttention(s, a, splits, ws.p, nullptr), "");
             expectClose(download(out, size_t(B * Hq * Dv), s), want.data, tolerance(s),
-                        std::string("decode attention ") + (plain ? "(plain) " : "(tiled) ") + layout + " " + name(s) +
-                            " T=" + std::to_string(T) + " splits=" + std::to_string(splits));
+                        std::string("decode attention (") + kernel + ") Hq=" + std::to_string(Hq) + " " + layout + " " +
+                            name(s) + " T=" + std::to_string(T) + " splits=" + std::to_string(splits));
           }
-        a.plainDecode = false;
+        a.plainDecode = a.oneHeadPerBlock = false;
         if (!timeMajor)
           continue;
         // The key count read from the device, the launch sized for a longer cache (a graph
