@@ -4,7 +4,8 @@
 // partial result (its max, its sum of exponentials, its unnormalized weighted sum of values) in
 // the workspace, and the last block of a head to finish combines them, in one round of loads:
 // one launch. Where one block has all of a head's keys (at most 64), it writes the head's result
-// itself (no partial result, counter or combine).
+// itself (no partial result, counter or combine). A block of the tiled kernel takes the 2 to 4
+// query heads that read one key/value head (blockIdx.x), loading each key and value once for them.
 //
 // A decode step's attention reads little (a Llama-1B layer at 576 cached tokens: 1.2 MB) and
 // waits on latency, so what matters is how many rounds of dependent loads a block waits for. The

@@ -110,14 +110,16 @@ int decodeAttentionBench(int reps) {
   a.qs = {Hq * D, Hq * D, D};
   a.ks = a.vs = cu::HeadStrides{Hkv * D, Hkv * D, D}; // [length, batch 1, heads * D]
   int failures = 0;
+  // The tiled kernel with the 4 heads that share a key/value head in one block (the default), with
+  // one block per head (as before), and the plain kernel.
   for (int64_t T : {64, 576, 1536})
-    for (bool plain : {false, true}) {
+    for (const char *kernel : {"tiled", "tiled, a head per block,", "plain"}) {
       cudaMemcpy(keys, &T, sizeof T, cudaMemcpyHostToDevice);
-      a.plainDecode = plain;
+      a.plainDecode = std::string(kernel) == "plain";
+      a.oneHeadPerBlock = std::string(kernel) != "tiled";
       const double us = timeCalls(
           [&](int) { return cu::decodeAttention(cu::Storage::BF16, a, splits, workspace, nullptr); }, reps);
-      std::printf("  %4lld cached tokens (%d blocks per head), %s kernel:", static_cast<long long>(T), splits,
-                  plain ? "plain" : "tiled");
+      std::printf("  %4lld cached tokens (%d splits per head), %s kernel:", static_cast<long long>(T), splits, kernel);
       if (us < 0) {
         std::printf(" failed\n");
         ++failures;
@@ -131,7 +133,7 @@ int decodeAttentionBench(int reps) {
   // cycle beyond the L2 cache.
   const int64_t T = 576, N = Hq * D, K = Hq * D;
   cudaMemcpy(keys, &T, sizeof T, cudaMemcpyHostToDevice);
-  a.plainDecode = false;
+  a.plainDecode = a.oneHeadPerBlock = false;
   const size_t weightBytes = size_t(N * K) * 2;
   const WeightCopies w(weightBytes);
   void *y = nullptr;
