@@ -226,22 +226,41 @@ __device__ PiecePair piecePair(const SmallLinearArgs &s, int64_t n) {
   return r;
 }
 
-// Row m's values of a pair's two columns into its piece, rotated where the pair has an angle (a
-// position outside the tables sets the error flag and stores them unrotated, as rotaryElements).
-template <typename T>
-__device__ void storePair(const LinearPiece &piece, const PiecePair &pair, int64_t m, float va, float vb) {
+// A pair's rotation for row m: its cos and sin where the pair has an angle and the row's position
+// is inside the tables (`rotate`; outside them: `outside`). Loaded by the lane that stores row m
+// right after the wait for the kernel ahead, so that its two dependent loads (the position, then
+// the tables) overlap the dot products instead of following them.
+struct PairAngle {
+  float c = 1.0f, s = 0.0f;
+  bool rotate = false, outside = false;
+};
+
+template <typename T> __device__ PairAngle pairAngle(const LinearPiece &piece, const PiecePair &pair, int64_t m) {
+  PairAngle r;
   const RotaryArgs &rot = piece.rotary;
-  if (pair.angle >= 0) {
-    const int64_t pos = rot.positions ? rot.positions[m] : m, half = rot.rotaryDim / 2;
-    if (pos < 0 || pos >= rot.tableRows) {
-      if (rot.error)
-        atomicExch(rot.error, 1);
-    } else {
-      const float c = toF(static_cast<const T *>(rot.cos)[pos * half + pair.angle]);
-      const float sn = toF(static_cast<const T *>(rot.sin)[pos * half + pair.angle]);
-      const float a = va * c - vb * sn;
-      vb = vb * c + va * sn, va = a;
-    }
+  if (pair.angle < 0)
+    return r;
+  const int64_t pos = rot.positions ? rot.positions[m] : m, half = rot.rotaryDim / 2;
+  if (pos < 0 || pos >= rot.tableRows) {
+    r.outside = true;
+    return r;
+  }
+  r.c = toF(static_cast<const T *>(rot.cos)[pos * half + pair.angle]);
+  r.s = toF(static_cast<const T *>(rot.sin)[pos * half + pair.angle]);
+  r.rotate = true;
+  return r;
+}
+
+// Row m's values of a pair's two columns into its piece, rotated by `angle` (a position outside
+// the tables sets the error flag and stores them unrotated, as rotaryElements).
+template <typename T>
+__device__ void storePair(const LinearPiece &piece, const PiecePair &pair, const PairAngle &angle, int64_t m, float va,
+                          float vb) {
+  if (angle.outside && piece.rotary.error)
+    atomicExch(piece.rotary.error, 1);
+  if (angle.rotate) {
+    const float a = va * angle.c - vb * angle.s;
+    vb = vb * angle.c + va * angle.s, va = a;
   }
   T *y = static_cast<T *>(piece.to.base) + (piece.to.shift ? *piece.to.shift * piece.to.shiftStride : 0) +
          m * piece.columns;
@@ -290,6 +309,8 @@ __global__ void __launch_bounds__(kWarps * 32)
   if (firstStep)
     loadStep();
   waitForPrevious();
+  const PairAngle angle =
+      pieces && n < nOut && lane < a.M ? pairAngle<T>(a.piece[pair.piece], pair, lane) : PairAngle{}; // row `lane`'s
   const bool staged = kNorm && stagesNorm(a);
   __shared__ float stagedSquares[kWarps][kMaxM]; // (with `staged`) per warp and row of x
   if (staged)
@@ -328,7 +349,7 @@ __global__ void __launch_bounds__(kWarps * 32)
     const float norm = kNorm ? rsqrtf(squares / float(a.K) + a.normEpsilon) : 1.0f;
     float v = sums.acc[m] * norm + (bias ? toF(bias[rowA]) : 0.0f);
     if (pieces) {
-      storePair<T>(a.piece[pair.piece], pair, m, v, sums.up[m] * norm + (bias ? toF(bias[rowB]) : 0.0f));
+      storePair<T>(a.piece[pair.piece], pair, angle, m, v, sums.up[m] * norm + (bias ? toF(bias[rowB]) : 0.0f));
       continue;
     }
     if (kPaired)
