@@ -227,9 +227,8 @@ __device__ PiecePair piecePair(const SmallLinearArgs &s, int64_t n) {
 }
 
 // A pair's rotation for row m: its cos and sin where the pair has an angle and the row's position
-// is inside the tables (`rotate`; outside them: `outside`). Loaded by the lane that stores row m
-// right after the wait for the kernel ahead, so that its two dependent loads (the position, then
-// the tables) overlap the dot products instead of following them.
+// is inside the tables (`rotate`; outside them: `outside`). Two dependent loads: the position,
+// then the tables (RowEpilogue loads them early).
 struct PairAngle {
   float c = 1.0f, s = 0.0f;
   bool rotate = false, outside = false;
@@ -251,19 +250,52 @@ template <typename T> __device__ PairAngle pairAngle(const LinearPiece &piece, c
   return r;
 }
 
-// Row m's values of a pair's two columns into its piece, rotated by `angle` (a position outside
-// the tables sets the error flag and stores them unrotated, as rotaryElements).
+// What the lane that finishes row m adds to the row's dot products, loaded by it right after the
+// wait for the kernel ahead, so that these loads overlap the dot products instead of following
+// them: the bias of the column (and of its pair's or SwiGLU's second row), the gate and the
+// residual, a piece's rotation and the rows already in its cache (ShiftedOutput::shift).
+struct RowEpilogue {
+  float biasA = 0.0f, biasB = 0.0f, gate = 1.0f, residual = 0.0f;
+  PairAngle angle;
+  int64_t shift = 0;
+};
+
+template <typename T, bool kPaired>
+__device__ RowEpilogue rowEpilogue(const SmallLinearArgs &a, const PiecePair &pair, int64_t rowA, int64_t rowB,
+                                   int64_t n, int64_t nOut, int64_t m) {
+  RowEpilogue e;
+  const T *bias = static_cast<const T *>(a.bias), *gate = static_cast<const T *>(a.gate),
+          *residual = static_cast<const T *>(a.residual);
+  if (bias) {
+    e.biasA = toF(bias[rowA]);
+    if (kPaired)
+      e.biasB = toF(bias[rowB]);
+  }
+  if (gate)
+    e.gate = toF(gate[m * nOut + n]);
+  if (residual)
+    e.residual = toF(residual[m * nOut + n]);
+  if (kPaired && a.pieces > 0) {
+    const LinearPiece &piece = a.piece[pair.piece];
+    e.angle = pairAngle<T>(piece, pair, m);
+    e.shift = piece.to.shift ? *piece.to.shift : 0;
+  }
+  return e;
+}
+
+// Row m's values of a pair's two columns into its piece, rotated by the row's angle (a position
+// outside the tables sets the error flag and stores them unrotated, as rotaryElements).
 template <typename T>
-__device__ void storePair(const LinearPiece &piece, const PiecePair &pair, const PairAngle &angle, int64_t m, float va,
+__device__ void storePair(const LinearPiece &piece, const PiecePair &pair, const RowEpilogue &row, int64_t m, float va,
                           float vb) {
+  const PairAngle &angle = row.angle;
   if (angle.outside && piece.rotary.error)
     atomicExch(piece.rotary.error, 1);
   if (angle.rotate) {
     const float a = va * angle.c - vb * angle.s;
     vb = vb * angle.c + va * angle.s, va = a;
   }
-  T *y = static_cast<T *>(piece.to.base) + (piece.to.shift ? *piece.to.shift * piece.to.shiftStride : 0) +
-         m * piece.columns;
+  T *y = static_cast<T *>(piece.to.base) + row.shift * piece.to.shiftStride + m * piece.columns;
   y[pair.a] = fromF<T>(va), y[pair.b] = fromF<T>(vb);
 }
 
@@ -309,8 +341,10 @@ __global__ void __launch_bounds__(kWarps * 32)
   if (firstStep)
     loadStep();
   waitForPrevious();
-  const PairAngle angle =
-      pieces && n < nOut && lane < a.M ? pairAngle<T>(a.piece[pair.piece], pair, lane) : PairAngle{}; // row `lane`'s
+  // Lane m finishes row m (below): its epilogue's operands now (`ends`).
+  const RowEpilogue ends = n < nOut && lane < a.M && warp % slices == 0
+                               ? rowEpilogue<T, kPaired>(a, pair, rowA, rowB, n, nOut, lane)
+                               : RowEpilogue{};
   const bool staged = kNorm && stagesNorm(a);
   __shared__ float stagedSquares[kWarps][kMaxM]; // (with `staged`) per warp and row of x
   if (staged)
@@ -333,8 +367,6 @@ __global__ void __launch_bounds__(kWarps * 32)
   if (n >= nOut || warp % slices != 0)
     return;
   // Lane m finishes row m.
-  const T *bias = static_cast<const T *>(a.bias), *gate = static_cast<const T *>(a.gate),
-          *residual = static_cast<const T *>(a.residual);
 #pragma unroll
   for (int m = 0; m < kMaxM; ++m) {
     if (m >= a.M || lane != m)
@@ -347,19 +379,19 @@ __global__ void __launch_bounds__(kWarps * 32)
         squares += stagedSquares[other][m];
     }
     const float norm = kNorm ? rsqrtf(squares / float(a.K) + a.normEpsilon) : 1.0f;
-    float v = sums.acc[m] * norm + (bias ? toF(bias[rowA]) : 0.0f);
+    float v = sums.acc[m] * norm + ends.biasA;
     if (pieces) {
-      storePair<T>(a.piece[pair.piece], pair, angle, m, v, sums.up[m] * norm + (bias ? toF(bias[rowB]) : 0.0f));
+      storePair<T>(a.piece[pair.piece], pair, ends, m, v, sums.up[m] * norm + ends.biasB);
       continue;
     }
     if (kPaired)
-      v = swigluOf(v, sums.up[m] * norm + (bias ? toF(bias[rowB]) : 0.0f));
+      v = swigluOf(v, sums.up[m] * norm + ends.biasB);
     else
       v = activate(act, v);
-    if (gate)
-      v *= toF(gate[m * nOut + n]);
-    if (residual)
-      v += toF(residual[m * nOut + n]);
+    if (a.gate)
+      v *= ends.gate;
+    if (a.residual)
+      v += ends.residual;
     static_cast<T *>(a.out)[m * nOut + n] = fromF<T>(v);
   }
 }
