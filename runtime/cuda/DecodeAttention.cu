@@ -28,7 +28,7 @@
 namespace llmc::rt::cuda {
 namespace {
 
-constexpr int kDecodeThreads = 128;          // 4 warps per (sequence, head, split)
+constexpr int kDecodeThreads = 128;          // 4 warps per block (sequence, heads, split)
 constexpr int64_t kMaxDecodeChunk = 1024;    // cache rows one decode block scores
 constexpr int64_t kDecodeCounters = 1 << 16; // (sequence, head) pairs a decode launch may have
 constexpr int kDecodeKeysPerStep = 4;        // keys a warp of the plain kernel scores at once
@@ -38,16 +38,17 @@ constexpr int kMaxGroupedHeadDim = 128;      // head size up to which a tiled bl
 
 constexpr int kCombineLoads = 8; // splits whose partial results a combining thread loads at once
 
-// The first `active` of the `splits` partial results of (sequence, head) `bh` combined, rescaled to
-// a running max as they come (online softmax), by the whole block, into out: each thread one
-// element of the values, loading the max, the sum and its element of kCombineLoads splits at a
-// time (one round of loads for up to kCombineLoads splits, with no barrier). Read through L2
-// (__ldcg): other blocks wrote them during this launch.
+// The first `active` of the `splits` partial results of each of the `heads` (sequence, head)
+// pairs from `bh` combined, rescaled to a running max as they come (online softmax), by the whole
+// block, into out: each thread one element of one head's values, loading the max, the sum and
+// its element of kCombineLoads splits at a time (one round of loads for up to kCombineLoads
+// splits, with no barrier). Read through L2 (__ldcg): other blocks wrote them during this launch.
 template <typename T>
-__device__ void combineDecodeSplits(const float *ws, T *__restrict__ out, int64_t bh, int64_t Dv, int splits,
+__device__ void combineDecodeSplits(const float *ws, T *__restrict__ out, int64_t bh0, int heads, int64_t Dv, int splits,
                                     int active) {
-  const float *part = ws + bh * splits * (Dv + 2);
-  for (int64_t dv = threadIdx.x; dv < Dv; dv += blockDim.x) {
+  for (int64_t i = threadIdx.x; i < heads * Dv; i += blockDim.x) {
+    const int64_t bh = bh0 + i / Dv, dv = i % Dv;
+    const float *part = ws + bh * splits * (Dv + 2);
     float best = -INFINITY, total = 0.0f, o = 0.0f;
     for (int s0 = 0; s0 < active; s0 += kCombineLoads) {
       float m[kCombineLoads], t[kCombineLoads], x[kCombineLoads];
@@ -85,8 +86,7 @@ __device__ void arriveAndCombine(const AttentionArgs &a, const float *ws, unsign
   if (!lastToArrive)
     return;
   __threadfence();
-  for (int g = 0; g < heads; ++g)
-    combineDecodeSplits(ws, static_cast<T *>(a.out), bh + g, a.Dv, splits, active);
+  combineDecodeSplits(ws, static_cast<T *>(a.out), bh, heads, a.Dv, splits, active);
   if (threadIdx.x == 0)
     arrived[bh] = 0;
 }
