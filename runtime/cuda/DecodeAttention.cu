@@ -4,7 +4,7 @@
 // partial result (its max, its sum of exponentials, its unnormalized weighted sum of values) in
 // the workspace, and the last block of a head to finish combines them, in one round of loads:
 // one launch. Where one block has all of a head's keys (at most 64), it writes the head's result
-// itself (no partial result, counter or combine). A block of the tiled kernel takes the 2 to 4
+// itself (no partial result, counter or combine). A block of the tiled kernel takes up to 4 of the
 // query heads that read one key/value head (blockIdx.x), loading each key and value once for them.
 //
 // A decode step's attention reads little (a Llama-1B layer at 576 cached tokens: 1.2 MB) and
@@ -459,10 +459,17 @@ std::string decodeAttention(Storage s, const AttentionArgs &a, int splits, void 
   float *partials = reinterpret_cast<float *>(arrived + kDecodeCounters);
   auto st = static_cast<cudaStream_t>(stream);
   const int pieces = a.plainDecode ? 0 : tiledPieces(s, a);
-  // The tiled kernel takes the query heads that read one key/value head in one block (2 to 4 of
-  // heads up to kMaxGroupedHeadDim), which loads each key and value once for all of them.
+  // The tiled kernel takes the query heads that read one key/value head in one block (heads up to
+  // kMaxGroupedHeadDim; 4, 3 or 2 of them, the most that divides their number: 8 in two blocks),
+  // which loads each key and value once for all of them.
   const int64_t shared = a.Hq / a.Hkv;
-  const int group = pieces && !a.oneHeadPerBlock && shared >= 2 && shared <= 4 && a.D <= kMaxGroupedHeadDim ? int(shared) : 1;
+  int group = 1;
+  if (pieces && !a.oneHeadPerBlock && a.D <= kMaxGroupedHeadDim)
+    for (int g : {4, 3, 2})
+      if (shared % g == 0) {
+        group = g;
+        break;
+      }
   const dim3 grid(unsigned(a.B * a.Hq / group), unsigned(splits)), block(kDecodeThreads);
   dispatch(s, [&](auto tag) {
     using T = decltype(tag);
