@@ -36,7 +36,8 @@ bool linkedInPlace(const Executor &ex, int past, int present);
 // What the launches of a plan with linked caches write in place of their own outputs:
 // - cacheRows (per value: a concatenation op, else -1): a linked cache's new rows, where the op
 //   that makes them is a split (a piece) or a rotary, which write at the cache's end themselves,
-//   with only copy ops between; the concatenation then copies nothing;
+//   with only copy ops (and transposes: appendViews) between; the concatenation then copies
+//   nothing;
 // - rotaryOfSplit / splitOfRotary: a key rotation on rows [B, S, H * D] whose input is a piece of
 //   a split along the last axis (through copy ops), whose tables are made before the split, and
 //   whose output goes into a linked cache (so writing it at the split's turn frees no arena slot
