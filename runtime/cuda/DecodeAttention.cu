@@ -38,6 +38,12 @@ constexpr int kMaxGroupedHeadDim = 128;      // head size up to which a tiled bl
 
 constexpr int kCombineLoads = 8; // splits whose partial results a combining thread loads at once
 
+// Where, in the workspace (floats), the block of split `split` of (sequence, head) `bh` puts its
+// partial result: its max, its sum of exponentials, then its Dv weighted value sums.
+__device__ __forceinline__ int64_t partialAt(int64_t bh, int split, int splits, int64_t Dv) {
+  return (bh * splits + split) * (Dv + 2);
+}
+
 // The first `active` of the `splits` partial results of each of the `heads` (sequence, head)
 // pairs from `bh` combined, rescaled to a running max as they come (online softmax), by the whole
 // block, into out: each thread one element of one head's values, loading the max, the sum and
@@ -48,13 +54,12 @@ __device__ void combineDecodeSplits(const float *ws, T *__restrict__ out, int64_
                                     int active) {
   for (int64_t i = threadIdx.x; i < heads * Dv; i += blockDim.x) {
     const int64_t bh = bh0 + i / Dv, dv = i % Dv;
-    const float *part = ws + bh * splits * (Dv + 2);
     float best = -INFINITY, total = 0.0f, o = 0.0f;
     for (int s0 = 0; s0 < active; s0 += kCombineLoads) {
       float m[kCombineLoads], t[kCombineLoads], x[kCombineLoads];
 #pragma unroll
       for (int j = 0; j < kCombineLoads; ++j) { // past `active`: the last split again, weighed 0
-        const float *r = part + (s0 + j < active ? s0 + j : active - 1) * (Dv + 2);
+        const float *r = ws + partialAt(bh, s0 + j < active ? s0 + j : active - 1, splits, Dv);
         m[j] = __ldcg(r), t[j] = __ldcg(r + 1), x[j] = __ldcg(r + 2 + dv);
       }
 #pragma unroll
@@ -91,15 +96,6 @@ __device__ void arriveAndCombine(const AttentionArgs &a, const float *ws, unsign
     arrived[bh] = 0;
 }
 
-// Where (sequence, head) `bh`'s block of split `split` puts its partial result (max, sum of
-// exponentials, then the weighted value sums), and its result.
-__device__ __forceinline__ float *partialOf(const AttentionArgs &a, float *ws, int64_t bh, int split, int splits) {
-  return ws + (bh * splits + split) * (a.Dv + 2);
-}
-template <typename T> __device__ __forceinline__ T *resultOf(const AttentionArgs &a, int64_t bh) {
-  return static_cast<T *>(a.out) + bh * a.Dv;
-}
-
 // Element dv of a block's weighted value sum `sum` for head `bh` (its max `best`, its sum of
 // exponentials `total`): the head's result where the block is the head's one split with keys
 // (`active`), else its partial result's element.
@@ -107,9 +103,9 @@ template <typename T>
 __device__ __forceinline__ void storeElement(const AttentionArgs &a, float *ws, int64_t bh, int split, int splits,
                                              int active, int64_t dv, float sum, float best, float total) {
   if (active == 1)
-    resultOf<T>(a, bh)[dv] = fromF<T>(best == -INFINITY ? 0.0f : sum / total); // every key masked: zeros
+    static_cast<T *>(a.out)[bh * a.Dv + dv] = fromF<T>(best == -INFINITY ? 0.0f : sum / total); // every key masked: zeros
   else
-    partialOf(a, ws, bh, split, splits)[2 + dv] = sum;
+    ws[partialAt(bh, split, splits, a.Dv) + 2 + dv] = sum;
 }
 
 // After storeElement for the block's kHeads heads from `bh`: a split of several stores each
@@ -122,7 +118,7 @@ __device__ void finishSplit(const AttentionArgs &a, float *ws, unsigned *arrived
   if (threadIdx.x == 0)
 #pragma unroll
     for (int g = 0; g < kHeads; ++g) {
-      float *partial = partialOf(a, ws, bh + g, split, splits);
+      float *partial = ws + partialAt(bh + g, split, splits, a.Dv);
       partial[0] = best[g], partial[1] = total[g];
     }
   arriveAndCombine<T>(a, ws, arrived, bh, kHeads, splits, active);
