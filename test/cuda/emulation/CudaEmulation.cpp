@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <new>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -217,6 +218,30 @@ void fail(const char *why) {
 
 namespace {
 
+// The order a launch's blocks run in: block (start + k * stride) mod total runs k-th, with a
+// stride coprime to total, so that every block runs once. It changes from launch to launch
+// (forward, backward, then strides that jump about), so that a kernel whose blocks meet through
+// global memory (the last block to count itself in finishing the work) sees different blocks
+// come last, as on a GPU, where no order is promised.
+struct BlockOrder {
+  uint64_t total, start, stride;
+  uint64_t at(uint64_t k) const { return uint64_t((start + (unsigned __int128)k * stride) % total); }
+};
+
+BlockOrder blockOrderFor(uint64_t total, uint64_t launch) {
+  if (total < 2 || launch % 3 == 0)
+    return {total, 0, 1};
+  if (launch % 3 == 1)
+    return {total, total - 1, total - 1}; // backward: stride -1 modulo total
+  // About 0.618 of the way round, moved to the next number coprime to total.
+  uint64_t stride = std::max<uint64_t>(1, total * 618 / 1000);
+  while (std::gcd(stride, total) != 1)
+    ++stride;
+  return {total, (launch * 7919) % total, stride};
+}
+
+uint64_t gLaunches = 0; // launches run so far: each takes the next order
+
 // Runs every block of a launch, now.
 void execute(const Launch &launch, const std::function<void()> &body) {
   const dim3 g = launch.grid, d = launch.block;
@@ -233,23 +258,24 @@ void execute(const Launch &launch, const std::function<void()> &body) {
   }
   gGridDim = g, gBlockDim = d;
   gBlock = &b;
-  uint64_t order = 0;
-  for (uint32_t z = 0; z < g.z && b.error.empty(); ++z)
-    for (uint32_t y = 0; y < g.y && b.error.empty(); ++y)
-      for (uint32_t x = 0; x < g.x && b.error.empty(); ++x, ++order) {
-        gBlockIdx = uint3{x, y, z};
-        // Exactly the launch's bytes, so that AddressSanitizer sees a read past them, at an
-        // alignment no kernel asks more of (a GPU's shared memory starts on a 1 KiB boundary).
-        b.shared = launch.shared ? static_cast<unsigned char *>(::operator new(launch.shared, std::align_val_t(1024)))
-                                 : nullptr;
-        if (launch.shared)
-          std::memset(b.shared, 0xff, launch.shared);
-        runBlock(b, order % 2 == 1);
-        if (b.shared)
-          ::operator delete(b.shared, std::align_val_t(1024));
-        if (!b.error.empty())
-          b.error += "; block (" + std::to_string(x) + ", " + std::to_string(y) + ", " + std::to_string(z) + ")";
-      }
+  const uint64_t total = uint64_t(g.x) * g.y * g.z;
+  const BlockOrder blockOrder = blockOrderFor(total, gLaunches++);
+  for (uint64_t k = 0; k < total && b.error.empty(); ++k) {
+    const uint64_t i = blockOrder.at(k);
+    const uint32_t x = uint32_t(i % g.x), y = uint32_t(i / g.x % g.y), z = uint32_t(i / (uint64_t(g.x) * g.y));
+    gBlockIdx = uint3{x, y, z};
+    // Exactly the launch's bytes, so that AddressSanitizer sees a read past them, at an
+    // alignment no kernel asks more of (a GPU's shared memory starts on a 1 KiB boundary).
+    b.shared =
+        launch.shared ? static_cast<unsigned char *>(::operator new(launch.shared, std::align_val_t(1024))) : nullptr;
+    if (launch.shared)
+      std::memset(b.shared, 0xff, launch.shared);
+    runBlock(b, k % 2 == 1);
+    if (b.shared)
+      ::operator delete(b.shared, std::align_val_t(1024));
+    if (!b.error.empty())
+      b.error += "; block (" + std::to_string(x) + ", " + std::to_string(y) + ", " + std::to_string(z) + ")";
+  }
   gBlock = nullptr;
   for (uint32_t t = 0; t < threads; ++t)
     gStacks[t].reset(b.fibers[t].stack.release());

@@ -8,9 +8,10 @@
 // barrier (__syncthreads, __syncwarp, a shuffle), and the scheduler releases a barrier once every
 // thread it names has reached it. So barriers are checked, not assumed: a __syncthreads that not
 // every thread reaches, or a shuffle that names a thread which has exited, stops the launch with
-// an error, where a GPU would hang or read garbage. Blocks run one after another; the threads of
-// a block run in index order in even blocks and in reverse order in odd ones, so that a read of
-// shared memory that misses its barrier sees the other order's value somewhere. Dynamic shared
+// an error, where a GPU would hang or read garbage. Blocks run one after another, in an order
+// that changes from launch to launch (forward, backward, strided); the threads of a block run in
+// index order in every other block and in reverse in the rest, so that a read of shared memory
+// that misses its barrier sees the other order's value somewhere. Dynamic shared
 // memory starts as all-ones bytes (a NaN in every float) in each block. Built with
 // AddressSanitizer, reads and writes past a device buffer or the dynamic shared memory are
 // reported where they happen.
