@@ -192,7 +192,7 @@ __device__ __forceinline__ void prefetchL2Share(const void *p, size_t bytes) {
 template <typename... P, typename... A>
 void launchKernel(bool overlap, void (*kernel)(P...), dim3 grid, dim3 block, size_t shared, cudaStream_t stream,
                   const A &...args) {
-#ifdef LLMC_CUDA_EMULATION // (the emulation's launch, as emulate_launches.py writes it for <<<>>>)
+#ifdef LLMC_CUDA_EMULATION // (the emulation's launch, as emulate_launches.py writes a launch)
   (void)overlap;
   kernel ^ ::llmc_emu::Launch(grid, block, shared, stream) ^ ::llmc_emu::args(args...);
 #else

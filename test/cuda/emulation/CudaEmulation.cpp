@@ -27,6 +27,7 @@ namespace {
 
 constexpr size_t kStackBytes = 256 * 1024;
 constexpr size_t kDefaultShared = 48 * 1024; // dynamic shared memory without the opt-in
+constexpr size_t kStaticAlign = 64;           // of every __shared__ variable (blockStatic)
 
 enum class State { Ready, AtBlockBarrier, AtWarpBarrier, Done };
 
@@ -46,6 +47,7 @@ struct Block {
   size_t current = 0;
   const std::function<void()> *body = nullptr;
   unsigned char *shared = nullptr;
+  std::vector<std::pair<const void *, void *>> statics; // blockStatic's: site, storage
   std::vector<uint64_t> slots; // a shuffle's offers: 32 per warp
   std::string error;
   // AddressSanitizer's view of the scheduler's stack, while a fiber runs.
@@ -208,6 +210,20 @@ void exchange(unsigned mask, const void *mine, void *out, size_t bytes, int sour
 
 unsigned char *dynamicShared() { return gBlock->shared; }
 
+void *blockStatic(const void *site, size_t bytes, size_t align) {
+  if (!gBlock)
+    std::abort(); // shared memory outside a launch
+  for (const auto &[at, storage] : gBlock->statics)
+    if (at == site)
+      return storage;
+  if (align > kStaticAlign)
+    fail("a __shared__ variable aligned beyond 64 bytes");
+  void *storage = ::operator new(bytes, std::align_val_t(kStaticAlign));
+  std::memset(storage, 0xff, bytes);
+  gBlock->statics.emplace_back(site, storage);
+  return storage;
+}
+
 void fail(const char *why) {
   gBlock->error = std::string(why) + "; " + where();
   Fiber &f = gBlock->fibers[gBlock->current];
@@ -242,6 +258,13 @@ BlockOrder blockOrderFor(uint64_t total, uint64_t launch) {
 
 uint64_t gLaunches = 0; // launches run so far: each takes the next order
 
+// Frees a block's `__shared__` variables (blockStatic).
+void freeStatics(Block &b) {
+  for (const auto &[site, storage] : b.statics)
+    ::operator delete(storage, std::align_val_t(kStaticAlign));
+  b.statics.clear();
+}
+
 // Runs every block of a launch, now.
 void execute(const Launch &launch, const std::function<void()> &body) {
   const dim3 g = launch.grid, d = launch.block;
@@ -273,6 +296,7 @@ void execute(const Launch &launch, const std::function<void()> &body) {
     runBlock(b, k % 2 == 1);
     if (b.shared)
       ::operator delete(b.shared, std::align_val_t(1024));
+    freeStatics(b);
     if (!b.error.empty())
       b.error += "; block (" + std::to_string(x) + ", " + std::to_string(y) + ", " + std::to_string(z) + ")";
   }

@@ -11,10 +11,10 @@
 // an error, where a GPU would hang or read garbage. Blocks run one after another, in an order
 // that changes from launch to launch (forward, backward, strided); the threads of a block run in
 // index order in every other block and in reverse in the rest, so that a read of shared memory
-// that misses its barrier sees the other order's value somewhere. Dynamic shared
-// memory starts as all-ones bytes (a NaN in every float) in each block. Built with
-// AddressSanitizer, reads and writes past a device buffer or the dynamic shared memory are
-// reported where they happen.
+// that misses its barrier sees the other order's value somewhere. Shared memory, dynamic
+// and `__shared__` variables (blockShared), is each block's own and starts as all-ones bytes (a
+// NaN in every float). Built with AddressSanitizer, reads and writes past a device buffer or
+// shared memory are reported where they happen.
 //
 // What it cannot show: speed, the memory model between blocks or warps (blocks never overlap,
 // threads never interleave between barriers, a shuffle orders memory as a barrier would), and
@@ -34,8 +34,9 @@
 #include <tuple>
 #include <type_traits>
 
-// The execution-space qualifiers mean nothing on the CPU; shared memory is a function-local
-// static (blocks run one at a time, so one copy serves them all).
+// The execution-space qualifiers mean nothing on the CPU. emulate_launches.py turns the kernel
+// files' `__shared__` declarations into blockShared (below); one left in code it did not rewrite
+// would be a function-local static that every block shares.
 #undef __global__
 #undef __device__
 #undef __host__
@@ -71,6 +72,17 @@ LLMC_EMU_API void syncWarp(unsigned mask);
 LLMC_EMU_API void exchange(unsigned mask, const void *mine, void *out, size_t bytes, int source);
 // The block's dynamic shared memory (`extern __shared__`).
 LLMC_EMU_API unsigned char *dynamicShared();
+// The running block's copy of the `__shared__` variable declared at `site`: made at the block's
+// first call, of exactly `bytes` (AddressSanitizer sees a read past it) and all-ones bytes (a
+// NaN in every float: a GPU's shared memory holds whatever was there, so a read before the
+// block's own write sees no earlier block's value), freed when the block ends.
+LLMC_EMU_API void *blockStatic(const void *site, size_t bytes, size_t align);
+// `__shared__ T name;` as emulate_launches.py writes it: `auto &name = blockShared<T>([] {});`,
+// the lambda's type making every declaration (in every instantiation of a template) a site.
+template <typename T, typename Site> T &blockShared(Site) {
+  static const char site = 0;
+  return *static_cast<T *>(blockStatic(&site, sizeof(T), alignof(T)));
+}
 // Stops the launch: what a GPU would do wrong here (cudaGetLastError then reports it).
 [[noreturn]] LLMC_EMU_API void fail(const char *why);
 
