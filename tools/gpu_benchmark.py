@@ -68,20 +68,23 @@ def prompt_ids(vocab, n=PROMPT):
     return [(i * 7919 + 13) % vocab for i in range(n)]
 
 
-def run_llmc(llmc_run, plan, graphs, vocab, gemv=True, overlap=True, ahead=True, prefetch=True, repeat=3, timeout=240):
+def run_llmc(llmc_run, plan, graphs, vocab, gemv=True, overlap=True, ahead=True, prefetch=True, persistent=False,
+             repeat=3, timeout=240):
     """(TTFT ms, ms per output token, device MB, note) of the last of `repeat` generations, or an error
     string. The note says how many CUDA graphs were captured over all of them (with graphs on: the
     prompt's, then one that every decode step replays). gemv=False runs every linear on cuBLASLt;
     overlap=False launches the decode kernels without programmatic dependent launch; ahead=False waits for
     each token before starting the next decode step (--decode-ahead off); prefetch=False keeps the decode
-    attention from prefetching the output projection's weight to L2 (LLMC_CUDA_PREFETCH=0)."""
+    attention from prefetching the output projection's weight to L2 (LLMC_CUDA_PREFETCH=0); persistent=True
+    launches the GEMV with at most the blocks the GPU holds at once (LLMC_CUDA_GEMV_BLOCKS=resident)."""
     ids = ",".join(map(str, prompt_ids(vocab)))
     cmd = [llmc_run, "generate", plan, "--device", "cuda", "--prompt-ids", ids, "--max-tokens", str(NEW_TOKENS + 1),
            "--ids", "--ignore-eos", "--repeat", str(repeat)] + ([] if graphs else ["--no-cuda-graphs"]) + \
           ([] if gemv else ["--no-cuda-gemv"]) + ([] if overlap else ["--no-cuda-overlap"]) + \
           ([] if ahead else ["--decode-ahead", "off"])
     try:
-        env = dict(os.environ, **({} if prefetch else {"LLMC_CUDA_PREFETCH": "0"}))
+        env = dict(os.environ, **({} if prefetch else {"LLMC_CUDA_PREFETCH": "0"}),
+                   **({"LLMC_CUDA_GEMV_BLOCKS": "resident"} if persistent else {}))
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
         return f"timed out after {timeout} s"
@@ -176,6 +179,8 @@ def run(args):
                       lambda plan=plan, vocab=vocab: run_llmc(args.llmc_run, plan, True, vocab, ahead=False)))
         tasks.append((name, "llmc, graphs, no L2 prefetch",
                       lambda plan=plan, vocab=vocab: run_llmc(args.llmc_run, plan, True, vocab, prefetch=False)))
+        tasks.append((name, "llmc, graphs, persistent GEMV",
+                      lambda plan=plan, vocab=vocab: run_llmc(args.llmc_run, plan, True, vocab, persistent=True)))
         tasks.append((name, "llmc, graphs, cuBLASLt only",
                       lambda plan=plan, vocab=vocab: run_llmc(args.llmc_run, plan, True, vocab, gemv=False)))
         if not args.no_torch:

@@ -72,6 +72,11 @@ std::string create(const llmc_plan_t &plan, const CudaOptions &options, void **s
   const char *prefetch = std::getenv("LLMC_CUDA_PREFETCH");
   if (props.major >= 9 && !(prefetch && std::string(prefetch) == "0"))
     ex->prefetchWeightOf = weightsAfterAttention(plan);
+  // LLMC_CUDA_GEMV_BLOCKS=resident: the GEMV launches at most the blocks the GPU holds at once,
+  // each taking several groups of columns (SmallLinearArgs::blocks; to compare); =N: at most N
+  // (tests, to make every block loop).
+  if (const char *blocks = std::getenv("LLMC_CUDA_GEMV_BLOCKS"))
+    ex->gemvBlocks = std::string(blocks) == "resident" ? -1 : std::max<int64_t>(0, std::atoll(blocks));
   ex->sharedOptIn = props.sharedMemPerBlockOptin;
   flashAttentionSetup(ex->sharedOptIn); // not while a graph is being captured
   latentAttentionSetup();

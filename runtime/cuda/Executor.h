@@ -97,6 +97,9 @@ struct Executor {
   // Programmatic dependent launch of a decode step's GEMVs, QKV split and attention (CudaOptions;
   // compute capability 9.0 and newer).
   bool overlapLaunches = false;
+  // SmallLinearArgs::blocks of every GEMV launch: 0, a block per group of columns; -1, a
+  // persistent launch (LLMC_CUDA_GEMV_BLOCKS=resident, for comparison until measured on a GPU).
+  int64_t gemvBlocks = 0;
   // RMS norms that smallLinear computes in front of the linear right after them, in the runs
   // where that linear takes it (findNormsBeforeLinears): per op, the norm of a linear / the
   // linear of a norm, or -1.

@@ -55,6 +55,7 @@ bool smallLinearCall(const Executor &e, int k, const std::vector<TensorRef> &t, 
   a.gate = given(3) ? e.at(op.inputs[3]) : nullptr, a.residual = given(4) ? e.at(op.inputs[4]) : nullptr;
   a.out = e.at(op.outputs[0]);
   a.overlapPrevious = e.overlapLaunches;
+  a.blocks = e.gemvBlocks;
   if (const int n = e.normOfLinear.empty() ? -1 : e.normOfLinear[size_t(k)]; n >= 0) {
     const PlanOp &norm = e.plan->ops[size_t(n)];
     const bool add = norm.kernel == "add_rms_norm";

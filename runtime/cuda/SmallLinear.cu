@@ -14,8 +14,10 @@
 // or gate/up projection) costs no launch either: each block adds the residual to x and
 // multiplies by the norm's scale once into shared memory, summing the squares on the way (one
 // round of loads, where M * K fits there: a decode step's hidden state does), or else each warp
-// does so for the rows it reads; the epilogue applies the norm's factor to the dot products. With a programmatic launch (DeviceUtil.cuh) the first weight loads are issued
-// before the wait for the kernel ahead.
+// does so for the rows it reads; the epilogue applies the norm's factor to the dot products. With
+// a programmatic launch (DeviceUtil.cuh) the first weight loads are issued before the wait for the
+// kernel ahead. A launch may have fewer blocks than groups of columns (SmallLinearArgs::blocks: as
+// many as the GPU holds, a persistent launch), each block then taking several groups in turn.
 // cuBLASLt keeps the larger M (PrepareCompute.cpp: prepareLinear, smallLinearCall).
 #include "CudaKernels.h"
 #include "DeviceUtil.cuh"
@@ -24,6 +26,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdint>
 #include <type_traits>
@@ -133,8 +136,11 @@ template <typename T, int kMaxM, bool kPaired, bool kNorm> struct Sums {
 
   // With K in `slices` slices, the warps of one column (consecutive in the block) add their
   // totals, and the first of them (slice 0) holds the column's. Every warp of the block calls it.
-  __device__ __forceinline__ void addSlices(int slices, int warp, int lane) {
+  // `again`: the block called it before, for another group of columns.
+  __device__ __forceinline__ void addSlices(int slices, int warp, int lane, bool again) {
     __shared__ float shared[kWarps][3][kMaxM];
+    if (again)
+      __syncthreads(); // the previous group's sums have been read from `shared`
     if (lane == 0)
 #pragma unroll
       for (int m = 0; m < kMaxM; ++m)
@@ -299,74 +305,14 @@ __device__ void storePair(const LinearPiece &piece, const PiecePair &pair, const
   y[pair.a] = fromF<T>(va), y[pair.b] = fromF<T>(vb);
 }
 
-// Weight rows are read once: streamed (evict first), so that they do not push x out of the caches.
-__device__ __forceinline__ uint4 stream(const void *p) { return __ldcs(static_cast<const uint4 *>(p)); }
-
-// Warp w of block b computes slice (w % slices) of K of output column b * (kWarps / slices) +
-// w / slices for every row m < M; the slice-0 warp finishes the column.
+// Lane m of a column's finishing warp stores row m: the norm's factor, the bias, then SwiGLU or
+// the activation, the gate and the residual (or the pair's two values into their piece).
 template <typename T, int kMaxM, bool kPaired, bool kNorm>
-__global__ void __launch_bounds__(kWarps * 32)
-    smallLinearKernel(const __grid_constant__ SmallLinearArgs a, Activation act, int slices) {
-  constexpr int V = Lanes<T>::kCount;
-  extern __shared__ float stagedX[]; // stagesNorm: x's rows, plus the residual, times the norm's scale
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int64_t nOut = kPaired ? a.N / 2 : a.N;
-  const int64_t n = int64_t(blockIdx.x) * (kWarps / slices) + warp / slices;
-  // Slices are whole steps of the warp's 16-byte loads; the last may be shorter, or empty.
-  const int64_t step = 32 * V, sliceLength = (a.K + step * slices - 1) / (step * slices) * step;
-  const int64_t kBegin = (warp % slices) * sliceLength, kEnd = kBegin + sliceLength < a.K ? kBegin + sliceLength : a.K;
-  Sums<T, kMaxM, kPaired, kNorm> sums;
-  allowNextLaunch();
-  const T *w = static_cast<const T *>(a.w);
-  const bool pieces = kPaired && a.pieces > 0;
-  const PiecePair pair = pieces && n < nOut ? piecePair(a, n) : PiecePair{};
-  const int64_t rowA = pieces ? pair.first + pair.a : n, rowB = pieces ? pair.first + pair.b : n + nOut;
-  const T *row = w + rowA * a.K, *upRow = kPaired ? w + rowB * a.K : row;
-  int64_t k = kBegin + int64_t(lane) * V;
-  uint4 r[kUnroll], u[kUnroll];
-  // A step: the lane's next kUnroll 16-byte loads of its rows, those within its slice (a short
-  // row's loads are issued together, not one round after another).
-  auto loadStep = [&] {
-#pragma unroll
-    for (int i = 0; i < kUnroll; ++i)
-      if (k + i * step < kEnd) {
-        r[i] = stream(row + k + i * step);
-        if (kPaired)
-          u[i] = stream(upRow + k + i * step);
-      }
-  };
-  // The first step's weights are loaded before the wait: with a programmatic launch they stream
-  // in while the kernel before this one (whose output is x) finishes.
-  const bool firstStep = n < nOut && k < kEnd;
-  if (firstStep)
-    loadStep();
-  waitForPrevious();
-  // Lane m finishes row m (below): its epilogue's operands now (`ends`).
-  const RowEpilogue ends = n < nOut && lane < a.M && warp % slices == 0
-                               ? rowEpilogue<T, kPaired>(a, pair, rowA, rowB, n, nOut, lane)
-                               : RowEpilogue{};
-  const bool staged = kNorm && stagesNorm(a);
-  __shared__ float stagedSquares[kWarps][kMaxM]; // (with `staged`) per warp and row of x
-  if (staged)
-    stageNormInputs<T, kMaxM>(a, stagedX, stagedSquares, a.normSum && blockIdx.x == 0);
-  const float *xs = staged ? stagedX : nullptr;
-  if (n < nOut) { // warps past the last column only take part in addSlices' barrier
-    const bool storeSum = kNorm && !staged && a.normSum && n == 0;
-    for (bool loaded = firstStep; k < kEnd; k += kUnroll * step, loaded = false) {
-      if (!loaded)
-        loadStep();
-#pragma unroll
-      for (int i = 0; i < kUnroll; ++i)
-        if (k + i * step < kEnd)
-          sums.add(a, r[i], kPaired ? u[i] : r[i], k + i * step, storeSum, xs);
-    }
-    sums.reduce();
-  }
-  if (slices > 1)
-    sums.addSlices(slices, warp, lane);
-  if (n >= nOut || warp % slices != 0)
-    return;
-  // Lane m finishes row m.
+__device__ __forceinline__ void finishColumn(const SmallLinearArgs &a, Activation act,
+                                             const Sums<T, kMaxM, kPaired, kNorm> &sums, const RowEpilogue &ends,
+                                             const PiecePair &pair, bool pieces, bool staged,
+                                             const float (&stagedSquares)[kWarps][kMaxM], int64_t n, int64_t nOut,
+                                             int lane) {
 #pragma unroll
   for (int m = 0; m < kMaxM; ++m) {
     if (m >= a.M || lane != m)
@@ -396,6 +342,167 @@ __global__ void __launch_bounds__(kWarps * 32)
   }
 }
 
+// Weight rows are read once: streamed (evict first), so that they do not push x out of the caches.
+__device__ __forceinline__ uint4 stream(const void *p) { return __ldcs(static_cast<const uint4 *>(p)); }
+
+// The weight rows a warp reads for output column n: W[n] (and with kPaired W[n + nOut], or with
+// output pieces the pair's two columns: piecePair).
+template <typename T, bool kPaired> struct ColumnRows {
+  PiecePair pair;
+  int64_t rowA = 0, rowB = 0;
+  const T *row = nullptr, *upRow = nullptr;
+};
+
+template <typename T, bool kPaired>
+__device__ __forceinline__ ColumnRows<T, kPaired> columnRows(const SmallLinearArgs &a, int64_t n, int64_t nOut) {
+  ColumnRows<T, kPaired> c;
+  const bool pieces = kPaired && a.pieces > 0;
+  c.pair = pieces && n < nOut ? piecePair(a, n) : PiecePair{};
+  c.rowA = pieces ? c.pair.first + c.pair.a : n, c.rowB = pieces ? c.pair.first + c.pair.b : n + nOut;
+  const T *w = static_cast<const T *>(a.w);
+  c.row = w + c.rowA * a.K, c.upRow = kPaired ? w + c.rowB * a.K : c.row;
+  return c;
+}
+
+// A warp's next kUnroll 16-byte loads of its weight rows from k, those before kEnd (the end of
+// its slice of K), into r (and with kPaired the second row's into u): a short row's loads are
+// issued together, not one round after another.
+template <typename T, bool kPaired>
+__device__ __forceinline__ void loadStep(uint4 (&r)[kUnroll], uint4 (&u)[kUnroll], const T *row, const T *upRow,
+                                         int64_t k, int64_t kEnd) {
+  constexpr int64_t step = 32 * Lanes<T>::kCount;
+#pragma unroll
+  for (int i = 0; i < kUnroll; ++i)
+    if (k + i * step < kEnd) {
+      r[i] = stream(row + k + i * step);
+      if (kPaired)
+        u[i] = stream(upRow + k + i * step);
+    }
+}
+
+// A warp's sums over its slice of K for its column's rows: the loads of the first step already
+// in r and u where `loaded`, the other steps' loaded here.
+template <typename T, int kMaxM, bool kPaired, bool kNorm>
+__device__ __forceinline__ void sumSlice(const SmallLinearArgs &a, Sums<T, kMaxM, kPaired, kNorm> &sums,
+                                         uint4 (&r)[kUnroll], uint4 (&u)[kUnroll], const T *row, const T *upRow,
+                                         int64_t kFirst, int64_t kEnd, bool loaded, bool storeSum, const float *xs) {
+  constexpr int64_t step = 32 * Lanes<T>::kCount;
+  for (int64_t k = kFirst; k < kEnd; k += kUnroll * step, loaded = false) {
+    if (!loaded)
+      loadStep<T, kPaired>(r, u, row, upRow, k, kEnd);
+#pragma unroll
+    for (int i = 0; i < kUnroll; ++i)
+      if (k + i * step < kEnd)
+        sums.add(a, r[i], kPaired ? u[i] : r[i], k + i * step, storeSum, xs);
+  }
+}
+
+// smallLinearKernel with fewer blocks than groups of columns: block b takes groups b, b +
+// gridDim.x, ...; in group g, warp w computes slice (w % slices) of K of column g * (kWarps /
+// slices) + w / slices. The norm in front is staged once per block, and a group's first weight
+// loads are issued before the previous group's reductions and stores (the first group's before
+// the wait for the kernel ahead).
+template <typename T, int kMaxM, bool kPaired, bool kNorm>
+__device__ __forceinline__ void loopOverGroups(const SmallLinearArgs &a, Activation act, int slices) {
+  constexpr int V = Lanes<T>::kCount;
+  extern __shared__ float stagedX[]; // stagesNorm: x's rows, plus the residual, times the norm's scale
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int64_t nOut = kPaired ? a.N / 2 : a.N, columnsPerBlock = kWarps / slices;
+  const int64_t groups = (nOut + columnsPerBlock - 1) / columnsPerBlock;
+  const int64_t step = 32 * V, sliceLength = (a.K + step * slices - 1) / (step * slices) * step;
+  const int64_t kBegin = (warp % slices) * sliceLength, kEnd = kBegin + sliceLength < a.K ? kBegin + sliceLength : a.K;
+  const int64_t kFirst = kBegin + int64_t(lane) * V;
+  allowNextLaunch();
+  int64_t group = blockIdx.x, n = group * columnsPerBlock + warp / slices;
+  ColumnRows<T, kPaired> rows = columnRows<T, kPaired>(a, n, nOut);
+  uint4 r[kUnroll], u[kUnroll];
+  bool loaded = n < nOut && kFirst < kEnd;
+  if (loaded)
+    loadStep<T, kPaired>(r, u, rows.row, rows.upRow, kFirst, kEnd);
+  waitForPrevious();
+  auto epilogueOf = [&](const ColumnRows<T, kPaired> &c, int64_t column) {
+    return column < nOut && warp % slices == 0 && lane < a.M
+               ? rowEpilogue<T, kPaired>(a, c.pair, c.rowA, c.rowB, column, nOut, lane)
+               : RowEpilogue{};
+  };
+  RowEpilogue ends = epilogueOf(rows, n);
+  const bool staged = kNorm && stagesNorm(a);
+  __shared__ float stagedSquares[kWarps][kMaxM];
+  if (staged)
+    stageNormInputs<T, kMaxM>(a, stagedX, stagedSquares, a.normSum && blockIdx.x == 0);
+  const float *xs = staged ? stagedX : nullptr;
+  for (; group < groups; group += gridDim.x) { // block-uniform
+    Sums<T, kMaxM, kPaired, kNorm> sums;
+    if (n < nOut)
+      sumSlice(a, sums, r, u, rows.row, rows.upRow, kFirst, kEnd, loaded, kNorm && !staged && a.normSum && n == 0, xs);
+    // The block's next group: its first loads go out before this group's reductions.
+    const int64_t nextN = (group + gridDim.x) * columnsPerBlock + warp / slices;
+    const ColumnRows<T, kPaired> next = columnRows<T, kPaired>(a, nextN, nOut);
+    loaded = group + gridDim.x < groups && nextN < nOut && kFirst < kEnd;
+    if (loaded)
+      loadStep<T, kPaired>(r, u, next.row, next.upRow, kFirst, kEnd);
+    if (n < nOut)
+      sums.reduce();
+    if (slices > 1)
+      sums.addSlices(slices, warp, lane, group != blockIdx.x);
+    if (n < nOut && warp % slices == 0)
+      finishColumn<T, kMaxM, kPaired, kNorm>(a, act, sums, ends, rows.pair, kPaired && a.pieces > 0, staged,
+                                             stagedSquares, n, nOut, lane);
+    n = nextN, rows = next, ends = epilogueOf(next, nextN);
+  }
+}
+
+// Warp w of block b computes slice (w % slices) of K of output column b * (kWarps / slices) +
+// w / slices for every row m < M; the slice-0 warp finishes the column. With kLoop the launch may
+// have fewer blocks than groups of kWarps / slices columns (SmallLinearArgs::blocks), and block b
+// takes groups b, b + gridDim.x, ... (loopOverGroups); without it, a block per group and none of
+// the registers the loop keeps.
+template <typename T, int kMaxM, bool kPaired, bool kNorm, bool kLoop>
+__global__ void __launch_bounds__(kWarps * 32)
+    smallLinearKernel(const __grid_constant__ SmallLinearArgs a, Activation act, int slices) {
+  if constexpr (kLoop) {
+    loopOverGroups<T, kMaxM, kPaired, kNorm>(a, act, slices);
+    return;
+  }
+  constexpr int V = Lanes<T>::kCount;
+  extern __shared__ float stagedX[]; // stagesNorm: x's rows, plus the residual, times the norm's scale
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int64_t nOut = kPaired ? a.N / 2 : a.N;
+  const int64_t n = int64_t(blockIdx.x) * (kWarps / slices) + warp / slices;
+  // Slices are whole steps of the warp's 16-byte loads; the last may be shorter, or empty.
+  const int64_t step = 32 * V, sliceLength = (a.K + step * slices - 1) / (step * slices) * step;
+  const int64_t kBegin = (warp % slices) * sliceLength, kEnd = kBegin + sliceLength < a.K ? kBegin + sliceLength : a.K;
+  Sums<T, kMaxM, kPaired, kNorm> sums;
+  allowNextLaunch();
+  const ColumnRows<T, kPaired> rows = columnRows<T, kPaired>(a, n, nOut);
+  int64_t k = kBegin + int64_t(lane) * V;
+  uint4 r[kUnroll], u[kUnroll];
+  // The first step's weights are loaded before the wait: with a programmatic launch they stream
+  // in while the kernel before this one (whose output is x) finishes.
+  const bool firstStep = n < nOut && k < kEnd;
+  if (firstStep)
+    loadStep<T, kPaired>(r, u, rows.row, rows.upRow, k, kEnd);
+  waitForPrevious();
+  // Lane m finishes row m (finishColumn): its epilogue's operands now (`ends`).
+  const RowEpilogue ends = n < nOut && lane < a.M && warp % slices == 0
+                               ? rowEpilogue<T, kPaired>(a, rows.pair, rows.rowA, rows.rowB, n, nOut, lane)
+                               : RowEpilogue{};
+  const bool staged = kNorm && stagesNorm(a);
+  __shared__ float stagedSquares[kWarps][kMaxM]; // (with `staged`) per warp and row of x
+  if (staged)
+    stageNormInputs<T, kMaxM>(a, stagedX, stagedSquares, a.normSum && blockIdx.x == 0);
+  const float *xs = staged ? stagedX : nullptr;
+  if (n < nOut) { // warps past the last column only take part in addSlices' barrier
+    sumSlice(a, sums, r, u, rows.row, rows.upRow, k, kEnd, firstStep, kNorm && !staged && a.normSum && n == 0, xs);
+    sums.reduce();
+  }
+  if (slices > 1)
+    sums.addSlices(slices, warp, lane, false);
+  if (n < nOut && warp % slices == 0)
+    finishColumn<T, kMaxM, kPaired, kNorm>(a, act, sums, ends, rows.pair, kPaired && a.pieces > 0, staged,
+                                           stagedSquares, n, nOut, lane);
+}
+
 // Slices of K per column (1, 2 or 4): doubled while the launch's warps would still all be
 // resident at once (`resident`: the GPU's multiprocessors times the kernel's warps per
 // multiprocessor, which its registers bound) and each slice keeps at least two of a warp's
@@ -421,21 +528,28 @@ int64_t residentWarps(const void *kernel) {
 }
 
 template <typename T, int kMaxM, bool kPaired, bool kNorm> struct Variant {
-  static constexpr auto kernel = smallLinearKernel<T, kMaxM, kPaired, kNorm>;
-  static int64_t resident() {
-    static const int64_t warps = residentWarps(reinterpret_cast<const void *>(kernel));
+  template <bool kLoop> static constexpr auto kernel = smallLinearKernel<T, kMaxM, kPaired, kNorm, kLoop>;
+  template <bool kLoop> static int64_t resident() {
+    static const int64_t warps = residentWarps(reinterpret_cast<const void *>(kernel<kLoop>));
     return warps;
   }
   static int64_t columns(const SmallLinearArgs &a) { return kPaired ? a.N / 2 : a.N; }
   static int slices(const SmallLinearArgs &a) {
-    return a.slices > 0 ? a.slices : slicesFor(columns(a), a.K, 16 / int64_t(sizeof(T)), resident());
+    return a.slices > 0 ? a.slices : slicesFor(columns(a), a.K, 16 / int64_t(sizeof(T)), resident<false>());
   }
+  // A block per group of columns, or (SmallLinearArgs::blocks) fewer, looping.
   static void launch(const SmallLinearArgs &a, Activation act, cudaStream_t stream) {
     const int slices = Variant::slices(a);
-    const int64_t columnsPerBlock = kWarps / slices;
-    const unsigned blocks = unsigned((columns(a) + columnsPerBlock - 1) / columnsPerBlock);
+    const int64_t columnsPerBlock = kWarps / slices, groups = (columns(a) + columnsPerBlock - 1) / columnsPerBlock;
+    const int64_t limit = a.blocks > 0   ? a.blocks
+                          : a.blocks < 0 ? std::max<int64_t>(1, resident<true>() / kWarps)
+                                         : groups;
     const size_t shared = kNorm && stagesNorm(a) ? size_t(a.M * a.K) * sizeof(float) : 0;
-    launchKernel(a.overlapPrevious, kernel, dim3(blocks), dim3(kWarps * 32), shared, stream, a, act, slices);
+    const dim3 block(kWarps * 32);
+    if (limit >= groups)
+      launchKernel(a.overlapPrevious, kernel<false>, dim3(unsigned(groups)), block, shared, stream, a, act, slices);
+    else
+      launchKernel(a.overlapPrevious, kernel<true>, dim3(unsigned(limit)), block, shared, stream, a, act, slices);
   }
 };
 
@@ -494,7 +608,7 @@ bool smallLinearTakes(Storage s, const SmallLinearArgs &a) {
   return a.M >= 1 && a.M <= kSmallLinearMaxM && a.K > 0 && a.K % v == 0 && a.N > 0 && (!a.swiglu || a.N % 2 == 0) &&
          a.N / kWarps < int64_t(INT_MAX) && aligned16(a.x) && aligned16(a.w) && aligned16(a.normScale) &&
          aligned16(a.normResidual) && aligned16(a.normSum) && (!a.normSum || a.normResidual) &&
-         (!a.normResidual || a.normScale) && (a.slices == 0 || a.slices == 1 || a.slices == 2 || a.slices == 4) &&
+         (!a.normResidual || a.normScale) && (a.slices == 0 || a.slices == 1 || a.slices == 2 || a.slices == 4) && a.blocks >= -1 &&
          piecesFit(a);
 }
 
@@ -505,7 +619,8 @@ std::string smallLinear(Storage s, const SmallLinearArgs &a, const std::string &
   if (!smallLinearTakes(s, a) || (a.pieces && act != Activation::None))
     return "smallLinear: needs 1 <= M <= " + std::to_string(kSmallLinearMaxM) +
            ", K a multiple of 16 bytes, an even N with swiglu, x, w and the norm's tensors aligned to 16 bytes, "
-           "a norm's scale with its residual and sum (a sum only with a residual), 0, 1, 2 or 4 slices, and output "
+           "a norm's scale with its residual and sum (a sum only with a residual), 0, 1, 2 or 4 slices, blocks of "
+           "-1 or more, and output "
            "pieces (at most " + std::to_string(kMaxLinearPieces) +
            ", of even widths adding up to N, whole heads where rotated) only without an activation, gate or residual";
   dispatch(s, [&](auto tag) {

@@ -1,7 +1,8 @@
 // The decode step's kernels on the GPU, bf16, batch 1: llmc's GEMV (smallLinear, [N, K] weights)
 // against cuBLASLt on the same [N, K] weights and on [K, N] ones (the layout before
-// llmc-transpose-linear-weights), at the shapes of a Llama-3.2-1B layer and its head, with the
-// time per call and the share of the H200's 4.8 TB/s HBM bandwidth each reaches (bytes of the
+// llmc-transpose-linear-weights), at the shapes of a Llama-3.2-1B layer and its head (alone and
+// with the last norm in front, as a decode step runs it), a block per group of columns and
+// persistent (SmallLinearArgs::blocks), with the time per call and the share of the H200's 4.8 TB/s HBM bandwidth each reaches (bytes of the
 // weight and x read, y written; calls cycle through copies of the weight that together exceed
 // the L2 cache, as a decode step's layers do); the QKV projection with its split, launched apart
 // and in the GEMV's epilogue; then the decode attention of one layer at three cache lengths, and
@@ -273,7 +274,8 @@ int main(int argc, char **argv) {
                           {"o 2048 -> 2048", 2048, 2048, false, false},
                           {"gate/up 2048 -> 2x8192", 2048, 16384, true, true},
                           {"down 8192 -> 2048", 8192, 2048, false, false},
-                          {"head 2048 -> 128256", 2048, 128256, false, false}};
+                          {"head 2048 -> 128256", 2048, 128256, false, false},
+                          {"head (+ add, RMS norm) 2048 -> 128256", 2048, 128256, false, true}};
   int failures = 0;
   for (const Shape &s : shapes) {
     const int64_t nOut = s.swiglu ? s.N / 2 : s.N;
@@ -315,6 +317,11 @@ int main(int argc, char **argv) {
                nullptr);
     }
     a.slices = 0;
+    // At most the blocks the GPU holds at once, each taking several groups of columns (the norm
+    // staged once per block; LLMC_CUDA_GEMV_BLOCKS=resident in the executor).
+    a.blocks = -1;
+    timeGemv("  persistent (the blocks the GPU holds)", nullptr);
+    a.blocks = 0;
     if (s.norm) { // the norm's inputs prepared by each warp rather than once per block
       a.stageNorm = false;
       timeGemv("  norm per warp", nullptr);
@@ -325,6 +332,9 @@ int main(int argc, char **argv) {
       cudaStream_t stream = nullptr; // a stream of our own (blocking: the timing events wait for it)
       cudaStreamCreate(&stream);
       timeGemv("llmc GEMV, overlapping launches", stream);
+      a.blocks = -1;
+      timeGemv("  persistent, overlapping launches", stream);
+      a.blocks = 0;
       cudaStreamDestroy(stream);
       a.overlapPrevious = false;
     }

@@ -672,41 +672,44 @@ TEST(Cuda, LinearEpilogueMatchesTheCpuLinear) {
 // The GEMV of decode steps: every row count it takes (its 1, 2, 4 and 8-row variants, M rounded
 // up), every epilogue (SwiGLU, activations, bias, gate, residual), K in 1, 2 or 4 slices per
 // column (the last slice shorter, or with 4, empty), a K that leaves a remainder after the
-// unrolled loads and an N that leaves a block's last warps without a column; against the CPU
-// linear with transB. It refuses an unaligned x, too many rows and an odd slice count.
+// unrolled loads and an N that leaves a block's last warps without a column, a block per group
+// of columns or 2 blocks taking the groups in turn (SmallLinearArgs::blocks); against the CPU
+// linear with transB. It refuses an unaligned x, too many rows, an odd slice count and a block
+// count under -1.
 TEST(Cuda, SmallLinearMatchesTheCpuLinear) {
   const int64_t K = 1096, N = 37;
   for (cu::Storage s : kStorages)
     for (const char *activation : {"none", "swiglu", "silu", "gelu", "gelu_tanh", "relu"})
       for (int64_t M : {1, 2, 3, 5, 8})
-        for (int slices : {1, 2, 4}) {
-          const bool swiglu = std::string(activation) == "swiglu", extras = M % 2 == 1; // bias, gate, residual
-          const int64_t rows = swiglu ? 2 * N : N;
-          Buf<float> x(DType::F32, {M, K}, rounded(randomFloats(M * K, 40 + M), s)),
-              w(DType::F32, {rows, K}, rounded(randomFloats(rows * K, 41, -0.1f, 0.1f), s)),
-              bias(DType::F32, {rows}, rounded(randomFloats(rows, 42), s)),
-              gate(DType::F32, {M, N}, rounded(randomFloats(M * N, 43), s)),
-              residual(DType::F32, {M, N}, rounded(randomFloats(M * N, 44), s)), none(DType::F32, {0}),
-              want(DType::F32, {M, N});
-          const bool gated = extras && !swiglu;
-          ASSERT_EQ(call("linear", attrs({stringAttr("activation", activation), intAttr("transB", 1)}),
-                         {x.ref(), w.ref(), extras ? bias.ref() : none.ref(), gated ? gate.ref() : none.ref(),
-                          gated ? residual.ref() : none.ref()},
-                         {want.ref()}),
-                    "");
-          auto dx = upload(x.data, s), dw = upload(w.data, s), db = upload(bias.data, s), dg = upload(gate.data, s),
-               dr = upload(residual.data, s);
-          Device out(size_t(M * N) * cu::storageBytes(s));
-          cu::SmallLinearArgs a;
-          a.x = dx->p, a.w = dw->p, a.bias = extras ? db->p : nullptr, a.gate = gated ? dg->p : nullptr;
-          a.residual = gated ? dr->p : nullptr, a.out = out.p, a.M = M, a.N = rows, a.K = K, a.swiglu = swiglu;
-          a.slices = slices;
-          ASSERT_TRUE(cu::smallLinearTakes(s, a));
-          const std::string what = std::string("small linear ") + name(s) + " " + activation + " M=" + std::to_string(M) +
-                                   " slices=" + std::to_string(slices);
-          ASSERT_EQ(cu::smallLinear(s, a, activation, nullptr), "") << what;
-          expectClose(download(out, size_t(M * N), s), want.data, s == cu::Storage::F32 ? 1e-4f : tolerance(s), what);
-        }
+        for (int slices : {1, 2, 4})
+          for (int64_t blocks : {0, 2}) {
+            const bool swiglu = std::string(activation) == "swiglu", extras = M % 2 == 1; // bias, gate, residual
+            const int64_t rows = swiglu ? 2 * N : N;
+            Buf<float> x(DType::F32, {M, K}, rounded(randomFloats(M * K, 40 + M), s)),
+                w(DType::F32, {rows, K}, rounded(randomFloats(rows * K, 41, -0.1f, 0.1f), s)),
+                bias(DType::F32, {rows}, rounded(randomFloats(rows, 42), s)),
+                gate(DType::F32, {M, N}, rounded(randomFloats(M * N, 43), s)),
+                residual(DType::F32, {M, N}, rounded(randomFloats(M * N, 44), s)), none(DType::F32, {0}),
+                want(DType::F32, {M, N});
+            const bool gated = extras && !swiglu;
+            ASSERT_EQ(call("linear", attrs({stringAttr("activation", activation), intAttr("transB", 1)}),
+                           {x.ref(), w.ref(), extras ? bias.ref() : none.ref(), gated ? gate.ref() : none.ref(),
+                            gated ? residual.ref() : none.ref()},
+                           {want.ref()}),
+                      "");
+            auto dx = upload(x.data, s), dw = upload(w.data, s), db = upload(bias.data, s), dg = upload(gate.data, s),
+                 dr = upload(residual.data, s);
+            Device out(size_t(M * N) * cu::storageBytes(s));
+            cu::SmallLinearArgs a;
+            a.x = dx->p, a.w = dw->p, a.bias = extras ? db->p : nullptr, a.gate = gated ? dg->p : nullptr;
+            a.residual = gated ? dr->p : nullptr, a.out = out.p, a.M = M, a.N = rows, a.K = K, a.swiglu = swiglu;
+            a.slices = slices, a.blocks = blocks;
+            ASSERT_TRUE(cu::smallLinearTakes(s, a));
+            const std::string what = std::string("small linear ") + name(s) + " " + activation + " M=" + std::to_string(M) +
+                                     " slices=" + std::to_string(slices) + " blocks=" + std::to_string(blocks);
+            ASSERT_EQ(cu::smallLinear(s, a, activation, nullptr), "") << what;
+            expectClose(download(out, size_t(M * N), s), want.data, s == cu::Storage::F32 ? 1e-4f : tolerance(s), what);
+          }
   Device x(64 * 4), w(64 * 4), out(64 * 4);
   cu::SmallLinearArgs a;
   a.x = static_cast<char *>(x.p) + 4, a.w = w.p, a.out = out.p, a.M = 1, a.N = 4, a.K = 8;
@@ -718,12 +721,15 @@ TEST(Cuda, SmallLinearMatchesTheCpuLinear) {
   EXPECT_NE(cu::smallLinear(cu::Storage::F32, a, "tanh", nullptr), "");
   a.slices = 3;
   EXPECT_FALSE(cu::smallLinearTakes(cu::Storage::F32, a));
+  a.slices = 0, a.blocks = -2;
+  EXPECT_FALSE(cu::smallLinearTakes(cu::Storage::F32, a));
 }
 
 // The GEMV with the decoder's RMS norm in front (normScale): against the CPU's add_rms_norm (with
 // a residual, whose sum the GEMV stores too) or rms_norm, then linear; plain and SwiGLU, one
 // and several rows, K in one slice or two (the sums of squares and the stored sum split too); the
-// block normalizing x in shared memory, and (3 rows of 4000, too many for it) each warp.
+// block normalizing x in shared memory, and (3 rows of 4000, too many for it) each warp; a block
+// per group of columns, or 2 blocks taking them in turn (the norm staged once per block).
 TEST(Cuda, SmallLinearWithItsNormMatchesTheCpu) {
   const int64_t N = 12;
   for (cu::Storage s : kStorages)
@@ -731,45 +737,46 @@ TEST(Cuda, SmallLinearWithItsNormMatchesTheCpu) {
       for (bool swiglu : {false, true})
         for (int64_t M : {1, 3})
           for (int64_t K : {520, 4000})
-            for (int slices : {1, 2}) {
-              const int64_t rows = swiglu ? 2 * N : N;
-              Buf<float> x(DType::F32, {M, K}, rounded(randomFloats(M * K, 50), s)),
-                  r(DType::F32, {M, K}, rounded(randomFloats(M * K, 51), s)),
-                  scale(DType::F32, {K}, rounded(randomFloats(K, 52, 0.5f, 1.5f), s)),
-                  w(DType::F32, {rows, K}, rounded(randomFloats(rows * K, 53, -0.2f, 0.2f), s)), none(DType::F32, {0}),
-                  normed(DType::F32, {M, K}), sum(DType::F32, {M, K}), want(DType::F32, {M, N});
-              if (withResidual)
-                ASSERT_EQ(call("add_rms_norm", attrs({floatAttr("epsilon", 1e-5)}), {x.ref(), r.ref(), scale.ref()},
-                               {normed.ref(), sum.ref()}),
+            for (int slices : {1, 2})
+              for (int64_t blocks : {0, 2}) {
+                const int64_t rows = swiglu ? 2 * N : N;
+                Buf<float> x(DType::F32, {M, K}, rounded(randomFloats(M * K, 50), s)),
+                    r(DType::F32, {M, K}, rounded(randomFloats(M * K, 51), s)),
+                    scale(DType::F32, {K}, rounded(randomFloats(K, 52, 0.5f, 1.5f), s)),
+                    w(DType::F32, {rows, K}, rounded(randomFloats(rows * K, 53, -0.2f, 0.2f), s)), none(DType::F32, {0}),
+                    normed(DType::F32, {M, K}), sum(DType::F32, {M, K}), want(DType::F32, {M, N});
+                if (withResidual)
+                  ASSERT_EQ(call("add_rms_norm", attrs({floatAttr("epsilon", 1e-5)}), {x.ref(), r.ref(), scale.ref()},
+                                 {normed.ref(), sum.ref()}),
+                            "");
+                else
+                  ASSERT_EQ(call("rms_norm", attrs({floatAttr("epsilon", 1e-5)}), {x.ref(), scale.ref()}, {normed.ref()}),
+                            "");
+                const char *activation = swiglu ? "swiglu" : "none";
+                ASSERT_EQ(call("linear", attrs({stringAttr("activation", activation), intAttr("transB", 1)}),
+                               {normed.ref(), w.ref(), none.ref(), none.ref(), none.ref()}, {want.ref()}),
                           "");
-              else
-                ASSERT_EQ(call("rms_norm", attrs({floatAttr("epsilon", 1e-5)}), {x.ref(), scale.ref()}, {normed.ref()}),
-                          "");
-              const char *activation = swiglu ? "swiglu" : "none";
-              ASSERT_EQ(call("linear", attrs({stringAttr("activation", activation), intAttr("transB", 1)}),
-                             {normed.ref(), w.ref(), none.ref(), none.ref(), none.ref()}, {want.ref()}),
-                        "");
-              auto dx = upload(x.data, s), dr = upload(r.data, s), dscale = upload(scale.data, s),
-                   dw = upload(w.data, s);
-              Device out(size_t(M * N) * cu::storageBytes(s)), dsum(size_t(M * K) * cu::storageBytes(s));
-              cu::SmallLinearArgs a;
-              a.x = dx->p, a.w = dw->p, a.out = out.p, a.M = M, a.N = rows, a.K = K, a.swiglu = swiglu;
-              a.normScale = dscale->p, a.normEpsilon = 1e-5f, a.slices = slices;
-              if (withResidual)
-                a.normResidual = dr->p, a.normSum = dsum.p;
-              const std::string what = std::string("small linear after ") +
-                                       (withResidual ? "add_rms_norm " : "rms_norm ") + activation + " " + name(s) +
-                                       " M=" + std::to_string(M) + " K=" + std::to_string(K) +
-                                       " slices=" + std::to_string(slices);
-              ASSERT_TRUE(cu::smallLinearTakes(s, a)) << what;
-              ASSERT_EQ(cu::smallLinear(s, a, activation, nullptr), "") << what;
-              expectClose(download(out, size_t(M * N), s), want.data, s == cu::Storage::F32 ? 1e-4f : tolerance(s),
-                          what);
-              if (withResidual)
-                expectClose(download(dsum, size_t(M * K), s), rounded(sum.data, s),
-                            s == cu::Storage::F32 ? 0.0f : 1e-3f,
-                            what + " sum"); // a 16-bit sum within one rounding step
-            }
+                auto dx = upload(x.data, s), dr = upload(r.data, s), dscale = upload(scale.data, s),
+                     dw = upload(w.data, s);
+                Device out(size_t(M * N) * cu::storageBytes(s)), dsum(size_t(M * K) * cu::storageBytes(s));
+                cu::SmallLinearArgs a;
+                a.x = dx->p, a.w = dw->p, a.out = out.p, a.M = M, a.N = rows, a.K = K, a.swiglu = swiglu;
+                a.normScale = dscale->p, a.normEpsilon = 1e-5f, a.slices = slices, a.blocks = blocks;
+                if (withResidual)
+                  a.normResidual = dr->p, a.normSum = dsum.p;
+                const std::string what = std::string("small linear after ") +
+                                         (withResidual ? "add_rms_norm " : "rms_norm ") + activation + " " + name(s) +
+                                         " M=" + std::to_string(M) + " K=" + std::to_string(K) +
+                                         " slices=" + std::to_string(slices) + " blocks=" + std::to_string(blocks);
+                ASSERT_TRUE(cu::smallLinearTakes(s, a)) << what;
+                ASSERT_EQ(cu::smallLinear(s, a, activation, nullptr), "") << what;
+                expectClose(download(out, size_t(M * N), s), want.data, s == cu::Storage::F32 ? 1e-4f : tolerance(s),
+                            what);
+                if (withResidual)
+                  expectClose(download(dsum, size_t(M * K), s), rounded(sum.data, s),
+                              s == cu::Storage::F32 ? 0.0f : 1e-3f,
+                              what + " sum"); // a 16-bit sum within one rounding step
+              }
   cu::SmallLinearArgs a; // a sum needs a residual, and a residual a scale
   Device x(64), w(64), out(64);
   a.x = x.p, a.w = w.p, a.out = out.p, a.M = 1, a.N = 1, a.K = 4, a.normSum = out.p;
@@ -782,7 +789,8 @@ TEST(Cuda, SmallLinearWithItsNormMatchesTheCpu) {
 // queries [M, Hq * D] as computed, keys rotated (by position ids, or tables by row; rotate-half
 // or interleaved; all of the head or half of it) into a cache after 5 rows whose count it reads
 // on the device, values into another; with the RMS norm in front and a bias, K in one slice or
-// two, one row and several; against the CPU's add_rms_norm, linear, split and rotary. It refuses
+// two, one row and several, a block per group of columns or 2 blocks taking them in turn; against
+// the CPU's add_rms_norm, linear, split and rotary. It refuses
 // odd widths, widths that miss N, a rotated piece of part of a head, and an activation.
 TEST(Cuda, SmallLinearWithOutputPiecesMatchesTheCpu) {
   const int64_t K = 264, D = 8, Hq = 3, Hk = 2, Q = Hq * D, Kc = Hk * D, V = Hk * D, N = Q + Kc + V, past = 5;
@@ -792,80 +800,81 @@ TEST(Cuda, SmallLinearWithOutputPiecesMatchesTheCpu) {
       for (bool byPosition : {true, false})
         for (bool interleaved : {false, true})
           for (int64_t rot : {D, D / 2})
-            for (int slices : {1, 2}) {
-              Buf<float> x(DType::F32, {M, K}, rounded(randomFloats(M * K, 70), s)),
-                  r(DType::F32, {M, K}, rounded(randomFloats(M * K, 71), s)),
-                  scale(DType::F32, {K}, rounded(randomFloats(K, 72, 0.5f, 1.5f), s)),
-                  w(DType::F32, {N, K}, rounded(randomFloats(N * K, 73, -0.2f, 0.2f), s)),
-                  bias(DType::F32, {N}, rounded(randomFloats(N, 74), s)), none(DType::F32, {0}),
-                  normed(DType::F32, {M, K}), sum(DType::F32, {M, K}), qkv(DType::F32, {1, M, N}),
-                  q(DType::F32, {1, M, Q}), k(DType::F32, {1, M, Kc}), v(DType::F32, {1, M, V}),
-                  kWant(DType::F32, {1, M, Kc});
-              const int64_t tableRows = byPosition ? table : M;
-              Buf<float> cosT(DType::F32, {tableRows, rot / 2}, rounded(randomFloats(tableRows * rot / 2, 75), s)),
-                  sinT(DType::F32, {tableRows, rot / 2}, rounded(randomFloats(tableRows * rot / 2, 76), s));
-              const auto firstRows = [&](const std::vector<float> &t) {
-                return std::vector<float>(t.begin(), t.begin() + M * rot / 2);
-              };
-              Buf<float> cosRows(DType::F32, {1, M, rot / 2}, firstRows(cosT.data)),
-                  sinRows(DType::F32, {1, M, rot / 2}, firstRows(sinT.data));
-              std::vector<int64_t> ids = {7, 2, 11};
-              ids.resize(size_t(M));
-              Buf<int64_t> pos(DType::I64, {1, M}, ids), noIds(DType::I64, {0});
-              ASSERT_EQ(call("add_rms_norm", attrs({floatAttr("epsilon", 1e-5)}), {x.ref(), r.ref(), scale.ref()},
-                             {normed.ref(), sum.ref()}),
-                        "");
-              ASSERT_EQ(call("linear", attrs({intAttr("transB", 1)}), {normed.ref(), w.ref(), bias.ref(), none.ref(), none.ref()},
-                             {qkv.ref()}),
-                        "");
-              ASSERT_EQ(call("split", attrs({intAttr("axis", 2)}), {qkv.ref()}, {q.ref(), k.ref(), v.ref()}), "");
-              AttrList ra = attrs({intAttr("interleaved", interleaved), intAttr("rotary_embedding_dim", rot),
-                                   intAttr("num_heads", Hk)});
-              if (byPosition)
-                ASSERT_EQ(call("rotary", ra, {k.ref(), cosT.ref(), sinT.ref(), pos.ref()}, {kWant.ref()}), "");
-              else
-                ASSERT_EQ(call("rotary", ra, {k.ref(), cosRows.ref(), sinRows.ref(), noIds.ref()}, {kWant.ref()}), "");
-              auto dx = upload(x.data, s), dr = upload(r.data, s), dscale = upload(scale.data, s), dw = upload(w.data, s),
-                   db = upload(bias.data, s), dcos = upload(cosT.data, s), dsin = upload(sinT.data, s),
-                   dpos = uploadRaw(pos.data), rows = uploadRaw(std::vector<int64_t>{past});
-              auto error = uploadRaw(std::vector<int>{0});
-              Device dq(size_t(M * Q) * cu::storageBytes(s)), dsum(size_t(M * K) * cu::storageBytes(s)),
-                  keys(size_t((past + M) * Kc) * cu::storageBytes(s)), values(size_t((past + M) * V) * cu::storageBytes(s));
-              cudaMemset(keys.p, 0, keys.bytes);
-              cudaMemset(values.p, 0, values.bytes);
-              cu::SmallLinearArgs a;
-              a.x = dx->p, a.w = dw->p, a.bias = db->p, a.M = M, a.N = N, a.K = K, a.slices = slices;
-              a.normScale = dscale->p, a.normResidual = dr->p, a.normSum = dsum.p, a.normEpsilon = 1e-5f;
-              a.pieces = 3;
-              a.piece[0].columns = Q, a.piece[0].to.base = dq.p;
-              a.piece[1].columns = Kc, a.piece[1].to = {keys.p, rows->as<int64_t>(), Kc};
-              a.piece[2].columns = V, a.piece[2].to = {values.p, rows->as<int64_t>(), V};
-              cu::RotaryArgs &rk = a.piece[1].rotary;
-              rk.cos = dcos->p, rk.sin = dsin->p, rk.tableRows = tableRows, rk.D = D, rk.rotaryDim = rot;
-              rk.positions = byPosition ? dpos->as<int64_t>() : nullptr, rk.interleaved = interleaved;
-              rk.error = error->as<int>();
-              const std::string what = std::string("small linear into pieces ") + name(s) + " M=" + std::to_string(M) +
-                                       (byPosition ? " by position" : " tables by row") +
-                                       (interleaved ? " interleaved" : "") + " rot=" + std::to_string(rot) +
-                                       " slices=" + std::to_string(slices);
-              ASSERT_TRUE(cu::smallLinearTakes(s, a)) << what;
-              ASSERT_EQ(cu::smallLinear(s, a, "none", nullptr), "") << what;
-              const float tol = s == cu::Storage::F32 ? 1e-4f : tolerance(s);
-              expectClose(download(dq, size_t(M * Q), s), q.data, tol, what + ": queries");
-              const std::vector<float> cachedKeys = download(keys, size_t((past + M) * Kc), s),
-                                       cachedValues = download(values, size_t((past + M) * V), s);
-              expectClose(std::vector<float>(cachedKeys.begin() + past * Kc, cachedKeys.end()), kWant.data, tol,
-                          what + ": keys");
-              expectClose(std::vector<float>(cachedValues.begin() + past * V, cachedValues.end()), v.data, tol,
-                          what + ": values");
-              expectClose(std::vector<float>(cachedKeys.begin(), cachedKeys.begin() + past * Kc),
-                          std::vector<float>(size_t(past * Kc), 0.0f), 0.0f, what + ": the cache's rows before");
-              expectClose(download(dsum, size_t(M * K), s), rounded(sum.data, s), s == cu::Storage::F32 ? 0.0f : 1e-3f,
-                          what + ": sum");
-              int flag = 1;
-              cudaMemcpy(&flag, error->p, sizeof flag, cudaMemcpyDeviceToHost);
-              EXPECT_EQ(flag, 0) << what;
-            }
+            for (int slices : {1, 2})
+              for (int64_t blocks : {0, 2}) {
+                Buf<float> x(DType::F32, {M, K}, rounded(randomFloats(M * K, 70), s)),
+                    r(DType::F32, {M, K}, rounded(randomFloats(M * K, 71), s)),
+                    scale(DType::F32, {K}, rounded(randomFloats(K, 72, 0.5f, 1.5f), s)),
+                    w(DType::F32, {N, K}, rounded(randomFloats(N * K, 73, -0.2f, 0.2f), s)),
+                    bias(DType::F32, {N}, rounded(randomFloats(N, 74), s)), none(DType::F32, {0}),
+                    normed(DType::F32, {M, K}), sum(DType::F32, {M, K}), qkv(DType::F32, {1, M, N}),
+                    q(DType::F32, {1, M, Q}), k(DType::F32, {1, M, Kc}), v(DType::F32, {1, M, V}),
+                    kWant(DType::F32, {1, M, Kc});
+                const int64_t tableRows = byPosition ? table : M;
+                Buf<float> cosT(DType::F32, {tableRows, rot / 2}, rounded(randomFloats(tableRows * rot / 2, 75), s)),
+                    sinT(DType::F32, {tableRows, rot / 2}, rounded(randomFloats(tableRows * rot / 2, 76), s));
+                const auto firstRows = [&](const std::vector<float> &t) {
+                  return std::vector<float>(t.begin(), t.begin() + M * rot / 2);
+                };
+                Buf<float> cosRows(DType::F32, {1, M, rot / 2}, firstRows(cosT.data)),
+                    sinRows(DType::F32, {1, M, rot / 2}, firstRows(sinT.data));
+                std::vector<int64_t> ids = {7, 2, 11};
+                ids.resize(size_t(M));
+                Buf<int64_t> pos(DType::I64, {1, M}, ids), noIds(DType::I64, {0});
+                ASSERT_EQ(call("add_rms_norm", attrs({floatAttr("epsilon", 1e-5)}), {x.ref(), r.ref(), scale.ref()},
+                               {normed.ref(), sum.ref()}),
+                          "");
+                ASSERT_EQ(call("linear", attrs({intAttr("transB", 1)}), {normed.ref(), w.ref(), bias.ref(), none.ref(), none.ref()},
+                               {qkv.ref()}),
+                          "");
+                ASSERT_EQ(call("split", attrs({intAttr("axis", 2)}), {qkv.ref()}, {q.ref(), k.ref(), v.ref()}), "");
+                AttrList ra = attrs({intAttr("interleaved", interleaved), intAttr("rotary_embedding_dim", rot),
+                                     intAttr("num_heads", Hk)});
+                if (byPosition)
+                  ASSERT_EQ(call("rotary", ra, {k.ref(), cosT.ref(), sinT.ref(), pos.ref()}, {kWant.ref()}), "");
+                else
+                  ASSERT_EQ(call("rotary", ra, {k.ref(), cosRows.ref(), sinRows.ref(), noIds.ref()}, {kWant.ref()}), "");
+                auto dx = upload(x.data, s), dr = upload(r.data, s), dscale = upload(scale.data, s), dw = upload(w.data, s),
+                     db = upload(bias.data, s), dcos = upload(cosT.data, s), dsin = upload(sinT.data, s),
+                     dpos = uploadRaw(pos.data), rows = uploadRaw(std::vector<int64_t>{past});
+                auto error = uploadRaw(std::vector<int>{0});
+                Device dq(size_t(M * Q) * cu::storageBytes(s)), dsum(size_t(M * K) * cu::storageBytes(s)),
+                    keys(size_t((past + M) * Kc) * cu::storageBytes(s)), values(size_t((past + M) * V) * cu::storageBytes(s));
+                cudaMemset(keys.p, 0, keys.bytes);
+                cudaMemset(values.p, 0, values.bytes);
+                cu::SmallLinearArgs a;
+                a.x = dx->p, a.w = dw->p, a.bias = db->p, a.M = M, a.N = N, a.K = K, a.slices = slices, a.blocks = blocks;
+                a.normScale = dscale->p, a.normResidual = dr->p, a.normSum = dsum.p, a.normEpsilon = 1e-5f;
+                a.pieces = 3;
+                a.piece[0].columns = Q, a.piece[0].to.base = dq.p;
+                a.piece[1].columns = Kc, a.piece[1].to = {keys.p, rows->as<int64_t>(), Kc};
+                a.piece[2].columns = V, a.piece[2].to = {values.p, rows->as<int64_t>(), V};
+                cu::RotaryArgs &rk = a.piece[1].rotary;
+                rk.cos = dcos->p, rk.sin = dsin->p, rk.tableRows = tableRows, rk.D = D, rk.rotaryDim = rot;
+                rk.positions = byPosition ? dpos->as<int64_t>() : nullptr, rk.interleaved = interleaved;
+                rk.error = error->as<int>();
+                const std::string what = std::string("small linear into pieces ") + name(s) + " M=" + std::to_string(M) +
+                                         (byPosition ? " by position" : " tables by row") +
+                                         (interleaved ? " interleaved" : "") + " rot=" + std::to_string(rot) +
+                                         " slices=" + std::to_string(slices) + " blocks=" + std::to_string(blocks);
+                ASSERT_TRUE(cu::smallLinearTakes(s, a)) << what;
+                ASSERT_EQ(cu::smallLinear(s, a, "none", nullptr), "") << what;
+                const float tol = s == cu::Storage::F32 ? 1e-4f : tolerance(s);
+                expectClose(download(dq, size_t(M * Q), s), q.data, tol, what + ": queries");
+                const std::vector<float> cachedKeys = download(keys, size_t((past + M) * Kc), s),
+                                         cachedValues = download(values, size_t((past + M) * V), s);
+                expectClose(std::vector<float>(cachedKeys.begin() + past * Kc, cachedKeys.end()), kWant.data, tol,
+                            what + ": keys");
+                expectClose(std::vector<float>(cachedValues.begin() + past * V, cachedValues.end()), v.data, tol,
+                            what + ": values");
+                expectClose(std::vector<float>(cachedKeys.begin(), cachedKeys.begin() + past * Kc),
+                            std::vector<float>(size_t(past * Kc), 0.0f), 0.0f, what + ": the cache's rows before");
+                expectClose(download(dsum, size_t(M * K), s), rounded(sum.data, s), s == cu::Storage::F32 ? 0.0f : 1e-3f,
+                            what + ": sum");
+                int flag = 1;
+                cudaMemcpy(&flag, error->p, sizeof flag, cudaMemcpyDeviceToHost);
+                EXPECT_EQ(flag, 0) << what;
+              }
   Device x(64 * 4), w(64 * 4), out(64 * 4);
   cu::SmallLinearArgs a;
   a.x = x.p, a.w = w.p, a.M = 1, a.N = 8, a.K = 8, a.pieces = 2;

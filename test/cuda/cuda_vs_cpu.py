@@ -55,6 +55,10 @@ CASES = [
     # GPT-2's merged QKV projection (a bias, no rotary) on the GEMV, its split (through a reshape)
     # stored by the GEMV itself.
     ("tiny_gpt2_kv-cuda", "tiny_gpt2_kv", KV_SHAPES + ["--target", "cuda"], "generate"),
+    # The same CUDA plan with every GEMV launched as 2 blocks that take its groups of columns in
+    # turn (CASE_ENV; a persistent launch has as many blocks as the GPU holds).
+    ("tiny_llama_kv-bf16-cuda-gemv-blocks", "tiny_llama_kv",
+     KV_SHAPES + ["--precision", "bf16", "--last-position", "logits", "--target", "cuda"], "generate"),
     # Its weights (7.5 MB) would not fit the GPU machine's 64 MiB pack: seeded random ones, the
     # same on both devices (logits within +-2 over 16 steps).
     ("tiny_deepseek_kv", "tiny_deepseek_kv", KV_SHAPES + ["--random-weights"], "generate"),
@@ -88,6 +92,8 @@ REAL_CASES = [
 # Extra llmc-run flags of "run" cases with dynamic inputs.
 RUN_DIMS = {"tiny_gpt2-dynamic": ["--dim", "seq=37"], "tiny_bert-dynamic": ["--dim", "batch=2", "--dim", "seq=37"],
             "slice_views-whole": ["--dim", "seq=1"], "slice_views-part": ["--dim", "seq=5"]}
+# The executor's environment per case (the rest run with the caller's).
+CASE_ENV = {"tiny_llama_kv-bf16-cuda-gemv-blocks": {"LLMC_CUDA_GEMV_BLOCKS": "2"}}
 GENERATE = ["--prompt-ids", "5,17,42,99,7,3", "--max-tokens", "16", "--ids", "--ignore-eos"]
 # A batch of three prompts of different lengths (left padding, a mask row per sequence): tokens
 # only, and with graphs, the prompt's graph and one that every decode step replays.
@@ -266,7 +272,13 @@ def check(args):
         for case in cases:
             for graphs in (True, False):
                 checker = {"run": check_run, "generate": check_generate, "batch": check_batch}[case["kind"]]
-                ok, run, lines = checker(args, case, graphs, tmp)
+                saved = dict(os.environ)
+                os.environ.update(CASE_ENV.get(case["name"], {}))
+                try:
+                    ok, run, lines = checker(args, case, graphs, tmp)
+                finally:
+                    os.environ.clear()
+                    os.environ.update(saved)
                 if "no CUDA device" in run.stderr:
                     print(run.stderr.strip())
                     print("no CUDA device: skipped, not passed")
