@@ -10,6 +10,8 @@
 #   tools/gpu-check.sh profile [MODEL]    on the GPU machine: where a decode step of the benchmark's
 #                                          MODEL (llama1b) spends its time, kernel by kernel
 #                                          (tools/kernel-trace, through CUPTI)
+#   tools/gpu-check.sh other-gpu          on the GPU machine (run does it too): a plan built for
+#                                          sm_80 alone is refused, with a message that says why
 #
 # What it covers: the hand-written CUDA kernels, cuBLASLt linears and the NVRTC-generated fused
 # elementwise kernel against the CPU kernels in f32, f16 and bf16 (llmc-cuda-tests), NVRTC
@@ -17,7 +19,7 @@
 # against cuBLASLt and the decode attention (llmc-cuda-kernel-bench, at Llama-1B shapes), whole
 # plans of the tiny models (f32, bf16, f16; KV-cache generation with the cache on the GPU) and of
 # the three real models (random weights) on the CUDA executor against their CPU outputs
-# (test/cuda/cuda_vs_cpu.py), then
+# (test/cuda/cuda_vs_cpu.py), the refusal of a plan built for another GPU (other-gpu), then
 # tools/gpu_benchmark.py: SmolLM2- and Llama-3.2-1B-shaped plans without weights (bf16) against
 # PyTorch eager and torch.compile, then the kernel traces of a Llama-1B and a SmolLM2 decode step
 # (profile).
@@ -51,13 +53,16 @@ pack)
   python3 test/cuda/cuda_vs_cpu.py prepare --llmc "$BUILD/tools/llmc/llmc" --llmc-run "$BUILD/tools/llmc-run/llmc-run" \
     --out "$PACK/plans" --real-models
   python3 tools/gpu_benchmark.py prepare --llmc "$BUILD/tools/llmc/llmc" --out "$PACK/bench"
+  # A plan for another GPU than the H200 (sm_80 only), which `run` expects to be refused.
+  "$BUILD/tools/llmc/llmc" models/tiny_llama.onnx -o "$PACK/other-gpu.llmc" --input-shape input_ids=1x16 \
+    --target cuda --cuda-arch sm_80 > /dev/null
   git rev-parse HEAD > "$PACK/COMMIT"
   du -sh "$PACK"
   # The device tool carries 64 MiB in all, the working tree (about 7 MB) included.
   packed=$(du -sm "$PACK" | cut -f1)
   [ "$packed" -le 56 ] || echo "warning: $PACK is $packed MB; with the working tree it may exceed the 64 MiB the device tool carries" >&2
   ;;
-run | profile)
+run | profile | other-gpu)
   [ -f "$PACK/binaries.tar.gz" ] ||
     { echo "no $PACK/: run 'tools/gpu-check.sh pack' on a build machine and carry it" >&2; exit 2; }
   unpacked=$(mktemp -d)
@@ -65,6 +70,17 @@ run | profile)
   BIN="$unpacked/bin"
   # The pack's libraries first, then CUDA's own (cuBLASLt, NVRTC) from the machine's toolkit.
   export LD_LIBRARY_PATH="$unpacked/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  if [ "$1" = other-gpu ]; then
+    # Exit 0 when llmc-run refuses the sm_80 plan with the target check's message (77 without a GPU).
+    out=$("$BIN/llmc-run" "$PACK/other-gpu.llmc" --random --int-max 512 --device cuda 2>&1) &&
+      { echo "$out"; echo "the sm_80 plan ran: not refused"; exit 1; }
+    echo "$out"
+    case "$out" in
+    *"no CUDA device"*) exit 77 ;;
+    *"has compute capability"*"the plan was built for CUDA sm_80"*) exit 0 ;;
+    *) exit 1 ;;
+    esac
+  fi
   if [ "$1" = profile ]; then
     # The benchmark's generation (512-token prompt, 128 new tokens, graphs on) with every kernel
     # recorded: the kernels' times by name, and one decode step's replay of its graph.
@@ -113,6 +129,8 @@ run | profile)
   done
   echo "== $KERNEL_BENCH: the decode step's linears (llmc's GEMV vs cuBLASLt) and attention"
   step "$KERNEL_BENCH" 40 DONE "$BIN/$KERNEL_BENCH"
+  echo "== a plan built for another GPU (sm_80 only) is refused, saying which"
+  step "target check (an sm_80 plan on this GPU)" 20 PASS "$0" other-gpu
   echo "== whole plans: CUDA executor vs CPU outputs"
   step "cuda_vs_cpu (tiny and real models' plans)" 150 PASS \
     python3 test/cuda/cuda_vs_cpu.py check --llmc-run "$BIN/llmc-run" --dir "$PACK/plans"
@@ -131,7 +149,7 @@ run | profile)
   exit $failed
   ;;
 *)
-  sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,/^set /{/^#/p}' "$0" | sed 's/^# \{0,1\}//'
   exit 2
   ;;
 esac

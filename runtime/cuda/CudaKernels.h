@@ -181,8 +181,10 @@ struct SmallLinearArgs {
   // Blocks launched: 0, one per group of columns (kWarps / slices of them); n > 0, at most n;
   // -1, at most as many as the GPU holds at once (a persistent launch). A block takes groups
   // blockIdx.x, + gridDim.x, ...: fewer blocks stage the norm in front fewer times, and issue a
-  // group's first weight loads before the previous group's reductions. Tests set n > 0 to cover
-  // it; the executor sets -1 with LLMC_CUDA_GEMV_BLOCKS=resident (for comparison, until measured).
+  // group's first weight loads before the previous group's reductions. Only for 16-bit weights
+  // and M <= 2 (decode steps at batch 1 or 2); elsewhere a block per group whatever it says.
+  // Tests set n > 0 to cover it; the executor sets -1 with LLMC_CUDA_GEMV_BLOCKS=resident (for
+  // comparison, until measured).
   int64_t blocks = 0;
   // With a norm in front: each block prepares x for the norm once in shared memory (where M * K
   // fits) rather than each warp; false keeps it per warp (benchmarks compare the two).

@@ -537,19 +537,27 @@ template <typename T, int kMaxM, bool kPaired, bool kNorm> struct Variant {
   static int slices(const SmallLinearArgs &a) {
     return a.slices > 0 ? a.slices : slicesFor(columns(a), a.K, 16 / int64_t(sizeof(T)), resident<false>());
   }
-  // A block per group of columns, or (SmallLinearArgs::blocks) fewer, looping.
+  // Whether fewer blocks than groups may be launched (the looping kernel exists): for 16-bit
+  // weights and up to 2 rows, decode steps of 16-bit plans at batch 1 or 2. Every variant of it
+  // adds to each binary that holds the kernels (three in tools/gpu-check.sh's pack, which must
+  // stay under 64 MiB with the working tree).
+  static constexpr bool kLoops = sizeof(T) == 2 && kMaxM <= 2;
+  // A block per group of columns, or (SmallLinearArgs::blocks, where kLoops) fewer, looping.
   static void launch(const SmallLinearArgs &a, Activation act, cudaStream_t stream) {
     const int slices = Variant::slices(a);
     const int64_t columnsPerBlock = kWarps / slices, groups = (columns(a) + columnsPerBlock - 1) / columnsPerBlock;
-    const int64_t limit = a.blocks > 0   ? a.blocks
-                          : a.blocks < 0 ? std::max<int64_t>(1, resident<true>() / kWarps)
-                                         : groups;
     const size_t shared = kNorm && stagesNorm(a) ? size_t(a.M * a.K) * sizeof(float) : 0;
     const dim3 block(kWarps * 32);
-    if (limit >= groups)
-      launchKernel(a.overlapPrevious, kernel<false>, dim3(unsigned(groups)), block, shared, stream, a, act, slices);
-    else
-      launchKernel(a.overlapPrevious, kernel<true>, dim3(unsigned(limit)), block, shared, stream, a, act, slices);
+    if constexpr (kLoops) {
+      const int64_t limit = a.blocks > 0   ? a.blocks
+                            : a.blocks < 0 ? std::max<int64_t>(1, resident<true>() / kWarps)
+                                           : groups;
+      if (limit < groups) {
+        launchKernel(a.overlapPrevious, kernel<true>, dim3(unsigned(limit)), block, shared, stream, a, act, slices);
+        return;
+      }
+    }
+    launchKernel(a.overlapPrevious, kernel<false>, dim3(unsigned(groups)), block, shared, stream, a, act, slices);
   }
 };
 

@@ -673,7 +673,8 @@ TEST(Cuda, LinearEpilogueMatchesTheCpuLinear) {
 // up), every epilogue (SwiGLU, activations, bias, gate, residual), K in 1, 2 or 4 slices per
 // column (the last slice shorter, or with 4, empty), a K that leaves a remainder after the
 // unrolled loads and an N that leaves a block's last warps without a column, a block per group
-// of columns or 2 blocks taking the groups in turn (SmallLinearArgs::blocks); against the CPU
+// of columns or 2 blocks taking the groups in turn (SmallLinearArgs::blocks: 16-bit, M <= 2;
+// elsewhere a block per group all the same); against the CPU
 // linear with transB. It refuses an unaligned x, too many rows, an odd slice count and a block
 // count under -1.
 TEST(Cuda, SmallLinearMatchesTheCpuLinear) {
@@ -729,7 +730,8 @@ TEST(Cuda, SmallLinearMatchesTheCpuLinear) {
 // a residual, whose sum the GEMV stores too) or rms_norm, then linear; plain and SwiGLU, one
 // and several rows, K in one slice or two (the sums of squares and the stored sum split too); the
 // block normalizing x in shared memory, and (3 rows of 4000, too many for it) each warp; a block
-// per group of columns, or 2 blocks taking them in turn (the norm staged once per block).
+// per group of columns, or 2 blocks taking them in turn (16-bit, M = 1: the norm staged once per
+// block).
 TEST(Cuda, SmallLinearWithItsNormMatchesTheCpu) {
   const int64_t N = 12;
   for (cu::Storage s : kStorages)
@@ -789,7 +791,8 @@ TEST(Cuda, SmallLinearWithItsNormMatchesTheCpu) {
 // queries [M, Hq * D] as computed, keys rotated (by position ids, or tables by row; rotate-half
 // or interleaved; all of the head or half of it) into a cache after 5 rows whose count it reads
 // on the device, values into another; with the RMS norm in front and a bias, K in one slice or
-// two, one row and several, a block per group of columns or 2 blocks taking them in turn; against
+// two, one row and several, a block per group of columns or 2 blocks taking them in turn (16-bit,
+// M = 1); against
 // the CPU's add_rms_norm, linear, split and rotary. It refuses
 // odd widths, widths that miss N, a rotated piece of part of a head, and an activation.
 TEST(Cuda, SmallLinearWithOutputPiecesMatchesTheCpu) {
