@@ -2,11 +2,12 @@
 // against cuBLASLt on the same [N, K] weights and on [K, N] ones (the layout before
 // llmc-transpose-linear-weights), at the shapes of a Llama-3.2-1B layer and its head (alone and
 // with the last norm in front, as a decode step runs it), a block per group of columns and
-// persistent (SmallLinearArgs::blocks), with the time per call and the share of the H200's 4.8 TB/s HBM bandwidth each reaches (bytes of the
-// weight and x read, y written; calls cycle through copies of the weight that together exceed
-// the L2 cache, as a decode step's layers do); the QKV projection with its split, launched apart
-// and in the GEMV's epilogue; then the decode attention of one layer at three cache lengths, and
-// followed by the output projection, whose weight the attention prefetches to L2 or not.
+// persistent (SmallLinearArgs::blocks), with the time per call and the share of the H200's
+// 4.8 TB/s HBM bandwidth each reaches (bytes of the weight and x read, y written; calls cycle
+// through copies of the weight that together exceed the L2 cache, as a decode step's layers
+// do); the QKV projection with its split, launched apart and in the GEMV's epilogue; then the
+// decode attention of one layer at three cache lengths, and followed by the output projection,
+// whose weight the attention prefetches to L2 or not.
 // Asserts nothing. Without a GPU it exits with 77 (skipped).
 //
 //   llmc-cuda-kernel-bench [--reps N]
