@@ -102,9 +102,9 @@ std::string where() {
          ")";
 }
 
-// Releases the barriers every thread they name has reached; "" if one was released, else why
-// the block cannot go on.
-std::string releaseBarriers(Block &b) {
+// Releases the warp barriers (__syncwarp, shuffles) that every lane they name has reached:
+// whether it released one; `error` says why a warp cannot go on.
+bool releaseWarpBarriers(Block &b, std::string &error) {
   const size_t n = b.fibers.size();
   bool released = false;
   for (size_t warp = 0; warp * 32 < n; ++warp) {
@@ -112,8 +112,10 @@ std::string releaseBarriers(Block &b) {
     unsigned mask = 0, waiting = 0;
     for (size_t i = first; i < end; ++i)
       if (b.fibers[i].state == State::AtWarpBarrier) {
-        if (waiting && b.fibers[i].mask != mask)
-          return "the lanes of warp " + std::to_string(warp) + " wait at warp barriers with different masks";
+        if (waiting && b.fibers[i].mask != mask) {
+          error = "the lanes of warp " + std::to_string(warp) + " wait at warp barriers with different masks";
+          return false;
+        }
         mask = b.fibers[i].mask, waiting |= 1u << (i - first);
       }
     if (!waiting)
@@ -122,12 +124,16 @@ std::string releaseBarriers(Block &b) {
       if (!(mask >> l & 1))
         continue;
       const size_t i = first + size_t(l);
-      if (i >= end || b.fibers[i].state == State::Done)
-        return "a __syncwarp or shuffle of warp " + std::to_string(warp) + " names lane " + std::to_string(l) +
-               ", which " + (i >= end ? "the block does not have" : "has exited");
+      if (i >= end || b.fibers[i].state == State::Done) {
+        error = "a __syncwarp or shuffle of warp " + std::to_string(warp) + " names lane " + std::to_string(l) +
+                ", which " + (i >= end ? "the block does not have" : "has exited");
+        return false;
+      }
     }
-    if ((waiting & mask) != waiting)
-      return "a lane of warp " + std::to_string(warp) + " waits at a warp barrier whose mask leaves it out";
+    if ((waiting & mask) != waiting) {
+      error = "a lane of warp " + std::to_string(warp) + " waits at a warp barrier whose mask leaves it out";
+      return false;
+    }
     if (waiting == mask) {
       for (size_t i = first; i < end; ++i)
         if (waiting >> (i - first) & 1)
@@ -135,47 +141,73 @@ std::string releaseBarriers(Block &b) {
       released = true;
     }
   }
-  if (released)
-    return "";
+  return released;
+}
+
+// Releases __syncthreads once every thread that has not exited waits there: whether it did.
+bool releaseBlockBarrier(Block &b) {
   size_t atBlock = 0, live = 0;
   for (const Fiber &f : b.fibers)
     if (f.state != State::Done)
       ++live, atBlock += f.state == State::AtBlockBarrier;
-  if (live && atBlock == live) {
-    for (Fiber &f : b.fibers)
-      if (f.state == State::AtBlockBarrier)
-        f.state = State::Ready;
-    return "";
-  }
-  return "deadlock: " + std::to_string(atBlock) + " of " + std::to_string(live) +
-         " running threads wait at __syncthreads, the others at a warp barrier";
+  if (!live || atBlock != live)
+    return false;
+  for (Fiber &f : b.fibers)
+    f.state = State::Ready;
+  return true;
 }
 
-// Runs every thread of block `b` to its end, or records why it could not.
-void runBlock(Block &b, bool reverse) {
-  const size_t n = b.fibers.size();
+// Runs every thread of block `b` to its end, or records why it could not. A pass runs each
+// ready thread until its next barrier, in index order or in reverse; warp barriers are released
+// after every pass. Between two __syncthreads one warp (the victim, a different one each time)
+// is held back while any other thread can run, so that the other warps run ahead of it as far
+// as their barriers let them: a warp that writes shared memory the victim has still to read,
+// without a __syncthreads between, is seen (where a GPU would only do so at times).
+void runBlock(Block &b, bool reverse, uint64_t salt) {
+  const size_t n = b.fibers.size(), warps = (n + 31) / 32;
   for (size_t i = 0; i < n; ++i) {
     Fiber &f = b.fibers[i];
     f.state = State::Ready, f.fakeStack = nullptr;
     makeFiberContext(f.context, f.stack.get(), kStackBytes, fiberMain);
   }
-  for (;;) {
-    for (size_t k = 0; k < n; ++k) {
-      const size_t i = reverse ? n - 1 - k : k;
-      Fiber &f = b.fibers[i];
-      if (f.state != State::Ready)
-        continue;
-      b.current = i;
-      gThreadIdx = f.index;
-      enterFiber(b, f);
-      if (!b.error.empty())
+  for (uint64_t epoch = 0;; ++epoch) {
+    const size_t victim = size_t((salt + epoch * 7) % warps);
+    for (;;) {
+      bool othersReady = false;
+      for (size_t i = 0; i < n && !othersReady; ++i)
+        othersReady = b.fibers[i].state == State::Ready && i / 32 != victim;
+      bool ran = false;
+      for (size_t k = 0; k < n; ++k) {
+        const size_t i = reverse ? n - 1 - k : k;
+        Fiber &f = b.fibers[i];
+        if (f.state != State::Ready || (othersReady && i / 32 == victim))
+          continue;
+        b.current = i;
+        gThreadIdx = f.index;
+        enterFiber(b, f);
+        ran = true;
+        if (!b.error.empty())
+          return;
+      }
+      std::string why;
+      const bool released = releaseWarpBarriers(b, why);
+      if (!why.empty()) {
+        b.error = why;
         return;
+      }
+      if (!ran && !released &&
+          std::none_of(b.fibers.begin(), b.fibers.end(), [](const Fiber &f) { return f.state == State::Ready; }))
+        break; // every thread done or at a __syncthreads
     }
     if (std::all_of(b.fibers.begin(), b.fibers.end(), [](const Fiber &f) { return f.state == State::Done; }))
       return;
-    const std::string why = releaseBarriers(b);
-    if (!why.empty()) {
-      b.error = why;
+    if (!releaseBlockBarrier(b)) {
+      size_t atBlock = 0, live = 0;
+      for (const Fiber &f : b.fibers)
+        if (f.state != State::Done)
+          ++live, atBlock += f.state == State::AtBlockBarrier;
+      b.error = "deadlock: " + std::to_string(atBlock) + " of " + std::to_string(live) +
+                " running threads wait at __syncthreads, the others at a warp barrier";
       return;
     }
   }
@@ -293,7 +325,7 @@ void execute(const Launch &launch, const std::function<void()> &body) {
         launch.shared ? static_cast<unsigned char *>(::operator new(launch.shared, std::align_val_t(1024))) : nullptr;
     if (launch.shared)
       std::memset(b.shared, 0xff, launch.shared);
-    runBlock(b, k % 2 == 1);
+    runBlock(b, k % 2 == 1, i);
     if (b.shared)
       ::operator delete(b.shared, std::align_val_t(1024));
     freeStatics(b);

@@ -11,7 +11,9 @@
 // an error, where a GPU would hang or read garbage. Blocks run one after another, in an order
 // that changes from launch to launch (forward, backward, strided); the threads of a block run in
 // index order in every other block and in reverse in the rest, so that a read of shared memory
-// that misses its barrier sees the other order's value somewhere. Shared memory, dynamic
+// that misses its barrier sees the other order's value somewhere, and between two __syncthreads
+// one warp is held back while any other thread can run, so that the others run ahead of it as
+// far as their barriers let them (a write it should have waited for lands before its read). Shared memory, dynamic
 // and `__shared__` variables (blockShared), is each block's own and starts as all-ones bytes (a
 // NaN in every float). Built with AddressSanitizer, reads and writes past a device buffer or
 // shared memory are reported where they happen.
