@@ -15,8 +15,9 @@
 // one warp is held back while any other thread can run, so that the others run ahead of it as
 // far as their barriers let them (a write it should have waited for lands before its read). Shared memory, dynamic
 // and `__shared__` variables (blockShared), is each block's own and starts as all-ones bytes (a
-// NaN in every float). Built with AddressSanitizer, reads and writes past a device buffer or
-// shared memory are reported where they happen.
+// NaN in every float), as device buffers do (EmulatedCudaRuntime.cpp). Built with
+// AddressSanitizer, reads and writes past a device buffer or shared memory are reported where
+// they happen.
 //
 // What it cannot show: speed, the memory model between blocks or warps (blocks never overlap,
 // threads never interleave between barriers, a shuffle orders memory as a barrier would), and

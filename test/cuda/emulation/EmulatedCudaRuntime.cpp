@@ -66,8 +66,11 @@ extern "C" {
 
 cudaError_t cudaMalloc(void **p, size_t bytes) {
   // Exactly `bytes` (at cudaMalloc's 256-byte alignment), so that AddressSanitizer's redzone
-  // starts where the buffer ends.
+  // starts where the buffer ends; all-ones bytes (NaN in every float, -1 in every integer), as
+  // device memory holds whatever was there: a kernel that reads what nothing wrote, or a counter
+  // that nothing set to zero, shows.
   *p = ::operator new(bytes ? bytes : 1, std::align_val_t(256));
+  std::memset(*p, 0xff, bytes);
   llmc_emu::allocations()[*p] = bytes;
   return cudaSuccess;
 }
