@@ -144,19 +144,6 @@ bool releaseWarpBarriers(Block &b, std::string &error) {
   return released;
 }
 
-// Releases __syncthreads once every thread that has not exited waits there: whether it did.
-bool releaseBlockBarrier(Block &b) {
-  size_t atBlock = 0, live = 0;
-  for (const Fiber &f : b.fibers)
-    if (f.state != State::Done)
-      ++live, atBlock += f.state == State::AtBlockBarrier;
-  if (!live || atBlock != live)
-    return false;
-  for (Fiber &f : b.fibers)
-    f.state = State::Ready;
-  return true;
-}
-
 // Runs every thread of block `b` to its end, or records why it could not. A pass runs each
 // ready thread until its next barrier, in index order or in reverse; warp barriers are released
 // after every pass. Between two __syncthreads one warp (the victim, a different one each time)
@@ -195,21 +182,22 @@ void runBlock(Block &b, bool reverse, uint64_t salt) {
         b.error = why;
         return;
       }
-      if (!ran && !released &&
-          std::none_of(b.fibers.begin(), b.fibers.end(), [](const Fiber &f) { return f.state == State::Ready; }))
-        break; // every thread done or at a __syncthreads
+      if (!ran && !released) // (nothing ran: nothing was ready) every thread done or at a barrier
+        break;
     }
-    if (std::all_of(b.fibers.begin(), b.fibers.end(), [](const Fiber &f) { return f.state == State::Done; }))
+    size_t atBlock = 0, live = 0;
+    for (const Fiber &f : b.fibers)
+      if (f.state != State::Done)
+        ++live, atBlock += f.state == State::AtBlockBarrier;
+    if (!live)
       return;
-    if (!releaseBlockBarrier(b)) {
-      size_t atBlock = 0, live = 0;
-      for (const Fiber &f : b.fibers)
-        if (f.state != State::Done)
-          ++live, atBlock += f.state == State::AtBlockBarrier;
+    if (atBlock != live) {
       b.error = "deadlock: " + std::to_string(atBlock) + " of " + std::to_string(live) +
                 " running threads wait at __syncthreads, the others at a warp barrier";
       return;
     }
+    for (Fiber &f : b.fibers) // every thread that has not exited is at the __syncthreads
+      f.state = State::Ready;
   }
 }
 
