@@ -1,18 +1,20 @@
 // The decode step's kernels on the GPU, bf16, batch 1: llmc's GEMV (smallLinear, [N, K] weights)
 // against cuBLASLt on the same [N, K] weights and on [K, N] ones (the layout before
 // llmc-transpose-linear-weights), at the shapes of a Llama-3.2-1B layer and its head (alone and
-// with the last norm in front, as a decode step runs it), a block per group of columns and
-// persistent (SmallLinearArgs::blocks), with the time per call and the share of the H200's
+// with the last norm in front, as a decode step runs it) and of a SmolLM2 layer, a block per
+// group of columns and persistent (SmallLinearArgs::blocks), with the time per call and the share of the H200's
 // 4.8 TB/s HBM bandwidth each reaches (bytes of the weight and x read, y written; calls cycle
 // through copies of the weight that together exceed the L2 cache, as a decode step's layers
 // do); the QKV projection with its split, launched apart and in the GEMV's epilogue; then the
 // decode attention of one layer at three cache lengths, and followed by the output projection,
-// whose weight the attention prefetches to L2 or not.
+// whose weight the attention prefetches to L2 or not; last what a step from one kernel to the next
+// costs, against a grid-wide barrier (StepCostBench.cu).
 // Asserts nothing. Without a GPU it exits with 77 (skipped).
 //
 //   llmc-cuda-kernel-bench [--reps N]
 #include "CudaKernels.h"
 #include "LtLinear.h"
+#include "StepCostBench.h"
 
 #include <cublasLt.h>
 #include <cuda_runtime.h>
@@ -276,7 +278,12 @@ int main(int argc, char **argv) {
                           {"gate/up 2048 -> 2x8192", 2048, 16384, true, true},
                           {"down 8192 -> 2048", 8192, 2048, false, false},
                           {"head 2048 -> 128256", 2048, 128256, false, false},
-                          {"head (+ add, RMS norm) 2048 -> 128256", 2048, 128256, false, true}};
+                          {"head (+ add, RMS norm) 2048 -> 128256", 2048, 128256, false, true},
+                          // SmolLM2-135M's layer, whose decode step its launches bound, not its bytes
+                          {"SmolLM2 qkv 576 -> 960", 576, 960, false, true},
+                          {"SmolLM2 o 576 -> 576", 576, 576, false, false},
+                          {"SmolLM2 gate/up 576 -> 2x1536", 576, 3072, true, true},
+                          {"SmolLM2 down 1536 -> 576", 1536, 576, false, false}};
   int failures = 0;
   for (const Shape &s : shapes) {
     const int64_t nOut = s.swiglu ? s.N / 2 : s.N;
@@ -367,5 +374,6 @@ int main(int argc, char **argv) {
   failures += qkvSplitBench(reps, false);
   if (prop.major >= 9)
     failures += qkvSplitBench(reps, true);
-  return failures + decodeAttentionBench(reps) ? 1 : 0;
+  failures += decodeAttentionBench(reps);
+  return failures + stepCostBench() ? 1 : 0;
 }
