@@ -68,24 +68,28 @@ def prompt_ids(vocab, n=PROMPT):
     return [(i * 7919 + 13) % vocab for i in range(n)]
 
 
-def run_llmc(llmc_run, plan, graphs, vocab, gemv=True, overlap=True, ahead=True, prefetch=True, persistent=False,
-             repeat=3, timeout=240):
+# Rows of the executor with graphs and an environment variable set, to compare: the decode
+# attention not prefetching the output projection's weight to L2; the GEMV with at most the blocks
+# the GPU holds at once; a decode step's consecutive GEMVs chained in one cooperative launch.
+ENV_ROWS = [("llmc, graphs, no L2 prefetch", {"LLMC_CUDA_PREFETCH": "0"}),
+            ("llmc, graphs, persistent GEMV", {"LLMC_CUDA_GEMV_BLOCKS": "resident"}),
+            ("llmc, graphs, chained GEMVs", {"LLMC_CUDA_GEMV_CHAIN": "resident"})]
+
+
+def run_llmc(llmc_run, plan, graphs, vocab, gemv=True, overlap=True, ahead=True, env=None, repeat=3, timeout=240):
     """(TTFT ms, ms per output token, device MB, note) of the last of `repeat` generations, or an error
     string. The note says how many CUDA graphs were captured over all of them (with graphs on: the
     prompt's, then one that every decode step replays). gemv=False runs every linear on cuBLASLt;
     overlap=False launches the decode kernels without programmatic dependent launch; ahead=False waits for
-    each token before starting the next decode step (--decode-ahead off); prefetch=False keeps the decode
-    attention from prefetching the output projection's weight to L2 (LLMC_CUDA_PREFETCH=0); persistent=True
-    launches the GEMV with at most the blocks the GPU holds at once (LLMC_CUDA_GEMV_BLOCKS=resident)."""
+    each token before starting the next decode step (--decode-ahead off); env: the executor's variables to
+    compare with (ENV_ROWS)."""
     ids = ",".join(map(str, prompt_ids(vocab)))
     cmd = [llmc_run, "generate", plan, "--device", "cuda", "--prompt-ids", ids, "--max-tokens", str(NEW_TOKENS + 1),
            "--ids", "--ignore-eos", "--repeat", str(repeat)] + ([] if graphs else ["--no-cuda-graphs"]) + \
           ([] if gemv else ["--no-cuda-gemv"]) + ([] if overlap else ["--no-cuda-overlap"]) + \
           ([] if ahead else ["--decode-ahead", "off"])
     try:
-        env = dict(os.environ, **({} if prefetch else {"LLMC_CUDA_PREFETCH": "0"}),
-                   **({"LLMC_CUDA_GEMV_BLOCKS": "resident"} if persistent else {}))
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=dict(os.environ, **(env or {})))
     except subprocess.TimeoutExpired:
         return f"timed out after {timeout} s"
     found = TIMING.findall(out.stderr)
@@ -177,10 +181,9 @@ def run(args):
                       lambda plan=plan, vocab=vocab: run_llmc(args.llmc_run, plan, True, vocab, overlap=False)))
         tasks.append((name, "llmc, graphs, no decode ahead",
                       lambda plan=plan, vocab=vocab: run_llmc(args.llmc_run, plan, True, vocab, ahead=False)))
-        tasks.append((name, "llmc, graphs, no L2 prefetch",
-                      lambda plan=plan, vocab=vocab: run_llmc(args.llmc_run, plan, True, vocab, prefetch=False)))
-        tasks.append((name, "llmc, graphs, persistent GEMV",
-                      lambda plan=plan, vocab=vocab: run_llmc(args.llmc_run, plan, True, vocab, persistent=True)))
+        for label, env in ENV_ROWS:
+            tasks.append((name, label, lambda plan=plan, vocab=vocab, env=env: run_llmc(args.llmc_run, plan, True, vocab,
+                                                                                      env=env)))
         tasks.append((name, "llmc, graphs, cuBLASLt only",
                       lambda plan=plan, vocab=vocab: run_llmc(args.llmc_run, plan, True, vocab, gemv=False)))
         if not args.no_torch:

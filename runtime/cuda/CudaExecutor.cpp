@@ -77,6 +77,10 @@ std::string create(const llmc_plan_t &plan, const CudaOptions &options, void **s
   // (tests, to make every block loop).
   if (const char *blocks = std::getenv("LLMC_CUDA_GEMV_BLOCKS"))
     ex->gemvBlocks = std::string(blocks) == "resident" ? -1 : std::max<int64_t>(0, std::atoll(blocks));
+  // LLMC_CUDA_GEMV_CHAIN=resident: consecutive GEMVs of one row in one cooperative launch, as many
+  // blocks as the GPU holds (Executor::gemvChain; to compare); =N: at most N blocks (tests).
+  if (const char *chain = std::getenv("LLMC_CUDA_GEMV_CHAIN"))
+    ex->gemvChain = std::string(chain) == "resident" ? -1 : std::max<int64_t>(0, std::atoll(chain));
   ex->sharedOptIn = props.sharedMemPerBlockOptin;
   flashAttentionSetup(ex->sharedOptIn); // not while a graph is being captured
   latentAttentionSetup();
@@ -110,6 +114,11 @@ std::string create(const llmc_plan_t &plan, const CudaOptions &options, void **s
   if (cudaError_t e = cudaMalloc(&ex->errorFlag, sizeof(int)); e != cudaSuccess)
     return cudaError("allocating the error flag", e);
   cudaMemset(ex->errorFlag, 0, sizeof(int));
+  if (ex->gemvChain) {
+    if (cudaError_t e = cudaMalloc(&ex->chainBarrier, smallLinearChainBarrierBytes()); e != cudaSuccess)
+      return cudaError("allocating the chained GEMVs' barrier", e);
+    cudaMemset(ex->chainBarrier, 0, smallLinearChainBarrierBytes()); // each launch leaves it so
+  }
   for (cudaEvent_t &done : ex->runDone)
     if (cudaError_t e = cudaEventCreateWithFlags(&done, cudaEventDisableTiming); e != cudaSuccess)
       return cudaError("creating an event", e);
@@ -171,11 +180,16 @@ std::string launchOps(Executor &ex, const std::vector<TensorRef> &tensors, size_
     const size_t k = size_t(ex.order[pos]);
     if (ex.unneeded[k] || ex.viewThisRun[k])
       continue;
-    if (std::string err = ex.ops[k].launch(ex, tensors); !err.empty())
+    std::string err = ex.ops[k].chainable ? std::string() : flushChainedLinears(ex); // GEMVs queued before it
+    if (err.empty())
+      err = ex.ops[k].launch(ex, tensors);
+    if (!err.empty()) {
+      ex.chained.clear(), ex.chainedActivations.clear(); // not the next run's
       return "op '" + plan.ops[k].kernel + "'" + (plan.ops[k].location.empty() ? "" : " (" + plan.ops[k].location + ")") +
              ": " + err;
+    }
   }
-  return {};
+  return flushChainedLinears(ex);
 }
 
 // Launches the argmax of each batch's last row of the greedy-decoding output (this run's shape

@@ -202,6 +202,19 @@ std::string smallLinear(Storage s, const SmallLinearArgs &a, const std::string &
 // 0 where it does not take `a`.
 int smallLinearSlices(Storage s, const SmallLinearArgs &a);
 
+// Up to kMaxChainedLinears linears of one row and 16-bit storage (smallLinearChainTakes), one
+// after another in one cooperative launch, each computed as smallLinear with `activations[i]`
+// computes it, a grid-wide barrier between two (a decode step's output projection, gate/up, down
+// and the next layer's QKV projection: one launch where they take four). Each linear's first
+// weight loads go out before the barrier it waits at. `blocks`: 0 for as many as the GPU holds at
+// once, n > 0 at most n (tests). `barrier`: smallLinearChainBarrierBytes of device memory, zero
+// before its first launch (each launch leaves it so), used by one launch at a time.
+constexpr int kMaxChainedLinears = 4;
+size_t smallLinearChainBarrierBytes();
+bool smallLinearChainTakes(Storage s, const SmallLinearArgs &a);
+std::string smallLinearChain(Storage s, const SmallLinearArgs *linears, const std::string *activations, int count,
+                             int64_t blocks, void *barrier, void *stream);
+
 // --- data movement and small ops (shape subgraphs, masks, caches) ----------------------------
 // Element types are the plan's DType numbers (1 f32, 2 f16, 3 f64, 4 i64, 5 i32, 6 i8, 7 u8, 8 bool,
 // 9 bf16).

@@ -13,6 +13,10 @@
 #include <algorithm>
 #include <string>
 
+#ifndef LLMC_CUDA_EMULATION
+#include <cuda/atomic>
+#endif
+
 namespace llmc::rt::cuda {
 namespace {
 
@@ -187,6 +191,19 @@ __device__ __forceinline__ void prefetchL2Share(const void *p, size_t bytes) {
 #endif
 }
 
+#ifndef LLMC_CUDA_EMULATION
+// kernel<<<grid, block, shared, stream>>>(args...) with one launch attribute; an error is the next
+// cudaGetLastError's.
+template <typename... P, typename... A>
+void launchWith(cudaLaunchAttribute attribute, void (*kernel)(P...), dim3 grid, dim3 block, size_t shared,
+                cudaStream_t stream, const A &...args) {
+  cudaLaunchConfig_t config = {};
+  config.gridDim = grid, config.blockDim = block, config.dynamicSmemBytes = shared, config.stream = stream;
+  config.attrs = &attribute, config.numAttrs = 1;
+  cudaLaunchKernelEx(&config, kernel, args...);
+}
+#endif
+
 // kernel<<<grid, block, shared, stream>>>(args...), with programmatic dependent launch where
 // `overlap` (the caller knows the GPU has it, and `kernel` calls waitForPrevious as above).
 template <typename... P, typename... A>
@@ -200,13 +217,58 @@ void launchKernel(bool overlap, void (*kernel)(P...), dim3 grid, dim3 block, siz
     kernel<<<grid, block, shared, stream>>>(args...);
     return;
   }
-  cudaLaunchAttribute attribute[1];
-  attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attribute[0].val.programmaticStreamSerializationAllowed = 1;
-  cudaLaunchConfig_t config = {};
-  config.gridDim = grid, config.blockDim = block, config.dynamicSmemBytes = shared, config.stream = stream;
-  config.attrs = attribute, config.numAttrs = 1;
-  cudaLaunchKernelEx(&config, kernel, args...); // an error is the next cudaGetLastError's
+  cudaLaunchAttribute attribute;
+  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute.val.programmaticStreamSerializationAllowed = 1;
+  launchWith(attribute, kernel, grid, block, shared, stream, args...);
+#endif
+}
+
+// kernel<<<grid, block, shared, stream>>>(args...) as a cooperative launch: every block resident
+// at once (cudaErrorCooperativeLaunchTooLarge where the GPU cannot hold them), as gridSync needs.
+template <typename... P, typename... A>
+void launchCooperative(void (*kernel)(P...), dim3 grid, dim3 block, size_t shared, cudaStream_t stream,
+                       const A &...args) {
+#ifdef LLMC_CUDA_EMULATION
+  kernel ^ ::llmc_emu::Launch(grid, block, shared, stream, true) ^ ::llmc_emu::args(args...);
+#else
+  cudaLaunchAttribute attribute;
+  attribute.id = cudaLaunchAttributeCooperative;
+  attribute.val.cooperative = 1;
+  launchWith(attribute, kernel, grid, block, shared, stream, args...);
+#endif
+}
+
+// A grid-wide barrier in a cooperative launch (launchCooperative): every thread of every block
+// calls it, and none goes on until all have arrived; what any block wrote before it is then seen
+// by all (through L2: data written during the kernel is not read with __ldg). `barrier`: two
+// counters in device memory, zero before the first launch that uses them; each barrier leaves
+// them so (the last block to arrive sets the count back and moves the generation on, which the
+// others wait for), so they need no reset between launches.
+struct GridBarrier {
+  unsigned arrived, generation;
+};
+__device__ __forceinline__ void gridSync(GridBarrier *barrier) {
+#ifdef LLMC_CUDA_EMULATION
+  (void)barrier;
+  ::llmc_emu::syncGrid();
+#else
+  __syncthreads();
+  if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) {
+    ::cuda::atomic_ref<unsigned, ::cuda::thread_scope_device> arrived(barrier->arrived), generation(barrier->generation);
+    const unsigned blocks = gridDim.x * gridDim.y * gridDim.z;
+    const unsigned now = generation.load(::cuda::memory_order_acquire);
+    __threadfence();
+    if (arrived.fetch_add(1, ::cuda::memory_order_acq_rel) == blocks - 1) {
+      arrived.store(0, ::cuda::memory_order_relaxed);
+      generation.store(now + 1, ::cuda::memory_order_release);
+    } else {
+      while (generation.load(::cuda::memory_order_acquire) == now) {
+      }
+    }
+    __threadfence();
+  }
+  __syncthreads();
 #endif
 }
 

@@ -48,6 +48,10 @@ struct PreparedOp {
   // all. Null for other ops. See LengthFreeGraph.h.
   std::function<int64_t(const std::vector<TensorRef> &)> length;
   int lengthSlot = -1;
+  // Its launch either launches nothing but a linear queued for a chained launch (a linear, or the
+  // norm or split a GEMV takes), or launches the queued ones first (flushChainedLinears): the
+  // executor need not launch them before it. Other ops' launches come after the queued linears'.
+  bool chainable = false;
 };
 
 // A run of consecutive ops: one graph segment of the plan (llmc-mark-graph-segments), captured
@@ -100,6 +104,16 @@ struct Executor {
   // SmallLinearArgs::blocks of every GEMV launch: 0, a block per group of columns; -1, a
   // persistent launch (LLMC_CUDA_GEMV_BLOCKS=resident, for comparison until measured on a GPU).
   int64_t gemvBlocks = 0;
+  // Consecutive GEMVs of one row chained into one cooperative launch, a grid barrier between two
+  // (smallLinearChain; a decode layer's output projection, gate/up, down and the next QKV
+  // projection): 0 off, -1 as many blocks as the GPU holds, N at most N (LLMC_CUDA_GEMV_CHAIN=
+  // resident or N; off by default until measured on a GPU). `chainBarrier`: its counters.
+  int64_t gemvChain = 0;
+  void *chainBarrier = nullptr;
+  // The linears queued for the next chained launch (launchOrChain), of `chainStorage`.
+  std::vector<SmallLinearArgs> chained;
+  std::vector<std::string> chainedActivations;
+  Storage chainStorage = Storage::BF16;
   // RMS norms that smallLinear computes in front of the linear right after them, in the runs
   // where that linear takes it (findNormsBeforeLinears): per op, the norm of a linear / the
   // linear of a norm, or -1.
@@ -197,6 +211,7 @@ struct Executor {
     cudaFree(attentionWorkspace);
     cudaFree(staging);
     cudaFree(errorFlag);
+    cudaFree(chainBarrier);
     cudaFreeHost(hostFlag);
     cudaFree(lengths);
     cudaFreeHost(hostLengths);

@@ -71,6 +71,31 @@ bool smallLinearCall(const Executor &e, int k, const std::vector<TensorRef> &t, 
   return true;
 }
 
+std::string launchOrChain(Executor &e, Storage st, const SmallLinearArgs &a, const std::string &activation) {
+  if (e.gemvChain == 0 || !smallLinearChainTakes(st, a)) {
+    if (std::string err = flushChainedLinears(e); !err.empty())
+      return err;
+    return smallLinear(st, a, activation, e.stream);
+  }
+  if (!e.chained.empty() && (e.chainStorage != st || e.chained.size() == size_t(kMaxChainedLinears)))
+    if (std::string err = flushChainedLinears(e); !err.empty())
+      return err;
+  e.chained.push_back(a), e.chainedActivations.push_back(activation), e.chainStorage = st;
+  return {};
+}
+
+std::string flushChainedLinears(Executor &e) {
+  if (e.chained.empty())
+    return {};
+  std::string err = e.chained.size() == 1
+                        ? smallLinear(e.chainStorage, e.chained[0], e.chainedActivations[0], e.stream)
+                        : smallLinearChain(e.chainStorage, e.chained.data(), e.chainedActivations.data(),
+                                           int(e.chained.size()), std::max<int64_t>(0, e.gemvChain), e.chainBarrier,
+                                           e.stream);
+  e.chained.clear(), e.chainedActivations.clear();
+  return err.empty() ? err : "chained linears: " + err;
+}
+
 std::string prepareNorm(Executor &ex, const PlanOp &op, int k, PreparedOp &out) {
   const bool fused = op.kernel == "add_rms_norm" || op.kernel == "add_layer_norm";
   const bool layer = op.kernel == "layer_norm" || op.kernel == "add_layer_norm";
@@ -91,10 +116,13 @@ std::string prepareNorm(Executor &ex, const PlanOp &op, int k, PreparedOp &out) 
   if (hasBias && ex.plan->values[size_t(op.inputs[size_t(biasAt)])].shape.numel() != n)
     return "needs one bias per element of the last axis";
   const float eps = float(op.attrs.getFloat("epsilon", 1e-5));
+  out.chainable = true;
   out.launch = [=, &op](Executor &e, const std::vector<TensorRef> &t) {
     SmallLinearArgs a;
     if (const int linear = e.linearOfNorm[size_t(k)]; linear >= 0 && smallLinearCall(e, linear, t, st, a))
       return std::string(); // the linear computes it (smallLinear's normScale)
+    if (std::string err = flushChainedLinears(e); !err.empty())
+      return err;
     const Shape &s = t[size_t(op.inputs[0])].shape;
     return addNorm(st, layer, e.at(op.inputs[0]), fused ? e.at(op.inputs[1]) : nullptr,
                    e.at(op.inputs[size_t(scaleAt)]), hasBias ? e.at(op.inputs[size_t(biasAt)]) : nullptr,
@@ -173,10 +201,13 @@ std::string prepareLinear(Executor &ex, const PlanOp &op, int k, PreparedOp &out
   const LtLinear *l = linear.get();
   ex.linears.push_back(std::move(linear));
   const int64_t N = spec.N, K = spec.K;
+  out.chainable = true;
   out.launch = [=, &op](Executor &e, const std::vector<TensorRef> &t) {
     const int64_t M = t[size_t(op.inputs[0])].numel() / K;
     if (SmallLinearArgs a; smallLinearCall(e, k, t, st, a))
-      return smallLinear(st, a, activation, e.stream);
+      return launchOrChain(e, st, a, activation);
+    if (std::string err = flushChainedLinears(e); !err.empty())
+      return err;
     void *y = epilogue ? e.arena : e.at(op.outputs[0]); // the scratch slot opens the arena
     if (std::string err = l->run(e.at(op.inputs[0]), e.at(op.inputs[1]), bias ? e.at(op.inputs[2]) : nullptr, y, M,
                                  e.workspace, e.stream);

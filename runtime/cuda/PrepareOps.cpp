@@ -151,10 +151,13 @@ std::string prepareDataMovement(Executor &ex, const PlanOp &op, PreparedOp &out,
       return batch.flush();
     };
   } else if (k == "split") {
+    out.chainable = true;
     out.launch = [&op, elem, st, index](Executor &e, const std::vector<TensorRef> &t) -> std::string {
       if (const int linear = e.linearOfSplit.empty() ? -1 : e.linearOfSplit[size_t(index)]; linear >= 0)
         if (SmallLinearArgs a; smallLinearCall(e, linear, t, st, a) && a.pieces > 0)
           return std::string(); // the linear wrote the pieces (addOutputPieces)
+      if (std::string err = flushChainedLinears(e); !err.empty())
+        return err;
       const Shape &in = t[size_t(op.inputs[0])].shape;
       const int axis = axisOf(op, in.rank);
       int64_t inStrides[kMaxRank], at = 0;

@@ -27,6 +27,11 @@ std::string prepareLatentAttention(Executor &ex, const PlanOp &op, PreparedOp &o
 // The smallLinear call of linear op `k` in this run (with its norm and split where paired), or
 // false where cuBLASLt runs it; the norm's and the split's launches ask too, so that all agree.
 bool smallLinearCall(const Executor &e, int k, const std::vector<TensorRef> &t, Storage st, SmallLinearArgs &a);
+// Linear `a` (smallLinearCall's) with `activation`: queued for the next chained launch where the
+// executor chains GEMVs and the chain takes it, else launched after the queued ones.
+std::string launchOrChain(Executor &e, Storage st, const SmallLinearArgs &a, const std::string &activation);
+// Launches the linears queued by launchOrChain, if any: one of them as itself, several chained.
+std::string flushChainedLinears(Executor &e);
 // Where an op writes value `v`: its own bytes, or a linked cache's end (InPlace::cacheRows).
 ShiftedOutput destinationOf(const Executor &e, int v, const std::vector<TensorRef> &t);
 // A rotary op's kernel arguments for this run's shapes.

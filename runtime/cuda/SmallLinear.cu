@@ -17,7 +17,9 @@
 // does so for the rows it reads; the epilogue applies the norm's factor to the dot products. With
 // a programmatic launch (DeviceUtil.cuh) the first weight loads are issued before the wait for the
 // kernel ahead. A launch may have fewer blocks than groups of columns (SmallLinearArgs::blocks: as
-// many as the GPU holds, a persistent launch), each block then taking several groups in turn.
+// many as the GPU holds, a persistent launch), each block then taking several groups in turn;
+// and up to four linears of one row may run in one cooperative launch, a grid barrier between
+// two (smallLinearChain: a decode layer's linears after its attention).
 // cuBLASLt keeps the larger M (PrepareCompute.cpp: prepareLinear, smallLinearCall).
 #include "CudaKernels.h"
 #include "DeviceUtil.cuh"
@@ -56,6 +58,22 @@ template <typename T> __device__ __forceinline__ void store16(void *at, const La
   *static_cast<uint4 *>(at) = raw;
 }
 
+// 16 bytes of an activation (x, a residual): through the read-only cache, or with kCoherent
+// through L2 (a chained linear's, which other blocks of the same launch wrote: smallLinearChain;
+// the read-only cache holds only what no one writes during the launch).
+template <bool kCoherent> __device__ __forceinline__ uint4 loadActivation(const void *p) {
+  if constexpr (kCoherent)
+    return __ldcg(static_cast<const uint4 *>(p));
+  else
+    return __ldg(static_cast<const uint4 *>(p));
+}
+template <bool kCoherent, typename T> __device__ __forceinline__ float loadActivationElement(const T *p) {
+  if constexpr (kCoherent)
+    return toF(__ldcg(p));
+  else
+    return toF(*p);
+}
+
 // A warp's running sums for its output column: the dot products of every row m < M of x with the
 // column's weight row (and with kPaired a second row's: SwiGLU's up projection, or the partner
 // column of an output piece), and with a norm in front the sums of squares of those rows
@@ -68,7 +86,8 @@ template <typename T, int kMaxM, bool kPaired, bool kNorm> struct Sums {
   // Elements [k, k + V) of every row: `row` and `upRow` are the weight rows' loads there. With
   // `storeSum` (one warp of the launch) x + residual is stored to normSum on the way. With
   // `staged` (stageNormInputs: x + residual times the scale), x's rows come from there and the
-  // epilogue applies the norm's factor.
+  // epilogue applies the norm's factor. kCoherent: loadActivation's.
+  template <bool kCoherent = false>
   __device__ __forceinline__ void add(const SmallLinearArgs &a, const uint4 &row, const uint4 &upRow, int64_t k,
                                       bool storeSum, const float *staged) {
     Lanes<T> w, wu, scale;
@@ -98,11 +117,11 @@ template <typename T, int kMaxM, bool kPaired, bool kNorm> struct Sums {
     for (int m = 0; m < kMaxM; ++m) {
       const int64_t r = m < a.M ? m : a.M - 1;
       Lanes<T> xs;
-      widen(__ldg(reinterpret_cast<const uint4 *>(x + r * a.K + k)), xs);
+      widen(loadActivation<kCoherent>(x + r * a.K + k), xs);
       if (kNorm) {
         if (residual) {
           Lanes<T> rs;
-          widen(__ldg(reinterpret_cast<const uint4 *>(residual + r * a.K + k)), rs);
+          widen(loadActivation<kCoherent>(residual + r * a.K + k), rs);
 #pragma unroll
           for (int i = 0; i < Lanes<T>::kCount; ++i)
             xs.v[i] += rs.v[i];
@@ -166,7 +185,8 @@ __host__ __device__ bool stagesNorm(const SmallLinearArgs &a) {
 // xs [M, K] = (x + residual) * scale, by the whole block (every thread calls it), in one round of
 // loads, and per row the block's sum of squares of x + residual in `squares` (the epilogue's
 // norm factor); with `storeSum` (one block of the launch) x + residual is stored to normSum.
-template <typename T, int kMaxM>
+// kCoherent: loadActivation's.
+template <typename T, int kMaxM, bool kCoherent = false>
 __device__ void stageNormInputs(const SmallLinearArgs &a, float *xs, float (&squares)[kWarps][kMaxM], bool storeSum) {
   constexpr int V = Lanes<T>::kCount;
   const T *x = static_cast<const T *>(a.x), *residual = static_cast<const T *>(a.normResidual);
@@ -180,10 +200,10 @@ __device__ void stageNormInputs(const SmallLinearArgs &a, float *xs, float (&squ
       if (m >= a.M)
         break;
       Lanes<T> v;
-      widen(__ldg(reinterpret_cast<const uint4 *>(x + m * a.K + k)), v);
+      widen(loadActivation<kCoherent>(x + m * a.K + k), v);
       if (residual) {
         Lanes<T> r;
-        widen(__ldg(reinterpret_cast<const uint4 *>(residual + m * a.K + k)), r);
+        widen(loadActivation<kCoherent>(residual + m * a.K + k), r);
 #pragma unroll
         for (int i = 0; i < V; ++i)
           v.v[i] += r.v[i];
@@ -266,7 +286,7 @@ struct RowEpilogue {
   int64_t shift = 0;
 };
 
-template <typename T, bool kPaired>
+template <typename T, bool kPaired, bool kCoherent = false>
 __device__ RowEpilogue rowEpilogue(const SmallLinearArgs &a, const PiecePair &pair, int64_t rowA, int64_t rowB,
                                    int64_t n, int64_t nOut, int64_t m) {
   RowEpilogue e;
@@ -278,9 +298,9 @@ __device__ RowEpilogue rowEpilogue(const SmallLinearArgs &a, const PiecePair &pa
       e.biasB = toF(bias[rowB]);
   }
   if (gate)
-    e.gate = toF(gate[m * nOut + n]);
+    e.gate = loadActivationElement<kCoherent>(gate + m * nOut + n);
   if (residual)
-    e.residual = toF(residual[m * nOut + n]);
+    e.residual = loadActivationElement<kCoherent>(residual + m * nOut + n);
   if (kPaired && a.pieces > 0) {
     const LinearPiece &piece = a.piece[pair.piece];
     e.angle = pairAngle<T>(piece, pair, m);
@@ -381,8 +401,8 @@ __device__ __forceinline__ void loadStep(uint4 (&r)[kUnroll], uint4 (&u)[kUnroll
 }
 
 // A warp's sums over its slice of K for its column's rows: the loads of the first step already
-// in r and u where `loaded`, the other steps' loaded here.
-template <typename T, int kMaxM, bool kPaired, bool kNorm>
+// in r and u where `loaded`, the other steps' loaded here. kCoherent: loadActivation's.
+template <bool kCoherent = false, typename T, int kMaxM, bool kPaired, bool kNorm>
 __device__ __forceinline__ void sumSlice(const SmallLinearArgs &a, Sums<T, kMaxM, kPaired, kNorm> &sums,
                                          uint4 (&r)[kUnroll], uint4 (&u)[kUnroll], const T *row, const T *upRow,
                                          int64_t kFirst, int64_t kEnd, bool loaded, bool storeSum, const float *xs) {
@@ -393,7 +413,7 @@ __device__ __forceinline__ void sumSlice(const SmallLinearArgs &a, Sums<T, kMaxM
 #pragma unroll
     for (int i = 0; i < kUnroll; ++i)
       if (k + i * step < kEnd)
-        sums.add(a, r[i], kPaired ? u[i] : r[i], k + i * step, storeSum, xs);
+        sums.template add<kCoherent>(a, r[i], kPaired ? u[i] : r[i], k + i * step, storeSum, xs);
   }
 }
 
@@ -401,9 +421,10 @@ __device__ __forceinline__ void sumSlice(const SmallLinearArgs &a, Sums<T, kMaxM
 // gridDim.x, ...; in group g, warp w computes slice (w % slices) of K of column g * (kWarps /
 // slices) + w / slices. The norm in front is staged once per block, and a group's first weight
 // loads are issued before the previous group's reductions and stores (the first group's before
-// the wait for the kernel ahead).
-template <typename T, int kMaxM, bool kPaired, bool kNorm>
-__device__ __forceinline__ void loopOverGroups(const SmallLinearArgs &a, Activation act, int slices) {
+// `wait()`: the wait for the kernel ahead, or in a chain of linears the grid barrier after the
+// linear before; kCoherent then, as x was written during the launch: loadActivation's).
+template <typename T, int kMaxM, bool kPaired, bool kNorm, bool kCoherent, typename Wait>
+__device__ __forceinline__ void loopOverGroups(const SmallLinearArgs &a, Activation act, int slices, Wait wait) {
   constexpr int V = Lanes<T>::kCount;
   extern __shared__ float stagedX[]; // stagesNorm: x's rows, plus the residual, times the norm's scale
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -419,22 +440,23 @@ __device__ __forceinline__ void loopOverGroups(const SmallLinearArgs &a, Activat
   bool loaded = n < nOut && kFirst < kEnd;
   if (loaded)
     loadStep<T, kPaired>(r, u, rows.row, rows.upRow, kFirst, kEnd);
-  waitForPrevious();
+  wait();
   auto epilogueOf = [&](const ColumnRows<T, kPaired> &c, int64_t column) {
     return column < nOut && warp % slices == 0 && lane < a.M
-               ? rowEpilogue<T, kPaired>(a, c.pair, c.rowA, c.rowB, column, nOut, lane)
+               ? rowEpilogue<T, kPaired, kCoherent>(a, c.pair, c.rowA, c.rowB, column, nOut, lane)
                : RowEpilogue{};
   };
   RowEpilogue ends = epilogueOf(rows, n);
   const bool staged = kNorm && stagesNorm(a);
   __shared__ float stagedSquares[kWarps][kMaxM];
   if (staged)
-    stageNormInputs<T, kMaxM>(a, stagedX, stagedSquares, a.normSum && blockIdx.x == 0);
+    stageNormInputs<T, kMaxM, kCoherent>(a, stagedX, stagedSquares, a.normSum && blockIdx.x == 0);
   const float *xs = staged ? stagedX : nullptr;
   for (; group < groups; group += gridDim.x) { // block-uniform
     Sums<T, kMaxM, kPaired, kNorm> sums;
     if (n < nOut)
-      sumSlice(a, sums, r, u, rows.row, rows.upRow, kFirst, kEnd, loaded, kNorm && !staged && a.normSum && n == 0, xs);
+      sumSlice<kCoherent>(a, sums, r, u, rows.row, rows.upRow, kFirst, kEnd, loaded,
+                          kNorm && !staged && a.normSum && n == 0, xs);
     // The block's next group: its first loads go out before this group's reductions.
     const int64_t nextN = (group + gridDim.x) * columnsPerBlock + warp / slices;
     const ColumnRows<T, kPaired> next = columnRows<T, kPaired>(a, nextN, nOut);
@@ -461,7 +483,7 @@ template <typename T, int kMaxM, bool kPaired, bool kNorm, bool kLoop>
 __global__ void __launch_bounds__(kWarps * 32)
     smallLinearKernel(const __grid_constant__ SmallLinearArgs a, Activation act, int slices) {
   if constexpr (kLoop) {
-    loopOverGroups<T, kMaxM, kPaired, kNorm>(a, act, slices);
+    loopOverGroups<T, kMaxM, kPaired, kNorm, false>(a, act, slices, [] { waitForPrevious(); });
     return;
   }
   constexpr int V = Lanes<T>::kCount;
@@ -503,6 +525,40 @@ __global__ void __launch_bounds__(kWarps * 32)
                                            stagedSquares, n, nOut, lane);
 }
 
+// The linears of a chain (smallLinearChain), as the chained kernel's one parameter.
+struct LinearChain {
+  SmallLinearArgs linear[kMaxChainedLinears];
+  Activation act[kMaxChainedLinears];
+  int slices[kMaxChainedLinears];
+  int count = 0;
+};
+
+// The linears of `c` one after another, every block taking part in each (loopOverGroups), a grid
+// barrier between two: each linear's first weight loads go out before the barrier that lets it
+// read what the linear before it wrote. One row (M = 1); x, residuals and gates read through L2.
+template <typename T>
+__global__ void __launch_bounds__(kWarps * 32)
+    smallLinearChainKernel(const __grid_constant__ LinearChain c, GridBarrier *barrier) {
+  for (int i = 0; i < c.count; ++i) {
+    const SmallLinearArgs &a = c.linear[i];
+    auto wait = [&] {
+      if (i == 0)
+        waitForPrevious();
+      else
+        gridSync(barrier);
+    };
+    const bool paired = a.swiglu || a.pieces > 0, norm = a.normScale != nullptr;
+    if (paired && norm)
+      loopOverGroups<T, 1, true, true, true>(a, c.act[i], c.slices[i], wait);
+    else if (paired)
+      loopOverGroups<T, 1, true, false, true>(a, c.act[i], c.slices[i], wait);
+    else if (norm)
+      loopOverGroups<T, 1, false, true, true>(a, c.act[i], c.slices[i], wait);
+    else
+      loopOverGroups<T, 1, false, false, true>(a, c.act[i], c.slices[i], wait);
+  }
+}
+
 // Slices of K per column (1, 2 or 4): doubled while the launch's warps would still all be
 // resident at once (`resident`: the GPU's multiprocessors times the kernel's warps per
 // multiprocessor, which its registers bound) and each slice keeps at least two of a warp's
@@ -514,18 +570,22 @@ int slicesFor(int64_t columns, int64_t K, int64_t v, int64_t resident) {
   return slices;
 }
 
-// The warps of `kernel` that the current GPU holds at once; asked once per kernel variant (the
-// executor runs on one GPU). 0 where CUDA cannot say (then no slicing).
-int64_t residentWarps(const void *kernel) {
+// The blocks of `kernel` (with `shared` bytes of dynamic shared memory each) that the current
+// GPU holds at once; 0 where CUDA cannot say.
+int64_t residentBlocks(const void *kernel, size_t shared) {
   int device = 0, multiprocessors = 0, blocks = 0;
   if (cudaGetDevice(&device) != cudaSuccess ||
       cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, kWarps * 32, 0) != cudaSuccess) {
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, kWarps * 32, shared) != cudaSuccess) {
     cudaGetLastError(); // not the next launch's error
     return 0;
   }
-  return int64_t(multiprocessors) * blocks * kWarps;
+  return int64_t(multiprocessors) * blocks;
 }
+
+// The warps of `kernel` that the current GPU holds at once; asked once per kernel variant (the
+// executor runs on one GPU). 0 where CUDA cannot say (then no slicing).
+int64_t residentWarps(const void *kernel) { return residentBlocks(kernel, 0) * kWarps; }
 
 template <typename T, int kMaxM, bool kPaired, bool kNorm> struct Variant {
   template <bool kLoop> static constexpr auto kernel = smallLinearKernel<T, kMaxM, kPaired, kNorm, kLoop>;
@@ -635,6 +695,50 @@ std::string smallLinear(Storage s, const SmallLinearArgs &a, const std::string &
     withVariant<decltype(tag)>(a, [&](auto variant) { variant.launch(a, act, static_cast<cudaStream_t>(stream)); });
   });
   return launched("smallLinear");
+}
+
+size_t smallLinearChainBarrierBytes() { return sizeof(GridBarrier); }
+
+bool smallLinearChainTakes(Storage s, const SmallLinearArgs &a) {
+  return s != Storage::F32 && a.M == 1 && smallLinearTakes(s, a);
+}
+
+std::string smallLinearChain(Storage s, const SmallLinearArgs *linears, const std::string *activations, int count,
+                             int64_t blocks, void *barrier, void *stream) {
+  if (count < 1 || count > kMaxChainedLinears || !barrier || blocks < 0 || reinterpret_cast<uintptr_t>(barrier) % 4)
+    return "smallLinearChain: needs 1 to " + std::to_string(kMaxChainedLinears) +
+           " linears, a barrier's aligned device memory and 0 or more blocks";
+  LinearChain c;
+  c.count = count;
+  size_t shared = 0; // the largest norm staged
+  for (int i = 0; i < count; ++i) {
+    const SmallLinearArgs &a = linears[i];
+    if (!parseActivation(activations[i], c.act[i]))
+      return "smallLinearChain: unknown activation '" + activations[i] + "'";
+    if (!smallLinearChainTakes(s, a) || (a.pieces && c.act[i] != Activation::None))
+      return "smallLinearChain: linear " + std::to_string(i) +
+             " is not one row of 16-bit storage that smallLinear takes (with pieces only without an activation)";
+    c.linear[i] = a;
+    if (a.normScale && stagesNorm(a))
+      shared = std::max(shared, size_t(a.K) * sizeof(float));
+  }
+  dispatch(s, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (sizeof(T) == 2) {
+      // (Asked per launch, as `shared` varies: the chain is for comparison until measured.)
+      const int64_t resident =
+          std::max<int64_t>(1, residentBlocks(reinterpret_cast<const void *>(smallLinearChainKernel<T>), shared));
+      for (int i = 0; i < count; ++i) {
+        const SmallLinearArgs &a = c.linear[i];
+        c.slices[i] =
+            a.slices > 0 ? a.slices : slicesFor(a.swiglu || a.pieces ? a.N / 2 : a.N, a.K, 8, resident * kWarps);
+      }
+      const int64_t grid = blocks > 0 ? std::min(blocks, resident) : resident;
+      launchCooperative(smallLinearChainKernel<T>, dim3(unsigned(grid)), dim3(kWarps * 32), shared,
+                        static_cast<cudaStream_t>(stream), c, static_cast<GridBarrier *>(barrier));
+    }
+  });
+  return launched("smallLinearChain");
 }
 
 int smallLinearSlices(Storage s, const SmallLinearArgs &a) {

@@ -7,8 +7,9 @@
 // through copies of the weight that together exceed the L2 cache, as a decode step's layers
 // do); the QKV projection with its split, launched apart and in the GEMV's epilogue; then the
 // decode attention of one layer at three cache lengths, and followed by the output projection,
-// whose weight the attention prefetches to L2 or not; last what a step from one kernel to the next
-// costs, against a grid-wide barrier (StepCostBench.cu).
+// whose weight the attention prefetches to L2 or not; a layer's four linears after its attention
+// launched one by one and chained in one launch (smallLinearChain); last what a step from one
+// kernel to the next costs, against a grid-wide barrier (StepCostBench.cu).
 // Asserts nothing. Without a GPU it exits with 77 (skipped).
 //
 //   llmc-cuda-kernel-bench [--reps N]
@@ -250,6 +251,75 @@ int qkvSplitBench(int reps, bool overlap) {
   return failures;
 }
 
+// A decoder layer's four linears after its attention as a decode step runs them (the output
+// projection; gate/up with the add + RMS norm in front, its sum stored, and SwiGLU; down with that
+// sum as its residual; the next layer's QKV projection with the add + norm in front), launched one
+// by one (with overlapping launches where the GPU has them, as the executor launches them) and
+// chained in one cooperative launch with a grid barrier between two (smallLinearChain), at
+// SmolLM2's and Llama-3.2-1B's shapes. Returns the failures.
+int chainBench(int reps, bool overlap) {
+  struct Layer {
+    const char *what;
+    int64_t H, F, QKV;
+  };
+  int failures = 0;
+  for (const Layer &l : {Layer{"SmolLM2", 576, 1536, 960}, Layer{"Llama-3.2-1B", 2048, 8192, 3072}}) {
+    const WeightCopies wo(size_t(l.H * l.H) * 2), wgu(size_t(2 * l.F * l.H) * 2), wd(size_t(l.H * l.F) * 2),
+        wqkv(size_t(l.QKV * l.H) * 2);
+    std::vector<void *> buffers;
+    auto buffer = [&](int64_t n) {
+      void *p = nullptr;
+      cudaMalloc(&p, size_t(n) * 2), cudaMemset(p, 0x3c, size_t(n) * 2);
+      buffers.push_back(p);
+      return p;
+    };
+    void *x0 = buffer(l.H), *r0 = buffer(l.H), *scale = buffer(l.H), *y1 = buffer(l.H), *h1 = buffer(l.H),
+         *m = buffer(l.F), *y3 = buffer(l.H), *h2 = buffer(l.H), *qkv = buffer(l.QKV), *barrier = nullptr;
+    cudaMalloc(&barrier, cu::smallLinearChainBarrierBytes()), cudaMemset(barrier, 0, cu::smallLinearChainBarrierBytes());
+    cu::SmallLinearArgs ls[4];
+    for (cu::SmallLinearArgs &a : ls)
+      a.M = 1, a.K = l.H, a.normEpsilon = 1e-5f, a.overlapPrevious = overlap;
+    ls[0].x = x0, ls[0].out = y1, ls[0].N = l.H;
+    ls[1].x = y1, ls[1].out = m, ls[1].N = 2 * l.F, ls[1].swiglu = true;
+    ls[1].normScale = scale, ls[1].normResidual = r0, ls[1].normSum = h1;
+    ls[2].x = m, ls[2].out = y3, ls[2].N = l.H, ls[2].K = l.F, ls[2].residual = h1;
+    ls[3].x = y3, ls[3].out = qkv, ls[3].N = l.QKV, ls[3].normScale = scale, ls[3].normResidual = h1, ls[3].normSum = h2;
+    auto weigh = [&](int i) {
+      ls[0].w = wo[i], ls[1].w = wgu[i], ls[2].w = wd[i], ls[3].w = wqkv[i];
+    };
+    const std::string activations[4] = {"none", "swiglu", "none", "none"};
+    cudaStream_t stream = nullptr; // blocking: the timing events wait for it
+    cudaStreamCreate(&stream);
+    const double bytes = 2.0 * double(l.H * l.H + 2 * l.F * l.H + l.H * l.F + l.QKV * l.H);
+    std::printf("%s layer's output projection, gate/up, down and next QKV (%.1f MB of weights)\n", l.what, bytes / 1e6);
+    const double apart = timeCalls(
+        [&](int i) {
+          weigh(i);
+          for (int k = 0; k < 4; ++k)
+            if (std::string err = cu::smallLinear(cu::Storage::BF16, ls[k], activations[k], stream); !err.empty())
+              return err;
+          return std::string();
+        },
+        reps);
+    report(overlap ? "4 launches, overlapping" : "4 launches", apart, bytes);
+    for (cu::SmallLinearArgs &a : ls)
+      a.overlapPrevious = false;
+    const double chained = timeCalls(
+        [&](int i) {
+          weigh(i);
+          return cu::smallLinearChain(cu::Storage::BF16, ls, activations, 4, 0, barrier, stream);
+        },
+        reps);
+    report("1 cooperative launch, 3 grid barriers", chained, bytes);
+    failures += (apart < 0) + (chained < 0);
+    cudaStreamDestroy(stream);
+    for (void *p : buffers)
+      cudaFree(p);
+    cudaFree(barrier);
+  }
+  return failures;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -375,5 +445,6 @@ int main(int argc, char **argv) {
   if (prop.major >= 9)
     failures += qkvSplitBench(reps, true);
   failures += decodeAttentionBench(reps);
+  failures += chainBench(reps, prop.major >= 9);
   return failures + stepCostBench() ? 1 : 0;
 }

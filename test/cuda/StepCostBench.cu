@@ -8,14 +8,13 @@
 //   another block of the kernel ahead wrote (so each waits for the whole kernel ahead), launched
 //   as the executor launches a decode step: with programmatic dependent launch and without.
 // - Barriers: one cooperative kernel of as many blocks doing kSteps rounds of the same reads and
-//   writes, a grid-wide barrier after each (an arrival count every block waits to see reach the
-//   round's target).
+//   writes, a grid-wide barrier after each (gridSync, DeviceUtil.cuh: the one the chained GEMV
+//   takes between its linears, SmallLinear.cu).
 // Each with one block of kThreads threads per multiprocessor, and with four.
 #include "StepCostBench.h"
 
 #include "DeviceUtil.cuh"
 
-#include <cuda/atomic>
 #include <cuda_runtime.h>
 
 #include <cstdio>
@@ -27,9 +26,8 @@ namespace cu = llmc::rt::cuda;
 namespace {
 
 constexpr int kThreads = 128;
-constexpr int kSteps = 1000;                                    // launches per graph, rounds per kernel
-constexpr int kTimedRuns = 5;                                   // graph replays or kernels timed
-constexpr unsigned long long kBarrierTimeoutNs = 1000000000ull; // a barrier waits at most 1 s
+constexpr int kSteps = 1000;  // launches per graph, rounds per kernel
+constexpr int kTimedRuns = 5; // graph replays or kernels timed
 
 // Block b writes out[b] from in[b + 1] (modulo the blocks): it waits for the whole kernel ahead.
 __device__ __forceinline__ void passOn(const unsigned *in, unsigned *out) {
@@ -43,36 +41,11 @@ __global__ void __launch_bounds__(kThreads) stepKernel(const unsigned *in, unsig
   passOn(in, out);
 }
 
-__device__ __forceinline__ unsigned long long nanoseconds() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-
-// Every block's first thread adds one to `arrived` (release: what its block wrote goes first)
-// and waits until the count reaches `target` (acquire: what every block wrote before arriving is
-// then seen). A wait of more than kBarrierTimeoutNs (blocks that are not all resident) gives up
-// and sets *timedOut, which ends every block's wait.
-__device__ void gridBarrier(unsigned long long *arrived, unsigned long long target, int *timedOut) {
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    cuda::atomic_ref<unsigned long long, cuda::thread_scope_device> count(*arrived);
-    count.fetch_add(1, cuda::memory_order_release);
-    const unsigned long long start = nanoseconds();
-    while (count.load(cuda::memory_order_acquire) < target && !*static_cast<volatile int *>(timedOut))
-      if (nanoseconds() - start > kBarrierTimeoutNs)
-        atomicExch(timedOut, 1);
-  }
-  __syncthreads();
-}
-
-// `steps` rounds of passOn between two buffers of gridDim.x, a barrier after each. `arrived`
-// starts at 0.
-__global__ void __launch_bounds__(kThreads)
-    barrierKernel(unsigned *buffers, unsigned long long *arrived, int steps, int *timedOut) {
-  for (int s = 0; s < steps && !*static_cast<volatile int *>(timedOut); ++s) {
+// `steps` rounds of passOn between two buffers of gridDim.x, a barrier after each.
+__global__ void __launch_bounds__(kThreads) barrierKernel(unsigned *buffers, cu::GridBarrier *barrier, int steps) {
+  for (int s = 0; s < steps; ++s) {
     passOn(buffers + (s & 1) * gridDim.x, buffers + ((s + 1) & 1) * gridDim.x);
-    gridBarrier(arrived, static_cast<unsigned long long>(s + 1) * gridDim.x, timedOut);
+    cu::gridSync(barrier);
   }
 }
 
@@ -120,21 +93,15 @@ std::string launchSteps(cudaStream_t stream, unsigned *buffers, int blocks, bool
 }
 
 // One cooperative barrierKernel of `blocks` blocks and kSteps rounds.
-std::string barrierSteps(cudaStream_t stream, unsigned *buffers, unsigned long long *arrived, int *timedOut, int blocks,
-                         double &us) {
-  int steps = kSteps;
-  void *args[] = {&buffers, &arrived, &steps, &timedOut};
-  std::string err = timeSteps(
+std::string barrierSteps(cudaStream_t stream, unsigned *buffers, cu::GridBarrier *barrier, int blocks, double &us) {
+  return timeSteps(
       stream,
       [&] {
-        cudaMemsetAsync(arrived, 0, sizeof *arrived, stream);
-        return cudaLaunchCooperativeKernel(reinterpret_cast<const void *>(barrierKernel), dim3(unsigned(blocks)),
-                                           dim3(kThreads), args, 0, stream);
+        cu::launchCooperative(barrierKernel, dim3(unsigned(blocks)), dim3(kThreads), 0, stream, buffers, barrier,
+                              kSteps);
+        return cudaGetLastError();
       },
       us);
-  int late = 0;
-  cudaMemcpy(&late, timedOut, sizeof late, cudaMemcpyDeviceToHost);
-  return !err.empty() ? err : late ? "a barrier waited more than a second" : std::string();
 }
 
 } // namespace
@@ -147,12 +114,10 @@ int stepCostBench() {
   int resident = 0;
   cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, barrierKernel, kThreads, 0);
   unsigned *buffers = nullptr;
-  unsigned long long *arrived = nullptr;
-  int *timedOut = nullptr;
+  cu::GridBarrier *barrier = nullptr;
   const int most = 4 * prop.multiProcessorCount;
-  cudaMalloc(&buffers, 2 * sizeof(unsigned) * size_t(most));
-  cudaMalloc(&arrived, sizeof *arrived), cudaMalloc(&timedOut, sizeof *timedOut);
-  cudaMemset(buffers, 0, 2 * sizeof(unsigned) * size_t(most)), cudaMemset(timedOut, 0, sizeof *timedOut);
+  cudaMalloc(&buffers, 2 * sizeof(unsigned) * size_t(most)), cudaMalloc(&barrier, sizeof *barrier);
+  cudaMemset(buffers, 0, 2 * sizeof(unsigned) * size_t(most)), cudaMemset(barrier, 0, sizeof *barrier);
   cudaStream_t stream = nullptr;
   cudaStreamCreate(&stream);
   int failures = 0;
@@ -178,10 +143,10 @@ int stepCostBench() {
                   ("a grid barrier per step, " + grid).c_str(), perSm);
       continue;
     }
-    const std::string err = barrierSteps(stream, buffers, arrived, timedOut, blocks, us);
+    const std::string err = barrierSteps(stream, buffers, barrier, blocks, us);
     row("a grid barrier per step (one cooperative kernel), " + grid, err, us);
   }
   cudaStreamDestroy(stream);
-  cudaFree(buffers), cudaFree(arrived), cudaFree(timedOut);
+  cudaFree(buffers), cudaFree(barrier);
   return failures;
 }

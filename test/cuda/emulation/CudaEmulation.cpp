@@ -29,7 +29,7 @@ constexpr size_t kStackBytes = 256 * 1024;
 constexpr size_t kDefaultShared = 48 * 1024; // dynamic shared memory without the opt-in
 constexpr size_t kStaticAlign = 64;           // of every __shared__ variable (blockStatic)
 
-enum class State { Ready, AtBlockBarrier, AtWarpBarrier, Done };
+enum class State { Ready, AtBlockBarrier, AtWarpBarrier, AtGridBarrier, Done };
 
 struct Fiber {
   FiberContext context;
@@ -50,6 +50,8 @@ struct Block {
   std::vector<std::pair<const void *, void *>> statics; // blockStatic's: site, storage
   std::vector<uint64_t> slots; // a shuffle's offers: 32 per warp
   std::string error;
+  uint64_t epoch = 0; // __syncthreads released so far (runBlock's victim warp)
+  bool cooperative = false; // a cooperative launch's: syncGrid parks its threads
   // AddressSanitizer's view of the scheduler's stack, while a fiber runs.
   void *schedulerFakeStack = nullptr;
   const void *schedulerStack = nullptr;
@@ -144,21 +146,26 @@ bool releaseWarpBarriers(Block &b, std::string &error) {
   return released;
 }
 
-// Runs every thread of block `b` to its end, or records why it could not. A pass runs each
-// ready thread until its next barrier, in index order or in reverse; warp barriers are released
-// after every pass. Between two __syncthreads one warp (the victim, a different one each time)
-// is held back while any other thread can run, so that the other warps run ahead of it as far
-// as their barriers let them: a warp that writes shared memory the victim has still to read,
-// without a __syncthreads between, is seen (where a GPU would only do so at times).
-void runBlock(Block &b, bool reverse, uint64_t salt) {
-  const size_t n = b.fibers.size(), warps = (n + 31) / 32;
-  for (size_t i = 0; i < n; ++i) {
-    Fiber &f = b.fibers[i];
+// Block `b`'s threads, each at the start of the kernel.
+void startBlock(Block &b) {
+  for (Fiber &f : b.fibers) {
     f.state = State::Ready, f.fakeStack = nullptr;
     makeFiberContext(f.context, f.stack.get(), kStackBytes, fiberMain);
   }
-  for (uint64_t epoch = 0;; ++epoch) {
-    const size_t victim = size_t((salt + epoch * 7) % warps);
+  b.epoch = 0;
+}
+
+// Runs the threads of block `b` (gBlock) until each has ended or, in a cooperative launch, waits
+// at the grid barrier, or records why it could not. A pass runs each ready thread until its next
+// barrier, in index order or in reverse; warp barriers are released after every pass. Between
+// two __syncthreads one warp (the victim, a different one each time) is held back while any
+// other thread can run, so that the other warps run ahead of it as far as their barriers let
+// them: a warp that writes shared memory the victim has still to read, without a __syncthreads
+// between, is seen (where a GPU would only do so at times).
+void runBlock(Block &b, bool reverse, uint64_t salt) {
+  const size_t n = b.fibers.size(), warps = (n + 31) / 32;
+  for (;; ++b.epoch) {
+    const size_t victim = size_t((salt + b.epoch * 7) % warps);
     for (;;) {
       bool othersReady = false;
       for (size_t i = 0; i < n && !othersReady; ++i)
@@ -185,15 +192,16 @@ void runBlock(Block &b, bool reverse, uint64_t salt) {
       if (!ran && !released) // (nothing ran: nothing was ready) every thread done or at a barrier
         break;
     }
-    size_t atBlock = 0, live = 0;
+    size_t atBlock = 0, atGrid = 0, live = 0;
     for (const Fiber &f : b.fibers)
       if (f.state != State::Done)
-        ++live, atBlock += f.state == State::AtBlockBarrier;
-    if (!live)
+        ++live, atBlock += f.state == State::AtBlockBarrier, atGrid += f.state == State::AtGridBarrier;
+    if (atGrid == live) // every thread has ended, or waits for the other blocks
       return;
     if (atBlock != live) {
       b.error = "deadlock: " + std::to_string(atBlock) + " of " + std::to_string(live) +
-                " running threads wait at __syncthreads, the others at a warp barrier";
+                " running threads wait at __syncthreads, " + std::to_string(atGrid) +
+                " at the grid barrier, the others at a warp barrier";
       return;
     }
     for (Fiber &f : b.fibers) // every thread that has not exited is at the __syncthreads
@@ -215,6 +223,12 @@ void waitAt(State s, unsigned mask) {
 void syncThreads() { waitAt(State::AtBlockBarrier, 0); }
 
 void syncWarp(unsigned mask) { waitAt(State::AtWarpBarrier, mask); }
+
+void syncGrid() {
+  if (gBlock && !gBlock->cooperative)
+    fail("a grid barrier in a launch that is not cooperative (a GPU would hang)");
+  waitAt(State::AtGridBarrier, 0);
+}
 
 void exchange(unsigned mask, const void *mine, void *out, size_t bytes, int source) {
   Block &b = *gBlock;
@@ -313,6 +327,7 @@ void execute(const Launch &launch, const std::function<void()> &body) {
         launch.shared ? static_cast<unsigned char *>(::operator new(launch.shared, std::align_val_t(1024))) : nullptr;
     if (launch.shared)
       std::memset(b.shared, 0xff, launch.shared);
+    startBlock(b);
     runBlock(b, k % 2 == 1, i);
     if (b.shared)
       ::operator delete(b.shared, std::align_val_t(1024));
@@ -325,6 +340,77 @@ void execute(const Launch &launch, const std::function<void()> &body) {
     gStacks[t].reset(b.fibers[t].stack.release());
   if (!b.error.empty())
     setError(cudaErrorLaunchFailure, "kernel: " + b.error);
+}
+
+// Runs a cooperative launch: every block in flight, each run in turn until its threads have
+// ended or wait at the grid barrier, which is released once every thread that has not ended
+// waits there. A block that ends while others wait would leave them waiting for ever on a GPU:
+// an error here.
+void executeCooperative(const Launch &launch, const std::function<void()> &body) {
+  const dim3 g = launch.grid, d = launch.block;
+  const uint32_t threads = d.x * d.y * d.z;
+  const uint64_t total = uint64_t(g.x) * g.y * g.z;
+  while (gStacks.size() < total * threads)
+    gStacks.push_back(std::make_unique<char[]>(kStackBytes));
+  std::vector<Block> blocks(total);
+  auto coordinates = [&](uint64_t i) {
+    return uint3{uint32_t(i % g.x), uint32_t(i / g.x % g.y), uint32_t(i / (uint64_t(g.x) * g.y))};
+  };
+  for (uint64_t i = 0; i < total; ++i) {
+    Block &b = blocks[i];
+    b.body = &body, b.cooperative = true;
+    b.fibers.resize(threads);
+    b.slots.resize((threads + 31) / 32 * 32);
+    for (uint32_t t = 0; t < threads; ++t) {
+      b.fibers[t].stack.reset(gStacks[i * threads + t].release());
+      b.fibers[t].index = uint3{t % d.x, t / d.x % d.y, t / (d.x * d.y)};
+    }
+    b.shared =
+        launch.shared ? static_cast<unsigned char *>(::operator new(launch.shared, std::align_val_t(1024))) : nullptr;
+    if (launch.shared)
+      std::memset(b.shared, 0xff, launch.shared);
+    startBlock(b);
+  }
+  gGridDim = g, gBlockDim = d;
+  const BlockOrder blockOrder = blockOrderFor(total, gLaunches++);
+  std::string error;
+  for (uint64_t round = 0; error.empty(); ++round) {
+    for (uint64_t k = 0; k < total && error.empty(); ++k) { // each round in the other direction
+      const uint64_t i = blockOrder.at(round % 2 ? total - 1 - k : k);
+      gBlock = &blocks[i], gBlockIdx = coordinates(i);
+      runBlock(blocks[i], (k + round) % 2 == 1, i + round);
+      if (!blocks[i].error.empty())
+        error = blocks[i].error + "; block (" + std::to_string(gBlockIdx.x) + ", " + std::to_string(gBlockIdx.y) +
+                ", " + std::to_string(gBlockIdx.z) + ")";
+    }
+    size_t ended = 0, waiting = 0;
+    for (const Block &b : blocks) {
+      const bool done = std::all_of(b.fibers.begin(), b.fibers.end(), [](const Fiber &f) { return f.state == State::Done; });
+      ended += done, waiting += !done;
+    }
+    if (!error.empty() || !waiting)
+      break;
+    if (ended) {
+      error = "deadlock: " + std::to_string(ended) + " of " + std::to_string(total) +
+              " blocks have ended while the others wait at the grid barrier";
+      break;
+    }
+    for (Block &b : blocks) // every thread that has not ended is at the grid barrier
+      for (Fiber &f : b.fibers)
+        if (f.state == State::AtGridBarrier)
+          f.state = State::Ready;
+  }
+  gBlock = nullptr;
+  for (uint64_t i = 0; i < total; ++i) {
+    Block &b = blocks[i];
+    if (b.shared)
+      ::operator delete(b.shared, std::align_val_t(1024));
+    freeStatics(b);
+    for (uint32_t t = 0; t < threads; ++t)
+      gStacks[i * threads + t].reset(b.fibers[t].stack.release());
+  }
+  if (!error.empty())
+    setError(cudaErrorLaunchFailure, "kernel: " + error);
 }
 
 } // namespace
@@ -346,7 +432,19 @@ void run(const void *kernel, const Launch &launch, std::function<void()> body) {
                                         std::to_string(sharedLimit) + " allowed for this kernel");
     return;
   }
-  enqueue(launch.stream, [launch, body = std::move(body)] { execute(launch, body); });
+  if (launch.cooperative && uint64_t(g.x) * g.y * g.z * threads > kMaxCooperativeThreads) {
+    setError(cudaErrorCooperativeLaunchTooLarge,
+             "launch: a cooperative launch of " + std::to_string(uint64_t(g.x) * g.y * g.z) + " blocks of " +
+                 std::to_string(threads) + " threads, more than the emulation's " +
+                 std::to_string(kMaxCooperativeThreads) + " threads in flight");
+    return;
+  }
+  enqueue(launch.stream, [launch, body = std::move(body)] {
+    if (launch.cooperative)
+      executeCooperative(launch, body);
+    else
+      execute(launch, body);
+  });
 }
 
 void setError(cudaError_t e, const std::string &why) {

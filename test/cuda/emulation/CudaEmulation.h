@@ -19,6 +19,10 @@
 // AddressSanitizer, reads and writes past a device buffer or shared memory are reported where
 // they happen.
 //
+// A cooperative launch (a grid barrier's) has every block in flight at once: the scheduler runs
+// each block in turn until all its threads wait at the grid barrier, and releases it once every
+// block's have.
+//
 // What it cannot show: speed, the memory model between blocks or warps (blocks never overlap,
 // threads never interleave between barriers, a shuffle orders memory as a barrier would), and
 // any bug of the real WMMA fragments' layout (mma.h here computes whole tiles per thread; our
@@ -93,8 +97,16 @@ struct Launch {
   dim3 grid, block;
   size_t shared;
   cudaStream_t stream;
-  Launch(dim3 g, dim3 b, size_t s = 0, cudaStream_t st = nullptr) : grid(g), block(b), shared(s), stream(st) {}
+  bool cooperative; // every block in flight at once (a grid barrier's launch: syncGrid)
+  Launch(dim3 g, dim3 b, size_t s = 0, cudaStream_t st = nullptr, bool c = false)
+      : grid(g), block(b), shared(s), stream(st), cooperative(c) {}
 };
+// The most threads, all blocks together, a cooperative launch may have here (each thread is a
+// fiber with a stack of its own, all alive at once): more is cudaErrorCooperativeLaunchTooLarge.
+constexpr unsigned kMaxCooperativeThreads = 2048;
+// A grid-wide barrier (DeviceUtil.cuh: gridSync): every thread of every block of a cooperative
+// launch waits until all have reached it; in any other launch, an error.
+LLMC_EMU_API void syncGrid();
 // Checks a launch and runs `body` once per thread of every block, on `launch.stream`: now, or at
 // each replay of the graph that stream is capturing. Errors become cudaGetLastError's.
 LLMC_EMU_API void run(const void *kernel, const Launch &launch, std::function<void()> body);
