@@ -144,6 +144,11 @@ run | profile | other-gpu)
   # traced yet.
   echo "== where a SmolLM2 decode step's time goes (kernel trace, overlapping launches off)"
   GPU_PROFILE_ARGS=--no-cuda-overlap step "kernel trace smollm2" 45 DONE "$0" profile smollm2
+  # The same with a layer's four GEMVs after its attention chained in one cooperative launch
+  # (off by default until measured): what one chain and its grid barriers take.
+  echo "== the same with chained GEMVs (LLMC_CUDA_GEMV_CHAIN=resident)"
+  LLMC_CUDA_GEMV_CHAIN=resident GPU_PROFILE_ARGS=--no-cuda-overlap \
+    step "kernel trace smollm2, chained GEMVs" 45 DONE "$0" profile smollm2
   echo "== summary"
   printf '%s\n' "${summary[@]}"
   exit $failed
