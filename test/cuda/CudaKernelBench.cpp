@@ -87,6 +87,45 @@ double timeCalls(const std::function<std::string(int)> &launch, int reps) {
   return 1000.0 * ms / reps;
 }
 
+// Microseconds per call of `launch(i)` (call i) on `stream` as a decode step runs its kernels:
+// `reps` calls captured in one CUDA graph, replayed once to warm up and once timed; negative when
+// a call or the graph fails (its message printed).
+double timeGraph(cudaStream_t stream, const std::function<std::string(int)> &launch, int reps) {
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  std::string err;
+  cudaError_t e = cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal);
+  for (int i = 0; e == cudaSuccess && err.empty() && i < reps; ++i)
+    err = launch(i);
+  const cudaError_t ended = e == cudaSuccess ? cudaStreamEndCapture(stream, &graph) : e;
+  if (err.empty() && ended == cudaSuccess)
+    e = cudaGraphInstantiate(&exec, graph, 0);
+  float ms = -1;
+  if (err.empty() && ended == cudaSuccess && e == cudaSuccess) {
+    cudaEvent_t start, stop;
+    cudaEventCreate(&start), cudaEventCreate(&stop);
+    cudaGraphLaunch(exec, stream);
+    cudaEventRecord(start, stream);
+    cudaGraphLaunch(exec, stream);
+    cudaEventRecord(stop, stream);
+    e = cudaEventSynchronize(stop);
+    cudaEventElapsedTime(&ms, start, stop);
+    cudaEventDestroy(start), cudaEventDestroy(stop);
+  }
+  if (exec)
+    cudaGraphExecDestroy(exec);
+  if (graph)
+    cudaGraphDestroy(graph);
+  if (err.empty() && (ended != cudaSuccess || e != cudaSuccess))
+    err = cudaGetErrorString(ended != cudaSuccess ? ended : e);
+  if (!err.empty()) {
+    std::printf("    failed: %s\n", err.c_str());
+    cudaGetLastError();
+    return -1;
+  }
+  return 1000.0 * ms / reps;
+}
+
 void report(const char *how, double us, double bytes) {
   if (us < 0)
     return;
@@ -256,7 +295,9 @@ int qkvSplitBench(int reps, bool overlap) {
 // sum as its residual; the next layer's QKV projection with the add + norm in front), launched one
 // by one (with overlapping launches where the GPU has them, as the executor launches them) and
 // chained in one cooperative launch with a grid barrier between two (smallLinearChain), at
-// SmolLM2's and Llama-3.2-1B's shapes. Returns the failures.
+// SmolLM2's and Llama-3.2-1B's shapes; each timed in a CUDA graph, as a decode step replays them
+// (back-to-back launches from the host would time the host for kernels this short). Returns the
+// failures.
 int chainBench(int reps, bool overlap) {
   struct Layer {
     const char *what;
@@ -292,26 +333,31 @@ int chainBench(int reps, bool overlap) {
     cudaStreamCreate(&stream);
     const double bytes = 2.0 * double(l.H * l.H + 2 * l.F * l.H + l.H * l.F + l.QKV * l.H);
     std::printf("%s layer's output projection, gate/up, down and next QKV (%.1f MB of weights)\n", l.what, bytes / 1e6);
-    const double apart = timeCalls(
-        [&](int i) {
-          weigh(i);
-          for (int k = 0; k < 4; ++k)
-            if (std::string err = cu::smallLinear(cu::Storage::BF16, ls[k], activations[k], stream); !err.empty())
-              return err;
-          return std::string();
-        },
-        reps);
+    auto oneByOne = [&](int i) {
+      weigh(i);
+      for (int k = 0; k < 4; ++k)
+        if (std::string err = cu::smallLinear(cu::Storage::BF16, ls[k], activations[k], stream); !err.empty())
+          return err;
+      return std::string();
+    };
+    const double apart = timeGraph(stream, oneByOne, reps);
     report(overlap ? "4 launches, overlapping" : "4 launches", apart, bytes);
+    // The same launches, each persistent (the blocks the GPU holds, looping as the chain's do).
     for (cu::SmallLinearArgs &a : ls)
-      a.overlapPrevious = false;
-    const double chained = timeCalls(
+      a.blocks = -1;
+    const double persistent = timeGraph(stream, oneByOne, reps);
+    report(overlap ? "4 persistent launches, overlapping" : "4 persistent launches", persistent, bytes);
+    for (cu::SmallLinearArgs &a : ls)
+      a.overlapPrevious = false, a.blocks = 0;
+    const double chained = timeGraph(
+        stream,
         [&](int i) {
           weigh(i);
           return cu::smallLinearChain(cu::Storage::BF16, ls, activations, 4, 0, barrier, stream);
         },
         reps);
     report("1 cooperative launch, 3 grid barriers", chained, bytes);
-    failures += (apart < 0) + (chained < 0);
+    failures += (apart < 0) + (persistent < 0) + (chained < 0);
     cudaStreamDestroy(stream);
     for (void *p : buffers)
       cudaFree(p);
