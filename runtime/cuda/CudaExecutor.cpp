@@ -81,6 +81,8 @@ std::string create(const llmc_plan_t &plan, const CudaOptions &options, void **s
   // blocks as the GPU holds (Executor::gemvChain; to compare); =N: at most N blocks (tests).
   if (const char *chain = std::getenv("LLMC_CUDA_GEMV_CHAIN"))
     ex->gemvChain = std::string(chain) == "resident" ? -1 : std::max<int64_t>(0, std::atoll(chain));
+  if (ex->gemvChain && !props.cooperativeLaunch)
+    return std::string("LLMC_CUDA_GEMV_CHAIN: device ") + props.name + " has no cooperative launches";
   ex->sharedOptIn = props.sharedMemPerBlockOptin;
   flashAttentionSetup(ex->sharedOptIn); // not while a graph is being captured
   latentAttentionSetup();

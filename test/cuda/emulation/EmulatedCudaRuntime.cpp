@@ -273,6 +273,7 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp *props, int) {
   props->multiProcessorCount = llmc_emu::kMultiprocessors;
   props->totalGlobalMem = size_t(141) << 30;
   props->maxThreadsPerBlock = 1024;
+  props->cooperativeLaunch = 1; // at most kMaxCooperativeThreads threads (CudaEmulation.h)
   return cudaSuccess;
 }
 cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr attr, int) {
@@ -281,6 +282,7 @@ cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr attr, int) {
   case cudaDevAttrMultiProcessorCount: *value = llmc_emu::kMultiprocessors; return cudaSuccess;
   case cudaDevAttrComputeCapabilityMajor: *value = 9; return cudaSuccess;
   case cudaDevAttrComputeCapabilityMinor: *value = 0; return cudaSuccess;
+  case cudaDevAttrCooperativeLaunch: *value = 1; return cudaSuccess;
   default: return cudaErrorInvalidValue;
   }
 }
