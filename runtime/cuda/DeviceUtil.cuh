@@ -263,7 +263,14 @@ __device__ __forceinline__ void gridSync(GridBarrier *barrier) {
       arrived.store(0, ::cuda::memory_order_relaxed);
       generation.store(now + 1, ::cuda::memory_order_release);
     } else {
+      // A block that never comes (a launch that was not cooperative, or blocks that left early)
+      // would hang the GPU: after 2 s the kernel traps instead, an error the launch reports.
+      unsigned long long start, at;
+      asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
       while (generation.load(::cuda::memory_order_acquire) == now) {
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(at));
+        if (at - start > 2000000000ull)
+          __trap();
       }
     }
     __threadfence();
