@@ -349,15 +349,22 @@ int chainBench(int reps, bool overlap) {
     report(overlap ? "4 persistent launches, overlapping" : "4 persistent launches", persistent, bytes);
     for (cu::SmallLinearArgs &a : ls)
       a.overlapPrevious = false, a.blocks = 0;
-    const double chained = timeGraph(
-        stream,
-        [&](int i) {
-          weigh(i);
-          return cu::smallLinearChain(cu::Storage::BF16, ls, activations, 4, 0, barrier, stream);
-        },
-        reps);
-    report("1 cooperative launch, 3 grid barriers", chained, bytes);
-    failures += (apart < 0) + (persistent < 0) + (chained < 0);
+    // Chained, with as many blocks as the GPU holds (0), and with one per multiprocessor (fewer
+    // to wait for at each barrier).
+    cudaDeviceProp prop{};
+    cudaGetDeviceProperties(&prop, 0);
+    for (int64_t blocks : {int64_t(0), int64_t(prop.multiProcessorCount)}) {
+      const double chained = timeGraph(
+          stream,
+          [&](int i) {
+            weigh(i);
+            return cu::smallLinearChain(cu::Storage::BF16, ls, activations, 4, blocks, barrier, stream);
+          },
+          reps);
+      report(blocks ? "chained, a block per SM" : "chained, the blocks the GPU holds", chained, bytes);
+      failures += chained < 0;
+    }
+    failures += (apart < 0) + (persistent < 0);
     cudaStreamDestroy(stream);
     for (void *p : buffers)
       cudaFree(p);
