@@ -646,8 +646,6 @@ template <typename T, typename F> void withVariant(const SmallLinearArgs &a, F &
     forM(std::integral_constant<int, 8>{});
 }
 
-bool aligned16(const void *p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
-
 // Output pieces (LinearPiece) that the kernel can store: none, or up to kMaxLinearPieces of even
 // widths adding up to N, rotated ones in whole heads of an even size (rotaryDim even, within the
 // head), without SwiGLU, gate or residual.
