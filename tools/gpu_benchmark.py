@@ -72,11 +72,13 @@ def prompt_ids(vocab, n=PROMPT):
 # attention not prefetching the output projection's weight to L2; the GEMV with at most the blocks
 # the GPU holds at once; a decode step's consecutive GEMVs chained in one cooperative launch, of
 # as many blocks as the GPU holds (4 per multiprocessor) or of one per multiprocessor (an H200's
-# 132: fewer blocks to wait for at each grid barrier).
+# 132: fewer blocks to wait for at each grid barrier), or with each layer's attention starting
+# its chain (a layer one launch).
 ENV_ROWS = [("llmc, graphs, no L2 prefetch", {"LLMC_CUDA_PREFETCH": "0"}),
             ("llmc, graphs, persistent GEMV", {"LLMC_CUDA_GEMV_BLOCKS": "resident"}),
             ("llmc, graphs, chained GEMVs", {"LLMC_CUDA_GEMV_CHAIN": "resident"}),
-            ("llmc, graphs, chained, 132 blocks", {"LLMC_CUDA_GEMV_CHAIN": "132"})]
+            ("llmc, graphs, chained, 132 blocks", {"LLMC_CUDA_GEMV_CHAIN": "132"}),
+            ("llmc, graphs, chained layers", {"LLMC_CUDA_GEMV_CHAIN": "resident", "LLMC_CUDA_CHAIN_ATTENTION": "1"})]
 
 
 def run_llmc(llmc_run, plan, graphs, vocab, gemv=True, overlap=True, ahead=True, env=None, repeat=3, timeout=240):

@@ -77,12 +77,19 @@ std::string create(const llmc_plan_t &plan, const CudaOptions &options, void **s
   // (tests, to make every block loop).
   if (const char *blocks = std::getenv("LLMC_CUDA_GEMV_BLOCKS"))
     ex->gemvBlocks = std::string(blocks) == "resident" ? -1 : std::max<int64_t>(0, std::atoll(blocks));
-  // LLMC_CUDA_GEMV_CHAIN=resident: consecutive GEMVs of one row in one cooperative launch, as many
-  // blocks as the GPU holds (Executor::gemvChain; to compare); =N: at most N blocks (tests).
+  // LLMC_CUDA_GEMV_CHAIN=resident: a decode step's consecutive GEMVs of one row in one cooperative
+  // launch, as many blocks as the GPU holds (Executor::gemvChain; to compare); =N: at most N blocks
+  // (tests).
   if (const char *chain = std::getenv("LLMC_CUDA_GEMV_CHAIN"))
     ex->gemvChain = std::string(chain) == "resident" ? -1 : std::max<int64_t>(0, std::atoll(chain));
+  // LLMC_CUDA_CHAIN_ATTENTION=1 (with LLMC_CUDA_GEMV_CHAIN): each layer's decode attention starts
+  // its chain, a layer one launch (to compare).
+  const char *chainAttention = std::getenv("LLMC_CUDA_CHAIN_ATTENTION");
+  ex->chainAttention = chainAttention && std::string(chainAttention) == "1";
   if (ex->gemvChain && !props.cooperativeLaunch)
     return std::string("LLMC_CUDA_GEMV_CHAIN: device ") + props.name + " has no cooperative launches";
+  if (ex->gemvChain)
+    decodeChainSetup(); // not while a graph is being captured
   ex->sharedOptIn = props.sharedMemPerBlockOptin;
   flashAttentionSetup(ex->sharedOptIn); // not while a graph is being captured
   latentAttentionSetup();
@@ -117,9 +124,9 @@ std::string create(const llmc_plan_t &plan, const CudaOptions &options, void **s
     return cudaError("allocating the error flag", e);
   cudaMemset(ex->errorFlag, 0, sizeof(int));
   if (ex->gemvChain) {
-    if (cudaError_t e = cudaMalloc(&ex->chainBarrier, smallLinearChainBarrierBytes()); e != cudaSuccess)
-      return cudaError("allocating the chained GEMVs' barrier", e);
-    cudaMemset(ex->chainBarrier, 0, smallLinearChainBarrierBytes()); // each launch leaves it so
+    if (cudaError_t e = cudaMalloc(&ex->chainBarrier, decodeChainBarrierBytes()); e != cudaSuccess)
+      return cudaError("allocating the chained launches' barrier", e);
+    cudaMemset(ex->chainBarrier, 0, decodeChainBarrierBytes()); // each launch leaves it so
   }
   for (cudaEvent_t &done : ex->runDone)
     if (cudaError_t e = cudaEventCreateWithFlags(&done, cudaEventDisableTiming); e != cudaSuccess)
@@ -186,7 +193,7 @@ std::string launchOps(Executor &ex, const std::vector<TensorRef> &tensors, size_
     if (err.empty())
       err = ex.ops[k].launch(ex, tensors);
     if (!err.empty()) {
-      ex.chained.clear(), ex.chainedActivations.clear(); // not the next run's
+      ex.chained.clear(); // not the next run's
       return "op '" + plan.ops[k].kernel + "'" + (plan.ops[k].location.empty() ? "" : " (" + plan.ops[k].location + ")") +
              ": " + err;
     }

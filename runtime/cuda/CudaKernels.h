@@ -202,18 +202,34 @@ std::string smallLinear(Storage s, const SmallLinearArgs &a, const std::string &
 // 0 where it does not take `a`.
 int smallLinearSlices(Storage s, const SmallLinearArgs &a);
 
-// Up to kMaxChainedLinears linears of one row and 16-bit storage (smallLinearChainTakes), one
-// after another in one cooperative launch, each computed as smallLinear with `activations[i]`
-// computes it, a grid-wide barrier between two (a decode step's output projection, gate/up, down
-// and the next layer's QKV projection: one launch where they take four). Each linear's first
-// weight loads go out before the barrier it waits at. `blocks`: 0 for as many as the GPU holds at
-// once, n > 0 at most n (tests). `barrier`: smallLinearChainBarrierBytes of device memory, zero
-// before its first launch (each launch leaves it so), used by one launch at a time.
-constexpr int kMaxChainedLinears = 4;
-size_t smallLinearChainBarrierBytes();
+// One step of a chained launch (decodeChain): a linear of one row and bf16 storage
+// (smallLinearChainTakes: smallLinear's arguments and `activation`), or with `attention` a decode
+// attention (decodeAttentionChainTakes: decodeAttention's arguments, `splits` and `workspace`; its
+// tiled kernel with 2, 3 or 4 query heads per key/value head; only as the first step, since it reads
+// its inputs through the read-only path, which holds only what no one writes during the launch).
+struct ChainStep {
+  SmallLinearArgs linear;
+  std::string activation = "none";
+  bool attention = false;
+  AttentionArgs attentionArgs = {};
+  int splits = 0;
+  void *workspace = nullptr;
+};
+// Up to kMaxChainSteps steps of bf16 storage one after another in one cooperative launch,
+// each computed as smallLinear or decodeAttention computes it, a grid-wide barrier between two (a
+// decode layer's attention, output projection, gate/up, down and the next layer's QKV
+// projection: one launch where they take five). Each linear's first weight loads go out before
+// the barrier it waits at. `blocks`: 0 for as many as the GPU holds at once, n > 0 at most n
+// (tests). `barrier`: decodeChainBarrierBytes of device memory, zero before its first launch
+// (each launch leaves it so), used by one launch at a time.
+constexpr int kMaxChainSteps = 5;
+// Lets the chained kernel use its shared memory (call it once, outside any graph capture, before
+// decodeChain).
+void decodeChainSetup();
+size_t decodeChainBarrierBytes();
 bool smallLinearChainTakes(Storage s, const SmallLinearArgs &a);
-std::string smallLinearChain(Storage s, const SmallLinearArgs *linears, const std::string *activations, int count,
-                             int64_t blocks, void *barrier, void *stream);
+bool decodeAttentionChainTakes(Storage s, const AttentionArgs &a, int splits);
+std::string decodeChain(Storage s, const ChainStep *steps, int count, int64_t blocks, void *barrier, void *stream);
 
 // --- data movement and small ops (shape subgraphs, masks, caches) ----------------------------
 // Element types are the plan's DType numbers (1 f32, 2 f16, 3 f64, 4 i64, 5 i32, 6 i8, 7 u8, 8 bool,

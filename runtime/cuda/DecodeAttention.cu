@@ -22,17 +22,12 @@ size_t decodeAttentionWorkspaceBytes(int64_t B, int64_t Hq, int64_t Dv, int spli
 std::string decodeAttention(Storage s, const AttentionArgs &a, int splits, void *workspace, void *stream) {
   if (splits <= 0)
     splits = decodeAttentionSplits(a.Sk);
-  const int64_t chunk = (a.Sk + splits - 1) / splits;
-  if (a.Sq != 1 || a.B <= 0 || a.Hkv <= 0 || a.Hq % a.Hkv || a.Sk <= 0 || a.D > kMaxDecodeHeadDim ||
-      (a.cos && a.D % 2) || a.rotateKeys || chunk > kMaxDecodeChunk || splits > kMaxDecodeChunk ||
-      a.B * a.Hq > kDecodeCounters)
+  if (!decodeAttentionFits(a, splits))
     return "decodeAttention: needs one query, Hq a multiple of Hkv, keys, D <= " + std::to_string(kMaxDecodeHeadDim) +
            " (even with rotary), no key rotation, at most " + std::to_string(kMaxDecodeChunk) +
            " keys per split and splits, and " + std::to_string(kDecodeCounters) + " sequences x heads";
-  // The workspace: the arrival counters first (at one place for every launch, so that they stay
-  // zero between launches whatever the sizes), then the partial results.
-  auto *arrived = static_cast<unsigned *>(workspace);
-  float *partials = reinterpret_cast<float *>(arrived + kDecodeCounters);
+  unsigned *arrived = decodeCounters(workspace);
+  float *partials = decodePartials(workspace);
   auto st = static_cast<cudaStream_t>(stream);
   const int pieces = a.plainDecode ? 0 : tiledPieces(s, a), group = tiledGroup(a, pieces);
   const dim3 grid(unsigned(a.B * a.Hq / group), unsigned(splits)), block(kDecodeThreads);

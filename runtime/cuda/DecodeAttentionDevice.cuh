@@ -1,6 +1,6 @@
 // The decode attention's device code (DecodeAttention.cu has its launches): shared with the
-// chained decode kernel (SmallLinear.cu: smallLinearChain), which runs the tiled kernel's blocks
-// as one of its steps.
+// chained decode kernel (SmallLinear.cu: decodeChain), which runs the tiled kernel's blocks as
+// one of its steps.
 //
 // Decode attention (CudaKernels.h: decodeAttention): one query per sequence over a cache, the
 // keys split across blocks per head (blockIdx.y; at least 64 keys each, so that with a cache
@@ -437,6 +437,19 @@ int tiledPieces(Storage s, const AttentionArgs &a) {
   const int64_t pieces = a.D / perPiece;
   return pieces <= 32 && (pieces & (pieces - 1)) == 0 ? int(pieces) : 0;
 }
+
+// Whether decodeAttention takes `a` in `splits` blocks per head (its message says what it needs).
+bool decodeAttentionFits(const AttentionArgs &a, int splits) {
+  const int64_t chunk = (a.Sk + splits - 1) / splits;
+  return a.Sq == 1 && a.B > 0 && a.Hkv > 0 && a.Hq % a.Hkv == 0 && a.Sk > 0 && a.D <= kMaxDecodeHeadDim &&
+         !(a.cos && a.D % 2) && !a.rotateKeys && chunk <= kMaxDecodeChunk && splits <= kMaxDecodeChunk &&
+         a.B * a.Hq <= kDecodeCounters;
+}
+
+// The decode attention's workspace: the arrival counters first (at one place for every launch, so
+// that they stay zero between launches whatever the sizes), then the partial results.
+unsigned *decodeCounters(void *workspace) { return static_cast<unsigned *>(workspace); }
+float *decodePartials(void *workspace) { return reinterpret_cast<float *>(decodeCounters(workspace) + kDecodeCounters); }
 
 // The query heads a block of the tiled kernel (of `pieces`: tiledPieces) takes: those that read
 // one key/value head (heads up to kMaxGroupedHeadDim; 4, 3 or 2 of them, the most that divides

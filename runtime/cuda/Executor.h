@@ -104,15 +104,17 @@ struct Executor {
   // SmallLinearArgs::blocks of every GEMV launch: 0, a block per group of columns; -1, a
   // persistent launch (LLMC_CUDA_GEMV_BLOCKS=resident, for comparison until measured on a GPU).
   int64_t gemvBlocks = 0;
-  // Consecutive GEMVs of one row chained into one cooperative launch, a grid barrier between two
-  // (smallLinearChain; a decode layer's output projection, gate/up, down and the next QKV
-  // projection): 0 off, -1 as many blocks as the GPU holds, N at most N (LLMC_CUDA_GEMV_CHAIN=
-  // resident or N; off by default until measured on a GPU). `chainBarrier`: its counters.
+  // Consecutive GEMVs of one row, and the decode attention before them, chained into one
+  // cooperative launch, a grid barrier between two (decodeChain; a decode layer's attention,
+  // output projection, gate/up, down and the next QKV projection): 0 off, -1 as many blocks as the
+  // GPU holds, N at most N (LLMC_CUDA_GEMV_CHAIN=resident or N; off by default until measured on a
+  // GPU). `chainBarrier`: its counters.
   int64_t gemvChain = 0;
+  bool chainAttention = false; // the attention too (LLMC_CUDA_CHAIN_ATTENTION=1)
   void *chainBarrier = nullptr;
-  // The linears queued for the next chained launch (launchOrChain), of `chainStorage`.
-  std::vector<SmallLinearArgs> chained;
-  std::vector<std::string> chainedActivations;
+  // The steps queued for the next chained launch (launchOrChain, attentionOrChain), of
+  // `chainStorage`.
+  std::vector<ChainStep> chained;
   Storage chainStorage = Storage::BF16;
   // RMS norms that smallLinear computes in front of the linear right after them, in the runs
   // where that linear takes it (findNormsBeforeLinears): per op, the norm of a linear / the

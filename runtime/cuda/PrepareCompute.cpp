@@ -71,29 +71,49 @@ bool smallLinearCall(const Executor &e, int k, const std::vector<TensorRef> &t, 
   return true;
 }
 
+// Queues `step` for the next chained launch, after launching the queued ones where it cannot
+// join them (another storage type, a full chain, or an attention, which only starts one).
+static std::string queueChained(Executor &e, Storage st, ChainStep step) {
+  if (!e.chained.empty() && (e.chainStorage != st || e.chained.size() == size_t(kMaxChainSteps) || step.attention))
+    if (std::string err = flushChainedLinears(e); !err.empty())
+      return err;
+  e.chained.push_back(std::move(step)), e.chainStorage = st;
+  return {};
+}
+
 std::string launchOrChain(Executor &e, Storage st, const SmallLinearArgs &a, const std::string &activation) {
   if (e.gemvChain == 0 || !smallLinearChainTakes(st, a)) {
     if (std::string err = flushChainedLinears(e); !err.empty())
       return err;
     return smallLinear(st, a, activation, e.stream);
   }
-  if (!e.chained.empty() && (e.chainStorage != st || e.chained.size() == size_t(kMaxChainedLinears)))
+  ChainStep step;
+  step.linear = a, step.activation = activation;
+  return queueChained(e, st, std::move(step));
+}
+
+std::string attentionOrChain(Executor &e, Storage st, const AttentionArgs &a, int splits) {
+  if (e.gemvChain == 0 || !e.chainAttention || !decodeAttentionChainTakes(st, a, splits)) {
     if (std::string err = flushChainedLinears(e); !err.empty())
       return err;
-  e.chained.push_back(a), e.chainedActivations.push_back(activation), e.chainStorage = st;
-  return {};
+    return decodeAttention(st, a, splits, e.attentionWorkspace, e.stream);
+  }
+  ChainStep step;
+  step.attention = true, step.attentionArgs = a, step.splits = splits, step.workspace = e.attentionWorkspace;
+  return queueChained(e, st, std::move(step));
 }
 
 std::string flushChainedLinears(Executor &e) {
   if (e.chained.empty())
     return {};
-  std::string err = e.chained.size() == 1
-                        ? smallLinear(e.chainStorage, e.chained[0], e.chainedActivations[0], e.stream)
-                        : smallLinearChain(e.chainStorage, e.chained.data(), e.chainedActivations.data(),
-                                           int(e.chained.size()), std::max<int64_t>(0, e.gemvChain), e.chainBarrier,
-                                           e.stream);
-  e.chained.clear(), e.chainedActivations.clear();
-  return err.empty() ? err : "chained linears: " + err;
+  const ChainStep &one = e.chained[0];
+  std::string err =
+      e.chained.size() > 1 ? decodeChain(e.chainStorage, e.chained.data(), int(e.chained.size()),
+                                         std::max<int64_t>(0, e.gemvChain), e.chainBarrier, e.stream)
+      : one.attention      ? decodeAttention(e.chainStorage, one.attentionArgs, one.splits, one.workspace, e.stream)
+                           : smallLinear(e.chainStorage, one.linear, one.activation, e.stream);
+  e.chained.clear();
+  return err.empty() ? err : "chained launch: " + err;
 }
 
 std::string prepareNorm(Executor &ex, const PlanOp &op, int k, PreparedOp &out) {
@@ -457,7 +477,7 @@ std::string prepareAttention(Executor &ex, const PlanOp &op, PreparedOp &out, in
         const int w = e.plan->ops[size_t(linear)].inputs[1];
         a.prefetchL2 = e.at(w), a.prefetchL2Bytes = deviceBytesOf(e, w, e.plan->values[size_t(w)].shape);
       }
-      return decodeAttention(st, a, decodeAttentionSplits(skBound), e.attentionWorkspace, e.stream);
+      return attentionOrChain(e, st, a, decodeAttentionSplits(skBound));
     }
     if (a.Sq == 1 && !packed && !a.rotateKeys && a.D <= kMaxDecodeHeadDim) {
       const int splits = decodeAttentionSplits(a.Sk);

@@ -30,7 +30,11 @@ bool smallLinearCall(const Executor &e, int k, const std::vector<TensorRef> &t, 
 // Linear `a` (smallLinearCall's) with `activation`: queued for the next chained launch where the
 // executor chains GEMVs and the chain takes it, else launched after the queued ones.
 std::string launchOrChain(Executor &e, Storage st, const SmallLinearArgs &a, const std::string &activation);
-// Launches the linears queued by launchOrChain, if any: one of them as itself, several chained.
+// A decode step's attention (`splits` blocks per head): queued to start the next chained launch
+// where the executor chains and the chain takes it, else launched after the queued steps.
+std::string attentionOrChain(Executor &e, Storage st, const AttentionArgs &a, int splits);
+// Launches the steps queued by launchOrChain and attentionOrChain, if any: one of them as itself,
+// several chained.
 std::string flushChainedLinears(Executor &e);
 // Where an op writes value `v`: its own bytes, or a linked cache's end (InPlace::cacheRows).
 ShiftedOutput destinationOf(const Executor &e, int v, const std::vector<TensorRef> &t);

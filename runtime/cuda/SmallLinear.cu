@@ -18,10 +18,12 @@
 // a programmatic launch (DeviceUtil.cuh) the first weight loads are issued before the wait for the
 // kernel ahead. A launch may have fewer blocks than groups of columns (SmallLinearArgs::blocks: as
 // many as the GPU holds, a persistent launch), each block then taking several groups in turn;
-// and up to four linears of one row may run in one cooperative launch, a grid barrier between
-// two (smallLinearChain: a decode layer's linears after its attention).
+// and up to five steps (linears of one row, a decode attention first) may run in one cooperative
+// launch, a grid barrier between two (decodeChain: a decode layer's attention and the linears
+// after it).
 // cuBLASLt keeps the larger M (PrepareCompute.cpp: prepareLinear, smallLinearCall).
 #include "CudaKernels.h"
+#include "DecodeAttentionDevice.cuh"
 #include "DeviceUtil.cuh"
 
 #include <cuda_bf16.h>
@@ -59,7 +61,7 @@ template <typename T> __device__ __forceinline__ void store16(void *at, const La
 }
 
 // 16 bytes of an activation (x, a residual): through the read-only cache, or with kCoherent
-// through L2 (a chained linear's, which other blocks of the same launch wrote: smallLinearChain;
+// through L2 (a chained linear's, which other blocks of the same launch wrote: decodeChain;
 // the read-only cache holds only what no one writes during the launch).
 template <bool kCoherent> __device__ __forceinline__ uint4 loadActivation(const void *p) {
   if constexpr (kCoherent)
@@ -525,37 +527,74 @@ __global__ void __launch_bounds__(kWarps * 32)
                                            stagedSquares, n, nOut, lane);
 }
 
-// The linears of a chain (smallLinearChain), as the chained kernel's one parameter.
-struct LinearChain {
-  SmallLinearArgs linear[kMaxChainedLinears];
-  Activation act[kMaxChainedLinears];
-  int slices[kMaxChainedLinears];
-  int count = 0;
+// One step of a chain (decodeChain), as the chained kernel takes it: a linear (with its
+// activation and slices of K) or a decode attention (its tiled kernel's blocks: `group` heads and
+// `segs` pieces of a row each, `splits` per head; its workspace's counters and partial results).
+struct ChainStepArgs {
+  bool attention;
+  SmallLinearArgs linear;
+  Activation act;
+  int slices;
+  AttentionArgs att;
+  int splits, group, segs;
+  unsigned *arrived;
+  float *partials;
 };
+struct ChainArgs {
+  ChainStepArgs step[kMaxChainSteps];
+  int count;
+};
+static_assert(kWarps * 32 == kDecodeThreads, "an attention's blocks run as the chain's blocks");
 
-// The linears of `c` one after another, every block taking part in each (loopOverGroups), a grid
-// barrier between two: each linear's first weight loads go out before the barrier that lets it
-// read what the linear before it wrote. One row (M = 1); x, residuals and gates read through L2.
-template <typename T>
-__global__ void __launch_bounds__(kWarps * 32)
-    smallLinearChainKernel(const __grid_constant__ LinearChain c, GridBarrier *barrier) {
+// The tiled decode attention's blocks (tiledDecodeBlock), each block of the launch taking blocks
+// blockIdx.x, + gridDim.x, ... of the attention's own grid in turn.
+template <typename T, int kGroup> __device__ void attentionBlocks(const ChainStepArgs &st) {
+  const int64_t perSplit = st.att.B * st.att.Hq / kGroup, blocks = perSplit * st.splits;
+  for (int64_t v = blockIdx.x; v < blocks; v += gridDim.x) {
+    tiledDecodeBlock<T, kGroup>(st.att, st.partials, st.arrived, st.segs, v % perSplit, int(v / perSplit), st.splits);
+    __syncthreads(); // this block's shared memory read before its next block writes it
+  }
+}
+
+// The steps of `c` one after another, every block taking part in each (a linear's groups of
+// columns as loopOverGroups shares them out, an attention's blocks as attentionBlocks does), a
+// grid barrier between two: each linear's first weight loads go out before the barrier that lets
+// it read what the step before it wrote. Linears of one row (M = 1), their x, residuals and gates
+// read through L2; an attention only first (its inputs are the launches' before). kAttention: a
+// kernel of its own, since the attention's registers (its tiled kernel's 160 to 168, ptxas sm_90a)
+// would halve the blocks of chains of linears alone.
+template <typename T, bool kAttention>
+__global__ void __launch_bounds__(kWarps * 32) decodeChainKernel(const __grid_constant__ ChainArgs c, GridBarrier *barrier) {
   for (int i = 0; i < c.count; ++i) {
-    const SmallLinearArgs &a = c.linear[i];
+    const ChainStepArgs &st = c.step[i];
     auto wait = [&] {
       if (i == 0)
         waitForPrevious();
       else
         gridSync(barrier);
     };
+    if constexpr (kAttention) {
+      if (st.attention) { // (each group's shared memory is the kernel's: 2, 3 and 4 heads per block)
+        wait();
+        if (st.group == 4)
+          attentionBlocks<T, 4>(st);
+        else if (st.group == 3)
+          attentionBlocks<T, 3>(st);
+        else
+          attentionBlocks<T, 2>(st);
+        continue;
+      }
+    }
+    const SmallLinearArgs &a = st.linear;
     const bool paired = a.swiglu || a.pieces > 0, norm = a.normScale != nullptr;
     if (paired && norm)
-      loopOverGroups<T, 1, true, true, true>(a, c.act[i], c.slices[i], wait);
+      loopOverGroups<T, 1, true, true, true>(a, st.act, st.slices, wait);
     else if (paired)
-      loopOverGroups<T, 1, true, false, true>(a, c.act[i], c.slices[i], wait);
+      loopOverGroups<T, 1, true, false, true>(a, st.act, st.slices, wait);
     else if (norm)
-      loopOverGroups<T, 1, false, true, true>(a, c.act[i], c.slices[i], wait);
+      loopOverGroups<T, 1, false, true, true>(a, st.act, st.slices, wait);
     else
-      loopOverGroups<T, 1, false, false, true>(a, c.act[i], c.slices[i], wait);
+      loopOverGroups<T, 1, false, false, true>(a, st.act, st.slices, wait);
   }
 }
 
@@ -695,48 +734,83 @@ std::string smallLinear(Storage s, const SmallLinearArgs &a, const std::string &
   return launched("smallLinear");
 }
 
-size_t smallLinearChainBarrierBytes() { return sizeof(GridBarrier); }
+size_t decodeChainBarrierBytes() { return sizeof(GridBarrier); }
 
 bool smallLinearChainTakes(Storage s, const SmallLinearArgs &a) {
-  return s != Storage::F32 && a.M == 1 && smallLinearTakes(s, a);
+  return s == Storage::BF16 && a.M == 1 && smallLinearTakes(s, a);
 }
 
-std::string smallLinearChain(Storage s, const SmallLinearArgs *linears, const std::string *activations, int count,
-                             int64_t blocks, void *barrier, void *stream) {
-  if (count < 1 || count > kMaxChainedLinears || !barrier || blocks < 0 || reinterpret_cast<uintptr_t>(barrier) % 4)
-    return "smallLinearChain: needs 1 to " + std::to_string(kMaxChainedLinears) +
-           " linears, a barrier's aligned device memory and 0 or more blocks";
-  LinearChain c;
+bool decodeAttentionChainTakes(Storage s, const AttentionArgs &a, int splits) {
+  if (s != Storage::BF16 || a.plainDecode || splits <= 0 || !decodeAttentionFits(a, splits))
+    return false;
+  const int group = tiledGroup(a, tiledPieces(s, a)); // 4 (Llama-3.2-1B), 3 (SmolLM2) or 2 heads per block
+  return group >= 2;
+}
+
+bool chainSetUp = false; // decodeChainSetup has run
+
+void decodeChainSetup() {
+  // The attention's static shared memory and the staged norm's dynamic one together pass 48 KiB.
+  for (const void *kernel : {reinterpret_cast<const void *>(decodeChainKernel<__nv_bfloat16, true>),
+                             reinterpret_cast<const void *>(decodeChainKernel<__nv_bfloat16, false>)})
+    cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kMaxStagedFloats * sizeof(float)));
+  cudaGetLastError(); // an older GPU without the opt-in: decodeChain's launches say so
+  chainSetUp = true;
+}
+
+std::string decodeChain(Storage s, const ChainStep *steps, int count, int64_t blocks, void *barrier, void *stream) {
+  if (!chainSetUp)
+    return "decodeChain: decodeChainSetup has not run";
+  if (count < 1 || count > kMaxChainSteps || !barrier || blocks < 0 || reinterpret_cast<uintptr_t>(barrier) % 4)
+    return "decodeChain: needs 1 to " + std::to_string(kMaxChainSteps) +
+           " steps, a barrier's aligned device memory and 0 or more blocks";
+  ChainArgs c = {};
   c.count = count;
   size_t shared = 0; // the largest norm staged
   for (int i = 0; i < count; ++i) {
-    const SmallLinearArgs &a = linears[i];
-    if (!parseActivation(activations[i], c.act[i]))
-      return "smallLinearChain: unknown activation '" + activations[i] + "'";
-    if (!smallLinearChainTakes(s, a) || (a.pieces && c.act[i] != Activation::None))
-      return "smallLinearChain: linear " + std::to_string(i) +
-             " is not one row of 16-bit storage that smallLinear takes (with pieces only without an activation)";
-    c.linear[i] = a;
+    const ChainStep &from = steps[i];
+    ChainStepArgs &st = c.step[i];
+    st.attention = from.attention;
+    if (from.attention) {
+      if (i > 0 || !decodeAttentionChainTakes(s, from.attentionArgs, from.splits) || !from.workspace)
+        return "decodeChain: step " + std::to_string(i) +
+               " is an attention that is not the first step, or that the tiled decode kernel of 16-bit storage does "
+               "not take, or has no workspace";
+      st.att = from.attentionArgs, st.splits = from.splits;
+      st.segs = tiledPieces(s, st.att), st.group = tiledGroup(st.att, st.segs);
+      st.arrived = decodeCounters(from.workspace), st.partials = decodePartials(from.workspace);
+      continue;
+    }
+    const SmallLinearArgs &a = from.linear;
+    if (!parseActivation(from.activation, st.act))
+      return "decodeChain: unknown activation '" + from.activation + "'";
+    if (!smallLinearChainTakes(s, a) || (a.pieces && st.act != Activation::None))
+      return "decodeChain: step " + std::to_string(i) +
+             " is not a linear of one row of 16-bit storage that smallLinear takes (with pieces only without an "
+             "activation)";
+    st.linear = a;
     if (a.normScale && stagesNorm(a))
       shared = std::max(shared, size_t(a.K) * sizeof(float));
   }
   dispatch(s, [&](auto tag) {
     using T = decltype(tag);
-    if constexpr (sizeof(T) == 2) {
+    if constexpr (std::is_same_v<T, __nv_bfloat16>) { // (bf16 alone: each kernel adds to the GPU check's pack)
+      auto *kernel = c.step[0].attention ? decodeChainKernel<T, true> : decodeChainKernel<T, false>;
       // (Asked per launch, as `shared` varies: the chain is for comparison until measured.)
-      const int64_t resident =
-          std::max<int64_t>(1, residentBlocks(reinterpret_cast<const void *>(smallLinearChainKernel<T>), shared));
+      const int64_t resident = std::max<int64_t>(1, residentBlocks(reinterpret_cast<const void *>(kernel), shared));
       for (int i = 0; i < count; ++i) {
-        const SmallLinearArgs &a = c.linear[i];
-        c.slices[i] =
-            a.slices > 0 ? a.slices : slicesFor(a.swiglu || a.pieces ? a.N / 2 : a.N, a.K, 8, resident * kWarps);
+        ChainStepArgs &st = c.step[i];
+        const SmallLinearArgs &a = st.linear;
+        if (!st.attention)
+          st.slices = a.slices > 0 ? a.slices
+                                   : slicesFor(a.swiglu || a.pieces ? a.N / 2 : a.N, a.K, 8, resident * kWarps);
       }
       const int64_t grid = blocks > 0 ? std::min(blocks, resident) : resident;
-      launchCooperative(smallLinearChainKernel<T>, dim3(unsigned(grid)), dim3(kWarps * 32), shared,
-                        static_cast<cudaStream_t>(stream), c, static_cast<GridBarrier *>(barrier));
+      launchCooperative(kernel, dim3(unsigned(grid)), dim3(kWarps * 32), shared, static_cast<cudaStream_t>(stream), c,
+                        static_cast<GridBarrier *>(barrier));
     }
   });
-  return launched("smallLinearChain");
+  return launched("decodeChain");
 }
 
 int smallLinearSlices(Storage s, const SmallLinearArgs &a) {

@@ -8,7 +8,7 @@
 // do); the QKV projection with its split, launched apart and in the GEMV's epilogue; then the
 // decode attention of one layer at three cache lengths, and followed by the output projection,
 // whose weight the attention prefetches to L2 or not; a layer's four linears after its attention
-// launched one by one and chained in one launch (smallLinearChain); last what a step from one
+// launched one by one and chained in one launch (decodeChain); last what a step from one
 // kernel to the next costs, against a grid-wide barrier (StepCostBench.cu).
 // Asserts nothing. Without a GPU it exits with 77 (skipped).
 //
@@ -294,7 +294,7 @@ int qkvSplitBench(int reps, bool overlap) {
 // projection; gate/up with the add + RMS norm in front, its sum stored, and SwiGLU; down with that
 // sum as its residual; the next layer's QKV projection with the add + norm in front), launched one
 // by one (with overlapping launches where the GPU has them, as the executor launches them) and
-// chained in one cooperative launch with a grid barrier between two (smallLinearChain), at
+// chained in one cooperative launch with a grid barrier between two (decodeChain), at
 // SmolLM2's and Llama-3.2-1B's shapes; each timed in a CUDA graph, as a decode step replays them
 // (back-to-back launches from the host would time the host for kernels this short). Returns the
 // failures.
@@ -316,7 +316,7 @@ int chainBench(int reps, bool overlap) {
     };
     void *x0 = buffer(l.H), *r0 = buffer(l.H), *scale = buffer(l.H), *y1 = buffer(l.H), *h1 = buffer(l.H),
          *m = buffer(l.F), *y3 = buffer(l.H), *h2 = buffer(l.H), *qkv = buffer(l.QKV), *barrier = nullptr;
-    cudaMalloc(&barrier, cu::smallLinearChainBarrierBytes()), cudaMemset(barrier, 0, cu::smallLinearChainBarrierBytes());
+    cudaMalloc(&barrier, cu::decodeChainBarrierBytes()), cudaMemset(barrier, 0, cu::decodeChainBarrierBytes());
     cu::SmallLinearArgs ls[4];
     for (cu::SmallLinearArgs &a : ls)
       a.M = 1, a.K = l.H, a.normEpsilon = 1e-5f, a.overlapPrevious = overlap;
@@ -358,7 +358,10 @@ int chainBench(int reps, bool overlap) {
           stream,
           [&](int i) {
             weigh(i);
-            return cu::smallLinearChain(cu::Storage::BF16, ls, activations, 4, blocks, barrier, stream);
+            cu::ChainStep steps[4];
+            for (int k = 0; k < 4; ++k)
+              steps[k].linear = ls[k], steps[k].activation = activations[k];
+            return cu::decodeChain(cu::Storage::BF16, steps, 4, blocks, barrier, stream);
           },
           reps);
       report(blocks ? "chained, a block per SM" : "chained, the blocks the GPU holds", chained, bytes);
@@ -509,6 +512,7 @@ int main(int argc, char **argv) {
   if (prop.major >= 9)
     failures += qkvSplitBench(reps, true);
   failures += decodeAttentionBench(reps);
+  cu::decodeChainSetup();
   failures += chainBench(reps, prop.major >= 9);
   return failures + stepCostBench() ? 1 : 0;
 }

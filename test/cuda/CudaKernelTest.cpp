@@ -900,82 +900,113 @@ template <typename T> std::vector<T> downloadRaw(const Device &d, size_t n) {
   return out;
 }
 
-// A chain of linears in one cooperative launch (smallLinearChain), as a decoder layer's decode
-// step would run them: the output projection, gate/up with the add + RMS norm in front (its sum
-// stored) and SwiGLU, down with the stored sum as its residual, then a norm in front of two output
-// pieces, the second after 3 rows of a cache whose count it reads on the device; each linear
-// reading what the one before wrote. Against the same linears launched one by one (smallLinear,
-// which the tests above hold to the CPU): the same values, to the bit, for 1, 2 and 3 blocks
-// taking the groups of columns in turn, K in one slice or two. It refuses f32, two rows, no
-// linear, more than kMaxChainedLinears and no barrier.
-TEST(Cuda, SmallLinearChainMatchesTheLinearsOneByOne) {
-  const int64_t H = 264, F = 136, P0 = 200, P1 = 64, past = 3;
-  for (cu::Storage s : {cu::Storage::F16, cu::Storage::BF16})
-    for (int slices : {1, 2})
-      for (int64_t blocks : {1, 2, 3}) {
-        const size_t e = cu::storageBytes(s);
-        auto weights = [&](int64_t rows, int64_t cols, uint64_t seed) {
-          return upload(rounded(randomFloats(rows * cols, seed, -0.2f, 0.2f), s), s);
-        };
-        auto w1 = weights(H, H, 90), w2 = weights(2 * F, H, 91), w3 = weights(H, F, 92), w4 = weights(P0 + P1, H, 93);
-        auto x0 = upload(rounded(randomFloats(H, 94), s), s), r0 = upload(rounded(randomFloats(H, 95), s), s),
-             scale = upload(rounded(randomFloats(H, 96, 0.5f, 1.5f), s), s);
-        auto rows = uploadRaw(std::vector<int64_t>{past});
-        // Each run's outputs: y1, the stored sum h1, m, y3, then the two pieces.
-        struct Outputs {
-          Device y1, h1, m, y3, p0, p1;
-          explicit Outputs(size_t e)
-              : y1(H * e), h1(H * e), m(F * e), y3(H * e), p0(P0 * e), p1((past + 1) * P1 * e) {}
-        };
-        auto linearsOf = [&](Outputs &o, std::vector<cu::SmallLinearArgs> &ls) {
-          ls.assign(4, cu::SmallLinearArgs());
-          for (cu::SmallLinearArgs &a : ls)
-            a.M = 1, a.K = H, a.slices = slices, a.normEpsilon = 1e-5f;
-          ls[0].x = x0->p, ls[0].w = w1->p, ls[0].out = o.y1.p, ls[0].N = H;
-          ls[1].x = o.y1.p, ls[1].w = w2->p, ls[1].out = o.m.p, ls[1].N = 2 * F, ls[1].swiglu = true;
-          ls[1].normScale = scale->p, ls[1].normResidual = r0->p, ls[1].normSum = o.h1.p;
-          ls[2].x = o.m.p, ls[2].w = w3->p, ls[2].out = o.y3.p, ls[2].N = H, ls[2].K = F, ls[2].residual = o.h1.p;
-          ls[3].x = o.y3.p, ls[3].w = w4->p, ls[3].N = P0 + P1, ls[3].normScale = scale->p, ls[3].pieces = 2;
-          ls[3].piece[0].columns = P0, ls[3].piece[0].to.base = o.p0.p;
-          ls[3].piece[1].columns = P1, ls[3].piece[1].to = {o.p1.p, rows->as<int64_t>(), P1};
-        };
-        const std::string activations[4] = {"none", "swiglu", "none", "none"};
-        Outputs one(e), chained(e);
-        std::vector<cu::SmallLinearArgs> ls;
-        linearsOf(one, ls);
-        for (int i = 0; i < 4; ++i) {
-          ASSERT_TRUE(cu::smallLinearChainTakes(s, ls[size_t(i)]));
-          ASSERT_EQ(cu::smallLinear(s, ls[size_t(i)], activations[i], nullptr), "");
+// A chained launch (decodeChain) as a decoder layer's decode step would run it: the attention of
+// one query over a length-major cache of 100 rows, 70 of them counted on the device (2 splits per
+// head, whose results the last block of a head combines; heads of 64, 4 query heads on 1
+// key/value head and 6 on 2: 4 and 3 heads per block), then the output projection of its output, gate/up with the add + RMS
+// norm in front (its sum stored) and SwiGLU, down with the stored sum as its residual, and a norm
+// in front of two output pieces, the second after 3 rows of a cache whose count it reads on the
+// device; each step reading what the one before wrote. Against the same steps launched one by
+// one (decodeAttention, smallLinear, which the tests above hold to the CPU): the same values, to
+// the bit, for 1, 2 and 3 blocks taking the groups of columns and the attention's blocks in turn,
+// K in one slice or two, with the attention and without; bf16, the one storage it takes. It
+// refuses f16, two rows, no step, more than kMaxChainSteps, an attention that is not the first
+// step, and no barrier.
+TEST(Cuda, DecodeChainMatchesTheStepsOneByOne) {
+  cu::decodeChainSetup();
+  const int64_t D = 64, F = 136, P0 = 200, P1 = 64, past = 3, bound = 100, keys = 70;
+  const cu::Storage s = cu::Storage::BF16;
+  for (int64_t Hkv : {1, 2})
+    for (bool attention : {true, false})
+      for (int slices : {1, 2})
+        for (int64_t blocks : {1, 2, 3}) {
+          const int64_t Hq = Hkv == 1 ? 4 : 6, H = Hq * D;
+          const size_t e = cu::storageBytes(s);
+          auto values = [&](int64_t n, uint64_t seed, float lo = -1.0f, float hi = 1.0f) {
+            return upload(rounded(randomFloats(n, seed, lo, hi), s), s);
+          };
+          auto w1 = values(H * H, 90, -0.2f, 0.2f), w2 = values(2 * F * H, 91, -0.2f, 0.2f),
+               w3 = values(H * F, 92, -0.2f, 0.2f), w4 = values((P0 + P1) * H, 93, -0.2f, 0.2f);
+          auto x0 = values(H, 94), r0 = values(H, 95), scale = values(H, 96, 0.5f, 1.5f);
+          auto q = values(H, 97), kCache = values(bound * Hkv * D, 98), vCache = values(bound * Hkv * D, 99);
+          auto rows = uploadRaw(std::vector<int64_t>{past}), count = uploadRaw(std::vector<int64_t>{keys});
+          Device workspace(cu::decodeAttentionWorkspaceBytes(1, Hq, D, cu::decodeAttentionSplits(bound)));
+          cudaMemset(workspace.p, 0, workspace.bytes);
+          // Each run's outputs: the attention's, y1, the stored sum h1, m, y3, then the two pieces.
+          struct Outputs {
+            Device att, y1, h1, m, y3, p0, p1;
+            Outputs(int64_t H, size_t e)
+                : att(H * e), y1(H * e), h1(H * e), m(F * e), y3(H * e), p0(P0 * e), p1((past + 1) * P1 * e) {}
+          };
+          auto stepsOf = [&](Outputs &o, std::vector<cu::ChainStep> &steps) {
+            steps.assign(5, cu::ChainStep());
+            cu::AttentionArgs &a = steps[0].attentionArgs;
+            a.q = q->p, a.k = kCache->p, a.v = vCache->p, a.out = o.att.p, a.B = 1, a.Hq = Hq, a.Hkv = Hkv, a.Sq = 1;
+            a.Sk = bound, a.D = a.Dv = D, a.scale = 0.125f, a.causal = false, a.skOnDevice = count->as<int64_t>();
+            a.qs = {H, H, D}, a.ks = a.vs = cu::HeadStrides{Hkv * D, Hkv * D, D};
+            steps[0].attention = true, steps[0].splits = cu::decodeAttentionSplits(bound);
+            steps[0].workspace = workspace.p;
+            for (size_t i = 1; i < 5; ++i) {
+              cu::SmallLinearArgs &l = steps[i].linear;
+              l.M = 1, l.K = H, l.slices = slices, l.normEpsilon = 1e-5f;
+            }
+            cu::SmallLinearArgs &l1 = steps[1].linear, &l2 = steps[2].linear, &l3 = steps[3].linear,
+                                &l4 = steps[4].linear;
+            l1.x = attention ? o.att.p : x0->p, l1.w = w1->p, l1.out = o.y1.p, l1.N = H;
+            l2.x = o.y1.p, l2.w = w2->p, l2.out = o.m.p, l2.N = 2 * F, l2.swiglu = true;
+            l2.normScale = scale->p, l2.normResidual = r0->p, l2.normSum = o.h1.p;
+            steps[2].activation = "swiglu";
+            l3.x = o.m.p, l3.w = w3->p, l3.out = o.y3.p, l3.N = H, l3.K = F, l3.residual = o.h1.p;
+            l4.x = o.y3.p, l4.w = w4->p, l4.N = P0 + P1, l4.normScale = scale->p, l4.pieces = 2;
+            l4.piece[0].columns = P0, l4.piece[0].to.base = o.p0.p;
+            l4.piece[1].columns = P1, l4.piece[1].to = {o.p1.p, rows->as<int64_t>(), P1};
+            if (!attention)
+              steps.erase(steps.begin());
+          };
+          Outputs one(H, e), chained(H, e);
+          std::vector<cu::ChainStep> steps;
+          stepsOf(one, steps);
+          for (const cu::ChainStep &st : steps)
+            if (st.attention) {
+              ASSERT_TRUE(cu::decodeAttentionChainTakes(s, st.attentionArgs, st.splits));
+              ASSERT_EQ(cu::decodeAttention(s, st.attentionArgs, st.splits, st.workspace, nullptr), "");
+            } else {
+              ASSERT_TRUE(cu::smallLinearChainTakes(s, st.linear));
+              ASSERT_EQ(cu::smallLinear(s, st.linear, st.activation, nullptr), "");
+            }
+          Device barrier(cu::decodeChainBarrierBytes());
+          cudaMemset(barrier.p, 0, barrier.bytes);
+          stepsOf(chained, steps);
+          const std::string what = std::string("chain, ") + std::to_string(Hq) + " heads on " + std::to_string(Hkv) +
+                                   (attention ? ", with the attention" : "") +
+                                   " slices=" + std::to_string(slices) + " blocks=" + std::to_string(blocks);
+          ASSERT_EQ(cu::decodeChain(s, steps.data(), int(steps.size()), blocks, barrier.p, nullptr), "") << what;
+          const std::pair<const Device *, const Device *> pairs[] = {{&one.att, &chained.att}, {&one.y1, &chained.y1},
+                                                                     {&one.h1, &chained.h1},   {&one.m, &chained.m},
+                                                                     {&one.y3, &chained.y3},   {&one.p0, &chained.p0}};
+          for (const auto &[want, got] : pairs)
+            if (attention || want != &one.att)
+              expectClose(download(*got, got->bytes / e, s), download(*want, want->bytes / e, s), 0.0f, what);
+          const std::vector<float> cacheWant = download(one.p1, size_t((past + 1) * P1), s),
+                                   cacheGot = download(chained.p1, size_t((past + 1) * P1), s);
+          expectClose(std::vector<float>(cacheGot.begin() + past * P1, cacheGot.end()),
+                      std::vector<float>(cacheWant.begin() + past * P1, cacheWant.end()), 0.0f, what + ": cache rows");
+          EXPECT_EQ(downloadRaw<unsigned>(barrier, barrier.bytes / sizeof(unsigned))[0], 0u) << what << ": the count left";
         }
-        Device barrier(cu::smallLinearChainBarrierBytes());
-        cudaMemset(barrier.p, 0, barrier.bytes);
-        linearsOf(chained, ls);
-        const std::string what = std::string("chain ") + name(s) + " slices=" + std::to_string(slices) +
-                                 " blocks=" + std::to_string(blocks);
-        ASSERT_EQ(cu::smallLinearChain(s, ls.data(), activations, 4, blocks, barrier.p, nullptr), "") << what;
-        const std::pair<const Device *, const Device *> pairs[] = {{&one.y1, &chained.y1}, {&one.h1, &chained.h1},
-                                                                   {&one.m, &chained.m},   {&one.y3, &chained.y3},
-                                                                   {&one.p0, &chained.p0}};
-        for (const auto &[want, got] : pairs)
-          expectClose(download(*got, got->bytes / e, s), download(*want, want->bytes / e, s), 0.0f, what);
-        const std::vector<float> cacheWant = download(one.p1, size_t((past + 1) * P1), s),
-                                 cacheGot = download(chained.p1, size_t((past + 1) * P1), s);
-        expectClose(std::vector<float>(cacheGot.begin() + past * P1, cacheGot.end()),
-                    std::vector<float>(cacheWant.begin() + past * P1, cacheWant.end()), 0.0f, what + ": cache rows");
-        EXPECT_EQ(downloadRaw<unsigned>(barrier, barrier.bytes / sizeof(unsigned))[0], 0u) << what << ": the count left";
-      }
-  Device x(64 * 4), w(64 * 4), out(64 * 4), barrier(cu::smallLinearChainBarrierBytes());
-  cu::SmallLinearArgs a;
-  a.x = x.p, a.w = w.p, a.out = out.p, a.M = 1, a.N = 4, a.K = 8;
-  const std::string none[cu::kMaxChainedLinears + 1] = {"none", "none", "none", "none", "none"};
-  std::vector<cu::SmallLinearArgs> many(cu::kMaxChainedLinears + 1, a);
-  EXPECT_NE(cu::smallLinearChain(cu::Storage::F32, &a, none, 1, 1, barrier.p, nullptr), "");
-  EXPECT_NE(cu::smallLinearChain(cu::Storage::BF16, &a, none, 0, 1, barrier.p, nullptr), "");
-  EXPECT_NE(cu::smallLinearChain(cu::Storage::BF16, many.data(), none, cu::kMaxChainedLinears + 1, 1, barrier.p, nullptr), "");
-  EXPECT_NE(cu::smallLinearChain(cu::Storage::BF16, &a, none, 1, 1, nullptr, nullptr), "");
-  a.M = 2;
-  EXPECT_FALSE(cu::smallLinearChainTakes(cu::Storage::BF16, a));
-  EXPECT_NE(cu::smallLinearChain(cu::Storage::BF16, &a, none, 1, 1, barrier.p, nullptr), "");
+  Device x(64 * 4), w(64 * 4), out(64 * 4), barrier(cu::decodeChainBarrierBytes());
+  std::vector<cu::ChainStep> steps(cu::kMaxChainSteps + 1);
+  for (cu::ChainStep &st : steps)
+    st.linear.x = x.p, st.linear.w = w.p, st.linear.out = out.p, st.linear.M = 1, st.linear.N = 4, st.linear.K = 8;
+  EXPECT_EQ(cu::decodeChain(cu::Storage::BF16, steps.data(), 2, 1, barrier.p, nullptr), "");
+  EXPECT_NE(cu::decodeChain(cu::Storage::F16, steps.data(), 1, 1, barrier.p, nullptr), "");
+  EXPECT_NE(cu::decodeChain(cu::Storage::BF16, steps.data(), 0, 1, barrier.p, nullptr), "");
+  EXPECT_NE(cu::decodeChain(cu::Storage::BF16, steps.data(), cu::kMaxChainSteps + 1, 1, barrier.p, nullptr), "");
+  EXPECT_NE(cu::decodeChain(cu::Storage::BF16, steps.data(), 1, 1, nullptr, nullptr), "");
+  steps[1].attention = true; // an attention second (and without its arguments)
+  EXPECT_NE(cu::decodeChain(cu::Storage::BF16, steps.data(), 2, 1, barrier.p, nullptr), "");
+  steps[0].linear.M = 2;
+  EXPECT_FALSE(cu::smallLinearChainTakes(cu::Storage::BF16, steps[0].linear));
+  EXPECT_NE(cu::decodeChain(cu::Storage::BF16, steps.data(), 1, 1, barrier.p, nullptr), "");
 }
 
 

@@ -60,8 +60,11 @@ CASES = [
     ("tiny_llama_kv-bf16-cuda-gemv-blocks", "tiny_llama_kv",
      KV_SHAPES + ["--precision", "bf16", "--last-position", "logits", "--target", "cuda"], "generate"),
     # The same CUDA plan with a decode step's consecutive GEMVs chained in one cooperative launch
-    # of 2 blocks, a grid barrier between two (CASE_ENV; off by default until measured).
+    # of 2 blocks, a grid barrier between two, and with each layer's attention starting its chain
+    # too (CASE_ENV; off by default until measured).
     ("tiny_llama_kv-bf16-cuda-gemv-chain", "tiny_llama_kv",
+     KV_SHAPES + ["--precision", "bf16", "--last-position", "logits", "--target", "cuda"], "generate"),
+    ("tiny_llama_kv-bf16-cuda-layer-chain", "tiny_llama_kv",
      KV_SHAPES + ["--precision", "bf16", "--last-position", "logits", "--target", "cuda"], "generate"),
     # Its weights (7.5 MB) would not fit the GPU machine's 64 MiB pack: seeded random ones, the
     # same on both devices (logits within +-2 over 16 steps).
@@ -98,7 +101,8 @@ RUN_DIMS = {"tiny_gpt2-dynamic": ["--dim", "seq=37"], "tiny_bert-dynamic": ["--d
             "slice_views-whole": ["--dim", "seq=1"], "slice_views-part": ["--dim", "seq=5"]}
 # The executor's environment per case (the rest run with the caller's).
 CASE_ENV = {"tiny_llama_kv-bf16-cuda-gemv-blocks": {"LLMC_CUDA_GEMV_BLOCKS": "2"},
-            "tiny_llama_kv-bf16-cuda-gemv-chain": {"LLMC_CUDA_GEMV_CHAIN": "2"}}
+            "tiny_llama_kv-bf16-cuda-gemv-chain": {"LLMC_CUDA_GEMV_CHAIN": "2"},
+            "tiny_llama_kv-bf16-cuda-layer-chain": {"LLMC_CUDA_GEMV_CHAIN": "3", "LLMC_CUDA_CHAIN_ATTENTION": "1"}}
 GENERATE = ["--prompt-ids", "5,17,42,99,7,3", "--max-tokens", "16", "--ids", "--ignore-eos"]
 # A batch of three prompts of different lengths (left padding, a mask row per sequence): tokens
 # only, and with graphs, the prompt's graph and one that every decode step replays.
