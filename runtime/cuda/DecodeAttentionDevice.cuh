@@ -449,7 +449,9 @@ bool decodeAttentionFits(const AttentionArgs &a, int splits) {
 // The decode attention's workspace: the arrival counters first (at one place for every launch, so
 // that they stay zero between launches whatever the sizes), then the partial results.
 unsigned *decodeCounters(void *workspace) { return static_cast<unsigned *>(workspace); }
-float *decodePartials(void *workspace) { return reinterpret_cast<float *>(decodeCounters(workspace) + kDecodeCounters); }
+float *decodePartials(void *workspace) {
+  return reinterpret_cast<float *>(decodeCounters(workspace) + kDecodeCounters);
+}
 
 // The query heads a block of the tiled kernel (of `pieces`: tiledPieces) takes: those that read
 // one key/value head (heads up to kMaxGroupedHeadDim; 4, 3 or 2 of them, the most that divides

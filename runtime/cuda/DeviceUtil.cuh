@@ -255,7 +255,8 @@ __device__ __forceinline__ void gridSync(GridBarrier *barrier) {
 #else
   __syncthreads();
   if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) {
-    ::cuda::atomic_ref<unsigned, ::cuda::thread_scope_device> arrived(barrier->arrived), generation(barrier->generation);
+    using Counter = ::cuda::atomic_ref<unsigned, ::cuda::thread_scope_device>;
+    Counter arrived(barrier->arrived), generation(barrier->generation);
     const unsigned blocks = gridDim.x * gridDim.y * gridDim.z;
     const unsigned now = generation.load(::cuda::memory_order_acquire);
     __threadfence();

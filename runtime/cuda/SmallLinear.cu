@@ -561,10 +561,11 @@ template <typename T, int kGroup> __device__ void attentionBlocks(const ChainSte
 // grid barrier between two: each linear's first weight loads go out before the barrier that lets
 // it read what the step before it wrote. Linears of one row (M = 1), their x, residuals and gates
 // read through L2; an attention only first (its inputs are the launches' before). kAttention: a
-// kernel of its own, since the attention's registers (its tiled kernel's 160 to 168, ptxas sm_90a)
+// kernel of its own, since the attention's registers (its tiled kernels' 128 to 168, ptxas sm_90a)
 // would halve the blocks of chains of linears alone.
 template <typename T, bool kAttention>
-__global__ void __launch_bounds__(kWarps * 32) decodeChainKernel(const __grid_constant__ ChainArgs c, GridBarrier *barrier) {
+__global__ void __launch_bounds__(kWarps * 32)
+    decodeChainKernel(const __grid_constant__ ChainArgs c, GridBarrier *barrier) {
   for (int i = 0; i < c.count; ++i) {
     const ChainStepArgs &st = c.step[i];
     auto wait = [&] {

@@ -324,7 +324,8 @@ int chainBench(int reps, bool overlap) {
     ls[1].x = y1, ls[1].out = m, ls[1].N = 2 * l.F, ls[1].swiglu = true;
     ls[1].normScale = scale, ls[1].normResidual = r0, ls[1].normSum = h1;
     ls[2].x = m, ls[2].out = y3, ls[2].N = l.H, ls[2].K = l.F, ls[2].residual = h1;
-    ls[3].x = y3, ls[3].out = qkv, ls[3].N = l.QKV, ls[3].normScale = scale, ls[3].normResidual = h1, ls[3].normSum = h2;
+    ls[3].x = y3, ls[3].out = qkv, ls[3].N = l.QKV, ls[3].normScale = scale, ls[3].normResidual = h1;
+    ls[3].normSum = h2;
     auto weigh = [&](int i) {
       ls[0].w = wo[i], ls[1].w = wgu[i], ls[2].w = wd[i], ls[3].w = wqkv[i];
     };

@@ -902,16 +902,16 @@ template <typename T> std::vector<T> downloadRaw(const Device &d, size_t n) {
 
 // A chained launch (decodeChain) as a decoder layer's decode step would run it: the attention of
 // one query over a length-major cache of 100 rows, 70 of them counted on the device (2 splits per
-// head, whose results the last block of a head combines; heads of 64, 4 query heads on 1
-// key/value head and 6 on 2: 4 and 3 heads per block), then the output projection of its output, gate/up with the add + RMS
-// norm in front (its sum stored) and SwiGLU, down with the stored sum as its residual, and a norm
-// in front of two output pieces, the second after 3 rows of a cache whose count it reads on the
-// device; each step reading what the one before wrote. Against the same steps launched one by
-// one (decodeAttention, smallLinear, which the tests above hold to the CPU): the same values, to
-// the bit, for 1, 2 and 3 blocks taking the groups of columns and the attention's blocks in turn,
-// K in one slice or two, with the attention and without; bf16, the one storage it takes. It
-// refuses f16, two rows, no step, more than kMaxChainSteps, an attention that is not the first
-// step, and no barrier.
+// head, whose results the last block of a head combines; heads of 64, 4 query heads on 1 key/value
+// head and 6 on 2: 4 and 3 heads per block), then the output projection of its output, gate/up with
+// the add + RMS norm in front (its sum stored) and SwiGLU, down with the stored sum as its
+// residual, and a norm in front of two output pieces, the second after 3 rows of a cache whose
+// count it reads on the device; each step reading what the one before wrote. Against the same steps
+// launched one by one (decodeAttention, smallLinear, which the tests above hold to the CPU): the
+// same values, to the bit, for 1, 2 and 3 blocks taking the groups of columns and the attention's
+// blocks in turn, K in one slice or two, with the attention and without; bf16, the one storage it
+// takes. It refuses f16, two rows, no step, more than kMaxChainSteps, an attention that is not the
+// first step, and no barrier.
 TEST(Cuda, DecodeChainMatchesTheStepsOneByOne) {
   cu::decodeChainSetup();
   const int64_t D = 64, F = 136, P0 = 200, P1 = 64, past = 3, bound = 100, keys = 70;
@@ -991,7 +991,8 @@ TEST(Cuda, DecodeChainMatchesTheStepsOneByOne) {
                                    cacheGot = download(chained.p1, size_t((past + 1) * P1), s);
           expectClose(std::vector<float>(cacheGot.begin() + past * P1, cacheGot.end()),
                       std::vector<float>(cacheWant.begin() + past * P1, cacheWant.end()), 0.0f, what + ": cache rows");
-          EXPECT_EQ(downloadRaw<unsigned>(barrier, barrier.bytes / sizeof(unsigned))[0], 0u) << what << ": the count left";
+          EXPECT_EQ(downloadRaw<unsigned>(barrier, barrier.bytes / sizeof(unsigned))[0], 0u)
+              << what << ": the count left";
         }
   Device x(64 * 4), w(64 * 4), out(64 * 4), barrier(cu::decodeChainBarrierBytes());
   std::vector<cu::ChainStep> steps(cu::kMaxChainSteps + 1);

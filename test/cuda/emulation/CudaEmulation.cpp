@@ -385,7 +385,8 @@ void executeCooperative(const Launch &launch, const std::function<void()> &body)
     }
     size_t ended = 0, waiting = 0;
     for (const Block &b : blocks) {
-      const bool done = std::all_of(b.fibers.begin(), b.fibers.end(), [](const Fiber &f) { return f.state == State::Done; });
+      const bool done =
+          std::all_of(b.fibers.begin(), b.fibers.end(), [](const Fiber &f) { return f.state == State::Done; });
       ended += done, waiting += !done;
     }
     if (!error.empty() || !waiting)
