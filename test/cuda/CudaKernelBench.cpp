@@ -294,17 +294,18 @@ int qkvSplitBench(int reps, bool overlap) {
 // projection; gate/up with the add + RMS norm in front, its sum stored, and SwiGLU; down with that
 // sum as its residual; the next layer's QKV projection with the add + norm in front), launched one
 // by one (with overlapping launches where the GPU has them, as the executor launches them) and
-// chained in one cooperative launch with a grid barrier between two (decodeChain), at
+// chained in one cooperative launch with a grid barrier between two (decodeChain), and with the
+// layer's decode attention before them, launched apart and as the chain's first step, at
 // SmolLM2's and Llama-3.2-1B's shapes; each timed in a CUDA graph, as a decode step replays them
 // (back-to-back launches from the host would time the host for kernels this short). Returns the
 // failures.
 int chainBench(int reps, bool overlap) {
   struct Layer {
     const char *what;
-    int64_t H, F, QKV;
+    int64_t H, F, QKV, Hq, Hkv; // heads of 64
   };
   int failures = 0;
-  for (const Layer &l : {Layer{"SmolLM2", 576, 1536, 960}, Layer{"Llama-3.2-1B", 2048, 8192, 3072}}) {
+  for (const Layer &l : {Layer{"SmolLM2", 576, 1536, 960, 9, 3}, Layer{"Llama-3.2-1B", 2048, 8192, 3072, 32, 8}}) {
     const WeightCopies wo(size_t(l.H * l.H) * 2), wgu(size_t(2 * l.F * l.H) * 2), wd(size_t(l.H * l.F) * 2),
         wqkv(size_t(l.QKV * l.H) * 2);
     std::vector<void *> buffers;
@@ -369,10 +370,55 @@ int chainBench(int reps, bool overlap) {
       failures += chained < 0;
     }
     failures += (apart < 0) + (persistent < 0);
+    // The layer's attention before them (one query over a cache of 576 of a 1536-token bound, as
+    // decodeAttentionBench has it; its output is the output projection's x), launched apart and
+    // as the chain's first step (LLMC_CUDA_CHAIN_ATTENTION).
+    const int64_t D = 64, bound = 1536, T = 576;
+    const int splits = cu::decodeAttentionSplits(bound);
+    void *q = buffer(l.Hq * D), *kCache = buffer(bound * l.Hkv * D), *vCache = buffer(bound * l.Hkv * D);
+    int64_t *keys = nullptr;
+    void *workspace = nullptr;
+    const size_t workspaceBytes = cu::decodeAttentionWorkspaceBytes(1, l.Hq, D, splits);
+    cudaMalloc(&keys, sizeof(int64_t)), cudaMemcpy(keys, &T, sizeof T, cudaMemcpyHostToDevice);
+    cudaMalloc(&workspace, workspaceBytes), cudaMemset(workspace, 0, workspaceBytes);
+    cu::AttentionArgs att{};
+    att.q = q, att.k = kCache, att.v = vCache, att.out = x0, att.B = 1, att.Hq = l.Hq, att.Hkv = l.Hkv, att.Sq = 1;
+    att.Sk = bound, att.D = att.Dv = D, att.scale = 0.125f, att.causal = false, att.skOnDevice = keys;
+    att.qs = {l.Hq * D, l.Hq * D, D};
+    att.ks = att.vs = cu::HeadStrides{l.Hkv * D, l.Hkv * D, D}; // [length, batch 1, heads * D]
+    const double cacheBytes = 2.0 * 2.0 * double(T * l.Hkv * D);
+    for (cu::SmallLinearArgs &a : ls)
+      a.overlapPrevious = overlap;
+    att.overlapPrevious = overlap;
+    const double layerApart = timeGraph(
+        stream,
+        [&](int i) {
+          std::string err = cu::decodeAttention(cu::Storage::BF16, att, splits, workspace, stream);
+          return err.empty() ? oneByOne(i) : err;
+        },
+        reps);
+    report(overlap ? "attention + 4 launches, overlapping" : "attention + 4 launches", layerApart, bytes + cacheBytes);
+    for (cu::SmallLinearArgs &a : ls)
+      a.overlapPrevious = false;
+    att.overlapPrevious = false;
+    const double layerChained = timeGraph(
+        stream,
+        [&](int i) {
+          weigh(i);
+          cu::ChainStep steps[5];
+          steps[0].attention = true, steps[0].attentionArgs = att, steps[0].splits = splits;
+          steps[0].workspace = workspace;
+          for (int k = 0; k < 4; ++k)
+            steps[k + 1].linear = ls[k], steps[k + 1].activation = activations[k];
+          return cu::decodeChain(cu::Storage::BF16, steps, 5, 0, barrier, stream);
+        },
+        reps);
+    report("chained layer, one launch", layerChained, bytes + cacheBytes);
+    failures += (layerApart < 0) + (layerChained < 0);
     cudaStreamDestroy(stream);
     for (void *p : buffers)
       cudaFree(p);
-    cudaFree(barrier);
+    cudaFree(barrier), cudaFree(keys), cudaFree(workspace);
   }
   return failures;
 }
