@@ -88,8 +88,6 @@ std::string create(const llmc_plan_t &plan, const CudaOptions &options, void **s
   ex->chainAttention = chainAttention && std::string(chainAttention) == "1";
   if (ex->gemvChain && !props.cooperativeLaunch)
     return std::string("LLMC_CUDA_GEMV_CHAIN: device ") + props.name + " has no cooperative launches";
-  if (ex->gemvChain)
-    decodeChainSetup(); // not while a graph is being captured
   ex->sharedOptIn = props.sharedMemPerBlockOptin;
   flashAttentionSetup(ex->sharedOptIn); // not while a graph is being captured
   latentAttentionSetup();
@@ -124,6 +122,7 @@ std::string create(const llmc_plan_t &plan, const CudaOptions &options, void **s
     return cudaError("allocating the error flag", e);
   cudaMemset(ex->errorFlag, 0, sizeof(int));
   if (ex->gemvChain) {
+    decodeChainSetup(); // not while a graph is being captured
     if (cudaError_t e = cudaMalloc(&ex->chainBarrier, decodeChainBarrierBytes()); e != cudaSuccess)
       return cudaError("allocating the chained launches' barrier", e);
     cudaMemset(ex->chainBarrier, 0, decodeChainBarrierBytes()); // each launch leaves it so

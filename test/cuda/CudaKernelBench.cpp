@@ -15,6 +15,7 @@
 //   llmc-cuda-kernel-bench [--reps N]
 #include "CudaKernels.h"
 #include "LtLinear.h"
+#include "BenchTiming.h"
 #include "StepCostBench.h"
 
 #include <cublasLt.h>
@@ -82,45 +83,6 @@ double timeCalls(const std::function<std::string(int)> &launch, int reps) {
   const cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) {
     std::printf("    failed: %s\n", cudaGetErrorString(e));
-    return -1;
-  }
-  return 1000.0 * ms / reps;
-}
-
-// Microseconds per call of `launch(i)` (call i) on `stream` as a decode step runs its kernels:
-// `reps` calls captured in one CUDA graph, replayed once to warm up and once timed; negative when
-// a call or the graph fails (its message printed).
-double timeGraph(cudaStream_t stream, const std::function<std::string(int)> &launch, int reps) {
-  cudaGraph_t graph = nullptr;
-  cudaGraphExec_t exec = nullptr;
-  std::string err;
-  cudaError_t e = cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal);
-  for (int i = 0; e == cudaSuccess && err.empty() && i < reps; ++i)
-    err = launch(i);
-  const cudaError_t ended = e == cudaSuccess ? cudaStreamEndCapture(stream, &graph) : e;
-  if (err.empty() && ended == cudaSuccess)
-    e = cudaGraphInstantiate(&exec, graph, 0);
-  float ms = -1;
-  if (err.empty() && ended == cudaSuccess && e == cudaSuccess) {
-    cudaEvent_t start, stop;
-    cudaEventCreate(&start), cudaEventCreate(&stop);
-    cudaGraphLaunch(exec, stream);
-    cudaEventRecord(start, stream);
-    cudaGraphLaunch(exec, stream);
-    cudaEventRecord(stop, stream);
-    e = cudaEventSynchronize(stop);
-    cudaEventElapsedTime(&ms, start, stop);
-    cudaEventDestroy(start), cudaEventDestroy(stop);
-  }
-  if (exec)
-    cudaGraphExecDestroy(exec);
-  if (graph)
-    cudaGraphDestroy(graph);
-  if (err.empty() && (ended != cudaSuccess || e != cudaSuccess))
-    err = cudaGetErrorString(ended != cudaSuccess ? ended : e);
-  if (!err.empty()) {
-    std::printf("    failed: %s\n", err.c_str());
-    cudaGetLastError();
     return -1;
   }
   return 1000.0 * ms / reps;
@@ -350,22 +312,31 @@ int chainBench(int reps, bool overlap) {
     const double persistent = timeGraph(stream, oneByOne, reps);
     report(overlap ? "4 persistent launches, overlapping" : "4 persistent launches", persistent, bytes);
     for (cu::SmallLinearArgs &a : ls)
-      a.overlapPrevious = false, a.blocks = 0;
+      a.blocks = 0;
+    // The four linears chained in one launch (a chain ignores overlapPrevious), after `attention`
+    // where given, with `blocks` (0: as many as the GPU holds).
+    auto timeChain = [&](const cu::ChainStep *attention, int64_t blocks) {
+      return timeGraph(
+          stream,
+          [&](int i) {
+            weigh(i);
+            std::vector<cu::ChainStep> steps;
+            if (attention)
+              steps.push_back(*attention);
+            for (int k = 0; k < 4; ++k) {
+              steps.emplace_back();
+              steps.back().linear = ls[k], steps.back().activation = activations[k];
+            }
+            return cu::decodeChain(cu::Storage::BF16, steps.data(), int(steps.size()), blocks, barrier, stream);
+          },
+          reps);
+    };
     // Chained, with as many blocks as the GPU holds (0), and with one per multiprocessor (fewer
     // to wait for at each barrier).
     cudaDeviceProp prop{};
     cudaGetDeviceProperties(&prop, 0);
     for (int64_t blocks : {int64_t(0), int64_t(prop.multiProcessorCount)}) {
-      const double chained = timeGraph(
-          stream,
-          [&](int i) {
-            weigh(i);
-            cu::ChainStep steps[4];
-            for (int k = 0; k < 4; ++k)
-              steps[k].linear = ls[k], steps[k].activation = activations[k];
-            return cu::decodeChain(cu::Storage::BF16, steps, 4, blocks, barrier, stream);
-          },
-          reps);
+      const double chained = timeChain(nullptr, blocks);
       report(blocks ? "chained, a block per SM" : "chained, the blocks the GPU holds", chained, bytes);
       failures += chained < 0;
     }
@@ -386,10 +357,8 @@ int chainBench(int reps, bool overlap) {
     att.Sk = bound, att.D = att.Dv = D, att.scale = 0.125f, att.causal = false, att.skOnDevice = keys;
     att.qs = {l.Hq * D, l.Hq * D, D};
     att.ks = att.vs = cu::HeadStrides{l.Hkv * D, l.Hkv * D, D}; // [length, batch 1, heads * D]
-    const double cacheBytes = 2.0 * 2.0 * double(T * l.Hkv * D);
-    for (cu::SmallLinearArgs &a : ls)
-      a.overlapPrevious = overlap;
     att.overlapPrevious = overlap;
+    const double cacheBytes = 2.0 * 2.0 * double(T * l.Hkv * D);
     const double layerApart = timeGraph(
         stream,
         [&](int i) {
@@ -398,21 +367,10 @@ int chainBench(int reps, bool overlap) {
         },
         reps);
     report(overlap ? "attention + 4 launches, overlapping" : "attention + 4 launches", layerApart, bytes + cacheBytes);
-    for (cu::SmallLinearArgs &a : ls)
-      a.overlapPrevious = false;
-    att.overlapPrevious = false;
-    const double layerChained = timeGraph(
-        stream,
-        [&](int i) {
-          weigh(i);
-          cu::ChainStep steps[5];
-          steps[0].attention = true, steps[0].attentionArgs = att, steps[0].splits = splits;
-          steps[0].workspace = workspace;
-          for (int k = 0; k < 4; ++k)
-            steps[k + 1].linear = ls[k], steps[k + 1].activation = activations[k];
-          return cu::decodeChain(cu::Storage::BF16, steps, 5, 0, barrier, stream);
-        },
-        reps);
+    cu::ChainStep attention;
+    attention.attention = true, attention.attentionArgs = att, attention.splits = splits;
+    attention.workspace = workspace;
+    const double layerChained = timeChain(&attention, 0);
     report("chained layer, one launch", layerChained, bytes + cacheBytes);
     failures += (layerApart < 0) + (layerChained < 0);
     cudaStreamDestroy(stream);

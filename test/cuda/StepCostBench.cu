@@ -13,6 +13,7 @@
 // Each with one block of kThreads threads per multiprocessor, and with four.
 #include "StepCostBench.h"
 
+#include "BenchTiming.h"
 #include "DeviceUtil.cuh"
 
 #include <cuda_runtime.h>
@@ -49,7 +50,7 @@ __global__ void __launch_bounds__(kThreads) barrierKernel(unsigned *buffers, cu:
   }
 }
 
-// Microseconds per step of `runs` calls of `run` (each kSteps steps) after one to warm up, or a
+// Microseconds per step of kTimedRuns calls of `run` (each kSteps steps) after one to warm up, or a
 // message.
 std::string timeSteps(cudaStream_t stream, const std::function<cudaError_t()> &run, double &us) {
   cudaEvent_t start, stop;
@@ -68,28 +69,18 @@ std::string timeSteps(cudaStream_t stream, const std::function<cudaError_t()> &r
   return e == cudaSuccess ? std::string() : cudaGetErrorString(e);
 }
 
-// A graph of kSteps stepKernel launches of `blocks` blocks, ping-ponging between two buffers.
-std::string launchSteps(cudaStream_t stream, unsigned *buffers, int blocks, bool overlap, double &us) {
-  cudaGraph_t graph = nullptr;
-  cudaGraphExec_t exec = nullptr;
-  cudaError_t e = cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal);
-  for (int s = 0; e == cudaSuccess && s < kSteps; ++s)
-    cu::launchKernel(overlap, stepKernel, dim3(unsigned(blocks)), dim3(kThreads), 0, stream,
-                     static_cast<const unsigned *>(buffers + (s & 1) * blocks), buffers + ((s + 1) & 1) * blocks);
-  const cudaError_t captured = e == cudaSuccess ? cudaStreamEndCapture(stream, &graph) : e;
-  e = cudaGetLastError();
-  if (e == cudaSuccess)
-    e = captured;
-  if (e == cudaSuccess)
-    e = cudaGraphInstantiate(&exec, graph, 0);
-  std::string err = e == cudaSuccess ? timeSteps(
-                                           stream, [&] { return cudaGraphLaunch(exec, stream); }, us)
-                                     : cudaGetErrorString(e);
-  if (exec)
-    cudaGraphExecDestroy(exec);
-  if (graph)
-    cudaGraphDestroy(graph);
-  return err;
+// Microseconds per step of a graph of kSteps stepKernel launches of `blocks` blocks, ping-ponging
+// between two buffers; negative when it fails (its message printed).
+double launchSteps(cudaStream_t stream, unsigned *buffers, int blocks, bool overlap) {
+  return timeGraph(
+      stream,
+      [&](int s) -> std::string {
+        cu::launchKernel(overlap, stepKernel, dim3(unsigned(blocks)), dim3(kThreads), 0, stream,
+                         static_cast<const unsigned *>(buffers + (s & 1) * blocks), buffers + ((s + 1) & 1) * blocks);
+        const cudaError_t e = cudaGetLastError();
+        return e == cudaSuccess ? std::string() : cudaGetErrorString(e);
+      },
+      kSteps, kTimedRuns);
 }
 
 // One cooperative barrierKernel of `blocks` blocks and kSteps rounds.
@@ -135,8 +126,9 @@ int stepCostBench() {
     for (bool overlap : {false, true}) {
       if (overlap && prop.major < 9)
         continue;
-      const std::string err = launchSteps(stream, buffers, blocks, overlap, us);
-      row("a launch per step (CUDA graph" + std::string(overlap ? ", overlapping" : "") + "), " + grid, err, us);
+      us = launchSteps(stream, buffers, blocks, overlap);
+      row("a launch per step (CUDA graph" + std::string(overlap ? ", overlapping" : "") + "), " + grid,
+          us < 0 ? "see above" : "", us);
     }
     if (!prop.cooperativeLaunch || resident < perSm) {
       std::printf("  %-58s skipped: no cooperative launch of %d blocks per multiprocessor here\n",
