@@ -47,11 +47,13 @@ pack)
     path=$(ldd "$PACK/bin/llmc-cuda-tests" | awk -v l="$lib" '$1 == l {print $3}')
     [ -n "$path" ] && cp -L "$path" "$PACK/lib/"
   done
-  # Compressed (to about a third): at most 64 MiB can be carried, and OpenBLAS alone is 35 MB.
-  tar -czf "$PACK/binaries.tar.gz" -C "$PACK" bin lib && rm -rf "$PACK/bin" "$PACK/lib"
+  # Compressed with xz (93 MB to 12; gzip made 33: xz's window finds the CUDA kernels that the
+  # test binaries and the executor's library each embed): at most 64 MiB can be carried.
+  tar -cf - -C "$PACK" bin lib | xz -T0 -9e > "$PACK/binaries.tar.xz" && rm -rf "$PACK/bin" "$PACK/lib"
   # The real models too (random weights: their plans' ops, not their bytes).
   python3 test/cuda/cuda_vs_cpu.py prepare --llmc "$BUILD/tools/llmc/llmc" --llmc-run "$BUILD/tools/llmc-run/llmc-run" \
     --out "$PACK/plans" --real-models
+  tar -cf - -C "$PACK" plans | xz -T0 -9 > "$PACK/plans.tar.xz" && rm -rf "$PACK/plans"
   python3 tools/gpu_benchmark.py prepare --llmc "$BUILD/tools/llmc/llmc" --out "$PACK/bench"
   # A plan for another GPU than the H200 (sm_80 only), which `run` expects to be refused.
   "$BUILD/tools/llmc/llmc" models/tiny_llama.onnx -o "$PACK/other-gpu.llmc" --input-shape input_ids=1x16 \
@@ -63,10 +65,24 @@ pack)
   [ "$packed" -le 57 ] || echo "warning: $PACK is $packed MB; with the working tree it may exceed the 64 MiB the device tool carries" >&2
   ;;
 run | profile | other-gpu)
-  [ -f "$PACK/binaries.tar.gz" ] ||
-    { echo "no $PACK/: run 'tools/gpu-check.sh pack' on a build machine and carry it" >&2; exit 2; }
-  unpacked=$(mktemp -d)
-  tar -xzf "$PACK/binaries.tar.gz" -C "$unpacked"
+  [ -f "$PACK/binaries.tar.xz" ] && [ -f "$PACK/plans.tar.xz" ] ||
+    { echo "no $PACK/ (or one from before its archives were xz): run 'tools/gpu-check.sh pack' on a build machine and carry it" >&2; exit 2; }
+  # Unpacked once: `run` hands its folder to the `profile` and `other-gpu` it calls.
+  if [ -n "${LLMC_GPU_CHECK_UNPACKED:-}" ] && [ -d "$LLMC_GPU_CHECK_UNPACKED/bin" ]; then
+    unpacked=$LLMC_GPU_CHECK_UNPACKED
+  else
+    unpacked=$(mktemp -d)
+    trap 'rm -rf "$unpacked"' EXIT
+    for archive in binaries plans; do
+      # Python's tarfile where the machine has no xz.
+      if command -v xz > /dev/null; then
+        tar -xJf "$PACK/$archive.tar.xz" -C "$unpacked"
+      else
+        python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' "$PACK/$archive.tar.xz" "$unpacked"
+      fi
+    done
+    export LLMC_GPU_CHECK_UNPACKED=$unpacked
+  fi
   BIN="$unpacked/bin"
   # The pack's libraries first, then CUDA's own (cuBLASLt, NVRTC) from the machine's toolkit.
   export LD_LIBRARY_PATH="$unpacked/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -133,7 +149,7 @@ run | profile | other-gpu)
   step "target check (an sm_80 plan on this GPU)" 20 PASS "$0" other-gpu
   echo "== whole plans: CUDA executor vs CPU outputs"
   step "cuda_vs_cpu (tiny and real models' plans)" 150 PASS \
-    python3 test/cuda/cuda_vs_cpu.py check --llmc-run "$BIN/llmc-run" --dir "$PACK/plans"
+    python3 test/cuda/cuda_vs_cpu.py check --llmc-run "$BIN/llmc-run" --dir "$unpacked/plans"
   echo "== benchmark"
   # GPU_CHECK_BENCH_ARGS: more gpu_benchmark.py flags (--no-torch for llmc's rows alone).
   step "benchmark" 330 DONE \
