@@ -3,6 +3,7 @@
 #include "PatternUtil.h"
 #include "Passes.h"
 #include "RewriteStats.h"
+#include "Tensor.h"
 
 #include "mlir/IR/Builders.h"
 
@@ -71,17 +72,12 @@ bool sinkBelowRotary(RotaryOp rotary) {
 // data: squeeze those unit dimensions, unsqueeze them where the result has them.
 Value withoutDataMovement(OpBuilder &b, Location loc, Value x, ArrayRef<int64_t> perm) {
   ArrayRef<int64_t> shape = fusion::tensorType(x).getShape();
-  int64_t last = -1;
+  if (perm.size() != shape.size() || !rt::transposeMovesNothing(shape.data(), perm.data(), int(shape.size())))
+    return {};
   SmallVector<int64_t> squeeze, unsqueeze;
-  for (size_t i = 0; i < perm.size(); ++i) {
-    if (shape[size_t(perm[i])] == 1) {
+  for (size_t i = 0; i < perm.size(); ++i)
+    if (shape[size_t(perm[i])] == 1)
       unsqueeze.push_back(int64_t(i));
-      continue;
-    }
-    if (perm[i] < last)
-      return {};
-    last = perm[i];
-  }
   for (size_t d = 0; d < shape.size(); ++d)
     if (shape[d] == 1)
       squeeze.push_back(int64_t(d));

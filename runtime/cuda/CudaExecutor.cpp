@@ -33,6 +33,33 @@ namespace llmc::rt::cuda::exec {
 
 namespace {
 
+// The switches read from the environment to compare variants (docs/cuda.md): a mistyped value is
+// an error rather than the default, so that a benchmark row measures what its name says.
+std::string blocksFromEnv(const char *name, int64_t &blocks) {
+  const char *value = std::getenv(name);
+  if (!value)
+    return {};
+  char *end = nullptr;
+  const long long n = std::strtoll(value, &end, 10);
+  if (std::string(value) == "resident")
+    blocks = -1;
+  else if (*value && !*end && n >= 0)
+    blocks = n;
+  else
+    return std::string(name) + "=" + value + ": must be 'resident' or a number of blocks";
+  return {};
+}
+
+std::string switchFromEnv(const char *name, bool &on) {
+  const char *value = std::getenv(name);
+  if (!value)
+    return {};
+  if (std::string(value) != "0" && std::string(value) != "1")
+    return std::string(name) + "=" + value + ": must be 0 or 1";
+  on = *value == '1';
+  return {};
+}
+
 std::string linkCache(void *state, int input, int output) {
   Executor &ex = *static_cast<Executor *>(state);
   const PlanValue &past = ex.plan->values[size_t(input)], &present = ex.plan->values[size_t(output)];
@@ -69,23 +96,23 @@ std::string create(const llmc_plan_t &plan, const CudaOptions &options, void **s
   ex->arch = "sm_" + std::to_string(props.major * 10 + props.minor) + (props.major == 9 ? "a" : "");
   ex->overlapLaunches = options.overlap && props.major >= 9;
   // LLMC_CUDA_PREFETCH=0: no L2 prefetch of the weights after a decode attention (to compare).
-  const char *prefetch = std::getenv("LLMC_CUDA_PREFETCH");
-  if (props.major >= 9 && !(prefetch && std::string(prefetch) == "0"))
-    ex->prefetchWeightOf = weightsAfterAttention(plan);
+  bool prefetch = true;
   // LLMC_CUDA_GEMV_BLOCKS=resident: the GEMV launches at most the blocks the GPU holds at once,
   // each taking several groups of columns (SmallLinearArgs::blocks; to compare); =N: at most N
-  // (tests, to make every block loop).
-  if (const char *blocks = std::getenv("LLMC_CUDA_GEMV_BLOCKS"))
-    ex->gemvBlocks = std::string(blocks) == "resident" ? -1 : std::max<int64_t>(0, std::atoll(blocks));
+  // (tests, to make every block loop; 0: as many as it has groups, the default).
   // LLMC_CUDA_GEMV_CHAIN=resident: a decode step's consecutive GEMVs of one row in one cooperative
   // launch, as many blocks as the GPU holds (Executor::gemvChain; to compare); =N: at most N blocks
-  // (tests).
-  if (const char *chain = std::getenv("LLMC_CUDA_GEMV_CHAIN"))
-    ex->gemvChain = std::string(chain) == "resident" ? -1 : std::max<int64_t>(0, std::atoll(chain));
+  // (tests; 0: no chains, the default).
   // LLMC_CUDA_CHAIN_ATTENTION=1 (with LLMC_CUDA_GEMV_CHAIN): each layer's decode attention starts
   // its chain, a layer one launch (to compare).
-  const char *chainAttention = std::getenv("LLMC_CUDA_CHAIN_ATTENTION");
-  ex->chainAttention = chainAttention && std::string(chainAttention) == "1";
+  for (std::string err : {switchFromEnv("LLMC_CUDA_PREFETCH", prefetch),
+                          blocksFromEnv("LLMC_CUDA_GEMV_BLOCKS", ex->gemvBlocks),
+                          blocksFromEnv("LLMC_CUDA_GEMV_CHAIN", ex->gemvChain),
+                          switchFromEnv("LLMC_CUDA_CHAIN_ATTENTION", ex->chainAttention)})
+    if (!err.empty())
+      return err;
+  if (props.major >= 9 && prefetch)
+    ex->prefetchWeightOf = weightsAfterAttention(plan);
   if (ex->gemvChain && !props.cooperativeLaunch)
     return std::string("LLMC_CUDA_GEMV_CHAIN: device ") + props.name + " has no cooperative launches";
   ex->sharedOptIn = props.sharedMemPerBlockOptin;

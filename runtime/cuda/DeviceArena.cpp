@@ -45,17 +45,7 @@ bool movesNothing(const PlanOp &op, const std::vector<TensorRef> &t) {
   if (perm.empty())
     for (int d = in.rank - 1; d >= 0; --d)
       perm.push_back(d);
-  int64_t last = -1;
-  for (int64_t axis : perm) {
-    if (axis < 0 || axis >= in.rank)
-      return false;
-    if (in.dims[axis] == 1)
-      continue;
-    if (axis < last)
-      return false;
-    last = axis;
-  }
-  return true;
+  return int(perm.size()) == in.rank && transposeMovesNothing(in.dims, perm.data(), in.rank);
 }
 
 } // namespace

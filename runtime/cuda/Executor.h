@@ -172,7 +172,9 @@ struct Executor {
   std::vector<SplitRotary> plannedRotaryOfSplit;
   std::vector<int> plannedSplitOfRotary;
   std::vector<std::vector<int>> appendViews;
-  bool appendsChosenPerRun = false; // some appendViews are not empty
+  // What chooseInPlace decides per run: the values whose concatenation has appendViews, and the
+  // splits with a planned rotation (both empty where nothing is decided per run).
+  std::vector<int> rowsChosenPerRun, splitsChosenPerRun;
   size_t captures = 0;     // graphs captured so far (a replay captures nothing)
   size_t lastGraphNodes = 0;    // the nodes of the graph captured last
   size_t decodeGraphNodes = 0;  // those of the graph that every cache length replays (decode steps)

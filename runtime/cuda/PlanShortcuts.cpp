@@ -256,30 +256,30 @@ void keepInPlace(Executor &ex, InPlace p) {
   ex.plannedRotaryOfSplit = std::move(p.rotaryOfSplit);
   ex.plannedSplitOfRotary = std::move(p.splitOfRotary);
   ex.appendViews = std::move(p.appendViews);
-  ex.appendsChosenPerRun = std::any_of(ex.appendViews.begin(), ex.appendViews.end(),
-                                       [](const std::vector<int> &views) { return !views.empty(); });
+  ex.rowsChosenPerRun.clear(), ex.splitsChosenPerRun.clear();
+  for (size_t v = 0; v < ex.plannedCacheRows.size(); ++v)
+    if (ex.plannedCacheRows[v] >= 0 && !ex.appendViews[size_t(ex.plannedCacheRows[v])].empty())
+      ex.rowsChosenPerRun.push_back(int(v));
+  for (size_t split = 0; !ex.rowsChosenPerRun.empty() && split < ex.plannedRotaryOfSplit.size(); ++split)
+    if (ex.plannedRotaryOfSplit[split].rotary >= 0)
+      ex.splitsChosenPerRun.push_back(int(split));
   ex.cacheRows = ex.plannedCacheRows;
   ex.rotaryOfSplit = ex.plannedRotaryOfSplit;
   ex.splitOfRotary = ex.plannedSplitOfRotary;
 }
 
 void chooseInPlace(Executor &ex) {
-  if (!ex.appendsChosenPerRun)
-    return;
-  auto inPlace = [&](int concat) {
-    if (concat < 0)
-      return false;
+  for (int v : ex.rowsChosenPerRun) {
+    const int concat = ex.plannedCacheRows[size_t(v)];
     const std::vector<int> &views = ex.appendViews[size_t(concat)];
-    return std::all_of(views.begin(), views.end(), [&](int k) { return bool(ex.viewThisRun[size_t(k)]); });
-  };
-  for (size_t v = 0; v < ex.cacheRows.size(); ++v)
-    ex.cacheRows[v] = inPlace(ex.plannedCacheRows[v]) ? ex.plannedCacheRows[v] : -1;
-  for (size_t split = 0; split < ex.rotaryOfSplit.size(); ++split) {
-    const Executor::SplitRotary planned = ex.plannedRotaryOfSplit[split];
-    const bool fused = planned.rotary >= 0 && ex.cacheRows[size_t(ex.plan->ops[size_t(planned.rotary)].outputs[0])] >= 0;
-    ex.rotaryOfSplit[split] = fused ? planned : Executor::SplitRotary();
-    if (planned.rotary >= 0)
-      ex.splitOfRotary[size_t(planned.rotary)] = fused ? int(split) : -1;
+    const bool inPlace = std::all_of(views.begin(), views.end(), [&](int k) { return bool(ex.viewThisRun[size_t(k)]); });
+    ex.cacheRows[size_t(v)] = inPlace ? concat : -1;
+  }
+  for (int split : ex.splitsChosenPerRun) {
+    const Executor::SplitRotary planned = ex.plannedRotaryOfSplit[size_t(split)];
+    const bool fused = ex.cacheRows[size_t(ex.plan->ops[size_t(planned.rotary)].outputs[0])] >= 0;
+    ex.rotaryOfSplit[size_t(split)] = fused ? planned : Executor::SplitRotary();
+    ex.splitOfRotary[size_t(planned.rotary)] = fused ? split : -1;
   }
 }
 

@@ -71,47 +71,47 @@ bool smallLinearCall(const Executor &e, int k, const std::vector<TensorRef> &t, 
   return true;
 }
 
-// Queues `step` for the next chained launch, after launching the queued ones where it cannot
-// join them (another storage type, a full chain, or an attention, which only starts one).
-static std::string queueChained(Executor &e, Storage st, ChainStep step) {
-  if (!e.chained.empty() && (e.chainStorage != st || e.chained.size() == size_t(kMaxChainSteps) || step.attention))
+// One step launched on its own (as a chain of one would run it).
+static std::string launchStep(Storage st, const ChainStep &step, cudaStream_t stream) {
+  return step.attention ? decodeAttention(st, step.attentionArgs, step.splits, step.workspace, stream)
+                        : smallLinear(st, step.linear, step.activation, stream);
+}
+
+// Queues `step` for the next chained launch where `chains`, after launching the queued ones
+// where it cannot join them (another storage type, a full chain, or an attention, which only
+// starts one); otherwise launches the queued steps, then `step` on its own.
+static std::string chainOrLaunch(Executor &e, Storage st, ChainStep step, bool chains) {
+  const bool joins = chains && (e.chained.empty() || (e.chainStorage == st &&
+                                                      e.chained.size() < size_t(kMaxChainSteps) && !step.attention));
+  if (!joins)
     if (std::string err = flushChainedLinears(e); !err.empty())
       return err;
+  if (!chains)
+    return launchStep(st, step, e.stream);
   e.chained.push_back(std::move(step)), e.chainStorage = st;
   return {};
 }
 
 std::string launchOrChain(Executor &e, Storage st, const SmallLinearArgs &a, const std::string &activation) {
-  if (e.gemvChain == 0 || !smallLinearChainTakes(st, a)) {
-    if (std::string err = flushChainedLinears(e); !err.empty())
-      return err;
-    return smallLinear(st, a, activation, e.stream);
-  }
   ChainStep step;
   step.linear = a, step.activation = activation;
-  return queueChained(e, st, std::move(step));
+  return chainOrLaunch(e, st, std::move(step), e.gemvChain != 0 && smallLinearChainTakes(st, a));
 }
 
 std::string attentionOrChain(Executor &e, Storage st, const AttentionArgs &a, int splits) {
-  if (e.gemvChain == 0 || !e.chainAttention || !decodeAttentionChainTakes(st, a, splits)) {
-    if (std::string err = flushChainedLinears(e); !err.empty())
-      return err;
-    return decodeAttention(st, a, splits, e.attentionWorkspace, e.stream);
-  }
   ChainStep step;
   step.attention = true, step.attentionArgs = a, step.splits = splits, step.workspace = e.attentionWorkspace;
-  return queueChained(e, st, std::move(step));
+  return chainOrLaunch(e, st, std::move(step),
+                       e.gemvChain != 0 && e.chainAttention && decodeAttentionChainTakes(st, a, splits));
 }
 
 std::string flushChainedLinears(Executor &e) {
   if (e.chained.empty())
     return {};
-  const ChainStep &one = e.chained[0];
-  std::string err =
-      e.chained.size() > 1 ? decodeChain(e.chainStorage, e.chained.data(), int(e.chained.size()),
-                                         std::max<int64_t>(0, e.gemvChain), e.chainBarrier, e.stream)
-      : one.attention      ? decodeAttention(e.chainStorage, one.attentionArgs, one.splits, one.workspace, e.stream)
-                           : smallLinear(e.chainStorage, one.linear, one.activation, e.stream);
+  std::string err = e.chained.size() > 1
+                        ? decodeChain(e.chainStorage, e.chained.data(), int(e.chained.size()),
+                                      std::max<int64_t>(0, e.gemvChain), e.chainBarrier, e.stream)
+                        : launchStep(e.chainStorage, e.chained[0], e.stream);
   e.chained.clear();
   return err.empty() ? err : "chained launch: " + err;
 }

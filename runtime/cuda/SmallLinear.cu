@@ -480,7 +480,10 @@ __device__ __forceinline__ void loopOverGroups(const SmallLinearArgs &a, Activat
 // w / slices for every row m < M; the slice-0 warp finishes the column. With kLoop the launch may
 // have fewer blocks than groups of kWarps / slices columns (SmallLinearArgs::blocks), and block b
 // takes groups b, b + gridDim.x, ... (loopOverGroups); without it, a block per group and none of
-// the registers the loop keeps.
+// the registers the loop keeps. Its first lines repeat loopOverGroups' on purpose: one body for
+// both, with the loop cut to one group at compile time, took ptxas 4 to 12 more registers in
+// most one-group variants (bf16, M = 1: 48 -> 52; reordering the epilogue's conditions gave some
+// back and cost the looping variants one).
 template <typename T, int kMaxM, bool kPaired, bool kNorm, bool kLoop>
 __global__ void __launch_bounds__(kWarps * 32)
     smallLinearKernel(const __grid_constant__ SmallLinearArgs a, Activation act, int slices) {

@@ -61,6 +61,20 @@ float widenFloat(uint16_t bits, DType from) {
   return f;
 }
 
+bool transposeMovesNothing(const int64_t *dims, const int64_t *perm, int rank) {
+  int64_t last = -1;
+  for (int i = 0; i < rank; ++i) {
+    if (perm[i] < 0 || perm[i] >= rank)
+      return false;
+    if (dims[perm[i]] == 1)
+      continue;
+    if (perm[i] < last)
+      return false;
+    last = perm[i];
+  }
+  return true;
+}
+
 std::string Shape::str() const {
   if (rank == 0)
     return "scalar";

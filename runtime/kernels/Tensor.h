@@ -56,6 +56,12 @@ struct Shape {
   std::string str() const; // "1x16x64", "scalar" for rank 0
 };
 
+// Whether a transpose by `perm` (rank entries) of a tensor of dimensions `dims` leaves every
+// element where it is: its axes of more than one element keep their order ([B, 1, H] to
+// [1, B, H]). False for an axis out of range. The compiler turns such a transpose into a
+// squeeze and an unsqueeze; the CUDA executor runs it as a view where its shapes say so.
+bool transposeMovesNothing(const int64_t *dims, const int64_t *perm, int rank);
+
 // A non-owning view of a dense, row-major tensor.
 struct TensorRef {
   DType dtype = DType::None;

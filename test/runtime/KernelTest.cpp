@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <random>
@@ -333,6 +334,29 @@ TEST(Kernels, CopiesAndTranspose) {
       in[perm[d]] = o[d];
     EXPECT_EQ(y.data[i], x.data[ravel(in, shape)]);
   }
+}
+
+// transposeMovesNothing (the compiler's squeeze/unsqueeze rewrite, the CUDA executor's views)
+// says yes exactly where the transpose kernel leaves every element where it was.
+TEST(Kernels, TransposeMovesNothingWhereTheKernelMovesNothing) {
+  const std::vector<std::vector<int64_t>> shapes = {{2, 1, 3}, {1, 2, 3}, {2, 3, 1}, {1, 1, 4}, {3, 1, 1}, {2, 3, 4}};
+  std::vector<int64_t> perm = {0, 1, 2};
+  int movesNothing = 0, cases = 0;
+  for (const std::vector<int64_t> &shape : shapes)
+    do {
+      std::vector<int64_t> outShape(3);
+      for (int d = 0; d < 3; ++d)
+        outShape[size_t(d)] = shape[size_t(perm[size_t(d)])];
+      Buf<float> x(DType::F32, shape, randomFloats(size_t(shape[0] * shape[1] * shape[2]), 15)), y(DType::F32, outShape);
+      ASSERT_EQ(call("transpose", attrs({intsAttr("perm", perm)}), {x.ref()}, {y.ref()}), "");
+      const bool said = transposeMovesNothing(shape.data(), perm.data(), 3);
+      EXPECT_EQ(said, y.data == x.data) << x.ref().shape.str() << " perm " << perm[0] << perm[1] << perm[2];
+      movesNothing += said, ++cases;
+    } while (std::next_permutation(perm.begin(), perm.end()));
+  EXPECT_EQ(cases, 36);
+  EXPECT_EQ(movesNothing, 3 + 3 + 3 + 6 + 6 + 1); // the unit axes anywhere, the others in order
+  const int64_t dims[] = {2, 3}, outOfRange[] = {0, 2};
+  EXPECT_FALSE(transposeMovesNothing(dims, outOfRange, 2));
 }
 
 TEST(Kernels, ConcatAndSplit) {
