@@ -2,8 +2,9 @@
 // Nsight Systems (the GPU machine lent to us has none). Preloaded into any CUDA program
 // (LD_PRELOAD), it records every kernel's start and end through CUPTI's activity API, CUDA
 // graphs' kernels included, and prints a summary to stderr when the program exits: the kernels'
-// total time by name and, for the graph replayed most often (a generator's decode step), what one
-// replay costs: its span, the time some kernel runs, the gaps, and its kernels in order of time;
+// total time by name and, for each graph that takes a twentieth of that time or more (a
+// generator's decode step, replayed; its prompt, launched once), what one replay costs: its span,
+// the time some kernel runs, the gaps, and its kernels in order of time;
 // and the CUDA runtime calls the host made (how long each took, and how long the host spent
 // between one replay's synchronisation and the next replay's launch: its own work per step).
 // tools/gpu-check.sh profile runs the benchmark's generation under it.
@@ -109,12 +110,12 @@ void printGraph(uint32_t graph) {
       replayStarts.push_back(i);
   replayStarts.push_back(nodes.size());
   const size_t replays = replayStarts.size() - 1;
-  if (replays < 3)
-    return;
-  // The first replay warms up: left out.
+  // The first replay warms up: left out where there are more (a decode step's graph; a prompt's
+  // is launched once).
+  const size_t skip = replays >= 3 ? 1 : 0;
   double span = 0, busy = 0, between = 0;
   std::map<std::string, Totals> byName;
-  for (size_t r = 1; r < replays; ++r) {
+  for (size_t r = skip; r < replays; ++r) {
     const size_t first = replayStarts[r], last = replayStarts[r + 1];
     uint64_t coveredUntil = nodes[first]->start, end = 0;
     for (size_t i = first; i < last; ++i) {
@@ -130,14 +131,20 @@ void printGraph(uint32_t graph) {
     if (r + 1 < replays)
       between += double(nodes[replayStarts[r + 1]]->start - nodes[first]->start);
   }
-  const double n = double(replays - 1);
+  const double n = double(replays - skip);
   std::fprintf(stderr,
-               "graph %u, replayed %zu times, %zu kernels each (the first replay left out):\n"
+               "graph %u, replayed %zu times, %zu kernels each (%s):\n"
                "  per replay: %.1f us from its first kernel's start to its last one's end, a kernel running "
-               "for %.1f us of it, gaps %.1f us; %.1f us from one replay's start to the next\n",
-               graph, replays, (nodes.size() + replays - 1) / replays, span / n / 1e3, busy / n / 1e3,
-               (span - busy) / n / 1e3, replays > 2 ? between / (n - 1) / 1e3 : 0.0);
+               "for %.1f us of it, gaps %.1f us",
+               graph, replays, (nodes.size() + replays - 1) / replays,
+               skip ? "the first replay left out" : "every replay counted", span / n / 1e3, busy / n / 1e3,
+               (span - busy) / n / 1e3);
+  if (skip)
+    std::fprintf(stderr, "; %.1f us from one replay's start to the next", between / (n - 1) / 1e3);
+  std::fprintf(stderr, "\n");
   printTable(byName, n, "us/replay");
+  if (!skip)
+    return;
   // The host between replays: from the end of the synchronisation after replay r's launch to the
   // next replay's launch call, and from a launch call to its first kernel.
   std::vector<uint64_t> launches;
@@ -193,22 +200,26 @@ void report() {
     return;
   }
   std::map<std::string, Totals> byName;
-  std::map<uint32_t, size_t> perGraph;
+  std::map<uint32_t, double> graphNs;
+  double allNs = 0;
   for (const Kernel &k : gKernels) {
     Totals &t = byName[k.name];
     t.ns += double(k.end - k.start), ++t.calls;
+    allNs += double(k.end - k.start);
     if (k.graph)
-      ++perGraph[k.graph];
+      graphNs[k.graph] += double(k.end - k.start);
   }
   std::fprintf(stderr, "== kernel trace: %zu kernels\nall kernels, by total time:\n", gKernels.size());
   printTable(byName, 1.0, "us total");
-  uint32_t busiest = 0;
-  size_t most = 0;
-  for (const auto &[graph, count] : perGraph)
-    if (count > most)
-      busiest = graph, most = count;
-  if (busiest)
-    printGraph(busiest);
+  // The graphs that take a twentieth of the kernels' time or more, the most first: a generator's
+  // decode step (replayed) and its prompt (launched once: where the time to the first token goes).
+  std::vector<std::pair<double, uint32_t>> graphs;
+  for (const auto &[graph, ns] : graphNs)
+    if (ns >= allNs / 20)
+      graphs.push_back({ns, graph});
+  std::sort(graphs.rbegin(), graphs.rend());
+  for (const auto &[ns, graph] : graphs)
+    printGraph(graph);
   printCalls();
 }
 
