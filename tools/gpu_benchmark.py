@@ -215,15 +215,18 @@ def run(args):
     rows.sort(key=lambda row: names.index(row[0]))  # stable: each model's rows together
     print("\n== benchmark (bf16, batch 1, random weights; prompt %d tokens, %d new tokens)" % (PROMPT, NEW_TOKENS))
     print(f"{'model':<9} {'implementation':<31} {'TTFT ms':>9} {'ms/token':>9} {'tokens/s':>9} {'HBM share':>9} "
-          f"{'GPU MB':>8}")
+          f"{'GPU MB':>8} {'vs default':>10}")
+    default = {row[0]: row[3] for row in rows if len(row) == 6 and row[1] == "llmc, CUDA graphs"}
     for row in rows:
         if len(row) == 3:
             print(f"{row[0]:<9} {row[1]:<31} FAILED: {row[2]}")
         else:
             name, label, first, per_token, share, memory = row
+            versus = f"{per_token / default[name]:.3f}x" if name in default and label != "llmc, CUDA graphs" else ""
             print(f"{name:<9} {label:<31} {first:>9.1f} {per_token:>9.3f} {1000.0 / per_token:>9.1f} {share:>9.0%} "
-                  f"{memory:>8.0f}")
-    print("GPU MB: llmc's device memory (all of it, allocated at load); PyTorch's peak allocation.")
+                  f"{memory:>8.0f} {versus:>10}")
+    print("GPU MB: llmc's device memory (all of it, allocated at load); PyTorch's peak allocation.\n"
+          "vs default: the time per token over that of the row 'llmc, CUDA graphs' of the same model (below 1: faster).")
     # A failed llmc row fails the run (gpu-check.sh's summary says so); PyTorch's rows are references.
     return 1 if any(len(row) == 3 and row[1].startswith("llmc") for row in rows) else 0
 
