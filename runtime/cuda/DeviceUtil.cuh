@@ -20,6 +20,9 @@
 namespace llmc::rt::cuda {
 namespace {
 
+constexpr int kRowThreads = 256;     // a block per row
+constexpr int kElementThreads = 256; // a thread per element
+
 template <typename T> __device__ __forceinline__ float toF(T x);
 template <> __device__ __forceinline__ float toF<float>(float x) { return x; }
 template <> __device__ __forceinline__ float toF<__half>(__half x) { return __half2float(x); }

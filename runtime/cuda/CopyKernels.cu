@@ -1,0 +1,466 @@
+// The data movement and small kernels of the CUDA executor (see CudaKernels.h), one thread per
+// element: strided copies (with the rotary embedding of a split's keys piece), the rotary
+// embedding, the elementwise op of any type that no fused region took (shapes, masks), range,
+// int64 writes, gathers, and the precision conversion at the edges of a run.
+#include "CudaKernels.h"
+#include "DeviceUtil.cuh"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <type_traits>
+
+namespace llmc::rt::cuda {
+namespace {
+
+// Rotary embedding (see RotaryArgs) of the elements first, first + stride, ...: a grid-stride loop
+// shared by the rotary kernel and the split that rotates its keys piece.
+template <typename T> __device__ void rotaryElements(const RotaryArgs &r, int64_t first, int64_t stride) {
+  const T *__restrict__ x = static_cast<const T *>(r.x);
+  T *__restrict__ y = static_cast<T *>(r.y.base) + (r.y.shift ? *r.y.shift * r.y.shiftStride : 0);
+  const T *__restrict__ cosT = static_cast<const T *>(r.cos), *__restrict__ sinT = static_cast<const T *>(r.sin);
+  const int64_t B = r.B, H = r.H, S = r.S, D = r.D, n = B * H * S * D, half = r.rotaryDim / 2;
+  for (int64_t e = first; e < n; e += stride) {
+    const int64_t d = e % D, rowIndex = e / D;
+    int64_t b, h, s;
+    if (r.flat) { // rows ordered (b, s, h)
+      h = rowIndex % H, s = (rowIndex / H) % S, b = rowIndex / (H * S);
+    } else {      // rows ordered (b, h, s)
+      s = rowIndex % S, h = (rowIndex / S) % H, b = rowIndex / (S * H);
+    }
+    const int64_t base = r.flat && r.xRowStride ? (b * S + s) * r.xRowStride + h * D : rowIndex * D;
+    if (d >= r.rotaryDim) {
+      y[e] = x[base + d];
+      continue;
+    }
+    const int64_t pos = r.positions ? r.positions[b * S + s] : b * S + s; // without ids: tables [B, S, rot/2]
+    if (pos < 0 || pos >= r.tableRows) {
+      atomicExch(r.error, 1);
+      y[e] = x[base + d];
+      continue;
+    }
+    const int64_t i = r.interleaved ? d / 2 : (d < half ? d : d - half);
+    const int64_t a = r.interleaved ? 2 * i : i, bIdx = r.interleaved ? 2 * i + 1 : i + half;
+    const float c = toF(cosT[pos * half + i]), sn = toF(sinT[pos * half + i]);
+    const float x1 = toF(x[base + a]), x2 = toF(x[base + bIdx]);
+    y[e] = fromF<T>(d == a ? x1 * c - x2 * sn : x2 * c + x1 * sn);
+  }
+}
+
+template <typename T> __global__ void rotaryKernel(RotaryArgs r) {
+  rotaryElements<T>(r, int64_t(blockIdx.x) * blockDim.x + threadIdx.x, int64_t(gridDim.x) * blockDim.x);
+}
+
+} // namespace
+
+static std::string checkRotary(const RotaryArgs &a) {
+  return a.rotaryDim <= 0 || a.rotaryDim % 2 || a.rotaryDim > a.D ? "rotary: rotaryDim must be even and within the head"
+                                                                   : "";
+}
+
+std::string rotary(Storage s, const RotaryArgs &a, void *stream) {
+  if (std::string err = checkRotary(a); !err.empty())
+    return err;
+  const int64_t n = a.B * a.H * a.S * a.D;
+  if (n == 0)
+    return {};
+  dispatch(s, [&](auto tag) {
+    rotaryKernel<decltype(tag)>
+        <<<unsigned(blocksFor(n, kElementThreads)), kElementThreads, 0, static_cast<cudaStream_t>(stream)>>>(a);
+  });
+  return launched("rotary");
+}
+
+} // namespace llmc::rt::cuda
+
+namespace llmc::rt::cuda {
+namespace {
+
+// Piece `piece` of the batch; the blocks along x stride over its elements.
+template <typename E> __device__ void copyPiece(const StridedCopies &b, int piece) {
+  const StridedCopy &c = b.copy[piece];
+  const E *__restrict__ src = static_cast<const E *>(b.src[piece]);
+  E *__restrict__ dst = static_cast<E *>(b.dst[piece]);
+  int64_t n = 1;
+  for (int k = 0; k < c.rank; ++k)
+    n *= c.dims[k];
+  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += int64_t(gridDim.x) * blockDim.x) {
+    int64_t rest = e, s = c.srcBase, d = c.dstBase + (c.dstShift ? *c.dstShift * c.dstShiftStride : 0);
+    for (int k = c.rank - 1; k >= 0; --k) {
+      const int64_t i = rest % c.dims[k];
+      rest /= c.dims[k];
+      s += i * c.src[k];
+      d += i * c.dst[k];
+    }
+    dst[d] = src[s];
+  }
+}
+
+// Piece blockIdx.y. __grid_constant__ makes reading the pieces where the launch put them (not a
+// per-thread copy for the dynamic index) a guarantee rather than the optimizer's choice (nvcc 13
+// makes it either way).
+template <typename E> __global__ void stridedCopyKernel(const __grid_constant__ StridedCopies b) {
+  copyPiece<E>(b, int(blockIdx.y));
+}
+
+// The pieces along y, then one more y for the rotary piece (stridedCopiesAndRotary).
+template <typename T> __global__ void copiesAndRotaryKernel(const __grid_constant__ StridedCopies b, RotaryArgs r) {
+  using Bits = std::conditional_t<sizeof(T) == 2, uint16_t, uint32_t>;
+  allowNextLaunch(); // (a decode step's attention comes next)
+  waitForPrevious();
+  if (int(blockIdx.y) < b.count)
+    copyPiece<Bits>(b, int(blockIdx.y));
+  else
+    rotaryElements<T>(r, int64_t(blockIdx.x) * blockDim.x + threadIdx.x, int64_t(gridDim.x) * blockDim.x);
+}
+
+// DType numbers (Tensor.h).
+enum : int { F32 = 1, F16 = 2, F64 = 3, I64 = 4, I32 = 5, I8 = 6, U8 = 7, Bool = 8, BF16 = 9 };
+
+__device__ double loadAs(const void *p, int type, int64_t i) {
+  switch (type) {
+  case F32: return static_cast<const float *>(p)[i];
+  case F16: return __half2float(static_cast<const __half *>(p)[i]);
+  case BF16: return __bfloat162float(static_cast<const __nv_bfloat16 *>(p)[i]);
+  case F64: return static_cast<const double *>(p)[i];
+  case I64: return double(static_cast<const long long *>(p)[i]);
+  case I32: return static_cast<const int *>(p)[i];
+  case I8: return static_cast<const signed char *>(p)[i];
+  default: return static_cast<const unsigned char *>(p)[i]; // u8, bool
+  }
+}
+
+__device__ void storeAs(void *p, int type, int64_t i, double v) {
+  switch (type) {
+  case F32: static_cast<float *>(p)[i] = float(v); break;
+  case F16: static_cast<__half *>(p)[i] = fromF<__half>(float(v)); break;
+  case BF16: static_cast<__nv_bfloat16 *>(p)[i] = fromF<__nv_bfloat16>(float(v)); break;
+  case F64: static_cast<double *>(p)[i] = v; break;
+  case I64: static_cast<long long *>(p)[i] = (long long)v; break;
+  case I32: static_cast<int *>(p)[i] = int(v); break;
+  case I8: static_cast<signed char *>(p)[i] = (signed char)v; break;
+  case Bool: static_cast<unsigned char *>(p)[i] = v != 0.0; break;
+  default: static_cast<unsigned char *>(p)[i] = (unsigned char)v; break;
+  }
+}
+
+enum Ew : int {
+  Add, Sub, Mul, Div, Pow, Max, Min, Equal, Less, LessEqual, Greater, GreaterEqual, And, Or, Xor, Where, Neg, Abs,
+  Sqrt, Reciprocal, Exp, Log, Tanh, Erf, Sigmoid, Silu, Relu, Cos, Sin, Floor, Ceil, Sign, Not, Gelu, GeluTanh,
+  Identity, Cast
+};
+const char *const kEwNames[] = {"add", "sub", "mul", "div", "pow", "max", "min", "equal", "less", "less_equal",
+                                "greater", "greater_equal", "and", "or", "xor", "where", "neg", "abs", "sqrt",
+                                "reciprocal", "exp", "log", "tanh", "erf", "sigmoid", "silu", "relu", "cos", "sin",
+                                "floor", "ceil", "sign", "not", "gelu", "gelu_tanh", "identity", "cast"};
+
+__device__ double apply(int op, double x, double y, double z, bool integral) {
+  switch (op) {
+  case Add: return x + y;
+  case Sub: return x - y;
+  case Mul: return x * y;
+  case Div: return integral ? trunc(x / y) : x / y; // integer division truncates, as on the CPU
+  case Pow: return pow(x, y);
+  case Max: return isnan(x) || isnan(y) ? NAN : fmax(x, y);
+  case Min: return isnan(x) || isnan(y) ? NAN : fmin(x, y);
+  case Equal: return x == y;
+  case Less: return x < y;
+  case LessEqual: return x <= y;
+  case Greater: return x > y;
+  case GreaterEqual: return x >= y;
+  case And: return (x != 0) && (y != 0);
+  case Or: return (x != 0) || (y != 0);
+  case Xor: return (x != 0) != (y != 0);
+  case Where: return x != 0 ? y : z;
+  case Neg: return -x;
+  case Abs: return fabs(x);
+  case Sqrt: return sqrt(x);
+  case Reciprocal: return 1.0 / x;
+  case Exp: return exp(x);
+  case Log: return log(x);
+  case Tanh: return tanh(x);
+  case Erf: return erf(x);
+  case Sigmoid: return 1.0 / (1.0 + exp(-x));
+  case Silu: return x / (1.0 + exp(-x));
+  case Relu: return x > 0 ? x : 0.0;
+  case Cos: return cos(x);
+  case Sin: return sin(x);
+  case Floor: return floor(x);
+  case Ceil: return ceil(x);
+  case Sign: return double((x > 0) - (x < 0));
+  case Not: return x == 0;
+  case Gelu: return 0.5 * x * (1.0 + erf(x * 0.7071067811865476));
+  case GeluTanh: return 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+  default: return x; // identity, cast
+  }
+}
+
+__global__ void elementwiseKernel(ElementwiseArgs a, int64_t n) {
+  const bool integral = a.outType == I64 || a.outType == I32 || a.outType == I8 || a.outType == U8;
+  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += int64_t(gridDim.x) * blockDim.x) {
+    int64_t rest = e, at[3] = {0, 0, 0};
+    for (int k = a.rank - 1; k >= 0; --k) {
+      const int64_t i = rest % a.dims[k];
+      rest /= a.dims[k];
+      for (int j = 0; j < a.numInputs; ++j)
+        at[j] += i * a.inStrides[j][k];
+    }
+    double v[3] = {0, 0, 0};
+    for (int j = 0; j < a.numInputs; ++j)
+      v[j] = loadAs(a.in[j], a.inType[j], at[j]);
+    storeAs(a.out, a.outType, e, apply(a.op, v[0], v[1], v[2], integral));
+  }
+}
+
+__global__ void rangeKernel(int type, const void *start, const void *delta, void *out, int64_t n) {
+  const double s = loadAs(start, type, 0), d = loadAs(delta, type, 0);
+  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += int64_t(gridDim.x) * blockDim.x)
+    storeAs(out, type, e, s + double(e) * d);
+}
+
+struct Int64s {
+  long long v[kMaxDims];
+};
+__global__ void writeInt64sKernel(long long *out, Int64s values, int count) {
+  if (threadIdx.x < count)
+    out[threadIdx.x] = values.v[threadIdx.x];
+}
+
+struct NdIndex {
+  int64_t dims[kMaxDims], strides[kMaxDims];
+};
+template <typename E>
+__global__ void gatherNdKernel(const E *__restrict__ data, const int64_t *__restrict__ indices, E *__restrict__ out,
+                               int64_t tuples, int k, NdIndex nd, int64_t slice, int *error) {
+  const int64_t n = tuples * slice;
+  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t t = e / slice;
+    int64_t offset = e % slice;
+    bool ok = true;
+    for (int j = 0; j < k; ++j) {
+      int64_t idx = indices[t * k + j];
+      if (idx < 0)
+        idx += nd.dims[j];
+      ok = ok && idx >= 0 && idx < nd.dims[j];
+      offset += idx * nd.strides[j];
+    }
+    if (!ok) {
+      atomicExch(error, 1);
+      continue;
+    }
+    out[e] = data[offset];
+  }
+}
+
+int64_t numelOf(int rank, const int64_t *dims) {
+  int64_t n = 1;
+  for (int d = 0; d < rank; ++d)
+    n *= dims[d];
+  return n;
+}
+
+// Runs `f(E{})` with E an unsigned integer type of `bytes` bytes.
+template <typename F> bool byElementSize(int bytes, F &&f) {
+  switch (bytes) {
+  case 1: f(uint8_t{}); return true;
+  case 2: f(uint16_t{}); return true;
+  case 4: f(uint32_t{}); return true;
+  case 8: f(uint64_t{}); return true;
+  default: return false;
+  }
+}
+
+} // namespace
+
+// Why a batch of pieces cannot be launched, or "": the count, their ranks, one element size
+// (`elemBytes`). `most` gets the largest piece's element count.
+static std::string checkPieces(const StridedCopies &batch, int elemBytes, int64_t &most) {
+  if (batch.count < 0 || batch.count > kMaxCopies)
+    return "stridedCopies: " + std::to_string(batch.count) + " pieces (at most " + std::to_string(kMaxCopies) + ")";
+  most = 0;
+  for (int i = 0; i < batch.count; ++i) {
+    const StridedCopy &c = batch.copy[i];
+    if (c.rank < 0 || c.rank > kMaxDims)
+      return "stridedCopy: rank above " + std::to_string(kMaxDims);
+    if (c.elemBytes != elemBytes)
+      return "stridedCopies: pieces of different element sizes";
+    most = std::max(most, numelOf(c.rank, c.dims));
+  }
+  return {};
+}
+
+std::string stridedCopies(const StridedCopies &batch, void *stream) {
+  int64_t most = 0;
+  if (std::string err = checkPieces(batch, batch.copy[0].elemBytes, most); !err.empty())
+    return err;
+  if (most == 0)
+    return {};
+  const dim3 grid(unsigned(blocksFor(most, kElementThreads)), unsigned(batch.count));
+  const bool known = byElementSize(batch.copy[0].elemBytes, [&](auto tag) {
+    stridedCopyKernel<decltype(tag)><<<grid, kElementThreads, 0, static_cast<cudaStream_t>(stream)>>>(batch);
+  });
+  return known ? launched("stridedCopy")
+               : "stridedCopy: elements of " + std::to_string(batch.copy[0].elemBytes) + " bytes";
+}
+
+std::string stridedCopiesAndRotary(Storage s, const StridedCopies &copies, const RotaryArgs &rotary, void *stream,
+                                   bool overlapPrevious) {
+  int64_t most = 0;
+  if (std::string err = checkPieces(copies, int(storageBytes(s)), most); !err.empty())
+    return err;
+  if (std::string err = checkRotary(rotary); !err.empty())
+    return err;
+  if (!rotary.flat)
+    return "stridedCopiesAndRotary: the rotated piece must be rows [B, S, H * D]";
+  most = std::max(most, rotary.B * rotary.H * rotary.S * rotary.D);
+  if (most == 0)
+    return {};
+  const dim3 grid(unsigned(blocksFor(most, kElementThreads)), unsigned(copies.count + 1));
+  dispatch(s, [&](auto tag) {
+    launchKernel(overlapPrevious, copiesAndRotaryKernel<decltype(tag)>, grid, dim3(kElementThreads), 0,
+                 static_cast<cudaStream_t>(stream), copies, rotary);
+  });
+  return launched("stridedCopiesAndRotary");
+}
+
+std::string stridedCopy(const void *src, void *dst, const StridedCopy &c, void *stream) {
+  StridedCopies one;
+  one.count = 1, one.src[0] = src, one.dst[0] = dst, one.copy[0] = c;
+  return stridedCopies(one, stream);
+}
+
+int elementwiseOp(const std::string &name) {
+  for (int i = 0; i < int(sizeof kEwNames / sizeof kEwNames[0]); ++i)
+    if (name == kEwNames[i])
+      return i;
+  return -1;
+}
+
+int elementwiseArity(int op) { return op == Where ? 3 : op <= Xor ? 2 : 1; }
+
+std::string elementwise(const ElementwiseArgs &a, void *stream) {
+  const int64_t n = numelOf(a.rank, a.dims);
+  if (a.op < 0 || a.op > Cast || a.numInputs != elementwiseArity(a.op) || a.rank > kMaxDims)
+    return "elementwise: bad arguments";
+  if (n == 0)
+    return {};
+  elementwiseKernel<<<unsigned(blocksFor(n, kElementThreads)), kElementThreads, 0, static_cast<cudaStream_t>(stream)>>>(a, n);
+  return launched("elementwise");
+}
+
+std::string range(int type, const void *start, const void *delta, void *out, int64_t count, void *stream) {
+  if (count == 0)
+    return {};
+  rangeKernel<<<unsigned(blocksFor(count, kElementThreads)), kElementThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+      type, start, delta, out, count);
+  return launched("range");
+}
+
+std::string writeInt64s(void *out, const int64_t *values, int count, void *stream) {
+  if (count < 0 || count > kMaxDims)
+    return "writeInt64s: at most " + std::to_string(kMaxDims) + " values";
+  if (count == 0)
+    return {};
+  Int64s v{};
+  for (int i = 0; i < count; ++i)
+    v.v[i] = values[i];
+  writeInt64sKernel<<<1, 32, 0, static_cast<cudaStream_t>(stream)>>>(static_cast<long long *>(out), v, count);
+  return launched("writeInt64s");
+}
+
+std::string gatherNd(const void *data, const int64_t *indices, void *out, int64_t tuples, int k, const int64_t *dims,
+                     const int64_t *strides, int64_t slice, int elemBytes, int *error, void *stream) {
+  if (k < 1 || k > kMaxDims)
+    return "gatherNd: index depth must be 1.." + std::to_string(kMaxDims);
+  if (tuples * slice == 0)
+    return {};
+  NdIndex nd{};
+  for (int j = 0; j < k; ++j)
+    nd.dims[j] = dims[j], nd.strides[j] = strides[j];
+  const bool known = byElementSize(elemBytes, [&](auto tag) {
+    using E = decltype(tag);
+    gatherNdKernel<E><<<unsigned(blocksFor(tuples * slice, kElementThreads)), kElementThreads, 0,
+                        static_cast<cudaStream_t>(stream)>>>(static_cast<const E *>(data), indices, static_cast<E *>(out),
+                                                             tuples, k, nd, slice, error);
+  });
+  return known ? launched("gatherNd") : "gatherNd: elements of " + std::to_string(elemBytes) + " bytes";
+}
+
+// out[e] = data at e's coordinates over the indices' dims, the axis coordinate replaced by
+// indices[e] (negative from the end).
+template <typename E>
+__global__ void gatherElementsKernel(const E *__restrict__ data, const int64_t *__restrict__ indices, E *__restrict__ out,
+                                     int64_t n, int rank, int axis, NdIndex shape, NdIndex dataStrides, int64_t axisDim,
+                                     int *error) {
+  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += int64_t(gridDim.x) * blockDim.x) {
+    int64_t idx = indices[e];
+    if (idx < 0)
+      idx += axisDim;
+    if (idx < 0 || idx >= axisDim) {
+      atomicExch(error, 1);
+      continue;
+    }
+    int64_t rest = e, offset = 0;
+    for (int d = rank - 1; d >= 0; --d) {
+      const int64_t c = rest % shape.dims[d];
+      rest /= shape.dims[d];
+      offset += (d == axis ? idx : c) * dataStrides.dims[d];
+    }
+    out[e] = data[offset];
+  }
+}
+
+std::string gatherElements(const void *data, const int64_t *indices, void *out, int rank, int axis,
+                           const int64_t *indexDims, const int64_t *dataDims, int elemBytes, int *error, void *stream) {
+  if (rank < 1 || rank > kMaxDims || axis < 0 || axis >= rank)
+    return "gatherElements: rank 1.." + std::to_string(kMaxDims) + " and an axis within it";
+  NdIndex shape{}, strides{};
+  int64_t n = 1, stride = 1;
+  for (int d = rank - 1; d >= 0; --d) {
+    shape.dims[d] = indexDims[d], n *= indexDims[d];
+    strides.dims[d] = stride, stride *= dataDims[d];
+  }
+  if (n == 0)
+    return {};
+  const bool known = byElementSize(elemBytes, [&](auto tag) {
+    using E = decltype(tag);
+    gatherElementsKernel<E><<<unsigned(blocksFor(n, kElementThreads)), kElementThreads, 0,
+                              static_cast<cudaStream_t>(stream)>>>(static_cast<const E *>(data), indices,
+                                                                   static_cast<E *>(out), n, rank, axis, shape, strides,
+                                                                   dataDims[axis], error);
+  });
+  return known ? launched("gatherElements") : "gatherElements: elements of " + std::to_string(elemBytes) + " bytes";
+}
+
+} // namespace llmc::rt::cuda
+
+// --- precision conversion at the edges of a run -------------------------------------------------
+
+namespace llmc::rt::cuda {
+namespace {
+
+template <typename From, typename To>
+__global__ void convertKernel(const From *__restrict__ in, To *__restrict__ out, int64_t n) {
+  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += int64_t(gridDim.x) * blockDim.x)
+    out[e] = fromF<To>(toF(in[e]));
+}
+
+} // namespace
+
+std::string convertFloats(Storage from, const void *in, Storage to, void *out, int64_t count, void *stream) {
+  if (count == 0)
+    return {};
+  dispatch(from, [&](auto fromTag) {
+    dispatch(to, [&](auto toTag) {
+      using F = decltype(fromTag);
+      using T = decltype(toTag);
+      convertKernel<F, T><<<unsigned(blocksFor(count, kElementThreads)), kElementThreads, 0,
+                            static_cast<cudaStream_t>(stream)>>>(static_cast<const F *>(in), static_cast<T *>(out), count);
+    });
+  });
+  return launched("convertFloats");
+}
+
+} // namespace llmc::rt::cuda

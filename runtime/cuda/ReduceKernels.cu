@@ -1,0 +1,232 @@
+// Reductions, direct convolution, pooling and padding on the CUDA executor (see CudaKernels.h):
+// correct-first kernels, tested against the CPU ones, one thread per output element.
+#include "CudaKernels.h"
+#include "DeviceUtil.cuh"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <type_traits>
+
+namespace llmc::rt::cuda {
+namespace {
+
+enum ReduceKind : int { RSum, RMean, RMax, RMin, RL2, RSumSquare };
+
+struct ReduceShape {
+  int rank;
+  int64_t dims[kMaxDims], strides[kMaxDims];
+  bool reduced[kMaxDims];
+  int64_t count; // elements reduced into each output
+};
+
+template <typename T>
+__global__ void reduceKernel(const T *__restrict__ in, T *__restrict__ out, ReduceShape r, int kind,
+                             int64_t outputs) {
+  for (int64_t o = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; o < outputs; o += int64_t(gridDim.x) * blockDim.x) {
+    int64_t rest = o, base = 0;
+    for (int d = r.rank - 1; d >= 0; --d)
+      if (!r.reduced[d]) {
+        base += (rest % r.dims[d]) * r.strides[d];
+        rest /= r.dims[d];
+      }
+    double acc = kind == RMax ? -INFINITY : kind == RMin ? INFINITY : 0.0;
+    for (int64_t k = 0; k < r.count; ++k) {
+      int64_t q = k, at = base;
+      for (int d = r.rank - 1; d >= 0; --d)
+        if (r.reduced[d]) {
+          at += (q % r.dims[d]) * r.strides[d];
+          q /= r.dims[d];
+        }
+      const double v = toF(in[at]);
+      acc = kind == RMax ? fmax(acc, v) : kind == RMin ? fmin(acc, v) : kind == RL2 || kind == RSumSquare ? acc + v * v : acc + v;
+    }
+    out[o] = fromF<T>(float(kind == RMean ? acc / double(r.count) : kind == RL2 ? sqrt(acc) : acc));
+  }
+}
+
+__device__ int64_t tapOffset(const Window &w, int64_t o, int64_t k) { // -1 in padding
+  int64_t offset = 0, scale = 1;
+  for (int d = w.spatial - 1; d >= 0; --d) {
+    const int64_t od = o % w.out[d], kd = k % w.kernel[d];
+    o /= w.out[d];
+    k /= w.kernel[d];
+    const int64_t p = od * w.stride[d] - w.padBegin[d] + kd * w.dilation[d];
+    if (p < 0 || p >= w.in[d])
+      return -1;
+    offset += p * scale;
+    scale *= w.in[d];
+  }
+  return offset;
+}
+
+int64_t sizeOf(const int64_t *dims, int n) {
+  int64_t s = 1;
+  for (int d = 0; d < n; ++d)
+    s *= dims[d];
+  return s;
+}
+
+template <typename T>
+__global__ void convKernel(const T *__restrict__ x, const T *__restrict__ w, const T *__restrict__ bias,
+                           T *__restrict__ y, int64_t N, int64_t C, int64_t M, int64_t group, Window win,
+                           int64_t inSize, int64_t outSize, int64_t kernelSize) {
+  const int64_t total = N * M * outSize, Cg = C / group, Mg = M / group;
+  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < total; e += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t o = e % outSize, m = (e / outSize) % M, b = e / (outSize * M), g = m / Mg;
+    float acc = bias ? toF(bias[m]) : 0.0f;
+    for (int64_t c = 0; c < Cg; ++c) {
+      const T *xc = x + (b * C + g * Cg + c) * inSize;
+      const T *wc = w + (m * Cg + c) * kernelSize;
+      for (int64_t k = 0; k < kernelSize; ++k) {
+        const int64_t at = tapOffset(win, o, k);
+        if (at >= 0)
+          acc += toF(xc[at]) * toF(wc[k]);
+      }
+    }
+    y[e] = fromF<T>(acc);
+  }
+}
+
+template <typename T>
+__global__ void poolKernel(bool max, const T *__restrict__ x, T *__restrict__ y, int64_t planes, Window win,
+                           int64_t inSize, int64_t outSize, int64_t kernelSize, bool countPad) {
+  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < planes * outSize; e += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t o = e % outSize, p = e / outSize;
+    const T *xp = x + p * inSize;
+    float acc = max ? -INFINITY : 0.0f;
+    int64_t counted = 0;
+    for (int64_t k = 0; k < kernelSize; ++k) {
+      const int64_t at = tapOffset(win, o, k);
+      if (at < 0)
+        continue;
+      acc = max ? fmaxf(acc, toF(xp[at])) : acc + toF(xp[at]);
+      ++counted;
+    }
+    y[e] = fromF<T>(max ? acc : acc / float(countPad ? kernelSize : (counted ? counted : 1)));
+  }
+}
+
+struct PadShape {
+  int rank;
+  int64_t in[kMaxDims], out[kMaxDims], begin[kMaxDims];
+};
+
+// mode 0 constant, 1 edge (clamp), 2 reflect (mirror without repeating the edge), 3 wrap.
+template <typename T>
+__global__ void padKernel(const T *__restrict__ in, T *__restrict__ out, PadShape s, float value, int mode,
+                          int64_t n) {
+  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += int64_t(gridDim.x) * blockDim.x) {
+    int64_t rest = e, at = 0, scale = 1;
+    bool inside = true;
+    for (int d = s.rank - 1; d >= 0; --d) {
+      int64_t i = rest % s.out[d] - s.begin[d];
+      const int64_t len = s.in[d];
+      rest /= s.out[d];
+      if (i < 0 || i >= len) {
+        if (mode == 1) {
+          i = i < 0 ? 0 : len - 1;
+        } else if (mode == 2 && len > 1) {
+          const int64_t period = 2 * (len - 1);
+          i = ((i % period) + period) % period;
+          i = i < len ? i : period - i;
+        } else if (mode == 3) {
+          i = ((i % len) + len) % len;
+        } else if (mode == 2) {
+          i = 0;
+        } else {
+          inside = false;
+        }
+      }
+      at += i * scale;
+      scale *= len;
+    }
+    out[e] = inside ? in[at] : fromF<T>(value);
+  }
+}
+
+} // namespace
+
+std::string reduce(Storage st, const std::string &kind, const void *in, void *out, int rank, const int64_t *dims,
+                   const bool *reduced, void *stream) {
+  const int k = kind == "sum" ? RSum : kind == "mean" ? RMean : kind == "max" ? RMax : kind == "min" ? RMin
+              : kind == "l2" ? RL2 : kind == "sum_square" ? RSumSquare : -1;
+  if (k < 0 || rank < 0 || rank > kMaxDims)
+    return "reduce: unknown kind '" + kind + "' or rank above " + std::to_string(kMaxDims);
+  ReduceShape r{};
+  r.rank = rank, r.count = 1;
+  int64_t outputs = 1, stride = 1;
+  for (int d = rank - 1; d >= 0; --d) {
+    r.dims[d] = dims[d], r.strides[d] = stride, r.reduced[d] = reduced[d];
+    stride *= dims[d];
+    (reduced[d] ? r.count : outputs) *= dims[d];
+  }
+  if (outputs == 0)
+    return {};
+  dispatch(st, [&](auto tag) {
+    using T = decltype(tag);
+    reduceKernel<T><<<unsigned(blocksFor(outputs, kElementThreads)), kElementThreads, 0,
+                      static_cast<cudaStream_t>(stream)>>>(static_cast<const T *>(in), static_cast<T *>(out), r, k,
+                                                           outputs);
+  });
+  return launched("reduce");
+}
+
+std::string conv(Storage st, const void *x, const void *w, const void *bias, void *y, int64_t N, int64_t C, int64_t M,
+                 int64_t group, const Window &win, void *stream) {
+  if (win.spatial < 1 || win.spatial > 3 || group < 1 || C % group || M % group)
+    return "conv: 1 to 3 spatial dims and channels divisible by the group";
+  const int64_t outSize = sizeOf(win.out, win.spatial), total = N * M * outSize;
+  if (total == 0)
+    return {};
+  dispatch(st, [&](auto tag) {
+    using T = decltype(tag);
+    convKernel<T><<<unsigned(blocksFor(total, kElementThreads)), kElementThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+        static_cast<const T *>(x), static_cast<const T *>(w), static_cast<const T *>(bias), static_cast<T *>(y), N, C, M,
+        group, win, sizeOf(win.in, win.spatial), outSize, sizeOf(win.kernel, win.spatial));
+  });
+  return launched("conv");
+}
+
+std::string pool(Storage st, bool max, const void *x, void *y, int64_t planes, const Window &win, bool countPad,
+                 void *stream) {
+  if (win.spatial < 1 || win.spatial > 3)
+    return "pool: 1 to 3 spatial dims";
+  const int64_t outSize = sizeOf(win.out, win.spatial);
+  if (planes * outSize == 0)
+    return {};
+  dispatch(st, [&](auto tag) {
+    using T = decltype(tag);
+    poolKernel<T><<<unsigned(blocksFor(planes * outSize, kElementThreads)), kElementThreads, 0,
+                    static_cast<cudaStream_t>(stream)>>>(max, static_cast<const T *>(x), static_cast<T *>(y), planes, win,
+                                                         sizeOf(win.in, win.spatial), outSize,
+                                                         sizeOf(win.kernel, win.spatial), countPad);
+  });
+  return launched("pool");
+}
+
+std::string pad(Storage st, const std::string &mode, const void *in, void *out, int rank, const int64_t *inDims,
+                const int64_t *outDims, const int64_t *padBegin, float value, void *stream) {
+  const int m = mode.empty() || mode == "constant" ? 0 : mode == "edge" ? 1 : mode == "reflect" ? 2 : mode == "wrap" ? 3 : -1;
+  if (m < 0)
+    return "pad: unknown mode '" + mode + "'";
+  if (rank < 0 || rank > kMaxDims)
+    return "pad: rank above " + std::to_string(kMaxDims);
+  PadShape s{};
+  s.rank = rank;
+  for (int d = 0; d < rank; ++d)
+    s.in[d] = inDims[d], s.out[d] = outDims[d], s.begin[d] = padBegin[d];
+  const int64_t n = sizeOf(outDims, rank);
+  if (n == 0)
+    return {};
+  dispatch(st, [&](auto tag) {
+    using T = decltype(tag);
+    padKernel<T><<<unsigned(blocksFor(n, kElementThreads)), kElementThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+        static_cast<const T *>(in), static_cast<T *>(out), s, value, m, n);
+  });
+  return launched("pad");
+}
+
+} // namespace llmc::rt::cuda

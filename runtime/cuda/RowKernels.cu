@@ -1,0 +1,236 @@
+// The row-wise kernels of the CUDA executor (see CudaKernels.h): normalization with a residual,
+// softmax, the plain attention (one block per query row), and the embedding gather and a linear's
+// epilogue (one thread per element). Templates over the storage type, f32 arithmetic throughout;
+// a row is staged in shared memory as f32.
+#include "CudaKernels.h"
+#include "DeviceUtil.cuh"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <type_traits>
+
+namespace llmc::rt::cuda {
+namespace {
+
+constexpr int64_t kMaxRowCols = 12 * 1024; // the row staged in 48 KiB of shared memory
+
+template <typename T, bool kLayer>
+__global__ void addNormKernel(const T *__restrict__ x, const T *__restrict__ r, const T *__restrict__ scale,
+                              const T *__restrict__ bias, T *__restrict__ out, T *__restrict__ sum, int64_t cols,
+                              float eps) {
+  extern __shared__ float row[];
+  const int64_t base = int64_t(blockIdx.x) * cols;
+  float acc = 0.0f;
+  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+    const float v = toF(x[base + c]) + (r ? toF(r[base + c]) : 0.0f);
+    if (sum)
+      sum[base + c] = fromF<T>(v);
+    row[c] = v;
+    acc += kLayer ? v : v * v;
+  }
+  const float total = blockReduce<false>(acc);
+  float mean = 0.0f, inv;
+  if (kLayer) {
+    mean = total / float(cols);
+    float sq = 0.0f;
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
+      sq += (row[c] - mean) * (row[c] - mean);
+    inv = rsqrtf(blockReduce<false>(sq) / float(cols) + eps);
+  } else {
+    inv = rsqrtf(total / float(cols) + eps);
+  }
+  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+    float y = (row[c] - mean) * inv * toF(scale[c]);
+    if (bias)
+      y += toF(bias[c]);
+    out[base + c] = fromF<T>(y);
+  }
+}
+
+template <typename T>
+__global__ void softmaxKernel(const T *__restrict__ x, T *__restrict__ y, int64_t cols) {
+  extern __shared__ float row[];
+  const int64_t base = int64_t(blockIdx.x) * cols;
+  float best = -INFINITY;
+  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+    row[c] = toF(x[base + c]);
+    best = fmaxf(best, row[c]);
+  }
+  best = blockReduce<true>(best);
+  float acc = 0.0f;
+  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+    row[c] = __expf(row[c] - best);
+    acc += row[c];
+  }
+  const float inv = 1.0f / blockReduce<false>(acc);
+  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
+    y[base + c] = fromF<T>(row[c] * inv);
+}
+
+template <typename T>
+__global__ void gatherRowsKernel(const T *__restrict__ table, int64_t rows, int64_t width,
+                                 const int64_t *__restrict__ ids, int64_t count, T *__restrict__ out, int *error) {
+  const int64_t n = count * width;
+  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += int64_t(gridDim.x) * blockDim.x) {
+    int64_t id = ids[e / width];
+    if (id < 0)
+      id += rows;
+    if (id < 0 || id >= rows) {
+      atomicExch(error, 1);
+      out[e] = fromF<T>(0.0f);
+    } else {
+      out[e] = table[id * width + e % width];
+    }
+  }
+}
+
+template <typename T> __global__ void attentionKernel(AttentionArgs a) {
+  extern __shared__ float smem[]; // q row (D), then Sk scores
+  float *qrow = smem, *p = smem + a.D;
+  const int64_t row = blockIdx.x, i = row % a.Sq, h = (row / a.Sq) % a.Hq, b = row / (a.Sq * a.Hq);
+  const int64_t kvh = h / (a.Hq / a.Hkv);
+  const T *q = static_cast<const T *>(a.q) + b * a.qs.batch + i * a.qs.token + h * a.qs.head;
+  const T *cosT = static_cast<const T *>(a.cos), *sinT = static_cast<const T *>(a.sin);
+  const int64_t width = a.halfTables ? a.D / 2 : a.D; // of a table row
+  const T *cq = cosT ? cosT + ((a.tablesPerBatch ? b : 0) * a.Sq + i) * width : nullptr;
+  const T *sq = sinT ? sinT + ((a.tablesPerBatch ? b : 0) * a.Sq + i) * width : nullptr;
+  for (int64_t d = threadIdx.x; d < a.D; d += blockDim.x)
+    qrow[d] = rotated(q, cq, sq, d, a.D, a.halfTables);
+  __syncthreads();
+  const T *kb = static_cast<const T *>(a.k) + b * a.ks.batch + kvh * a.ks.head;
+  for (int64_t j = threadIdx.x; j < a.Sk; j += blockDim.x) {
+    const T *kj = kb + j * a.ks.token;
+    const T *ck = a.rotateKeys ? cosT + ((a.tablesPerBatch ? b : 0) * a.Sq + j) * width : nullptr;
+    const T *sk = a.rotateKeys ? sinT + ((a.tablesPerBatch ? b : 0) * a.Sq + j) * width : nullptr;
+    float dot = 0.0f;
+    for (int64_t d = 0; d < a.D; ++d)
+      dot += qrow[d] * rotated(kj, ck, sk, d, a.D, a.halfTables);
+    float score = masked<T>(a, dot * a.scale,
+                            b * a.maskStrides[0] + h * a.maskStrides[1] + i * a.maskStrides[2] + j * a.maskStrides[3]);
+    if (a.causal && j > i + (a.Sk - a.Sq))
+      score = -INFINITY;
+    p[j] = score;
+  }
+  __syncthreads();
+  float best;
+  const float total = blockExpScores(p, a.Sk, &best);
+  const float inv = total > 0.0f ? 1.0f / total : 0.0f; // a fully masked row attends to nothing
+  const T *vb = static_cast<const T *>(a.v) + b * a.vs.batch + kvh * a.vs.head;
+  T *out = static_cast<T *>(a.out) + ((b * a.Sq + i) * a.Hq + h) * a.Dv;
+  for (int64_t dv = threadIdx.x; dv < a.Dv; dv += blockDim.x) {
+    float o = 0.0f;
+    for (int64_t j = 0; j < a.Sk; ++j)
+      o += p[j] * toF(vb[j * a.vs.token + dv]);
+    out[dv] = fromF<T>(o * inv);
+  }
+}
+
+template <typename T>
+__global__ void linearEpilogueKernel(const T *__restrict__ y, T *__restrict__ out, const T *__restrict__ gate,
+                                     const T *__restrict__ residual, int64_t M, int64_t N, Activation act, bool swiglu) {
+  const int64_t n = M * N;
+  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t m = e / N, c = e % N;
+    float v;
+    if (swiglu) {
+      v = swigluOf(toF(y[m * 2 * N + c]), toF(y[m * 2 * N + N + c]));
+    } else {
+      v = activate(act, toF(y[e]));
+    }
+    if (gate)
+      v *= toF(gate[e]);
+    if (residual)
+      v += toF(residual[e]);
+    out[e] = fromF<T>(v);
+  }
+}
+
+} // namespace
+
+size_t storageBytes(Storage s) { return s == Storage::F32 ? 4 : 2; }
+
+std::string addNorm(Storage s, bool layerNorm, const void *x, const void *residual, const void *scale,
+                    const void *bias, void *out, void *sum, int64_t rows, int64_t cols, float epsilon, void *stream) {
+  if (rows <= 0 || cols <= 0 || cols > kMaxRowCols)
+    return "addNorm: rows must be positive and 1 <= cols <= " + std::to_string(kMaxRowCols);
+  const size_t shared = size_t(cols) * sizeof(float);
+  auto st = static_cast<cudaStream_t>(stream);
+  dispatch(s, [&](auto tag) {
+    using T = decltype(tag);
+    auto kernel = layerNorm ? addNormKernel<T, true> : addNormKernel<T, false>;
+    if (shared > 48 * 1024)
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared));
+    kernel<<<unsigned(rows), kRowThreads, shared, st>>>(static_cast<const T *>(x), static_cast<const T *>(residual),
+                                                        static_cast<const T *>(scale), static_cast<const T *>(bias),
+                                                        static_cast<T *>(out), static_cast<T *>(sum), cols, epsilon);
+  });
+  return launched("addNorm");
+}
+
+std::string softmax(Storage s, const void *x, void *y, int64_t rows, int64_t cols, void *stream) {
+  if (rows <= 0 || cols <= 0 || cols > kMaxRowCols)
+    return "softmax: rows must be positive and 1 <= cols <= " + std::to_string(kMaxRowCols);
+  const size_t shared = size_t(cols) * sizeof(float);
+  dispatch(s, [&](auto tag) {
+    using T = decltype(tag);
+    if (shared > 48 * 1024)
+      cudaFuncSetAttribute(softmaxKernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared));
+    softmaxKernel<T><<<unsigned(rows), kRowThreads, shared, static_cast<cudaStream_t>(stream)>>>(
+        static_cast<const T *>(x), static_cast<T *>(y), cols);
+  });
+  return launched("softmax");
+}
+
+std::string gatherRows(Storage s, const void *table, int64_t rows, int64_t width, const int64_t *ids, int64_t count,
+                       void *out, int *error, void *stream) {
+  if (count * width == 0)
+    return {};
+  dispatch(s, [&](auto tag) {
+    using T = decltype(tag);
+    gatherRowsKernel<T><<<unsigned(blocksFor(count * width, kElementThreads)), kElementThreads, 0,
+                          static_cast<cudaStream_t>(stream)>>>(static_cast<const T *>(table), rows, width, ids, count,
+                                                               static_cast<T *>(out), error);
+  });
+  return launched("gatherRows");
+}
+
+} // namespace llmc::rt::cuda
+
+namespace llmc::rt::cuda {
+
+std::string attention(Storage s, const AttentionArgs &a, void *stream) {
+  if (a.B <= 0 || a.Sq <= 0 || a.Sk <= 0 || a.Hkv <= 0 || a.Hq % a.Hkv || a.Sk > kMaxRowCols || (a.cos && a.D % 2) ||
+      (a.rotateKeys && (!a.cos || a.Sk != a.Sq)))
+    return "attention: bad shapes (Hq a multiple of Hkv, 1 <= Sk <= " + std::to_string(kMaxRowCols) +
+           ", even D with rotary, Sk == Sq when keys rotate)";
+  const size_t shared = size_t(a.D + a.Sk) * sizeof(float);
+  dispatch(s, [&](auto tag) {
+    using T = decltype(tag);
+    if (shared > 48 * 1024)
+      cudaFuncSetAttribute(attentionKernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared));
+    attentionKernel<T><<<unsigned(a.B * a.Hq * a.Sq), kRowThreads, shared, static_cast<cudaStream_t>(stream)>>>(a);
+  });
+  return launched("attention");
+}
+
+std::string linearEpilogue(Storage s, const void *y, void *out, const void *gate, const void *residual, int64_t M,
+                           int64_t N, const std::string &activation, bool swiglu, void *stream) {
+  Activation act;
+  if (!parseActivation(activation, act))
+    return "linearEpilogue: unknown activation '" + activation + "'";
+  if (M * N == 0)
+    return {};
+  dispatch(s, [&](auto tag) {
+    using T = decltype(tag);
+    linearEpilogueKernel<T><<<unsigned(blocksFor(M * N, kElementThreads)), kElementThreads, 0,
+                             static_cast<cudaStream_t>(stream)>>>(static_cast<const T *>(y), static_cast<T *>(out),
+                                                                  static_cast<const T *>(gate),
+                                                                  static_cast<const T *>(residual), M, N, act, swiglu);
+  });
+  return launched("linearEpilogue");
+}
+
+} // namespace llmc::rt::cuda
