@@ -16,8 +16,8 @@
 # What it covers: the hand-written CUDA kernels, cuBLASLt linears and the NVRTC-generated fused
 # elementwise kernel against the CPU kernels in f32, f16 and bf16 (llmc-cuda-tests), NVRTC compiling
 # every op for sm_80 and sm_90a (llmc-cuda-codegen-tests), the decode linears' GEMV against
-# cuBLASLt, the decode attention and a step between kernels against a grid barrier
-# (llmc-cuda-kernel-bench, at Llama-1B and SmolLM2 shapes), whole plans of the tiny models (f32,
+# cuBLASLt, the decode attention, a 512-token prompt's kernels and a step between kernels against
+# a grid barrier (llmc-cuda-kernel-bench, at Llama-1B and SmolLM2 shapes), whole plans of the tiny models (f32,
 # bf16, f16; KV-cache generation with the cache on the GPU) and of the three real models (random
 # weights) on the CUDA executor against their CPU outputs (test/cuda/cuda_vs_cpu.py), the refusal of
 # a plan built for another GPU (other-gpu), then tools/gpu_benchmark.py: SmolLM2- and
@@ -143,7 +143,7 @@ run | profile | other-gpu)
     echo "== $b"
     step "$b" 120 PASS "$BIN/$b" --gtest_brief=1 # failures only; the count at the end
   done
-  echo "== $KERNEL_BENCH: the decode step's linears (llmc's GEMV vs cuBLASLt), attention, and steps between kernels"
+  echo "== $KERNEL_BENCH: the decode step's linears (llmc's GEMV vs cuBLASLt), a prompt's kernels, attention, and steps between kernels"
   step "$KERNEL_BENCH" 60 DONE "$BIN/$KERNEL_BENCH"
   echo "== a plan built for another GPU (sm_80 only) is refused, saying which"
   step "target check (an sm_80 plan on this GPU)" 20 PASS "$0" other-gpu

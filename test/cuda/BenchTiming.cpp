@@ -1,4 +1,4 @@
-// BenchTiming.h's timing of graph replays.
+// BenchTiming.h's timing of launches and of graph replays.
 #include "BenchTiming.h"
 
 #include <cstdio>
@@ -38,4 +38,30 @@ double timeGraph(cudaStream_t stream, const std::function<std::string(int)> &lau
     return -1;
   }
   return 1000.0 * ms / (double(reps) * replays);
+}
+
+double timeCalls(const std::function<std::string(int)> &launch, int reps) {
+  for (int i = 0; i < 3; ++i)
+    if (std::string err = launch(i); !err.empty()) {
+      std::printf("    failed: %s\n", err.c_str());
+      return -1;
+    }
+  cudaEvent_t start, stop;
+  cudaEventCreate(&start);
+  cudaEventCreate(&stop);
+  cudaEventRecord(start);
+  for (int i = 0; i < reps; ++i)
+    launch(i);
+  cudaEventRecord(stop);
+  cudaEventSynchronize(stop);
+  float ms = 0;
+  cudaEventElapsedTime(&ms, start, stop);
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  const cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) {
+    std::printf("    failed: %s\n", cudaGetErrorString(e));
+    return -1;
+  }
+  return 1000.0 * ms / reps;
 }

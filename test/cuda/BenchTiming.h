@@ -1,5 +1,5 @@
-// Timing for the CUDA benchmarks (llmc-cuda-kernel-bench): kernels replayed as a decode step
-// replays them.
+// Timing for the CUDA benchmarks (llmc-cuda-kernel-bench): kernels launched back to back, and
+// replayed as a decode step replays them.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -11,3 +11,7 @@
 // `reps` calls captured in one CUDA graph, replayed once to warm up and `replays` times timed;
 // negative when a call or the graph fails (its message printed).
 double timeGraph(cudaStream_t stream, const std::function<std::string(int)> &launch, int reps, int replays = 1);
+
+// Microseconds per call of `launch(i)` (call i) launched back to back on the default stream, over
+// `reps` calls after a few to warm up; negative when a call fails (its message printed).
+double timeCalls(const std::function<std::string(int)> &launch, int reps);

@@ -9,13 +9,15 @@
 // decode attention of one layer at three cache lengths, and followed by the output projection,
 // whose weight the attention prefetches to L2 or not; a layer's four linears after its attention
 // launched one by one and chained in one launch (decodeChain); last what a step from one
-// kernel to the next costs, against a grid-wide barrier (StepCostBench.cu).
+// kernel to the next costs, against a grid-wide barrier (StepCostBench.cu). Between the linears
+// and the rest, a 512-token prompt's kernels (PromptBench.cpp: the time to the first token).
 // Asserts nothing. Without a GPU it exits with 77 (skipped).
 //
 //   llmc-cuda-kernel-bench [--reps N]
 #include "CudaKernels.h"
 #include "LtLinear.h"
 #include "BenchTiming.h"
+#include "PromptBench.h"
 #include "StepCostBench.h"
 
 #include <cublasLt.h>
@@ -59,34 +61,6 @@ struct Shape {
   int64_t K, N;
   bool swiglu, norm; // norm: our GEMV computes the RMS norm in front, as a decode step runs it
 };
-
-// Microseconds per call of `launch(i)` (call i), over `reps` calls after a few to warm up;
-// negative when a call fails (its message printed).
-double timeCalls(const std::function<std::string(int)> &launch, int reps) {
-  for (int i = 0; i < 3; ++i)
-    if (std::string err = launch(i); !err.empty()) {
-      std::printf("    failed: %s\n", err.c_str());
-      return -1;
-    }
-  cudaEvent_t start, stop;
-  cudaEventCreate(&start);
-  cudaEventCreate(&stop);
-  cudaEventRecord(start);
-  for (int i = 0; i < reps; ++i)
-    launch(i);
-  cudaEventRecord(stop);
-  cudaEventSynchronize(stop);
-  float ms = 0;
-  cudaEventElapsedTime(&ms, start, stop);
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  const cudaError_t e = cudaGetLastError();
-  if (e != cudaSuccess) {
-    std::printf("    failed: %s\n", cudaGetErrorString(e));
-    return -1;
-  }
-  return 1000.0 * ms / reps;
-}
 
 void report(const char *how, double us, double bytes) {
   if (us < 0)
@@ -511,6 +485,7 @@ int main(int argc, char **argv) {
     }
     cudaFree(x), cudaFree(y), cudaFree(out), cudaFree(sum);
   }
+  failures += promptBench(lt, workspace, workspaceBytes, std::max(1, reps / 10));
   cudaFree(workspace);
   cublasLtDestroy(lt);
   failures += qkvSplitBench(reps, false);
