@@ -283,7 +283,7 @@ __device__ __forceinline__ void gridSync(GridBarrier *barrier) {
 #endif
 }
 
-bool aligned16(const void *p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+__host__ __device__ inline bool aligned16(const void *p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 // Runs `f(T{})` with T the storage type.
 template <typename F> void dispatch(Storage s, F &&f) {

@@ -47,6 +47,23 @@ __host__ __device__ inline Layout layoutFor(int D, int Dv, size_t elem) {
   return L;
 }
 
+// Rows j0 .. j0 + kTile of `from` (row j at from + j * stride, `width` elements, its start
+// 16-byte aligned) into `to` [kTile][width], 16 bytes per load, by the whole block; rows at or
+// past `rows` are zeros.
+template <typename T>
+__device__ __forceinline__ void stageRows(T *to, const T *from, int64_t stride, int64_t j0, int64_t rows, int width) {
+  constexpr int kPerLoad = 16 / int(sizeof(T));
+  const int perRow = width / kPerLoad; // head sizes are multiples of 16 elements
+  for (int e = threadIdx.x; e < kTile * perRow; e += blockDim.x) {
+    const int r = e / perRow, c = e % perRow;
+    const int64_t j = j0 + r;
+    uint4 x = make_uint4(0, 0, 0, 0); // zero bits: 0.0 in f16 and bf16
+    if (j < rows)
+      x = *reinterpret_cast<const uint4 *>(from + j * stride + c * kPerLoad);
+    *reinterpret_cast<uint4 *>(to + r * width + c * kPerLoad) = x;
+  }
+}
+
 template <typename T> __global__ void __launch_bounds__(kWarps * 32) flashAttentionKernel(AttentionArgs a) {
   extern __shared__ __align__(128) unsigned char smem[];
   const int D = int(a.D), Dv = int(a.Dv);
@@ -92,23 +109,37 @@ template <typename T> __global__ void __launch_bounds__(kWarps * 32) flashAttent
   const int row = lane / 2, side = lane % 2; // softmax: two lanes per row, 32 columns each
   const int64_t i = i0 + warp * 16 + row;
 
+  // Rows of keys and values whose starts are 16-byte aligned are staged 16 bytes at a time (a
+  // cache's, a split's pieces): all of a tile's loads in flight together rather than a 2-byte
+  // load per element. Keys rotated as they are staged go element by element.
+  const bool wideK = !a.rotateKeys && aligned16(kb) && (a.ks.token * sizeof(T)) % 16 == 0;
+  const bool wideV = aligned16(vb) && (a.vs.token * sizeof(T)) % 16 == 0;
+
   for (int64_t j0 = 0; j0 < kEnd; j0 += kTile) {
     __syncthreads(); // every warp is done with the previous K and V (and Q is staged)
-    for (int e = threadIdx.x; e < kTile * D; e += blockDim.x) {
-      const int r = e / D, d = e % D;
-      const int64_t j = j0 + r;
-      float x = 0.0f;
-      if (j < a.Sk) {
-        const T *keyRow = kb + j * a.ks.token;
-        x = a.rotateKeys ? rotated(keyRow, tableRow(cosT, j), tableRow(sinT, j), d, a.D, a.halfTables)
-                         : toF(keyRow[d]);
+    if (wideK) {
+      stageRows(ks, kb, a.ks.token, j0, a.Sk, D);
+    } else {
+      for (int e = threadIdx.x; e < kTile * D; e += blockDim.x) {
+        const int r = e / D, d = e % D;
+        const int64_t j = j0 + r;
+        float x = 0.0f;
+        if (j < a.Sk) {
+          const T *keyRow = kb + j * a.ks.token;
+          x = a.rotateKeys ? rotated(keyRow, tableRow(cosT, j), tableRow(sinT, j), d, a.D, a.halfTables)
+                           : toF(keyRow[d]);
+        }
+        ks[e] = fromF<T>(x);
       }
-      ks[e] = fromF<T>(x);
     }
-    for (int e = threadIdx.x; e < kTile * Dv; e += blockDim.x) {
-      const int r = e / Dv, d = e % Dv;
-      const int64_t j = j0 + r;
-      vs[e] = j < a.Sk ? vb[j * a.vs.token + d] : fromF<T>(0.0f);
+    if (wideV) {
+      stageRows(vs, vb, a.vs.token, j0, a.Sk, Dv);
+    } else {
+      for (int e = threadIdx.x; e < kTile * Dv; e += blockDim.x) {
+        const int r = e / Dv, d = e % Dv;
+        const int64_t j = j0 + r;
+        vs[e] = j < a.Sk ? vb[j * a.vs.token + d] : fromF<T>(0.0f);
+      }
     }
     __syncthreads();
 

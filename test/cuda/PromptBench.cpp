@@ -3,7 +3,8 @@
 // four linears on cuBLASLt ([N, K] weights, M = 512; gate/up then the SwiGLU epilogue kernel),
 // and the causal attention on tensor cores (flashAttention; keys and values in the cache's
 // [length, batch, heads * head] layout, the attention_mask input as an int64 row), with the
-// kernel of a block per query row for comparison; then one layer's kernels times the layers:
+// kernel of a block per query row and with keys and values staged an element at a time (rows
+// off 16-byte alignment) for comparison; then one layer's kernels times the layers:
 // how much of the benchmark's time to the first token they explain. Not timed: the QKV split
 // with the keys' rotation, and the head (one row with --last-position). Asserts nothing.
 #include "PromptBench.h"
@@ -123,6 +124,14 @@ int promptLayer(const PromptModel &m, void *lt, void *workspace, size_t workspac
                attentionFlops, failures);
   row("  a block per query row (attention)",
       timeCalls([&](int) { return cu::attention(cu::Storage::BF16, a, nullptr); }, reps), attentionFlops, failures);
+  // Keys and values one element past 16-byte alignment: the tensor-core kernel stages them an
+  // element at a time, as it did for every layout until session 16.
+  Buffer kOff(size_t(S * m.Hkv * m.D + 8) * 2), vOff(size_t(S * m.Hkv * m.D + 8) * 2);
+  cu::AttentionArgs unaligned = a;
+  unaligned.k = static_cast<char *>(kOff.p) + 2, unaligned.v = static_cast<char *>(vOff.p) + 2;
+  row("  keys and values staged per element",
+      timeCalls([&](int) { return cu::flashAttention(cu::Storage::BF16, unaligned, nullptr); }, reps), attentionFlops,
+      failures);
   std::printf("    one layer's kernels above: %.1f us; times %lld layers: %.2f ms (the split, the embedding and "
               "the head not counted)\n",
               layer, static_cast<long long>(m.layers), layer * double(m.layers) / 1e3);
