@@ -17,12 +17,12 @@
 # elementwise kernel against the CPU kernels in f32, f16 and bf16 (llmc-cuda-tests), NVRTC compiling
 # every op for sm_80 and sm_90a (llmc-cuda-codegen-tests), the decode linears' GEMV against
 # cuBLASLt, the decode attention, a 512-token prompt's kernels and a step between kernels against
-# a grid barrier (llmc-cuda-kernel-bench, at Llama-1B and SmolLM2 shapes), whole plans of the tiny models (f32,
-# bf16, f16; KV-cache generation with the cache on the GPU) and of the three real models (random
-# weights) on the CUDA executor against their CPU outputs (test/cuda/cuda_vs_cpu.py), the refusal of
-# a plan built for another GPU (other-gpu), then tools/gpu_benchmark.py: SmolLM2- and
+# a grid barrier (llmc-cuda-kernel-bench, at Llama-1B and SmolLM2 shapes), whole plans of the tiny
+# models (f32, bf16, f16; KV-cache generation with the cache on the GPU) and of the three real
+# models (random weights) on the CUDA executor against their CPU outputs (cuda_vs_cpu.py), the
+# refusal of a plan built for another GPU (other-gpu), then tools/gpu_benchmark.py: SmolLM2- and
 # Llama-3.2-1B-shaped plans without weights (bf16) against PyTorch eager and torch.compile, then the
-# kernel traces of a Llama-1B and a SmolLM2 decode step (profile).
+# kernel traces of a Llama-1B and a SmolLM2 generation, decode step and prompt (profile).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 PACK=gpu-pack
