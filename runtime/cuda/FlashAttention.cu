@@ -64,6 +64,46 @@ __device__ __forceinline__ void stageRows(T *to, const T *from, int64_t stride, 
   }
 }
 
+// Rows i0 .. i0 + kTile of `from` as stageRows stages them, each rotated as `rotated` rotates an
+// element (rotate-half; no rotation without tables): row i's tables at cosRow0 / sinRow0 + (i -
+// i0) * tableWidth. Every chunk lies within one half of the head (halves are multiples of 8
+// elements), its partner chunk half a head away.
+template <typename T>
+__device__ __forceinline__ void stageRotatedRows(T *to, const T *from, int64_t stride, int64_t i0, int64_t rows,
+                                                 int width, const T *cosRow0, const T *sinRow0, int64_t tableWidth,
+                                                 bool halfTables) {
+  constexpr int kPerLoad = 16 / int(sizeof(T));
+  const int perRow = width / kPerLoad, half = width / 2;
+  for (int e = threadIdx.x; e < kTile * perRow; e += blockDim.x) {
+    const int r = e / perRow, d0 = (e % perRow) * kPerLoad;
+    const int64_t i = i0 + r;
+    Lanes<T> out;
+    if (i >= rows) {
+      for (float &v : out.v)
+        v = 0.0f;
+    } else {
+      const T *row = from + i * stride;
+      widen(*reinterpret_cast<const uint4 *>(row + d0), out);
+      if (cosRow0) {
+        const bool first = d0 < half;
+        const int column = halfTables && !first ? d0 - half : d0;
+        Lanes<T> partner, c, sn;
+        widen(*reinterpret_cast<const uint4 *>(row + (first ? d0 + half : d0 - half)), partner);
+        widen(*reinterpret_cast<const uint4 *>(cosRow0 + r * tableWidth + column), c);
+        widen(*reinterpret_cast<const uint4 *>(sinRow0 + r * tableWidth + column), sn);
+#pragma unroll
+        for (int k = 0; k < kPerLoad; ++k)
+          out.v[k] = out.v[k] * c.v[k] + (first ? -partner.v[k] : partner.v[k]) * sn.v[k];
+      }
+    }
+    T narrow[kPerLoad];
+#pragma unroll
+    for (int k = 0; k < kPerLoad; ++k)
+      narrow[k] = fromF<T>(out.v[k]);
+    memcpy(to + r * width + d0, narrow, 16);
+  }
+}
+
 template <typename T> __global__ void __launch_bounds__(kWarps * 32) flashAttentionKernel(AttentionArgs a) {
   extern __shared__ __align__(128) unsigned char smem[];
   const int D = int(a.D), Dv = int(a.Dv);
@@ -85,16 +125,25 @@ template <typename T> __global__ void __launch_bounds__(kWarps * 32) flashAttent
     return table ? table + ((a.tablesPerBatch ? b : 0) * a.Sq + i) * (a.halfTables ? a.D / 2 : a.D) : nullptr;
   };
 
-  // Q, rotated; rows past the end are zeros.
-  for (int e = threadIdx.x; e < kTile * D; e += blockDim.x) {
-    const int r = e / D, d = e % D;
-    const int64_t i = i0 + r;
-    float x = 0.0f;
-    if (i < a.Sq) {
-      const T *row = static_cast<const T *>(a.q) + b * a.qs.batch + i * a.qs.token + h * a.qs.head;
-      x = rotated(row, tableRow(cosT, i), tableRow(sinT, i), d, a.D, a.halfTables);
+  // Q, rotated; rows past the end are zeros. 16 bytes per load where the rows and the tables
+  // allow it (the chunk of 16 / sizeof(T) elements, its rotation partner half a head away, and
+  // their cos and sin), else element by element.
+  const T *qb = static_cast<const T *>(a.q) + b * a.qs.batch + h * a.qs.head;
+  const int64_t tableWidth = a.halfTables ? a.D / 2 : a.D;
+  const bool wideQ = aligned16(qb) && (a.qs.token * sizeof(T)) % 16 == 0 &&
+                     (!cosT || (aligned16(cosT) && aligned16(sinT) && (tableWidth * sizeof(T)) % 16 == 0));
+  if (wideQ) {
+    stageRotatedRows(qs, qb, a.qs.token, i0, a.Sq, D, tableRow(cosT, i0), tableRow(sinT, i0), tableWidth,
+                     a.halfTables);
+  } else {
+    for (int e = threadIdx.x; e < kTile * D; e += blockDim.x) {
+      const int r = e / D, d = e % D;
+      const int64_t i = i0 + r;
+      float x = 0.0f;
+      if (i < a.Sq)
+        x = rotated(qb + i * a.qs.token, tableRow(cosT, i), tableRow(sinT, i), d, a.D, a.halfTables);
+      qs[e] = fromF<T>(x);
     }
-    qs[e] = fromF<T>(x);
   }
   for (int e = lane; e < 16 * Dv; e += 32)
     ow[e] = 0.0f;
