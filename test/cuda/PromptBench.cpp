@@ -2,7 +2,8 @@
 // as the executor launches them for a prompt: the add + RMS norm (addNorm, a block per row), the
 // four linears on cuBLASLt ([N, K] weights, M = 512; gate/up then the SwiGLU epilogue kernel),
 // and the causal attention on tensor cores (flashAttention; keys and values in the cache's
-// [length, batch, heads * head] layout, the attention_mask input as an int64 row), with the
+// [length, batch, heads * head] layout, the queries rotated, the attention_mask input as an int64
+// row), with the
 // kernel of a block per query row and with keys and values staged an element at a time (rows
 // off 16-byte alignment) for comparison; then one layer's kernels times the layers:
 // how much of the benchmark's time to the first token they explain. Not timed: the QKV split
@@ -117,6 +118,10 @@ int promptLayer(const PromptModel &m, void *lt, void *workspace, size_t workspac
   a.ks = a.vs = cu::HeadStrides{m.Hkv * m.D, m.Hkv * m.D, m.D};
   a.mask = mask.p, a.maskType = cu::AttentionArgs::Mask::Int64;
   a.maskStrides[0] = S, a.maskStrides[3] = 1;
+  // The queries rotated by tables of D / 2 columns (a Hugging Face export's, read by half); the
+  // keys were rotated by the split.
+  Buffer cosT(size_t(S * m.D / 2) * 2), sinT(size_t(S * m.D / 2) * 2);
+  a.cos = cosT.p, a.sin = sinT.p, a.halfTables = true;
   // Causal: half the score matrix, QK^T and PV.
   const double attentionFlops = 2.0 * 2.0 * double(m.Hq) * double(S) * double(S) / 2 * double(m.D);
   layer += row("causal attention (flashAttention)",
