@@ -3,9 +3,8 @@
 // four linears on cuBLASLt ([N, K] weights, M = 512; gate/up then the SwiGLU epilogue kernel),
 // and the causal attention on tensor cores (flashAttention; keys and values in the cache's
 // [length, batch, heads * head] layout, the queries rotated, the attention_mask input as an int64
-// row), with the
-// kernel of a block per query row and with keys and values staged an element at a time (rows
-// off 16-byte alignment) for comparison; then one layer's kernels times the layers:
+// row), with the kernel of a block per query row and with keys and values staged an element at
+// a time (rows off 16-byte alignment) for comparison; then one layer's kernels times the layers:
 // how much of the benchmark's time to the first token they explain. Not timed: the QKV split
 // with the keys' rotation, and the head (one row with --last-position). Asserts nothing.
 #include "PromptBench.h"
