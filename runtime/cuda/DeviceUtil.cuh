@@ -110,24 +110,26 @@ __device__ __forceinline__ float activate(Activation act, float x) {
 // SwiGLU of a gate and an up projection's value: silu(gate) * up.
 __device__ __forceinline__ float swigluOf(float gate, float up) { return gate / (1.0f + __expf(-gate)) * up; }
 
-// Sum / max over the block (blockDim.x a multiple of 32, at most 1024); every thread gets it.
-template <bool kMax> __device__ float blockReduce(float v) {
-  __shared__ float partial[32];
+// Sum / max over the warp (every lane takes part); every lane gets it.
+template <bool kMax> __device__ __forceinline__ float warpReduce(float v) {
   for (int o = 16; o > 0; o >>= 1) {
     const float other = __shfl_xor_sync(0xffffffffu, v, o);
     v = kMax ? fmaxf(v, other) : v + other;
   }
+  return v;
+}
+
+// Sum / max over the block (blockDim.x a multiple of 32, at most 1024); every thread gets it.
+template <bool kMax> __device__ float blockReduce(float v) {
+  __shared__ float partial[32];
+  v = warpReduce<kMax>(v);
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
   __syncthreads(); // the previous call's readers are done with `partial`
   if (lane == 0)
     partial[warp] = v;
   __syncthreads();
   if (warp == 0) {
-    v = lane < warps ? partial[lane] : (kMax ? -INFINITY : 0.0f);
-    for (int o = 16; o > 0; o >>= 1) {
-      const float other = __shfl_xor_sync(0xffffffffu, v, o);
-      v = kMax ? fmaxf(v, other) : v + other;
-    }
+    v = warpReduce<kMax>(lane < warps ? partial[lane] : (kMax ? -INFINITY : 0.0f));
     if (lane == 0)
       partial[0] = v;
   }

@@ -155,8 +155,6 @@ template <typename T> __global__ void __launch_bounds__(kWarps * 32) flashAttent
   const int64_t kEnd = a.causal ? std::min<int64_t>(a.Sk, std::max<int64_t>(0, lastRow + (a.Sk - a.Sq) + 1)) : a.Sk;
   const T *kb = static_cast<const T *>(a.k) + b * a.ks.batch + kvh * a.ks.head;
   const T *vb = static_cast<const T *>(a.v) + b * a.vs.batch + kvh * a.vs.head;
-  const int row = lane / 2, side = lane % 2; // softmax: two lanes per row, 32 columns each
-  const int64_t i = i0 + warp * 16 + row;
 
   // Rows of keys and values whose starts are 16-byte aligned are staged 16 bytes at a time (a
   // cache's, a split's pieces): all of a tile's loads in flight together rather than a 2-byte
@@ -209,34 +207,42 @@ template <typename T> __global__ void __launch_bounds__(kWarps * 32) flashAttent
       wmma::store_matrix_sync(sw + n * 16, scores[n], W, wmma::mem_row_major);
     __syncwarp();
 
-    // Online softmax: scale, masks, the new running max; P in the storage type.
-    float best = -INFINITY;
-    for (int c = side * 32; c < side * 32 + 32; ++c) {
-      const int64_t j = j0 + c;
-      float s = sw[row * W + c] * a.scale;
-      if (i >= a.Sq || j >= a.Sk || (a.causal && j > i + (a.Sk - a.Sq))) {
-        s = -INFINITY;
-      } else {
-        s = masked<T>(a, s, b * a.maskStrides[0] + h * a.maskStrides[1] + i * a.maskStrides[2] + j * a.maskStrides[3]);
+    // Online softmax, a row at a time: lanes c and c + 32 take columns c and c + 32 (consecutive
+    // words of the scores: no shared-memory bank conflicts, where two lanes per row walking
+    // their 32 columns had every lane of the warp in one bank), the row's max and sum reduced
+    // across the warp; P in the storage type.
+    for (int r = 0; r < 16; ++r) {
+      const int64_t i = i0 + warp * 16 + r;
+      float s[2], best = -INFINITY;
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int c = lane + 32 * half;
+        const int64_t j = j0 + c;
+        s[half] = sw[r * W + c] * a.scale;
+        if (i >= a.Sq || j >= a.Sk || (a.causal && j > i + (a.Sk - a.Sq)))
+          s[half] = -INFINITY;
+        else
+          s[half] = masked<T>(a, s[half],
+                              b * a.maskStrides[0] + h * a.maskStrides[1] + i * a.maskStrides[2] + j * a.maskStrides[3]);
+        best = fmaxf(best, s[half]);
       }
-      sw[row * W + c] = s;
-      best = fmaxf(best, s);
-    }
-    best = fmaxf(best, __shfl_xor_sync(0xffffffffu, best, 1));
-    const float previous = rowMax[row], now = fmaxf(previous, best);
-    float sum = 0.0f;
-    for (int c = side * 32; c < side * 32 + 32; ++c) {
-      const float p = now == -INFINITY ? 0.0f : __expf(sw[row * W + c] - now);
-      pw[row * kTile + c] = fromF<T>(p);
-      sum += p;
-    }
-    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-    __syncwarp(); // every lane has read rowMax before it changes
-    if (side == 0) {
-      const float factor = previous == -INFINITY ? 0.0f : __expf(previous - now);
-      rescale[row] = factor;
-      rowSum[row] = rowSum[row] * factor + sum;
-      rowMax[row] = now;
+      best = warpReduce<true>(best);
+      const float previous = rowMax[r], now = fmaxf(previous, best);
+      float sum = 0.0f;
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const float p = now == -INFINITY ? 0.0f : __expf(s[half] - now);
+        pw[r * kTile + lane + 32 * half] = fromF<T>(p);
+        sum += p;
+      }
+      sum = warpReduce<false>(sum);
+      __syncwarp(); // every lane has read rowMax[r] before it changes
+      if (lane == 0) {
+        const float factor = previous == -INFINITY ? 0.0f : __expf(previous - now);
+        rescale[r] = factor;
+        rowSum[r] = rowSum[r] * factor + sum;
+        rowMax[r] = now;
+      }
     }
     __syncwarp();
 
