@@ -100,7 +100,9 @@ __device__ __forceinline__ void stageRotatedRows(T *to, const T *from, int64_t s
 #pragma unroll
     for (int k = 0; k < kPerLoad; ++k)
       narrow[k] = fromF<T>(out.v[k]);
-    memcpy(to + r * width + d0, narrow, 16);
+    uint4 raw;
+    memcpy(&raw, narrow, 16);
+    *reinterpret_cast<uint4 *>(to + r * width + d0) = raw; // one 16-byte store
   }
 }
 
