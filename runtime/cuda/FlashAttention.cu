@@ -21,26 +21,33 @@ size_t allowedShared = 48 * 1024; // dynamic shared memory the kernels may use (
 
 // Dynamic shared memory: Q [64][D], K [64][D], V [64][Dv] in the storage type; per warp the
 // scores / P·V scratch [16][W] f32 (W = max(64, Dv)), P [16][64] in the storage type, O [16][Dv]
-// f32, and the running max, sum and rescale factor of its 16 rows.
+// f32, and the running max, sum and rescale factor of its 16 rows. The rows of Q, K, V, P and
+// the scratch are padded by 16 bytes (`ldq`, `ldv`, `ldp`, `W`): unpadded, rows of 64 or 128
+// 16-bit elements all start in the same shared-memory bank, and the 8 rows a WMMA fragment load
+// reads at once conflict 8 ways; padded, each row starts 4 banks after the one before. (Every
+// fragment pointer stays 32-byte aligned: 16 rows of a padded stride are a multiple of 32 bytes.)
+constexpr int kPad16 = 8; // elements of a 16-bit row's padding
+constexpr int kPad32 = 4; // of an f32 row's
 struct Layout {
   size_t q, k, v, s, p, o, stats, total;
-  int W;
+  int ldq, ldv, ldp, W;
 };
 
 __host__ __device__ inline Layout layoutFor(int D, int Dv, size_t elem) {
   Layout L;
-  L.W = Dv > kTile ? Dv : kTile;
+  L.ldq = D + kPad16, L.ldv = Dv + kPad16, L.ldp = kTile + kPad16;
+  L.W = (Dv > kTile ? Dv : kTile) + kPad32;
   size_t at = 0;
   auto take = [&](size_t bytes) {
     const size_t start = at;
     at = (at + bytes + 127) / 128 * 128;
     return start;
   };
-  L.q = take(size_t(kTile) * D * elem);
-  L.k = take(size_t(kTile) * D * elem);
-  L.v = take(size_t(kTile) * Dv * elem);
+  L.q = take(size_t(kTile) * L.ldq * elem);
+  L.k = take(size_t(kTile) * L.ldq * elem);
+  L.v = take(size_t(kTile) * L.ldv * elem);
   L.s = take(size_t(kWarps) * 16 * L.W * sizeof(float));
-  L.p = take(size_t(kWarps) * 16 * kTile * elem);
+  L.p = take(size_t(kWarps) * 16 * L.ldp * elem);
   L.o = take(size_t(kWarps) * 16 * Dv * sizeof(float));
   L.stats = take(size_t(kWarps) * 48 * sizeof(float));
   L.total = at;
@@ -48,10 +55,11 @@ __host__ __device__ inline Layout layoutFor(int D, int Dv, size_t elem) {
 }
 
 // Rows j0 .. j0 + kTile of `from` (row j at from + j * stride, `width` elements, its start
-// 16-byte aligned) into `to` [kTile][width], 16 bytes per load, by the whole block; rows at or
+// 16-byte aligned) into `to` [kTile][ld], 16 bytes per load, by the whole block; rows at or
 // past `rows` are zeros.
 template <typename T>
-__device__ __forceinline__ void stageRows(T *to, const T *from, int64_t stride, int64_t j0, int64_t rows, int width) {
+__device__ __forceinline__ void stageRows(T *to, int ld, const T *from, int64_t stride, int64_t j0, int64_t rows,
+                                          int width) {
   constexpr int kPerLoad = 16 / int(sizeof(T));
   const int perRow = width / kPerLoad; // head sizes are multiples of 16 elements
   for (int e = threadIdx.x; e < kTile * perRow; e += blockDim.x) {
@@ -60,7 +68,7 @@ __device__ __forceinline__ void stageRows(T *to, const T *from, int64_t stride, 
     uint4 x = make_uint4(0, 0, 0, 0); // zero bits: 0.0 in f16 and bf16
     if (j < rows)
       x = *reinterpret_cast<const uint4 *>(from + j * stride + c * kPerLoad);
-    *reinterpret_cast<uint4 *>(to + r * width + c * kPerLoad) = x;
+    *reinterpret_cast<uint4 *>(to + r * ld + c * kPerLoad) = x;
   }
 }
 
@@ -69,7 +77,7 @@ __device__ __forceinline__ void stageRows(T *to, const T *from, int64_t stride, 
 // i0) * tableWidth. Every chunk lies within one half of the head (halves are multiples of 8
 // elements), its partner chunk half a head away.
 template <typename T>
-__device__ __forceinline__ void stageRotatedRows(T *to, const T *from, int64_t stride, int64_t i0, int64_t rows,
+__device__ __forceinline__ void stageRotatedRows(T *to, int ld, const T *from, int64_t stride, int64_t i0, int64_t rows,
                                                  int width, const T *cosRow0, const T *sinRow0, int64_t tableWidth,
                                                  bool halfTables) {
   constexpr int kPerLoad = 16 / int(sizeof(T));
@@ -102,7 +110,7 @@ __device__ __forceinline__ void stageRotatedRows(T *to, const T *from, int64_t s
       narrow[k] = fromF<T>(out.v[k]);
     uint4 raw;
     memcpy(&raw, narrow, 16);
-    *reinterpret_cast<uint4 *>(to + r * width + d0) = raw; // one 16-byte store
+    *reinterpret_cast<uint4 *>(to + r * ld + d0) = raw; // one 16-byte store
   }
 }
 
@@ -110,12 +118,12 @@ template <typename T> __global__ void __launch_bounds__(kWarps * 32) flashAttent
   extern __shared__ __align__(128) unsigned char smem[];
   const int D = int(a.D), Dv = int(a.Dv);
   const Layout L = layoutFor(D, Dv, sizeof(T));
-  const int W = L.W;
+  const int W = L.W, ldq = L.ldq, ldv = L.ldv, ldp = L.ldp;
   T *qs = reinterpret_cast<T *>(smem + L.q), *ks = reinterpret_cast<T *>(smem + L.k),
     *vs = reinterpret_cast<T *>(smem + L.v);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   float *sw = reinterpret_cast<float *>(smem + L.s) + warp * 16 * W;
-  T *pw = reinterpret_cast<T *>(smem + L.p) + warp * 16 * kTile;
+  T *pw = reinterpret_cast<T *>(smem + L.p) + warp * 16 * ldp;
   float *ow = reinterpret_cast<float *>(smem + L.o) + warp * 16 * Dv;
   float *rowMax = reinterpret_cast<float *>(smem + L.stats) + warp * 48, *rowSum = rowMax + 16, *rescale = rowMax + 32;
 
@@ -135,7 +143,7 @@ template <typename T> __global__ void __launch_bounds__(kWarps * 32) flashAttent
   const bool wideQ = aligned16(qb) && (a.qs.token * sizeof(T)) % 16 == 0 &&
                      (!cosT || (aligned16(cosT) && aligned16(sinT) && (tableWidth * sizeof(T)) % 16 == 0));
   if (wideQ) {
-    stageRotatedRows(qs, qb, a.qs.token, i0, a.Sq, D, tableRow(cosT, i0), tableRow(sinT, i0), tableWidth,
+    stageRotatedRows(qs, ldq, qb, a.qs.token, i0, a.Sq, D, tableRow(cosT, i0), tableRow(sinT, i0), tableWidth,
                      a.halfTables);
   } else {
     for (int e = threadIdx.x; e < kTile * D; e += blockDim.x) {
@@ -144,7 +152,7 @@ template <typename T> __global__ void __launch_bounds__(kWarps * 32) flashAttent
       float x = 0.0f;
       if (i < a.Sq)
         x = rotated(qb + i * a.qs.token, tableRow(cosT, i), tableRow(sinT, i), d, a.D, a.halfTables);
-      qs[e] = fromF<T>(x);
+      qs[r * ldq + d] = fromF<T>(x);
     }
   }
   for (int e = lane; e < 16 * Dv; e += 32)
@@ -167,7 +175,7 @@ template <typename T> __global__ void __launch_bounds__(kWarps * 32) flashAttent
   for (int64_t j0 = 0; j0 < kEnd; j0 += kTile) {
     __syncthreads(); // every warp is done with the previous K and V (and Q is staged)
     if (wideK) {
-      stageRows(ks, kb, a.ks.token, j0, a.Sk, D);
+      stageRows(ks, ldq, kb, a.ks.token, j0, a.Sk, D);
     } else {
       for (int e = threadIdx.x; e < kTile * D; e += blockDim.x) {
         const int r = e / D, d = e % D;
@@ -178,16 +186,16 @@ template <typename T> __global__ void __launch_bounds__(kWarps * 32) flashAttent
           x = a.rotateKeys ? rotated(keyRow, tableRow(cosT, j), tableRow(sinT, j), d, a.D, a.halfTables)
                            : toF(keyRow[d]);
         }
-        ks[e] = fromF<T>(x);
+        ks[r * ldq + d] = fromF<T>(x);
       }
     }
     if (wideV) {
-      stageRows(vs, vb, a.vs.token, j0, a.Sk, Dv);
+      stageRows(vs, ldv, vb, a.vs.token, j0, a.Sk, Dv);
     } else {
       for (int e = threadIdx.x; e < kTile * Dv; e += blockDim.x) {
         const int r = e / Dv, d = e % Dv;
         const int64_t j = j0 + r;
-        vs[e] = j < a.Sk ? vb[j * a.vs.token + d] : fromF<T>(0.0f);
+        vs[r * ldv + d] = j < a.Sk ? vb[j * a.vs.token + d] : fromF<T>(0.0f);
       }
     }
     __syncthreads();
@@ -198,10 +206,10 @@ template <typename T> __global__ void __launch_bounds__(kWarps * 32) flashAttent
       wmma::fill_fragment(f, 0.0f);
     for (int kk = 0; kk < D; kk += 16) {
       wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> qa;
-      wmma::load_matrix_sync(qa, qs + warp * 16 * D + kk, D);
+      wmma::load_matrix_sync(qa, qs + warp * 16 * ldq + kk, ldq);
       for (int n = 0; n < kTile / 16; ++n) {
-        wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::col_major> kt; // K^T: (k, n) at ks[n * D + k]
-        wmma::load_matrix_sync(kt, ks + n * 16 * D + kk, D);
+        wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::col_major> kt; // K^T: (k, n) at ks[n * ldq + k]
+        wmma::load_matrix_sync(kt, ks + n * 16 * ldq + kk, ldq);
         wmma::mma_sync(scores[n], qa, kt, scores[n]);
       }
     }
@@ -234,7 +242,7 @@ template <typename T> __global__ void __launch_bounds__(kWarps * 32) flashAttent
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
         const float p = now == -INFINITY ? 0.0f : __expf(s[half] - now);
-        pw[r * kTile + lane + 32 * half] = fromF<T>(p);
+        pw[r * ldp + lane + 32 * half] = fromF<T>(p);
         sum += p;
       }
       sum = warpReduce<false>(sum);
@@ -255,8 +263,8 @@ template <typename T> __global__ void __launch_bounds__(kWarps * 32) flashAttent
       for (int kk = 0; kk < kTile; kk += 16) {
         wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> pa;
         wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::row_major> vt;
-        wmma::load_matrix_sync(pa, pw + kk, kTile);
-        wmma::load_matrix_sync(vt, vs + kk * Dv + nb, Dv);
+        wmma::load_matrix_sync(pa, pw + kk, ldp);
+        wmma::load_matrix_sync(vt, vs + kk * ldv + nb, ldv);
         wmma::mma_sync(pv, pa, vt, pv);
       }
       wmma::store_matrix_sync(sw + nb, pv, W, wmma::mem_row_major);
