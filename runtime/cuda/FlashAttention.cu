@@ -134,6 +134,21 @@ template <typename T> __global__ void __launch_bounds__(kWarps * 32) flashAttent
   auto tableRow = [&](const T *table, int64_t i) {
     return table ? table + ((a.tablesPerBatch ? b : 0) * a.Sq + i) * (a.halfTables ? a.D / 2 : a.D) : nullptr;
   };
+  // Rows first .. first + kTile of `from` (row i at from + i * stride, `width` elements) into
+  // `to` [kTile][ld] element by element, by the whole block, rotated by the tables with
+  // `rotate`; rows at or past `rows` are zeros. Where stageRows and stageRotatedRows cannot go.
+  auto stageElements = [&](T *to, int ld, const T *from, int64_t stride, int64_t first, int64_t rows, int width,
+                           bool rotate) {
+    for (int e = threadIdx.x; e < kTile * width; e += blockDim.x) {
+      const int r = e / width, d = e % width;
+      const int64_t i = first + r;
+      float x = 0.0f;
+      if (i < rows)
+        x = rotated(from + i * stride, rotate ? tableRow(cosT, i) : nullptr, rotate ? tableRow(sinT, i) : nullptr, d,
+                    width, a.halfTables);
+      to[r * ld + d] = fromF<T>(x);
+    }
+  };
 
   // Q, rotated; rows past the end are zeros. 16 bytes per load where the rows and the tables
   // allow it (the chunk of 16 / sizeof(T) elements, its rotation partner half a head away, and
@@ -142,19 +157,11 @@ template <typename T> __global__ void __launch_bounds__(kWarps * 32) flashAttent
   const int64_t tableWidth = a.halfTables ? a.D / 2 : a.D;
   const bool wideQ = aligned16(qb) && (a.qs.token * sizeof(T)) % 16 == 0 &&
                      (!cosT || (aligned16(cosT) && aligned16(sinT) && (tableWidth * sizeof(T)) % 16 == 0));
-  if (wideQ) {
+  if (wideQ)
     stageRotatedRows(qs, ldq, qb, a.qs.token, i0, a.Sq, D, tableRow(cosT, i0), tableRow(sinT, i0), tableWidth,
                      a.halfTables);
-  } else {
-    for (int e = threadIdx.x; e < kTile * D; e += blockDim.x) {
-      const int r = e / D, d = e % D;
-      const int64_t i = i0 + r;
-      float x = 0.0f;
-      if (i < a.Sq)
-        x = rotated(qb + i * a.qs.token, tableRow(cosT, i), tableRow(sinT, i), d, a.D, a.halfTables);
-      qs[r * ldq + d] = fromF<T>(x);
-    }
-  }
+  else
+    stageElements(qs, ldq, qb, a.qs.token, i0, a.Sq, D, true);
   for (int e = lane; e < 16 * Dv; e += 32)
     ow[e] = 0.0f;
   if (lane < 16)
@@ -174,30 +181,14 @@ template <typename T> __global__ void __launch_bounds__(kWarps * 32) flashAttent
 
   for (int64_t j0 = 0; j0 < kEnd; j0 += kTile) {
     __syncthreads(); // every warp is done with the previous K and V (and Q is staged)
-    if (wideK) {
+    if (wideK)
       stageRows(ks, ldq, kb, a.ks.token, j0, a.Sk, D);
-    } else {
-      for (int e = threadIdx.x; e < kTile * D; e += blockDim.x) {
-        const int r = e / D, d = e % D;
-        const int64_t j = j0 + r;
-        float x = 0.0f;
-        if (j < a.Sk) {
-          const T *keyRow = kb + j * a.ks.token;
-          x = a.rotateKeys ? rotated(keyRow, tableRow(cosT, j), tableRow(sinT, j), d, a.D, a.halfTables)
-                           : toF(keyRow[d]);
-        }
-        ks[r * ldq + d] = fromF<T>(x);
-      }
-    }
-    if (wideV) {
+    else
+      stageElements(ks, ldq, kb, a.ks.token, j0, a.Sk, D, a.rotateKeys);
+    if (wideV)
       stageRows(vs, ldv, vb, a.vs.token, j0, a.Sk, Dv);
-    } else {
-      for (int e = threadIdx.x; e < kTile * Dv; e += blockDim.x) {
-        const int r = e / Dv, d = e % Dv;
-        const int64_t j = j0 + r;
-        vs[r * ldv + d] = j < a.Sk ? vb[j * a.vs.token + d] : fromF<T>(0.0f);
-      }
-    }
+    else
+      stageElements(vs, ldv, vb, a.vs.token, j0, a.Sk, Dv, false); // (a 16-bit value through f32 is itself)
     __syncthreads();
 
     // S = Q K^T for this warp's 16 rows and the 64 keys.
