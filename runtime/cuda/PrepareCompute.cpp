@@ -71,38 +71,44 @@ bool smallLinearCall(const Executor &e, int k, const std::vector<TensorRef> &t, 
   return true;
 }
 
-// One step launched on its own (as a chain of one would run it).
+// A queued step launched on its own (a chain of one).
 static std::string launchStep(Storage st, const ChainStep &step, cudaStream_t stream) {
   return step.attention ? decodeAttention(st, step.attentionArgs, step.splits, step.workspace, stream)
                         : smallLinear(st, step.linear, step.activation, stream);
 }
 
-// Queues `step` for the next chained launch where `chains`, after launching the queued ones
-// where it cannot join them (another storage type, a full chain, or an attention, which only
-// starts one); otherwise launches the queued steps, then `step` on its own.
-static std::string chainOrLaunch(Executor &e, Storage st, ChainStep step, bool chains) {
-  const bool joins = chains && (e.chained.empty() || (e.chainStorage == st &&
-                                                      e.chained.size() < size_t(kMaxChainSteps) && !step.attention));
-  if (!joins)
+// Launches the queued steps, then `launch()`: a step the executor does not chain (no ChainStep
+// is built for it: the default path of every GEMV and decode attention launch).
+template <typename Launch> static std::string afterQueued(Executor &e, Launch launch) {
+  if (std::string err = flushChainedLinears(e); !err.empty())
+    return err;
+  return launch();
+}
+
+// Queues `step` for the next chained launch, after launching the queued ones where it cannot
+// join them (another storage type, a full chain, or an attention, which only starts one).
+static std::string queueChained(Executor &e, Storage st, ChainStep step) {
+  if (!e.chained.empty() && (e.chainStorage != st || e.chained.size() == size_t(kMaxChainSteps) || step.attention))
     if (std::string err = flushChainedLinears(e); !err.empty())
       return err;
-  if (!chains)
-    return launchStep(st, step, e.stream);
   e.chained.push_back(std::move(step)), e.chainStorage = st;
   return {};
 }
 
 std::string launchOrChain(Executor &e, Storage st, const SmallLinearArgs &a, const std::string &activation) {
+  if (e.gemvChain == 0 || !smallLinearChainTakes(st, a))
+    return afterQueued(e, [&] { return smallLinear(st, a, activation, e.stream); });
   ChainStep step;
   step.linear = a, step.activation = activation;
-  return chainOrLaunch(e, st, std::move(step), e.gemvChain != 0 && smallLinearChainTakes(st, a));
+  return queueChained(e, st, std::move(step));
 }
 
 std::string attentionOrChain(Executor &e, Storage st, const AttentionArgs &a, int splits) {
+  if (e.gemvChain == 0 || !e.chainAttention || !decodeAttentionChainTakes(st, a, splits))
+    return afterQueued(e, [&] { return decodeAttention(st, a, splits, e.attentionWorkspace, e.stream); });
   ChainStep step;
   step.attention = true, step.attentionArgs = a, step.splits = splits, step.workspace = e.attentionWorkspace;
-  return chainOrLaunch(e, st, std::move(step),
-                       e.gemvChain != 0 && e.chainAttention && decodeAttentionChainTakes(st, a, splits));
+  return queueChained(e, st, std::move(step));
 }
 
 std::string flushChainedLinears(Executor &e) {
