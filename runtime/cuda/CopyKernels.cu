@@ -31,21 +31,22 @@ template <typename T> __device__ void rotaryElements(const RotaryArgs &r, int64_
       s = rowIndex % S, h = (rowIndex / S) % H, b = rowIndex / (S * H);
     }
     const int64_t base = r.flat && r.xRowStride ? (b * S + s) * r.xRowStride + h * D : rowIndex * D;
+    const int64_t at = r.flat && r.y.batchStride ? b * r.y.batchStride + s * r.y.tokenStride + h * D + d : e;
     if (d >= r.rotaryDim) {
-      y[e] = x[base + d];
+      y[at] = x[base + d];
       continue;
     }
     const int64_t pos = r.positions ? r.positions[b * S + s] : b * S + s; // without ids: tables [B, S, rot/2]
     if (pos < 0 || pos >= r.tableRows) {
       atomicExch(r.error, 1);
-      y[e] = x[base + d];
+      y[at] = x[base + d];
       continue;
     }
     const int64_t i = r.interleaved ? d / 2 : (d < half ? d : d - half);
     const int64_t a = r.interleaved ? 2 * i : i, bIdx = r.interleaved ? 2 * i + 1 : i + half;
     const float c = toF(cosT[pos * half + i]), sn = toF(sinT[pos * half + i]);
     const float x1 = toF(x[base + a]), x2 = toF(x[base + bIdx]);
-    y[e] = fromF<T>(d == a ? x1 * c - x2 * sn : x2 * c + x1 * sn);
+    y[at] = fromF<T>(d == a ? x1 * c - x2 * sn : x2 * c + x1 * sn);
   }
 }
 
@@ -56,8 +57,9 @@ template <typename T> __global__ void rotaryKernel(RotaryArgs r) {
 } // namespace
 
 static std::string checkRotary(const RotaryArgs &a) {
-  return a.rotaryDim <= 0 || a.rotaryDim % 2 || a.rotaryDim > a.D ? "rotary: rotaryDim must be even and within the head"
-                                                                   : "";
+  if (a.rotaryDim <= 0 || a.rotaryDim % 2 || a.rotaryDim > a.D)
+    return "rotary: rotaryDim must be even and within the head";
+  return a.y.batchStride && !a.flat ? "rotary: rows placed by batch and token need rows [B, S, H * D]" : "";
 }
 
 std::string rotary(Storage s, const RotaryArgs &a, void *stream) {

@@ -26,11 +26,15 @@ std::string softmax(Storage s, const void *x, void *y, int64_t rows, int64_t col
 
 // An output at `base`, moved by *shift * shiftStride elements where `shift` (device memory) is
 // given: a cache's new rows written after the rows already there, whose count the launch does
-// not know (a graph replayed for every cache length; PlanShortcuts.h, InPlace).
+// not know (a graph replayed for every cache length; PlanShortcuts.h, InPlace). With
+// batchStride, the output's rows [B, S, W] are not one after another: row (b, s) starts at
+// b * batchStride + s * tokenStride (a batch's rows stored token-major in a [length, B, W]
+// cache); only the split's copies and the rotary kernel on rows [B, S, H * D] take it.
 struct ShiftedOutput {
   void *base = nullptr;
   const int64_t *shift = nullptr;
   int64_t shiftStride = 0;
+  int64_t batchStride = 0, tokenStride = 0;
 };
 
 // Rotary embedding of x [B, H, S, D] (or [B, S, H * D] with `flat`) into y: the first `rotaryDim`

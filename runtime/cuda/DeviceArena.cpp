@@ -41,10 +41,7 @@ bool movesNothing(const PlanOp &op, const std::vector<TensorRef> &t) {
   const Shape &in = t[size_t(op.inputs[0])].shape;
   if (op.kernel == "slice")
     return in == t[size_t(op.outputs[0])].shape;
-  std::vector<int64_t> perm = op.attrs.getInts("perm");
-  if (perm.empty())
-    for (int d = in.rank - 1; d >= 0; --d)
-      perm.push_back(d);
+  const std::vector<int64_t> perm = permOf(op, in.rank);
   return int(perm.size()) == in.rank && transposeMovesNothing(in.dims, perm.data(), in.rank);
 }
 
@@ -228,7 +225,7 @@ void pointRunViews(Executor &ex, const std::vector<TensorRef> &t) {
     for (const auto &[v, own] : view.own)
       ex.device_[size_t(v)] = same ? ex.device_[size_t(op.inputs[0])] : own;
   }
-  chooseInPlace(ex);
+  chooseInPlace(ex, t);
 }
 
 } // namespace llmc::rt::cuda::exec

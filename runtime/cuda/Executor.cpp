@@ -136,6 +136,14 @@ void contiguousStrides(const Shape &s, int64_t *out) {
   }
 }
 
+std::vector<int64_t> permOf(const PlanOp &transpose, int rank) {
+  std::vector<int64_t> perm = transpose.attrs.getInts("perm");
+  if (perm.empty())
+    for (int d = rank - 1; d >= 0; --d)
+      perm.push_back(d);
+  return perm;
+}
+
 // Strides of `in` read at the indices of `out` (numpy broadcasting, right-aligned): 0 where it broadcasts.
 void broadcastStridesTo(const Shape &in, const Shape &out, int64_t *strides) {
   int64_t inStrides[kMaxRank];

@@ -78,6 +78,18 @@ struct RunView {
 // Destroys the segment's executable graphs.
 void destroyGraphs(Segment &segment);
 
+// The values from a linked cache's new rows (the concatenation's second input) back through
+// copy ops and transposes to the output of the op that makes them (backThroughCopies' way), and
+// the op that makes each; `transposes`: those among them.
+struct AppendWay {
+  std::vector<int> values, producers, transposes;
+};
+// Where rows (b, s) of a maker's output [B, S, W] go in a cache (ShiftedOutput): 0, one after
+// another.
+struct RowStrides {
+  int64_t batch = 0, token = 0;
+};
+
 struct Executor {
   const llmc_plan_t *plan = nullptr;
   int device = 0;
@@ -165,16 +177,18 @@ struct Executor {
   };
   std::vector<SplitRotary> rotaryOfSplit;
   std::vector<int> splitOfRotary;
-  // The three above as laid out, for every run; and per concatenation, the transposes on the way
-  // from its new rows' producer (RunView ops) that must move nothing in a run for the rows to be
-  // written in place in that run (a dynamic batch's [B, 1, ...] to [1, B, ...]: decode steps).
+  // The three above as laid out, for every run; and per concatenation whose new rows come through
+  // transposes (a dynamic batch's [B, S, ...] to [S, B, ...]), the way from their maker
+  // (AppendWay), along which each run finds where the maker writes its rows [B, S, W] in the
+  // cache (rowStridesThisRun; in place where the way can be followed: chooseInPlace).
   std::vector<int> plannedCacheRows;
   std::vector<SplitRotary> plannedRotaryOfSplit;
   std::vector<int> plannedSplitOfRotary;
-  std::vector<std::vector<int>> appendViews;
-  // What chooseInPlace decides per run: the values whose concatenation has appendViews, and the
-  // splits with a planned rotation (both empty where nothing is decided per run).
-  std::vector<int> rowsChosenPerRun, splitsChosenPerRun;
+  std::vector<AppendWay> appendWays;
+  std::vector<RowStrides> rowStridesThisRun; // per concatenation
+  // What chooseInPlace decides per run: the concatenations with an appendWay, and the splits
+  // with a planned rotation (both empty where nothing is decided per run).
+  std::vector<int> appendsChosenPerRun, splitsChosenPerRun;
   size_t captures = 0;     // graphs captured so far (a replay captures nothing)
   size_t lastGraphNodes = 0;    // the nodes of the graph captured last
   size_t decodeGraphNodes = 0;  // those of the graph that every cache length replays (decode steps)
@@ -265,6 +279,8 @@ bool constantInts(const llmc_plan_t &plan, int value, std::vector<int64_t> &out)
 // Ops whose output holds the input's bytes unchanged.
 bool isCopyOp(const std::string &kernel);
 void contiguousStrides(const Shape &s, int64_t *out);
+// A transpose op's axes for an input of `rank` axes: its perm attribute, or reversed without one.
+std::vector<int64_t> permOf(const PlanOp &transpose, int rank);
 // Strides of `in` read at the indices of `out` (numpy broadcasting): 0 where it broadcasts.
 void broadcastStridesTo(const Shape &in, const Shape &out, int64_t *strides);
 

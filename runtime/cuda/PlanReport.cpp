@@ -72,17 +72,18 @@ std::string describeDecodeGraphs(const llmc_plan_t &plan) {
   const size_t rotations = size_t(std::count_if(inPlace.splitOfRotary.begin(), inPlace.splitOfRotary.end(),
                                                 [](int k) { return k >= 0; }));
   const size_t unneeded = size_t(std::count(ex.unneeded.begin(), ex.unneeded.end(), true));
-  // Appends in place only where a batch's rows move nothing (through transposes: decode steps).
-  const size_t onlyDecoding = size_t(std::count_if(appendsInPlace.begin(), appendsInPlace.end(), [&](int k) {
-    return k >= 0 && !inPlace.appendViews[size_t(k)].empty();
+  // Appends whose rows come through transposes (a batch's): their maker writes them where the
+  // transposes put them, in every run whose shapes let chooseInPlace follow them.
+  const size_t throughTransposes = size_t(std::count_if(appendsInPlace.begin(), appendsInPlace.end(), [&](int k) {
+    return k >= 0 && !inPlace.appendWays[size_t(k)].values.empty();
   }));
   const std::string appends = "cache appends written in place by the op that makes the rows: " +
                               std::to_string(appendsInPlace.size() - appendsInPlace.count(-1)) + " of " +
                               std::to_string(pairs) +
-                              (onlyDecoding ? " (" + std::to_string(onlyDecoding) +
-                                                  " where a batch's new rows move nothing through transposes: decode "
-                                                  "steps)"
-                                            : std::string()) +
+                              (throughTransposes ? " (" + std::to_string(throughTransposes) +
+                                                       " through transposes: a batch's rows written where those put "
+                                                       "them)"
+                                                 : std::string()) +
                               "; key rotations done by their QKV split: " + std::to_string(rotations) +
                               "; ops not launched (results only reshapes' target shapes or attentions' tables read by "
                               "half): " +

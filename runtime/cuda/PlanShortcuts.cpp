@@ -206,7 +206,7 @@ InPlace inPlaceOf(const Executor &ex, const std::vector<int> &order) {
   const ValueUses uses = usesOf(plan);
   InPlace p{std::vector<int>(plan.values.size(), -1), std::vector<Executor::SplitRotary>(plan.ops.size()),
             std::vector<int>(plan.ops.size(), -1), std::vector<bool>(plan.values.size(), false),
-            std::vector<std::vector<int>>(plan.ops.size())};
+            std::vector<AppendWay>(plan.ops.size())};
   std::vector<int> way, transposes;
   for (size_t k = 0; k < plan.ops.size(); ++k) {
     const PlanOp &concat = plan.ops[k];
@@ -218,7 +218,12 @@ InPlace inPlaceOf(const Executor &ex, const std::vector<int> &order) {
       sameType = onDevice(plan.values[size_t(way[i])]) == onDevice(plan.values[size_t(concat.outputs[0])]);
     if (!sameType || (plan.ops[size_t(maker)].kernel != "split" && plan.ops[size_t(maker)].kernel != "rotary"))
       continue;
-    p.appendViews[k] = transposes;
+    if (!transposes.empty()) {
+      AppendWay &rows = p.appendWays[k];
+      rows.values = way, rows.transposes = transposes;
+      for (int w : way)
+        rows.producers.push_back(uses.producer[size_t(w)]);
+    }
     for (int w : way)
       p.cacheRows[size_t(w)] = int(k), p.elsewhere[size_t(w)] = transposes.empty();
   }
@@ -246,7 +251,7 @@ InPlace inPlaceOf(const Executor &ex, const std::vector<int> &order) {
     p.rotaryOfSplit[size_t(split)] = {int(r), way.back()};
     p.splitOfRotary[r] = split;
     for (int w : way)
-      p.elsewhere[size_t(w)] = p.appendViews[size_t(p.cacheRows[size_t(rotary.outputs[0])])].empty();
+      p.elsewhere[size_t(w)] = p.appendWays[size_t(p.cacheRows[size_t(rotary.outputs[0])])].values.empty();
   }
   return p;
 }
@@ -255,12 +260,13 @@ void keepInPlace(Executor &ex, InPlace p) {
   ex.plannedCacheRows = std::move(p.cacheRows);
   ex.plannedRotaryOfSplit = std::move(p.rotaryOfSplit);
   ex.plannedSplitOfRotary = std::move(p.splitOfRotary);
-  ex.appendViews = std::move(p.appendViews);
-  ex.rowsChosenPerRun.clear(), ex.splitsChosenPerRun.clear();
-  for (size_t v = 0; v < ex.plannedCacheRows.size(); ++v)
-    if (ex.plannedCacheRows[v] >= 0 && !ex.appendViews[size_t(ex.plannedCacheRows[v])].empty())
-      ex.rowsChosenPerRun.push_back(int(v));
-  for (size_t split = 0; !ex.rowsChosenPerRun.empty() && split < ex.plannedRotaryOfSplit.size(); ++split)
+  ex.appendWays = std::move(p.appendWays);
+  ex.rowStridesThisRun.assign(ex.appendWays.size(), RowStrides());
+  ex.appendsChosenPerRun.clear(), ex.splitsChosenPerRun.clear();
+  for (size_t k = 0; k < ex.appendWays.size(); ++k)
+    if (!ex.appendWays[k].values.empty())
+      ex.appendsChosenPerRun.push_back(int(k));
+  for (size_t split = 0; !ex.appendsChosenPerRun.empty() && split < ex.plannedRotaryOfSplit.size(); ++split)
     if (ex.plannedRotaryOfSplit[split].rotary >= 0)
       ex.splitsChosenPerRun.push_back(int(split));
   ex.cacheRows = ex.plannedCacheRows;
@@ -268,12 +274,45 @@ void keepInPlace(Executor &ex, InPlace p) {
   ex.splitOfRotary = ex.plannedSplitOfRotary;
 }
 
-void chooseInPlace(Executor &ex) {
-  for (int v : ex.rowsChosenPerRun) {
-    const int concat = ex.plannedCacheRows[size_t(v)];
-    const std::vector<int> &views = ex.appendViews[size_t(concat)];
-    const bool inPlace = std::all_of(views.begin(), views.end(), [&](int k) { return bool(ex.viewThisRun[size_t(k)]); });
-    ex.cacheRows[size_t(v)] = inPlace ? concat : -1;
+namespace {
+
+// Where, in this run (shapes `t`), the maker at the end of `way` must write its rows [B, S, W]
+// for them to be the concatenation's new rows: from those (one after another in the cache, after
+// the rows there) back through each reshape (stridesAfterReshape) and transpose of the way. False
+// where no strides can, or where the maker's rows are not [B, S, W] with the last axis in order.
+bool rowStridesOf(const Executor &ex, const AppendWay &way, const std::vector<TensorRef> &t, RowStrides &out) {
+  int64_t strides[kMaxRank], before[kMaxRank];
+  contiguousStrides(t[size_t(way.values[0])].shape, strides);
+  for (size_t i = 0; i + 1 < way.values.size(); ++i) {
+    const PlanOp &op = ex.plan->ops[size_t(way.producers[i])];
+    const Shape &after = t[size_t(way.values[i])].shape, &in = t[size_t(way.values[i + 1])].shape;
+    if (op.kernel == "transpose") {
+      const std::vector<int64_t> perm = permOf(op, in.rank);
+      for (int d = 0; d < after.rank; ++d)
+        before[perm[size_t(d)]] = strides[d];
+    } else if (!stridesAfterReshape(after, strides, in, before)) {
+      return false;
+    }
+    std::copy(before, before + in.rank, strides);
+  }
+  const Shape &rows = t[size_t(way.values.back())].shape;
+  if (rows.rank != 3 || (rows.dims[2] > 1 && strides[2] != 1))
+    return false;
+  const bool inOrder = (rows.dims[0] <= 1 || strides[0] == rows.dims[1] * rows.dims[2]) &&
+                       (rows.dims[1] <= 1 || strides[1] == rows.dims[2]);
+  out = inOrder ? RowStrides() : RowStrides{strides[0], strides[1]};
+  return true;
+}
+
+} // namespace
+
+void chooseInPlace(Executor &ex, const std::vector<TensorRef> &t) {
+  for (int concat : ex.appendsChosenPerRun) {
+    const AppendWay &way = ex.appendWays[size_t(concat)];
+    RowStrides &strides = ex.rowStridesThisRun[size_t(concat)];
+    const bool inPlace = rowStridesOf(ex, way, t, strides);
+    for (int v : way.values)
+      ex.cacheRows[size_t(v)] = inPlace ? concat : -1;
   }
   for (int split : ex.splitsChosenPerRun) {
     const Executor::SplitRotary planned = ex.plannedRotaryOfSplit[size_t(split)];

@@ -36,29 +36,31 @@ bool linkedInPlace(const Executor &ex, int past, int present);
 // What the launches of a plan with linked caches write in place of their own outputs:
 // - cacheRows (per value: a concatenation op, else -1): a linked cache's new rows, where the op
 //   that makes them is a split (a piece) or a rotary, which write at the cache's end themselves,
-//   with only copy ops (and transposes: appendViews) between; the concatenation then copies
+//   with only copy ops (and transposes: appendWays) between; the concatenation then copies
 //   nothing;
 // - rotaryOfSplit / splitOfRotary: a key rotation on rows [B, S, H * D] whose input is a piece of
 //   a split along the last axis (through copy ops), whose tables are made before the split, and
 //   whose output goes into a linked cache (so writing it at the split's turn frees no arena slot
 //   early): the split rotates that piece in its own launch (stridedCopiesAndRotary);
 // - elsewhere: the values those leave without bytes of their own;
-// - appendViews: per concatenation, the transposes between the rows' producer and it, which must
-//   move nothing in a run for cacheRows (and the rotation) to hold in that run; the values of
-//   such a way keep their bytes for the other runs.
+// - appendWays: per concatenation whose rows come through transposes, the way from their maker:
+//   each run follows the rows' strides back along it (chooseInPlace), and cacheRows (and the
+//   rotation) hold in the runs where it can, the maker writing its rows where the transposes
+//   would put them and the transposes moving nothing; the values of such a way keep their bytes
+//   for the other runs.
 struct InPlace {
   std::vector<int> cacheRows;
   std::vector<Executor::SplitRotary> rotaryOfSplit;
   std::vector<int> splitOfRotary;
   std::vector<bool> elsewhere;
-  std::vector<std::vector<int>> appendViews; // per concatenation op (Executor::appendViews)
+  std::vector<AppendWay> appendWays; // per concatenation op (Executor::appendWays)
 };
 
 InPlace inPlaceOf(const Executor &ex, const std::vector<int> &order);
 // Keeps `p` as the executor's plan of in-place appends and rotations, and this run's choice.
 void keepInPlace(Executor &ex, InPlace p);
-// This run's in-place appends and rotations: those whose appendViews all move nothing in it
-// (pointRunViews has set Executor::viewThisRun).
-void chooseInPlace(Executor &ex);
+// This run's in-place appends and rotations (shapes `t`): those whose appendWays can be followed
+// in it, with where their makers write (Executor::rowStridesThisRun).
+void chooseInPlace(Executor &ex, const std::vector<TensorRef> &t);
 
 } // namespace llmc::rt::cuda::exec

@@ -249,7 +249,8 @@ std::string prepareLinear(Executor &ex, const PlanOp &op, int k, PreparedOp &out
 
 // Where an op writes value `v`: its own bytes, or, for a linked cache's new rows (inPlaceOf),
 // the cache itself after the rows already there (their count read from the length table), so
-// that the concatenation has nothing left to copy.
+// that the concatenation has nothing left to copy; rows that come to it through transposes
+// where those put them (chooseInPlace).
 ShiftedOutput destinationOf(const Executor &e, int v, const std::vector<TensorRef> &t) {
   const int concat = e.cacheRows.empty() ? -1 : e.cacheRows[size_t(v)];
   if (concat < 0)
@@ -259,7 +260,8 @@ ShiftedOutput destinationOf(const Executor &e, int v, const std::vector<TensorRe
   int64_t row = 1;
   for (int d = 1; d < rows.rank; ++d)
     row *= rows.dims[d];
-  return {e.at(present), e.lengths + e.ops[size_t(concat)].lengthSlot, row};
+  const RowStrides placed = e.rowStridesThisRun.empty() ? RowStrides() : e.rowStridesThisRun[size_t(concat)];
+  return {e.at(present), e.lengths + e.ops[size_t(concat)].lengthSlot, row, placed.batch, placed.token};
 }
 
 // A rotary op's kernel arguments for this run's shapes (its input where the plan has it).

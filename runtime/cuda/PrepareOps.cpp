@@ -77,10 +77,11 @@ std::string prepareDataMovement(Executor &ex, const PlanOp &op, PreparedOp &out,
   if (k == "transpose") {
     out.launch = [&op, elem](Executor &e, const std::vector<TensorRef> &t) {
       const Shape &in = t[size_t(op.inputs[0])].shape, &o = t[size_t(op.outputs[0])].shape;
-      std::vector<int64_t> perm = op.attrs.getInts("perm");
-      if (perm.empty())
-        for (int d = in.rank - 1; d >= 0; --d)
-          perm.push_back(d);
+      // The rows of a linked cache that their maker wrote where this transpose puts them
+      // (chooseInPlace): nothing to move.
+      if (!e.cacheRows.empty() && e.cacheRows[size_t(op.outputs[0])] >= 0)
+        return std::string();
+      const std::vector<int64_t> perm = permOf(op, in.rank);
       StridedCopy c = copyOf(o, elem);
       int64_t inStrides[kMaxRank];
       contiguousStrides(in, inStrides);
@@ -183,6 +184,8 @@ std::string prepareDataMovement(Executor &ex, const PlanOp &op, PreparedOp &out,
         at += part.dims[axis];
         const ShiftedOutput d = destinationOf(e, o, t);
         c.dstShift = d.shift, c.dstShiftStride = d.shiftStride;
+        if (d.batchStride) // rows [B, S, W] placed by batch and token (chooseInPlace)
+          c.dst[0] = d.batchStride, c.dst[1] = d.tokenStride;
         if (std::string err = batch.add(e.at(op.inputs[0]), d.base, c); !err.empty())
           return err;
       }

@@ -158,7 +158,7 @@ bool piecesFit(const SmallLinearArgs &a) {
   for (int i = 0; i < a.pieces; ++i) {
     const LinearPiece &p = a.piece[i];
     const RotaryArgs &r = p.rotary;
-    if (p.columns <= 0 || p.columns % 2 || !p.to.base ||
+    if (p.columns <= 0 || p.columns % 2 || !p.to.base || p.to.batchStride || // rows one after another
         (r.cos && (!r.sin || r.D <= 0 || r.D % 2 || p.columns % r.D || r.rotaryDim <= 0 || r.rotaryDim % 2 ||
                    r.rotaryDim > r.D)))
       return false;
@@ -188,7 +188,7 @@ std::string smallLinear(Storage s, const SmallLinearArgs &a, const std::string &
            "a norm's scale with its residual and sum (a sum only with a residual), 0, 1, 2 or 4 slices, blocks of "
            "-1 or more, and output "
            "pieces (at most " + std::to_string(kMaxLinearPieces) +
-           ", of even widths adding up to N, whole heads where rotated) only without an activation, gate or residual";
+           ", of even widths adding up to N, whole heads where rotated, rows one after another) only without an activation, gate or residual";
   dispatch(s, [&](auto tag) {
     withVariant<decltype(tag)>(a, [&](auto variant) { variant.launch(a, act, static_cast<cudaStream_t>(stream)); });
   });

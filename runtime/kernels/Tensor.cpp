@@ -75,6 +75,44 @@ bool transposeMovesNothing(const int64_t *dims, const int64_t *perm, int rank) {
   return true;
 }
 
+bool stridesAfterReshape(const Shape &from, const int64_t *fromStrides, const Shape &to, int64_t *toStrides) {
+  if (from.numel() != to.numel() || from.rank > kMaxRank || to.rank > kMaxRank)
+    return false;
+  for (int d = 0; d < to.rank; ++d)
+    toStrides[d] = 0;
+  if (from.numel() == 0)
+    return true;
+  // `from`'s axes of more than one element; each run of `to`'s axes is matched with the run of
+  // them that holds as many elements, which must lie one after another in memory.
+  int64_t dims[kMaxRank], strides[kMaxRank];
+  int n = 0;
+  for (int d = 0; d < from.rank; ++d)
+    if (from.dims[d] != 1)
+      dims[n] = from.dims[d], strides[n++] = fromStrides[d];
+  for (int first = 0, old = 0; first < to.rank;) {
+    if (to.dims[first] == 1) {
+      ++first;
+      continue;
+    }
+    int end = first + 1, oldEnd = old + 1;
+    int64_t size = to.dims[first], oldSize = dims[old];
+    while (size != oldSize) {
+      if (size < oldSize)
+        size *= to.dims[end++];
+      else
+        oldSize *= dims[oldEnd++];
+    }
+    for (int k = old; k + 1 < oldEnd; ++k)
+      if (strides[k] != dims[k + 1] * strides[k + 1])
+        return false;
+    toStrides[end - 1] = strides[oldEnd - 1];
+    for (int k = end - 1; k > first; --k)
+      toStrides[k - 1] = toStrides[k] * to.dims[k];
+    first = end, old = oldEnd;
+  }
+  return true;
+}
+
 std::string Shape::str() const {
   if (rank == 0)
     return "scalar";

@@ -62,6 +62,12 @@ struct Shape {
 // squeeze and an unsqueeze; the CUDA executor runs it as a view where its shapes say so.
 bool transposeMovesNothing(const int64_t *dims, const int64_t *perm, int rank);
 
+// Strides under which `to` (a reshape: the elements of `from` in row-major order) reads each
+// element where `from`, laid out with `fromStrides`, has it; false where no strides can (a
+// reshape that merges axes which are not one after another in memory). Axes of one element get
+// any stride. The CUDA executor follows a cache's new rows back through reshapes with it.
+bool stridesAfterReshape(const Shape &from, const int64_t *fromStrides, const Shape &to, int64_t *toStrides);
+
 // A non-owning view of a dense, row-major tensor.
 struct TensorRef {
   DType dtype = DType::None;

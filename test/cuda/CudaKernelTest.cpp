@@ -201,8 +201,11 @@ TEST(Cuda, RotaryByRowMatchesTheCpu) {
       ASSERT_EQ(cu::rotary(s, r, nullptr), "");
       expectClose(download(y, size_t(B * H * S * D), s), want.data, tolerance(s),
                   std::string("rotary by row ") + (flat ? "on rows " : "") + name(s));
-      if (!flat)
+      if (!flat) { // rows placed by batch and token: only rows [B, S, H * D]
+        r.y.batchStride = H * D, r.y.tokenStride = B * H * D;
+        EXPECT_NE(cu::rotary(s, r, nullptr), "");
         continue;
+      }
       // Written into a cache after 7 rows of B * H * D elements, the row count read from the
       // device (a key rotation writing a linked cache's new rows): the same values there, and
       // the rows before untouched.
@@ -248,6 +251,25 @@ TEST(Cuda, RotaryByRowMatchesTheCpu) {
       const std::vector<float> keys = download(cache, size_t((past + S) * row), s);
       expectClose(std::vector<float>(keys.begin() + past * row, keys.end()), kWant.data, tolerance(s),
                   std::string("split with rotary: keys into the cache ") + name(s));
+
+      // A batch's rows stored token-major ([past + S, B, H * D], where a transpose of [B, S, ...]
+      // to [S, B, ...] puts them): row (b, s) at b * H * D + s * B * H * D after the rows there,
+      // by the rotary kernel and by the split that rotates its keys piece.
+      std::vector<float> tokenMajor(size_t(S * row));
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t t = 0; t < S; ++t)
+          for (int64_t e = 0; e < H * D; ++e)
+            tokenMajor[size_t((t * B + b) * H * D + e)] = kWant.data[size_t((b * S + t) * H * D + e)];
+      for (bool bySplit : {false, true}) {
+        cudaMemset(cache.p, 0, cache.bytes);
+        r.y = {cache.p, rows->as<int64_t>(), row, H * D, B * H * D};
+        const std::string what = std::string(bySplit ? "split with rotary" : "rotary") + ": a batch's keys token-major ";
+        ASSERT_EQ(bySplit ? cu::stridedCopiesAndRotary(s, pieces, r, nullptr) : cu::rotary(s, r, nullptr), "");
+        const std::vector<float> placed = download(cache, size_t((past + S) * row), s);
+        expectClose(std::vector<float>(placed.begin() + past * row, placed.end()), tokenMajor, tolerance(s), what + name(s));
+        expectClose(std::vector<float>(placed.begin(), placed.begin() + past * row),
+                    std::vector<float>(size_t(past * row), 0.0f), 0.0f, what + "(the rows before) " + name(s));
+      }
     }
 }
 

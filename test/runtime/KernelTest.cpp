@@ -359,6 +359,64 @@ TEST(Kernels, TransposeMovesNothingWhereTheKernelMovesNothing) {
   EXPECT_FALSE(transposeMovesNothing(dims, outOfRange, 2));
 }
 
+// stridesAfterReshape reads a reshape of a transposed tensor where the transpose kernel puts
+// each element, or says it cannot: a KV cache's rows [S, B, H * D] seen as the [B, S, H * D]
+// that a transpose of [S, B, H, D] makes (the CUDA executor writes a batch's new rows so).
+TEST(Kernels, StridesAfterReshapeReadWhereTheTransposePutsEachElement) {
+  struct Case {
+    std::vector<int64_t> shape, perm, reshaped;
+    bool possible;
+  };
+  const std::vector<Case> cases = {
+      {{3, 2, 4}, {1, 0, 2}, {2, 3, 4}, true},          // no reshape
+      {{3, 2, 2, 2}, {1, 0, 2, 3}, {2, 3, 4}, true},    // heads and their elements merged
+      {{3, 2, 2, 2}, {1, 0, 2, 3}, {2, 3, 2, 2}, true}, // the same shape
+      {{3, 2, 4}, {1, 0, 2}, {2, 1, 3, 1, 2, 2}, true}, // unit axes anywhere, the last axis split
+      {{3, 2, 4}, {1, 0, 2}, {6, 4}, false},            // merges the transposed axes
+      {{3, 2, 4}, {2, 1, 0}, {4, 6}, false},
+      {{3, 2, 4}, {0, 2, 1}, {3, 2, 2, 2}, true},       // a moved axis split
+      {{3, 2, 4}, {0, 2, 1}, {12, 2}, false},           // merges an axis with a moved one
+      {{1, 5, 1}, {2, 1, 0}, {5}, true},
+  };
+  for (const Case &c : cases) {
+    const int rank = int(c.shape.size());
+    std::vector<int64_t> transposed(c.shape.size()), fromStrides(c.shape.size()), contiguous(c.shape.size());
+    for (int d = rank - 1, stride = 1; d >= 0; stride *= int(c.shape[size_t(d)]), --d)
+      contiguous[size_t(d)] = stride;
+    for (int d = 0; d < rank; ++d)
+      transposed[size_t(d)] = c.shape[size_t(c.perm[size_t(d)])], fromStrides[size_t(d)] = contiguous[size_t(c.perm[size_t(d)])];
+    int64_t n = 1;
+    for (int64_t dim : c.shape)
+      n *= dim;
+    std::vector<float> iota(static_cast<size_t>(n));
+    for (size_t i = 0; i < iota.size(); ++i)
+      iota[i] = float(i);
+    Buf<float> x(DType::F32, c.shape, iota), y(DType::F32, transposed);
+    ASSERT_EQ(call("transpose", attrs({intsAttr("perm", c.perm)}), {x.ref()}, {y.ref()}), "");
+    Shape from, to;
+    from.rank = rank, to.rank = int(c.reshaped.size());
+    std::copy(transposed.begin(), transposed.end(), from.dims);
+    std::copy(c.reshaped.begin(), c.reshaped.end(), to.dims);
+    int64_t strides[kMaxRank];
+    const bool found = stridesAfterReshape(from, fromStrides.data(), to, strides);
+    EXPECT_EQ(found, c.possible) << from.str() << " to " << to.str();
+    if (!found)
+      continue;
+    // The reshape's element i is the transpose's element i: it must be read where x has it.
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t rest = i, at = 0;
+      for (int d = to.rank - 1; d >= 0; --d)
+        at += rest % to.dims[d] * strides[d], rest /= to.dims[d];
+      EXPECT_EQ(x.data[size_t(at)], y.data[size_t(i)]) << from.str() << " to " << to.str() << " element " << i;
+    }
+  }
+  Shape a, b;
+  a.rank = 1, a.dims[0] = 6, b.rank = 1, b.dims[0] = 5;
+  const int64_t one[] = {1};
+  int64_t out[kMaxRank];
+  EXPECT_FALSE(stridesAfterReshape(a, one, b, out)); // not as many elements
+}
+
 TEST(Kernels, ConcatAndSplit) {
   Buf<float> a(DType::F32, {2, 1}, {1, 2}), b(DType::F32, {2, 2}, {3, 4, 5, 6}), c(DType::F32, {2, 3});
   ASSERT_EQ(call("concat", attrs({intAttr("axis", 1)}), {a.ref(), b.ref()}, {c.ref()}), "");
