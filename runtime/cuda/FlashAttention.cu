@@ -21,7 +21,7 @@ size_t allowedShared = 48 * 1024; // dynamic shared memory the kernels may use (
 
 // Dynamic shared memory: Q [64][D], K [64][D], V [64][Dv] in the storage type; per warp the
 // scores / P·V scratch [16][W] f32 (W = max(64, Dv)), P [16][64] in the storage type, O [16][Dv]
-// f32, and the running max, sum and rescale factor of its 16 rows. The rows of Q, K, V, P and
+// f32, and the rescale factor and final sum of its 16 rows. The rows of Q, K, V, P and
 // the scratch are padded by 16 bytes (`ldq`, `ldv`, `ldp`, `W`): unpadded, rows of 64 or 128
 // 16-bit elements all start in the same shared-memory bank, and the 8 rows a WMMA fragment load
 // reads at once conflict 8 ways; padded, each row starts 4 banks after the one before. (Every
@@ -49,7 +49,7 @@ __host__ __device__ inline Layout layoutFor(int D, int Dv, size_t elem) {
   L.s = take(size_t(kWarps) * 16 * L.W * sizeof(float));
   L.p = take(size_t(kWarps) * 16 * L.ldp * elem);
   L.o = take(size_t(kWarps) * 16 * Dv * sizeof(float));
-  L.stats = take(size_t(kWarps) * 48 * sizeof(float));
+  L.stats = take(size_t(kWarps) * 32 * sizeof(float));
   L.total = at;
   return L;
 }
@@ -125,7 +125,10 @@ template <typename T> __global__ void __launch_bounds__(kWarps * 32) flashAttent
   float *sw = reinterpret_cast<float *>(smem + L.s) + warp * 16 * W;
   T *pw = reinterpret_cast<T *>(smem + L.p) + warp * 16 * ldp;
   float *ow = reinterpret_cast<float *>(smem + L.o) + warp * 16 * Dv;
-  float *rowMax = reinterpret_cast<float *>(smem + L.stats) + warp * 48, *rowSum = rowMax + 16, *rescale = rowMax + 32;
+  float *rowSum = reinterpret_cast<float *>(smem + L.stats) + warp * 32, *rescale = rowSum + 16;
+  // The running max and sum of the softmax of row lane / 2 of the warp's 16 (both lanes of a row
+  // hold them).
+  float runningMax = -INFINITY, runningSum = 0.0f;
 
   const int64_t tiles = (a.Sq + kTile - 1) / kTile, block = blockIdx.x;
   const int64_t qt = block % tiles, h = (block / tiles) % a.Hq, b = block / (tiles * a.Hq);
@@ -164,8 +167,6 @@ template <typename T> __global__ void __launch_bounds__(kWarps * 32) flashAttent
     stageElements(qs, ldq, qb, a.qs.token, i0, a.Sq, D, true);
   for (int e = lane; e < 16 * Dv; e += 32)
     ow[e] = 0.0f;
-  if (lane < 16)
-    rowMax[lane] = -INFINITY, rowSum[lane] = 0.0f;
 
   // Causal: no key after the last row's diagonal.
   const int64_t lastRow = (i0 + kTile < a.Sq ? i0 + kTile : a.Sq) - 1;
@@ -208,42 +209,43 @@ template <typename T> __global__ void __launch_bounds__(kWarps * 32) flashAttent
       wmma::store_matrix_sync(sw + n * 16, scores[n], W, wmma::mem_row_major);
     __syncwarp();
 
-    // Online softmax, a row at a time: lanes c and c + 32 take columns c and c + 32 (consecutive
-    // words of the scores: no shared-memory bank conflicts, where two lanes per row walking
-    // their 32 columns had every lane of the warp in one bank), the row's max and sum reduced
-    // across the warp; P in the storage type.
-    for (int r = 0; r < 16; ++r) {
+    // Online softmax: lanes 2r and 2r + 1 take row r of the warp's 16, all rows at once, each
+    // lane 32 of its columns in registers, so a row's max and sum take one shuffle each (a warp
+    // walking its rows one at a time waited on ten dependent shuffles per row). Lane h of a row
+    // takes the columns c with c % 4 in {h, h + 2}, rows 8..15 the two in the other order, so that
+    // the 32 lanes of each load read 32 different banks (rows are 4 banks apart: W is 4 more than
+    // a multiple of 32).
+    // P in the storage type.
+    {
+      const int r = lane >> 1, side = lane & 1, other = r >> 3;
       const int64_t i = i0 + warp * 16 + r;
-      float s[2], best = -INFINITY;
+      auto column = [&](int k) { return 4 * (k % 16) + side + 2 * ((k / 16) ^ other); };
+      float s[32], best = -INFINITY;
 #pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const int c = lane + 32 * half;
+      for (int k = 0; k < 32; ++k) {
+        const int c = column(k);
         const int64_t j = j0 + c;
-        s[half] = sw[r * W + c] * a.scale;
+        s[k] = sw[r * W + c] * a.scale;
         if (i >= a.Sq || j >= a.Sk || (a.causal && j > i + (a.Sk - a.Sq)))
-          s[half] = -INFINITY;
+          s[k] = -INFINITY;
         else
-          s[half] = masked<T>(a, s[half],
-                              b * a.maskStrides[0] + h * a.maskStrides[1] + i * a.maskStrides[2] + j * a.maskStrides[3]);
-        best = fmaxf(best, s[half]);
+          s[k] = masked<T>(a, s[k], b * a.maskStrides[0] + h * a.maskStrides[1] + i * a.maskStrides[2] + j * a.maskStrides[3]);
+        best = fmaxf(best, s[k]);
       }
-      best = warpReduce<true>(best);
-      const float previous = rowMax[r], now = fmaxf(previous, best);
+      best = fmaxf(best, __shfl_xor_sync(0xffffffffu, best, 1));
+      const float now = fmaxf(runningMax, best);
       float sum = 0.0f;
 #pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const float p = now == -INFINITY ? 0.0f : __expf(s[half] - now);
-        pw[r * ldp + lane + 32 * half] = fromF<T>(p);
+      for (int k = 0; k < 32; ++k) {
+        const float p = now == -INFINITY ? 0.0f : __expf(s[k] - now);
+        pw[r * ldp + column(k)] = fromF<T>(p);
         sum += p;
       }
-      sum = warpReduce<false>(sum);
-      __syncwarp(); // every lane has read rowMax[r] before it changes
-      if (lane == 0) {
-        const float factor = previous == -INFINITY ? 0.0f : __expf(previous - now);
+      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+      const float factor = runningMax == -INFINITY ? 0.0f : __expf(runningMax - now);
+      runningSum = runningSum * factor + sum, runningMax = now;
+      if (side == 0)
         rescale[r] = factor;
-        rowSum[r] = rowSum[r] * factor + sum;
-        rowMax[r] = now;
-      }
     }
     __syncwarp();
 
@@ -267,6 +269,8 @@ template <typename T> __global__ void __launch_bounds__(kWarps * 32) flashAttent
   }
 
   // Out [B, Sq, Hq * Dv]; a row that attends to nothing (fully masked) is zeros.
+  if ((lane & 1) == 0)
+    rowSum[lane >> 1] = runningSum;
   __syncwarp();
   for (int e = lane; e < 16 * Dv; e += 32) {
     const int r = e / Dv;
