@@ -54,25 +54,43 @@ __host__ __device__ inline Layout layoutFor(int D, int Dv, size_t elem) {
   return L;
 }
 
-// Rows j0 .. j0 + kTile of `from` (row j at from + j * stride, `width` elements, its start
-// 16-byte aligned) into `to` [kTile][ld], 16 bytes per load, by the whole block; rows at or
-// past `rows` are zeros.
-template <typename T>
-__device__ __forceinline__ void stageRows(T *to, int ld, const T *from, int64_t stride, int64_t j0, int64_t rows,
-                                          int width) {
+// A tile of rows j0 .. j0 + kTile of `from` (row j at from + j * stride, `width` elements, its
+// start 16-byte aligned), loaded 16 bytes at a time into registers by the whole block (chunk e
+// of the tile by thread e % blockDim.x; rows at or past `rows` are zeros), and then stored into
+// `to` [kTile][ld]: the next tile's keys and values are loaded while the current one computes.
+// kChunks: per thread, 16 bytes each (4 for rows of up to 64 16-bit elements, 8 up to 128).
+template <int kChunks> struct TileChunks {
+  uint4 x[kChunks];
+};
+constexpr int chunksFor(int64_t width) { return width <= 64 ? 4 : 8; }
+
+template <typename T, int kChunks>
+__device__ __forceinline__ void loadRows(TileChunks<kChunks> &into, const T *from, int64_t stride, int64_t j0, int64_t rows,
+                                         int width) {
   constexpr int kPerLoad = 16 / int(sizeof(T));
   const int perRow = width / kPerLoad; // head sizes are multiples of 16 elements
-  for (int e = threadIdx.x; e < kTile * perRow; e += blockDim.x) {
-    const int r = e / perRow, c = e % perRow;
-    const int64_t j = j0 + r;
-    uint4 x = make_uint4(0, 0, 0, 0); // zero bits: 0.0 in f16 and bf16
-    if (j < rows)
-      x = *reinterpret_cast<const uint4 *>(from + j * stride + c * kPerLoad);
-    *reinterpret_cast<uint4 *>(to + r * ld + c * kPerLoad) = x;
+#pragma unroll
+  for (int u = 0; u < kChunks; ++u) {
+    const int e = threadIdx.x + u * kWarps * 32, r = e / perRow;
+    into.x[u] = make_uint4(0, 0, 0, 0); // zero bits: 0.0 in f16 and bf16
+    if (e < kTile * perRow && j0 + r < rows)
+      into.x[u] = *reinterpret_cast<const uint4 *>(from + (j0 + r) * stride + e % perRow * kPerLoad);
   }
 }
 
-// Rows i0 .. i0 + kTile of `from` as stageRows stages them, each rotated as `rotated` rotates an
+template <typename T, int kChunks>
+__device__ __forceinline__ void storeRows(T *to, int ld, const TileChunks<kChunks> &from, int width) {
+  constexpr int kPerLoad = 16 / int(sizeof(T));
+  const int perRow = width / kPerLoad;
+#pragma unroll
+  for (int u = 0; u < kChunks; ++u) {
+    const int e = threadIdx.x + u * kWarps * 32;
+    if (e < kTile * perRow)
+      *reinterpret_cast<uint4 *>(to + e / perRow * ld + e % perRow * kPerLoad) = from.x[u];
+  }
+}
+
+// Rows i0 .. i0 + kTile of `from` as loadRows loads them, each rotated as `rotated` rotates an
 // element (rotate-half; no rotation without tables): row i's tables at cosRow0 / sinRow0 + (i -
 // i0) * tableWidth. Every chunk lies within one half of the head (halves are multiples of 8
 // elements), its partner chunk half a head away.
@@ -114,7 +132,9 @@ __device__ __forceinline__ void stageRotatedRows(T *to, int ld, const T *from, i
   }
 }
 
-template <typename T> __global__ void __launch_bounds__(kWarps * 32) flashAttentionKernel(AttentionArgs a) {
+// kChunks: chunksFor the larger head size.
+template <typename T, int kChunks>
+__global__ void __launch_bounds__(kWarps * 32) flashAttentionKernel(AttentionArgs a) {
   extern __shared__ __align__(128) unsigned char smem[];
   const int D = int(a.D), Dv = int(a.Dv);
   const Layout L = layoutFor(D, Dv, sizeof(T));
@@ -139,7 +159,7 @@ template <typename T> __global__ void __launch_bounds__(kWarps * 32) flashAttent
   };
   // Rows first .. first + kTile of `from` (row i at from + i * stride, `width` elements) into
   // `to` [kTile][ld] element by element, by the whole block, rotated by the tables with
-  // `rotate`; rows at or past `rows` are zeros. Where stageRows and stageRotatedRows cannot go.
+  // `rotate`; rows at or past `rows` are zeros. Where loadRows and stageRotatedRows cannot go.
   auto stageElements = [&](T *to, int ld, const T *from, int64_t stride, int64_t first, int64_t rows, int width,
                            bool rotate) {
     for (int e = threadIdx.x; e < kTile * width; e += blockDim.x) {
@@ -180,17 +200,26 @@ template <typename T> __global__ void __launch_bounds__(kWarps * 32) flashAttent
   const bool wideK = !a.rotateKeys && aligned16(kb) && (a.ks.token * sizeof(T)) % 16 == 0;
   const bool wideV = aligned16(vb) && (a.vs.token * sizeof(T)) % 16 == 0;
 
+  TileChunks<kChunks> nextK, nextV; // the next tile's, where wide, loaded during the current one's products
+  if (wideK && kEnd > 0)
+    loadRows(nextK, kb, a.ks.token, 0, a.Sk, D);
+  if (wideV && kEnd > 0)
+    loadRows(nextV, vb, a.vs.token, 0, a.Sk, Dv);
   for (int64_t j0 = 0; j0 < kEnd; j0 += kTile) {
     __syncthreads(); // every warp is done with the previous K and V (and Q is staged)
     if (wideK)
-      stageRows(ks, ldq, kb, a.ks.token, j0, a.Sk, D);
+      storeRows(ks, ldq, nextK, D);
     else
       stageElements(ks, ldq, kb, a.ks.token, j0, a.Sk, D, a.rotateKeys);
     if (wideV)
-      stageRows(vs, ldv, vb, a.vs.token, j0, a.Sk, Dv);
+      storeRows(vs, ldv, nextV, Dv);
     else
       stageElements(vs, ldv, vb, a.vs.token, j0, a.Sk, Dv, false); // (a 16-bit value through f32 is itself)
     __syncthreads();
+    if (wideK && j0 + kTile < kEnd)
+      loadRows(nextK, kb, a.ks.token, j0 + kTile, a.Sk, D);
+    if (wideV && j0 + kTile < kEnd)
+      loadRows(nextV, vb, a.vs.token, j0 + kTile, a.Sk, Dv);
 
     // S = Q K^T for this warp's 16 rows and the 64 keys.
     wmma::fragment<wmma::accumulator, 16, 16, 16, float> scores[kTile / 16];
@@ -290,9 +319,11 @@ bool tileable(Storage s, int64_t D, int64_t Dv) {
 } // namespace
 
 void flashAttentionSetup(size_t sharedLimit) {
-  cudaFuncSetAttribute(flashAttentionKernel<__half>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(sharedLimit));
-  cudaFuncSetAttribute(flashAttentionKernel<__nv_bfloat16>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                       int(sharedLimit));
+  for (const void *kernel : {reinterpret_cast<const void *>(flashAttentionKernel<__half, 4>),
+                             reinterpret_cast<const void *>(flashAttentionKernel<__half, 8>),
+                             reinterpret_cast<const void *>(flashAttentionKernel<__nv_bfloat16, 4>),
+                             reinterpret_cast<const void *>(flashAttentionKernel<__nv_bfloat16, 8>)})
+    cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(sharedLimit));
   allowedShared = cudaGetLastError() == cudaSuccess ? sharedLimit : 48 * 1024;
 }
 
@@ -310,10 +341,14 @@ std::string flashAttention(Storage s, const AttentionArgs &a, void *stream) {
     return "flashAttention: " + std::to_string(shared) + " bytes of shared memory, above the " +
            std::to_string(allowedShared) + " flashAttentionSetup allowed";
   const int64_t blocks = a.B * a.Hq * ((a.Sq + kTile - 1) / kTile);
+  const bool wide = chunksFor(std::max(a.D, a.Dv)) == 8;
+  auto st = static_cast<cudaStream_t>(stream);
   if (s == Storage::F16)
-    flashAttentionKernel<__half><<<unsigned(blocks), kWarps * 32, shared, static_cast<cudaStream_t>(stream)>>>(a);
+    wide ? flashAttentionKernel<__half, 8><<<unsigned(blocks), kWarps * 32, shared, st>>>(a)
+         : flashAttentionKernel<__half, 4><<<unsigned(blocks), kWarps * 32, shared, st>>>(a);
   else
-    flashAttentionKernel<__nv_bfloat16><<<unsigned(blocks), kWarps * 32, shared, static_cast<cudaStream_t>(stream)>>>(a);
+    wide ? flashAttentionKernel<__nv_bfloat16, 8><<<unsigned(blocks), kWarps * 32, shared, st>>>(a)
+         : flashAttentionKernel<__nv_bfloat16, 4><<<unsigned(blocks), kWarps * 32, shared, st>>>(a);
   return launched("flashAttention");
 }
 
