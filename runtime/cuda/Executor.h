@@ -80,9 +80,9 @@ void destroyGraphs(Segment &segment);
 
 // The values from a linked cache's new rows (the concatenation's second input) back through
 // copy ops and transposes to the output of the op that makes them (backThroughCopies' way), and
-// the op that makes each; `transposes`: those among them.
+// the op that makes each.
 struct AppendWay {
-  std::vector<int> values, producers, transposes;
+  std::vector<int> values, producers;
 };
 // Where rows (b, s) of a maker's output [B, S, W] go in a cache (ShiftedOutput): 0, one after
 // another.

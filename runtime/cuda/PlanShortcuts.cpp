@@ -220,7 +220,7 @@ InPlace inPlaceOf(const Executor &ex, const std::vector<int> &order) {
       continue;
     if (!transposes.empty()) {
       AppendWay &rows = p.appendWays[k];
-      rows.values = way, rows.transposes = transposes;
+      rows.values = way;
       for (int w : way)
         rows.producers.push_back(uses.producer[size_t(w)]);
     }
@@ -288,8 +288,13 @@ bool rowStridesOf(const Executor &ex, const AppendWay &way, const std::vector<Te
     const Shape &after = t[size_t(way.values[i])].shape, &in = t[size_t(way.values[i + 1])].shape;
     if (op.kernel == "transpose") {
       const std::vector<int64_t> perm = permOf(op, in.rank);
-      for (int d = 0; d < after.rank; ++d)
+      if (int(perm.size()) != after.rank || after.rank != in.rank)
+        return false;
+      for (int d = 0; d < after.rank; ++d) {
+        if (perm[size_t(d)] < 0 || perm[size_t(d)] >= in.rank)
+          return false;
         before[perm[size_t(d)]] = strides[d];
+      }
     } else if (!stridesAfterReshape(after, strides, in, before)) {
       return false;
     }
