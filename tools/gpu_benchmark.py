@@ -73,12 +73,14 @@ def prompt_ids(vocab, n=PROMPT):
 # the GPU holds at once; a decode step's consecutive GEMVs chained in one cooperative launch, of
 # as many blocks as the GPU holds (4 per multiprocessor) or of one per multiprocessor (an H200's
 # 132: fewer blocks to wait for at each grid barrier), or with each layer's attention starting
-# its chain (a layer one launch).
+# its chain (a layer one launch); the prompt's attention with each block of query rows taking all
+# of its keys (its time to first token against the default's, where they are split).
 ENV_ROWS = [("llmc, graphs, no L2 prefetch", {"LLMC_CUDA_PREFETCH": "0"}),
             ("llmc, graphs, persistent GEMV", {"LLMC_CUDA_GEMV_BLOCKS": "resident"}),
             ("llmc, graphs, chained GEMVs", {"LLMC_CUDA_GEMV_CHAIN": "resident"}),
             ("llmc, graphs, chained, 132 blocks", {"LLMC_CUDA_GEMV_CHAIN": "132"}),
-            ("llmc, graphs, chained layers", {"LLMC_CUDA_GEMV_CHAIN": "resident", "LLMC_CUDA_CHAIN_ATTENTION": "1"})]
+            ("llmc, graphs, chained layers", {"LLMC_CUDA_GEMV_CHAIN": "resident", "LLMC_CUDA_CHAIN_ATTENTION": "1"}),
+            ("llmc, graphs, prompt attention unsplit", {"LLMC_CUDA_SPLIT_PROMPT_ATTENTION": "0"})]
 
 
 def run_llmc(llmc_run, plan, graphs, vocab, gemv=True, overlap=True, ahead=True, env=None, repeat=3, timeout=240):

@@ -105,10 +105,13 @@ std::string create(const llmc_plan_t &plan, const CudaOptions &options, void **s
   // (tests; 0: no chains, the default).
   // LLMC_CUDA_CHAIN_ATTENTION=1 (with LLMC_CUDA_GEMV_CHAIN): each layer's decode attention starts
   // its chain, a layer one launch (to compare).
+  // LLMC_CUDA_SPLIT_PROMPT_ATTENTION=0: a prompt's attention never shares a block of query rows'
+  // keys among blocks (Executor::splitPromptAttention; to compare).
   for (std::string err : {switchFromEnv("LLMC_CUDA_PREFETCH", prefetch),
                           blocksFromEnv("LLMC_CUDA_GEMV_BLOCKS", ex->gemvBlocks),
                           blocksFromEnv("LLMC_CUDA_GEMV_CHAIN", ex->gemvChain),
-                          switchFromEnv("LLMC_CUDA_CHAIN_ATTENTION", ex->chainAttention)})
+                          switchFromEnv("LLMC_CUDA_CHAIN_ATTENTION", ex->chainAttention),
+                          switchFromEnv("LLMC_CUDA_SPLIT_PROMPT_ATTENTION", ex->splitPromptAttention)})
     if (!err.empty())
       return err;
   if (props.major >= 9 && prefetch)
@@ -116,6 +119,7 @@ std::string create(const llmc_plan_t &plan, const CudaOptions &options, void **s
   if (ex->gemvChain && !props.cooperativeLaunch)
     return std::string("LLMC_CUDA_GEMV_CHAIN: device ") + props.name + " has no cooperative launches";
   ex->sharedOptIn = props.sharedMemPerBlockOptin;
+  ex->multiprocessors = props.multiProcessorCount;
   flashAttentionSetup(ex->sharedOptIn); // not while a graph is being captured
   latentAttentionSetup();
   if (!plan.cudaArchs.empty()) {

@@ -129,9 +129,18 @@ std::string decodeAttention(Storage s, const AttentionArgs &a, int splits, void 
 // `sharedLimit` bytes (the device's cudaDevAttrMaxSharedMemoryPerBlockOptin).
 // flashAttentionSetup lets the kernels use up to `sharedLimit` bytes (call it once, outside any
 // graph capture: it sets a function attribute).
+//
+// With `splits` > 1 the keys of each block of query rows are shared out among that many blocks
+// (a causal prompt's last rows walk all the keys, its first rows few: the last ones set the
+// launch's time), each writing its partial results to `workspace`, whose counters (at its start,
+// as decodeAttention's: the launch leaves them 0) it finds at 0, and the last block of the rows
+// merges them. flashAttentionSplits: how many a launch should take on a GPU of `sms`
+// multiprocessors (1 where the launch fills the GPU already, or where the partial results would
+// not fit `workspaceBytes`).
 void flashAttentionSetup(size_t sharedLimit);
 bool flashAttentionFits(Storage s, int64_t D, int64_t Dv, size_t sharedLimit);
-std::string flashAttention(Storage s, const AttentionArgs &a, void *stream);
+int flashAttentionSplits(const AttentionArgs &a, int sms, size_t workspaceBytes);
+std::string flashAttention(Storage s, const AttentionArgs &a, void *stream, int splits = 1, void *workspace = nullptr);
 
 // The epilogue of a linear that cuBLASLt has no exact epilogue for: from y [M, N] (or [M, 2N]
 // with `swiglu`, bias already added), out = act(y) (silu(y[:, :N]) * y[:, N:] with swiglu),

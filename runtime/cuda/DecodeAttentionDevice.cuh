@@ -43,64 +43,26 @@ constexpr int kTileLoads = 4;                // 16-byte loads of keys, and as ma
 constexpr int64_t kMinDecodeChunk = 64;      // keys a block takes at least (a tiled block's tile of bf16 heads of 64)
 constexpr int kMaxGroupedHeadDim = 128;      // head size up to which a tiled block takes the heads that share keys
 
-constexpr int kCombineLoads = 8; // splits whose partial results a combining thread loads at once
-
 // Where, in the workspace (floats), the block of split `split` of (sequence, head) `bh` puts its
 // partial result: its max, its sum of exponentials, then its Dv weighted value sums.
 __device__ __forceinline__ int64_t partialAt(int64_t bh, int split, int splits, int64_t Dv) {
   return (bh * splits + split) * (Dv + 2);
 }
 
-// The first `active` of the `splits` partial results of each of the `heads` (sequence, head)
-// pairs from `bh` combined, rescaled to a running max as they come (online softmax), by the whole
-// block, into out: each thread one element of one head's values, loading the max, the sum and
-// its element of kCombineLoads splits at a time (one round of loads for up to kCombineLoads
-// splits, with no barrier). Read through L2 (__ldcg): other blocks wrote them during this launch.
-template <typename T>
-__device__ void combineDecodeSplits(const float *ws, T *__restrict__ out, int64_t bh0, int heads, int64_t Dv, int splits,
-                                    int active) {
-  for (int64_t i = threadIdx.x; i < heads * Dv; i += blockDim.x) {
-    const int64_t bh = bh0 + i / Dv, dv = i % Dv;
-    float best = -INFINITY, total = 0.0f, o = 0.0f;
-    for (int s0 = 0; s0 < active; s0 += kCombineLoads) {
-      float m[kCombineLoads], t[kCombineLoads], x[kCombineLoads];
-#pragma unroll
-      for (int j = 0; j < kCombineLoads; ++j) { // past `active`: the last split again, weighed 0
-        const float *r = ws + partialAt(bh, s0 + j < active ? s0 + j : active - 1, splits, Dv);
-        m[j] = __ldcg(r), t[j] = __ldcg(r + 1), x[j] = __ldcg(r + 2 + dv);
-      }
-#pragma unroll
-      for (int j = 0; j < kCombineLoads; ++j) {
-        const float mj = s0 + j < active ? m[j] : -INFINITY; // -inf: a split whose keys were all masked
-        const float next = fmaxf(best, mj);
-        const float keep = best == -INFINITY ? 0.0f : __expf(best - next), w = mj == -INFINITY ? 0.0f : __expf(mj - next);
-        total = total * keep + w * t[j], o = o * keep + w * x[j], best = next;
-      }
-    }
-    out[bh * Dv + dv] = fromF<T>(best == -INFINITY ? 0.0f : o / total); // every key masked: zeros
-  }
-}
-
-// After a block has written its partial results: counts it in `arrived` (which the last block
-// sets back to 0 for the next launch), and the last of the `active` blocks of the `heads`
-// consecutive (sequence, head) pairs from `bh` that had keys combines their results (blocks
-// without keys leave first: they count not). One counter per block's heads: at `bh`.
+// After a block has written its partial results: the last of the `active` blocks of the `heads`
+// consecutive (sequence, head) pairs from `bh` that had keys (blocks without keys leave first:
+// they count not; one counter per block's heads, at `bh`) merges their results into the output,
+// each thread one element of one head's values.
 template <typename T>
 __device__ void arriveAndCombine(const AttentionArgs &a, const float *ws, unsigned *arrived, int64_t bh, int heads,
                                  int splits, int active) {
-  __shared__ bool lastToArrive;
-  // Every thread's writes visible device-wide before the block counts itself in.
-  __threadfence();
-  __syncthreads();
-  if (threadIdx.x == 0)
-    lastToArrive = atomicAdd(arrived + bh, 1u) == unsigned(active - 1);
-  __syncthreads();
-  if (!lastToArrive)
+  if (!lastToArrive(arrived + bh, active))
     return;
-  __threadfence();
-  combineDecodeSplits(ws, static_cast<T *>(a.out), bh, heads, a.Dv, splits, active);
-  if (threadIdx.x == 0)
-    arrived[bh] = 0;
+  for (int64_t i = threadIdx.x; i < heads * a.Dv; i += blockDim.x) {
+    const int64_t row = bh + i / a.Dv, dv = i % a.Dv;
+    const float merged = mergeSplits([&](int s) { return ws + partialAt(row, s, splits, a.Dv); }, active, dv);
+    static_cast<T *>(a.out)[row * a.Dv + dv] = fromF<T>(merged);
+  }
 }
 
 // Element dv of a block's weighted value sum `sum` for head `bh` (its max `best`, its sum of

@@ -137,6 +137,56 @@ template <bool kMax> __device__ float blockReduce(float v) {
   return partial[0];
 }
 
+// Attention rows whose keys several blocks of a launch share (the decode and the prompt
+// attention's splits): each block writes its partial result of a row, [its max, its sum of
+// exponentials, its unnormalized weighted sums of the values], and the last block to arrive
+// merges them.
+//
+// Whether this block is the last of the `active` blocks counted in *counter: every thread's
+// writes are made visible device-wide first, and the last block sets the counter back to 0 for
+// the next launch. Every thread of the block must call it.
+__device__ bool lastToArrive(unsigned *counter, int active) {
+  __shared__ bool last;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    last = atomicAdd(counter, 1u) == unsigned(active - 1);
+    if (last) // every block has counted itself in
+      *counter = 0;
+  }
+  __syncthreads();
+  if (last)
+    __threadfence();
+  return last;
+}
+
+constexpr int kMergeLoads = 8; // splits whose partial results a merging thread loads at once
+
+// Element dv of a row merged from the partial results of its `active` splits (`partialOf(s)`:
+// split s's [max, sum, Dv sums] of the row), rescaled to a running max as they come (online
+// softmax): the row's attention output, 0 where every key was masked. Loads kMergeLoads splits at
+// a time (one round of loads for up to kMergeLoads splits), through L2 (__ldcg): other blocks of
+// this launch wrote them.
+template <typename PartialOf> __device__ float mergeSplits(PartialOf partialOf, int active, int64_t dv) {
+  float best = -INFINITY, total = 0.0f, o = 0.0f;
+  for (int s0 = 0; s0 < active; s0 += kMergeLoads) {
+    float m[kMergeLoads], t[kMergeLoads], x[kMergeLoads];
+#pragma unroll
+    for (int j = 0; j < kMergeLoads; ++j) { // past `active`: the last split again, weighed 0
+      const float *r = partialOf(s0 + j < active ? s0 + j : active - 1);
+      m[j] = __ldcg(r), t[j] = __ldcg(r + 1), x[j] = __ldcg(r + 2 + dv);
+    }
+#pragma unroll
+    for (int j = 0; j < kMergeLoads; ++j) {
+      const float mj = s0 + j < active ? m[j] : -INFINITY; // -inf: a split whose keys were all masked
+      const float next = fmaxf(best, mj);
+      const float keep = best == -INFINITY ? 0.0f : __expf(best - next), w = mj == -INFINITY ? 0.0f : __expf(mj - next);
+      total = total * keep + w * t[j], o = o * keep + w * x[j], best = next;
+    }
+  }
+  return best == -INFINITY ? 0.0f : o / total;
+}
+
 // Turns the n scores in p (shared memory, written before the call) into exp(score - max) in place
 // and returns their sum; *best gets the max (-inf when every score is masked: then all are 0).
 // Every thread must call it; it ends with a barrier, so p can be read right after.

@@ -108,6 +108,11 @@ struct Executor {
   std::vector<cudaLibrary_t> libraries;
   std::string arch; // "sm_90a"
   size_t sharedOptIn = 0; // shared memory a block may opt in to
+  int multiprocessors = 0;
+  // A prompt's tensor-core attention shares each block of query rows' keys out among several
+  // blocks where it has too few blocks to fill the GPU (flashAttentionSplits; off with
+  // LLMC_CUDA_SPLIT_PROMPT_ATTENTION=0, to compare until measured on a GPU).
+  bool splitPromptAttention = true;
   bool useGraphs = true;
   bool useSmallLinear = true; // linears of few rows with [N, K] weights on smallLinear (CudaOptions)
   // Programmatic dependent launch of a decode step's GEMVs, QKV split and attention (CudaOptions;

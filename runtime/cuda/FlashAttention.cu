@@ -132,9 +132,19 @@ __device__ __forceinline__ void stageRotatedRows(T *to, int ld, const T *from, i
   }
 }
 
-// kChunks: chunksFor the larger head size.
+// Keys per split of a query tile's walk: whole key tiles, the longest walk's shared out evenly.
+__host__ __device__ inline int64_t keysPerSplit(int64_t Sk, int splits) {
+  const int64_t keyTiles = (Sk + kTile - 1) / kTile;
+  return std::max<int64_t>(1, (keyTiles + splits - 1) / splits) * kTile;
+}
+
+// kChunks: chunksFor the larger head size. Block ((b * Hq + h) * tiles + query tile) * splits +
+// split: with splits > 1 the query tile's keys are shared out in chunks of whole key tiles
+// (keysPerSplit), each block writes its rows' partial results to `partials` and the last of the
+// query tile's blocks with keys merges them (counted in arrived[(b * Hq + h) * tiles + tile]).
 template <typename T, int kChunks>
-__global__ void __launch_bounds__(kWarps * 32) flashAttentionKernel(AttentionArgs a) {
+__global__ void __launch_bounds__(kWarps * 32, kChunks == 4 ? 3 : 1) // head 64: 3 blocks per SM, as shared memory allows
+    flashAttentionKernel(AttentionArgs a, int splits, unsigned *arrived, float *partials) {
   extern __shared__ __align__(128) unsigned char smem[];
   const int D = int(a.D), Dv = int(a.Dv);
   const Layout L = layoutFor(D, Dv, sizeof(T));
@@ -150,9 +160,19 @@ __global__ void __launch_bounds__(kWarps * 32) flashAttentionKernel(AttentionArg
   // hold them).
   float runningMax = -INFINITY, runningSum = 0.0f;
 
-  const int64_t tiles = (a.Sq + kTile - 1) / kTile, block = blockIdx.x;
-  const int64_t qt = block % tiles, h = (block / tiles) % a.Hq, b = block / (tiles * a.Hq);
+  const int64_t tiles = (a.Sq + kTile - 1) / kTile, tileIndex = blockIdx.x / splits;
+  const int split = int(blockIdx.x % splits);
+  const int64_t qt = tileIndex % tiles, h = (tileIndex / tiles) % a.Hq, b = tileIndex / (tiles * a.Hq);
   const int64_t kvh = h / (a.Hq / a.Hkv), i0 = qt * kTile;
+  // Causal: no key after the last row's diagonal. This block's keys: [jBegin, jEnd); the first
+  // `active` splits of the tile have keys (with causality, fewer for the first query tiles).
+  const int64_t lastRow = (i0 + kTile < a.Sq ? i0 + kTile : a.Sq) - 1;
+  const int64_t kEnd = a.causal ? std::min<int64_t>(a.Sk, std::max<int64_t>(0, lastRow + (a.Sk - a.Sq) + 1)) : a.Sk;
+  const int64_t chunk = keysPerSplit(a.Sk, splits), jBegin = split * chunk;
+  const int64_t jEnd = std::min(kEnd, jBegin + chunk);
+  const int active = int(std::max<int64_t>(1, (kEnd + chunk - 1) / chunk));
+  if (split >= active) // no keys: nothing to add
+    return;
   const T *cosT = static_cast<const T *>(a.cos), *sinT = static_cast<const T *>(a.sin);
   auto tableRow = [&](const T *table, int64_t i) {
     return table ? table + ((a.tablesPerBatch ? b : 0) * a.Sq + i) * (a.halfTables ? a.D / 2 : a.D) : nullptr;
@@ -188,9 +208,6 @@ __global__ void __launch_bounds__(kWarps * 32) flashAttentionKernel(AttentionArg
   for (int e = lane; e < 16 * Dv; e += 32)
     ow[e] = 0.0f;
 
-  // Causal: no key after the last row's diagonal.
-  const int64_t lastRow = (i0 + kTile < a.Sq ? i0 + kTile : a.Sq) - 1;
-  const int64_t kEnd = a.causal ? std::min<int64_t>(a.Sk, std::max<int64_t>(0, lastRow + (a.Sk - a.Sq) + 1)) : a.Sk;
   const T *kb = static_cast<const T *>(a.k) + b * a.ks.batch + kvh * a.ks.head;
   const T *vb = static_cast<const T *>(a.v) + b * a.vs.batch + kvh * a.vs.head;
 
@@ -201,11 +218,11 @@ __global__ void __launch_bounds__(kWarps * 32) flashAttentionKernel(AttentionArg
   const bool wideV = aligned16(vb) && (a.vs.token * sizeof(T)) % 16 == 0;
 
   TileChunks<kChunks> nextK, nextV; // the next tile's, where wide, loaded during the current one's products
-  if (wideK && kEnd > 0)
-    loadRows(nextK, kb, a.ks.token, 0, a.Sk, D);
-  if (wideV && kEnd > 0)
-    loadRows(nextV, vb, a.vs.token, 0, a.Sk, Dv);
-  for (int64_t j0 = 0; j0 < kEnd; j0 += kTile) {
+  if (wideK && jBegin < jEnd)
+    loadRows(nextK, kb, a.ks.token, jBegin, a.Sk, D);
+  if (wideV && jBegin < jEnd)
+    loadRows(nextV, vb, a.vs.token, jBegin, a.Sk, Dv);
+  for (int64_t j0 = jBegin; j0 < jEnd; j0 += kTile) {
     __syncthreads(); // every warp is done with the previous K and V (and Q is staged)
     if (wideK)
       storeRows(ks, ldq, nextK, D);
@@ -216,9 +233,9 @@ __global__ void __launch_bounds__(kWarps * 32) flashAttentionKernel(AttentionArg
     else
       stageElements(vs, ldv, vb, a.vs.token, j0, a.Sk, Dv, false); // (a 16-bit value through f32 is itself)
     __syncthreads();
-    if (wideK && j0 + kTile < kEnd)
+    if (wideK && j0 + kTile < jEnd)
       loadRows(nextK, kb, a.ks.token, j0 + kTile, a.Sk, D);
-    if (wideV && j0 + kTile < kEnd)
+    if (wideV && j0 + kTile < jEnd)
       loadRows(nextV, vb, a.vs.token, j0 + kTile, a.Sk, Dv);
 
     // S = Q K^T for this warp's 16 rows and the 64 keys.
@@ -298,16 +315,36 @@ __global__ void __launch_bounds__(kWarps * 32) flashAttentionKernel(AttentionArg
   }
 
   // Out [B, Sq, Hq * Dv]; a row that attends to nothing (fully masked) is zeros.
-  if ((lane & 1) == 0)
-    rowSum[lane >> 1] = runningSum;
-  __syncwarp();
-  for (int e = lane; e < 16 * Dv; e += 32) {
-    const int r = e / Dv;
-    const int64_t qi = i0 + warp * 16 + r;
-    if (qi >= a.Sq)
-      continue;
-    const float total = rowSum[r];
-    static_cast<T *>(a.out)[((b * a.Sq + qi) * a.Hq + h) * a.Dv + e % Dv] = fromF<T>(total > 0.0f ? ow[e] / total : 0.0f);
+  T *out = static_cast<T *>(a.out);
+  auto outRow = [&](int64_t qi) { return out + ((b * a.Sq + qi) * a.Hq + h) * a.Dv; };
+  if (active == 1) {
+    if ((lane & 1) == 0)
+      rowSum[lane >> 1] = runningSum;
+    __syncwarp();
+    for (int e = lane; e < 16 * Dv; e += 32) {
+      const int r = e / Dv;
+      const int64_t qi = i0 + warp * 16 + r;
+      const float total = rowSum[r];
+      if (qi < a.Sq)
+        outRow(qi)[e % Dv] = fromF<T>(total > 0.0f ? ow[e] / total : 0.0f);
+    }
+    return;
+  }
+  // Split: this block's rows as partial results (max, sum, unnormalized sums of the values),
+  // merged by the last of the tile's blocks with keys.
+  auto partialRow = [&](int s, int row) { return partials + ((tileIndex * splits + s) * kTile + row) * (Dv + 2); };
+  if ((lane & 1) == 0) {
+    float *p = partialRow(split, warp * 16 + (lane >> 1));
+    p[0] = runningMax, p[1] = runningSum;
+  }
+  for (int e = lane; e < 16 * Dv; e += 32)
+    partialRow(split, warp * 16 + e / Dv)[2 + e % Dv] = ow[e];
+  if (!lastToArrive(arrived + tileIndex, active))
+    return;
+  for (int e = threadIdx.x; e < kTile * Dv; e += blockDim.x) {
+    const int row = e / Dv;
+    if (i0 + row < a.Sq)
+      outRow(i0 + row)[e % Dv] = fromF<T>(mergeSplits([&](int s) { return partialRow(s, row); }, active, e % Dv));
   }
 }
 
@@ -331,24 +368,54 @@ bool flashAttentionFits(Storage s, int64_t D, int64_t Dv, size_t sharedLimit) {
   return tileable(s, D, Dv) && layoutFor(int(D), int(Dv), storageBytes(s)).total <= sharedLimit;
 }
 
-std::string flashAttention(Storage s, const AttentionArgs &a, void *stream) {
+namespace {
+
+constexpr int64_t kFlashCounters = 1 << 16; // query tiles a split launch may have (as decodeAttention's)
+constexpr int kSplitKeyTiles = 4;           // key tiles a split takes at least
+constexpr int kMaxFlashSplits = 16;
+
+int64_t queryTiles(const AttentionArgs &a) { return a.B * a.Hq * ((a.Sq + kTile - 1) / kTile); }
+
+size_t splitWorkspaceBytes(const AttentionArgs &a, int splits) {
+  return size_t(kFlashCounters) * sizeof(unsigned) +
+         size_t(queryTiles(a)) * size_t(splits) * kTile * size_t(a.Dv + 2) * sizeof(float);
+}
+
+} // namespace
+
+int flashAttentionSplits(const AttentionArgs &a, int sms, size_t workspaceBytes) {
+  const int64_t tiles = queryTiles(a), keyTiles = (a.Sk + kTile - 1) / kTile;
+  if (tiles >= 2 * int64_t(sms) || tiles > kFlashCounters)
+    return 1;
+  int splits = int(std::min<int64_t>(kMaxFlashSplits, (keyTiles + kSplitKeyTiles - 1) / kSplitKeyTiles));
+  while (splits > 1 && splitWorkspaceBytes(a, splits) > workspaceBytes)
+    --splits;
+  return std::max(splits, 1);
+}
+
+std::string flashAttention(Storage s, const AttentionArgs &a, void *stream, int splits, void *workspace) {
   if (!tileable(s, a.D, a.Dv) || a.Hkv <= 0 || a.Hq % a.Hkv)
     return "flashAttention: needs f16 or bf16 storage and head sizes that are multiples of 16 up to 128";
+  if (splits < 1 || (splits > 1 && (!workspace || queryTiles(a) > kFlashCounters)))
+    return "flashAttention: splits of the keys need 1 or more, a workspace, and at most " +
+           std::to_string(kFlashCounters) + " blocks of query rows";
   if (a.B == 0 || a.Sq == 0)
     return {};
   const size_t shared = layoutFor(int(a.D), int(a.Dv), storageBytes(s)).total;
   if (shared > allowedShared)
     return "flashAttention: " + std::to_string(shared) + " bytes of shared memory, above the " +
            std::to_string(allowedShared) + " flashAttentionSetup allowed";
-  const int64_t blocks = a.B * a.Hq * ((a.Sq + kTile - 1) / kTile);
+  const unsigned blocks = unsigned(queryTiles(a) * splits);
   const bool wide = chunksFor(std::max(a.D, a.Dv)) == 8;
   auto st = static_cast<cudaStream_t>(stream);
+  unsigned *arrived = static_cast<unsigned *>(workspace);
+  float *partials = workspace ? reinterpret_cast<float *>(arrived + kFlashCounters) : nullptr;
   if (s == Storage::F16)
-    wide ? flashAttentionKernel<__half, 8><<<unsigned(blocks), kWarps * 32, shared, st>>>(a)
-         : flashAttentionKernel<__half, 4><<<unsigned(blocks), kWarps * 32, shared, st>>>(a);
+    wide ? flashAttentionKernel<__half, 8><<<blocks, kWarps * 32, shared, st>>>(a, splits, arrived, partials)
+         : flashAttentionKernel<__half, 4><<<blocks, kWarps * 32, shared, st>>>(a, splits, arrived, partials);
   else
-    wide ? flashAttentionKernel<__nv_bfloat16, 8><<<unsigned(blocks), kWarps * 32, shared, st>>>(a)
-         : flashAttentionKernel<__nv_bfloat16, 4><<<unsigned(blocks), kWarps * 32, shared, st>>>(a);
+    wide ? flashAttentionKernel<__nv_bfloat16, 8><<<blocks, kWarps * 32, shared, st>>>(a, splits, arrived, partials)
+         : flashAttentionKernel<__nv_bfloat16, 4><<<blocks, kWarps * 32, shared, st>>>(a, splits, arrived, partials);
   return launched("flashAttention");
 }
 

@@ -492,8 +492,10 @@ std::string prepareAttention(Executor &ex, const PlanOp &op, PreparedOp &out, in
       if (decodeAttentionWorkspaceBytes(a.B, a.Hq, a.Dv, splits) <= e.workspaceBytes)
         return decodeAttention(st, a, splits, e.attentionWorkspace, e.stream);
     }
-    if (flash && a.Sq > 1 && flashAttentionFits(st, a.D, a.Dv, e.sharedOptIn))
-      return flashAttention(st, a, e.stream);
+    if (flash && a.Sq > 1 && flashAttentionFits(st, a.D, a.Dv, e.sharedOptIn)) {
+      const int splits = e.splitPromptAttention ? flashAttentionSplits(a, e.multiprocessors, e.workspaceBytes) : 1;
+      return flashAttention(st, a, e.stream, splits, e.attentionWorkspace);
+    }
     return attention(st, a, e.stream);
   };
   return {};

@@ -71,6 +71,13 @@ std::unique_ptr<Device> upload(const std::vector<float> &v, cu::Storage s) {
   return d;
 }
 
+template <typename T> std::vector<T> downloadRaw(const Device &d, size_t n) {
+  std::vector<T> out(n);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  cudaMemcpy(out.data(), d.p, n * sizeof(T), cudaMemcpyDeviceToHost);
+  return out;
+}
+
 std::vector<float> download(const Device &d, size_t n, cu::Storage s) {
   std::vector<float> out(n);
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
@@ -661,7 +668,38 @@ TEST(Cuda, FlashAttentionTilesMatchFusedAttention) {
       ASSERT_EQ(cu::flashAttention(s, args, nullptr), "");
       expectClose(download(out, size_t(B * S * Hq * D), s), want.data, tolerance(s) * 4,
                   std::string("flash attention ") + (cached ? "cache" : "causal") + " " + name(s));
+      // Each block of query rows' keys shared out among 2 and 3 blocks (the first causal tile's
+      // keys fit one, so it writes its rows itself), merged by the last; twice each, so that the
+      // second launch finds the counters back at 0.
+      Device workspace(size_t(2) << 20);
+      cudaMemset(workspace.p, 0, workspace.bytes);
+      EXPECT_NE(cu::flashAttention(s, args, nullptr, 2, nullptr), ""); // splits need a workspace
+      for (int splits : {2, 3, 2, 3}) {
+        cudaMemset(out.p, 0, out.bytes);
+        ASSERT_EQ(cu::flashAttention(s, args, nullptr, splits, workspace.p), "");
+        expectClose(download(out, size_t(B * S * Hq * D), s), want.data, tolerance(s) * 4,
+                    std::string("flash attention, keys in ") + std::to_string(splits) + " splits, " +
+                        (cached ? "cache " : "causal ") + name(s));
+      }
+      const std::vector<unsigned> counters = downloadRaw<unsigned>(workspace, 64);
+      EXPECT_EQ(counters, std::vector<unsigned>(64, 0u)) << "the counters left at 0";
     }
+}
+
+// How many blocks share a prompt's keys: one per 4 key tiles of the longest walk where the
+// launch has fewer blocks of query rows than twice the multiprocessors, else 1.
+TEST(Cuda, FlashAttentionSplitsOnlyWhereTheGpuHasRoom) {
+  cu::AttentionArgs a;
+  a.B = 1, a.Hq = 9, a.Hkv = 3, a.Sq = 512, a.Sk = 512, a.D = a.Dv = 64, a.causal = true;
+  EXPECT_EQ(cu::flashAttentionSplits(a, 132, size_t(32) << 20), 2);  // SmolLM2's 72 blocks on an H100/H200
+  a.Hq = 32, a.Hkv = 8;
+  EXPECT_EQ(cu::flashAttentionSplits(a, 132, size_t(32) << 20), 2);  // Llama-1B's 256
+  EXPECT_EQ(cu::flashAttentionSplits(a, 100, size_t(32) << 20), 1);  // 256 blocks fill 100 SMs twice over
+  a.Sq = 1, a.Sk = 4096;
+  EXPECT_EQ(cu::flashAttentionSplits(a, 132, size_t(32) << 20), 16); // at most 16
+  EXPECT_EQ(cu::flashAttentionSplits(a, 132, size_t(1) << 20), 1);   // their partial results would not fit
+  a.Sq = 100, a.Sk = 100;
+  EXPECT_EQ(cu::flashAttentionSplits(a, 132, size_t(32) << 20), 1);  // two key tiles: one block each
 }
 
 // The linear epilogue kernel against the CPU linear: SwiGLU (which takes no gate or residual),
@@ -913,13 +951,6 @@ TEST(Cuda, SmallLinearWithOutputPiecesMatchesTheCpu) {
   a.piece[0].columns = 4, a.piece[1].columns = 4;
   a.piece[1].rotary.cos = a.piece[1].rotary.sin = w.p, a.piece[1].rotary.D = 8, a.piece[1].rotary.rotaryDim = 8;
   EXPECT_FALSE(cu::smallLinearTakes(cu::Storage::F32, a)); // 4 columns: part of a head of 8
-}
-
-template <typename T> std::vector<T> downloadRaw(const Device &d, size_t n) {
-  std::vector<T> out(n);
-  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  cudaMemcpy(out.data(), d.p, n * sizeof(T), cudaMemcpyDeviceToHost);
-  return out;
 }
 
 // A chained launch (decodeChain) as a decoder layer's decode step would run it: the attention of

@@ -3,8 +3,9 @@
 // four linears on cuBLASLt ([N, K] weights, M = 512; gate/up then the SwiGLU epilogue kernel),
 // and the causal attention on tensor cores (flashAttention; keys and values in the cache's
 // [length, batch, heads * head] layout, the queries rotated, the attention_mask input as an int64
-// row), with the kernel of a block per query row and with keys and values staged an element at
-// a time (rows off 16-byte alignment) for comparison; then one layer's kernels times the layers:
+// row; each block of query rows' keys shared among blocks as flashAttentionSplits says for this
+// GPU), unsplit, with the kernel of a block per query row and with keys and values staged an
+// element at a time (rows off 16-byte alignment) for comparison; then one layer's kernels times the layers:
 // how much of the benchmark's time to the first token they explain. Not timed: the QKV split
 // with the keys' rotation, and the head (one row with --last-position). Asserts nothing.
 #include "PromptBench.h"
@@ -123,9 +124,19 @@ int promptLayer(const PromptModel &m, void *lt, void *workspace, size_t workspac
   a.cos = cosT.p, a.sin = sinT.p, a.halfTables = true;
   // Causal: half the score matrix, QK^T and PV.
   const double attentionFlops = 2.0 * 2.0 * double(m.Hq) * double(S) * double(S) / 2 * double(m.D);
-  layer += row("causal attention (flashAttention)",
-               timeCalls([&](int) { return cu::flashAttention(cu::Storage::BF16, a, nullptr); }, reps),
+  cudaDeviceProp prop{};
+  cudaGetDeviceProperties(&prop, 0);
+  const int splits = cu::flashAttentionSplits(a, prop.multiProcessorCount, workspaceBytes);
+  const std::string split = "causal attention, keys in " + std::to_string(splits) + (splits > 1 ? " splits" : " split");
+  Buffer splitWorkspace(workspaceBytes);
+  cudaMemset(splitWorkspace.p, 0, workspaceBytes); // its counters start at 0 (each launch leaves them so)
+  layer += row(split.c_str(), timeCalls([&](int) {
+                 return cu::flashAttention(cu::Storage::BF16, a, nullptr, splits, splitWorkspace.p);
+               }, reps),
                attentionFlops, failures);
+  row("  keys unsplit (flashAttention)",
+      timeCalls([&](int) { return cu::flashAttention(cu::Storage::BF16, a, nullptr); }, reps), attentionFlops,
+      failures);
   row("  a block per query row (attention)",
       timeCalls([&](int) { return cu::attention(cu::Storage::BF16, a, nullptr); }, reps), attentionFlops, failures);
   // Keys and values one element past 16-byte alignment: the tensor-core kernel stages them an

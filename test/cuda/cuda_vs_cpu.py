@@ -69,10 +69,15 @@ CASES = [
     # Its weights (7.5 MB) would not fit the GPU machine's 64 MiB pack: seeded random ones, the
     # same on both devices (logits within +-2 over 16 steps).
     ("tiny_deepseek_kv", "tiny_deepseek_kv", KV_SHAPES + ["--random-weights"], "generate"),
+    # A 300-token prompt (CASE_GENERATE): the tensor-core attention's blocks of query rows share
+    # their keys out among 2 blocks each (flashAttentionSplits), merged by the last to finish.
+    ("tiny_llama_kv-bf16-long", "tiny_llama_kv",
+     ["--input-shape", "batch=1", "--max-shape", "seq=512,past=0..512,total=1024", "--precision", "bf16",
+      "--last-position", "logits", "--target", "cuda"], "generate"),
     ("tiny_llama_kv-batch", "tiny_llama_kv", ["--max-shape", "batch=4,seq=16,past=0..64,total=80"], "batch"),
     # The same as a CUDA plan: the GEMV stores the QKV split's pieces; in a decode step the new
     # rows' transposes move nothing, so the rows go into the caches in place (the keys rotated by
-    # the GEMV); over the prompts they are transposed and copied.
+    # the GEMV); over the prompts the split writes them where the transposes would put them.
     ("tiny_llama_kv-batch-cuda", "tiny_llama_kv", ["--max-shape", "batch=4,seq=16,past=0..64,total=80", "--target", "cuda"],
      "batch"),
     # A dynamic sequence (one plan up to 64 tokens, run at 37): the export without attention_mask
@@ -104,6 +109,9 @@ CASE_ENV = {"tiny_llama_kv-bf16-cuda-gemv-blocks": {"LLMC_CUDA_GEMV_BLOCKS": "2"
             "tiny_llama_kv-bf16-cuda-gemv-chain": {"LLMC_CUDA_GEMV_CHAIN": "2"},
             "tiny_llama_kv-bf16-cuda-layer-chain": {"LLMC_CUDA_GEMV_CHAIN": "3", "LLMC_CUDA_CHAIN_ATTENTION": "1"}}
 GENERATE = ["--prompt-ids", "5,17,42,99,7,3", "--max-tokens", "16", "--ids", "--ignore-eos"]
+# Cases that generate from another prompt.
+CASE_GENERATE = {"tiny_llama_kv-bf16-long": ["--prompt-ids", ",".join(str((i * 37 + 11) % 500) for i in range(300)),
+                                             "--max-tokens", "4", "--ids", "--ignore-eos"]}
 # A batch of three prompts of different lengths (left padding, a mask row per sequence): tokens
 # only, and with graphs, the prompt's graph and one that every decode step replays.
 BATCH = ["--prompt-ids", "5,17,42", "--prompt-ids", "9,8,7,6,5,4,3", "--prompt-ids", "300", "--max-tokens", "16",
@@ -166,7 +174,8 @@ def prepare(args):
                 f.write(out.stdout)
         else:
             os.makedirs(ref, exist_ok=True)
-            out = subprocess.run([args.llmc_run, "generate", plan, "--device", "cpu", "--logits-dir", ref] + GENERATE,
+            out = subprocess.run([args.llmc_run, "generate", plan, "--device", "cpu", "--logits-dir", ref]
+                                 + CASE_GENERATE.get(name, GENERATE),
                                  check=True, capture_output=True, text=True)
             with open(os.path.join(ref, "tokens.txt"), "w") as f:
                 f.write(out.stdout)
@@ -218,7 +227,8 @@ def check_generate(args, case, graphs, tmp):
     out_dir = os.path.join(tmp, case["name"] + ("-graphs" if graphs else "-eager"))
     os.makedirs(out_dir, exist_ok=True)
     run = subprocess.run([args.llmc_run, "generate", os.path.join(args.dir, case["plan"]), "--device", "cuda",
-                          "--logits-dir", out_dir] + GENERATE + ([] if graphs else ["--no-cuda-graphs"]),
+                          "--logits-dir", out_dir] + CASE_GENERATE.get(case["name"], GENERATE)
+                         + ([] if graphs else ["--no-cuda-graphs"]),
                          capture_output=True, text=True)
     lines = [(run.stdout + run.stderr).strip()]
     if run.returncode != 0:
@@ -239,7 +249,7 @@ def check_generate(args, case, graphs, tmp):
         # Without --logits-dir the logits stay on the device and only their argmax comes back
         # (GreedyOutput.h): the same tokens as the run that copied them.
         greedy = subprocess.run([args.llmc_run, "generate", os.path.join(args.dir, case["plan"]), "--device", "cuda"]
-                                + GENERATE, capture_output=True, text=True)
+                                + CASE_GENERATE.get(case["name"], GENERATE), capture_output=True, text=True)
         same_greedy = greedy.returncode == 0 and greedy.stdout.split() == run.stdout.split()
         ok = ok and same_greedy
         lines.append("tokens with the argmax on the device: " +
