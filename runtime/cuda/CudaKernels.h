@@ -126,7 +126,8 @@ std::string decodeAttention(Storage s, const AttentionArgs &a, int splits, void 
 // The same on tensor cores, flash-attention style (FlashAttention.cu): 64 query rows per block,
 // keys 64 at a time, online softmax, so any Sk fits. For f16/bf16 storage and head sizes D, Dv
 // that are multiples of 16 up to 128; flashAttentionFits also checks that the tiles fit in
-// `sharedLimit` bytes (the device's cudaDevAttrMaxSharedMemoryPerBlockOptin).
+// `sharedLimit` bytes (the device's cudaDevAttrMaxSharedMemoryPerBlockOptin) and in what
+// flashAttentionSetup allowed (none before it).
 // flashAttentionSetup lets the kernels use up to `sharedLimit` bytes (call it once, outside any
 // graph capture: it sets a function attribute).
 //

@@ -17,7 +17,7 @@ using namespace nvcuda;
 constexpr int kTile = 64;  // query rows per block, keys per step
 constexpr int kWarps = 4;  // 16 query rows each
 constexpr int kMaxHead = 128;
-size_t allowedShared = 48 * 1024; // dynamic shared memory the kernels may use (flashAttentionSetup)
+size_t allowedShared = 0; // dynamic shared memory the kernels may use (flashAttentionSetup)
 
 // Dynamic shared memory: Q [64][D], K [64][D], V [64][Dv] in the storage type; per warp the
 // scores / P·V scratch [16][W] f32 (W = max(64, Dv)), P [16][64] in the storage type, O [16][Dv]
@@ -355,17 +355,28 @@ bool tileable(Storage s, int64_t D, int64_t Dv) {
 
 } // namespace
 
+// A kernel's dynamic shared memory and its static one (the split's arrival flag) together may
+// not pass the device's opt-in limit, or setting the attribute fails: each kernel is allowed the
+// largest tiles it takes (head 128), within the limit less the largest static use.
 void flashAttentionSetup(size_t sharedLimit) {
-  for (const void *kernel : {reinterpret_cast<const void *>(flashAttentionKernel<__half, 4>),
-                             reinterpret_cast<const void *>(flashAttentionKernel<__half, 8>),
-                             reinterpret_cast<const void *>(flashAttentionKernel<__nv_bfloat16, 4>),
-                             reinterpret_cast<const void *>(flashAttentionKernel<__nv_bfloat16, 8>)})
-    cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(sharedLimit));
-  allowedShared = cudaGetLastError() == cudaSuccess ? sharedLimit : 48 * 1024;
+  const void *kernels[] = {reinterpret_cast<const void *>(flashAttentionKernel<__half, 4>),
+                           reinterpret_cast<const void *>(flashAttentionKernel<__half, 8>),
+                           reinterpret_cast<const void *>(flashAttentionKernel<__nv_bfloat16, 4>),
+                           reinterpret_cast<const void *>(flashAttentionKernel<__nv_bfloat16, 8>)};
+  size_t allowed = std::min(sharedLimit, layoutFor(kMaxHead, kMaxHead, 2).total);
+  for (const void *kernel : kernels) {
+    cudaFuncAttributes attributes{};
+    if (cudaFuncGetAttributes(&attributes, kernel) == cudaSuccess)
+      allowed = std::min(allowed, sharedLimit > attributes.sharedSizeBytes ? sharedLimit - attributes.sharedSizeBytes : 0);
+  }
+  for (const void *kernel : kernels)
+    cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(allowed));
+  allowedShared = cudaGetLastError() == cudaSuccess ? allowed : 0;
 }
 
 bool flashAttentionFits(Storage s, int64_t D, int64_t Dv, size_t sharedLimit) {
-  return tileable(s, D, Dv) && layoutFor(int(D), int(Dv), storageBytes(s)).total <= sharedLimit;
+  const size_t shared = layoutFor(int(D), int(Dv), storageBytes(s)).total;
+  return tileable(s, D, Dv) && shared <= sharedLimit && shared <= allowedShared;
 }
 
 namespace {

@@ -40,6 +40,10 @@ namespace llmc_emu {
 
 namespace {
 constexpr int kSharedOptIn = 227 * 1024; // an H100 or H200 block's opt-in limit
+// The static shared memory every kernel is taken to have (the emulation cannot measure it): on a
+// GPU a kernel's dynamic maximum and its static use together may not pass the opt-in limit, so
+// that code setting the whole limit as a kernel's dynamic maximum fails here as it would there.
+constexpr int kStaticShared = 1024;
 constexpr int kMultiprocessors = 132;
 constexpr const char *kLibraryMagic = "llmc-emulated-kernel:"; // what EmulatedNvrtc.cpp's "CUBIN" starts with
 
@@ -287,6 +291,16 @@ cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr attr, int) {
   }
 }
 
+cudaError_t cudaFuncGetAttributes(cudaFuncAttributes *attributes, const void *) {
+  if (!attributes)
+    return cudaErrorInvalidValue;
+  *attributes = cudaFuncAttributes{};
+  attributes->sharedSizeBytes = size_t(llmc_emu::kStaticShared);
+  attributes->maxThreadsPerBlock = 1024;
+  attributes->maxDynamicSharedSizeBytes = 48 * 1024 - llmc_emu::kStaticShared;
+  return cudaSuccess;
+}
+
 // Registers are unknown here: an H200 multiprocessor's thread limit alone (2048, at most 32 blocks).
 cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *numBlocks, const void *, int blockSize, size_t) {
   if (blockSize <= 0 || blockSize > 1024)
@@ -298,10 +312,10 @@ cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *numBlocks, const 
 cudaError_t cudaFuncSetAttribute(const void *func, cudaFuncAttribute attr, int value) {
   if (attr != cudaFuncAttributeMaxDynamicSharedMemorySize)
     return cudaSuccess;
-  if (value < 0 || value > llmc_emu::kSharedOptIn) {
+  if (value < 0 || value + llmc_emu::kStaticShared > llmc_emu::kSharedOptIn) {
     llmc_emu::setError(cudaErrorInvalidValue, "cudaFuncSetAttribute: " + std::to_string(value) +
-                                                   " bytes of dynamic shared memory, above the device's " +
-                                                   std::to_string(llmc_emu::kSharedOptIn));
+                                                   " bytes of dynamic shared memory and the static ones pass the "
+                                                   "device's " + std::to_string(llmc_emu::kSharedOptIn));
     return cudaErrorInvalidValue;
   }
   llmc_emu::allowShared(func, value);
