@@ -4,6 +4,8 @@
 // max and sum per row, O rescaled as the max grows), so the scores never leave shared memory.
 // Rotary (rotate-half) is applied to Q and K as they are staged; masks, causality, GQA and every
 // layout are those of the plain attention kernel, which f32 storage and unusual head sizes use.
+// The next key tile is loaded while the current one computes, and where a launch has few blocks
+// of query rows each one's keys are shared out among several blocks (flashAttentionSplits).
 #include "CudaKernels.h"
 #include "DeviceUtil.cuh"
 
@@ -260,8 +262,7 @@ __global__ void __launch_bounds__(kWarps * 32, kChunks == 4 ? 3 : 1) // head 64:
     // walking its rows one at a time waited on ten dependent shuffles per row). Lane h of a row
     // takes the columns c with c % 4 in {h, h + 2}, rows 8..15 the two in the other order, so that
     // the 32 lanes of each load read 32 different banks (rows are 4 banks apart: W is 4 more than
-    // a multiple of 32).
-    // P in the storage type.
+    // a multiple of 32). P in the storage type.
     {
       const int r = lane >> 1, side = lane & 1, other = r >> 3;
       const int64_t i = i0 + warp * 16 + r;
