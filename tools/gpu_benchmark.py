@@ -216,19 +216,23 @@ def run(args):
               + (f" ({note})" if note else "") + f" [{time.perf_counter() - started:.0f} s]", flush=True)
     rows.sort(key=lambda row: names.index(row[0]))  # stable: each model's rows together
     print("\n== benchmark (bf16, batch 1, random weights; prompt %d tokens, %d new tokens)" % (PROMPT, NEW_TOKENS))
-    print(f"{'model':<9} {'implementation':<31} {'TTFT ms':>9} {'ms/token':>9} {'tokens/s':>9} {'HBM share':>9} "
-          f"{'GPU MB':>8} {'vs default':>10}")
+    print(f"{'model':<9} {'implementation':<40} {'TTFT ms':>9} {'ms/token':>9} {'tokens/s':>9} {'HBM share':>9} "
+          f"{'GPU MB':>8} {'vs default':>10} {'TTFT vs':>8}")
     default = {row[0]: row[3] for row in rows if len(row) == 6 and row[1] == "llmc, CUDA graphs"}
+    default_first = {row[0]: row[2] for row in rows if len(row) == 6 and row[1] == "llmc, CUDA graphs"}
     for row in rows:
         if len(row) == 3:
-            print(f"{row[0]:<9} {row[1]:<31} FAILED: {row[2]}")
+            print(f"{row[0]:<9} {row[1]:<40} FAILED: {row[2]}")
         else:
             name, label, first, per_token, share, memory = row
-            versus = f"{per_token / default[name]:.3f}x" if name in default and label != "llmc, CUDA graphs" else ""
-            print(f"{name:<9} {label:<31} {first:>9.1f} {per_token:>9.3f} {1000.0 / per_token:>9.1f} {share:>9.0%} "
-                  f"{memory:>8.0f} {versus:>10}")
+            compared = name in default and label != "llmc, CUDA graphs"
+            versus = f"{per_token / default[name]:.3f}x" if compared else ""
+            first_versus = f"{first / default_first[name]:.3f}x" if compared and default_first[name] > 0 else ""
+            print(f"{name:<9} {label:<40} {first:>9.1f} {per_token:>9.3f} {1000.0 / per_token:>9.1f} {share:>9.0%} "
+                  f"{memory:>8.0f} {versus:>10} {first_versus:>8}")
     print("GPU MB: llmc's device memory (all of it, allocated at load); PyTorch's peak allocation.\n"
-          "vs default: the time per token over that of the row 'llmc, CUDA graphs' of the same model (below 1: faster).")
+          "vs default: the time per token over that of the row 'llmc, CUDA graphs' of the same model (below 1: faster);\n"
+          "TTFT vs: the same for the time to first token.")
     # A failed llmc row fails the run (gpu-check.sh's summary says so); PyTorch's rows are references.
     return 1 if any(len(row) == 3 and row[1].startswith("llmc") for row in rows) else 0
 
