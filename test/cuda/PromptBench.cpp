@@ -5,8 +5,8 @@
 // [length, batch, heads * head] layout, the queries rotated, the attention_mask input as an int64
 // row; each block of query rows' keys shared among blocks as flashAttentionSplits says for this
 // GPU), unsplit, with the kernel of a block per query row and with keys and values staged an
-// element at a time (rows off 16-byte alignment) for comparison; then one layer's kernels times the layers:
-// how much of the benchmark's time to the first token they explain. Not timed: the QKV split
+// element at a time (rows off 16-byte alignment) for comparison; then one layer's kernels times
+// the layers: how much of the benchmark's time to the first token they explain. Not timed: the QKV split
 // with the keys' rotation, and the head (one row with --last-position). Asserts nothing.
 #include "PromptBench.h"
 
