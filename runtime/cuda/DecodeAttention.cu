@@ -16,7 +16,7 @@ int decodeAttentionSplits(int64_t T) {
 }
 
 size_t decodeAttentionWorkspaceBytes(int64_t B, int64_t Hq, int64_t Dv, int splits) {
-  return size_t(kDecodeCounters) * sizeof(unsigned) + size_t(B * Hq) * size_t(splits) * size_t(Dv + 2) * sizeof(float);
+  return splitWorkspaceBytes(size_t(B * Hq) * size_t(splits) * size_t(Dv + 2));
 }
 
 std::string decodeAttention(Storage s, const AttentionArgs &a, int splits, void *workspace, void *stream) {
@@ -25,9 +25,9 @@ std::string decodeAttention(Storage s, const AttentionArgs &a, int splits, void 
   if (!decodeAttentionFits(a, splits))
     return "decodeAttention: needs one query, Hq a multiple of Hkv, keys, D <= " + std::to_string(kMaxDecodeHeadDim) +
            " (even with rotary), no key rotation, at most " + std::to_string(kMaxDecodeChunk) +
-           " keys per split and splits, and " + std::to_string(kDecodeCounters) + " sequences x heads";
-  unsigned *arrived = decodeCounters(workspace);
-  float *partials = decodePartials(workspace);
+           " keys per split and splits, and " + std::to_string(kSplitCounters) + " sequences x heads";
+  unsigned *arrived = splitCounters(workspace);
+  float *partials = splitPartials(workspace);
   auto st = static_cast<cudaStream_t>(stream);
   const int pieces = a.plainDecode ? 0 : tiledPieces(s, a), group = tiledGroup(a, pieces);
   const dim3 grid(unsigned(a.B * a.Hq / group), unsigned(splits)), block(kDecodeThreads);

@@ -37,7 +37,6 @@ namespace {
 
 constexpr int kDecodeThreads = 128;          // 4 warps per block (sequence, heads, split)
 constexpr int64_t kMaxDecodeChunk = 1024;    // cache rows one decode block scores
-constexpr int64_t kDecodeCounters = 1 << 16; // (sequence, head) pairs a decode launch may have
 constexpr int kDecodeKeysPerStep = 4;        // keys a warp of the plain kernel scores at once
 constexpr int kTileLoads = 4;                // 16-byte loads of keys, and as many of values, per thread and tile
 constexpr int64_t kMinDecodeChunk = 64;      // keys a block takes at least (a tiled block's tile of bf16 heads of 64)
@@ -405,14 +404,7 @@ bool decodeAttentionFits(const AttentionArgs &a, int splits) {
   const int64_t chunk = (a.Sk + splits - 1) / splits;
   return a.Sq == 1 && a.B > 0 && a.Hkv > 0 && a.Hq % a.Hkv == 0 && a.Sk > 0 && a.D <= kMaxDecodeHeadDim &&
          !(a.cos && a.D % 2) && !a.rotateKeys && chunk <= kMaxDecodeChunk && splits <= kMaxDecodeChunk &&
-         a.B * a.Hq <= kDecodeCounters;
-}
-
-// The decode attention's workspace: the arrival counters first (at one place for every launch, so
-// that they stay zero between launches whatever the sizes), then the partial results.
-unsigned *decodeCounters(void *workspace) { return static_cast<unsigned *>(workspace); }
-float *decodePartials(void *workspace) {
-  return reinterpret_cast<float *>(decodeCounters(workspace) + kDecodeCounters);
+         a.B * a.Hq <= kSplitCounters;
 }
 
 // The query heads a block of the tiled kernel (of `pieces`: tiledPieces) takes: those that read

@@ -127,7 +127,7 @@ std::string decodeChain(Storage s, const ChainStep *steps, int count, int64_t bl
                "not take, or has no workspace";
       st.att = from.attentionArgs, st.splits = from.splits;
       st.segs = tiledPieces(s, st.att), st.group = tiledGroup(st.att, st.segs);
-      st.arrived = decodeCounters(from.workspace), st.partials = decodePartials(from.workspace);
+      st.arrived = splitCounters(from.workspace), st.partials = splitPartials(from.workspace);
       continue;
     }
     const SmallLinearArgs &a = from.linear;

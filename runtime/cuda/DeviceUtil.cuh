@@ -142,6 +142,18 @@ template <bool kMax> __device__ float blockReduce(float v) {
 // exponentials, its unnormalized weighted sums of the values], and the last block to arrive
 // merges them.
 //
+// The attention workspace (Executor::attentionWorkspace) of such a launch: kSplitCounters arrival
+// counters first, at one place for every launch of either kernel, so that they stay 0 between
+// launches whatever the sizes (zeroed once; each launch leaves them so), then the partial results.
+constexpr int64_t kSplitCounters = 1 << 16; // rows' groups a split launch may count
+inline unsigned *splitCounters(void *workspace) { return static_cast<unsigned *>(workspace); }
+inline float *splitPartials(void *workspace) {
+  return workspace ? reinterpret_cast<float *>(splitCounters(workspace) + kSplitCounters) : nullptr;
+}
+inline size_t splitWorkspaceBytes(size_t partialFloats) {
+  return size_t(kSplitCounters) * sizeof(unsigned) + partialFloats * sizeof(float);
+}
+
 // Whether this block is the last of the `active` blocks counted in *counter: every thread's
 // writes are made visible device-wide first, and the last block sets the counter back to 0 for
 // the next launch. Every thread of the block must call it.

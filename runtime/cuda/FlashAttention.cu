@@ -382,25 +382,23 @@ bool flashAttentionFits(Storage s, int64_t D, int64_t Dv, size_t sharedLimit) {
 
 namespace {
 
-constexpr int64_t kFlashCounters = 1 << 16; // query tiles a split launch may have (as decodeAttention's)
 constexpr int kSplitKeyTiles = 4;           // key tiles a split takes at least
 constexpr int kMaxFlashSplits = 16;
 
 int64_t queryTiles(const AttentionArgs &a) { return a.B * a.Hq * ((a.Sq + kTile - 1) / kTile); }
 
-size_t splitWorkspaceBytes(const AttentionArgs &a, int splits) {
-  return size_t(kFlashCounters) * sizeof(unsigned) +
-         size_t(queryTiles(a)) * size_t(splits) * kTile * size_t(a.Dv + 2) * sizeof(float);
+size_t flashWorkspaceBytes(const AttentionArgs &a, int splits) {
+  return splitWorkspaceBytes(size_t(queryTiles(a)) * size_t(splits) * kTile * size_t(a.Dv + 2));
 }
 
 } // namespace
 
 int flashAttentionSplits(const AttentionArgs &a, int sms, size_t workspaceBytes) {
   const int64_t tiles = queryTiles(a), keyTiles = (a.Sk + kTile - 1) / kTile;
-  if (tiles >= 2 * int64_t(sms) || tiles > kFlashCounters)
+  if (tiles >= 2 * int64_t(sms) || tiles > kSplitCounters)
     return 1;
   int splits = int(std::min<int64_t>(kMaxFlashSplits, (keyTiles + kSplitKeyTiles - 1) / kSplitKeyTiles));
-  while (splits > 1 && splitWorkspaceBytes(a, splits) > workspaceBytes)
+  while (splits > 1 && flashWorkspaceBytes(a, splits) > workspaceBytes)
     --splits;
   return std::max(splits, 1);
 }
@@ -408,9 +406,9 @@ int flashAttentionSplits(const AttentionArgs &a, int sms, size_t workspaceBytes)
 std::string flashAttention(Storage s, const AttentionArgs &a, void *stream, int splits, void *workspace) {
   if (!tileable(s, a.D, a.Dv) || a.Hkv <= 0 || a.Hq % a.Hkv)
     return "flashAttention: needs f16 or bf16 storage and head sizes that are multiples of 16 up to 128";
-  if (splits < 1 || (splits > 1 && (!workspace || queryTiles(a) > kFlashCounters)))
+  if (splits < 1 || (splits > 1 && (!workspace || queryTiles(a) > kSplitCounters)))
     return "flashAttention: splits of the keys need 1 or more, a workspace, and at most " +
-           std::to_string(kFlashCounters) + " blocks of query rows";
+           std::to_string(kSplitCounters) + " blocks of query rows";
   if (a.B == 0 || a.Sq == 0)
     return {};
   const size_t shared = layoutFor(int(a.D), int(a.Dv), storageBytes(s)).total;
@@ -420,8 +418,8 @@ std::string flashAttention(Storage s, const AttentionArgs &a, void *stream, int 
   const unsigned blocks = unsigned(queryTiles(a) * splits);
   const bool wide = chunksFor(std::max(a.D, a.Dv)) == 8;
   auto st = static_cast<cudaStream_t>(stream);
-  unsigned *arrived = static_cast<unsigned *>(workspace);
-  float *partials = workspace ? reinterpret_cast<float *>(arrived + kFlashCounters) : nullptr;
+  unsigned *arrived = splitCounters(workspace);
+  float *partials = splitPartials(workspace);
   if (s == Storage::F16)
     wide ? flashAttentionKernel<__half, 8><<<blocks, kWarps * 32, shared, st>>>(a, splits, arrived, partials)
          : flashAttentionKernel<__half, 4><<<blocks, kWarps * 32, shared, st>>>(a, splits, arrived, partials);

@@ -58,7 +58,7 @@ double row(const char *what, double us, double flops, int &failures) {
   return us;
 }
 
-int promptLayer(const PromptModel &m, void *lt, void *workspace, size_t workspaceBytes, int reps) {
+int promptLayer(const PromptModel &m, void *lt, void *workspace, size_t workspaceBytes, int reps, int multiprocessors) {
   const int64_t S = kPrompt, qkvN = (m.Hq + 2 * m.Hkv) * m.D, attnWidth = m.Hq * m.D;
   std::printf("  %s: hidden %lld, intermediate %lld, %lld heads, %lld KV heads of %lld, %lld layers\n", m.name,
               static_cast<long long>(m.hidden), static_cast<long long>(m.intermediate),
@@ -124,9 +124,7 @@ int promptLayer(const PromptModel &m, void *lt, void *workspace, size_t workspac
   a.cos = cosT.p, a.sin = sinT.p, a.halfTables = true;
   // Causal: half the score matrix, QK^T and PV.
   const double attentionFlops = 2.0 * 2.0 * double(m.Hq) * double(S) * double(S) / 2 * double(m.D);
-  cudaDeviceProp prop{};
-  cudaGetDeviceProperties(&prop, 0);
-  const int splits = cu::flashAttentionSplits(a, prop.multiProcessorCount, workspaceBytes);
+  const int splits = cu::flashAttentionSplits(a, multiprocessors, workspaceBytes);
   const std::string split = "causal attention, keys in " + std::to_string(splits) + (splits > 1 ? " splits" : " split");
   Buffer splitWorkspace(workspaceBytes);
   cudaMemset(splitWorkspace.p, 0, workspaceBytes); // its counters start at 0 (each launch leaves them so)
@@ -163,6 +161,6 @@ int promptBench(void *lt, void *workspace, size_t workspaceBytes, int reps) {
   const PromptModel models[] = {{"SmolLM2-135M", 576, 1536, 9, 3, 64, 30}, {"Llama-3.2-1B", 2048, 8192, 32, 8, 64, 16}};
   int failures = 0;
   for (const PromptModel &m : models)
-    failures += promptLayer(m, lt, workspace, workspaceBytes, reps);
+    failures += promptLayer(m, lt, workspace, workspaceBytes, reps, prop.multiProcessorCount);
   return failures;
 }
