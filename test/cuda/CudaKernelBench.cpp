@@ -13,7 +13,10 @@
 // and the rest, a 512-token prompt's kernels (PromptBench.cpp: the time to the first token).
 // Asserts nothing. Without a GPU it exits with 77 (skipped).
 //
-//   llmc-cuda-kernel-bench [--reps N]
+//   llmc-cuda-kernel-bench [--reps N] [--smoke]
+//
+// --smoke: every row once at shapes cut down to what the CPU emulation runs in seconds (ctest
+// cuda-kernel-bench-emulated): the figures mean nothing there; a row that fails fails the run.
 #include "CudaKernels.h"
 #include "LtLinear.h"
 #include "BenchTiming.h"
@@ -25,6 +28,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <iterator>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -39,12 +43,13 @@ namespace {
 constexpr double kHbmBytesPerSecond = 4.8e12;
 constexpr size_t kBeyondL2 = 256u << 20; // bytes of weight copies a benchmark cycles through
 
-// Copies of a bf16 weight of `bytes` that together exceed the L2 cache (at least one), each
-// 0x3c3c (about 0.0115) everywhere; call i reads copy i modulo their count, as a decode step's
-// layers each read their own weights.
+// Copies of a bf16 weight of `bytes` that together exceed the L2 cache (at least one; one alone
+// with `smoke`), each 0x3c3c (about 0.0115) everywhere; call i reads copy i modulo their count, as a
+// decode step's layers each read their own weights.
 struct WeightCopies {
   std::vector<void *> copies;
-  explicit WeightCopies(size_t bytes) : copies(std::max<size_t>(1, (kBeyondL2 + bytes - 1) / bytes), nullptr) {
+  WeightCopies(size_t bytes, bool smoke)
+      : copies(smoke ? 1 : std::max<size_t>(1, (kBeyondL2 + bytes - 1) / bytes), nullptr) {
     for (void *&copy : copies)
       cudaMalloc(&copy, bytes), cudaMemset(copy, 0x3c, bytes);
   }
@@ -71,10 +76,12 @@ void report(const char *how, double us, double bytes) {
 
 // The decode attention of one Llama-3.2-1B layer (32 query heads, 8 key/value heads of 64, a
 // length-major bf16 cache), launched as the graph replayed for every cache length launches it:
-// sized for a 1536-token bound, the key count read on the device. Returns the failures.
-int decodeAttentionBench(int reps) {
-  const int64_t Hq = 32, Hkv = 8, D = 64, bound = 1536;
-  std::printf("decode attention, bf16, one layer of Llama-3.2-1B (32 heads, 8 KV heads of 64)\n");
+// sized for a 1536-token bound, the key count read on the device (`smoke`: 8 heads, 2 KV heads,
+// a 256-token bound). Returns the failures.
+int decodeAttentionBench(int reps, bool smoke) {
+  const int64_t Hq = smoke ? 8 : 32, Hkv = smoke ? 2 : 8, D = 64, bound = smoke ? 256 : 1536;
+  std::printf("decode attention, bf16, one layer of %s (%lld heads, %lld KV heads of 64)\n",
+              smoke ? "a smoke test's shape" : "Llama-3.2-1B", static_cast<long long>(Hq), static_cast<long long>(Hkv));
   void *q = nullptr, *k = nullptr, *v = nullptr, *out = nullptr, *workspace = nullptr;
   int64_t *keys = nullptr;
   const int splits = cu::decodeAttentionSplits(bound);
@@ -92,7 +99,8 @@ int decodeAttentionBench(int reps) {
   int failures = 0;
   // The tiled kernel with the 4 heads that share a key/value head in one block (the default), with
   // one block per head (as before), and the plain kernel.
-  for (int64_t T : {64, 576, 1536})
+  const std::vector<int64_t> lengths = smoke ? std::vector<int64_t>{16, 100, 256} : std::vector<int64_t>{64, 576, 1536};
+  for (int64_t T : lengths)
     for (const char *kernel : {"tiled", "tiled, a head per block,", "plain"}) {
       cudaMemcpy(keys, &T, sizeof T, cudaMemcpyHostToDevice);
       a.plainDecode = std::string(kernel) == "plain";
@@ -111,11 +119,11 @@ int decodeAttentionBench(int reps) {
   // attention's output), back to back as a decode step runs them at 576 cached tokens: with the
   // projection's weight asked of the L2 cache by the attention's blocks, and without. Weights
   // cycle beyond the L2 cache.
-  const int64_t T = 576, N = Hq * D, K = Hq * D;
+  const int64_t T = smoke ? 100 : 576, N = Hq * D, K = Hq * D;
   cudaMemcpy(keys, &T, sizeof T, cudaMemcpyHostToDevice);
   a.plainDecode = a.oneHeadPerBlock = false;
   const size_t weightBytes = size_t(N * K) * 2;
-  const WeightCopies w(weightBytes);
+  const WeightCopies w(weightBytes, smoke);
   void *y = nullptr;
   cudaMalloc(&y, size_t(N) * 2);
   cudaStream_t stream = nullptr; // blocking: the timing events wait for it
@@ -135,7 +143,7 @@ int decodeAttentionBench(int reps) {
           return err.empty() ? cu::smallLinear(cu::Storage::BF16, o, "none", stream) : err;
         },
         reps);
-    std::printf("  %4lld cached tokens, then the output projection (%.1f MB), weight %s:", static_cast<long long>(T),
+    std::printf("  %4lld cached tokens, then the output projection (%.2f MB), weight %s:", static_cast<long long>(T),
                 double(weightBytes) / 1e6, prefetch ? "prefetched to L2 by the attention" : "not prefetched");
     if (us < 0) {
       std::printf(" failed\n");
@@ -154,13 +162,14 @@ int decodeAttentionBench(int reps) {
 // decode step runs it: queries out, keys rotated into the cache, values into it, at the end of
 // 100 cached rows whose count is read on the device; the GEMV then the split's launch
 // (stridedCopiesAndRotary), against the GEMV storing the pieces itself. With overlapping launches
-// where the GPU has them. Returns the failures.
-int qkvSplitBench(int reps, bool overlap) {
-  const int64_t K = 2048, D = 64, Q = 32 * D, Kv = 8 * D, N = Q + 2 * Kv, past = 100, table = 2048;
-  std::printf("qkv 2048 -> 3072 with its split (queries, keys rotated into the cache, values into it), "
+// where the GPU has them. `smoke`: 256 -> 384 (4 query heads, 1 KV head). Returns the failures.
+int qkvSplitBench(int reps, bool overlap, bool smoke) {
+  const int64_t K = smoke ? 256 : 2048, D = 64, Q = (smoke ? 4 : 32) * D, Kv = (smoke ? 1 : 8) * D, N = Q + 2 * Kv,
+                past = 100, table = 2048;
+  std::printf("qkv %lld -> %lld with its split (queries, keys rotated into the cache, values into it), "
               "llmc GEMV%s\n",
-              overlap ? ", overlapping launches" : "");
-  const WeightCopies w(size_t(K * N) * 2);
+              static_cast<long long>(K), static_cast<long long>(N), overlap ? ", overlapping launches" : "");
+  const WeightCopies w(size_t(K * N) * 2, smoke);
   void *x = nullptr, *residual = nullptr, *sum = nullptr, *qkv = nullptr, *q = nullptr, *keys = nullptr,
        *values = nullptr, *cosT = nullptr, *sinT = nullptr;
   int64_t *rows = nullptr, *position = nullptr;
@@ -182,7 +191,7 @@ int qkvSplitBench(int reps, bool overlap) {
   a.x = x, a.out = qkv, a.M = 1, a.N = N, a.K = K, a.overlapPrevious = overlap;
   a.normScale = x, a.normResidual = residual, a.normSum = sum, a.normEpsilon = 1e-5f;
   cu::RotaryArgs r;
-  r.cos = cosT, r.sin = sinT, r.tableRows = table, r.positions = position, r.B = 1, r.H = 8, r.S = 1, r.D = D;
+  r.cos = cosT, r.sin = sinT, r.tableRows = table, r.positions = position, r.B = 1, r.H = Kv / D, r.S = 1, r.D = D;
   r.rotaryDim = D, r.flat = true, r.error = error;
   r.x = static_cast<char *>(qkv) + Q * 2, r.xRowStride = N, r.y = {keys, rows, Kv};
   cu::StridedCopies copies; // queries, values: [1, width] from the QKV row
@@ -233,17 +242,21 @@ int qkvSplitBench(int reps, bool overlap) {
 // chained in one cooperative launch with a grid barrier between two (decodeChain), and with the
 // layer's decode attention before them, launched apart and as the chain's first step, at
 // SmolLM2's and Llama-3.2-1B's shapes; each timed in a CUDA graph, as a decode step replays them
-// (back-to-back launches from the host would time the host for kernels this short). Returns the
-// failures.
-int chainBench(int reps, bool overlap) {
+// (back-to-back launches from the host would time the host for kernels this short). `smoke`: one
+// small layer (4 heads, 1 KV head) and chains of 2 and 3 blocks (the CPU emulation's cooperative
+// launches hold at most 2048 threads). Returns the failures.
+int chainBench(int reps, bool overlap, bool smoke) {
   struct Layer {
     const char *what;
     int64_t H, F, QKV, Hq, Hkv; // heads of 64
   };
+  const std::vector<Layer> layers =
+      smoke ? std::vector<Layer>{{"A smoke test's", 256, 512, 384, 4, 1}}
+            : std::vector<Layer>{{"SmolLM2", 576, 1536, 960, 9, 3}, {"Llama-3.2-1B", 2048, 8192, 3072, 32, 8}};
   int failures = 0;
-  for (const Layer &l : {Layer{"SmolLM2", 576, 1536, 960, 9, 3}, Layer{"Llama-3.2-1B", 2048, 8192, 3072, 32, 8}}) {
-    const WeightCopies wo(size_t(l.H * l.H) * 2), wgu(size_t(2 * l.F * l.H) * 2), wd(size_t(l.H * l.F) * 2),
-        wqkv(size_t(l.QKV * l.H) * 2);
+  for (const Layer &l : layers) {
+    const WeightCopies wo(size_t(l.H * l.H) * 2, smoke), wgu(size_t(2 * l.F * l.H) * 2, smoke),
+        wd(size_t(l.H * l.F) * 2, smoke), wqkv(size_t(l.QKV * l.H) * 2, smoke);
     std::vector<void *> buffers;
     auto buffer = [&](int64_t n) {
       void *p = nullptr;
@@ -309,16 +322,21 @@ int chainBench(int reps, bool overlap) {
     // to wait for at each barrier).
     cudaDeviceProp prop{};
     cudaGetDeviceProperties(&prop, 0);
-    for (int64_t blocks : {int64_t(0), int64_t(prop.multiProcessorCount)}) {
+    const std::vector<int64_t> chainBlocks = smoke ? std::vector<int64_t>{2, 3}
+                                                   : std::vector<int64_t>{0, int64_t(prop.multiProcessorCount)};
+    for (int64_t blocks : chainBlocks) {
       const double chained = timeChain(nullptr, blocks);
-      report(blocks ? "chained, a block per SM" : "chained, the blocks the GPU holds", chained, bytes);
+      const std::string how = smoke    ? "chained, " + std::to_string(blocks) + " blocks"
+                              : blocks ? "chained, a block per SM"
+                                       : "chained, the blocks the GPU holds";
+      report(how.c_str(), chained, bytes);
       failures += chained < 0;
     }
     failures += (apart < 0) + (persistent < 0);
     // The layer's attention before them (one query over a cache of 576 of a 1536-token bound, as
     // decodeAttentionBench has it; its output is the output projection's x), launched apart and
     // as the chain's first step (LLMC_CUDA_CHAIN_ATTENTION).
-    const int64_t D = 64, bound = 1536, T = 576;
+    const int64_t D = 64, bound = smoke ? 256 : 1536, T = smoke ? 100 : 576;
     const int splits = cu::decodeAttentionSplits(bound);
     void *q = buffer(l.Hq * D), *kCache = buffer(bound * l.Hkv * D), *vCache = buffer(bound * l.Hkv * D);
     int64_t *keys = nullptr;
@@ -344,7 +362,7 @@ int chainBench(int reps, bool overlap) {
     cu::ChainStep attention;
     attention.attention = true, attention.attentionArgs = att, attention.splits = splits;
     attention.workspace = workspace;
-    const double layerChained = timeChain(&attention, 0);
+    const double layerChained = timeChain(&attention, smoke ? 2 : 0);
     report("chained layer, one launch", layerChained, bytes + cacheBytes);
     failures += (layerApart < 0) + (layerChained < 0);
     cudaStreamDestroy(stream);
@@ -358,10 +376,21 @@ int chainBench(int reps, bool overlap) {
 } // namespace
 
 int main(int argc, char **argv) {
-  int reps = 200;
-  for (int i = 1; i < argc; ++i)
-    if (std::strcmp(argv[i], "--reps") == 0 && i + 1 < argc)
+  std::setvbuf(stdout, nullptr, _IOLBF, 0); // each row out as it is measured: a crash keeps those before it
+  int reps = 0;
+  bool smoke = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--reps") == 0 && i + 1 < argc && std::atoi(argv[i + 1]) > 0) {
       reps = std::atoi(argv[++i]);
+    } else if (std::strcmp(argv[i], "--smoke") == 0) {
+      smoke = true;
+    } else {
+      std::printf("usage: llmc-cuda-kernel-bench [--reps N] [--smoke]\n");
+      return 2;
+    }
+  }
+  if (reps == 0)
+    reps = smoke ? 1 : 200;
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
     std::printf("no CUDA device: the kernel benchmark is skipped\n");
@@ -378,7 +407,7 @@ int main(int argc, char **argv) {
   const size_t workspaceBytes = 32u << 20;
   void *workspace = nullptr;
   cudaMalloc(&workspace, workspaceBytes);
-  const Shape shapes[] = {{"qkv 2048 -> 3072", 2048, 3072, false, true},
+  const Shape fullShapes[] = {{"qkv 2048 -> 3072", 2048, 3072, false, true},
                           {"o 2048 -> 2048", 2048, 2048, false, false},
                           {"gate/up 2048 -> 2x8192", 2048, 16384, true, true},
                           {"down 8192 -> 2048", 8192, 2048, false, false},
@@ -389,12 +418,19 @@ int main(int argc, char **argv) {
                           {"SmolLM2 o 576 -> 576", 576, 576, false, false},
                           {"SmolLM2 gate/up 576 -> 2x1536", 576, 3072, true, true},
                           {"SmolLM2 down 1536 -> 576", 1536, 576, false, false}};
+  // Each kind of row above (with and without the norm, SwiGLU, a K longer than N), small.
+  const Shape smokeShapes[] = {{"qkv 256 -> 384", 256, 384, false, true},
+                               {"gate/up 256 -> 2x512", 256, 1024, true, true},
+                               {"down 512 -> 256", 512, 256, false, false}};
+  std::vector<Shape> shapes(std::begin(fullShapes), std::end(fullShapes));
+  if (smoke)
+    shapes.assign(std::begin(smokeShapes), std::end(smokeShapes));
   int failures = 0;
   for (const Shape &s : shapes) {
     const int64_t nOut = s.swiglu ? s.N / 2 : s.N;
     const double bytes = 2.0 * double(s.K * s.N + s.K + nOut);
     const size_t weightBytes = size_t(s.K * s.N) * 2;
-    const WeightCopies w(weightBytes);
+    const WeightCopies w(weightBytes, smoke);
     void *x = nullptr, *y = nullptr, *out = nullptr, *sum = nullptr;
     cudaMalloc(&x, size_t(s.K) * 2);
     cudaMalloc(&y, size_t(s.N) * 2);
@@ -485,14 +521,17 @@ int main(int argc, char **argv) {
     }
     cudaFree(x), cudaFree(y), cudaFree(out), cudaFree(sum);
   }
-  failures += promptBench(lt, workspace, workspaceBytes, std::max(1, reps / 10));
+  failures += promptBench(lt, workspace, workspaceBytes, std::max(1, reps / 10), smoke);
   cudaFree(workspace);
   cublasLtDestroy(lt);
-  failures += qkvSplitBench(reps, false);
+  failures += qkvSplitBench(reps, false, smoke);
   if (prop.major >= 9)
-    failures += qkvSplitBench(reps, true);
-  failures += decodeAttentionBench(reps);
+    failures += qkvSplitBench(reps, true, smoke);
+  failures += decodeAttentionBench(reps, smoke);
   cu::decodeChainSetup();
-  failures += chainBench(reps, prop.major >= 9);
-  return failures + stepCostBench() ? 1 : 0;
+  failures += chainBench(reps, prop.major >= 9, smoke);
+  failures += stepCostBench(smoke);
+  if (failures)
+    std::printf("%d rows failed\n", failures);
+  return failures ? 1 : 0;
 }

@@ -4,5 +4,5 @@
 #include <cstddef>
 
 // Prints the figures; returns the failures. `lt` is a cublasLtHandle_t, `workspace` cuBLASLt's
-// workspace of `workspaceBytes`.
-int promptBench(void *lt, void *workspace, size_t workspaceBytes, int reps);
+// workspace of `workspaceBytes`. `smoke`: one small model's layer (the CPU emulation's run).
+int promptBench(void *lt, void *workspace, size_t workspaceBytes, int reps, bool smoke);

@@ -4,10 +4,10 @@
 // whole step, its blocks waiting for each other where the launches now end, would be faster turns
 // on these two figures, which docs/cuda.md could only estimate until they were measured.
 //
-// - Launches: a CUDA graph of kSteps kernels that compute nothing but read, in each block, what
+// - Launches: a CUDA graph of 1000 kernels that compute nothing but read, in each block, what
 //   another block of the kernel ahead wrote (so each waits for the whole kernel ahead), launched
 //   as the executor launches a decode step: with programmatic dependent launch and without.
-// - Barriers: one cooperative kernel of as many blocks doing kSteps rounds of the same reads and
+// - Barriers: one cooperative kernel of as many blocks doing 1000 rounds of the same reads and
 //   writes, a grid-wide barrier after each (gridSync, DeviceUtil.cuh: the one the chained GEMV
 //   takes between its linears, SmallLinear.cu).
 // Each with one block of kThreads threads per multiprocessor, and with four.
@@ -27,8 +27,11 @@ namespace cu = llmc::rt::cuda;
 namespace {
 
 constexpr int kThreads = 128;
-constexpr int kSteps = 1000;  // launches per graph, rounds per kernel
-constexpr int kTimedRuns = 5; // graph replays or kernels timed
+
+// Launches per graph and rounds per kernel; graph replays or kernels timed.
+struct Steps {
+  int steps, timedRuns;
+};
 
 // Block b writes out[b] from in[b + 1] (modulo the blocks): it waits for the whole kernel ahead.
 __device__ __forceinline__ void passOn(const unsigned *in, unsigned *out) {
@@ -50,14 +53,14 @@ __global__ void __launch_bounds__(kThreads) barrierKernel(unsigned *buffers, cu:
   }
 }
 
-// Microseconds per step of kTimedRuns calls of `run` (each kSteps steps) after one to warm up, or a
-// message.
-std::string timeSteps(cudaStream_t stream, const std::function<cudaError_t()> &run, double &us) {
+// Microseconds per step of n.timedRuns calls of `run` (each n.steps steps) after one to warm up, or
+// a message.
+std::string timeSteps(cudaStream_t stream, const std::function<cudaError_t()> &run, Steps n, double &us) {
   cudaEvent_t start, stop;
   cudaEventCreate(&start), cudaEventCreate(&stop);
   cudaError_t e = run();
   cudaEventRecord(start, stream);
-  for (int i = 0; e == cudaSuccess && i < kTimedRuns; ++i)
+  for (int i = 0; e == cudaSuccess && i < n.timedRuns; ++i)
     e = run();
   cudaEventRecord(stop, stream);
   if (e == cudaSuccess)
@@ -65,13 +68,13 @@ std::string timeSteps(cudaStream_t stream, const std::function<cudaError_t()> &r
   float ms = 0;
   cudaEventElapsedTime(&ms, start, stop);
   cudaEventDestroy(start), cudaEventDestroy(stop);
-  us = 1000.0 * ms / (kTimedRuns * kSteps);
+  us = 1000.0 * ms / (n.timedRuns * n.steps);
   return e == cudaSuccess ? std::string() : cudaGetErrorString(e);
 }
 
-// Microseconds per step of a graph of kSteps stepKernel launches of `blocks` blocks, ping-ponging
+// Microseconds per step of a graph of n.steps stepKernel launches of `blocks` blocks, ping-ponging
 // between two buffers; negative when it fails (its message printed).
-double launchSteps(cudaStream_t stream, unsigned *buffers, int blocks, bool overlap) {
+double launchSteps(cudaStream_t stream, unsigned *buffers, int blocks, bool overlap, Steps n) {
   return timeGraph(
       stream,
       [&](int s) -> std::string {
@@ -80,33 +83,36 @@ double launchSteps(cudaStream_t stream, unsigned *buffers, int blocks, bool over
         const cudaError_t e = cudaGetLastError();
         return e == cudaSuccess ? std::string() : cudaGetErrorString(e);
       },
-      kSteps, kTimedRuns);
+      n.steps, n.timedRuns);
 }
 
-// One cooperative barrierKernel of `blocks` blocks and kSteps rounds.
-std::string barrierSteps(cudaStream_t stream, unsigned *buffers, cu::GridBarrier *barrier, int blocks, double &us) {
+// One cooperative barrierKernel of `blocks` blocks and n.steps rounds.
+std::string barrierSteps(cudaStream_t stream, unsigned *buffers, cu::GridBarrier *barrier, int blocks, Steps n,
+                         double &us) {
   return timeSteps(
       stream,
       [&] {
         cu::launchCooperative(barrierKernel, dim3(unsigned(blocks)), dim3(kThreads), 0, stream, buffers, barrier,
-                              kSteps);
+                              n.steps);
         return cudaGetLastError();
       },
-      us);
+      n, us);
 }
 
 } // namespace
 
-int stepCostBench() {
+int stepCostBench(bool smoke) {
   cudaDeviceProp prop{};
   cudaGetDeviceProperties(&prop, 0);
+  const Steps n = smoke ? Steps{3, 1} : Steps{1000, 5};
+  const int multiprocessors = smoke ? 2 : prop.multiProcessorCount;
   std::printf("from one kernel of a decode step to the next (%d steps, blocks of %d threads that compute nothing)\n",
-              kSteps, kThreads);
+              n.steps, kThreads);
   int resident = 0;
   cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, barrierKernel, kThreads, 0);
   unsigned *buffers = nullptr;
   cu::GridBarrier *barrier = nullptr;
-  const int most = 4 * prop.multiProcessorCount;
+  const int most = 4 * multiprocessors;
   cudaMalloc(&buffers, 2 * sizeof(unsigned) * size_t(most)), cudaMalloc(&barrier, sizeof *barrier);
   cudaMemset(buffers, 0, 2 * sizeof(unsigned) * size_t(most)), cudaMemset(barrier, 0, sizeof *barrier);
   cudaStream_t stream = nullptr;
@@ -120,13 +126,13 @@ int stepCostBench() {
     failures += !err.empty();
   };
   for (int perSm : {1, 4}) {
-    const int blocks = perSm * prop.multiProcessorCount;
+    const int blocks = perSm * multiprocessors;
     const std::string grid = std::to_string(blocks) + " blocks";
     double us = 0;
     for (bool overlap : {false, true}) {
       if (overlap && prop.major < 9)
         continue;
-      us = launchSteps(stream, buffers, blocks, overlap);
+      us = launchSteps(stream, buffers, blocks, overlap, n);
       row("a launch per step (CUDA graph" + std::string(overlap ? ", overlapping" : "") + "), " + grid,
           us < 0 ? "see above" : "", us);
     }
@@ -135,7 +141,7 @@ int stepCostBench() {
                   ("a grid barrier per step, " + grid).c_str(), perSm);
       continue;
     }
-    const std::string err = barrierSteps(stream, buffers, barrier, blocks, us);
+    const std::string err = barrierSteps(stream, buffers, barrier, blocks, n, us);
     row("a grid barrier per step (one cooperative kernel), " + grid, err, us);
   }
   cudaStreamDestroy(stream);

@@ -2,5 +2,6 @@
 #pragma once
 
 // Prints the figures; returns the failures (0 where the GPU cannot launch a cooperative kernel:
-// those rows are said skipped).
-int stepCostBench();
+// those rows are said skipped). `smoke`: 3 steps, as if the GPU had 2 multiprocessors (the CPU
+// emulation's run).
+int stepCostBench(bool smoke);

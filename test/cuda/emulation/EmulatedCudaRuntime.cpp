@@ -8,6 +8,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -27,7 +28,11 @@ struct CUgraph_st {
 struct CUgraphExec_st {
   std::vector<std::function<void()>> nodes;
 };
-struct CUevent_st {};
+// The host's clock when the event was recorded: an elapsed time is the emulation's, nothing a GPU
+// would take.
+struct CUevent_st {
+  std::chrono::steady_clock::time_point at = std::chrono::steady_clock::now();
+};
 struct CUlib_st {
   void *handle = nullptr;
 };
@@ -131,6 +136,7 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t *stream, unsigned) {
   *stream = new CUstream_st;
   return cudaSuccess;
 }
+cudaError_t cudaStreamCreate(cudaStream_t *stream) { return cudaStreamCreateWithFlags(stream, 0); }
 cudaError_t cudaStreamDestroy(cudaStream_t stream) {
   delete stream;
   return cudaSuccess;
@@ -142,12 +148,22 @@ cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned) {
   *event = new CUevent_st;
   return cudaSuccess;
 }
+cudaError_t cudaEventCreate(cudaEvent_t *event) { return cudaEventCreateWithFlags(event, 0); }
 cudaError_t cudaEventDestroy(cudaEvent_t event) {
   delete event;
   return cudaSuccess;
 }
-cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t stream) {
-  return stream && stream->capturing ? cudaErrorStreamCaptureUnsupported : cudaSuccess;
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
+  if (stream && stream->capturing)
+    return cudaErrorStreamCaptureUnsupported;
+  event->at = std::chrono::steady_clock::now();
+  return cudaSuccess;
+}
+cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end) {
+  if (!ms || !start || !end)
+    return cudaErrorInvalidValue;
+  *ms = std::chrono::duration<float, std::milli>(end->at - start->at).count();
+  return cudaSuccess;
 }
 cudaError_t cudaEventSynchronize(cudaEvent_t) { return llmc_emu::peekError(); }
 cudaError_t cudaDeviceSynchronize() { return llmc_emu::peekError(); }
@@ -307,6 +323,11 @@ cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *numBlocks, const 
     return cudaErrorInvalidValue;
   *numBlocks = std::min(2048 / blockSize, 32);
   return cudaSuccess;
+}
+
+cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *numBlocks, const void *func, int blockSize,
+                                                                   size_t shared, unsigned) {
+  return cudaOccupancyMaxActiveBlocksPerMultiprocessor(numBlocks, func, blockSize, shared);
 }
 
 cudaError_t cudaFuncSetAttribute(const void *func, cudaFuncAttribute attr, int value) {
