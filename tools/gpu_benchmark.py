@@ -83,6 +83,58 @@ ENV_ROWS = [("llmc, graphs, no L2 prefetch", {"LLMC_CUDA_PREFETCH": "0"}),
             ("llmc, graphs, prompt attention unsplit", {"LLMC_CUDA_SPLIT_PROMPT_ATTENTION": "0"})]
 
 
+# What each ENV_ROWS row decides (docs/cuda.md, "Not done"), printed under the table so that a GPU
+# run's few minutes end in decisions rather than in a table to read: (row, column compared with the
+# default row's, threshold, what to change where the row is below the threshold for every model,
+# where it is not). A switch off by default becomes the default where its row is at least 3%
+# faster per token for both models; the L2 prefetch (on) goes off on the same terms; the prompt
+# attention's split keys (on) go off where the unsplit row's time to first token is below the
+# default's for both. Each is taken only with every cuda_vs_cpu plan passing in the same run.
+DECISIONS = [
+    ("llmc, graphs, no L2 prefetch", "per token", 0.97,
+     "turn the L2 prefetch off: `prefetch = false` in runtime/cuda/CudaExecutor.cpp", "keep the L2 prefetch on"),
+    ("llmc, graphs, persistent GEMV", "per token", 0.97,
+     "make the persistent GEMV the default: `gemvBlocks = -1` in runtime/cuda/Executor.h", "keep it off"),
+    ("llmc, graphs, chained GEMVs", "per token", 0.97,
+     "make the chained GEMVs the default: `gemvChain = -1` in runtime/cuda/Executor.h", "keep them off"),
+    ("llmc, graphs, chained, 132 blocks", "per token", 0.97,
+     "chain with a block per multiprocessor (132 here): `gemvChain` from the device's multiprocessor count",
+     "keep them off"),
+    ("llmc, graphs, chained layers", "per token", 0.97,
+     "chain each layer with its attention: `gemvChain = -1` and `chainAttention = true` in runtime/cuda/Executor.h",
+     "keep them off"),
+    ("llmc, graphs, prompt attention unsplit", "TTFT", 1.0,
+     "stop splitting the prompt attention's keys: `splitPromptAttention = false` in runtime/cuda/Executor.h",
+     "keep the split keys on"),
+]
+
+
+def verdicts(rows, names):
+    """Lines saying, for each DECISIONS row, its ratios to the default row per model and what they
+    decide; rows are run()'s (model, label, TTFT, ms/token, share, MB) or (model, label, error)."""
+    measured = {(row[0], row[1]): row for row in rows if len(row) == 6}
+    lines = []
+    for label, column, threshold, below, otherwise in DECISIONS:
+        ratios, missing = [], []
+        for name in names:
+            row, default = measured.get((name, label)), measured.get((name, "llmc, CUDA graphs"))
+            at = 2 if column == "TTFT" else 3
+            if not row or not default or default[at] <= 0:
+                missing.append(name)
+            else:
+                ratios.append((name, row[at] / default[at]))
+        shown = ", ".join(f"{name} {ratio:.3f}x" for name, ratio in ratios)
+        if missing:
+            verdict = "no decision: no figures for " + ", ".join(missing)
+        elif all(ratio < threshold for _, ratio in ratios):
+            verdict = below
+        else:
+            verdict = otherwise
+        lines.append(f"{label} ({column} vs default{': ' + shown if shown else ''}; below {threshold} for every "
+                     f"model decides): {verdict}")
+    return lines
+
+
 def run_llmc(llmc_run, plan, graphs, vocab, gemv=True, overlap=True, ahead=True, env=None, repeat=3, timeout=240):
     """(TTFT ms, ms per output token, device MB, note) of the last of `repeat` generations, or an error
     string. The note says how many CUDA graphs were captured over all of them (with graphs on: the
@@ -233,6 +285,9 @@ def run(args):
     print("GPU MB: llmc's device memory (all of it, allocated at load); PyTorch's peak allocation.\n"
           "vs default: the time per token over that of the row 'llmc, CUDA graphs' of the same model (below 1: faster);\n"
           "TTFT vs: the same for the time to first token.")
+    print("\n== what the rows decide (docs/cuda.md, 'Not done'; only with every cuda_vs_cpu plan passing)")
+    for line in verdicts(rows, names):
+        print(line)
     # A failed llmc row fails the run (gpu-check.sh's summary says so); PyTorch's rows are references.
     return 1 if any(len(row) == 3 and row[1].startswith("llmc") for row in rows) else 0
 
