@@ -20,7 +20,8 @@
 # a grid barrier (llmc-cuda-kernel-bench, at Llama-1B and SmolLM2 shapes), whole plans of the tiny
 # models (f32, bf16, f16; KV-cache generation with the cache on the GPU) and of the three real
 # models (random weights) on the CUDA executor against their CPU outputs (cuda_vs_cpu.py), the
-# refusal of a plan built for another GPU (other-gpu), then tools/gpu_benchmark.py: SmolLM2- and
+# refusal of a plan built for another GPU (other-gpu), ResNet-50's latency with its convolutions
+# on cuBLASLt and on the direct kernel, then tools/gpu_benchmark.py: SmolLM2- and
 # Llama-3.2-1B-shaped plans without weights (bf16) against PyTorch eager and torch.compile, then the
 # kernel traces of a Llama-1B and a SmolLM2 generation, decode step and prompt (profile).
 set -euo pipefail
@@ -150,6 +151,12 @@ run | profile | other-gpu)
   echo "== whole plans: CUDA executor vs CPU outputs"
   step "cuda_vs_cpu (tiny and real models' plans)" 150 PASS \
     python3 test/cuda/cuda_vs_cpu.py check --llmc-run "$BIN/llmc-run" --dir "$unpacked/plans"
+  # Every convolution of one group runs as im2col and a cuBLASLt GEMM since session 18 (the
+  # direct kernel before): ResNet-50's latency both ways.
+  echo "== ResNet-50 (random weights, f32, batch 1): convolutions on cuBLASLt, then on the direct kernel"
+  step "resnet50 convolutions, GEMM vs direct" 40 DONE sh -c \
+    'for gemm in 1 0; do echo "LLMC_CUDA_CONV_GEMM=$gemm"; LLMC_CUDA_CONV_GEMM=$gemm "$1" "$2" --device cuda --random --quiet --benchmark 20 || exit 1; done' \
+    sh "$BIN/llmc-run" "$unpacked/plans/real-resnet50.llmc"
   echo "== benchmark"
   # GPU_CHECK_BENCH_ARGS: more gpu_benchmark.py flags (--no-torch for llmc's rows alone).
   step "benchmark" 330 DONE \

@@ -35,18 +35,30 @@ namespace {
 
 // The switches read from the environment to compare variants (docs/cuda.md): a mistyped value is
 // an error rather than the default, so that a benchmark row measures what its name says.
+bool parseCount(const char *value, int64_t &count) { // a whole number, 0 or more
+  char *end = nullptr;
+  const long long n = std::strtoll(value, &end, 10);
+  if (!*value || *end || n < 0)
+    return false;
+  count = n;
+  return true;
+}
+
 std::string blocksFromEnv(const char *name, int64_t &blocks) {
   const char *value = std::getenv(name);
   if (!value)
     return {};
-  char *end = nullptr;
-  const long long n = std::strtoll(value, &end, 10);
   if (std::string(value) == "resident")
     blocks = -1;
-  else if (*value && !*end && n >= 0)
-    blocks = n;
-  else
+  else if (!parseCount(value, blocks))
     return std::string(name) + "=" + value + ": must be 'resident' or a number of blocks";
+  return {};
+}
+
+std::string rowsFromEnv(const char *name, int64_t &rows) {
+  const char *value = std::getenv(name);
+  if (value && !parseCount(value, rows))
+    return std::string(name) + "=" + value + ": must be a number of rows";
   return {};
 }
 
@@ -107,11 +119,16 @@ std::string create(const llmc_plan_t &plan, const CudaOptions &options, void **s
   // its chain, a layer one launch (to compare).
   // LLMC_CUDA_SPLIT_PROMPT_ATTENTION=0: a prompt's attention never shares a block of query rows'
   // keys among blocks (Executor::splitPromptAttention; to compare).
+  // LLMC_CUDA_CONV_GEMM=0: every convolution on the direct kernel (Executor::convGemm; to
+  // compare). LLMC_CUDA_CONV_ROWS=N: a convolution's GEMM takes at most N rows per launch
+  // (Executor::convRows; tests, so that a batch goes in chunks of images).
   for (std::string err : {switchFromEnv("LLMC_CUDA_PREFETCH", prefetch),
                           blocksFromEnv("LLMC_CUDA_GEMV_BLOCKS", ex->gemvBlocks),
                           blocksFromEnv("LLMC_CUDA_GEMV_CHAIN", ex->gemvChain),
                           switchFromEnv("LLMC_CUDA_CHAIN_ATTENTION", ex->chainAttention),
-                          switchFromEnv("LLMC_CUDA_SPLIT_PROMPT_ATTENTION", ex->splitPromptAttention)})
+                          switchFromEnv("LLMC_CUDA_SPLIT_PROMPT_ATTENTION", ex->splitPromptAttention),
+                          switchFromEnv("LLMC_CUDA_CONV_GEMM", ex->convGemm),
+                          rowsFromEnv("LLMC_CUDA_CONV_ROWS", ex->convRows)})
     if (!err.empty())
       return err;
   if (props.major >= 9 && prefetch)

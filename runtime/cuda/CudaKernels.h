@@ -342,6 +342,13 @@ struct Window {
 std::string conv(Storage s, const void *x, const void *w, const void *bias, void *y, int64_t N, int64_t C, int64_t M,
                  int64_t group, const Window &win, void *stream);
 
+// A convolution's input as the rows of a GEMM (im2col): col [N * P, C * K], P the output's
+// spatial size and K the kernel's, row b * P + o holding image b's window at output position o,
+// channel after channel, each channel's taps in the weight's order [M, C, kernel...]; 0 where a
+// tap falls in the padding. A convolution of one group is then col times the weight [M, C * K]
+// transposed (PrepareConv.cpp).
+std::string im2col(Storage s, const void *x, void *col, int64_t N, int64_t C, const Window &win, void *stream);
+
 // Max or average pooling per plane (planes = N * C); padding taps are skipped, and counted in
 // the average only with countPad.
 std::string pool(Storage s, bool max, const void *x, void *y, int64_t planes, const Window &win, bool countPad,

@@ -113,6 +113,12 @@ struct Executor {
   // blocks where it has too few blocks to fill the GPU (flashAttentionSplits; off with
   // LLMC_CUDA_SPLIT_PROMPT_ATTENTION=0, to compare until measured on a GPU).
   bool splitPromptAttention = true;
+  // Convolutions of one group as im2col and a cuBLASLt GEMM (PrepareConv.cpp; off with
+  // LLMC_CUDA_CONV_GEMM=0: every one on the direct kernel, to compare until measured on a GPU);
+  // the most rows its GEMM takes per launch, 0 as the scratch cap allows (LLMC_CUDA_CONV_ROWS=N:
+  // tests, so that a batch goes in chunks of images).
+  bool convGemm = true;
+  int64_t convRows = 0;
   bool useGraphs = true;
   bool useSmallLinear = true; // linears of few rows with [N, K] weights on smallLinear (CudaOptions)
   // Programmatic dependent launch of a decode step's GEMVs, QKV split and attention (CudaOptions;

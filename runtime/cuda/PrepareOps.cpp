@@ -1,5 +1,5 @@
-// The CUDA executor's op dispatch, data movement, small ops, reductions, convolution and
-// pooling, prepared (PrepareOps.h).
+// The CUDA executor's op dispatch, data movement, small ops, reductions, pooling and padding,
+// prepared (PrepareOps.h).
 #include "PrepareOps.h"
 #include "PlanShortcuts.h"
 
@@ -335,42 +335,13 @@ std::string prepareReduce(Executor &ex, const PlanOp &op, PreparedOp &out) {
   return {};
 }
 
-// The window of a conv or pool op for this run's shapes.
-std::string windowOf(const PlanOp &op, const Shape &x, const Shape &y, const int64_t *kernel, Window &w) {
-  w.spatial = x.rank - 2;
-  if (w.spatial < 1 || w.spatial > 3 || y.rank != x.rank)
-    return "needs 1 to 3 spatial dimensions";
-  const std::vector<int64_t> pads = op.attrs.getInts("pads"), strides = op.attrs.getInts("strides"),
-                             dilations = op.attrs.getInts("dilations");
-  for (int d = 0; d < w.spatial; ++d) {
-    w.in[d] = x.dims[d + 2], w.out[d] = y.dims[d + 2], w.kernel[d] = kernel[d];
-    w.padBegin[d] = pads.size() == size_t(2 * w.spatial) ? pads[size_t(d)] : 0;
-    w.stride[d] = strides.size() == size_t(w.spatial) ? strides[size_t(d)] : 1;
-    w.dilation[d] = dilations.size() == size_t(w.spatial) ? dilations[size_t(d)] : 1;
-  }
-  return {};
-}
-
-std::string prepareConvPoolPad(Executor &ex, const PlanOp &op, PreparedOp &out) {
+std::string preparePoolPad(Executor &ex, const PlanOp &op, PreparedOp &out) {
   Storage st;
   if (std::string err = floatStorage(ex, op, st); !err.empty())
     return err;
   if (!isFloat(ex.plan->values[size_t(op.inputs[0])]))
     return "supports float inputs";
-  if (op.kernel == "conv") {
-    const PlanValue &w = ex.plan->values[size_t(op.inputs[1])];
-    if (!isFloat(w) || (op.attrs.find("auto_pad") && op.attrs.getString("auto_pad") != "NOTSET"))
-      return "supports float weights and explicit pads";
-    const bool bias = op.inputs.size() > 2 && op.inputs[2] >= 0;
-    out.launch = [&op, bias, st](Executor &e, const std::vector<TensorRef> &t) -> std::string {
-      const Shape &x = t[size_t(op.inputs[0])].shape, &w = t[size_t(op.inputs[1])].shape, &y = t[size_t(op.outputs[0])].shape;
-      Window win;
-      if (std::string err = windowOf(op, x, y, w.dims + 2, win); !err.empty())
-        return err;
-      return conv(st, e.at(op.inputs[0]), e.at(op.inputs[1]), bias ? e.at(op.inputs[2]) : nullptr, e.at(op.outputs[0]),
-                  x.dims[0], x.dims[1], w.dims[0], op.attrs.getInt("group", 1), win, e.stream);
-    };
-  } else if (op.kernel == "max_pool" || op.kernel == "average_pool") {
+  if (op.kernel == "max_pool" || op.kernel == "average_pool") {
     if (op.outputs.size() != 1)
       return "no indices output";
     out.launch = [&op, st](Executor &e, const std::vector<TensorRef> &t) -> std::string {
@@ -447,8 +418,10 @@ std::string prepareOp(Executor &ex, int k, PreparedOp &p, size_t &scratch) {
     err = prepareLatentAttention(ex, op, p);
   else if (op.kernel.rfind("reduce_", 0) == 0)
     err = prepareReduce(ex, op, p);
-  else if (op.kernel == "conv" || op.kernel == "max_pool" || op.kernel == "average_pool" || op.kernel == "pad")
-    err = prepareConvPoolPad(ex, op, p);
+  else if (op.kernel == "conv")
+    err = prepareConv(ex, op, p, scratch);
+  else if (op.kernel == "max_pool" || op.kernel == "average_pool" || op.kernel == "pad")
+    err = preparePoolPad(ex, op, p);
   else if (int code = elementwiseOp(op.kernel); code >= 0 && op.kernel != "gelu_tanh")
     err = prepareElementwise(ex, op, p, code);
   else

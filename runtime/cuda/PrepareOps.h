@@ -1,7 +1,7 @@
 // Each op of a plan, prepared for the CUDA executor: its kernel chosen and checked once, its
 // launch a closure that takes the run's shapes. PrepareOps.cpp has the dispatch, data movement,
-// small integer ops, reductions, convolution and pooling; PrepareCompute.cpp the norms, linears,
-// rotary, attention and fused regions.
+// small integer ops, reductions, pooling and padding; PrepareConv.cpp the convolutions;
+// PrepareCompute.cpp the norms, linears, rotary, attention and fused regions.
 #pragma once
 
 #include "Executor.h"
@@ -14,6 +14,12 @@ std::string prepareOp(Executor &ex, int k, PreparedOp &p, size_t &scratch);
 // bytes in `scratch`; `missing(k, why)` hears of each op the executor has no kernel for.
 void prepareWithoutDevice(Executor &ex, const llmc_plan_t &plan, size_t &scratch,
                           const std::function<void(size_t, const std::string &)> &missing);
+
+// PrepareConv.cpp: a convolution (im2col and a cuBLASLt GEMM where it has one group, its
+// scratch in `scratchBytes`; else the direct kernel), and the window of a conv or pool op for
+// this run's shapes.
+std::string prepareConv(Executor &ex, const PlanOp &op, PreparedOp &out, size_t &scratchBytes);
+std::string windowOf(const PlanOp &op, const Shape &x, const Shape &y, const int64_t *kernel, Window &w);
 
 // PrepareCompute.cpp.
 std::string prepareNorm(Executor &ex, const PlanOp &op, int k, PreparedOp &out);

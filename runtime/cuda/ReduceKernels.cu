@@ -1,5 +1,6 @@
-// Reductions, direct convolution, pooling and padding on the CUDA executor (see CudaKernels.h):
-// correct-first kernels, tested against the CPU ones, one thread per output element.
+// Reductions, direct convolution, im2col, pooling and padding on the CUDA executor (see
+// CudaKernels.h): correct-first kernels, tested against the CPU ones, one thread per output
+// element. Convolutions of one group run as im2col and a cuBLASLt GEMM (PrepareConv.cpp).
 #include "CudaKernels.h"
 #include "DeviceUtil.cuh"
 
@@ -87,6 +88,19 @@ __global__ void convKernel(const T *__restrict__ x, const T *__restrict__ w, con
       }
     }
     y[e] = fromF<T>(acc);
+  }
+}
+
+// One thread per element of col (im2col): the writes of a warp along a row, coalesced.
+template <typename T>
+__global__ void im2colKernel(const T *__restrict__ x, T *__restrict__ col, int64_t N, int64_t C, Window win,
+                             int64_t inSize, int64_t outSize, int64_t kernelSize) {
+  const int64_t width = C * kernelSize, total = N * outSize * width;
+  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < total; e += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t k = e % kernelSize, c = (e / kernelSize) % C, row = e / width;
+    const int64_t o = row % outSize, b = row / outSize;
+    const int64_t at = tapOffset(win, o, k);
+    col[e] = at >= 0 ? x[(b * C + c) * inSize + at] : fromF<T>(0.0f);
   }
 }
 
@@ -188,6 +202,21 @@ std::string conv(Storage st, const void *x, const void *w, const void *bias, voi
         group, win, sizeOf(win.in, win.spatial), outSize, sizeOf(win.kernel, win.spatial));
   });
   return launched("conv");
+}
+
+std::string im2col(Storage st, const void *x, void *col, int64_t N, int64_t C, const Window &win, void *stream) {
+  if (win.spatial < 1 || win.spatial > 3)
+    return "im2col: 1 to 3 spatial dims";
+  const int64_t outSize = sizeOf(win.out, win.spatial), kernelSize = sizeOf(win.kernel, win.spatial);
+  const int64_t total = N * outSize * C * kernelSize;
+  if (total == 0)
+    return {};
+  dispatch(st, [&](auto tag) {
+    using T = decltype(tag);
+    im2colKernel<T><<<unsigned(blocksFor(total, kElementThreads)), kElementThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+        static_cast<const T *>(x), static_cast<T *>(col), N, C, win, sizeOf(win.in, win.spatial), outSize, kernelSize);
+  });
+  return launched("im2col");
 }
 
 std::string pool(Storage st, bool max, const void *x, void *y, int64_t planes, const Window &win, bool countPad,

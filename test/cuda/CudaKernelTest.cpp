@@ -1277,6 +1277,54 @@ TEST(Cuda, ReduceConvPoolPadMatchTheCpu) {
   }
 }
 
+// im2col's rows times the weight (a convolution of one group as the executor runs it on
+// cuBLASLt: PrepareConv.cpp) against the CPU conv, in every storage type: padded, strided and
+// dilated in 2-D, and a 1-D window with padding at both ends. The GEMM here is the host's, in f32.
+TEST(Cuda, Im2colRowsTimesTheWeightAreTheCpuConv) {
+  struct Case {
+    std::vector<int64_t> x, w, y, pads, strides, dilations;
+  };
+  const Case cases[] = {{{2, 4, 6, 5}, {6, 4, 3, 2}, {2, 6, 3, 4}, {1, 0, 1, 1}, {2, 1}, {1, 2}},
+                        {{3, 2, 7}, {5, 2, 3}, {3, 5, 7}, {1, 1}, {1}, {1}}};
+  for (cu::Storage s : kStorages) {
+    for (const Case &c : cases) {
+      auto numel = [](const std::vector<int64_t> &d) {
+        int64_t n = 1;
+        for (int64_t v : d)
+          n *= v;
+        return n;
+      };
+      const int spatial = int(c.x.size()) - 2;
+      const int64_t N = c.x[0], C = c.x[1], M = c.w[0], K = numel(c.w) / M, P = numel(c.y) / (N * M);
+      Buf<float> x(DType::F32, c.x, rounded(randomFloats(numel(c.x), 81), s)),
+          w(DType::F32, c.w, rounded(randomFloats(numel(c.w), 82), s)), bias(DType::F32, {M}, rounded(randomFloats(M, 83), s)),
+          want(DType::F32, c.y);
+      ASSERT_EQ(call("conv", attrs({intsAttr("pads", c.pads), intsAttr("strides", c.strides), intsAttr("dilations", c.dilations)}),
+                     {x.ref(), w.ref(), bias.ref()}, {want.ref()}),
+                "");
+      cu::Window win;
+      win.spatial = spatial;
+      for (int d = 0; d < spatial; ++d)
+        win.in[d] = c.x[size_t(d + 2)], win.out[d] = c.y[size_t(d + 2)], win.kernel[d] = c.w[size_t(d + 2)],
+        win.padBegin[d] = c.pads[size_t(d)], win.stride[d] = c.strides[size_t(d)], win.dilation[d] = c.dilations[size_t(d)];
+      auto dx = upload(x.data, s);
+      Device col(size_t(N * P * K) * cu::storageBytes(s));
+      ASSERT_EQ(cu::im2col(s, dx->p, col.p, N, C, win, nullptr), "");
+      const std::vector<float> rows = download(col, size_t(N * P * K), s);
+      std::vector<float> got(size_t(N * M * P));
+      for (int64_t b = 0; b < N; ++b)
+        for (int64_t m = 0; m < M; ++m)
+          for (int64_t o = 0; o < P; ++o) {
+            double acc = bias.data[size_t(m)];
+            for (int64_t k = 0; k < K; ++k)
+              acc += double(rows[size_t((b * P + o) * K + k)]) * w.data[size_t(m * K + k)];
+            got[size_t((b * M + m) * P + o)] = float(acc);
+          }
+      expectClose(got, want.data, 1e-4f, "im2col " + std::to_string(spatial) + "-D " + name(s));
+    }
+  }
+}
+
 // The naive latent attention kernel against the CPU latent_attention, with both factors, in
 // every storage type; with an additive mask, and causal with an i64 attention_mask.
 TEST(Cuda, LatentAttentionMatchesTheCpu) {

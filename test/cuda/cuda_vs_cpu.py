@@ -14,7 +14,9 @@ op of their plans runs on the GPU, compared with the CPU by cosine similarity (R
 The plans (CASES): the tiny Llama, GPT-2 and BERT as llmc compiles them by default and without
 parallel-linear merging, in f32 and with --precision bf16 or f16, and the KV-cache decoders
 generating 16 tokens with the cache kept on the GPU (the tiny DeepSeek-V3-style export too, made
-on first use by models/export_deepseek.py: its latent cache and latent attention).
+on first use by models/export_deepseek.py: its latent cache and latent attention), and a small CNN
+made here (convolutions on cuBLASLt and on the direct kernel, batch norm, pooling). `--only NAME`
+prepares the cases whose names contain NAME.
 """
 import argparse
 import glob
@@ -89,6 +91,14 @@ CASES = [
     # their readers read their inputs, and at five, where they copy.
     ("slice_views-whole", "slice_views", ["--max-shape", "seq=8", "--disable-fusion"], "run"),
     ("slice_views-part", "slice_views", ["--max-shape", "seq=8", "--disable-fusion"], "run"),
+    # Convolutions (small_cnn_model): of one group as im2col and a cuBLASLt GEMM, depthwise on the
+    # direct kernel; with a dynamic batch run at 3 whose GEMMs take at most 80 rows a launch
+    # (CASE_ENV), so that a batch goes in chunks of images (the last one short) and a layer whose
+    # one image has more rows than that takes the direct kernel.
+    ("small_cnn", "small_cnn", ["--input-shape", "x=2x3x12x12"], "run"),
+    ("small_cnn-bf16", "small_cnn", ["--input-shape", "x=2x3x12x12", "--precision", "bf16"], "run"),
+    ("small_cnn-tf32", "small_cnn", ["--input-shape", "x=2x3x12x12", "--precision", "tf32"], "run"),
+    ("small_cnn-chunks", "small_cnn", ["--max-shape", "batch=4"], "run"),
 ]
 # The real models (prepare --real-models): (name, model, llmc flags, kind, minimum cosine). Their
 # weights are random (the plans' ops are theirs), so that a deep net's outputs may be large or
@@ -103,11 +113,13 @@ REAL_CASES = [
 ]
 # Extra llmc-run flags of "run" cases with dynamic inputs.
 RUN_DIMS = {"tiny_gpt2-dynamic": ["--dim", "seq=37"], "tiny_bert-dynamic": ["--dim", "batch=2", "--dim", "seq=37"],
-            "slice_views-whole": ["--dim", "seq=1"], "slice_views-part": ["--dim", "seq=5"]}
+            "slice_views-whole": ["--dim", "seq=1"], "slice_views-part": ["--dim", "seq=5"],
+            "small_cnn-chunks": ["--dim", "batch=3"]}
 # The executor's environment per case (the rest run with the caller's).
 CASE_ENV = {"tiny_llama_kv-bf16-cuda-gemv-blocks": {"LLMC_CUDA_GEMV_BLOCKS": "2"},
             "tiny_llama_kv-bf16-cuda-gemv-chain": {"LLMC_CUDA_GEMV_CHAIN": "2"},
-            "tiny_llama_kv-bf16-cuda-layer-chain": {"LLMC_CUDA_GEMV_CHAIN": "3", "LLMC_CUDA_CHAIN_ATTENTION": "1"}}
+            "tiny_llama_kv-bf16-cuda-layer-chain": {"LLMC_CUDA_GEMV_CHAIN": "3", "LLMC_CUDA_CHAIN_ATTENTION": "1"},
+            "small_cnn-chunks": {"LLMC_CUDA_CONV_ROWS": "80"}}
 GENERATE = ["--prompt-ids", "5,17,42,99,7,3", "--max-tokens", "16", "--ids", "--ignore-eos"]
 # Cases that generate from another prompt.
 CASE_GENERATE = {"tiny_llama_kv-bf16-long": ["--prompt-ids", ",".join(str((i * 37 + 11) % 500) for i in range(300)),
@@ -139,11 +151,42 @@ def slice_views_model(out):
     return path
 
 
+def small_cnn_model(out):
+    """x [batch, 3, 12, 12] -> conv 3x3 (bias) -> relu -> conv 3x3 stride 2 (no bias) -> batch norm
+    (folded into it by llmc) -> depthwise conv 3x3 (group 16) -> relu -> conv 1x1 (bias) -> max pool
+    2x2 -> [batch, 12, 3, 3]; seeded random weights."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.RandomState(7)
+    weights = {"wa": rng.randn(8, 3, 3, 3) * 0.3, "ba": rng.randn(8) * 0.1, "wb": rng.randn(16, 8, 3, 3) * 0.2,
+               "scale": 1 + rng.rand(16) * 0.5, "shift": rng.randn(16) * 0.1, "mean": rng.randn(16) * 0.1,
+               "var": 0.5 + rng.rand(16), "wc": rng.randn(16, 1, 3, 3) * 0.3, "wd": rng.randn(12, 16, 1, 1) * 0.3,
+               "bd": rng.randn(12) * 0.1}
+    inits = [numpy_helper.from_array(v.astype(np.float32), k) for k, v in weights.items()]
+    pad1 = dict(kernel_shape=[3, 3], pads=[1, 1, 1, 1])
+    nodes = [helper.make_node("Conv", ["x", "wa", "ba"], ["a"], **pad1),
+             helper.make_node("Relu", ["a"], ["ar"]),
+             helper.make_node("Conv", ["ar", "wb"], ["b"], strides=[2, 2], **pad1),
+             helper.make_node("BatchNormalization", ["b", "scale", "shift", "mean", "var"], ["bn"]),
+             helper.make_node("Conv", ["bn", "wc"], ["c"], group=16, **pad1),
+             helper.make_node("Relu", ["c"], ["cr"]),
+             helper.make_node("Conv", ["cr", "wd", "bd"], ["d"], kernel_shape=[1, 1]),
+             helper.make_node("MaxPool", ["d"], ["y"], kernel_shape=[2, 2], strides=[2, 2])]
+    graph = helper.make_graph(nodes, "small_cnn",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3, 12, 12])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 12, 3, 3])], inits)
+    path = os.path.join(out, "small_cnn.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
 def model_path(model, out):
-    """models/MODEL.onnx, one made here in `out` (slice_views), the DeepSeek export in the cache
+    """models/MODEL.onnx, one made here in `out` (slice_views, small_cnn), the DeepSeek export in the cache
     (exported on first use, ~20 s), or a real model (fetched and exported on first use: minutes)."""
     if model == "slice_views":
         return slice_views_model(out)
+    if model == "small_cnn":
+        return small_cnn_model(out)
     if model in ("resnet50", "minilm", "smollm2"):
         sys.path.insert(0, os.path.join(ROOT, "models"))
         from real_models import fetched
@@ -159,6 +202,7 @@ def prepare(args):
     os.makedirs(args.out, exist_ok=True)
     cases = []
     chosen = [case + (None,) for case in CASES] + (REAL_CASES if args.real_models else [])
+    chosen = [case for case in chosen if not args.only or args.only in case[0]]
     for name, model, flags, kind, min_cosine in chosen:
         plan = os.path.join(args.out, name + ".llmc")
         subprocess.run([args.llmc, model_path(model, args.out), "-o", plan] + flags, check=True)
@@ -318,6 +362,7 @@ def main():
     a.add_argument("--llmc-run", required=True)
     a.add_argument("--out", required=True)
     a.add_argument("--real-models", action="store_true", help="also ResNet-50, MiniLM and SmolLM2 (random weights)")
+    a.add_argument("--only", help="the cases whose names contain this")
     c = sub.add_parser("check")
     c.add_argument("--llmc-run", required=True)
     c.add_argument("--dir", required=True)
@@ -327,6 +372,7 @@ def main():
     b.add_argument("--llmc-run", required=True)
     b.add_argument("--atol", type=float, default=1e-3)
     b.add_argument("--real-models", action="store_true", help="also ResNet-50, MiniLM and SmolLM2 (random weights)")
+    b.add_argument("--only", help="the cases whose names contain this")
     args = p.parse_args()
     if args.mode == "both":
         with tempfile.TemporaryDirectory() as tmp:
