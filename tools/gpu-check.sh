@@ -12,6 +12,8 @@
 #                                          (tools/kernel-trace, through CUPTI)
 #   tools/gpu-check.sh other-gpu          on the GPU machine (run does it too): a plan built for
 #                                          sm_80 alone is refused, with a message that says why
+#   tools/gpu-check.sh bench [FLAGS]      on the GPU machine: the benchmark alone (run does it too),
+#                                          tools/gpu_benchmark.py run's FLAGS (--no-torch, --models)
 #
 # What it covers: the hand-written CUDA kernels, cuBLASLt linears and the NVRTC-generated fused
 # elementwise kernel against the CPU kernels in f32, f16 and bf16 (llmc-cuda-tests), NVRTC compiling
@@ -65,7 +67,7 @@ pack)
   packed=$(du -sm "$PACK" | cut -f1)
   [ "$packed" -le 57 ] || echo "warning: $PACK is $packed MB; with the working tree it may exceed the 64 MiB the device tool carries" >&2
   ;;
-run | profile | other-gpu)
+run | profile | other-gpu | bench)
   [ -f "$PACK/binaries.tar.xz" ] && [ -f "$PACK/plans.tar.xz" ] ||
     { echo "no $PACK/ (or one from before its archives were xz): run 'tools/gpu-check.sh pack' on a build machine and carry it" >&2; exit 2; }
   # Unpacked once: `run` hands its folder to the `profile` and `other-gpu` it calls.
@@ -97,6 +99,12 @@ run | profile | other-gpu)
     *"has compute capability"*"the plan was built for CUDA sm_80"*) exit 0 ;;
     *) exit 1 ;;
     esac
+  fi
+  if [ "$1" = bench ]; then
+    # The benchmark alone (a second run's minutes): gpu_benchmark.py run with the flags given.
+    shift
+    python3 tools/gpu_benchmark.py run --llmc-run "$BIN/llmc-run" --dir "$PACK/bench" "$@"
+    exit 0
   fi
   if [ "$1" = profile ]; then
     # The benchmark's generation (512-token prompt, 128 new tokens, graphs on) with every kernel
