@@ -327,6 +327,52 @@ std::string stridedCopiesAndRotary(Storage s, const StridedCopies &copies, const
   return launched("stridedCopiesAndRotary");
 }
 
+namespace {
+
+constexpr int kTransposeTile = 32, kTransposeThreads = 256; // a warp per row of the tile, 8 rows at a time
+
+// Block (t, image): tile t of the image's [rows, cols] (tiles row after row), read into shared
+// memory along its rows and written out along its columns, which are dst's rows. The tile has a
+// column of padding, so that reading one of its columns touches 32 banks.
+template <typename E>
+__global__ void transposeTilesKernel(const E *__restrict__ src, E *__restrict__ dst, int64_t rows, int64_t cols,
+                                     int64_t tilesAcross) {
+  __shared__ E tile[kTransposeTile][kTransposeTile + 1];
+  const int64_t r0 = int64_t(blockIdx.x) / tilesAcross * kTransposeTile;
+  const int64_t c0 = int64_t(blockIdx.x) % tilesAcross * kTransposeTile;
+  const int64_t offset = int64_t(blockIdx.y) * rows * cols;
+  const int lane = threadIdx.x % kTransposeTile, first = threadIdx.x / kTransposeTile;
+  constexpr int kStep = kTransposeThreads / kTransposeTile;
+  for (int i = first; i < kTransposeTile; i += kStep)
+    if (r0 + i < rows && c0 + lane < cols)
+      tile[i][lane] = src[offset + (r0 + i) * cols + c0 + lane];
+  __syncthreads();
+  for (int i = first; i < kTransposeTile; i += kStep)
+    if (c0 + i < cols && r0 + lane < rows)
+      dst[offset + (c0 + i) * rows + r0 + lane] = tile[lane][i];
+}
+
+} // namespace
+
+std::string transposeBatched(const void *src, void *dst, int64_t n, int64_t rows, int64_t cols, int elemBytes,
+                             void *stream) {
+  if ((elemBytes != 2 && elemBytes != 4) || n < 0 || n > 65535 || rows < 0 || cols < 0)
+    return "transposeBatched: elements of 2 or 4 bytes, at most 65535 matrices";
+  if (n * rows * cols == 0)
+    return {};
+  const int64_t across = (cols + kTransposeTile - 1) / kTransposeTile;
+  const int64_t tiles = across * ((rows + kTransposeTile - 1) / kTransposeTile);
+  const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(n));
+  auto st = static_cast<cudaStream_t>(stream);
+  if (elemBytes == 2)
+    transposeTilesKernel<uint16_t><<<grid, kTransposeThreads, 0, st>>>(static_cast<const uint16_t *>(src),
+                                                                       static_cast<uint16_t *>(dst), rows, cols, across);
+  else
+    transposeTilesKernel<uint32_t><<<grid, kTransposeThreads, 0, st>>>(static_cast<const uint32_t *>(src),
+                                                                       static_cast<uint32_t *>(dst), rows, cols, across);
+  return launched("transposeBatched");
+}
+
 std::string stridedCopy(const void *src, void *dst, const StridedCopy &c, void *stream) {
   StridedCopies one;
   one.count = 1, one.src[0] = src, one.dst[0] = dst, one.copy[0] = c;

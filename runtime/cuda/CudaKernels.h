@@ -266,6 +266,13 @@ struct StridedCopy {
 };
 std::string stridedCopy(const void *src, void *dst, const StridedCopy &c, void *stream);
 
+// dst [n, cols, rows] = src [n, rows, cols] with each matrix transposed, elements of 2 or 4 bytes,
+// through tiles of 32 x 32 in shared memory so that both the reads and the writes go along rows
+// (a strided copy's would go across one of them): a convolution's GEMM rows to NCHW, a 1x1
+// convolution's input to its GEMM's rows (PrepareConv.cpp). n at most 65535.
+std::string transposeBatched(const void *src, void *dst, int64_t n, int64_t rows, int64_t cols, int elemBytes,
+                             void *stream);
+
 // Up to kMaxCopies strided copies of one element size in one launch: the pieces of a split or a
 // concat (piece i copies copy[i] from src[i] to dst[i]).
 constexpr int kMaxCopies = 8;

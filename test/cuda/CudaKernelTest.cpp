@@ -1277,6 +1277,34 @@ TEST(Cuda, ReduceConvPoolPadMatchTheCpu) {
   }
 }
 
+// transposeBatched against the transpose on the host, 2- and 4-byte elements, matrices whose
+// sides are and are not multiples of its 32 x 32 tiles.
+TEST(Cuda, TransposeBatchedTransposesEachMatrix) {
+  struct Case {
+    int64_t n, rows, cols;
+  };
+  for (const Case &c : {Case{3, 45, 70}, Case{1, 1, 1}, Case{2, 64, 32}, Case{5, 7, 200}}) {
+    const size_t count = size_t(c.n * c.rows * c.cols);
+    std::vector<uint32_t> words(count);
+    for (size_t i = 0; i < count; ++i)
+      words[i] = uint32_t(i * 2654435761u);
+    std::vector<uint32_t> want(count);
+    for (int64_t b = 0; b < c.n; ++b)
+      for (int64_t r = 0; r < c.rows; ++r)
+        for (int64_t k = 0; k < c.cols; ++k)
+          want[size_t((b * c.cols + k) * c.rows + r)] = words[size_t((b * c.rows + r) * c.cols + k)];
+    auto src = uploadRaw(words);
+    Device out(count * 4);
+    ASSERT_EQ(cu::transposeBatched(src->p, out.p, c.n, c.rows, c.cols, 4, nullptr), "");
+    EXPECT_EQ(downloadRaw<uint32_t>(out, count), want) << c.n << "x" << c.rows << "x" << c.cols;
+    std::vector<uint16_t> halves(words.begin(), words.end()), wantHalves(want.begin(), want.end());
+    auto src16 = uploadRaw(halves);
+    Device out16(count * 2);
+    ASSERT_EQ(cu::transposeBatched(src16->p, out16.p, c.n, c.rows, c.cols, 2, nullptr), "");
+    EXPECT_EQ(downloadRaw<uint16_t>(out16, count), wantHalves) << c.n << "x" << c.rows << "x" << c.cols << " (2 bytes)";
+  }
+}
+
 // im2col's rows times the weight (a convolution of one group as the executor runs it on
 // cuBLASLt: PrepareConv.cpp) against the CPU conv, in every storage type: padded, strided and
 // dilated in 2-D, and a 1-D window with padding at both ends. The GEMM here is the host's, in f32.
