@@ -12,7 +12,9 @@ with and without CUDA graphs (and with its decode linears on cuBLASLt instead of
 PyTorch eager and torch.compile(mode="reduce-overhead") (transformers' compiled generation over a
 static cache: the prompt eager, each decode step compiled). The share of the HBM roofline is the
 bytes one decode step must read (the bf16 weights of every linear and of the LM head, and the KV
-cache at the mean context) over the time per token and the H200's 4.8 TB/s.
+cache at the mean context) over the time per token and the GPU's HBM bandwidth: the H200's 4.8 TB/s,
+as issue 7 defines it, or the datasheet figure of the H100 the device tool may lend instead
+(hbm_bytes_per_s), which the header names.
 """
 import argparse
 import json
@@ -26,6 +28,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "models"))
 
 PROMPT, NEW_TOKENS, HBM_BYTES_PER_S = 512, 128, 4.8e12
+# Datasheet HBM bandwidths by the name nvidia-smi gives, most specific first; anything else is
+# taken as an H200.
+HBM_BY_NAME = [("H200", 4.8e12), ("H100 NVL", 3.9e12), ("H100 PCIe", 2.0e12), ("H100", 3.35e12)]
 # The plan's bounds: the whole prompt in one chunk, the cache up to prompt + new tokens and more.
 SHAPES = ["--input-shape", "batch=1", "--max-shape", "seq=512,past=0..1024,total=1536"]
 
@@ -217,10 +222,25 @@ def gpu_present():
         return False
 
 
+def hbm_bytes_per_s():
+    """(bytes per second, the GPU's name) for the HBM share: by nvidia-smi's name of GPU 0."""
+    try:
+        name = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader", "-i", "0"],
+                              capture_output=True, text=True).stdout.strip()
+    except OSError:
+        name = ""
+    for part, rate in HBM_BY_NAME:
+        if part in name:
+            return rate, name
+    return HBM_BYTES_PER_S, (name or "an unknown GPU") + ", taken as an H200"
+
+
 def run(args):
     if not gpu_present():
         print("no GPU: the benchmark is skipped", flush=True)
         return 77
+    hbm, gpu = hbm_bytes_per_s()
+    print(f"== HBM share against {hbm / 1e12:.2f} TB/s ({gpu})", flush=True)
     with open(os.path.join(args.dir, "bench.json")) as f:
         models = json.load(f)
     names = args.models.split(",")
@@ -262,7 +282,7 @@ def run(args):
             print(f"{name}, {label}: FAILED: {result}", flush=True)
             continue
         first, per_token, memory, note = result
-        share = step_bytes[name] / (per_token / 1000.0) / HBM_BYTES_PER_S if per_token > 0 else 0.0
+        share = step_bytes[name] / (per_token / 1000.0) / hbm if per_token > 0 else 0.0
         rows.append((name, label, first, per_token, share, memory))
         print(f"{name}, {label}: TTFT {first:.1f} ms, {per_token:.3f} ms/token, {share:.0%} of HBM bandwidth"
               + (f" ({note})" if note else "") + f" [{time.perf_counter() - started:.0f} s]", flush=True)
@@ -282,6 +302,7 @@ def run(args):
             first_versus = f"{first / default_first[name]:.3f}x" if compared and default_first[name] > 0 else ""
             print(f"{name:<9} {label:<40} {first:>9.1f} {per_token:>9.3f} {1000.0 / per_token:>9.1f} {share:>9.0%} "
                   f"{memory:>8.0f} {versus:>10} {first_versus:>8}")
+    print(f"HBM share: the bytes a decode step reads over the time per token, against {hbm / 1e12:.2f} TB/s ({gpu}).")
     print("GPU MB: llmc's device memory (all of it, allocated at load); PyTorch's peak allocation.\n"
           "vs default: the time per token over that of the row 'llmc, CUDA graphs' of the same model (below 1: faster);\n"
           "TTFT vs: the same for the time to first token.")

@@ -2,8 +2,9 @@
 // against cuBLASLt on the same [N, K] weights and on [K, N] ones (the layout before
 // llmc-transpose-linear-weights), at the shapes of a Llama-3.2-1B layer and its head (alone and
 // with the last norm in front, as a decode step runs it) and of a SmolLM2 layer, a block per
-// group of columns and persistent (SmallLinearArgs::blocks), with the time per call and the share of the H200's
-// 4.8 TB/s HBM bandwidth each reaches (bytes of the weight and x read, y written; calls cycle
+// group of columns and persistent (SmallLinearArgs::blocks), with the time per call and the share
+// of the GPU's HBM bandwidth each reaches (the H200's 4.8 TB/s; readHbmBandwidth) (bytes of the
+// weight and x read, y written; calls cycle
 // through copies of the weight that together exceed the L2 cache, as a decode step's layers
 // do); the QKV projection with its split, launched apart and in the GEMV's epilogue; then the
 // decode attention of one layer at three cache lengths, and followed by the output projection,
@@ -34,13 +35,34 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace cu = llmc::rt::cuda;
 
 namespace {
 
-constexpr double kHbmBytesPerSecond = 4.8e12;
+// The HBM bandwidth shares are taken against: the datasheet's for the GPU's name (the H200's
+// 4.8 TB/s, as issue 7 defines the share, or an H100's that the device tool may lend instead; the
+// same table as tools/gpu_benchmark.py's HBM_BY_NAME), else the device's peak (twice its memory
+// clock times its bus width), else 4.8 TB/s.
+double hbmBytesPerSecond = 4.8e12;
+
+void readHbmBandwidth(const char *name) {
+  const std::pair<const char *, double> byName[] = {
+      {"H200", 4.8e12}, {"H100 NVL", 3.9e12}, {"H100 PCIe", 2.0e12}, {"H100", 3.35e12}};
+  for (const auto &[part, rate] : byName)
+    if (std::strstr(name, part)) {
+      hbmBytesPerSecond = rate;
+      return;
+    }
+  int kilohertz = 0, busBits = 0;
+  if (cudaDeviceGetAttribute(&kilohertz, cudaDevAttrMemoryClockRate, 0) == cudaSuccess &&
+      cudaDeviceGetAttribute(&busBits, cudaDevAttrGlobalMemoryBusWidth, 0) == cudaSuccess && kilohertz > 0 &&
+      busBits > 0)
+    hbmBytesPerSecond = 2.0 * kilohertz * 1e3 * busBits / 8;
+  cudaGetLastError(); // an attribute the device does not have is no launch's error
+}
 constexpr size_t kBeyondL2 = 256u << 20; // bytes of weight copies a benchmark cycles through
 
 // Copies of a bf16 weight of `bytes` that together exceed the L2 cache (at least one; one alone
@@ -70,7 +92,7 @@ struct Shape {
 void report(const char *how, double us, double bytes) {
   if (us < 0)
     return;
-  const double share = bytes / (us * 1e-6) / kHbmBytesPerSecond;
+  const double share = bytes / (us * 1e-6) / hbmBytesPerSecond;
   std::printf("    %-28s %8.2f us  %7.1f GB/s  %5.1f%% of HBM\n", how, us, bytes / (us * 1e-6) / 1e9, 100 * share);
 }
 
@@ -398,7 +420,9 @@ int main(int argc, char **argv) {
   }
   cudaDeviceProp prop{};
   cudaGetDeviceProperties(&prop, 0);
-  std::printf("decode linears, bf16, M = 1, on %s (%d reps each)\n", prop.name, reps);
+  readHbmBandwidth(prop.name);
+  std::printf("decode linears, bf16, M = 1, on %s (%d reps each; HBM shares of %.2f TB/s)\n", prop.name, reps,
+              hbmBytesPerSecond / 1e12);
   cublasLtHandle_t lt;
   if (cublasLtCreate(&lt) != CUBLAS_STATUS_SUCCESS) {
     std::printf("cublasLtCreate failed\n");

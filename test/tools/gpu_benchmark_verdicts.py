@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """tools/gpu_benchmark.py's llmc side without a GPU: `run --no-torch` against a stand-in llmc-run
 that prints what the real one prints for a generation (its figures chosen by the switch each row
-sets), with a stand-in nvidia-smi on PATH. Checks that every row is parsed, the table printed,
-and that the decisions under it follow docs/cuda.md's rules (DECISIONS): a switch faster by 3%
-for both models becomes the default, one faster for one model alone does not, a row that failed
-decides nothing, the prompt attention's split goes by the time to first token. Exit 0 on pass.
+sets), with a stand-in nvidia-smi on PATH (an H100). Checks that every row is parsed, the table
+printed, the HBM share taken against the GPU's own bandwidth, and that the decisions under the
+table follow docs/cuda.md's rules (DECISIONS): a switch faster by 3% for both models becomes the
+default, one faster for one model alone does not, a row that failed decides nothing, the prompt
+attention's split goes by the time to first token. Exit 0 on pass.
 
     gpu_benchmark_verdicts.py
 """
@@ -64,7 +65,9 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         bin_dir = os.path.join(tmp, "bin")
         os.makedirs(bin_dir)
-        for name, text in {"llmc-run": FAKE_LLMC_RUN, "nvidia-smi": "#!/bin/sh\nexit 0\n"}.items():
+        # nvidia-smi names an H100: the HBM share is taken against its 3.35 TB/s.
+        smi = "#!/bin/sh\ncase \"$*\" in *--query-gpu=name*) echo 'NVIDIA H100 80GB HBM3' ;; esac\nexit 0\n"
+        for name, text in {"llmc-run": FAKE_LLMC_RUN, "nvidia-smi": smi}.items():
             path = os.path.join(bin_dir, name)
             with open(path, "w") as f:
                 f.write(text)
@@ -81,6 +84,8 @@ def main():
     if out.returncode != 1:
         failures.append(f"exit {out.returncode}, expected 1 (an llmc row failed)")
     lines = out.stdout.splitlines()
+    if "== HBM share against 3.35 TB/s (NVIDIA H100 80GB HBM3)" not in lines:
+        failures.append("the HBM share is not taken against the H100's 3.35 TB/s")
     for model in ("smollm2", "llama1b"):
         default = [line for line in lines if line.startswith(f"{model:<9} llmc, CUDA graphs ")]
         if len(default) != 1 or "1.000" not in default[0]:
