@@ -273,6 +273,20 @@ std::string stridedCopy(const void *src, void *dst, const StridedCopy &c, void *
 std::string transposeBatched(const void *src, void *dst, int64_t n, int64_t rows, int64_t cols, int elemBytes,
                              void *stream);
 
+// numpy's matmul of two activations (Matmul.cu): C [batch..., M, N] = A [..., M, K] x B [..., K, N],
+// f32 accumulation, C's matrix z at z * M * N; batch[d] C's batch dims, aStride[d] and bStride[d]
+// the element strides of A's and B's matrices along them (0 where that operand broadcasts).
+// Tiles in shared memory, correct first: an attention left as matmuls, not the linears.
+struct MatmulArgs {
+  int batchRank = 0;
+  int64_t batch[kMaxDims] = {}, aStride[kMaxDims] = {}, bStride[kMaxDims] = {};
+  int64_t M = 0, N = 0, K = 0;
+};
+std::string matmul(Storage s, const void *a, const void *b, void *c, const MatmulArgs &m, void *stream);
+// The arguments of A [aDims] x B [bDims] as numpy broadcasts them (a rank-1 A is [1, K], a rank-1
+// B [K, 1]; C's shape leaves those out), or why they do not multiply.
+std::string matmulArgsOf(int aRank, const int64_t *aDims, int bRank, const int64_t *bDims, MatmulArgs &m);
+
 // Up to kMaxCopies strided copies of one element size in one launch: the pieces of a split or a
 // concat (piece i copies copy[i] from src[i] to dst[i]).
 constexpr int kMaxCopies = 8;

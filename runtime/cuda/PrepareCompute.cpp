@@ -247,6 +247,25 @@ std::string prepareLinear(Executor &ex, const PlanOp &op, int k, PreparedOp &out
   return {};
 }
 
+// matmul (numpy's, of two float activations): its operands' batch dims broadcast against each
+// other, a rank-1 operand promoted ([K] to [1, K] in front, [K, 1] behind), on our tiled kernel.
+std::string prepareMatmul(Executor &ex, const PlanOp &op, PreparedOp &out) {
+  Storage st;
+  if (std::string err = floatStorage(ex, op, st); !err.empty())
+    return err;
+  if (op.inputs.size() != 2 || !isFloat(ex.plan->values[size_t(op.inputs[0])]) ||
+      !isFloat(ex.plan->values[size_t(op.inputs[1])]))
+    return "supports two float operands";
+  out.launch = [&op, st](Executor &e, const std::vector<TensorRef> &t) -> std::string {
+    const Shape &a = t[size_t(op.inputs[0])].shape, &b = t[size_t(op.inputs[1])].shape;
+    MatmulArgs m;
+    if (std::string err = matmulArgsOf(a.rank, a.dims, b.rank, b.dims, m); !err.empty())
+      return err;
+    return matmul(st, e.at(op.inputs[0]), e.at(op.inputs[1]), e.at(op.outputs[0]), m, e.stream);
+  };
+  return {};
+}
+
 // Where an op writes value `v`: its own bytes, or, for a linked cache's new rows (inPlaceOf),
 // the cache itself after the rows already there (their count read from the length table), so
 // that the concatenation has nothing left to copy; rows that come to it through transposes

@@ -400,6 +400,8 @@ std::string prepareOp(Executor &ex, int k, PreparedOp &p, size_t &scratch) {
     err = prepareGather(ex, op, p);
   else if (op.kernel == "linear")
     err = prepareLinear(ex, op, k, p, scratch);
+  else if (op.kernel == "matmul")
+    err = prepareMatmul(ex, op, p);
   else if (op.kernel == "fused_attention")
     err = prepareAttention(ex, op, p, k);
   else if (op.kernel == "rotary")

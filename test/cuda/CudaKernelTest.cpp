@@ -78,6 +78,14 @@ template <typename T> std::vector<T> downloadRaw(const Device &d, size_t n) {
   return out;
 }
 
+// The elements of a tensor of these dims.
+int64_t elementsOf(const std::vector<int64_t> &dims) {
+  int64_t n = 1;
+  for (int64_t d : dims)
+    n *= d;
+  return n;
+}
+
 std::vector<float> download(const Device &d, size_t n, cu::Storage s) {
   std::vector<float> out(n);
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
@@ -1277,6 +1285,40 @@ TEST(Cuda, ReduceConvPoolPadMatchTheCpu) {
   }
 }
 
+// matmul against the CPU's, in every storage type: batched, broadcast either way (a batch dim of
+// 1, a missing one), rank-1 operands, sides off the kernel's 16 x 16 tiles; and shapes that do not
+// multiply refused.
+TEST(Cuda, MatmulMatchesTheCpu) {
+  struct Case {
+    std::vector<int64_t> a, b, c;
+  };
+  const Case cases[] = {{{2, 3, 5, 7}, {2, 3, 7, 4}, {2, 3, 5, 4}},
+                        {{2, 1, 5, 7}, {3, 7, 20}, {2, 3, 5, 20}},
+                        {{33, 17}, {2, 17, 18}, {2, 33, 18}},
+                        {{5, 7}, {7}, {5}},
+                        {{7}, {2, 7, 4}, {2, 4}}};
+  for (cu::Storage s : kStorages) {
+    for (const Case &c : cases) {
+      Buf<float> a(DType::F32, c.a, rounded(randomFloats(elementsOf(c.a), 91), s)),
+          b(DType::F32, c.b, rounded(randomFloats(elementsOf(c.b), 92), s)), want(DType::F32, c.c);
+      ASSERT_EQ(call("matmul", {}, {a.ref(), b.ref()}, {want.ref()}), "");
+      cu::MatmulArgs m;
+      ASSERT_EQ(cu::matmulArgsOf(int(c.a.size()), c.a.data(), int(c.b.size()), c.b.data(), m), "");
+      auto da = upload(a.data, s), db = upload(b.data, s);
+      Device out(size_t(want.numel()) * cu::storageBytes(s));
+      ASSERT_EQ(cu::matmul(s, da->p, db->p, out.p, m, nullptr), "");
+      expectClose(download(out, size_t(want.numel()), s), want.data, std::max(tolerance(s), 1e-5f) * 4,
+                  std::string("matmul ") + name(s) + " " + std::to_string(c.a.size()) + "-D x " +
+                      std::to_string(c.b.size()) + "-D");
+    }
+  }
+  cu::MatmulArgs m;
+  const int64_t a[3] = {2, 5, 7}, b[3] = {3, 7, 4}, c[2] = {7, 5};
+  EXPECT_EQ(cu::matmulArgsOf(3, a, 3, b, m), "batch dimensions do not broadcast");
+  EXPECT_EQ(cu::matmulArgsOf(3, a, 2, c, m), "");
+  EXPECT_EQ(cu::matmulArgsOf(2, c, 3, b, m), "inner dimensions differ");
+}
+
 // transposeBatched against the transpose on the host, 2- and 4-byte elements, matrices whose
 // sides are and are not multiples of its 32 x 32 tiles.
 TEST(Cuda, TransposeBatchedTransposesEachMatrix) {
@@ -1316,25 +1358,21 @@ TEST(Cuda, Im2colRowsTimesTheWeightAreTheCpuConv) {
                         {{3, 2, 7}, {5, 2, 3}, {3, 5, 7}, {1, 1}, {1}, {1}}};
   for (cu::Storage s : kStorages) {
     for (const Case &c : cases) {
-      auto numel = [](const std::vector<int64_t> &d) {
-        int64_t n = 1;
-        for (int64_t v : d)
-          n *= v;
-        return n;
-      };
       const int spatial = int(c.x.size()) - 2;
-      const int64_t N = c.x[0], C = c.x[1], M = c.w[0], K = numel(c.w) / M, P = numel(c.y) / (N * M);
-      Buf<float> x(DType::F32, c.x, rounded(randomFloats(numel(c.x), 81), s)),
-          w(DType::F32, c.w, rounded(randomFloats(numel(c.w), 82), s)), bias(DType::F32, {M}, rounded(randomFloats(M, 83), s)),
+      const int64_t N = c.x[0], C = c.x[1], M = c.w[0], K = elementsOf(c.w) / M, P = elementsOf(c.y) / (N * M);
+      Buf<float> x(DType::F32, c.x, rounded(randomFloats(elementsOf(c.x), 81), s)),
+          w(DType::F32, c.w, rounded(randomFloats(elementsOf(c.w), 82), s)),
+          bias(DType::F32, {M}, rounded(randomFloats(M, 83), s)),
           want(DType::F32, c.y);
-      ASSERT_EQ(call("conv", attrs({intsAttr("pads", c.pads), intsAttr("strides", c.strides), intsAttr("dilations", c.dilations)}),
-                     {x.ref(), w.ref(), bias.ref()}, {want.ref()}),
-                "");
+      const AttrList window =
+          attrs({intsAttr("pads", c.pads), intsAttr("strides", c.strides), intsAttr("dilations", c.dilations)});
+      ASSERT_EQ(call("conv", window, {x.ref(), w.ref(), bias.ref()}, {want.ref()}), "");
       cu::Window win;
       win.spatial = spatial;
       for (int d = 0; d < spatial; ++d)
         win.in[d] = c.x[size_t(d + 2)], win.out[d] = c.y[size_t(d + 2)], win.kernel[d] = c.w[size_t(d + 2)],
-        win.padBegin[d] = c.pads[size_t(d)], win.stride[d] = c.strides[size_t(d)], win.dilation[d] = c.dilations[size_t(d)];
+        win.padBegin[d] = c.pads[size_t(d)], win.stride[d] = c.strides[size_t(d)],
+        win.dilation[d] = c.dilations[size_t(d)];
       auto dx = upload(x.data, s);
       Device col(size_t(N * P * K) * cu::storageBytes(s));
       ASSERT_EQ(cu::im2col(s, dx->p, col.p, N, C, win, nullptr), "");

@@ -1,0 +1,100 @@
+// numpy's matmul of two activations on the CUDA executor (CudaKernels.h, matmul): tiles of 16 x 16
+// in shared memory, f32 accumulation. Correct first: what it runs is the attention that
+// llmc-raise-attention left as matmuls (its linears have weights and run on cuBLASLt), and other
+// products of activations.
+#include "CudaKernels.h"
+#include "DeviceUtil.cuh"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <string>
+
+namespace llmc::rt::cuda {
+namespace {
+
+constexpr int kMatmulTile = 16, kMatmulThreads = kMatmulTile * kMatmulTile;
+
+// Block (column tile, row tile, z): C's tile of matrix z (and z + gridDim.z, ...), A's rows of it
+// times B's columns, K in steps of a tile through shared memory (a column of padding each, so
+// that a thread's reads along a column of B's tile fall in distinct banks).
+template <typename T> __global__ void matmulKernel(const T *__restrict__ a, const T *__restrict__ b, T *__restrict__ c,
+                                                   MatmulArgs m, int64_t matrices) {
+  __shared__ float as[kMatmulTile][kMatmulTile + 1];
+  __shared__ float bs[kMatmulTile][kMatmulTile + 1];
+  const int tx = threadIdx.x % kMatmulTile, ty = threadIdx.x / kMatmulTile;
+  const int64_t row = int64_t(blockIdx.y) * kMatmulTile + ty, col = int64_t(blockIdx.x) * kMatmulTile + tx;
+  for (int64_t z = blockIdx.z; z < matrices; z += gridDim.z) {
+    int64_t rest = z, aAt = 0, bAt = 0;
+    for (int d = m.batchRank - 1; d >= 0; --d) {
+      const int64_t i = rest % m.batch[d];
+      rest /= m.batch[d];
+      aAt += i * m.aStride[d], bAt += i * m.bStride[d];
+    }
+    float acc = 0.0f;
+    for (int64_t k0 = 0; k0 < m.K; k0 += kMatmulTile) {
+      as[ty][tx] = row < m.M && k0 + tx < m.K ? toF(a[aAt + row * m.K + k0 + tx]) : 0.0f;
+      bs[ty][tx] = k0 + ty < m.K && col < m.N ? toF(b[bAt + (k0 + ty) * m.N + col]) : 0.0f;
+      __syncthreads();
+#pragma unroll
+      for (int k = 0; k < kMatmulTile; ++k)
+        acc += as[ty][k] * bs[k][tx];
+      __syncthreads(); // every thread is done with the tiles before the next are loaded
+    }
+    if (row < m.M && col < m.N)
+      c[z * m.M * m.N + row * m.N + col] = fromF<T>(acc);
+  }
+}
+
+} // namespace
+
+std::string matmulArgsOf(int aRank, const int64_t *aDims, int bRank, const int64_t *bDims, MatmulArgs &m) {
+  if (aRank < 1 || bRank < 1)
+    return "operands must have rank >= 1";
+  // The matrices' dims: a rank-1 A is one row, a rank-1 B one column.
+  const int64_t rowsA = aRank == 1 ? 1 : aDims[aRank - 2], colsB = bRank == 1 ? 1 : bDims[bRank - 1];
+  const int64_t inner = aDims[aRank - 1], innerB = bRank == 1 ? bDims[0] : bDims[bRank - 2];
+  if (inner != innerB)
+    return "inner dimensions differ";
+  const int batchA = std::max(aRank - 2, 0), batchB = std::max(bRank - 2, 0);
+  m = MatmulArgs{};
+  m.M = rowsA, m.K = inner, m.N = colsB, m.batchRank = std::max(batchA, batchB);
+  if (m.batchRank > kMaxDims)
+    return "more than " + std::to_string(kMaxDims) + " batch dimensions";
+  // Innermost first: each operand's matrices along a batch dim of C, 0 where it broadcasts.
+  int64_t aMatrices = 1, bMatrices = 1;
+  for (int d = m.batchRank - 1; d >= 0; --d) {
+    const int ia = d - (m.batchRank - batchA), ib = d - (m.batchRank - batchB);
+    const int64_t da = ia >= 0 ? aDims[ia] : 1, db = ib >= 0 ? bDims[ib] : 1;
+    if (da != db && da != 1 && db != 1)
+      return "batch dimensions do not broadcast";
+    m.batch[d] = std::max(da, db);
+    m.aStride[d] = da == 1 ? 0 : aMatrices * m.M * m.K;
+    m.bStride[d] = db == 1 ? 0 : bMatrices * m.K * m.N;
+    aMatrices *= da, bMatrices *= db;
+  }
+  return {};
+}
+
+std::string matmul(Storage s, const void *a, const void *b, void *c, const MatmulArgs &m, void *stream) {
+  if (m.batchRank < 0 || m.batchRank > kMaxDims || m.M < 0 || m.N < 0 || m.K < 0)
+    return "matmul: bad shapes";
+  int64_t matrices = 1;
+  for (int d = 0; d < m.batchRank; ++d)
+    matrices *= m.batch[d];
+  if (matrices * m.M * m.N == 0)
+    return {};
+  const int64_t across = (m.N + kMatmulTile - 1) / kMatmulTile, down = (m.M + kMatmulTile - 1) / kMatmulTile;
+  if (across > 0x7fffffff || down > 65535)
+    return "matmul: more than 65535 tiles of rows";
+  const dim3 grid(static_cast<unsigned>(across), static_cast<unsigned>(down),
+                  static_cast<unsigned>(std::min<int64_t>(matrices, 65535)));
+  dispatch(s, [&](auto tag) {
+    using T = decltype(tag);
+    matmulKernel<T><<<grid, kMatmulThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+        static_cast<const T *>(a), static_cast<const T *>(b), static_cast<T *>(c), m, matrices);
+  });
+  return launched("matmul");
+}
+
+} // namespace llmc::rt::cuda
