@@ -162,9 +162,14 @@ run | profile | other-gpu | bench)
   # Every convolution of one group runs as im2col and a cuBLASLt GEMM since session 18 (the
   # direct kernel before): ResNet-50's latency both ways.
   echo "== ResNet-50 (random weights, f32, batch 1): convolutions on cuBLASLt, then on the direct kernel"
-  step "resnet50 convolutions, GEMM vs direct" 40 DONE sh -c \
-    'for gemm in 1 0; do echo "LLMC_CUDA_CONV_GEMM=$gemm"; LLMC_CUDA_CONV_GEMM=$gemm "$1" "$2" --device cuda --random --quiet --benchmark 20 || exit 1; done' \
-    sh "$BIN/llmc-run" "$unpacked/plans/real-resnet50.llmc"
+  step "resnet50 convolutions, GEMM vs direct" 40 DONE sh -c '
+    for gemm in 1 0; do
+      echo "LLMC_CUDA_CONV_GEMM=$gemm"
+      out=$(LLMC_CUDA_CONV_GEMM=$gemm "$1" "$2" --device cuda --random --quiet --benchmark 20 2>&1); rc=$?
+      echo "$out"
+      case "$out" in *"no CUDA device"*) exit 77 ;; esac
+      [ "$rc" = 0 ] || exit 1
+    done' sh "$BIN/llmc-run" "$unpacked/plans/real-resnet50.llmc"
   echo "== benchmark"
   # GPU_CHECK_BENCH_ARGS: more gpu_benchmark.py flags (--no-torch for llmc's rows alone).
   step "benchmark" 330 DONE \
