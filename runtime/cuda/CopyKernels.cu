@@ -373,6 +373,42 @@ std::string transposeBatched(const void *src, void *dst, int64_t n, int64_t rows
   return launched("transposeBatched");
 }
 
+namespace {
+
+template <typename E>
+__global__ void triluKernel(const E *__restrict__ in, E *__restrict__ out, int64_t count, int64_t rows, int64_t cols,
+                            int64_t k, bool upper) {
+  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < count; e += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t j = e % cols, i = (e / cols) % rows;
+    out[e] = (upper ? j - i >= k : j - i <= k) ? in[e] : E(0);
+  }
+}
+
+} // namespace
+
+std::string trilu(const void *in, void *out, int64_t count, int64_t rows, int64_t cols, int64_t k, bool upper,
+                  int elemBytes, void *stream) {
+  if (count == 0)
+    return {};
+  if (rows <= 0 || cols <= 0 || count % (rows * cols))
+    return "trilu: count must be whole matrices";
+  const unsigned blocks = unsigned(blocksFor(count, kElementThreads));
+  auto st = static_cast<cudaStream_t>(stream);
+  auto run = [&](auto tag) {
+    using E = decltype(tag);
+    triluKernel<E><<<blocks, kElementThreads, 0, st>>>(static_cast<const E *>(in), static_cast<E *>(out), count, rows,
+                                                       cols, k, upper);
+  };
+  switch (elemBytes) {
+  case 1: run(uint8_t{}); break;
+  case 2: run(uint16_t{}); break;
+  case 4: run(uint32_t{}); break;
+  case 8: run(uint64_t{}); break;
+  default: return "trilu: elements of 1, 2, 4 or 8 bytes";
+  }
+  return launched("trilu");
+}
+
 std::string stridedCopy(const void *src, void *dst, const StridedCopy &c, void *stream) {
   StridedCopies one;
   one.count = 1, one.src[0] = src, one.dst[0] = dst, one.copy[0] = c;

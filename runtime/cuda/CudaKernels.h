@@ -273,6 +273,12 @@ std::string stridedCopy(const void *src, void *dst, const StridedCopy &c, void *
 std::string transposeBatched(const void *src, void *dst, int64_t n, int64_t rows, int64_t cols, int elemBytes,
                              void *stream);
 
+// ONNX Trilu: out = in with the elements outside the triangle of each matrix [rows, cols] (its
+// last two dims) zero: kept where j - i >= k (`upper`) or j - i <= k. Elements of 1, 2, 4 or 8
+// bytes, `count` of them.
+std::string trilu(const void *in, void *out, int64_t count, int64_t rows, int64_t cols, int64_t k, bool upper,
+                  int elemBytes, void *stream);
+
 // numpy's matmul of two activations (Matmul.cu): C [batch..., M, N] = A [..., M, K] x B [..., K, N],
 // f32 accumulation, C's matrix z at z * M * N; batch[d] C's batch dims, aStride[d] and bStride[d]
 // the element strides of A's and B's matrices along them (0 where that operand broadcasts).

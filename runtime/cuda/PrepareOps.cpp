@@ -198,6 +198,44 @@ std::string prepareDataMovement(Executor &ex, const PlanOp &op, PreparedOp &out,
       broadcastStridesTo(t[size_t(op.inputs[0])].shape, o, c.src);
       return stridedCopy(e.at(op.inputs[0]), e.at(op.outputs[0]), c, e.stream);
     };
+  } else if (k == "trilu") {
+    int64_t diagonal = 0; // k: a constant of the plan
+    if (op.inputs.size() > 1 && op.inputs[1] >= 0) {
+      std::vector<int64_t> ks;
+      if (!constantInts(*ex.plan, op.inputs[1], ks) || ks.empty())
+        return "needs k as a constant of the plan";
+      diagonal = ks[0];
+    }
+    const bool upper = op.attrs.getInt("upper", 1) != 0;
+    out.launch = [&op, elem, diagonal, upper](Executor &e, const std::vector<TensorRef> &t) -> std::string {
+      const Shape &in = t[size_t(op.inputs[0])].shape;
+      if (in.rank < 2)
+        return "needs rank 2 or more";
+      return trilu(e.at(op.inputs[0]), e.at(op.outputs[0]), in.numel(), in.dims[in.rank - 2], in.dims[in.rank - 1],
+                   diagonal, upper, elem, e.stream);
+    };
+  } else if (k == "tile") {
+    // Each axis of the output as [repeats, input's dim], the input read with a stride of 0 along
+    // the repeats: one strided copy of twice the rank.
+    out.launch = [&op, elem](Executor &e, const std::vector<TensorRef> &t) -> std::string {
+      const Shape &in = t[size_t(op.inputs[0])].shape, &o = t[size_t(op.outputs[0])].shape;
+      if (o.rank != in.rank || 2 * in.rank > kMaxDims)
+        return "needs the input's rank, at most " + std::to_string(kMaxDims / 2);
+      int64_t inStrides[kMaxRank];
+      contiguousStrides(in, inStrides);
+      StridedCopy c;
+      c.rank = 2 * in.rank, c.elemBytes = elem;
+      for (int d = 0; d < in.rank; ++d) {
+        if (in.dims[d] == 0 ? o.dims[d] != 0 : o.dims[d] % in.dims[d] != 0)
+          return std::string("output dimensions must be multiples of the input's");
+        c.dims[2 * d] = in.dims[d] ? o.dims[d] / in.dims[d] : 0, c.dims[2 * d + 1] = in.dims[d];
+        c.src[2 * d] = 0, c.src[2 * d + 1] = inStrides[d];
+      }
+      int64_t at = 1; // the output's strides over the split axes
+      for (int d = c.rank - 1; d >= 0; --d)
+        c.dst[d] = at, at *= c.dims[d];
+      return stridedCopy(e.at(op.inputs[0]), e.at(op.outputs[0]), c, e.stream);
+    };
   } else {
     return "not a data-movement op";
   }
@@ -411,7 +449,7 @@ std::string prepareOp(Executor &ex, int k, PreparedOp &p, size_t &scratch) {
   else if (isCopyOp(op.kernel))
     err = prepareCopy(ex, op, p);
   else if (op.kernel == "transpose" || op.kernel == "slice" || op.kernel == "dynamic_slice" || op.kernel == "concat" ||
-           op.kernel == "split" || op.kernel == "expand")
+           op.kernel == "split" || op.kernel == "expand" || op.kernel == "tile" || op.kernel == "trilu")
     err = prepareDataMovement(ex, op, p, k);
   else if (op.kernel == "shape" || op.kernel == "range" || op.kernel == "gather_nd" || op.kernel == "cumsum" ||
            op.kernel == "gather_elements")

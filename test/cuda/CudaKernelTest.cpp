@@ -1319,6 +1319,28 @@ TEST(Cuda, MatmulMatchesTheCpu) {
   EXPECT_EQ(cu::matmulArgsOf(2, c, 3, b, m), "inner dimensions differ");
 }
 
+// trilu against the CPU's: upper and lower, k of -1, 0 and 2, on f32 [2, 3, 5] and on bool [4, 3]
+// (1-byte elements; 2- and 8-byte ones take the same template).
+TEST(Cuda, TriluMatchesTheCpu) {
+  for (bool upper : {true, false})
+    for (int64_t k : {-1, 0, 2}) {
+      const AttrList a = attrs({intAttr("upper", upper ? 1 : 0)});
+      Buf<int64_t> kb(DType::I64, {}, {k});
+      Buf<float> x(DType::F32, {2, 3, 5}, randomFloats(30, 95)), want(DType::F32, {2, 3, 5});
+      ASSERT_EQ(call("trilu", a, {x.ref(), kb.ref()}, {want.ref()}), "");
+      auto dx = uploadRaw(x.data);
+      Device out(30 * 4);
+      ASSERT_EQ(cu::trilu(dx->p, out.p, 30, 3, 5, k, upper, 4, nullptr), "");
+      EXPECT_EQ(downloadRaw<float>(out, 30), want.data) << "f32, upper " << upper << ", k " << k;
+      Buf<uint8_t> flags(DType::Bool, {4, 3}, std::vector<uint8_t>(12, 1)), wantFlags(DType::Bool, {4, 3});
+      ASSERT_EQ(call("trilu", a, {flags.ref(), kb.ref()}, {wantFlags.ref()}), "");
+      auto df = uploadRaw(flags.data);
+      Device outFlags(12);
+      ASSERT_EQ(cu::trilu(df->p, outFlags.p, 12, 4, 3, k, upper, 1, nullptr), "");
+      EXPECT_EQ(downloadRaw<uint8_t>(outFlags, 12), wantFlags.data) << "bool, upper " << upper << ", k " << k;
+    }
+}
+
 // transposeBatched against the transpose on the host, 2- and 4-byte elements, matrices whose
 // sides are and are not multiples of its 32 x 32 tiles.
 TEST(Cuda, TransposeBatchedTransposesEachMatrix) {

@@ -105,6 +105,10 @@ CASES = [
     ("small_cnn-bf16", "small_cnn", ["--input-shape", "x=2x3x12x12", "--precision", "bf16"], "run"),
     ("small_cnn-tf32", "small_cnn", ["--input-shape", "x=2x3x12x12", "--precision", "tf32"], "run"),
     ("small_cnn-chunks", "small_cnn", ["--max-shape", "batch=4"], "run"),
+    # Tile and Trilu of an input (tile_trilu_model), which no constant folding takes. (A dynamic
+    # sequence: llmc refuses repeats that are a constant initializer, "the repeats depend on
+    # tensor data".)
+    ("tile_trilu", "tile_trilu", ["--input-shape", "x=1x7x8"], "run"),
 ]
 # The real models (prepare --real-models): (name, model, llmc flags, kind, minimum cosine). Their
 # weights are random (the plans' ops are theirs), so that a deep net's outputs may be large or
@@ -186,13 +190,33 @@ def small_cnn_model(out):
     return path
 
 
+def tile_trilu_model(out):
+    """x [1, seq, 8] -> tile by [2, 1, 3] -> [2, seq, 24] -> the lower triangle below the diagonal
+    one above the main (trilu, upper=0, k=1) -> times 2."""
+    import onnx
+    from onnx import TensorProto, helper
+    consts = [helper.make_tensor("repeats", TensorProto.INT64, [3], [2, 1, 3]),
+              helper.make_tensor("k", TensorProto.INT64, [], [1]),
+              helper.make_tensor("two", TensorProto.FLOAT, [], [2.0])]
+    nodes = [helper.make_node("Tile", ["x", "repeats"], ["t"]),
+             helper.make_node("Trilu", ["t", "k"], ["l"], upper=0),
+             helper.make_node("Mul", ["l", "two"], ["y"])]
+    graph = helper.make_graph(nodes, "tile_trilu", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, "seq", 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, "seq", 24])], consts)
+    path = os.path.join(out, "tile_trilu.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
 def model_path(model, out):
-    """models/MODEL.onnx, one made here in `out` (slice_views, small_cnn), the DeepSeek export in the cache
+    """models/MODEL.onnx, one made here in `out` (slice_views, small_cnn, tile_trilu), the DeepSeek export in the cache
     (exported on first use, ~20 s), or a real model (fetched and exported on first use: minutes)."""
     if model == "slice_views":
         return slice_views_model(out)
     if model == "small_cnn":
         return small_cnn_model(out)
+    if model == "tile_trilu":
+        return tile_trilu_model(out)
     if model in ("resnet50", "minilm", "smollm2"):
         sys.path.insert(0, os.path.join(ROOT, "models"))
         from real_models import fetched
