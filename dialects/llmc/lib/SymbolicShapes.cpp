@@ -521,13 +521,13 @@ LogicalResult ShapeRules::resultDims(Operation *op, StringRef name, std::vector<
     if (!target)
       return fail(op, "the shape depends on tensor data, not only on input shapes");
     r = *target;
-  } else if (name == "tile") {
-    const auto &repeats = contents(op->getOperand(1));
-    if (!repeats)
-      return fail(op, "the repeats depend on tensor data, not only on input shapes");
+  } else if (name == "tile") { // (its repeats an attribute: the op has one operand)
+    const SmallVector<int64_t> repeats = arrayAttr(op, "repeats");
     r = operandDims(0);
-    for (size_t i = 0; i < r.size() && i < repeats->size(); ++i)
-      r[i] = r[i] * (*repeats)[i];
+    if (repeats.size() != r.size())
+      return fail(op, "needs a repeat count per axis");
+    for (size_t i = 0; i < r.size(); ++i)
+      r[i] = r[i] * DimExpr::constant(repeats[i]);
   } else if (name == "range") {
     const auto &start = contents(op->getOperand(0)), &limit = contents(op->getOperand(1)),
                &delta = contents(op->getOperand(2));
