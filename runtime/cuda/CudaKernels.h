@@ -21,8 +21,9 @@ size_t storageBytes(Storage s);
 std::string addNorm(Storage s, bool layerNorm, const void *x, const void *residual, const void *scale,
                     const void *bias, void *out, void *sum, int64_t rows, int64_t cols, float epsilon, void *stream);
 
-// Softmax over the last axis of [rows, cols].
-std::string softmax(Storage s, const void *x, void *y, int64_t rows, int64_t cols, void *stream);
+// Softmax over the last axis of [rows, cols]; with `log`, its logarithm (log_softmax: x - max -
+// log(sum of exp(x - max)), never through exp and log of a tiny value).
+std::string softmax(Storage s, const void *x, void *y, int64_t rows, int64_t cols, void *stream, bool log = false);
 
 // An output at `base`, moved by *shift * shiftStride elements where `shift` (device memory) is
 // given: a cache's new rows written after the rows already there, whose count the launch does

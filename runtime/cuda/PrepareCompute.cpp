@@ -166,9 +166,10 @@ std::string prepareSoftmax(Executor &ex, const PlanOp &op, PreparedOp &out) {
     return err;
   if (!isFloat(x) || (axis != -1 && axis != x.shape.rank - 1))
     return "needs a float input and the last axis";
-  out.launch = [&op, st](Executor &e, const std::vector<TensorRef> &t) {
+  const bool log = op.kernel == "log_softmax";
+  out.launch = [&op, st, log](Executor &e, const std::vector<TensorRef> &t) {
     const Shape &s = t[size_t(op.inputs[0])].shape;
-    return softmax(st, e.at(op.inputs[0]), e.at(op.outputs[0]), rowsBefore(s, s.rank - 1), lastDim(s), e.stream);
+    return softmax(st, e.at(op.inputs[0]), e.at(op.outputs[0]), rowsBefore(s, s.rank - 1), lastDim(s), e.stream, log);
   };
   return {};
 }

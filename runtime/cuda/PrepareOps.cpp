@@ -432,7 +432,7 @@ std::string prepareOp(Executor &ex, int k, PreparedOp &p, size_t &scratch) {
   std::string err;
   if (op.kernel == "rms_norm" || op.kernel == "layer_norm" || op.kernel == "add_rms_norm" || op.kernel == "add_layer_norm")
     err = prepareNorm(ex, op, k, p);
-  else if (op.kernel == "softmax")
+  else if (op.kernel == "softmax" || op.kernel == "log_softmax")
     err = prepareSoftmax(ex, op, p);
   else if (op.kernel == "gather")
     err = prepareGather(ex, op, p);

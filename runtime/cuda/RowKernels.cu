@@ -51,7 +51,7 @@ __global__ void addNormKernel(const T *__restrict__ x, const T *__restrict__ r, 
 }
 
 template <typename T>
-__global__ void softmaxKernel(const T *__restrict__ x, T *__restrict__ y, int64_t cols) {
+__global__ void softmaxKernel(const T *__restrict__ x, T *__restrict__ y, int64_t cols, bool log) {
   extern __shared__ float row[];
   const int64_t base = int64_t(blockIdx.x) * cols;
   float best = -INFINITY;
@@ -62,12 +62,15 @@ __global__ void softmaxKernel(const T *__restrict__ x, T *__restrict__ y, int64_
   best = blockReduce<true>(best);
   float acc = 0.0f;
   for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
-    row[c] = __expf(row[c] - best);
-    acc += row[c];
+    const float shifted = row[c] - best;
+    const float p = expf(shifted);
+    row[c] = log ? shifted : p; // log_softmax keeps x - max, which exp may take to 0
+    acc += p;
   }
-  const float inv = 1.0f / blockReduce<false>(acc);
+  const float total = blockReduce<false>(acc);
+  const float inv = 1.0f / total, logTotal = logf(total);
   for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
-    y[base + c] = fromF<T>(row[c] * inv);
+    y[base + c] = fromF<T>(log ? row[c] - logTotal : row[c] * inv);
 }
 
 template <typename T>
@@ -170,7 +173,7 @@ std::string addNorm(Storage s, bool layerNorm, const void *x, const void *residu
   return launched("addNorm");
 }
 
-std::string softmax(Storage s, const void *x, void *y, int64_t rows, int64_t cols, void *stream) {
+std::string softmax(Storage s, const void *x, void *y, int64_t rows, int64_t cols, void *stream, bool log) {
   if (rows <= 0 || cols <= 0 || cols > kMaxRowCols)
     return "softmax: rows must be positive and 1 <= cols <= " + std::to_string(kMaxRowCols);
   const size_t shared = size_t(cols) * sizeof(float);
@@ -179,7 +182,7 @@ std::string softmax(Storage s, const void *x, void *y, int64_t rows, int64_t col
     if (shared > 48 * 1024)
       cudaFuncSetAttribute(softmaxKernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared));
     softmaxKernel<T><<<unsigned(rows), kRowThreads, shared, static_cast<cudaStream_t>(stream)>>>(
-        static_cast<const T *>(x), static_cast<T *>(y), cols);
+        static_cast<const T *>(x), static_cast<T *>(y), cols, log);
   });
   return launched("softmax");
 }

@@ -149,16 +149,24 @@ TEST(Cuda, AddNormsMatchTheCpu) {
       }
 }
 
+// softmax and log_softmax against the CPU's; log_softmax also where exp(x - max) is 0 in f32 (a
+// spread of 200), which it must not take the logarithm of.
 TEST(Cuda, SoftmaxMatchesTheCpu) {
   const int64_t rows = 7, cols = 333;
-  for (cu::Storage s : kStorages) {
-    Buf<float> x(DType::F32, {rows, cols}, rounded(randomFloats(rows * cols, 5, -8, 8), s)), want(DType::F32, {rows, cols});
-    ASSERT_EQ(call("softmax", attrs({intAttr("axis", -1)}), {x.ref()}, {want.ref()}), "");
-    auto dx = upload(x.data, s);
-    Device y(size_t(rows * cols) * cu::storageBytes(s));
-    ASSERT_EQ(cu::softmax(s, dx->p, y.p, rows, cols, nullptr), "");
-    expectClose(download(y, size_t(rows * cols), s), want.data, tolerance(s), std::string("softmax ") + name(s));
-  }
+  for (cu::Storage s : kStorages)
+    for (const char *op : {"softmax", "log_softmax"})
+      for (float spread : {8.0f, 100.0f}) {
+        Buf<float> x(DType::F32, {rows, cols}, rounded(randomFloats(rows * cols, 5, -spread, spread), s)),
+            want(DType::F32, {rows, cols});
+        ASSERT_EQ(call(op, attrs({intAttr("axis", -1)}), {x.ref()}, {want.ref()}), "");
+        auto dx = upload(x.data, s);
+        Device y(size_t(rows * cols) * cu::storageBytes(s));
+        const bool log = std::string(op) == "log_softmax";
+        ASSERT_EQ(cu::softmax(s, dx->p, y.p, rows, cols, nullptr, log), "");
+        // log_softmax's values reach -200: the storage's relative rounding of them.
+        const float tol = log ? tolerance(s) * spread * 2 : tolerance(s);
+        expectClose(download(y, size_t(rows * cols), s), want.data, tol, std::string(op) + " " + name(s));
+      }
 }
 
 TEST(Cuda, RotaryMatchesTheCpu) {
