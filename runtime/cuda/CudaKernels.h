@@ -359,6 +359,11 @@ std::string gatherNd(const void *data, const int64_t *indices, void *out, int64_
 std::string reduce(Storage s, const std::string &kind, const void *in, void *out, int rank, const int64_t *dims,
                    const bool *reduced, void *stream);
 
+// arg_max (`max`) or arg_min of in [outer, n, inner] along n: out [outer, inner] int64, ties to the
+// first index, or to the last with `last` (select_last_index), as the CPU kernel compares.
+std::string argReduce(Storage s, bool max, const void *in, int64_t *out, int64_t outer, int64_t n, int64_t inner,
+                      bool last, void *stream);
+
 // A convolution or pooling window over 1 to 3 spatial dimensions (NC + spatial layout).
 struct Window {
   int spatial = 0;

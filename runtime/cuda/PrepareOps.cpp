@@ -341,6 +341,31 @@ std::string prepareSmallOp(Executor &ex, const PlanOp &op, PreparedOp &out) {
   return {};
 }
 
+// arg_max / arg_min of a float input along one axis (keepdims or not: the same bytes), int64 out.
+std::string prepareArgReduce(Executor &ex, const PlanOp &op, PreparedOp &out) {
+  Storage st;
+  if (std::string err = floatStorage(ex, op, st); !err.empty())
+    return err;
+  if (!isFloat(ex.plan->values[size_t(op.inputs[0])]) || ex.plan->values[size_t(op.outputs[0])].dtype != DType::I64)
+    return "supports a float input and an int64 output";
+  const bool max = op.kernel == "arg_max", last = op.attrs.getInt("select_last_index", 0) != 0;
+  out.launch = [&op, st, max, last](Executor &e, const std::vector<TensorRef> &t) -> std::string {
+    const Shape &s = t[size_t(op.inputs[0])].shape;
+    int64_t axis = op.attrs.getInt("axis", 0);
+    axis = axis < 0 ? axis + s.rank : axis;
+    if (axis < 0 || axis >= s.rank)
+      return "axis out of range";
+    int64_t outer = 1, inner = 1;
+    for (int d = 0; d < axis; ++d)
+      outer *= s.dims[d];
+    for (int d = int(axis) + 1; d < s.rank; ++d)
+      inner *= s.dims[d];
+    return argReduce(st, max, e.at(op.inputs[0]), static_cast<int64_t *>(e.at(op.outputs[0])), outer,
+                     s.dims[axis], inner, last, e.stream);
+  };
+  return {};
+}
+
 std::string prepareReduce(Executor &ex, const PlanOp &op, PreparedOp &out) {
   const PlanValue &x = ex.plan->values[size_t(op.inputs[0])];
   const std::string kind = op.kernel.substr(strlen("reduce_"));
@@ -458,6 +483,8 @@ std::string prepareOp(Executor &ex, int k, PreparedOp &p, size_t &scratch) {
     err = prepareLatentAttention(ex, op, p);
   else if (op.kernel.rfind("reduce_", 0) == 0)
     err = prepareReduce(ex, op, p);
+  else if (op.kernel == "arg_max" || op.kernel == "arg_min")
+    err = prepareArgReduce(ex, op, p);
   else if (op.kernel == "conv")
     err = prepareConv(ex, op, p, scratch);
   else if (op.kernel == "max_pool" || op.kernel == "average_pool" || op.kernel == "pad")

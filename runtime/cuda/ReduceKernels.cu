@@ -48,6 +48,24 @@ __global__ void reduceKernel(const T *__restrict__ in, T *__restrict__ out, Redu
   }
 }
 
+// A thread per output element, walking its line.
+template <typename T>
+__global__ void argReduceKernel(const T *__restrict__ in, int64_t *__restrict__ out, int64_t outer, int64_t n,
+                                int64_t inner, bool max, bool last) {
+  for (int64_t o = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; o < outer * inner;
+       o += int64_t(gridDim.x) * blockDim.x) {
+    const T *line = in + (o / inner) * n * inner + o % inner;
+    int64_t best = 0;
+    float b = toF(line[0]);
+    for (int64_t k = 1; k < n; ++k) {
+      const float v = toF(line[k * inner]);
+      if (max ? (v > b || (last && v == b)) : (v < b || (last && v == b)))
+        best = k, b = v;
+    }
+    out[o] = best;
+  }
+}
+
 __device__ int64_t tapOffset(const Window &w, int64_t o, int64_t k) { // -1 in padding
   int64_t offset = 0, scale = 1;
   for (int d = w.spatial - 1; d >= 0; --d) {
@@ -202,6 +220,21 @@ std::string conv(Storage st, const void *x, const void *w, const void *bias, voi
         group, win, sizeOf(win.in, win.spatial), outSize, sizeOf(win.kernel, win.spatial));
   });
   return launched("conv");
+}
+
+std::string argReduce(Storage st, bool max, const void *in, int64_t *out, int64_t outer, int64_t n, int64_t inner,
+                      bool last, void *stream) {
+  if (n <= 0)
+    return "argReduce: the axis must not be empty";
+  if (outer * inner == 0)
+    return {};
+  dispatch(st, [&](auto tag) {
+    using T = decltype(tag);
+    argReduceKernel<T><<<unsigned(blocksFor(outer * inner, kElementThreads)), kElementThreads, 0,
+                         static_cast<cudaStream_t>(stream)>>>(static_cast<const T *>(in), out, outer, n, inner, max,
+                                                              last);
+  });
+  return launched("argReduce");
 }
 
 std::string im2col(Storage st, const void *x, void *col, int64_t N, int64_t C, const Window &win, void *stream) {

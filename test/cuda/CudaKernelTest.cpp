@@ -1327,6 +1327,39 @@ TEST(Cuda, MatmulMatchesTheCpu) {
   EXPECT_EQ(cu::matmulArgsOf(2, c, 3, b, m), "inner dimensions differ");
 }
 
+// arg_max and arg_min against the CPU's, in every storage type, along each axis of [3, 7, 5] whose
+// values have ties (small integers), ties to the first index and to the last.
+TEST(Cuda, ArgReduceMatchesTheCpu) {
+  std::vector<float> values(105);
+  for (size_t i = 0; i < values.size(); ++i)
+    values[i] = float((i * 7919) % 5); // exact in every storage type
+  for (cu::Storage s : kStorages)
+    for (bool max : {true, false})
+      for (int64_t axis : {0, 1, 2})
+        for (int last : {0, 1}) {
+          const int64_t dims[3] = {3, 7, 5};
+          std::vector<int64_t> outDims = {3, 7, 5};
+          outDims[size_t(axis)] = 1;
+          Buf<float> x(DType::F32, {3, 7, 5}, values);
+          Buf<int64_t> want(DType::I64, outDims);
+          ASSERT_EQ(call(max ? "arg_max" : "arg_min", attrs({intAttr("axis", axis), intAttr("select_last_index", last)}),
+                         {x.ref()}, {want.ref()}),
+                    "");
+          int64_t outer = 1, inner = 1;
+          for (int d = 0; d < axis; ++d)
+            outer *= dims[d];
+          for (int d = int(axis) + 1; d < 3; ++d)
+            inner *= dims[d];
+          auto dx = upload(x.data, s);
+          Device out(size_t(want.numel()) * 8);
+          ASSERT_EQ(cu::argReduce(s, max, dx->p, static_cast<int64_t *>(out.p), outer, dims[axis], inner, last != 0,
+                                  nullptr),
+                    "");
+          EXPECT_EQ(downloadRaw<int64_t>(out, size_t(want.numel())), want.data)
+              << (max ? "arg_max" : "arg_min") << " axis " << axis << " last " << last << " " << name(s);
+        }
+}
+
 // trilu against the CPU's: upper and lower, k of -1, 0 and 2, on f32 [2, 3, 5] and on bool [4, 3]
 // (1-byte elements; 2- and 8-byte ones take the same template).
 TEST(Cuda, TriluMatchesTheCpu) {

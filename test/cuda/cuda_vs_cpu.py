@@ -105,8 +105,8 @@ CASES = [
     ("small_cnn-bf16", "small_cnn", ["--input-shape", "x=2x3x12x12", "--precision", "bf16"], "run"),
     ("small_cnn-tf32", "small_cnn", ["--input-shape", "x=2x3x12x12", "--precision", "tf32"], "run"),
     ("small_cnn-chunks", "small_cnn", ["--max-shape", "batch=4"], "run"),
-    # Tile and Trilu on a dynamic sequence (tile_trilu_model), run at 7 of 16.
-    ("tile_trilu", "tile_trilu", ["--max-shape", "seq=16"], "run"),
+    # Tile, Trilu and ArgMax on a dynamic sequence (small_ops_model), run at 7 of 16.
+    ("small_ops", "small_ops", ["--max-shape", "seq=16"], "run"),
 ]
 # The real models (prepare --real-models): (name, model, llmc flags, kind, minimum cosine). Their
 # weights are random (the plans' ops are theirs), so that a deep net's outputs may be large or
@@ -122,7 +122,7 @@ REAL_CASES = [
 # Extra llmc-run flags of "run" cases with dynamic inputs.
 RUN_DIMS = {"tiny_gpt2-dynamic": ["--dim", "seq=37"], "tiny_bert-dynamic": ["--dim", "batch=2", "--dim", "seq=37"],
             "slice_views-whole": ["--dim", "seq=1"], "slice_views-part": ["--dim", "seq=5"],
-            "small_cnn-chunks": ["--dim", "batch=3"], "tile_trilu": ["--dim", "seq=7"]}
+            "small_cnn-chunks": ["--dim", "batch=3"], "small_ops": ["--dim", "seq=7"]}
 # The executor's environment per case (the rest run with the caller's).
 CASE_ENV = {"tiny_llama_kv-bf16-cuda-gemv-blocks": {"LLMC_CUDA_GEMV_BLOCKS": "2"},
             "tiny_llama_kv-bf16-cuda-gemv-chain": {"LLMC_CUDA_GEMV_CHAIN": "2"},
@@ -188,9 +188,10 @@ def small_cnn_model(out):
     return path
 
 
-def tile_trilu_model(out):
+def small_ops_model(out):
     """x [1, seq, 8] -> tile by [2, 1, 3] -> [2, seq, 24] -> the lower triangle below the diagonal
-    one above the main (trilu, upper=0, k=1) -> times 2."""
+    one above the main (trilu, upper=0, k=1) -> times 2 (y), and its arg_max along the last axis,
+    ties to the last (idx)."""
     import onnx
     from onnx import TensorProto, helper
     consts = [helper.make_tensor("repeats", TensorProto.INT64, [3], [2, 1, 3]),
@@ -198,23 +199,25 @@ def tile_trilu_model(out):
               helper.make_tensor("two", TensorProto.FLOAT, [], [2.0])]
     nodes = [helper.make_node("Tile", ["x", "repeats"], ["t"]),
              helper.make_node("Trilu", ["t", "k"], ["l"], upper=0),
-             helper.make_node("Mul", ["l", "two"], ["y"])]
-    graph = helper.make_graph(nodes, "tile_trilu", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, "seq", 8])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, "seq", 24])], consts)
-    path = os.path.join(out, "tile_trilu.onnx")
+             helper.make_node("Mul", ["l", "two"], ["y"]),
+             helper.make_node("ArgMax", ["y"], ["idx"], axis=-1, keepdims=0, select_last_index=1)]
+    graph = helper.make_graph(nodes, "small_ops", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, "seq", 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, "seq", 24]),
+                               helper.make_tensor_value_info("idx", TensorProto.INT64, [2, "seq"])], consts)
+    path = os.path.join(out, "small_ops.onnx")
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
     return path
 
 
 def model_path(model, out):
-    """models/MODEL.onnx, one made here in `out` (slice_views, small_cnn, tile_trilu), the DeepSeek export in the cache
+    """models/MODEL.onnx, one made here in `out` (slice_views, small_cnn, small_ops), the DeepSeek export in the cache
     (exported on first use, ~20 s), or a real model (fetched and exported on first use: minutes)."""
     if model == "slice_views":
         return slice_views_model(out)
     if model == "small_cnn":
         return small_cnn_model(out)
-    if model == "tile_trilu":
-        return tile_trilu_model(out)
+    if model == "small_ops":
+        return small_ops_model(out)
     if model in ("resnet50", "minilm", "smollm2"):
         sys.path.insert(0, os.path.join(ROOT, "models"))
         from real_models import fetched
