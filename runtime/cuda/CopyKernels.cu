@@ -151,12 +151,14 @@ __device__ void storeAs(void *p, int type, int64_t i, double v) {
 enum Ew : int {
   Add, Sub, Mul, Div, Pow, Max, Min, Equal, Less, LessEqual, Greater, GreaterEqual, And, Or, Xor, Where, Neg, Abs,
   Sqrt, Reciprocal, Exp, Log, Tanh, Erf, Sigmoid, Silu, Relu, Cos, Sin, Floor, Ceil, Sign, Not, Gelu, GeluTanh,
-  Identity, Cast
+  Identity, Cast, Round, IsNan, Softplus, HardSwish // (the last one: elementwise() checks op <= HardSwish)
 };
 const char *const kEwNames[] = {"add", "sub", "mul", "div", "pow", "max", "min", "equal", "less", "less_equal",
                                 "greater", "greater_equal", "and", "or", "xor", "where", "neg", "abs", "sqrt",
                                 "reciprocal", "exp", "log", "tanh", "erf", "sigmoid", "silu", "relu", "cos", "sin",
-                                "floor", "ceil", "sign", "not", "gelu", "gelu_tanh", "identity", "cast"};
+                                "floor", "ceil", "sign", "not", "gelu", "gelu_tanh", "identity", "cast",
+                                "round", "is_nan", "softplus", "hard_swish"};
+static_assert(sizeof kEwNames / sizeof kEwNames[0] == HardSwish + 1, "a name per op");
 
 __device__ double apply(int op, double x, double y, double z, bool integral) {
   switch (op) {
@@ -195,6 +197,10 @@ __device__ double apply(int op, double x, double y, double z, bool integral) {
   case Not: return x == 0;
   case Gelu: return 0.5 * x * (1.0 + erf(x * 0.7071067811865476));
   case GeluTanh: return 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+  case Round: return rint(x); // halves to even, as nearbyint on the CPU
+  case IsNan: return isnan(x);
+  case Softplus: return x > 0 ? x + log1p(exp(-x)) : log1p(exp(x)); // no overflow for large x
+  case HardSwish: return x * fmin(fmax(x / 6.0 + 0.5, 0.0), 1.0);
   default: return x; // identity, cast
   }
 }
@@ -426,7 +432,7 @@ int elementwiseArity(int op) { return op == Where ? 3 : op <= Xor ? 2 : 1; }
 
 std::string elementwise(const ElementwiseArgs &a, void *stream) {
   const int64_t n = numelOf(a.rank, a.dims);
-  if (a.op < 0 || a.op > Cast || a.numInputs != elementwiseArity(a.op) || a.rank > kMaxDims)
+  if (a.op < 0 || a.op > HardSwish || a.numInputs != elementwiseArity(a.op) || a.rank > kMaxDims)
     return "elementwise: bad arguments";
   if (n == 0)
     return {};

@@ -1208,6 +1208,26 @@ TEST(Cuda, SmallOpsMatchTheCpu) {
   EXPECT_EQ(downloadRaw<uint8_t>(dle, 6), le.data);
   expectClose(downloadRaw<float>(dwhere, 6), where.data, 1e-6f, "where");
   expectClose(downloadRaw<float>(dgelu, 6), gelu.data, 1e-5f, "gelu tanh");
+  // The unary ops of session 18: halves round to even; a NaN; softplus and hard_swish far out.
+  Buf<float> u(DType::F32, {2, 3}, {0.5f, -2.5f, 1.5f, std::nanf(""), 100.0f, -100.0f});
+  auto du = uploadRaw(u.data);
+  for (const char *op : {"round", "softplus", "hard_swish"}) {
+    Buf<float> want(DType::F32, {2, 3});
+    ASSERT_EQ(call(op, {}, {u.ref()}, {want.ref()}), "");
+    Device got(24);
+    ASSERT_EQ(run(op, {{du->p, DType::F32}}, {{3, 1}}, got.p, DType::F32), "");
+    const std::vector<float> values = downloadRaw<float>(got, 6);
+    for (size_t i = 0; i < 6; ++i)
+      if (std::isnan(want.data[i]))
+        EXPECT_TRUE(std::isnan(values[i])) << op << " " << i;
+      else
+        EXPECT_NEAR(values[i], want.data[i], 1e-5f * (1 + std::fabs(want.data[i]))) << op << " " << i;
+  }
+  Buf<uint8_t> nan(DType::Bool, {2, 3});
+  ASSERT_EQ(call("is_nan", {}, {u.ref()}, {nan.ref()}), "");
+  Device dnan(6);
+  ASSERT_EQ(run("is_nan", {{du->p, DType::F32}}, {{3, 1}}, dnan.p, DType::Bool), "");
+  EXPECT_EQ(downloadRaw<uint8_t>(dnan, 6), nan.data);
   // range(3, 3 + 5 * 4, 4)
   Buf<int64_t> start(DType::I64, {}, {3}), limit(DType::I64, {}, {23}), delta(DType::I64, {}, {4}), want(DType::I64, {5});
   ASSERT_EQ(call("range", {}, {start.ref(), limit.ref(), delta.ref()}, {want.ref()}), "");
