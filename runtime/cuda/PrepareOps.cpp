@@ -221,19 +221,18 @@ std::string prepareDataMovement(Executor &ex, const PlanOp &op, PreparedOp &out,
       const Shape &in = t[size_t(op.inputs[0])].shape, &o = t[size_t(op.outputs[0])].shape;
       if (o.rank != in.rank || 2 * in.rank > kMaxDims)
         return "needs the input's rank, at most " + std::to_string(kMaxDims / 2);
-      int64_t inStrides[kMaxRank];
-      contiguousStrides(in, inStrides);
-      StridedCopy c;
-      c.rank = 2 * in.rank, c.elemBytes = elem;
+      Shape split; // the output's axes, each as [repeats, input's dim]
+      split.rank = 2 * in.rank;
       for (int d = 0; d < in.rank; ++d) {
         if (in.dims[d] == 0 ? o.dims[d] != 0 : o.dims[d] % in.dims[d] != 0)
           return std::string("output dimensions must be multiples of the input's");
-        c.dims[2 * d] = in.dims[d] ? o.dims[d] / in.dims[d] : 0, c.dims[2 * d + 1] = in.dims[d];
-        c.src[2 * d] = 0, c.src[2 * d + 1] = inStrides[d];
+        split.dims[2 * d] = in.dims[d] ? o.dims[d] / in.dims[d] : 0, split.dims[2 * d + 1] = in.dims[d];
       }
-      int64_t at = 1; // the output's strides over the split axes
-      for (int d = c.rank - 1; d >= 0; --d)
-        c.dst[d] = at, at *= c.dims[d];
+      StridedCopy c = copyOf(split, elem); // written in the output's order
+      int64_t inStrides[kMaxRank];
+      contiguousStrides(in, inStrides);
+      for (int d = 0; d < in.rank; ++d)
+        c.src[2 * d] = 0, c.src[2 * d + 1] = inStrides[d];
       return stridedCopy(e.at(op.inputs[0]), e.at(op.outputs[0]), c, e.stream);
     };
   } else {
@@ -355,9 +354,8 @@ std::string prepareArgReduce(Executor &ex, const PlanOp &op, PreparedOp &out) {
     axis = axis < 0 ? axis + s.rank : axis;
     if (axis < 0 || axis >= s.rank)
       return "axis out of range";
-    int64_t outer = 1, inner = 1;
-    for (int d = 0; d < axis; ++d)
-      outer *= s.dims[d];
+    const int64_t outer = rowsBefore(s, int(axis));
+    int64_t inner = 1;
     for (int d = int(axis) + 1; d < s.rank; ++d)
       inner *= s.dims[d];
     return argReduce(st, max, e.at(op.inputs[0]), static_cast<int64_t *>(e.at(op.outputs[0])), outer,
