@@ -151,16 +151,30 @@ __device__ void storeAs(void *p, int type, int64_t i, double v) {
 enum Ew : int {
   Add, Sub, Mul, Div, Pow, Max, Min, Equal, Less, LessEqual, Greater, GreaterEqual, And, Or, Xor, Where, Neg, Abs,
   Sqrt, Reciprocal, Exp, Log, Tanh, Erf, Sigmoid, Silu, Relu, Cos, Sin, Floor, Ceil, Sign, Not, Gelu, GeluTanh,
-  Identity, Cast, Round, IsNan, Softplus, HardSwish // (the last one: elementwise() checks op <= HardSwish)
+  Identity, Cast, Round, IsNan, Softplus, HardSwish,
+  // With attributes (ElementwiseArgs::alpha, beta); Mod and FMod are binary, ONNX Mod's fmod 0 and 1.
+  Elu, LeakyRelu, HardSigmoid, Mod, FMod // (the last one: elementwise() checks op <= FMod)
 };
 const char *const kEwNames[] = {"add", "sub", "mul", "div", "pow", "max", "min", "equal", "less", "less_equal",
                                 "greater", "greater_equal", "and", "or", "xor", "where", "neg", "abs", "sqrt",
                                 "reciprocal", "exp", "log", "tanh", "erf", "sigmoid", "silu", "relu", "cos", "sin",
                                 "floor", "ceil", "sign", "not", "gelu", "gelu_tanh", "identity", "cast",
-                                "round", "is_nan", "softplus", "hard_swish"};
-static_assert(sizeof kEwNames / sizeof kEwNames[0] == HardSwish + 1, "a name per op");
+                                "round", "is_nan", "softplus", "hard_swish", "elu", "leaky_relu", "hard_sigmoid", "mod",
+                                "fmod"};
+static_assert(sizeof kEwNames / sizeof kEwNames[0] == FMod + 1, "a name per op");
 
-__device__ double apply(int op, double x, double y, double z, bool integral) {
+// ONNX Mod: the remainder of truncating division (fmod), or with the divisor's sign (Python's %);
+// an integer divisor of 0 gives 0, as on the CPU.
+__device__ double modulo(double x, double y, bool integral, bool truncated) {
+  if (integral && y == 0)
+    return 0;
+  double r = fmod(x, y);
+  if (!truncated && r != 0 && ((r < 0) != (y < 0)))
+    r += y;
+  return r;
+}
+
+__device__ double apply(int op, double x, double y, double z, bool integral, double alpha, double beta) {
   switch (op) {
   case Add: return x + y;
   case Sub: return x - y;
@@ -201,6 +215,11 @@ __device__ double apply(int op, double x, double y, double z, bool integral) {
   case IsNan: return isnan(x);
   case Softplus: return x > 0 ? x + log1p(exp(-x)) : log1p(exp(x)); // no overflow for large x
   case HardSwish: return x * fmin(fmax(x / 6.0 + 0.5, 0.0), 1.0);
+  case Elu: return x >= 0 ? x : alpha * expm1(x);
+  case LeakyRelu: return x >= 0 ? x : alpha * x;
+  case HardSigmoid: return fmin(fmax(alpha * x + beta, 0.0), 1.0);
+  case Mod: return modulo(x, y, integral, false);
+  case FMod: return modulo(x, y, integral, true);
   default: return x; // identity, cast
   }
 }
@@ -218,7 +237,7 @@ __global__ void elementwiseKernel(ElementwiseArgs a, int64_t n) {
     double v[3] = {0, 0, 0};
     for (int j = 0; j < a.numInputs; ++j)
       v[j] = loadAs(a.in[j], a.inType[j], at[j]);
-    storeAs(a.out, a.outType, e, apply(a.op, v[0], v[1], v[2], integral));
+    storeAs(a.out, a.outType, e, apply(a.op, v[0], v[1], v[2], integral, a.alpha, a.beta));
   }
 }
 
@@ -428,11 +447,11 @@ int elementwiseOp(const std::string &name) {
   return -1;
 }
 
-int elementwiseArity(int op) { return op == Where ? 3 : op <= Xor ? 2 : 1; }
+int elementwiseArity(int op) { return op == Where ? 3 : op <= Xor || op == Mod || op == FMod ? 2 : 1; }
 
 std::string elementwise(const ElementwiseArgs &a, void *stream) {
   const int64_t n = numelOf(a.rank, a.dims);
-  if (a.op < 0 || a.op > HardSwish || a.numInputs != elementwiseArity(a.op) || a.rank > kMaxDims)
+  if (a.op < 0 || a.op > FMod || a.numInputs != elementwiseArity(a.op) || a.rank > kMaxDims)
     return "elementwise: bad arguments";
   if (n == 0)
     return {};

@@ -314,7 +314,8 @@ std::string stridedCopiesAndRotary(Storage s, const StridedCopies &copies, const
 
 // One elementwise op of any element type with numpy broadcasting, computed in f64: the ops of
 // shape subgraphs and masks (integer and bool ones included) that no fused region took.
-// `op` from elementwiseOp(); `to` the cast's target for "cast".
+// `op` from elementwiseOp() ("fmod" for a mod whose fmod attribute is 1); a cast's target is
+// outType.
 int elementwiseOp(const std::string &name); // -1 when not an elementwise op this kernel has
 int elementwiseArity(int op);                // inputs it reads: 1, 2 (binary) or 3 (where)
 struct ElementwiseArgs {
@@ -326,6 +327,7 @@ struct ElementwiseArgs {
   int outType = 1;
   int rank = 0;
   int64_t dims[kMaxDims] = {};
+  double alpha = 0, beta = 0; // elu's, leaky_relu's and hard_sigmoid's attributes
 };
 std::string elementwise(const ElementwiseArgs &a, void *stream);
 
@@ -363,6 +365,12 @@ std::string reduce(Storage s, const std::string &kind, const void *in, void *out
 // first index, or to the last with `last` (select_last_index), as the CPU kernel compares.
 std::string argReduce(Storage s, bool max, const void *in, int64_t *out, int64_t outer, int64_t n, int64_t inner,
                       bool last, void *stream);
+
+// top_k of x [outer, n, inner] along n: the k largest (smallest with !largest) elements of each
+// line into values [outer, k, inner] and their positions into indices, sorted, equal values in
+// index order (as the CPU's stable sort); a NaN counts as the largest value. (TopK.cu)
+std::string topK(Storage s, const void *x, void *values, int64_t *indices, int64_t outer, int64_t n, int64_t inner,
+                 int64_t k, bool largest, void *stream);
 
 // A convolution or pooling window over 1 to 3 spatial dimensions (NC + spatial layout).
 struct Window {

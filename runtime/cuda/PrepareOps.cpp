@@ -1,6 +1,7 @@
 // The CUDA executor's op dispatch, data movement, small ops, reductions, pooling and padding,
 // prepared (PrepareOps.h).
 #include "PrepareOps.h"
+#include "KernelUtil.h"
 #include "PlanShortcuts.h"
 
 #include <algorithm>
@@ -244,15 +245,26 @@ std::string prepareDataMovement(Executor &ex, const PlanOp &op, PreparedOp &out,
 std::string prepareElementwise(Executor &, const PlanOp &op, PreparedOp &out, int code) {
   if (op.kernel == "gelu" && op.attrs.getString("approximate") == "tanh")
     code = elementwiseOp("gelu_tanh");
+  if (op.kernel == "mod" && op.attrs.getInt("fmod", 0) != 0)
+    code = elementwiseOp("fmod");
+  // The attributes' defaults are ONNX's, as the CPU kernels take them.
+  double alpha = 0, beta = 0;
+  if (op.kernel == "elu")
+    alpha = op.attrs.getFloat("alpha", 1.0);
+  else if (op.kernel == "leaky_relu")
+    alpha = op.attrs.getFloat("alpha", 0.01);
+  else if (op.kernel == "hard_sigmoid")
+    alpha = op.attrs.getFloat("alpha", 0.2), beta = op.attrs.getFloat("beta", 0.5);
   if (int(op.inputs.size()) != elementwiseArity(code) || op.outputs.size() != 1)
     return "expects " + std::to_string(elementwiseArity(code)) + " inputs and one output";
   for (int i : op.inputs)
     if (i < 0)
       return "an absent input";
-  out.launch = [&op, code](Executor &e, const std::vector<TensorRef> &t) {
+  out.launch = [&op, code, alpha, beta](Executor &e, const std::vector<TensorRef> &t) {
     const TensorRef &o = t[size_t(op.outputs[0])];
     ElementwiseArgs a;
     a.op = code, a.numInputs = int(op.inputs.size()), a.out = e.at(op.outputs[0]);
+    a.alpha = alpha, a.beta = beta;
     a.outType = int(onDevice(e.plan->values[size_t(op.outputs[0])]));
     a.rank = o.shape.rank;
     for (int d = 0; d < o.shape.rank; ++d)
@@ -341,6 +353,16 @@ std::string prepareSmallOp(Executor &ex, const PlanOp &op, PreparedOp &out) {
 }
 
 // arg_max / arg_min of a float input along one axis (keepdims or not: the same bytes), int64 out.
+// The lines of `s` along op's "axis" (default `fallbackAxis`, negative from the end): [outer, n, inner].
+std::string linesAlong(const PlanOp &op, const Shape &s, int64_t fallbackAxis, int64_t &outer, int64_t &n,
+                       int64_t &inner) {
+  const int axis = normalizeAxis(op.attrs.getInt("axis", fallbackAxis), s.rank);
+  if (axis < 0 || axis >= s.rank)
+    return "axis out of range";
+  splitAround(s, axis, outer, n, inner);
+  return {};
+}
+
 std::string prepareArgReduce(Executor &ex, const PlanOp &op, PreparedOp &out) {
   Storage st;
   if (std::string err = floatStorage(ex, op, st); !err.empty())
@@ -349,17 +371,31 @@ std::string prepareArgReduce(Executor &ex, const PlanOp &op, PreparedOp &out) {
     return "supports a float input and an int64 output";
   const bool max = op.kernel == "arg_max", last = op.attrs.getInt("select_last_index", 0) != 0;
   out.launch = [&op, st, max, last](Executor &e, const std::vector<TensorRef> &t) -> std::string {
-    const Shape &s = t[size_t(op.inputs[0])].shape;
-    int64_t axis = op.attrs.getInt("axis", 0);
-    axis = axis < 0 ? axis + s.rank : axis;
-    if (axis < 0 || axis >= s.rank)
-      return "axis out of range";
-    const int64_t outer = rowsBefore(s, int(axis));
-    int64_t inner = 1;
-    for (int d = int(axis) + 1; d < s.rank; ++d)
-      inner *= s.dims[d];
-    return argReduce(st, max, e.at(op.inputs[0]), static_cast<int64_t *>(e.at(op.outputs[0])), outer,
-                     s.dims[axis], inner, last, e.stream);
+    int64_t outer, n, inner;
+    if (std::string err = linesAlong(op, t[size_t(op.inputs[0])].shape, 0, outer, n, inner); !err.empty())
+      return err;
+    return argReduce(st, max, e.at(op.inputs[0]), static_cast<int64_t *>(e.at(op.outputs[0])), outer, n, inner, last,
+                     e.stream);
+  };
+  return {};
+}
+
+// top_k with k an attribute (the importer takes TopK's k input from a constant), as the CPU's.
+std::string prepareTopK(Executor &ex, const PlanOp &op, PreparedOp &out) {
+  Storage st;
+  if (std::string err = floatStorage(ex, op, st); !err.empty())
+    return err;
+  if (op.outputs.size() != 2 || !isFloat(ex.plan->values[size_t(op.inputs[0])]) ||
+      ex.plan->values[size_t(op.outputs[1])].dtype != DType::I64)
+    return "supports a float input, its values and int64 indices";
+  const int64_t k = op.attrs.getInt("k", -1);
+  const bool largest = op.attrs.getInt("largest", 1) != 0;
+  out.launch = [&op, st, k, largest](Executor &e, const std::vector<TensorRef> &t) -> std::string {
+    int64_t outer, n, inner;
+    if (std::string err = linesAlong(op, t[size_t(op.inputs[0])].shape, -1, outer, n, inner); !err.empty())
+      return err;
+    return topK(st, e.at(op.inputs[0]), e.at(op.outputs[0]), static_cast<int64_t *>(e.at(op.outputs[1])), outer, n,
+                inner, k, largest, e.stream);
   };
   return {};
 }
@@ -483,11 +519,14 @@ std::string prepareOp(Executor &ex, int k, PreparedOp &p, size_t &scratch) {
     err = prepareReduce(ex, op, p);
   else if (op.kernel == "arg_max" || op.kernel == "arg_min")
     err = prepareArgReduce(ex, op, p);
+  else if (op.kernel == "top_k")
+    err = prepareTopK(ex, op, p);
   else if (op.kernel == "conv")
     err = prepareConv(ex, op, p, scratch);
   else if (op.kernel == "max_pool" || op.kernel == "average_pool" || op.kernel == "pad")
     err = preparePoolPad(ex, op, p);
-  else if (int code = elementwiseOp(op.kernel); code >= 0 && op.kernel != "gelu_tanh")
+  // (gelu_tanh and fmod are the kernel's names for a gelu and a mod with an attribute, no ops of a plan)
+  else if (int code = elementwiseOp(op.kernel); code >= 0 && op.kernel != "gelu_tanh" && op.kernel != "fmod")
     err = prepareElementwise(ex, op, p, code);
   else
     err = "no CUDA kernel for this op yet";

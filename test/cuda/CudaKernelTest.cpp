@@ -1228,6 +1228,43 @@ TEST(Cuda, SmallOpsMatchTheCpu) {
   Device dnan(6);
   ASSERT_EQ(run("is_nan", {{du->p, DType::F32}}, {{3, 1}}, dnan.p, DType::Bool), "");
   EXPECT_EQ(downloadRaw<uint8_t>(dnan, 6), nan.data);
+  // The activations with attributes (not the defaults, so that a default in their place shows).
+  Buf<float> signs(DType::F32, {2, 3}, {-3.0f, -0.5f, 0.0f, 0.25f, 2.0f, -40.0f});
+  auto dsigns = uploadRaw(signs.data);
+  const std::pair<const char *, AttrList> activations[] = {
+      {"elu", attrs({floatAttr("alpha", 0.5)})},
+      {"leaky_relu", attrs({floatAttr("alpha", 0.2)})},
+      {"hard_sigmoid", attrs({floatAttr("alpha", 0.3), floatAttr("beta", 0.4)})}};
+  for (const auto &[op, opAttrs] : activations) {
+    Buf<float> want(DType::F32, {2, 3});
+    ASSERT_EQ(call(op, opAttrs, {signs.ref()}, {want.ref()}), "");
+    cu::ElementwiseArgs e;
+    e.op = cu::elementwiseOp(op), e.numInputs = 1, e.in[0] = dsigns->p, e.inType[0] = int(DType::F32);
+    e.rank = 1, e.dims[0] = 6, e.inStrides[0][0] = 1, e.outType = int(DType::F32);
+    e.alpha = opAttrs.getFloat("alpha", 0), e.beta = opAttrs.getFloat("beta", 0);
+    Device got(24);
+    e.out = got.p;
+    ASSERT_EQ(cu::elementwise(e, nullptr), "");
+    expectClose(downloadRaw<float>(got, 6), want.data, 1e-6f, op);
+  }
+  // mod of integers and floats with both signs, Python's (fmod 0) and C's (fmod 1); an integer
+  // divisor of 0 gives 0.
+  Buf<int64_t> dividends(DType::I64, {2, 3}, {7, -7, 7, -7, 5, 9}), divisors(DType::I64, {2, 3}, {3, 3, -3, -3, 0, 9});
+  Buf<float> fx(DType::F32, {2, 3}, {5.5f, -5.5f, 5.5f, -5.5f, 1.0f, -0.0f}),
+      fy(DType::F32, {2, 3}, {2.0f, 2.0f, -2.0f, -2.0f, 0.5f, 3.0f});
+  auto dn = uploadRaw(dividends.data), dd2 = uploadRaw(divisors.data), dfx = uploadRaw(fx.data), dfy = uploadRaw(fy.data);
+  for (int cMod : {0, 1}) {
+    Buf<int64_t> wantInt(DType::I64, {2, 3});
+    Buf<float> wantFloat(DType::F32, {2, 3});
+    ASSERT_EQ(call("mod", attrs({intAttr("fmod", cMod)}), {dividends.ref(), divisors.ref()}, {wantInt.ref()}), "");
+    ASSERT_EQ(call("mod", attrs({intAttr("fmod", cMod)}), {fx.ref(), fy.ref()}, {wantFloat.ref()}), "");
+    const char *op = cMod ? "fmod" : "mod";
+    Device gotInt(48), gotFloat(24);
+    ASSERT_EQ(run(op, {{dn->p, DType::I64}, {dd2->p, DType::I64}}, {{3, 1}, {3, 1}}, gotInt.p, DType::I64), "");
+    ASSERT_EQ(run(op, {{dfx->p, DType::F32}, {dfy->p, DType::F32}}, {{3, 1}, {3, 1}}, gotFloat.p, DType::F32), "");
+    EXPECT_EQ(downloadRaw<int64_t>(gotInt, 6), wantInt.data) << op;
+    expectClose(downloadRaw<float>(gotFloat, 6), wantFloat.data, 0.0f, op);
+  }
   // range(3, 3 + 5 * 4, 4)
   Buf<int64_t> start(DType::I64, {}, {3}), limit(DType::I64, {}, {23}), delta(DType::I64, {}, {4}), want(DType::I64, {5});
   ASSERT_EQ(call("range", {}, {start.ref(), limit.ref(), delta.ref()}, {want.ref()}), "");
@@ -1349,6 +1386,14 @@ TEST(Cuda, MatmulMatchesTheCpu) {
 
 // arg_max and arg_min against the CPU's, in every storage type, along each axis of [3, 7, 5] whose
 // values have ties (small integers), ties to the first index and to the last.
+// The product of dims[from..to).
+int64_t sizeBetween(const int64_t *dims, int64_t from, int64_t to) {
+  int64_t size = 1;
+  for (int64_t d = from; d < to; ++d)
+    size *= dims[d];
+  return size;
+}
+
 TEST(Cuda, ArgReduceMatchesTheCpu) {
   std::vector<float> values(105);
   for (size_t i = 0; i < values.size(); ++i)
@@ -1365,11 +1410,7 @@ TEST(Cuda, ArgReduceMatchesTheCpu) {
           ASSERT_EQ(call(max ? "arg_max" : "arg_min", attrs({intAttr("axis", axis), intAttr("select_last_index", last)}),
                          {x.ref()}, {want.ref()}),
                     "");
-          int64_t outer = 1, inner = 1;
-          for (int d = 0; d < axis; ++d)
-            outer *= dims[d];
-          for (int d = int(axis) + 1; d < 3; ++d)
-            inner *= dims[d];
+          const int64_t outer = sizeBetween(dims, 0, axis), inner = sizeBetween(dims, axis + 1, 3);
           auto dx = upload(x.data, s);
           Device out(size_t(want.numel()) * 8);
           ASSERT_EQ(cu::argReduce(s, max, dx->p, static_cast<int64_t *>(out.p), outer, dims[axis], inner, last != 0,
@@ -1378,6 +1419,41 @@ TEST(Cuda, ArgReduceMatchesTheCpu) {
           EXPECT_EQ(downloadRaw<int64_t>(out, size_t(want.numel())), want.data)
               << (max ? "arg_max" : "arg_min") << " axis " << axis << " last " << last << " " << name(s);
         }
+}
+
+// top_k against the CPU's: values with many ties (exact in every storage type), so that equal
+// values must come in index order; a line longer than the kernel's block (300) with k of 1 and 40,
+// a line sorted whole (k = n = 5); the largest and the smallest; along each axis.
+TEST(Cuda, TopKMatchesTheCpu) {
+  const int64_t dims[3] = {3, 300, 5};
+  std::vector<float> values(size_t(dims[0] * dims[1] * dims[2]));
+  for (size_t i = 0; i < values.size(); ++i)
+    values[i] = float(int((i * 7919) % 37) - 18);
+  const std::pair<int64_t, int64_t> cases[] = {{1, 1}, {1, 40}, {0, 2}, {2, 5}}; // (axis, k)
+  for (cu::Storage s : kStorages)
+    for (int largest : {1, 0})
+      for (const auto &[axis, k] : cases) {
+        std::vector<int64_t> outDims = {dims[0], dims[1], dims[2]};
+        outDims[size_t(axis)] = k;
+        Buf<float> x(DType::F32, {dims[0], dims[1], dims[2]}, values), want(DType::F32, outDims);
+        Buf<int64_t> wantIndices(DType::I64, outDims);
+        ASSERT_EQ(call("top_k", attrs({intAttr("axis", axis), intAttr("k", k), intAttr("largest", largest)}), {x.ref()},
+                       {want.ref(), wantIndices.ref()}),
+                  "");
+        const int64_t outer = sizeBetween(dims, 0, axis), inner = sizeBetween(dims, axis + 1, 3);
+        auto dx = upload(x.data, s);
+        const size_t count = size_t(want.numel());
+        Device got(count * 4), gotIndices(count * 8);
+        ASSERT_EQ(cu::topK(s, dx->p, got.p, static_cast<int64_t *>(gotIndices.p), outer, dims[axis], inner, k,
+                           largest != 0, nullptr),
+                  "");
+        const std::string what = "top_k axis " + std::to_string(axis) + " k " + std::to_string(k) +
+                                 (largest ? " largest " : " smallest ") + name(s);
+        EXPECT_EQ(downloadRaw<int64_t>(gotIndices, count), wantIndices.data) << what;
+        expectClose(download(got, count, s), want.data, 0.0f, what.c_str());
+      }
+  Device unused(8);
+  EXPECT_NE(cu::topK(cu::Storage::F32, unused.p, unused.p, nullptr, 1, 2, 1, 3, true, nullptr), "") << "k > n";
 }
 
 // trilu against the CPU's: upper and lower, k of -1, 0 and 2, on f32 [2, 3, 5] and on bool [4, 3]

@@ -1,0 +1,103 @@
+// top_k (ONNX TopK): a block per line along the axis, which picks the k values one after another;
+// each pick is the block's best among the elements that come after the one picked before, in an
+// order without ties (value, then index). So it keeps no sorted copy and no state but the last
+// pick: k passes over the line, fine for the lines plans have (a mixture of experts' router picks
+// 2 to 8 of 8 to 256 experts), correct rather than fast for a sampler's k of a whole vocabulary.
+#include "CudaKernels.h"
+#include "DeviceUtil.cuh"
+
+#include <cstdint>
+
+namespace llmc::rt::cuda {
+namespace {
+
+constexpr int kTopKThreads = 256; // at most; a short line takes a warp per 32 elements
+
+// Whether (va, ia) comes before (vb, ib): the larger value first (the smaller with !largest), the
+// lower index among equal values (as the CPU's stable sort keeps them). A NaN counts as larger than
+// any number, as PyTorch's topk takes it (the CPU's sort leaves NaNs' place undefined).
+__device__ __forceinline__ bool comesFirst(float va, int64_t ia, float vb, int64_t ib, bool largest) {
+  const bool na = isnan(va), nb = isnan(vb);
+  if (na != nb)
+    return largest ? na : nb;
+  if (!na && va != vb)
+    return largest ? va > vb : va < vb;
+  return ia < ib;
+}
+
+struct Pick {
+  float value;
+  int64_t index; // -1: none
+};
+
+__device__ __forceinline__ Pick firstOf(Pick a, Pick b, bool largest) {
+  if (b.index < 0)
+    return a;
+  if (a.index < 0)
+    return b;
+  return comesFirst(a.value, a.index, b.value, b.index, largest) ? a : b;
+}
+
+__device__ Pick blockFirst(Pick p, bool largest) {
+  __shared__ Pick warpPicks[kTopKThreads / 32];
+  for (int offset = 16; offset > 0; offset /= 2) {
+    Pick other;
+    other.value = __shfl_down_sync(0xffffffffu, p.value, offset);
+    other.index = __shfl_down_sync(0xffffffffu, p.index, offset);
+    p = firstOf(p, other, largest);
+  }
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  if (lane == 0)
+    warpPicks[warp] = p;
+  __syncthreads();
+  Pick best = warpPicks[0];
+  for (int w = 1; w < int(blockDim.x / 32); ++w)
+    best = firstOf(best, warpPicks[w], largest);
+  __syncthreads(); // before warpPicks is written again
+  return best;
+}
+
+template <typename T>
+__global__ void topKKernel(const T *__restrict__ x, T *__restrict__ values, int64_t *__restrict__ indices,
+                           int64_t lines, int64_t n, int64_t inner, int64_t k, bool largest) {
+  for (int64_t line = blockIdx.x; line < lines; line += gridDim.x) {
+    const int64_t o = line / inner, i = line % inner;
+    const T *in = x + o * n * inner + i;
+    Pick last{0.0f, -1};
+    for (int64_t j = 0; j < k; ++j) {
+      Pick mine{0.0f, -1};
+      for (int64_t e = threadIdx.x; e < n; e += blockDim.x) {
+        const float v = toF(in[e * inner]);
+        if (last.index < 0 || comesFirst(last.value, last.index, v, e, largest))
+          mine = firstOf(mine, Pick{v, e}, largest);
+      }
+      last = blockFirst(mine, largest);
+      if (threadIdx.x == 0) {
+        const int64_t at = (o * k + j) * inner + i;
+        values[at] = in[last.index * inner];
+        indices[at] = last.index;
+      }
+    }
+  }
+}
+
+} // namespace
+
+std::string topK(Storage st, const void *x, void *values, int64_t *indices, int64_t outer, int64_t n, int64_t inner,
+                 int64_t k, bool largest, void *stream) {
+  if (k < 0 || k > n)
+    return "topK: k must be 0 to the axis' length";
+  const int64_t lines = outer * inner;
+  if (lines * k == 0)
+    return {};
+  const unsigned blocks = unsigned(std::min<int64_t>(lines, 65535 * 8));
+  const int threads = int(std::min<int64_t>((n + 31) / 32 * 32, kTopKThreads));
+  dispatch(st, [&](auto tag) {
+    using T = decltype(tag);
+    topKKernel<T><<<blocks, threads, 0, static_cast<cudaStream_t>(stream)>>>(
+        static_cast<const T *>(x), static_cast<T *>(values), indices, lines, n, inner, k, largest);
+  });
+  return launched("topK");
+}
+
+} // namespace llmc::rt::cuda
