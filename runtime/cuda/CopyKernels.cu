@@ -1,7 +1,8 @@
 // The data movement and small kernels of the CUDA executor (see CudaKernels.h), one thread per
 // element: strided copies (with the rotary embedding of a split's keys piece), the rotary
 // embedding, the elementwise op of any type that no fused region took (shapes, masks), range,
-// int64 writes, gathers, and the precision conversion at the edges of a run.
+// int64 writes, and the precision conversion at the edges of a run (gathers and scatters:
+// GatherScatter.cu).
 #include "CudaKernels.h"
 #include "DeviceUtil.cuh"
 
@@ -117,9 +118,6 @@ template <typename T> __global__ void copiesAndRotaryKernel(const __grid_constan
   else
     rotaryElements<T>(r, int64_t(blockIdx.x) * blockDim.x + threadIdx.x, int64_t(gridDim.x) * blockDim.x);
 }
-
-// DType numbers (Tensor.h).
-enum : int { F32 = 1, F16 = 2, F64 = 3, I64 = 4, I32 = 5, I8 = 6, U8 = 7, Bool = 8, BF16 = 9 };
 
 __device__ double loadAs(const void *p, int type, int64_t i) {
   switch (type) {
@@ -247,6 +245,11 @@ __global__ void rangeKernel(int type, const void *start, const void *delta, void
     storeAs(out, type, e, s + double(e) * d);
 }
 
+__global__ void fillKernel(void *out, int type, double value, int64_t n) {
+  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += int64_t(gridDim.x) * blockDim.x)
+    storeAs(out, type, e, value);
+}
+
 struct Int64s {
   long long v[kMaxDims];
 };
@@ -255,48 +258,11 @@ __global__ void writeInt64sKernel(long long *out, Int64s values, int count) {
     out[threadIdx.x] = values.v[threadIdx.x];
 }
 
-struct NdIndex {
-  int64_t dims[kMaxDims], strides[kMaxDims];
-};
-template <typename E>
-__global__ void gatherNdKernel(const E *__restrict__ data, const int64_t *__restrict__ indices, E *__restrict__ out,
-                               int64_t tuples, int k, NdIndex nd, int64_t slice, int *error) {
-  const int64_t n = tuples * slice;
-  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t t = e / slice;
-    int64_t offset = e % slice;
-    bool ok = true;
-    for (int j = 0; j < k; ++j) {
-      int64_t idx = indices[t * k + j];
-      if (idx < 0)
-        idx += nd.dims[j];
-      ok = ok && idx >= 0 && idx < nd.dims[j];
-      offset += idx * nd.strides[j];
-    }
-    if (!ok) {
-      atomicExch(error, 1);
-      continue;
-    }
-    out[e] = data[offset];
-  }
-}
-
 int64_t numelOf(int rank, const int64_t *dims) {
   int64_t n = 1;
   for (int d = 0; d < rank; ++d)
     n *= dims[d];
   return n;
-}
-
-// Runs `f(E{})` with E an unsigned integer type of `bytes` bytes.
-template <typename F> bool byElementSize(int bytes, F &&f) {
-  switch (bytes) {
-  case 1: f(uint8_t{}); return true;
-  case 2: f(uint16_t{}); return true;
-  case 4: f(uint32_t{}); return true;
-  case 8: f(uint64_t{}); return true;
-  default: return false;
-  }
 }
 
 } // namespace
@@ -418,20 +384,12 @@ std::string trilu(const void *in, void *out, int64_t count, int64_t rows, int64_
   if (rows <= 0 || cols <= 0 || count % (rows * cols))
     return "trilu: count must be whole matrices";
   const unsigned blocks = unsigned(blocksFor(count, kElementThreads));
-  auto st = static_cast<cudaStream_t>(stream);
-  auto run = [&](auto tag) {
+  const bool known = byElementSize(elemBytes, [&](auto tag) {
     using E = decltype(tag);
-    triluKernel<E><<<blocks, kElementThreads, 0, st>>>(static_cast<const E *>(in), static_cast<E *>(out), count, rows,
-                                                       cols, k, upper);
-  };
-  switch (elemBytes) {
-  case 1: run(uint8_t{}); break;
-  case 2: run(uint16_t{}); break;
-  case 4: run(uint32_t{}); break;
-  case 8: run(uint64_t{}); break;
-  default: return "trilu: elements of 1, 2, 4 or 8 bytes";
-  }
-  return launched("trilu");
+    triluKernel<E><<<blocks, kElementThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+        static_cast<const E *>(in), static_cast<E *>(out), count, rows, cols, k, upper);
+  });
+  return known ? launched("trilu") : "trilu: elements of 1, 2, 4 or 8 bytes";
 }
 
 std::string stridedCopy(const void *src, void *dst, const StridedCopy &c, void *stream) {
@@ -467,6 +425,14 @@ std::string range(int type, const void *start, const void *delta, void *out, int
   return launched("range");
 }
 
+std::string fill(void *out, int type, double value, int64_t count, void *stream) {
+  if (count == 0)
+    return {};
+  fillKernel<<<unsigned(blocksFor(count, kElementThreads)), kElementThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+      out, type, value, count);
+  return launched("fill");
+}
+
 std::string writeInt64s(void *out, const int64_t *values, int count, void *stream) {
   if (count < 0 || count > kMaxDims)
     return "writeInt64s: at most " + std::to_string(kMaxDims) + " values";
@@ -477,70 +443,6 @@ std::string writeInt64s(void *out, const int64_t *values, int count, void *strea
     v.v[i] = values[i];
   writeInt64sKernel<<<1, 32, 0, static_cast<cudaStream_t>(stream)>>>(static_cast<long long *>(out), v, count);
   return launched("writeInt64s");
-}
-
-std::string gatherNd(const void *data, const int64_t *indices, void *out, int64_t tuples, int k, const int64_t *dims,
-                     const int64_t *strides, int64_t slice, int elemBytes, int *error, void *stream) {
-  if (k < 1 || k > kMaxDims)
-    return "gatherNd: index depth must be 1.." + std::to_string(kMaxDims);
-  if (tuples * slice == 0)
-    return {};
-  NdIndex nd{};
-  for (int j = 0; j < k; ++j)
-    nd.dims[j] = dims[j], nd.strides[j] = strides[j];
-  const bool known = byElementSize(elemBytes, [&](auto tag) {
-    using E = decltype(tag);
-    gatherNdKernel<E><<<unsigned(blocksFor(tuples * slice, kElementThreads)), kElementThreads, 0,
-                        static_cast<cudaStream_t>(stream)>>>(static_cast<const E *>(data), indices, static_cast<E *>(out),
-                                                             tuples, k, nd, slice, error);
-  });
-  return known ? launched("gatherNd") : "gatherNd: elements of " + std::to_string(elemBytes) + " bytes";
-}
-
-// out[e] = data at e's coordinates over the indices' dims, the axis coordinate replaced by
-// indices[e] (negative from the end).
-template <typename E>
-__global__ void gatherElementsKernel(const E *__restrict__ data, const int64_t *__restrict__ indices, E *__restrict__ out,
-                                     int64_t n, int rank, int axis, NdIndex shape, NdIndex dataStrides, int64_t axisDim,
-                                     int *error) {
-  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += int64_t(gridDim.x) * blockDim.x) {
-    int64_t idx = indices[e];
-    if (idx < 0)
-      idx += axisDim;
-    if (idx < 0 || idx >= axisDim) {
-      atomicExch(error, 1);
-      continue;
-    }
-    int64_t rest = e, offset = 0;
-    for (int d = rank - 1; d >= 0; --d) {
-      const int64_t c = rest % shape.dims[d];
-      rest /= shape.dims[d];
-      offset += (d == axis ? idx : c) * dataStrides.dims[d];
-    }
-    out[e] = data[offset];
-  }
-}
-
-std::string gatherElements(const void *data, const int64_t *indices, void *out, int rank, int axis,
-                           const int64_t *indexDims, const int64_t *dataDims, int elemBytes, int *error, void *stream) {
-  if (rank < 1 || rank > kMaxDims || axis < 0 || axis >= rank)
-    return "gatherElements: rank 1.." + std::to_string(kMaxDims) + " and an axis within it";
-  NdIndex shape{}, strides{};
-  int64_t n = 1, stride = 1;
-  for (int d = rank - 1; d >= 0; --d) {
-    shape.dims[d] = indexDims[d], n *= indexDims[d];
-    strides.dims[d] = stride, stride *= dataDims[d];
-  }
-  if (n == 0)
-    return {};
-  const bool known = byElementSize(elemBytes, [&](auto tag) {
-    using E = decltype(tag);
-    gatherElementsKernel<E><<<unsigned(blocksFor(n, kElementThreads)), kElementThreads, 0,
-                              static_cast<cudaStream_t>(stream)>>>(static_cast<const E *>(data), indices,
-                                                                   static_cast<E *>(out), n, rank, axis, shape, strides,
-                                                                   dataDims[axis], error);
-  });
-  return known ? launched("gatherElements") : "gatherElements: elements of " + std::to_string(elemBytes) + " bytes";
 }
 
 } // namespace llmc::rt::cuda

@@ -339,6 +339,9 @@ std::string cumsum(int type, const void *x, void *y, int64_t outer, int64_t n, i
 // out[i] = start + i * delta for `count` elements of `type`, start and delta read on the device.
 std::string range(int type, const void *start, const void *delta, void *out, int64_t count, void *stream);
 
+// out[i] = value for `count` elements of DType number `type` (constant_of_shape).
+std::string fill(void *out, int type, double value, int64_t count, void *stream);
+
 // Writes `count` int64 values known on the host when the launch is recorded (a Shape op's dims).
 std::string writeInt64s(void *out, const int64_t *values, int count, void *stream);
 
@@ -348,11 +351,24 @@ std::string writeInt64s(void *out, const int64_t *values, int count, void *strea
 // gather_elements (ONNX GatherElements): out has the indices' shape [rank dims], each element the
 // data's at its coordinates with the `axis` one replaced by the index there (int64, negative from
 // the end); the indices' other dims at most the data's. An index out of range sets *error.
+// (GatherScatter.cu)
 std::string gatherElements(const void *data, const int64_t *indices, void *out, int rank, int axis,
                            const int64_t *indexDims, const int64_t *dataDims, int elemBytes, int *error, void *stream);
 
 std::string gatherNd(const void *data, const int64_t *indices, void *out, int64_t tuples, int k, const int64_t *dims,
                      const int64_t *strides, int64_t slice, int elemBytes, int *error, void *stream);
+
+// The scatters (ONNX ScatterND and ScatterElements, GatherScatter.cu) into `out`, which holds a
+// copy of the data already: gatherNd's and gatherElements's arguments, the updates in the
+// indices' places. `dtype` is the elements' DType number; `reduction` ONNX's: "" or "none" (with
+// duplicate indices one of the updates lands, which one unspecified, as ONNX leaves it), "add",
+// "mul", "max" or "min" (atomic, so that duplicates all count; 16-bit floats compute in f32).
+std::string scatterNd(void *out, const int64_t *indices, const void *updates, int64_t tuples, int k,
+                      const int64_t *dims, const int64_t *strides, int64_t slice, int dtype,
+                      const std::string &reduction, int *error, void *stream);
+std::string scatterElements(void *out, const int64_t *indices, const void *updates, int rank, int axis,
+                            const int64_t *indexDims, const int64_t *dataDims, int dtype,
+                            const std::string &reduction, int *error, void *stream);
 
 // --- reductions, convolution, pooling, padding ------------------------------------------------
 

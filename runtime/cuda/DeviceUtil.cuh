@@ -349,6 +349,20 @@ __device__ __forceinline__ void gridSync(GridBarrier *barrier) {
 
 __host__ __device__ inline bool aligned16(const void *p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
+// Runs `f(E{})` with E an unsigned integer type of `bytes` bytes.
+template <typename F> bool byElementSize(int bytes, F &&f) {
+  switch (bytes) {
+  case 1: f(uint8_t{}); return true;
+  case 2: f(uint16_t{}); return true;
+  case 4: f(uint32_t{}); return true;
+  case 8: f(uint64_t{}); return true;
+  default: return false;
+  }
+}
+
+// DType numbers (Tensor.h): the element types kernels of any type take (elementwise, scatter).
+enum : int { F32 = 1, F16 = 2, F64 = 3, I64 = 4, I32 = 5, I8 = 6, U8 = 7, Bool = 8, BF16 = 9 };
+
 // Runs `f(T{})` with T the storage type.
 template <typename F> void dispatch(Storage s, F &&f) {
   switch (s) {

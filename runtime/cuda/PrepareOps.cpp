@@ -10,6 +10,14 @@ namespace llmc::rt::cuda::exec {
 
 namespace {
 
+// The product of s's dimensions from `from` on: a gather's or scatter's slice.
+int64_t elementsFrom(const Shape &s, int from) {
+  int64_t n = 1;
+  for (int d = from; d < s.rank; ++d)
+    n *= s.dims[d];
+  return n;
+}
+
 StridedCopy copyOf(const Shape &dims, int elemBytes) {
   StridedCopy c;
   c.rank = dims.rank, c.elemBytes = elemBytes;
@@ -305,9 +313,7 @@ std::string prepareSmallOp(Executor &ex, const PlanOp &op, PreparedOp &out) {
       const int k = int(idx.dims[idx.rank - 1]);
       int64_t strides[kMaxRank];
       contiguousStrides(data, strides);
-      int64_t slice = 1;
-      for (int d = k; d < data.rank; ++d)
-        slice *= data.dims[d];
+      const int64_t slice = elementsFrom(data, k);
       const int64_t tuples = t[size_t(op.inputs[1])].numel() / std::max(k, 1);
       return gatherNd(e.at(op.inputs[0]), static_cast<const int64_t *>(e.at(op.inputs[1])), e.at(op.outputs[0]), tuples, k,
                       data.dims, strides, slice, elem, e.errorFlag, e.stream);
@@ -346,9 +352,57 @@ std::string prepareSmallOp(Executor &ex, const PlanOp &op, PreparedOp &out) {
                     s.dims[a], inner, op.attrs.getInt("exclusive", 0) != 0, op.attrs.getInt("reverse", 0) != 0,
                     e.stream);
     };
+  } else if (op.kernel == "constant_of_shape") {
+    const int type = int(onDevice(ex.plan->values[size_t(op.outputs[0])]));
+    const double value = op.attrs.getFloat("value", 0.0);
+    out.launch = [&op, type, value](Executor &e, const std::vector<TensorRef> &t) {
+      return fill(e.at(op.outputs[0]), type, value, t[size_t(op.outputs[0])].numel(), e.stream);
+    };
   } else {
     return "not a small op";
   }
+  return {};
+}
+
+// scatter_nd and scatter_elements: the data copied to the output, then the updates in place.
+std::string prepareScatter(Executor &ex, const PlanOp &op, PreparedOp &out) {
+  if (op.inputs.size() != 3 || ex.plan->values[size_t(op.inputs[1])].dtype != DType::I64)
+    return "supports int64 indices";
+  const PlanValue &data = ex.plan->values[size_t(op.inputs[0])], &updates = ex.plan->values[size_t(op.inputs[2])];
+  const DType type = onDevice(data);
+  if (onDevice(updates) != type || onDevice(ex.plan->values[size_t(op.outputs[0])]) != type)
+    return "the data, updates and output differ in element type on the device";
+  const std::string reduction(op.attrs.getString("reduction"));
+  out.launch = [&op, type, reduction](Executor &e, const std::vector<TensorRef> &t) -> std::string {
+    const Shape &data = t[size_t(op.inputs[0])].shape, &idx = t[size_t(op.inputs[1])].shape;
+    if (void *dst = e.at(op.outputs[0]); dst != e.at(op.inputs[0]))
+      if (cudaError_t err = cudaMemcpyAsync(dst, e.at(op.inputs[0]), deviceBytesOf(e, op.inputs[0], data),
+                                            cudaMemcpyDeviceToDevice, e.stream);
+          err != cudaSuccess)
+        return cudaError("scatter's copy of the data", err);
+    const auto *indices = static_cast<const int64_t *>(e.at(op.inputs[1]));
+    if (op.kernel == "scatter_elements") {
+      const int axis = normalizeAxis(op.attrs.getInt("axis", 0), data.rank);
+      if (idx.rank != data.rank || axis < 0 || axis >= data.rank)
+        return std::string("indices and data differ in rank, or the axis is out of range");
+      for (int d = 0; d < data.rank; ++d)
+        if (d != axis && idx.dims[d] > data.dims[d])
+          return std::string("indices reach outside the data");
+      return scatterElements(e.at(op.outputs[0]), indices, e.at(op.inputs[2]), data.rank, axis, idx.dims, data.dims,
+                             int(type), reduction, e.errorFlag, e.stream);
+    }
+    const int k = idx.rank ? int(idx.dims[idx.rank - 1]) : 0;
+    if (idx.rank < 1 || k > data.rank)
+      return std::string("index tuples are longer than the data's rank");
+    int64_t strides[kMaxRank];
+    contiguousStrides(data, strides);
+    const int64_t slice = elementsFrom(data, k);
+    const int64_t tuples = t[size_t(op.inputs[1])].numel() / std::max(k, 1);
+    if (t[size_t(op.inputs[2])].numel() != tuples * slice)
+      return std::string("updates do not match the indices and the data");
+    return scatterNd(e.at(op.outputs[0]), indices, e.at(op.inputs[2]), tuples, k, data.dims, strides, slice,
+                     int(type), reduction, e.errorFlag, e.stream);
+  };
   return {};
 }
 
@@ -511,8 +565,10 @@ std::string prepareOp(Executor &ex, int k, PreparedOp &p, size_t &scratch) {
            op.kernel == "split" || op.kernel == "expand" || op.kernel == "tile" || op.kernel == "trilu")
     err = prepareDataMovement(ex, op, p, k);
   else if (op.kernel == "shape" || op.kernel == "range" || op.kernel == "gather_nd" || op.kernel == "cumsum" ||
-           op.kernel == "gather_elements")
+           op.kernel == "gather_elements" || op.kernel == "constant_of_shape")
     err = prepareSmallOp(ex, op, p);
+  else if (op.kernel == "scatter_nd" || op.kernel == "scatter_elements")
+    err = prepareScatter(ex, op, p);
   else if (op.kernel == "latent_attention")
     err = prepareLatentAttention(ex, op, p);
   else if (op.kernel.rfind("reduce_", 0) == 0)

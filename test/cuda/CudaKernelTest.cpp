@@ -1286,6 +1286,85 @@ TEST(Cuda, SmallOpsMatchTheCpu) {
   Device shape(24);
   ASSERT_EQ(cu::writeInt64s(shape.p, values, 3, nullptr), "");
   EXPECT_EQ(downloadRaw<int64_t>(shape, 3), (std::vector<int64_t>{7, 1, 64}));
+  // constant_of_shape's fill, in int64 and in f16.
+  Device filled(5 * 8), halfFilled(6 * 2);
+  ASSERT_EQ(cu::fill(filled.p, int(DType::I64), -3.0, 5, nullptr), "");
+  ASSERT_EQ(cu::fill(halfFilled.p, int(DType::F16), 2.5, 6, nullptr), "");
+  EXPECT_EQ(downloadRaw<int64_t>(filled, 5), std::vector<int64_t>(5, -3));
+  EXPECT_EQ(download(halfFilled, 6, cu::Storage::F16), std::vector<float>(6, 2.5f));
+}
+
+// scatter_nd and scatter_elements against the CPU's, every reduction, with duplicate indices
+// where a reduction combines them (the atomic paths: a 4-byte word around each 16-bit element, an
+// 8-byte one for int64), in every storage type. Values are multiples of 0.5 below 4, so that sums
+// and products of three stay exact in bf16 (the GPU rounds after each update, the CPU once).
+TEST(Cuda, ScatterMatchesTheCpu) {
+  auto halves = [](size_t n, int seed) {
+    std::vector<float> v(n);
+    for (size_t i = 0; i < n; ++i)
+      v[i] = 0.5f * float(int((i * 7 + size_t(seed) * 13) % 7) - 3);
+    return v;
+  };
+  auto deviceType = [](cu::Storage s) {
+    return int(s == cu::Storage::F32 ? DType::F32 : s == cu::Storage::F16 ? DType::F16 : DType::BF16);
+  };
+  auto error = uploadRaw(std::vector<int>{0});
+  for (const char *reduction : {"none", "add", "mul", "max", "min"}) {
+    const bool none = std::string(reduction) == "none";
+    const AttrList a = attrs({stringAttr("reduction", reduction)});
+    // scatter_nd: rows of [4, 3, 2] data picked by [3, 1] indices (2 twice where they combine).
+    Buf<int64_t> ndIdx(DType::I64, {3, 1}, none ? std::vector<int64_t>{3, 0, -3} : std::vector<int64_t>{2, 0, -2});
+    const int64_t dims[3] = {4, 3, 2}, strides[3] = {6, 2, 1};
+    // scatter_elements along axis 1 of [3, 4] data, [3, 2] indices (negative; 1 twice in row 0).
+    Buf<int64_t> elIdx(DType::I64, {3, 2}, none ? std::vector<int64_t>{1, 3, 0, -1, 2, 0} : std::vector<int64_t>{1, -3, 0, 3, 2, 2});
+    const int64_t elIdxDims[2] = {3, 2}, elDataDims[2] = {3, 4};
+    for (cu::Storage s : kStorages) {
+      Buf<float> data(DType::F32, {4, 3, 2}, halves(24, 1)), updates(DType::F32, {3, 3, 2}, halves(18, 2)),
+          want(DType::F32, {4, 3, 2});
+      ASSERT_EQ(call("scatter_nd", a, {data.ref(), ndIdx.ref(), updates.ref()}, {want.ref()}), "");
+      auto out = upload(data.data, s), du = upload(updates.data, s), di = uploadRaw(ndIdx.data);
+      ASSERT_EQ(cu::scatterNd(out->p, di->as<int64_t>(), du->p, 3, 1, dims, strides, 6, deviceType(s), reduction,
+                              error->as<int>(), nullptr),
+                "");
+      expectClose(download(*out, 24, s), want.data, 0.0f, (std::string("scatter_nd ") + reduction + " " + name(s)).c_str());
+
+      Buf<float> edata(DType::F32, {3, 4}, halves(12, 3)), eupdates(DType::F32, {3, 2}, halves(6, 4)),
+          ewant(DType::F32, {3, 4});
+      ASSERT_EQ(call("scatter_elements", attrs({stringAttr("reduction", reduction), intAttr("axis", 1)}),
+                     {edata.ref(), elIdx.ref(), eupdates.ref()}, {ewant.ref()}),
+                "");
+      auto eout = upload(edata.data, s), deu = upload(eupdates.data, s), dei = uploadRaw(elIdx.data);
+      ASSERT_EQ(cu::scatterElements(eout->p, dei->as<int64_t>(), deu->p, 2, 1, elIdxDims, elDataDims, deviceType(s),
+                                    reduction, error->as<int>(), nullptr),
+                "");
+      expectClose(download(*eout, 12, s), ewant.data, 0.0f,
+                  (std::string("scatter_elements ") + reduction + " " + name(s)).c_str());
+    }
+    // int64 data (8-byte words): scatter_nd of single elements ([3, 3] indices of depth 3).
+    Buf<int64_t> data(DType::I64, {4, 3, 2}), tuples(DType::I64, {3, 3}, {1, 2, 0, 3, 0, 1, none ? 0 : 1, 2, 0}),
+        updates(DType::I64, {3}, {5, -7, 9}), want(DType::I64, {4, 3, 2});
+    for (size_t i = 0; i < 24; ++i)
+      data.data[i] = int64_t(i) * 3 - 30;
+    ASSERT_EQ(call("scatter_nd", a, {data.ref(), tuples.ref(), updates.ref()}, {want.ref()}), "");
+    auto out = uploadRaw(data.data), dt = uploadRaw(tuples.data), du = uploadRaw(updates.data);
+    ASSERT_EQ(cu::scatterNd(out->p, dt->as<int64_t>(), du->p, 3, 3, dims, strides, 1, int(DType::I64), reduction,
+                            error->as<int>(), nullptr),
+              "");
+    EXPECT_EQ(downloadRaw<int64_t>(*out, 24), want.data) << "scatter_nd int64 " << reduction;
+  }
+  EXPECT_EQ(downloadRaw<int>(*error, 1)[0], 0);
+  // An index out of range sets the error flag; an unknown reduction is refused.
+  Buf<int64_t> bad(DType::I64, {1, 1}, {4});
+  auto out = upload(std::vector<float>(24, 0.0f), cu::Storage::F32), du = upload(std::vector<float>(6, 1.0f), cu::Storage::F32),
+       di = uploadRaw(bad.data);
+  const int64_t dims[3] = {4, 3, 2}, strides[3] = {6, 2, 1};
+  ASSERT_EQ(cu::scatterNd(out->p, di->as<int64_t>(), du->p, 1, 1, dims, strides, 6, int(DType::F32), "add",
+                          error->as<int>(), nullptr),
+            "");
+  EXPECT_EQ(downloadRaw<int>(*error, 1)[0], 1);
+  EXPECT_NE(cu::scatterNd(out->p, di->as<int64_t>(), du->p, 1, 1, dims, strides, 6, int(DType::F32), "sum",
+                          error->as<int>(), nullptr),
+            "");
 }
 
 // Reductions, convolution (grouped, strided, padded, dilated), pooling and padding against the

@@ -107,6 +107,10 @@ CASES = [
     ("small_cnn-chunks", "small_cnn", ["--max-shape", "batch=4"], "run"),
     # Tile, Trilu and ArgMax on a dynamic sequence (small_ops_model), run at 7 of 16.
     ("small_ops", "small_ops", ["--max-shape", "seq=16"], "run"),
+    # The activations with attributes, Mod, TopK, ConstantOfShape, ScatterElements (add) and
+    # ScatterND (more_ops_model) on a dynamic sequence, fused and each op on its own.
+    ("more_ops", "more_ops", ["--max-shape", "seq=16"], "run"),
+    ("more_ops-unfused", "more_ops", ["--max-shape", "seq=16", "--disable-fusion"], "run"),
 ]
 # The real models (prepare --real-models): (name, model, llmc flags, kind, minimum cosine). Their
 # weights are random (the plans' ops are theirs), so that a deep net's outputs may be large or
@@ -122,7 +126,8 @@ REAL_CASES = [
 # Extra llmc-run flags of "run" cases with dynamic inputs.
 RUN_DIMS = {"tiny_gpt2-dynamic": ["--dim", "seq=37"], "tiny_bert-dynamic": ["--dim", "batch=2", "--dim", "seq=37"],
             "slice_views-whole": ["--dim", "seq=1"], "slice_views-part": ["--dim", "seq=5"],
-            "small_cnn-chunks": ["--dim", "batch=3"], "small_ops": ["--dim", "seq=7"]}
+            "small_cnn-chunks": ["--dim", "batch=3"], "small_ops": ["--dim", "seq=7"], "more_ops": ["--dim", "seq=5"],
+            "more_ops-unfused": ["--dim", "seq=5"]}
 # The executor's environment per case (the rest run with the caller's).
 CASE_ENV = {"tiny_llama_kv-bf16-cuda-gemv-blocks": {"LLMC_CUDA_GEMV_BLOCKS": "2"},
             "tiny_llama_kv-bf16-cuda-gemv-chain": {"LLMC_CUDA_GEMV_CHAIN": "2"},
@@ -209,8 +214,41 @@ def small_ops_model(out):
     return path
 
 
+def more_ops_model(out):
+    """x [1, seq, 8] -> leaky_relu (0.2) -> elu (0.5) -> hard_sigmoid (0.3, 0.4), plus x fmod 0.75
+    -> its top 3 along the last axis (values v, indices idx; the hard sigmoid's clamps make ties)
+    -> added at idx into ones of x's shape (ConstantOfShape of Shape(x), ScatterElements with
+    reduction add) -> row [0, 0] replaced by a constant row (ScatterND) -> y; and idx mod 2
+    (Python's) -> parity."""
+    import onnx
+    from onnx import TensorProto, helper
+    consts = [helper.make_tensor("step", TensorProto.FLOAT, [], [0.75]),
+              helper.make_tensor("k", TensorProto.INT64, [1], [3]),
+              helper.make_tensor("two", TensorProto.INT64, [], [2]),
+              helper.make_tensor("row_at", TensorProto.INT64, [1, 2], [0, 0]),
+              helper.make_tensor("row", TensorProto.FLOAT, [1, 8], [0.5 * i - 2 for i in range(8)])]
+    nodes = [helper.make_node("LeakyRelu", ["x"], ["a"], alpha=0.2),
+             helper.make_node("Elu", ["a"], ["b"], alpha=0.5),
+             helper.make_node("HardSigmoid", ["b"], ["c"], alpha=0.3, beta=0.4),
+             helper.make_node("Mod", ["x", "step"], ["m"], fmod=1),
+             helper.make_node("Add", ["c", "m"], ["score"]),
+             helper.make_node("TopK", ["score", "k"], ["v", "idx"], axis=-1),
+             helper.make_node("Shape", ["x"], ["shape"]),
+             helper.make_node("ConstantOfShape", ["shape"], ["ones"],
+                              value=helper.make_tensor("one", TensorProto.FLOAT, [1], [1.0])),
+             helper.make_node("ScatterElements", ["ones", "idx", "v"], ["s"], axis=2, reduction="add"),
+             helper.make_node("ScatterND", ["s", "row_at", "row"], ["y"]),
+             helper.make_node("Mod", ["idx", "two"], ["parity"])]
+    graph = helper.make_graph(nodes, "more_ops", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, "seq", 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, "seq", 8]),
+                               helper.make_tensor_value_info("parity", TensorProto.INT64, [1, "seq", 3])], consts)
+    path = os.path.join(out, "more_ops.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), path)
+    return path
+
+
 def model_path(model, out):
-    """models/MODEL.onnx, one made here in `out` (slice_views, small_cnn, small_ops), the DeepSeek export in the cache
+    """models/MODEL.onnx, one made here in `out` (slice_views, small_cnn, small_ops, more_ops), the DeepSeek export in the cache
     (exported on first use, ~20 s), or a real model (fetched and exported on first use: minutes)."""
     if model == "slice_views":
         return slice_views_model(out)
@@ -218,6 +256,8 @@ def model_path(model, out):
         return small_cnn_model(out)
     if model == "small_ops":
         return small_ops_model(out)
+    if model == "more_ops":
+        return more_ops_model(out)
     if model in ("resnet50", "minilm", "smollm2"):
         sys.path.insert(0, os.path.join(ROOT, "models"))
         from real_models import fetched

@@ -414,6 +414,12 @@ LogicalResult ShapeRules::resultDims(Operation *op, StringRef name, std::vector<
         else if (keep)
           r.push_back(DimExpr::constant(1));
     }
+  } else if (name == "top_k") { // values and indices: the input's dims with k along the axis
+    r = operandDims(0);
+    const int64_t rank = int64_t(r.size()), axis = intAttr(op, "axis", -1);
+    r[size_t(axis < 0 ? axis + rank : axis)] = DimExpr::constant(intAttr(op, "k", 0));
+    out.assign(op->getNumResults(), r);
+    return success();
   } else if (name == "layer_norm_stats") {
     r = operandDims(0);
     const int64_t rank = int64_t(r.size());

@@ -202,6 +202,12 @@ template <typename T> T atomicExch(T *p, T v) {
   *p = v;
   return old;
 }
+template <typename T> T atomicCAS(T *p, T compare, T v) {
+  const T old = *p;
+  if (old == compare)
+    *p = v;
+  return old;
+}
 
 // The PTX conversions of generated kernels (EmulatedNvrtc.cpp), on 16-bit patterns: round to
 // nearest even.
