@@ -377,6 +377,20 @@ std::string scatterElements(void *out, const int64_t *indices, const void *updat
 std::string reduce(Storage s, const std::string &kind, const void *in, void *out, int rank, const int64_t *dims,
                    const bool *reduced, void *stream);
 
+// group_norm, instance_norm and layer_norm_stats (GroupNorm.cu): x is `rows` groups of rowLen
+// elements, each normalized by its own mean and variance (+ eps). With y: y = (x - mean) / std *
+// scale[c] + bias[c], a group holding channelsPerGroup channels of `spatial` elements, group g of
+// its image the channels from (row % groups) * channelsPerGroup on (instance_norm: a channel per
+// group). Without: each group's mean and 1/std into mean[row] and invStd[row] (layer_norm_stats).
+std::string groupNorm(Storage s, const void *x, void *y, const void *scale, const void *bias, void *mean,
+                      void *invStd, int64_t rows, int64_t rowLen, int64_t groups, int64_t channelsPerGroup,
+                      int64_t spatial, float eps, void *stream);
+
+// batch_norm in inference: x [N, channels, inner...] (n elements) normalized by each channel's
+// mean and var (+ eps), times its scale plus its bias.
+std::string batchNorm(Storage s, const void *x, void *y, const void *scale, const void *bias, const void *mean,
+                      const void *var, int64_t n, int64_t channels, int64_t inner, float eps, void *stream);
+
 // arg_max (`max`) or arg_min of in [outer, n, inner] along n: out [outer, inner] int64, ties to the
 // first index, or to the last with `last` (select_last_index), as the CPU kernel compares.
 std::string argReduce(Storage s, bool max, const void *in, int64_t *out, int64_t outer, int64_t n, int64_t inner,

@@ -76,6 +76,13 @@ int64_t rowsBefore(const Shape &s, int axis) {
   return n;
 }
 
+int64_t elementsFrom(const Shape &s, int axis) {
+  int64_t n = 1;
+  for (int d = axis; d < s.rank; ++d)
+    n *= s.dims[d];
+  return n;
+}
+
 // The largest value of dimension `d` of value `v`.
 int64_t dimBound(const Executor &ex, int v, int d) {
   const PlanValue &pv = ex.plan->values[size_t(v)];

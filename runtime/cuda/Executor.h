@@ -282,6 +282,7 @@ size_t deviceCapacity(const PlanValue &v);
 size_t deviceBytesOf(const Executor &ex, int value, const Shape &shape);
 int64_t lastDim(const Shape &s);
 int64_t rowsBefore(const Shape &s, int axis);
+int64_t elementsFrom(const Shape &s, int axis); // the product of the dims from `axis` on
 // The largest value of dimension `d` of value `v`.
 int64_t dimBound(const Executor &ex, int v, int d);
 int axisOf(const PlanOp &op, int rank);

@@ -1,6 +1,7 @@
 // The CUDA executor's norms, linears, rotary, attention and fused regions, prepared (PrepareOps.h).
 #include "PrepareOps.h"
 #include "FusedElementwiseCuda.h"
+#include "KernelUtil.h"
 #include "Nvrtc.h"
 #include "PlanShortcuts.h"
 
@@ -154,6 +155,50 @@ std::string prepareNorm(Executor &ex, const PlanOp &op, int k, PreparedOp &out) 
                    e.at(op.inputs[size_t(scaleAt)]), hasBias ? e.at(op.inputs[size_t(biasAt)]) : nullptr,
                    e.at(op.outputs[0]), fused ? e.at(op.outputs[1]) : nullptr, rowsBefore(s, s.rank - 1), lastDim(s), eps,
                    e.stream);
+  };
+  return {};
+}
+
+// group_norm, instance_norm, layer_norm_stats and batch_norm (GroupNorm.cu): statistics over a
+// group of channels, a channel, a row's trailing axes, or given per channel.
+std::string prepareGroupNorm(Executor &ex, const PlanOp &op, PreparedOp &out) {
+  Storage st;
+  if (std::string err = floatStorage(ex, op, st); !err.empty())
+    return err;
+  const bool stats = op.kernel == "layer_norm_stats", batch = op.kernel == "batch_norm";
+  const size_t inputs = stats ? 1 : batch ? 5 : 3, outputs = stats ? 2 : 1;
+  if (op.inputs.size() != inputs || op.outputs.size() != outputs || !isFloat(ex.plan->values[size_t(op.inputs[0])]))
+    return "expects a float input" + std::string(stats ? "" : batch ? ", scale, bias, mean and variance" : ", scale and bias");
+  for (int i : op.inputs)
+    if (i < 0)
+      return "an absent input";
+  const float eps = float(op.attrs.getFloat("epsilon", 1e-5));
+  const int64_t numGroups = op.attrs.getInt("num_groups", 0);
+  out.launch = [&op, st, stats, batch, eps, numGroups](Executor &e, const std::vector<TensorRef> &t) -> std::string {
+    const Shape &s = t[size_t(op.inputs[0])].shape;
+    const void *x = e.at(op.inputs[0]);
+    if (stats) {
+      const int axis = normalizeAxis(op.attrs.getInt("axis", -1), s.rank);
+      if (axis < 0 || axis >= s.rank)
+        return std::string("axis out of range");
+      return groupNorm(st, x, nullptr, nullptr, nullptr, e.at(op.outputs[0]), e.at(op.outputs[1]), rowsBefore(s, axis),
+                       elementsFrom(s, axis), 1, 1, 1, eps, e.stream);
+    }
+    if (s.rank < (op.kernel == "instance_norm" ? 3 : 2))
+      return std::string("the input's rank is too small");
+    const int64_t N = s.dims[0], C = s.dims[1], spatial = elementsFrom(s, 2);
+    for (size_t i = 1; i < op.inputs.size(); ++i)
+      if (t[size_t(op.inputs[i])].numel() != C)
+        return std::string("needs one scale, bias (mean, variance) per channel");
+    const void *scale = e.at(op.inputs[1]), *bias = e.at(op.inputs[2]);
+    if (batch)
+      return batchNorm(st, x, e.at(op.outputs[0]), scale, bias, e.at(op.inputs[3]), e.at(op.inputs[4]), s.numel(), C,
+                       spatial, eps, e.stream);
+    const int64_t groups = op.kernel == "instance_norm" ? C : numGroups;
+    if (groups < 1 || C % groups)
+      return std::string("num_groups must divide the channels");
+    return groupNorm(st, x, e.at(op.outputs[0]), scale, bias, nullptr, nullptr, N * groups, C / groups * spatial,
+                     groups, C / groups, spatial, eps, e.stream);
   };
   return {};
 }

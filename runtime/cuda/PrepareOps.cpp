@@ -10,14 +10,6 @@ namespace llmc::rt::cuda::exec {
 
 namespace {
 
-// The product of s's dimensions from `from` on: a gather's or scatter's slice.
-int64_t elementsFrom(const Shape &s, int from) {
-  int64_t n = 1;
-  for (int d = from; d < s.rank; ++d)
-    n *= s.dims[d];
-  return n;
-}
-
 StridedCopy copyOf(const Shape &dims, int elemBytes) {
   StridedCopy c;
   c.rank = dims.rank, c.elemBytes = elemBytes;
@@ -545,6 +537,9 @@ std::string prepareOp(Executor &ex, int k, PreparedOp &p, size_t &scratch) {
   std::string err;
   if (op.kernel == "rms_norm" || op.kernel == "layer_norm" || op.kernel == "add_rms_norm" || op.kernel == "add_layer_norm")
     err = prepareNorm(ex, op, k, p);
+  else if (op.kernel == "group_norm" || op.kernel == "instance_norm" || op.kernel == "layer_norm_stats" ||
+           op.kernel == "batch_norm")
+    err = prepareGroupNorm(ex, op, p);
   else if (op.kernel == "softmax" || op.kernel == "log_softmax")
     err = prepareSoftmax(ex, op, p);
   else if (op.kernel == "gather")

@@ -24,6 +24,7 @@ std::string windowOf(const PlanOp &op, const Shape &x, const Shape &y, const int
 // PrepareCompute.cpp.
 std::string prepareNorm(Executor &ex, const PlanOp &op, int k, PreparedOp &out);
 std::string prepareSoftmax(Executor &ex, const PlanOp &op, PreparedOp &out);
+std::string prepareGroupNorm(Executor &ex, const PlanOp &op, PreparedOp &out);
 std::string prepareGather(Executor &ex, const PlanOp &op, PreparedOp &out);
 std::string prepareLinear(Executor &ex, const PlanOp &op, int k, PreparedOp &out, size_t &scratchBytes);
 std::string prepareMatmul(Executor &ex, const PlanOp &op, PreparedOp &out);

@@ -1369,6 +1369,73 @@ TEST(Cuda, ScatterMatchesTheCpu) {
 
 // Reductions, convolution (grouped, strided, padded, dilated), pooling and padding against the
 // CPU, in every storage type.
+// group_norm (3 groups of 2 channels), instance_norm, layer_norm_stats over two trailing axes and
+// batch_norm against the CPU, in every storage type. The inputs have a mean far from 0 (+3), so
+// that a variance taken as E[x^2] - E[x]^2 in f32 would show.
+TEST(Cuda, GroupNormsMatchTheCpu) {
+  auto shifted = [](int64_t n, int seed) {
+    std::vector<float> v = randomFloats(n, seed);
+    for (float &f : v)
+      f += 3.0f;
+    return v;
+  };
+  for (cu::Storage s : kStorages) {
+    const float tol = std::max(tolerance(s), 1e-5f) * 4;
+    const std::string storage = name(s);
+    { // group_norm: x [2, 6, 5]
+      Buf<float> x(DType::F32, {2, 6, 5}, rounded(shifted(60, 70), s)), scale(DType::F32, {6}, rounded(randomFloats(6, 71), s)),
+          bias(DType::F32, {6}, rounded(randomFloats(6, 72), s)), want(DType::F32, {2, 6, 5});
+      ASSERT_EQ(call("group_norm", attrs({intAttr("num_groups", 3), floatAttr("epsilon", 1e-5)}),
+                     {x.ref(), scale.ref(), bias.ref()}, {want.ref()}),
+                "");
+      auto dx = upload(x.data, s), ds = upload(scale.data, s), db = upload(bias.data, s);
+      Device y(60 * cu::storageBytes(s));
+      ASSERT_EQ(cu::groupNorm(s, dx->p, y.p, ds->p, db->p, nullptr, nullptr, 6, 10, 3, 2, 5, 1e-5f, nullptr), "");
+      expectClose(download(y, 60, s), want.data, tol, ("group_norm " + storage).c_str());
+    }
+    { // instance_norm: x [2, 3, 4, 5], a group per channel
+      Buf<float> x(DType::F32, {2, 3, 4, 5}, rounded(shifted(120, 73), s)),
+          scale(DType::F32, {3}, rounded(randomFloats(3, 74), s)), bias(DType::F32, {3}, rounded(randomFloats(3, 75), s)),
+          want(DType::F32, {2, 3, 4, 5});
+      ASSERT_EQ(call("instance_norm", attrs({floatAttr("epsilon", 1e-5)}), {x.ref(), scale.ref(), bias.ref()}, {want.ref()}),
+                "");
+      auto dx = upload(x.data, s), ds = upload(scale.data, s), db = upload(bias.data, s);
+      Device y(120 * cu::storageBytes(s));
+      ASSERT_EQ(cu::groupNorm(s, dx->p, y.p, ds->p, db->p, nullptr, nullptr, 6, 20, 3, 1, 20, 1e-5f, nullptr), "");
+      expectClose(download(y, 120, s), want.data, tol, ("instance_norm " + storage).c_str());
+    }
+    { // layer_norm_stats: x [3, 4, 70] from axis 1: rows of 280 (more than a block's threads)
+      Buf<float> x(DType::F32, {3, 4, 70}, rounded(shifted(840, 76), s)), mean(DType::F32, {3, 1, 1}),
+          inv(DType::F32, {3, 1, 1});
+      ASSERT_EQ(call("layer_norm_stats", attrs({intAttr("axis", 1), floatAttr("epsilon", 1e-5)}), {x.ref()},
+                     {mean.ref(), inv.ref()}),
+                "");
+      auto dx = upload(x.data, s);
+      Device m(3 * cu::storageBytes(s)), i(3 * cu::storageBytes(s));
+      ASSERT_EQ(cu::groupNorm(s, dx->p, nullptr, nullptr, nullptr, m.p, i.p, 3, 280, 1, 1, 1, 1e-5f, nullptr), "");
+      expectClose(download(m, 3, s), mean.data, tol, ("layer_norm_stats mean " + storage).c_str());
+      expectClose(download(i, 3, s), inv.data, tol, ("layer_norm_stats 1/std " + storage).c_str());
+    }
+    { // batch_norm: x [2, 4, 3, 3]
+      std::vector<float> var = randomFloats(4, 80);
+      for (float &v : var)
+        v = std::fabs(v) + 0.5f;
+      Buf<float> x(DType::F32, {2, 4, 3, 3}, rounded(randomFloats(72, 77), s)),
+          scale(DType::F32, {4}, rounded(randomFloats(4, 78), s)), bias(DType::F32, {4}, rounded(randomFloats(4, 79), s)),
+          mean(DType::F32, {4}, rounded(randomFloats(4, 81), s)), variance(DType::F32, {4}, rounded(var, s)),
+          want(DType::F32, {2, 4, 3, 3});
+      ASSERT_EQ(call("batch_norm", attrs({floatAttr("epsilon", 1e-5)}),
+                     {x.ref(), scale.ref(), bias.ref(), mean.ref(), variance.ref()}, {want.ref()}),
+                "");
+      auto dx = upload(x.data, s), ds = upload(scale.data, s), db = upload(bias.data, s), dm = upload(mean.data, s),
+           dv = upload(variance.data, s);
+      Device y(72 * cu::storageBytes(s));
+      ASSERT_EQ(cu::batchNorm(s, dx->p, y.p, ds->p, db->p, dm->p, dv->p, 72, 4, 9, 1e-5f, nullptr), "");
+      expectClose(download(y, 72, s), want.data, tol, ("batch_norm " + storage).c_str());
+    }
+  }
+}
+
 TEST(Cuda, ReduceConvPoolPadMatchTheCpu) {
   for (cu::Storage s : kStorages) {
     const float tol = tolerance(s);

@@ -111,6 +111,10 @@ CASES = [
     # ScatterND (more_ops_model) on a dynamic sequence, fused and each op on its own.
     ("more_ops", "more_ops", ["--max-shape", "seq=16"], "run"),
     ("more_ops-unfused", "more_ops", ["--max-shape", "seq=16", "--disable-fusion"], "run"),
+    # InstanceNormalization, GroupNormalization, a BatchNormalization after no convolution and a
+    # LayerNormalization with its Mean and InvStdDev outputs (norm_ops_model), batch 3 of 4.
+    ("norm_ops", "norm_ops", ["--max-shape", "batch=4"], "run"),
+    ("norm_ops-bf16", "norm_ops", ["--max-shape", "batch=4", "--precision", "bf16"], "run"),
 ]
 # The real models (prepare --real-models): (name, model, llmc flags, kind, minimum cosine). Their
 # weights are random (the plans' ops are theirs), so that a deep net's outputs may be large or
@@ -127,7 +131,7 @@ REAL_CASES = [
 RUN_DIMS = {"tiny_gpt2-dynamic": ["--dim", "seq=37"], "tiny_bert-dynamic": ["--dim", "batch=2", "--dim", "seq=37"],
             "slice_views-whole": ["--dim", "seq=1"], "slice_views-part": ["--dim", "seq=5"],
             "small_cnn-chunks": ["--dim", "batch=3"], "small_ops": ["--dim", "seq=7"], "more_ops": ["--dim", "seq=5"],
-            "more_ops-unfused": ["--dim", "seq=5"]}
+            "more_ops-unfused": ["--dim", "seq=5"], "norm_ops": ["--dim", "batch=3"], "norm_ops-bf16": ["--dim", "batch=3"]}
 # The executor's environment per case (the rest run with the caller's).
 CASE_ENV = {"tiny_llama_kv-bf16-cuda-gemv-blocks": {"LLMC_CUDA_GEMV_BLOCKS": "2"},
             "tiny_llama_kv-bf16-cuda-gemv-chain": {"LLMC_CUDA_GEMV_CHAIN": "2"},
@@ -247,8 +251,36 @@ def more_ops_model(out):
     return path
 
 
+def norm_ops_model(out):
+    """x [batch, 6, 5, 5] -> instance norm -> relu -> group norm (3 groups) -> batch norm (no
+    convolution to fold it into) -> layer norm over the last axis -> y, with its mean and 1/std
+    (layer_norm_stats); seeded random parameters."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.RandomState(11)
+    params = {"s1": 1 + 0.3 * rng.randn(6), "b1": 0.2 * rng.randn(6), "s2": 1 + 0.3 * rng.randn(6),
+              "b2": 0.2 * rng.randn(6), "s3": 1 + 0.3 * rng.randn(6), "b3": 0.2 * rng.randn(6),
+              "mean": 0.3 * rng.randn(6), "var": 0.5 + rng.rand(6), "s4": 1 + 0.3 * rng.randn(5),
+              "b4": 0.2 * rng.randn(5)}
+    inits = [numpy_helper.from_array(v.astype(np.float32), k) for k, v in params.items()]
+    nodes = [helper.make_node("InstanceNormalization", ["x", "s1", "b1"], ["a"]),
+             helper.make_node("Relu", ["a"], ["r"]),
+             helper.make_node("GroupNormalization", ["r", "s2", "b2"], ["g"], num_groups=3),
+             helper.make_node("BatchNormalization", ["g", "s3", "b3", "mean", "var"], ["n"]),
+             helper.make_node("LayerNormalization", ["n", "s4", "b4"], ["y", "mu", "inv"], axis=-1)]
+    batch = [TensorProto.FLOAT, ["batch", 6, 5, 5]]
+    graph = helper.make_graph(nodes, "norm_ops", [helper.make_tensor_value_info("x", *batch)],
+                              [helper.make_tensor_value_info("y", *batch),
+                               helper.make_tensor_value_info("mu", TensorProto.FLOAT, ["batch", 6, 5, 1]),
+                               helper.make_tensor_value_info("inv", TensorProto.FLOAT, ["batch", 6, 5, 1])], inits)
+    path = os.path.join(out, "norm_ops.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)]), path)
+    return path
+
+
 def model_path(model, out):
-    """models/MODEL.onnx, one made here in `out` (slice_views, small_cnn, small_ops, more_ops), the DeepSeek export in the cache
+    """models/MODEL.onnx, one made here in `out` (slice_views, small_cnn, small_ops, more_ops,
+    norm_ops), the DeepSeek export in the cache
     (exported on first use, ~20 s), or a real model (fetched and exported on first use: minutes)."""
     if model == "slice_views":
         return slice_views_model(out)
@@ -258,6 +290,8 @@ def model_path(model, out):
         return small_ops_model(out)
     if model == "more_ops":
         return more_ops_model(out)
+    if model == "norm_ops":
+        return norm_ops_model(out)
     if model in ("resnet50", "minilm", "smollm2"):
         sys.path.insert(0, os.path.join(ROOT, "models"))
         from real_models import fetched
