@@ -119,33 +119,6 @@ template <typename T> __global__ void copiesAndRotaryKernel(const __grid_constan
     rotaryElements<T>(r, int64_t(blockIdx.x) * blockDim.x + threadIdx.x, int64_t(gridDim.x) * blockDim.x);
 }
 
-__device__ double loadAs(const void *p, int type, int64_t i) {
-  switch (type) {
-  case F32: return static_cast<const float *>(p)[i];
-  case F16: return __half2float(static_cast<const __half *>(p)[i]);
-  case BF16: return __bfloat162float(static_cast<const __nv_bfloat16 *>(p)[i]);
-  case F64: return static_cast<const double *>(p)[i];
-  case I64: return double(static_cast<const long long *>(p)[i]);
-  case I32: return static_cast<const int *>(p)[i];
-  case I8: return static_cast<const signed char *>(p)[i];
-  default: return static_cast<const unsigned char *>(p)[i]; // u8, bool
-  }
-}
-
-__device__ void storeAs(void *p, int type, int64_t i, double v) {
-  switch (type) {
-  case F32: static_cast<float *>(p)[i] = float(v); break;
-  case F16: static_cast<__half *>(p)[i] = fromF<__half>(float(v)); break;
-  case BF16: static_cast<__nv_bfloat16 *>(p)[i] = fromF<__nv_bfloat16>(float(v)); break;
-  case F64: static_cast<double *>(p)[i] = v; break;
-  case I64: static_cast<long long *>(p)[i] = (long long)v; break;
-  case I32: static_cast<int *>(p)[i] = int(v); break;
-  case I8: static_cast<signed char *>(p)[i] = (signed char)v; break;
-  case Bool: static_cast<unsigned char *>(p)[i] = v != 0.0; break;
-  default: static_cast<unsigned char *>(p)[i] = (unsigned char)v; break;
-  }
-}
-
 enum Ew : int {
   Add, Sub, Mul, Div, Pow, Max, Min, Equal, Less, LessEqual, Greater, GreaterEqual, And, Or, Xor, Where, Neg, Abs,
   Sqrt, Reciprocal, Exp, Log, Tanh, Erf, Sigmoid, Silu, Relu, Cos, Sin, Floor, Ceil, Sign, Not, Gelu, GeluTanh,

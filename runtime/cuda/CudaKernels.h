@@ -339,6 +339,19 @@ std::string cumsum(int type, const void *x, void *y, int64_t outer, int64_t n, i
 // out[i] = start + i * delta for `count` elements of `type`, start and delta read on the device.
 std::string range(int type, const void *start, const void *delta, void *out, int64_t count, void *stream);
 
+// quantize_linear (`quantize`: out = saturate(round_half_even(x / scale) + zero)) or
+// dequantize_linear (out = (x - zero) * scale) of n elements (Quantize.cu). Types are DType
+// numbers; zero may be null. The scale element of element i: the only one (count 1), that of its
+// index along the axis (x is [outer, dim, inner]; count == dim), or with block > 0 that of its
+// block of `block` indices along it (count == outer * ceil(dim / block) * inner).
+struct QuantArgs {
+  const void *x = nullptr, *scale = nullptr, *zero = nullptr;
+  void *out = nullptr;
+  int xType = 0, scaleType = 0, zeroType = 0, outType = 0;
+  int64_t n = 0, dim = 1, inner = 1, block = 0, count = 1;
+};
+std::string quantizeLinear(bool quantize, const QuantArgs &a, void *stream);
+
 // out[i] = value for `count` elements of DType number `type` (constant_of_shape).
 std::string fill(void *out, int type, double value, int64_t count, void *stream);
 

@@ -20,6 +20,16 @@ StridedCopy copyOf(const Shape &dims, int elemBytes) {
   return c;
 }
 
+// The lines of `s` along op's "axis" (default `fallbackAxis`, negative from the end): [outer, n, inner].
+std::string linesAlong(const PlanOp &op, const Shape &s, int64_t fallbackAxis, int64_t &outer, int64_t &n,
+                       int64_t &inner) {
+  const int axis = normalizeAxis(op.attrs.getInt("axis", fallbackAxis), s.rank);
+  if (axis < 0 || axis >= s.rank)
+    return "axis out of range";
+  splitAround(s, axis, outer, n, inner);
+  return {};
+}
+
 // The pieces of a split or a concat, launched together (kMaxCopies at a time): one launch where
 // a piece each took one.
 class CopyBatch {
@@ -356,6 +366,37 @@ std::string prepareSmallOp(Executor &ex, const PlanOp &op, PreparedOp &out) {
   return {};
 }
 
+// quantize_linear and dequantize_linear: the scale's layout (per tensor, per axis index, per
+// block) from this run's shapes, as the CPU's ScaleIndex.
+std::string prepareQuantize(Executor &ex, const PlanOp &op, PreparedOp &out) {
+  if (op.inputs.size() < 2 || op.inputs[0] < 0 || op.inputs[1] < 0 || op.outputs.size() != 1)
+    return "expects an input, a scale and one output";
+  const bool quantize = op.kernel == "quantize_linear";
+  auto typeOf = [&ex](int v) { return v < 0 ? 0 : int(onDevice(ex.plan->values[size_t(v)])); };
+  QuantArgs types;
+  types.xType = typeOf(op.inputs[0]), types.scaleType = typeOf(op.inputs[1]);
+  types.zeroType = op.inputs.size() > 2 ? typeOf(op.inputs[2]) : 0, types.outType = typeOf(op.outputs[0]);
+  out.launch = [&op, quantize, types](Executor &e, const std::vector<TensorRef> &t) -> std::string {
+    QuantArgs a = types;
+    const Shape &x = t[size_t(op.inputs[0])].shape;
+    a.x = e.at(op.inputs[0]), a.scale = e.at(op.inputs[1]), a.out = e.at(op.outputs[0]);
+    a.zero = a.zeroType ? e.at(op.inputs[2]) : nullptr;
+    a.n = x.numel(), a.count = t[size_t(op.inputs[1])].numel();
+    if (a.zero && t[size_t(op.inputs[2])].numel() != a.count)
+      return std::string("the zero point's shape differs from the scale's");
+    if (a.count != 1) {
+      int64_t outer;
+      if (std::string err = linesAlong(op, x, 1, outer, a.dim, a.inner); !err.empty())
+        return err;
+      a.block = op.attrs.getInt("block_size", 0);
+      if (a.block > 0 ? a.count != outer * ((a.dim + a.block - 1) / a.block) * a.inner : a.count != a.dim)
+        return std::string("the scale's shape does not match the axis or its blocks");
+    }
+    return quantizeLinear(quantize, a, e.stream);
+  };
+  return {};
+}
+
 // scatter_nd and scatter_elements: the data copied to the output, then the updates in place.
 std::string prepareScatter(Executor &ex, const PlanOp &op, PreparedOp &out) {
   if (op.inputs.size() != 3 || ex.plan->values[size_t(op.inputs[1])].dtype != DType::I64)
@@ -399,16 +440,6 @@ std::string prepareScatter(Executor &ex, const PlanOp &op, PreparedOp &out) {
 }
 
 // arg_max / arg_min of a float input along one axis (keepdims or not: the same bytes), int64 out.
-// The lines of `s` along op's "axis" (default `fallbackAxis`, negative from the end): [outer, n, inner].
-std::string linesAlong(const PlanOp &op, const Shape &s, int64_t fallbackAxis, int64_t &outer, int64_t &n,
-                       int64_t &inner) {
-  const int axis = normalizeAxis(op.attrs.getInt("axis", fallbackAxis), s.rank);
-  if (axis < 0 || axis >= s.rank)
-    return "axis out of range";
-  splitAround(s, axis, outer, n, inner);
-  return {};
-}
-
 std::string prepareArgReduce(Executor &ex, const PlanOp &op, PreparedOp &out) {
   Storage st;
   if (std::string err = floatStorage(ex, op, st); !err.empty())
@@ -564,6 +595,8 @@ std::string prepareOp(Executor &ex, int k, PreparedOp &p, size_t &scratch) {
     err = prepareSmallOp(ex, op, p);
   else if (op.kernel == "scatter_nd" || op.kernel == "scatter_elements")
     err = prepareScatter(ex, op, p);
+  else if (op.kernel == "quantize_linear" || op.kernel == "dequantize_linear")
+    err = prepareQuantize(ex, op, p);
   else if (op.kernel == "latent_attention")
     err = prepareLatentAttention(ex, op, p);
   else if (op.kernel.rfind("reduce_", 0) == 0)

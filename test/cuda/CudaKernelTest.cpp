@@ -1367,6 +1367,51 @@ TEST(Cuda, ScatterMatchesTheCpu) {
             "");
 }
 
+// quantize_linear and dequantize_linear against the CPU: a scale per tensor (int8, values that
+// saturate, and some exactly half a step from two levels: rounded to even), per index of axis 1
+// (uint8 zero points) and per block of 3 along axis 2 (int8), on x [2, 3, 4].
+TEST(Cuda, QuantizeMatchesTheCpu) {
+  struct Case {
+    const char *what;
+    std::vector<int64_t> scaleDims;
+    DType q;
+    int64_t axis, block, dim, inner;
+  };
+  const Case cases[] = {{"per tensor", {}, DType::I8, 1, 0, 1, 1},
+                        {"per axis", {3}, DType::U8, 1, 0, 3, 4},
+                        {"per block", {2, 3, 2}, DType::I8, 2, 3, 4, 1}};
+  for (const Case &c : cases) {
+    const int64_t count = elementsOf(c.scaleDims);
+    std::vector<float> scales(static_cast<size_t>(count));
+    for (size_t i = 0; i < scales.size(); ++i)
+      scales[i] = 0.015625f * float(i + 1); // 2^-6: x / scale is exact
+    std::vector<float> values = randomFloats(24, 90, -3.0f, 3.0f);
+    if (count == 1) // half a step between levels i and i + 1 (i = 0, 5, 10, ...): to the even one
+      for (size_t i = 0; i < 24; i += 5)
+        values[i] = scales[0] * (float(i) + 0.5f);
+    const bool isSigned = c.q == DType::I8;
+    std::vector<uint8_t> zeros(static_cast<size_t>(count));
+    for (size_t i = 0; i < zeros.size(); ++i)
+      zeros[i] = uint8_t(isSigned ? int8_t(int(i % 3) - 1) : uint8_t(120 + i));
+    Buf<float> x(DType::F32, {2, 3, 4}, values), scale(DType::F32, c.scaleDims, scales), back(DType::F32, {2, 3, 4});
+    Buf<uint8_t> zero(c.q, c.scaleDims, zeros), q(c.q, {2, 3, 4});
+    const AttrList a = attrs({intAttr("axis", c.axis), intAttr("block_size", c.block)});
+    ASSERT_EQ(call("quantize_linear", a, {x.ref(), scale.ref(), zero.ref()}, {q.ref()}), "");
+    ASSERT_EQ(call("dequantize_linear", a, {q.ref(), scale.ref(), zero.ref()}, {back.ref()}), "");
+    auto dx = uploadRaw(x.data), ds = uploadRaw(scale.data), dz = uploadRaw(zero.data);
+    Device dq(24), dback(24 * 4);
+    cu::QuantArgs args;
+    args.x = dx->p, args.scale = ds->p, args.zero = dz->p, args.out = dq.p;
+    args.xType = int(DType::F32), args.scaleType = int(DType::F32), args.zeroType = int(c.q), args.outType = int(c.q);
+    args.n = 24, args.dim = c.dim, args.inner = c.inner, args.block = c.block, args.count = count;
+    ASSERT_EQ(cu::quantizeLinear(true, args, nullptr), "");
+    EXPECT_EQ(downloadRaw<uint8_t>(dq, 24), q.data) << c.what;
+    args.x = dq.p, args.xType = int(c.q), args.out = dback.p, args.outType = int(DType::F32);
+    ASSERT_EQ(cu::quantizeLinear(false, args, nullptr), "");
+    expectClose(downloadRaw<float>(dback, 24), back.data, 1e-6f, c.what);
+  }
+}
+
 // Reductions, convolution (grouped, strided, padded, dilated), pooling and padding against the
 // CPU, in every storage type.
 // group_norm (3 groups of 2 channels), instance_norm, layer_norm_stats over two trailing axes and

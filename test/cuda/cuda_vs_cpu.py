@@ -115,6 +115,9 @@ CASES = [
     # LayerNormalization with its Mean and InvStdDev outputs (norm_ops_model), batch 3 of 4.
     ("norm_ops", "norm_ops", ["--max-shape", "batch=4"], "run"),
     ("norm_ops-bf16", "norm_ops", ["--max-shape", "batch=4", "--precision", "bf16"], "run"),
+    # A QDQ model (qdq_model): activations quantized and dequantized at run time, int8 weights per
+    # output channel, on a dynamic sequence.
+    ("qdq", "qdq", ["--max-shape", "seq=16"], "run"),
 ]
 # The real models (prepare --real-models): (name, model, llmc flags, kind, minimum cosine). Their
 # weights are random (the plans' ops are theirs), so that a deep net's outputs may be large or
@@ -131,7 +134,8 @@ REAL_CASES = [
 RUN_DIMS = {"tiny_gpt2-dynamic": ["--dim", "seq=37"], "tiny_bert-dynamic": ["--dim", "batch=2", "--dim", "seq=37"],
             "slice_views-whole": ["--dim", "seq=1"], "slice_views-part": ["--dim", "seq=5"],
             "small_cnn-chunks": ["--dim", "batch=3"], "small_ops": ["--dim", "seq=7"], "more_ops": ["--dim", "seq=5"],
-            "more_ops-unfused": ["--dim", "seq=5"], "norm_ops": ["--dim", "batch=3"], "norm_ops-bf16": ["--dim", "batch=3"]}
+            "more_ops-unfused": ["--dim", "seq=5"], "norm_ops": ["--dim", "batch=3"], "norm_ops-bf16": ["--dim", "batch=3"],
+            "qdq": ["--dim", "seq=6"]}
 # The executor's environment per case (the rest run with the caller's).
 CASE_ENV = {"tiny_llama_kv-bf16-cuda-gemv-blocks": {"LLMC_CUDA_GEMV_BLOCKS": "2"},
             "tiny_llama_kv-bf16-cuda-gemv-chain": {"LLMC_CUDA_GEMV_CHAIN": "2"},
@@ -278,9 +282,33 @@ def norm_ops_model(out):
     return path
 
 
+def qdq_model(out):
+    """x [1, seq, 32] -> QuantizeLinear (a scale per tensor, int8 zero point 3) -> DequantizeLinear
+    -> MatMul with an int8 weight [32, 16] dequantized per output channel (axis 1) -> y, and the
+    quantized activations (xq, int8); seeded random weights."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.RandomState(5)
+    inits = [numpy_helper.from_array(np.array(0.03, np.float32), "xs"),
+             numpy_helper.from_array(np.array(3, np.int8), "xz"),
+             numpy_helper.from_array(rng.randint(-127, 128, (32, 16)).astype(np.int8), "wq"),
+             numpy_helper.from_array((0.002 + 0.004 * rng.rand(16)).astype(np.float32), "ws"),
+             numpy_helper.from_array(np.zeros(16, np.int8), "wz")]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"]),
+             helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xd"]),
+             helper.make_node("DequantizeLinear", ["wq", "ws", "wz"], ["w"], axis=1),
+             helper.make_node("MatMul", ["xd", "w"], ["y"])]
+    graph = helper.make_graph(nodes, "qdq", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, "seq", 32])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, "seq", 16]),
+                               helper.make_tensor_value_info("xq", TensorProto.INT8, [1, "seq", 32])], inits)
+    path = os.path.join(out, "qdq.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)]), path)
+    return path
+
+
 def model_path(model, out):
     """models/MODEL.onnx, one made here in `out` (slice_views, small_cnn, small_ops, more_ops,
-    norm_ops), the DeepSeek export in the cache
+    norm_ops, qdq), the DeepSeek export in the cache
     (exported on first use, ~20 s), or a real model (fetched and exported on first use: minutes)."""
     if model == "slice_views":
         return slice_views_model(out)
@@ -292,6 +320,8 @@ def model_path(model, out):
         return more_ops_model(out)
     if model == "norm_ops":
         return norm_ops_model(out)
+    if model == "qdq":
+        return qdq_model(out)
     if model in ("resnet50", "minilm", "smollm2"):
         sys.path.insert(0, os.path.join(ROOT, "models"))
         from real_models import fetched
