@@ -283,16 +283,40 @@ std::string trilu(const void *in, void *out, int64_t count, int64_t rows, int64_
 // numpy's matmul of two activations (Matmul.cu): C [batch..., M, N] = A [..., M, K] x B [..., K, N],
 // f32 accumulation, C's matrix z at z * M * N; batch[d] C's batch dims, aStride[d] and bStride[d]
 // the element strides of A's and B's matrices along them (0 where that operand broadcasts).
-// Tiles in shared memory, correct first: an attention left as matmuls, not the linears.
+// Tiles in shared memory, correct first: an attention left as matmuls, not the linears. A gemm
+// (ONNX Gemm that no linear took) is one matrix: transposed operands through their row and
+// column strides, C = alpha * A x B + beta * addend, the addend broadcast through its strides.
 struct MatmulArgs {
   int batchRank = 0;
   int64_t batch[kMaxDims] = {}, aStride[kMaxDims] = {}, bStride[kMaxDims] = {};
   int64_t M = 0, N = 0, K = 0;
+  // Element strides within a matrix: A's (row, k) at row * aRow + k * aCol, B's (k, col) at
+  // k * bRow + col * bCol, the addend's (row, col) at row * addRow + col * addCol.
+  int64_t aRow = 0, aCol = 1, bRow = 0, bCol = 1, addRow = 0, addCol = 0;
+  float alpha = 1.0f, beta = 0.0f;
 };
-std::string matmul(Storage s, const void *a, const void *b, void *c, const MatmulArgs &m, void *stream);
+std::string matmul(Storage s, const void *a, const void *b, void *c, const MatmulArgs &m, void *stream,
+                   const void *addend = nullptr);
+// A gemm's arguments: A [M, K] ([K, M] with transA), B [K, N] ([N, K] with transB), an addend
+// (C) of rank 0 to 2 that broadcasts to [M, N], or why they do not fit.
+std::string gemmArgsOf(const int64_t *aDims, const int64_t *bDims, bool transA, bool transB, int addRank,
+                       const int64_t *addDims, MatmulArgs &m);
 // The arguments of A [aDims] x B [bDims] as numpy broadcasts them (a rank-1 A is [1, K], a rank-1
 // B [K, 1]; C's shape leaves those out), or why they do not multiply.
 std::string matmulArgsOf(int aRank, const int64_t *aDims, int bRank, const int64_t *bDims, MatmulArgs &m);
+
+// einsum of up to kMaxEinsumOperands float operands (Einsum.cu), its loops as einsumLoops gives
+// them (kernels/Einsum.h): labels [0, outLabels) are the output's (row-major), the rest summed
+// (`summed` index tuples); strides[k][l] operand k's element stride along label l.
+constexpr int kMaxEinsumOperands = 3, kMaxEinsumLabels = 16;
+struct EinsumArgs {
+  int operands = 0, labels = 0, outLabels = 0;
+  const void *in[kMaxEinsumOperands] = {};
+  int64_t sizes[kMaxEinsumLabels] = {};
+  int64_t strides[kMaxEinsumOperands][kMaxEinsumLabels] = {};
+  int64_t outCount = 0, summed = 1;
+};
+std::string einsum(Storage s, const EinsumArgs &a, void *out, void *stream);
 
 // Up to kMaxCopies strided copies of one element size in one launch: the pieces of a split or a
 // concat (piece i copies copy[i] from src[i] to dst[i]).

@@ -1,7 +1,7 @@
 // numpy's matmul of two activations on the CUDA executor (CudaKernels.h, matmul): tiles of 16 x 16
 // in shared memory, f32 accumulation. Correct first: what it runs is the attention that
-// llmc-raise-attention left as matmuls (its linears have weights and run on cuBLASLt), and other
-// products of activations.
+// llmc-raise-attention left as matmuls (its linears have weights and run on cuBLASLt), other
+// products of activations, and the gemms that no linear took (transposed, scaled, with an addend).
 #include "CudaKernels.h"
 #include "DeviceUtil.cuh"
 
@@ -19,7 +19,7 @@ constexpr int kMatmulTile = 16, kMatmulThreads = kMatmulTile * kMatmulTile;
 // times B's columns, K in steps of a tile through shared memory (a column of padding each, so
 // that a thread's reads along a column of B's tile fall in distinct banks).
 template <typename T> __global__ void matmulKernel(const T *__restrict__ a, const T *__restrict__ b, T *__restrict__ c,
-                                                   MatmulArgs m, int64_t matrices) {
+                                                   const T *__restrict__ addend, MatmulArgs m, int64_t matrices) {
   __shared__ float as[kMatmulTile][kMatmulTile + 1];
   __shared__ float bs[kMatmulTile][kMatmulTile + 1];
   const int tx = threadIdx.x % kMatmulTile, ty = threadIdx.x / kMatmulTile;
@@ -33,8 +33,8 @@ template <typename T> __global__ void matmulKernel(const T *__restrict__ a, cons
     }
     float acc = 0.0f;
     for (int64_t k0 = 0; k0 < m.K; k0 += kMatmulTile) {
-      as[ty][tx] = row < m.M && k0 + tx < m.K ? toF(a[aAt + row * m.K + k0 + tx]) : 0.0f;
-      bs[ty][tx] = k0 + ty < m.K && col < m.N ? toF(b[bAt + (k0 + ty) * m.N + col]) : 0.0f;
+      as[ty][tx] = row < m.M && k0 + tx < m.K ? toF(a[aAt + row * m.aRow + (k0 + tx) * m.aCol]) : 0.0f;
+      bs[ty][tx] = k0 + ty < m.K && col < m.N ? toF(b[bAt + (k0 + ty) * m.bRow + col * m.bCol]) : 0.0f;
       __syncthreads();
 #pragma unroll
       for (int k = 0; k < kMatmulTile; ++k)
@@ -42,7 +42,8 @@ template <typename T> __global__ void matmulKernel(const T *__restrict__ a, cons
       __syncthreads(); // every thread is done with the tiles before the next are loaded
     }
     if (row < m.M && col < m.N)
-      c[z * m.M * m.N + row * m.N + col] = fromF<T>(acc);
+      c[z * m.M * m.N + row * m.N + col] =
+          fromF<T>(m.alpha * acc + (addend ? m.beta * toF(addend[row * m.addRow + col * m.addCol]) : 0.0f));
   }
 }
 
@@ -59,6 +60,7 @@ std::string matmulArgsOf(int aRank, const int64_t *aDims, int bRank, const int64
   const int batchA = std::max(aRank - 2, 0), batchB = std::max(bRank - 2, 0);
   m = MatmulArgs{};
   m.M = rowsA, m.K = inner, m.N = colsB, m.batchRank = std::max(batchA, batchB);
+  m.aRow = m.K, m.bRow = m.N;
   if (m.batchRank > kMaxDims)
     return "more than " + std::to_string(kMaxDims) + " batch dimensions";
   // Innermost first: each operand's matrices along a batch dim of C, 0 where it broadcasts.
@@ -76,7 +78,25 @@ std::string matmulArgsOf(int aRank, const int64_t *aDims, int bRank, const int64
   return {};
 }
 
-std::string matmul(Storage s, const void *a, const void *b, void *c, const MatmulArgs &m, void *stream) {
+std::string gemmArgsOf(const int64_t *aDims, const int64_t *bDims, bool transA, bool transB, int addRank,
+                       const int64_t *addDims, MatmulArgs &m) {
+  m = MatmulArgs{};
+  m.M = aDims[transA ? 1 : 0], m.K = aDims[transA ? 0 : 1], m.N = bDims[transB ? 0 : 1];
+  if (bDims[transB ? 1 : 0] != m.K)
+    return "inner dimensions differ";
+  m.aRow = transA ? 1 : m.K, m.aCol = transA ? m.M : 1;
+  m.bRow = transB ? 1 : m.N, m.bCol = transB ? m.K : 1;
+  if (addRank > 2)
+    return "C has rank above 2";
+  const int64_t rows = addRank == 2 ? addDims[0] : 1, cols = addRank >= 1 ? addDims[addRank - 1] : 1;
+  if ((rows != 1 && rows != m.M) || (cols != 1 && cols != m.N))
+    return "C does not broadcast to the product's shape";
+  m.addRow = rows == 1 ? 0 : cols, m.addCol = cols == 1 ? 0 : 1;
+  return {};
+}
+
+std::string matmul(Storage s, const void *a, const void *b, void *c, const MatmulArgs &m, void *stream,
+                   const void *addend) {
   if (m.batchRank < 0 || m.batchRank > kMaxDims || m.M < 0 || m.N < 0 || m.K < 0)
     return "matmul: bad shapes";
   int64_t matrices = 1;
@@ -92,7 +112,8 @@ std::string matmul(Storage s, const void *a, const void *b, void *c, const Matmu
   dispatch(s, [&](auto tag) {
     using T = decltype(tag);
     matmulKernel<T><<<grid, kMatmulThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-        static_cast<const T *>(a), static_cast<const T *>(b), static_cast<T *>(c), m, matrices);
+        static_cast<const T *>(a), static_cast<const T *>(b), static_cast<T *>(c), static_cast<const T *>(addend), m,
+        matrices);
   });
   return launched("matmul");
 }

@@ -1,5 +1,6 @@
 // The CUDA executor's norms, linears, rotary, attention and fused regions, prepared (PrepareOps.h).
 #include "PrepareOps.h"
+#include "Einsum.h"
 #include "FusedElementwiseCuda.h"
 #include "KernelUtil.h"
 #include "Nvrtc.h"
@@ -308,6 +309,71 @@ std::string prepareMatmul(Executor &ex, const PlanOp &op, PreparedOp &out) {
     if (std::string err = matmulArgsOf(a.rank, a.dims, b.rank, b.dims, m); !err.empty())
       return err;
     return matmul(st, e.at(op.inputs[0]), e.at(op.inputs[1]), e.at(op.outputs[0]), m, e.stream);
+  };
+  return {};
+}
+
+// einsum: the equation parsed once, its loops for this run's shapes (as the CPU kernel's).
+std::string prepareEinsum(Executor &ex, const PlanOp &op, PreparedOp &out) {
+  Storage st;
+  if (std::string err = floatStorage(ex, op, st); !err.empty())
+    return err;
+  if (op.inputs.empty() || op.inputs.size() > size_t(kMaxEinsumOperands) ||
+      !isFloat(ex.plan->values[size_t(op.outputs[0])]))
+    return "supports 1 to " + std::to_string(kMaxEinsumOperands) + " float operands";
+  std::vector<int> ranks;
+  for (int i : op.inputs)
+    ranks.push_back(i < 0 ? -1 : ex.plan->values[size_t(i)].shape.rank);
+  EinsumSpec spec;
+  if (std::string err = parseEinsum(std::string(op.attrs.getString("equation")), ranks, spec); !err.empty())
+    return err;
+  out.launch = [&op, st, spec](Executor &e, const std::vector<TensorRef> &t) -> std::string {
+    std::vector<std::vector<int64_t>> dims;
+    for (int i : op.inputs)
+      dims.emplace_back(t[size_t(i)].shape.dims, t[size_t(i)].shape.dims + t[size_t(i)].shape.rank);
+    EinsumLoops loops;
+    if (std::string err = einsumLoops(spec, dims, loops); !err.empty())
+      return err;
+    if (loops.labels.size() > size_t(kMaxEinsumLabels))
+      return "more than " + std::to_string(kMaxEinsumLabels) + " labels";
+    EinsumArgs a;
+    a.operands = int(op.inputs.size()), a.labels = int(loops.labels.size()), a.outLabels = int(spec.output.size());
+    a.outCount = loops.outCount, a.summed = loops.summed;
+    for (int l = 0; l < a.labels; ++l)
+      a.sizes[l] = loops.sizes[size_t(l)];
+    for (int k = 0; k < a.operands; ++k) {
+      a.in[k] = e.at(op.inputs[size_t(k)]);
+      for (int l = 0; l < a.labels; ++l)
+        a.strides[k][l] = loops.strides[size_t(k)][size_t(l)];
+    }
+    return einsum(st, a, e.at(op.outputs[0]), e.stream);
+  };
+  return {};
+}
+
+// A gemm the compiler left as it is (llmc-fuse-linear makes linears of those with a constant B,
+// alpha 1, no transA and a bias for C): on the matmul kernel.
+std::string prepareGemm(Executor &ex, const PlanOp &op, PreparedOp &out) {
+  Storage st;
+  if (std::string err = floatStorage(ex, op, st); !err.empty())
+    return err;
+  if (op.inputs.size() < 2 || op.inputs[0] < 0 || op.inputs[1] < 0 || !isFloat(ex.plan->values[size_t(op.inputs[0])]))
+    return "supports float operands";
+  const float alpha = float(op.attrs.getFloat("alpha", 1.0)), beta = float(op.attrs.getFloat("beta", 1.0));
+  const bool transA = op.attrs.getInt("transA", 0) != 0, transB = op.attrs.getInt("transB", 0) != 0;
+  const int c = op.inputs.size() > 2 && beta != 0.0f ? op.inputs[2] : -1;
+  out.launch = [&op, st, alpha, beta, transA, transB, c](Executor &e, const std::vector<TensorRef> &t) -> std::string {
+    const Shape &a = t[size_t(op.inputs[0])].shape, &b = t[size_t(op.inputs[1])].shape;
+    if (a.rank != 2 || b.rank != 2)
+      return std::string("operands must be matrices");
+    MatmulArgs m;
+    const Shape none;
+    const Shape &add = c >= 0 ? t[size_t(c)].shape : none;
+    if (std::string err = gemmArgsOf(a.dims, b.dims, transA, transB, add.rank, add.dims, m); !err.empty())
+      return err;
+    m.alpha = alpha, m.beta = beta;
+    return matmul(st, e.at(op.inputs[0]), e.at(op.inputs[1]), e.at(op.outputs[0]), m, e.stream,
+                  c >= 0 ? e.at(c) : nullptr);
   };
   return {};
 }

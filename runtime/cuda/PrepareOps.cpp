@@ -579,6 +579,10 @@ std::string prepareOp(Executor &ex, int k, PreparedOp &p, size_t &scratch) {
     err = prepareLinear(ex, op, k, p, scratch);
   else if (op.kernel == "matmul")
     err = prepareMatmul(ex, op, p);
+  else if (op.kernel == "gemm")
+    err = prepareGemm(ex, op, p);
+  else if (op.kernel == "einsum")
+    err = prepareEinsum(ex, op, p);
   else if (op.kernel == "fused_attention")
     err = prepareAttention(ex, op, p, k);
   else if (op.kernel == "rotary")

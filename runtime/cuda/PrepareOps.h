@@ -28,6 +28,8 @@ std::string prepareGroupNorm(Executor &ex, const PlanOp &op, PreparedOp &out);
 std::string prepareGather(Executor &ex, const PlanOp &op, PreparedOp &out);
 std::string prepareLinear(Executor &ex, const PlanOp &op, int k, PreparedOp &out, size_t &scratchBytes);
 std::string prepareMatmul(Executor &ex, const PlanOp &op, PreparedOp &out);
+std::string prepareGemm(Executor &ex, const PlanOp &op, PreparedOp &out);
+std::string prepareEinsum(Executor &ex, const PlanOp &op, PreparedOp &out);
 std::string prepareRotary(Executor &ex, const PlanOp &op, PreparedOp &out, int index);
 std::string prepareAttention(Executor &ex, const PlanOp &op, PreparedOp &out, int index);
 std::string prepareFusedElementwise(Executor &ex, const PlanOp &op, PreparedOp &out, int index);

@@ -80,49 +80,63 @@ std::string parseEinsum(const std::string &equation, const std::vector<int> &ran
   return {};
 }
 
-namespace {
-
-std::string einsumKernel(const KernelArgs &args) {
-  std::vector<int> ranks;
-  for (int i = 0; i < args.numInputs; ++i)
-    ranks.push_back(args.in(i).shape.rank);
-  EinsumSpec spec;
-  if (std::string err = parseEinsum(std::string(args.attrs.getString("equation")), ranks, spec); !err.empty())
-    return err;
-  // Every label's size, checked across operands (1 broadcasts).
+std::string einsumLoops(const EinsumSpec &spec, const std::vector<std::vector<int64_t>> &dims, EinsumLoops &loops) {
+  if (dims.size() != spec.inputs.size())
+    return "the equation's operands and the shapes differ in number";
   std::map<char, int64_t> size;
-  for (int i = 0; i < args.numInputs; ++i)
-    for (size_t d = 0; d < spec.inputs[size_t(i)].size(); ++d) {
-      const char c = spec.inputs[size_t(i)][d];
-      const int64_t dim = args.in(i).shape.dims[d];
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i].size() != spec.inputs[i].size())
+      return "operand " + std::to_string(i) + "'s rank differs from its labels";
+    for (size_t d = 0; d < dims[i].size(); ++d) {
+      const char c = spec.inputs[i][d];
+      const int64_t dim = dims[i][d];
       auto it = size.find(c);
       if (it == size.end() || it->second == 1)
         size[c] = dim;
       else if (dim != 1 && dim != it->second)
         return std::string("label '") + c + "' has sizes " + std::to_string(it->second) + " and " + std::to_string(dim);
     }
-  std::string labels = spec.output;
+  }
+  loops = EinsumLoops{};
+  loops.labels = spec.output;
   for (const auto &[c, n] : size)
     if (spec.output.find(c) == std::string::npos)
-      labels += c; // summed labels after the output's
-  TensorRef &out = args.out(0);
-  int64_t outCount = 1;
-  for (char c : spec.output)
-    outCount *= size[c];
-  if (out.numel() != outCount || int(spec.output.size()) != out.shape.rank)
-    return "output shape does not match the equation";
-  int64_t total = 1;
-  for (char c : labels)
-    total *= size[c];
-  // Per operand, the stride of each label in `labels` order (0 where absent or broadcast).
-  std::vector<std::vector<int64_t>> strides(size_t(args.numInputs), std::vector<int64_t>(labels.size(), 0));
-  for (int i = 0; i < args.numInputs; ++i) {
-    int64_t s[kMaxRank];
-    rowMajorStrides(args.in(i).shape, s);
-    for (size_t d = 0; d < spec.inputs[size_t(i)].size(); ++d)
-      if (args.in(i).shape.dims[d] != 1)
-        strides[size_t(i)][labels.find(spec.inputs[size_t(i)][d])] += s[d];
+      loops.labels += c; // summed labels after the output's
+  for (char c : loops.labels) {
+    loops.sizes.push_back(size[c]);
+    (spec.output.find(c) == std::string::npos ? loops.summed : loops.outCount) *= size[c];
   }
+  loops.strides.assign(dims.size(), std::vector<int64_t>(loops.labels.size(), 0));
+  for (size_t i = 0; i < dims.size(); ++i) {
+    int64_t stride = 1;
+    for (int d = int(dims[i].size()) - 1; d >= 0; --d) {
+      if (dims[i][size_t(d)] != 1)
+        loops.strides[i][loops.labels.find(spec.inputs[i][size_t(d)])] += stride;
+      stride *= dims[i][size_t(d)];
+    }
+  }
+  return {};
+}
+
+namespace {
+
+std::string einsumKernel(const KernelArgs &args) {
+  std::vector<int> ranks;
+  std::vector<std::vector<int64_t>> dims;
+  for (int i = 0; i < args.numInputs; ++i) {
+    const Shape &s = args.in(i).shape;
+    ranks.push_back(s.rank);
+    dims.emplace_back(s.dims, s.dims + s.rank);
+  }
+  EinsumSpec spec;
+  if (std::string err = parseEinsum(std::string(args.attrs.getString("equation")), ranks, spec); !err.empty())
+    return err;
+  EinsumLoops loops;
+  if (std::string err = einsumLoops(spec, dims, loops); !err.empty())
+    return err;
+  TensorRef &out = args.out(0);
+  if (out.numel() != loops.outCount || int(spec.output.size()) != out.shape.rank)
+    return "output shape does not match the equation";
   std::string err;
   LLMC_DISPATCH_NUMERIC(out.dtype, T, err, {
     for (int i = 0; i < args.numInputs; ++i)
@@ -130,25 +144,25 @@ std::string einsumKernel(const KernelArgs &args) {
         err = "operand element types differ";
     if (!err.empty())
       break;
-    std::vector<double> acc(size_t(outCount), 0.0);
-    std::vector<int64_t> index(labels.size(), 0);
-    const int64_t summed = outCount ? total / outCount : 0;
+    const int64_t total = loops.outCount * loops.summed;
+    std::vector<double> acc(size_t(loops.outCount), 0.0);
+    std::vector<int64_t> index(loops.labels.size(), 0);
     for (int64_t flat = 0; flat < total; ++flat) {
       double product = 1;
       for (int i = 0; i < args.numInputs; ++i) {
         int64_t offset = 0;
-        for (size_t l = 0; l < labels.size(); ++l)
-          offset += index[l] * strides[size_t(i)][l];
+        for (size_t l = 0; l < loops.labels.size(); ++l)
+          offset += index[l] * loops.strides[size_t(i)][l];
         product *= double(args.in(i).as<const T>()[offset]);
       }
-      acc[size_t(flat / std::max<int64_t>(summed, 1))] += product;
-      for (int l = int(labels.size()) - 1; l >= 0; --l) {
-        if (++index[size_t(l)] < size[labels[size_t(l)]])
+      acc[size_t(flat / loops.summed)] += product;
+      for (int l = int(loops.labels.size()) - 1; l >= 0; --l) {
+        if (++index[size_t(l)] < loops.sizes[size_t(l)])
           break;
         index[size_t(l)] = 0;
       }
     }
-    for (int64_t o = 0; o < outCount; ++o)
+    for (int64_t o = 0; o < loops.outCount; ++o)
       out.as<T>()[o] = T(acc[size_t(o)]);
   });
   return err;

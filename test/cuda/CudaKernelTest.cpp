@@ -4,6 +4,7 @@
 // Built as llmc-cuda-emulated-tests (LLMC_CUDA_EMULATION), the same tests run the kernels on the
 // CPU emulation of test/cuda/emulation, every test but the two that need NVRTC's cubins or cuBLASLt.
 #include "CudaKernels.h"
+#include "Einsum.h"
 #include "FusedElementwiseCuda.h"
 #include "KernelTestUtil.h"
 #include "LtLinear.h"
@@ -1575,8 +1576,97 @@ TEST(Cuda, MatmulMatchesTheCpu) {
   EXPECT_EQ(cu::matmulArgsOf(2, c, 3, b, m), "inner dimensions differ");
 }
 
-// arg_max and arg_min against the CPU's, in every storage type, along each axis of [3, 7, 5] whose
-// values have ties (small integers), ties to the first index and to the last.
+// gemm against the CPU's: each of transA and transB, alpha and beta not 1, an addend C of every
+// rank that broadcasts ([M, N], [M, 1], [N], a scalar), and none; M and N past one tile.
+TEST(Cuda, GemmMatchesTheCpu) {
+  const int64_t M = 19, N = 21, K = 9;
+  const std::vector<std::vector<int64_t>> addends = {{M, N}, {M, 1}, {N}, {}};
+  for (cu::Storage s : kStorages)
+    for (int transA : {0, 1})
+      for (int transB : {0, 1})
+        for (size_t ci = 0; ci <= addends.size(); ++ci) {
+          const bool hasC = ci < addends.size();
+          const std::vector<int64_t> aDims = transA ? std::vector<int64_t>{K, M} : std::vector<int64_t>{M, K},
+                                     bDims = transB ? std::vector<int64_t>{N, K} : std::vector<int64_t>{K, N},
+                                     cDims = hasC ? addends[ci] : std::vector<int64_t>{};
+          Buf<float> a(DType::F32, aDims, rounded(randomFloats(M * K, 93), s)),
+              b(DType::F32, bDims, rounded(randomFloats(K * N, 94), s)),
+              c(DType::F32, cDims, rounded(randomFloats(elementsOf(cDims), 95), s)), want(DType::F32, {M, N});
+          const AttrList at = attrs({floatAttr("alpha", 0.5), floatAttr("beta", 2.0), intAttr("transA", transA),
+                                     intAttr("transB", transB)});
+          std::vector<TensorRef> ins = {a.ref(), b.ref()};
+          if (hasC)
+            ins.push_back(c.ref());
+          ASSERT_EQ(call("gemm", at, ins, {want.ref()}), "");
+          cu::MatmulArgs m;
+          ASSERT_EQ(cu::gemmArgsOf(aDims.data(), bDims.data(), transA, transB, int(cDims.size()), cDims.data(), m), "");
+          m.alpha = 0.5f, m.beta = 2.0f;
+          auto da = upload(a.data, s), db = upload(b.data, s), dc = upload(c.data, s);
+          Device out(size_t(M * N) * cu::storageBytes(s));
+          ASSERT_EQ(cu::matmul(s, da->p, db->p, out.p, m, nullptr, hasC ? dc->p : nullptr), "");
+          expectClose(download(out, size_t(M * N), s), want.data, std::max(tolerance(s), 1e-5f) * 8,
+                      std::string("gemm ") + name(s) + " transA " + std::to_string(transA) + " transB " +
+                          std::to_string(transB) + " C of rank " + (hasC ? std::to_string(cDims.size()) : "none"));
+        }
+  cu::MatmulArgs m;
+  const int64_t a[2] = {4, 3}, b[2] = {3, 5}, c[2] = {2, 5};
+  EXPECT_EQ(cu::gemmArgsOf(a, b, false, true, 0, nullptr, m), "inner dimensions differ");
+  EXPECT_EQ(cu::gemmArgsOf(a, b, false, false, 2, c, m), "C does not broadcast to the product's shape");
+}
+
+// einsum against the CPU's, the loops from einsumLoops as the executor takes them: a batched
+// matrix product, attention scores, a transpose, a sum of everything, a broadcast "..." batch, a
+// diagonal (a label twice in one operand) and three operands.
+TEST(Cuda, EinsumMatchesTheCpu) {
+  struct Case {
+    const char *equation;
+    std::vector<std::vector<int64_t>> operands;
+    std::vector<int64_t> out;
+  };
+  const Case cases[] = {{"bij,bjk->bik", {{2, 3, 5}, {2, 5, 4}}, {2, 3, 4}},
+                        {"bhqd,bhkd->bhqk", {{1, 2, 3, 8}, {1, 2, 5, 8}}, {1, 2, 3, 5}},
+                        {"ij->ji", {{3, 7}}, {7, 3}},
+                        {"bij->", {{2, 3, 4}}, {}},
+                        {"...ij,...jk->...ik", {{1, 3, 4}, {2, 4, 2}}, {2, 3, 2}},
+                        {"ii->i", {{5, 5}}, {5}},
+                        {"i,i,i->", {{6}, {6}, {6}}, {}}};
+  for (cu::Storage s : kStorages)
+    for (const Case &c : cases) {
+      std::vector<Buf<float>> operands;
+      std::vector<int> ranks;
+      for (size_t k = 0; k < c.operands.size(); ++k) {
+        operands.emplace_back(DType::F32, c.operands[k],
+                              rounded(randomFloats(elementsOf(c.operands[k]), 96 + int(k)), s));
+        ranks.push_back(int(c.operands[k].size()));
+      }
+      std::vector<TensorRef> ins;
+      for (Buf<float> &b : operands)
+        ins.push_back(b.ref());
+      Buf<float> want(DType::F32, c.out);
+      ASSERT_EQ(call("einsum", attrs({stringAttr("equation", c.equation)}), ins, {want.ref()}), "");
+      EinsumSpec spec;
+      ASSERT_EQ(parseEinsum(c.equation, ranks, spec), "");
+      EinsumLoops loops;
+      ASSERT_EQ(einsumLoops(spec, c.operands, loops), "");
+      cu::EinsumArgs a;
+      a.operands = int(c.operands.size()), a.labels = int(loops.labels.size()), a.outLabels = int(spec.output.size());
+      a.outCount = loops.outCount, a.summed = loops.summed;
+      std::vector<std::unique_ptr<Device>> uploaded;
+      for (int k = 0; k < a.operands; ++k) {
+        uploaded.push_back(upload(operands[size_t(k)].data, s));
+        a.in[k] = uploaded.back()->p;
+        for (int l = 0; l < a.labels; ++l)
+          a.strides[k][l] = loops.strides[size_t(k)][size_t(l)];
+      }
+      for (int l = 0; l < a.labels; ++l)
+        a.sizes[l] = loops.sizes[size_t(l)];
+      Device out(size_t(want.numel()) * cu::storageBytes(s));
+      ASSERT_EQ(cu::einsum(s, a, out.p, nullptr), "");
+      expectClose(download(out, size_t(want.numel()), s), want.data, std::max(tolerance(s), 1e-5f) * 8,
+                  std::string("einsum ") + c.equation + " " + name(s));
+    }
+}
+
 // The product of dims[from..to).
 int64_t sizeBetween(const int64_t *dims, int64_t from, int64_t to) {
   int64_t size = 1;
@@ -1584,6 +1674,9 @@ int64_t sizeBetween(const int64_t *dims, int64_t from, int64_t to) {
     size *= dims[d];
   return size;
 }
+
+// arg_max and arg_min against the CPU's, in every storage type, along each axis of [3, 7, 5] whose
+// values have ties (small integers), ties to the first index and to the last.
 
 TEST(Cuda, ArgReduceMatchesTheCpu) {
   std::vector<float> values(105);

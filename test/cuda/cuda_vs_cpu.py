@@ -118,6 +118,10 @@ CASES = [
     # A QDQ model (qdq_model): activations quantized and dequantized at run time, int8 weights per
     # output channel, on a dynamic sequence.
     ("qdq", "qdq", ["--max-shape", "seq=16"], "run"),
+    # Gemms that stay gemms (a product of activations, transposed; alpha and beta not 1) and
+    # einsums of them (product_ops_model).
+    ("product_ops", "product_ops", ["--max-shape", "seq=16"], "run"),
+    ("product_ops-bf16", "product_ops", ["--max-shape", "seq=16", "--precision", "bf16"], "run"),
 ]
 # The real models (prepare --real-models): (name, model, llmc flags, kind, minimum cosine). Their
 # weights are random (the plans' ops are theirs), so that a deep net's outputs may be large or
@@ -135,7 +139,7 @@ RUN_DIMS = {"tiny_gpt2-dynamic": ["--dim", "seq=37"], "tiny_bert-dynamic": ["--d
             "slice_views-whole": ["--dim", "seq=1"], "slice_views-part": ["--dim", "seq=5"],
             "small_cnn-chunks": ["--dim", "batch=3"], "small_ops": ["--dim", "seq=7"], "more_ops": ["--dim", "seq=5"],
             "more_ops-unfused": ["--dim", "seq=5"], "norm_ops": ["--dim", "batch=3"], "norm_ops-bf16": ["--dim", "batch=3"],
-            "qdq": ["--dim", "seq=6"]}
+            "qdq": ["--dim", "seq=6"], "product_ops": ["--dim", "seq=5"], "product_ops-bf16": ["--dim", "seq=5"]}
 # The executor's environment per case (the rest run with the caller's).
 CASE_ENV = {"tiny_llama_kv-bf16-cuda-gemv-blocks": {"LLMC_CUDA_GEMV_BLOCKS": "2"},
             "tiny_llama_kv-bf16-cuda-gemv-chain": {"LLMC_CUDA_GEMV_CHAIN": "2"},
@@ -306,9 +310,30 @@ def qdq_model(out):
     return path
 
 
+def product_ops_model(out):
+    """x [seq, 8] -> a = 0.5 x x^T (a Gemm of activations, transB) [seq, seq]; b = 2 x W^T + 0.5 c
+    (a Gemm with alpha and beta, W [16, 8], c [16]) [seq, 16] -> y = einsum("ij,jk->ik", a, b)
+    [seq, 16] and z = einsum("ik,ik->i", y, b) [seq]; seeded random weights."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.RandomState(3)
+    inits = [numpy_helper.from_array((0.3 * rng.randn(16, 8)).astype(np.float32), "w"),
+             numpy_helper.from_array((0.1 * rng.randn(16)).astype(np.float32), "c")]
+    nodes = [helper.make_node("Gemm", ["x", "x"], ["a"], transB=1, alpha=0.5),
+             helper.make_node("Gemm", ["x", "w", "c"], ["b"], transB=1, alpha=2.0, beta=0.5),
+             helper.make_node("Einsum", ["a", "b"], ["y"], equation="ij,jk->ik"),
+             helper.make_node("Einsum", ["y", "b"], ["z"], equation="ik,ik->i")]
+    graph = helper.make_graph(nodes, "product_ops", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["seq", 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["seq", 16]),
+                               helper.make_tensor_value_info("z", TensorProto.FLOAT, ["seq"])], inits)
+    path = os.path.join(out, "product_ops.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
 def model_path(model, out):
     """models/MODEL.onnx, one made here in `out` (slice_views, small_cnn, small_ops, more_ops,
-    norm_ops, qdq), the DeepSeek export in the cache
+    norm_ops, qdq, product_ops), the DeepSeek export in the cache
     (exported on first use, ~20 s), or a real model (fetched and exported on first use: minutes)."""
     if model == "slice_views":
         return slice_views_model(out)
@@ -322,6 +347,8 @@ def model_path(model, out):
         return norm_ops_model(out)
     if model == "qdq":
         return qdq_model(out)
+    if model == "product_ops":
+        return product_ops_model(out)
     if model in ("resnet50", "minilm", "smollm2"):
         sys.path.insert(0, os.path.join(ROOT, "models"))
         from real_models import fetched

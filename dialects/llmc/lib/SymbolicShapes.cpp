@@ -2,6 +2,8 @@
 // small integer results) as expressions over the input symbols.
 #include "llmc/Dialect/SymbolicShapes.h"
 
+#include "Einsum.h"
+
 #include "llmc/Dialect/LlmcDialect.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
@@ -413,6 +415,22 @@ LogicalResult ShapeRules::resultDims(Operation *op, StringRef name, std::vector<
           r.push_back(s[size_t(d)]);
         else if (keep)
           r.push_back(DimExpr::constant(1));
+    }
+  } else if (name == "einsum") { // each output label's dim from an operand that does not broadcast it
+    std::vector<int> ranks;
+    for (unsigned i = 0; i < op->getNumOperands(); ++i)
+      ranks.push_back(int(operandDims(i).size()));
+    auto equation = op->getAttrOfType<StringAttr>("equation");
+    rt::EinsumSpec spec;
+    if (!equation || !rt::parseEinsum(equation.str(), ranks, spec).empty())
+      return fail(op, "an einsum whose equation does not parse");
+    for (char c : spec.output) {
+      DimExpr dim = DimExpr::constant(1);
+      for (unsigned i = 0; i < op->getNumOperands(); ++i)
+        for (size_t d = 0; d < spec.inputs[i].size(); ++d)
+          if (spec.inputs[i][d] == c && operandDims(i)[d] != DimExpr::constant(1))
+            dim = operandDims(i)[d];
+      r.push_back(dim);
     }
   } else if (name == "top_k") { // values and indices: the input's dims with k along the axis
     r = operandDims(0);

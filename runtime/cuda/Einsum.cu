@@ -1,0 +1,61 @@
+// einsum (ONNX Einsum) of up to three float operands: a thread per output element, which walks
+// the summed labels' index tuples and multiplies the operands' elements (f32 accumulation). The
+// loops come from the CPU kernel's einsumLoops (kernels/Einsum.h). Correct first: an einsum that
+// is a batched matrix product runs as a loop, not on tiles.
+#include "CudaKernels.h"
+#include "DeviceUtil.cuh"
+
+#include <cstdint>
+
+namespace llmc::rt::cuda {
+namespace {
+
+template <typename T> __global__ void einsumKernel(EinsumArgs a, T *__restrict__ out) {
+  for (int64_t o = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; o < a.outCount;
+       o += int64_t(gridDim.x) * blockDim.x) {
+    int64_t base[kMaxEinsumOperands] = {};
+    int64_t rest = o;
+    for (int l = a.outLabels - 1; l >= 0; --l) {
+      const int64_t i = rest % a.sizes[l];
+      rest /= a.sizes[l];
+      for (int k = 0; k < a.operands; ++k)
+        base[k] += i * a.strides[k][l];
+    }
+    float acc = 0.0f;
+    for (int64_t j = 0; j < a.summed; ++j) {
+      int64_t at[kMaxEinsumOperands];
+      for (int k = 0; k < a.operands; ++k)
+        at[k] = base[k];
+      int64_t r = j;
+      for (int l = a.labels - 1; l >= a.outLabels; --l) {
+        const int64_t i = r % a.sizes[l];
+        r /= a.sizes[l];
+        for (int k = 0; k < a.operands; ++k)
+          at[k] += i * a.strides[k][l];
+      }
+      float product = 1.0f;
+      for (int k = 0; k < a.operands; ++k)
+        product *= toF(static_cast<const T *>(a.in[k])[at[k]]);
+      acc += product;
+    }
+    out[o] = fromF<T>(acc);
+  }
+}
+
+} // namespace
+
+std::string einsum(Storage st, const EinsumArgs &a, void *out, void *stream) {
+  if (a.operands < 1 || a.operands > kMaxEinsumOperands || a.labels > kMaxEinsumLabels || a.outLabels > a.labels)
+    return "einsum: at most " + std::to_string(kMaxEinsumOperands) + " operands and " +
+           std::to_string(kMaxEinsumLabels) + " labels";
+  if (a.outCount == 0)
+    return {};
+  dispatch(st, [&](auto tag) {
+    using T = decltype(tag);
+    einsumKernel<T><<<unsigned(blocksFor(a.outCount, kElementThreads)), kElementThreads, 0,
+                      static_cast<cudaStream_t>(stream)>>>(a, static_cast<T *>(out));
+  });
+  return launched("einsum");
+}
+
+} // namespace llmc::rt::cuda
