@@ -458,9 +458,11 @@ std::string conv(Storage s, const void *x, const void *w, const void *bias, void
 std::string im2col(Storage s, const void *x, void *col, int64_t N, int64_t C, const Window &win, void *stream);
 
 // Max or average pooling per plane (planes = N * C); padding taps are skipped, and counted in
-// the average only with countPad.
+// the average only with countPad. With `indices` (max_pool_with_indices): each maximum's place in
+// x, flattened over the planes (its first tap where several hold it; -1 where every tap is
+// padding; within a plane column-major with `columnMajor`, two spatial dimensions), as the CPU's.
 std::string pool(Storage s, bool max, const void *x, void *y, int64_t planes, const Window &win, bool countPad,
-                 void *stream);
+                 void *stream, int64_t *indices = nullptr, bool columnMajor = false);
 
 // Padding: in [inDims] lands in out [outDims] at padBegin; the rest is `value` (mode "constant"),
 // the nearest edge ("edge"), the mirror image without the edge ("reflect") or the other end ("wrap").

@@ -515,10 +515,12 @@ std::string preparePoolPad(Executor &ex, const PlanOp &op, PreparedOp &out) {
     return err;
   if (!isFloat(ex.plan->values[size_t(op.inputs[0])]))
     return "supports float inputs";
-  if (op.kernel == "max_pool" || op.kernel == "average_pool") {
-    if (op.outputs.size() != 1)
-      return "no indices output";
-    out.launch = [&op, st](Executor &e, const std::vector<TensorRef> &t) -> std::string {
+  if (op.kernel == "max_pool" || op.kernel == "average_pool" || op.kernel == "max_pool_with_indices") {
+    const bool withIndices = op.kernel == "max_pool_with_indices";
+    if (op.outputs.size() != (withIndices ? 2u : 1u) ||
+        (withIndices && ex.plan->values[size_t(op.outputs[1])].dtype != DType::I64))
+      return withIndices ? "needs values and int64 indices" : "no indices output";
+    out.launch = [&op, st, withIndices](Executor &e, const std::vector<TensorRef> &t) -> std::string {
       const Shape &x = t[size_t(op.inputs[0])].shape, &y = t[size_t(op.outputs[0])].shape;
       const std::vector<int64_t> kernel = op.attrs.getInts("kernel_shape");
       if (int(kernel.size()) != x.rank - 2)
@@ -526,8 +528,10 @@ std::string preparePoolPad(Executor &ex, const PlanOp &op, PreparedOp &out) {
       Window win;
       if (std::string err = windowOf(op, x, y, kernel.data(), win); !err.empty())
         return err;
-      return pool(st, op.kernel == "max_pool", e.at(op.inputs[0]), e.at(op.outputs[0]), x.dims[0] * x.dims[1], win,
-                  op.attrs.getInt("count_include_pad", 0) != 0, e.stream);
+      return pool(st, op.kernel != "average_pool", e.at(op.inputs[0]), e.at(op.outputs[0]), x.dims[0] * x.dims[1], win,
+                  op.attrs.getInt("count_include_pad", 0) != 0, e.stream,
+                  withIndices ? static_cast<int64_t *>(e.at(op.outputs[1])) : nullptr,
+                  op.attrs.getInt("storage_order", 0) != 0);
     };
   } else { // pad
     const std::string mode(op.attrs.getString("mode"));
@@ -611,7 +615,8 @@ std::string prepareOp(Executor &ex, int k, PreparedOp &p, size_t &scratch) {
     err = prepareTopK(ex, op, p);
   else if (op.kernel == "conv")
     err = prepareConv(ex, op, p, scratch);
-  else if (op.kernel == "max_pool" || op.kernel == "average_pool" || op.kernel == "pad")
+  else if (op.kernel == "max_pool" || op.kernel == "average_pool" || op.kernel == "max_pool_with_indices" ||
+           op.kernel == "pad")
     err = preparePoolPad(ex, op, p);
   // (gelu_tanh and fmod are the kernel's names for a gelu and a mod with an attribute, no ops of a plan)
   else if (int code = elementwiseOp(op.kernel); code >= 0 && op.kernel != "gelu_tanh" && op.kernel != "fmod")

@@ -124,20 +124,32 @@ __global__ void im2colKernel(const T *__restrict__ x, T *__restrict__ col, int64
 
 template <typename T>
 __global__ void poolKernel(bool max, const T *__restrict__ x, T *__restrict__ y, int64_t planes, Window win,
-                           int64_t inSize, int64_t outSize, int64_t kernelSize, bool countPad) {
+                           int64_t inSize, int64_t outSize, int64_t kernelSize, bool countPad,
+                           int64_t *__restrict__ indices, bool columnMajor) {
   for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < planes * outSize; e += int64_t(gridDim.x) * blockDim.x) {
     const int64_t o = e % outSize, p = e / outSize;
     const T *xp = x + p * inSize;
     float acc = max ? -INFINITY : 0.0f;
-    int64_t counted = 0;
+    int64_t counted = 0, best = -1;
     for (int64_t k = 0; k < kernelSize; ++k) {
       const int64_t at = tapOffset(win, o, k);
       if (at < 0)
         continue;
-      acc = max ? fmaxf(acc, toF(xp[at])) : acc + toF(xp[at]);
+      const float v = toF(xp[at]);
+      if (indices) { // the CPU's rule: the first tap, then each one strictly greater
+        if (best < 0 || v > acc)
+          acc = v, best = at;
+      } else {
+        acc = max ? fmaxf(acc, v) : acc + v;
+      }
       ++counted;
     }
     y[e] = fromF<T>(max ? acc : acc / float(countPad ? kernelSize : (counted ? counted : 1)));
+    if (indices) {
+      if (best >= 0 && columnMajor)
+        best = best % win.in[1] * win.in[0] + best / win.in[1];
+      indices[e] = best < 0 ? -1 : p * inSize + best;
+    }
   }
 }
 
@@ -253,9 +265,11 @@ std::string im2col(Storage st, const void *x, void *col, int64_t N, int64_t C, c
 }
 
 std::string pool(Storage st, bool max, const void *x, void *y, int64_t planes, const Window &win, bool countPad,
-                 void *stream) {
+                 void *stream, int64_t *indices, bool columnMajor) {
   if (win.spatial < 1 || win.spatial > 3)
     return "pool: 1 to 3 spatial dims";
+  if (indices && (!max || (columnMajor && win.spatial != 2)))
+    return "pool: indices of a max pooling only, column-major ones of two spatial dims";
   const int64_t outSize = sizeOf(win.out, win.spatial);
   if (planes * outSize == 0)
     return {};
@@ -264,7 +278,8 @@ std::string pool(Storage st, bool max, const void *x, void *y, int64_t planes, c
     poolKernel<T><<<unsigned(blocksFor(planes * outSize, kElementThreads)), kElementThreads, 0,
                     static_cast<cudaStream_t>(stream)>>>(max, static_cast<const T *>(x), static_cast<T *>(y), planes, win,
                                                          sizeOf(win.in, win.spatial), outSize,
-                                                         sizeOf(win.kernel, win.spatial), countPad);
+                                                         sizeOf(win.kernel, win.spatial), countPad, indices,
+                                                         columnMajor);
   });
   return launched("pool");
 }

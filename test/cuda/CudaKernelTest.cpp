@@ -1528,6 +1528,22 @@ TEST(Cuda, ReduceConvPoolPadMatchTheCpu) {
       ASSERT_EQ(cu::pool(s, max, dx->p, y.p, 8, win, false, nullptr), "");
       expectClose(download(y, size_t(want.numel()), s), want.data, std::max(tol, 1e-5f),
                   std::string(max ? "max_pool " : "average_pool ") + name(s));
+      for (int columnMajor : {0, 1}) { // max_pool_with_indices, in both storage orders
+        if (!max)
+          break;
+        Buf<float> values(DType::F32, {2, 4, 3, 3});
+        Buf<int64_t> indices(DType::I64, {2, 4, 3, 3});
+        AttrList withOrder = a;
+        withOrder.add(intAttr("storage_order", columnMajor));
+        ASSERT_EQ(call("max_pool_with_indices", withOrder, {x.ref()}, {values.ref(), indices.ref()}), "");
+        Device yi(size_t(want.numel()) * cu::storageBytes(s)), di(size_t(want.numel()) * 8);
+        ASSERT_EQ(cu::pool(s, true, dx->p, yi.p, 8, win, false, nullptr, static_cast<int64_t *>(di.p), columnMajor != 0),
+                  "");
+        expectClose(download(yi, size_t(want.numel()), s), values.data, 0.0f,
+                    "max_pool_with_indices " + std::string(name(s)));
+        EXPECT_EQ(downloadRaw<int64_t>(di, size_t(want.numel())), indices.data)
+            << "max_pool_with_indices storage_order " << columnMajor << " " << name(s);
+      }
     }
     for (const char *mode : {"constant", "edge", "reflect", "wrap"}) {
       Buf<float> want(DType::F32, {2, 5, 9, 6});

@@ -111,8 +111,9 @@ CASES = [
     # ScatterND (more_ops_model) on a dynamic sequence, fused and each op on its own.
     ("more_ops", "more_ops", ["--max-shape", "seq=16"], "run"),
     ("more_ops-unfused", "more_ops", ["--max-shape", "seq=16", "--disable-fusion"], "run"),
-    # InstanceNormalization, GroupNormalization, a BatchNormalization after no convolution and a
-    # LayerNormalization with its Mean and InvStdDev outputs (norm_ops_model), batch 3 of 4.
+    # InstanceNormalization, GroupNormalization, a BatchNormalization after no convolution, a
+    # LayerNormalization with its Mean and InvStdDev outputs and a MaxPool with its Indices
+    # (norm_ops_model), batch 3 of 4.
     ("norm_ops", "norm_ops", ["--max-shape", "batch=4"], "run"),
     ("norm_ops-bf16", "norm_ops", ["--max-shape", "batch=4", "--precision", "bf16"], "run"),
     # A QDQ model (qdq_model): activations quantized and dequantized at run time, int8 weights per
@@ -262,7 +263,7 @@ def more_ops_model(out):
 def norm_ops_model(out):
     """x [batch, 6, 5, 5] -> instance norm -> relu -> group norm (3 groups) -> batch norm (no
     convolution to fold it into) -> layer norm over the last axis -> y, with its mean and 1/std
-    (layer_norm_stats); seeded random parameters."""
+    (layer_norm_stats) -> 2x2 max pooling with its indices (pool, where); seeded random parameters."""
     import onnx
     from onnx import TensorProto, helper, numpy_helper
     rng = np.random.RandomState(11)
@@ -275,12 +276,16 @@ def norm_ops_model(out):
              helper.make_node("Relu", ["a"], ["r"]),
              helper.make_node("GroupNormalization", ["r", "s2", "b2"], ["g"], num_groups=3),
              helper.make_node("BatchNormalization", ["g", "s3", "b3", "mean", "var"], ["n"]),
-             helper.make_node("LayerNormalization", ["n", "s4", "b4"], ["y", "mu", "inv"], axis=-1)]
+             helper.make_node("LayerNormalization", ["n", "s4", "b4"], ["y", "mu", "inv"], axis=-1),
+             helper.make_node("MaxPool", ["y"], ["pool", "where"], kernel_shape=[2, 2], strides=[2, 2],
+                              pads=[0, 0, 1, 1])]
     batch = [TensorProto.FLOAT, ["batch", 6, 5, 5]]
     graph = helper.make_graph(nodes, "norm_ops", [helper.make_tensor_value_info("x", *batch)],
                               [helper.make_tensor_value_info("y", *batch),
                                helper.make_tensor_value_info("mu", TensorProto.FLOAT, ["batch", 6, 5, 1]),
-                               helper.make_tensor_value_info("inv", TensorProto.FLOAT, ["batch", 6, 5, 1])], inits)
+                               helper.make_tensor_value_info("inv", TensorProto.FLOAT, ["batch", 6, 5, 1]),
+                               helper.make_tensor_value_info("pool", TensorProto.FLOAT, ["batch", 6, 3, 3]),
+                               helper.make_tensor_value_info("where", TensorProto.INT64, ["batch", 6, 3, 3])], inits)
     path = os.path.join(out, "norm_ops.onnx")
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)]), path)
     return path
