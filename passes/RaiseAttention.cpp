@@ -349,39 +349,79 @@ struct SdpaPattern : OpRewritePattern<SoftmaxOp> {
   }
 };
 
-// Native ONNX Attention in its 3-D form, without a KV cache and with no score output read, is
-// the same computation: it becomes llmc.fused_attention too (one kernel family to optimize).
+// Native ONNX Attention without a KV cache and with no score output read is the same
+// computation: it becomes llmc.fused_attention too (one kernel family to optimize). The 3-D form
+// ([batch, seq, heads * head]) as it is; the 4-D form ([batch, heads, seq, head]) with its query
+// turned to the 3-D form and the result back (keys and values stay 4-D: fused_attention reads
+// them as a KV cache holds them).
 struct NativeAttentionPattern : OpRewritePattern<AttentionOp> {
   RewriteCounter &count;
   NativeAttentionPattern(MLIRContext *ctx, RewriteCounter &count) : OpRewritePattern(ctx), count(count) {}
 
   LogicalResult matchAndRewrite(AttentionOp op, PatternRewriter &rewriter) const override {
-    if (fusion::tensorType(op.getQ()).getRank() != 3 || op.getQNumHeads() <= 0 || op.getKvNumHeads() <= 0 ||
-        !fusion::isEmpty(op.getPastKey()) || !fusion::isEmpty(op.getPastValue()) ||
+    auto q = fusion::tensorType(op.getQ()), k = fusion::tensorType(op.getK()), v = fusion::tensorType(op.getV());
+    if (!fusion::isEmpty(op.getPastKey()) || !fusion::isEmpty(op.getPastValue()) ||
         !fusion::isEmpty(op.getNonpadKvSeqlen()) || op.getSoftcap().convertToDouble() != 0.0 ||
         op.getLeftWindowSize() != -1 || op.getRightWindowSize() != -1 || !op.getPresentKey().use_empty() ||
-        !op.getPresentValue().use_empty() || !op.getQkOutput().use_empty() ||
-        !isa<FloatType>(fusion::tensorType(op.getQ()).getElementType()))
+        !op.getPresentValue().use_empty() || !op.getQkOutput().use_empty() || !isa<FloatType>(q.getElementType()))
       return failure();
+    const bool split = q.getRank() == 4; // [batch, heads, seq, head]
+    int64_t qHeads = op.getQNumHeads(), kvHeads = op.getKvNumHeads();
+    if (split) {
+      qHeads = q.getDimSize(1), kvHeads = k.getDimSize(1);
+      const int64_t head = q.getDimSize(3);
+      if (k.getRank() != 4 || v.getRank() != 4 || ShapedType::isDynamic(qHeads) || ShapedType::isDynamic(kvHeads) ||
+          ShapedType::isDynamic(head) || k.getDimSize(3) != head || v.getDimSize(3) != head ||
+          v.getDimSize(1) != kvHeads)
+        return failure();
+    } else if (q.getRank() != 3 || qHeads <= 0 || kvHeads <= 0) {
+      return failure();
+    }
     // ONNX aligns its causal frontier top-left (key j <= query i), fused_attention bottom-right
     // (for a KV cache); they agree when the query and key lengths are one and the same.
-    const int64_t sq = fusion::tensorType(op.getQ()).getDimSize(1), sk = fusion::tensorType(op.getK()).getDimSize(1);
+    const int64_t sq = q.getDimSize(split ? 2 : 1), sk = k.getDimSize(split ? 2 : 1);
     if (op.getIsCausal() && (ShapedType::isDynamic(sq) || sq != sk))
       return failure();
-    Value none = fusion::emptyTensor(rewriter, op.getLoc(), fusion::tensorType(op.getQ()).getElementType());
+    Location loc = op.getLoc();
+    Value none = fusion::emptyTensor(rewriter, loc, q.getElementType());
     Value mask = op.getMask();
     if (fusion::isEmpty(mask))
       mask = none;
+    // [batch, heads, seq, head] <-> [batch, seq, heads * head]: a transpose and a reshape (0
+    // copies a dimension, so that a dynamic batch or sequence passes).
+    // (Each gives a null value where the op cannot be built, and passes one on.)
+    auto swapHeadsAndSeq = [&](Value x) -> Value {
+      Operation *t = x ? fusion::create(rewriter, loc, "llmc.transpose", {x},
+                                        {rewriter.getNamedAttr("perm", rewriter.getDenseI64ArrayAttr({0, 2, 1, 3}))})
+                       : nullptr;
+      return t ? t->getResult(0) : Value();
+    };
+    auto reshape = [&](Value x, ArrayRef<int64_t> dims) -> Value {
+      if (!x)
+        return Value();
+      auto shapeType = RankedTensorType::get({int64_t(dims.size())}, rewriter.getI64Type());
+      Value shape = ConstantOp::create(rewriter, loc, shapeType, DenseElementsAttr::get(shapeType, dims));
+      Operation *r = fusion::create(rewriter, loc, "llmc.reshape", {x, shape});
+      return r ? r->getResult(0) : Value();
+    };
+    const int64_t head = split ? q.getDimSize(3) : 0;
+    Value query = split ? reshape(swapHeadsAndSeq(op.getQ()), {0, 0, qHeads * head}) : op.getQ();
+    if (!query)
+      return failure();
     const float scale = op.getScale() ? op.getScale()->convertToFloat() : 0.0f;
-    Operation *fused = fusion::create(rewriter, op.getLoc(), "llmc.fused_attention",
-                                      {op.getQ(), op.getK(), op.getV(), mask, none, none},
-                                      {rewriter.getNamedAttr("q_num_heads", op.getQNumHeadsAttr()),
-                                       rewriter.getNamedAttr("kv_num_heads", op.getKvNumHeadsAttr()),
+    Operation *fused = fusion::create(rewriter, loc, "llmc.fused_attention", {query, op.getK(), op.getV(), mask, none, none},
+                                      {rewriter.getNamedAttr("q_num_heads", rewriter.getI64IntegerAttr(qHeads)),
+                                       rewriter.getNamedAttr("kv_num_heads", rewriter.getI64IntegerAttr(kvHeads)),
                                        rewriter.getNamedAttr("scale", rewriter.getF32FloatAttr(scale)),
                                        rewriter.getNamedAttr("is_causal", op.getIsCausalAttr())});
-    if (!fused || fused->getResult(0).getType() != op.getOutput().getType())
+    if (!fused)
       return failure();
-    rewriter.replaceAllUsesWith(op.getOutput(), fused->getResult(0));
+    Value result = fused->getResult(0);
+    if (split)
+      result = swapHeadsAndSeq(reshape(result, {0, 0, qHeads, head}));
+    if (!result || result.getType() != op.getOutput().getType())
+      return failure();
+    rewriter.replaceAllUsesWith(op.getOutput(), result);
     rewriter.eraseOp(op);
     ++count;
     return success();
@@ -507,13 +547,17 @@ struct RaiseAttention : impl::LlmcRaiseAttentionBase<RaiseAttention> {
     patterns.add<SdpaPattern>(&getContext(), attentions, rotaries, causalMasks);
     patterns.add<NativeAttentionPattern>(&getContext(), attentions);
     patterns.add<NativeRotaryPattern>(&getContext(), rotaries);
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns)))) {
+      getOperation().emitError("llmc-raise-attention: the attention rewrites did not converge");
       return signalPassFailure();
+    }
     // Then the rotations no attention took (after, so that attention raising sees them first).
     RewritePatternSet rotary(&getContext());
     rotary.add<RotateHalfPattern>(&getContext(), rotations);
-    if (failed(applyPatternsGreedily(getOperation(), std::move(rotary))))
+    if (failed(applyPatternsGreedily(getOperation(), std::move(rotary)))) {
+      getOperation().emitError("llmc-raise-attention: the rotary rewrites did not converge");
       signalPassFailure();
+    }
   }
 };
 

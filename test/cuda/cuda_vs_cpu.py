@@ -123,6 +123,9 @@ CASES = [
     # einsums of them (product_ops_model).
     ("product_ops", "product_ops", ["--max-shape", "seq=16"], "run"),
     ("product_ops-bf16", "product_ops", ["--max-shape", "seq=16", "--precision", "bf16"], "run"),
+    # ONNX Attention (opset 23) in its 4-D form, grouped heads, with a mask, on a dynamic sequence
+    # (native_attention_model; llmc-raise-attention makes it a fused_attention).
+    ("native_attention", "native_attention", ["--max-shape", "seq=16"], "run"),
 ]
 # The real models (prepare --real-models): (name, model, llmc flags, kind, minimum cosine). Their
 # weights are random (the plans' ops are theirs), so that a deep net's outputs may be large or
@@ -140,7 +143,8 @@ RUN_DIMS = {"tiny_gpt2-dynamic": ["--dim", "seq=37"], "tiny_bert-dynamic": ["--d
             "slice_views-whole": ["--dim", "seq=1"], "slice_views-part": ["--dim", "seq=5"],
             "small_cnn-chunks": ["--dim", "batch=3"], "small_ops": ["--dim", "seq=7"], "more_ops": ["--dim", "seq=5"],
             "more_ops-unfused": ["--dim", "seq=5"], "norm_ops": ["--dim", "batch=3"], "norm_ops-bf16": ["--dim", "batch=3"],
-            "qdq": ["--dim", "seq=6"], "product_ops": ["--dim", "seq=5"], "product_ops-bf16": ["--dim", "seq=5"]}
+            "qdq": ["--dim", "seq=6"], "product_ops": ["--dim", "seq=5"], "product_ops-bf16": ["--dim", "seq=5"],
+            "native_attention": ["--dim", "seq=7"]}
 # The executor's environment per case (the rest run with the caller's).
 CASE_ENV = {"tiny_llama_kv-bf16-cuda-gemv-blocks": {"LLMC_CUDA_GEMV_BLOCKS": "2"},
             "tiny_llama_kv-bf16-cuda-gemv-chain": {"LLMC_CUDA_GEMV_CHAIN": "2"},
@@ -336,9 +340,27 @@ def product_ops_model(out):
     return path
 
 
+def native_attention_model(out):
+    """q [1, 4, seq, 8], k and v [1, 2, seq, 8], an additive mask [1, 1, seq, seq] -> ONNX
+    Attention (opset 23, 4-D, 4 query heads over 2 key/value heads, scale 0.3) -> y."""
+    import onnx
+    from onnx import TensorProto, helper
+    heads = lambda h: [1, h, "seq", 8]
+    graph = helper.make_graph([helper.make_node("Attention", ["q", "k", "v", "m"], ["y"], scale=0.3)],
+                              "native_attention",
+                              [helper.make_tensor_value_info("q", TensorProto.FLOAT, heads(4)),
+                               helper.make_tensor_value_info("k", TensorProto.FLOAT, heads(2)),
+                               helper.make_tensor_value_info("v", TensorProto.FLOAT, heads(2)),
+                               helper.make_tensor_value_info("m", TensorProto.FLOAT, [1, 1, "seq", "seq"])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, heads(4))])
+    path = os.path.join(out, "native_attention.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)]), path)
+    return path
+
+
 def model_path(model, out):
     """models/MODEL.onnx, one made here in `out` (slice_views, small_cnn, small_ops, more_ops,
-    norm_ops, qdq, product_ops), the DeepSeek export in the cache
+    norm_ops, qdq, product_ops, native_attention), the DeepSeek export in the cache
     (exported on first use, ~20 s), or a real model (fetched and exported on first use: minutes)."""
     if model == "slice_views":
         return slice_views_model(out)
@@ -354,6 +376,8 @@ def model_path(model, out):
         return qdq_model(out)
     if model == "product_ops":
         return product_ops_model(out)
+    if model == "native_attention":
+        return native_attention_model(out)
     if model in ("resnet50", "minilm", "smollm2"):
         sys.path.insert(0, os.path.join(ROOT, "models"))
         from real_models import fetched
