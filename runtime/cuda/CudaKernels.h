@@ -410,7 +410,7 @@ std::string scatterElements(void *out, const int64_t *indices, const void *updat
 // --- reductions, convolution, pooling, padding ------------------------------------------------
 
 // Reduces the input [dims] over the dimensions with reduced[d] into out (kept dims in order).
-// kind: "sum", "mean", "max", "min", "l2", "sum_square".
+// kind: "sum", "mean", "max", "min", "l2", "sum_square", "prod".
 std::string reduce(Storage s, const std::string &kind, const void *in, void *out, int rank, const int64_t *dims,
                    const bool *reduced, void *stream);
 

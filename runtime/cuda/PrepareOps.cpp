@@ -484,8 +484,8 @@ std::string prepareReduce(Executor &ex, const PlanOp &op, PreparedOp &out) {
   if (std::string err = floatStorage(ex, op, st); !err.empty())
     return err;
   if (!isFloat(x) || (kind != "sum" && kind != "mean" && kind != "max" && kind != "min" && kind != "l2" &&
-                    kind != "sum_square"))
-    return "supports float sum, mean, max, min, l2 and sum_square";
+                    kind != "sum_square" && kind != "prod"))
+    return "supports float sum, mean, max, min, l2, sum_square and prod";
   if (op.inputs.size() > 1 && op.inputs[1] >= 0)
     return "axes given as a tensor";
   out.launch = [&op, kind, st](Executor &e, const std::vector<TensorRef> &t) -> std::string {

@@ -14,7 +14,7 @@
 namespace llmc::rt::cuda {
 namespace {
 
-enum ReduceKind : int { RSum, RMean, RMax, RMin, RL2, RSumSquare };
+enum ReduceKind : int { RSum, RMean, RMax, RMin, RL2, RSumSquare, RProd };
 
 struct ReduceShape {
   int rank;
@@ -33,7 +33,7 @@ __global__ void reduceKernel(const T *__restrict__ in, T *__restrict__ out, Redu
         base += (rest % r.dims[d]) * r.strides[d];
         rest /= r.dims[d];
       }
-    double acc = kind == RMax ? -INFINITY : kind == RMin ? INFINITY : 0.0;
+    double acc = kind == RMax ? -INFINITY : kind == RMin ? INFINITY : kind == RProd ? 1.0 : 0.0;
     for (int64_t k = 0; k < r.count; ++k) {
       int64_t q = k, at = base;
       for (int d = r.rank - 1; d >= 0; --d)
@@ -42,7 +42,11 @@ __global__ void reduceKernel(const T *__restrict__ in, T *__restrict__ out, Redu
           q /= r.dims[d];
         }
       const double v = toF(in[at]);
-      acc = kind == RMax ? fmax(acc, v) : kind == RMin ? fmin(acc, v) : kind == RL2 || kind == RSumSquare ? acc + v * v : acc + v;
+      acc = kind == RMax    ? fmax(acc, v)
+            : kind == RMin  ? fmin(acc, v)
+            : kind == RProd ? acc * v
+            : kind == RL2 || kind == RSumSquare ? acc + v * v
+                                                : acc + v;
     }
     out[o] = fromF<T>(float(kind == RMean ? acc / double(r.count) : kind == RL2 ? sqrt(acc) : acc));
   }
@@ -196,7 +200,7 @@ __global__ void padKernel(const T *__restrict__ in, T *__restrict__ out, PadShap
 std::string reduce(Storage st, const std::string &kind, const void *in, void *out, int rank, const int64_t *dims,
                    const bool *reduced, void *stream) {
   const int k = kind == "sum" ? RSum : kind == "mean" ? RMean : kind == "max" ? RMax : kind == "min" ? RMin
-              : kind == "l2" ? RL2 : kind == "sum_square" ? RSumSquare : -1;
+              : kind == "l2" ? RL2 : kind == "sum_square" ? RSumSquare : kind == "prod" ? RProd : -1;
   if (k < 0 || rank < 0 || rank > kMaxDims)
     return "reduce: unknown kind '" + kind + "' or rank above " + std::to_string(kMaxDims);
   ReduceShape r{};

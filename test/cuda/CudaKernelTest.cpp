@@ -1488,7 +1488,7 @@ TEST(Cuda, ReduceConvPoolPadMatchTheCpu) {
     Buf<float> x(DType::F32, {2, 4, 6, 5}, rounded(randomFloats(240, 34), s));
     auto dx = upload(x.data, s);
     const int64_t dims[4] = {2, 4, 6, 5};
-    for (const char *kind : {"sum", "mean", "max", "min", "l2", "sum_square"}) {
+    for (const char *kind : {"sum", "mean", "max", "min", "l2", "sum_square", "prod"}) {
       Buf<float> want(DType::F32, {2, 1, 1, 5});
       ASSERT_EQ(call(std::string("reduce_") + kind, attrs({intsAttr("axes", {1, 2}), intAttr("keepdims", 1)}), {x.ref()},
                      {want.ref()}),
