@@ -269,7 +269,7 @@ def LlmcRaiseAttention : Pass<"llmc-raise-attention", "mlir::func::FuncOp"> {
     transposes around it, scales on Q, K or the scores, a NaN guard after the softmax, grouped
     key/value heads repeated with unsqueeze/expand/reshape, and the rotate-half rotary embedding
     on Q and K (`x * cos + concat(-x2, x1) * sin`). A constant causal mask becomes `is_causal`.
-    Native ONNX Attention without a KV cache (3-D and 4-D forms) becomes the same op.
+    Native ONNX Attention (3-D and 4-D forms, with or without a KV cache) becomes the same op.
   }];
 }
 

@@ -349,38 +349,45 @@ struct SdpaPattern : OpRewritePattern<SoftmaxOp> {
   }
 };
 
-// Native ONNX Attention without a KV cache and with no score output read is the same
+// Native ONNX Attention with no score output read, no softcap and no sliding window is the same
 // computation: it becomes llmc.fused_attention too (one kernel family to optimize). The 3-D form
 // ([batch, seq, heads * head]) as it is; the 4-D form ([batch, heads, seq, head]) with its query
-// turned to the 3-D form and the result back (keys and values stay 4-D: fused_attention reads
-// them as a KV cache holds them).
+// turned to the 3-D form and the result back. Keys and values of the 4-D form stay 4-D, which
+// fused_attention reads as a KV cache holds them. With a KV cache (past keys and values), the
+// present ones become concatenations of the past and the new (made 4-D first in the 3-D form),
+// which the attention reads: the form of Hugging Face's exports, which llmc-kv-cache-layout and
+// the executors' in-place appends know. ONNX's causal frontier is then bottom-right, as
+// fused_attention's.
 struct NativeAttentionPattern : OpRewritePattern<AttentionOp> {
   RewriteCounter &count;
   NativeAttentionPattern(MLIRContext *ctx, RewriteCounter &count) : OpRewritePattern(ctx), count(count) {}
 
   LogicalResult matchAndRewrite(AttentionOp op, PatternRewriter &rewriter) const override {
     auto q = fusion::tensorType(op.getQ()), k = fusion::tensorType(op.getK()), v = fusion::tensorType(op.getV());
-    if (!fusion::isEmpty(op.getPastKey()) || !fusion::isEmpty(op.getPastValue()) ||
-        !fusion::isEmpty(op.getNonpadKvSeqlen()) || op.getSoftcap().convertToDouble() != 0.0 ||
-        op.getLeftWindowSize() != -1 || op.getRightWindowSize() != -1 || !op.getPresentKey().use_empty() ||
-        !op.getPresentValue().use_empty() || !op.getQkOutput().use_empty() || !isa<FloatType>(q.getElementType()))
+    const bool cached = !fusion::isEmpty(op.getPastKey());
+    if (cached == fusion::isEmpty(op.getPastValue()) || !fusion::isEmpty(op.getNonpadKvSeqlen()) ||
+        op.getSoftcap().convertToDouble() != 0.0 || op.getLeftWindowSize() != -1 || op.getRightWindowSize() != -1 ||
+        (!cached && (!op.getPresentKey().use_empty() || !op.getPresentValue().use_empty())) ||
+        !op.getQkOutput().use_empty() || !isa<FloatType>(q.getElementType()))
       return failure();
     const bool split = q.getRank() == 4; // [batch, heads, seq, head]
-    int64_t qHeads = op.getQNumHeads(), kvHeads = op.getKvNumHeads();
+    int64_t qHeads = op.getQNumHeads(), kvHeads = op.getKvNumHeads(), head = 0;
     if (split) {
-      qHeads = q.getDimSize(1), kvHeads = k.getDimSize(1);
-      const int64_t head = q.getDimSize(3);
-      if (k.getRank() != 4 || v.getRank() != 4 || ShapedType::isDynamic(qHeads) || ShapedType::isDynamic(kvHeads) ||
-          ShapedType::isDynamic(head) || k.getDimSize(3) != head || v.getDimSize(3) != head ||
-          v.getDimSize(1) != kvHeads)
+      qHeads = q.getDimSize(1), kvHeads = k.getDimSize(1), head = q.getDimSize(3);
+      if (k.getRank() != 4 || v.getRank() != 4 || v.getDimSize(1) != kvHeads)
         return failure();
-    } else if (q.getRank() != 3 || qHeads <= 0 || kvHeads <= 0) {
+    } else if (q.getRank() == 3 && qHeads > 0 && kvHeads > 0 && !q.isDynamicDim(2) && q.getDimSize(2) % qHeads == 0) {
+      head = q.getDimSize(2) / qHeads;
+    } else {
       return failure();
     }
-    // ONNX aligns its causal frontier top-left (key j <= query i), fused_attention bottom-right
-    // (for a KV cache); they agree when the query and key lengths are one and the same.
+    if (ShapedType::isDynamic(qHeads) || ShapedType::isDynamic(kvHeads) || ShapedType::isDynamic(head) ||
+        k.getShape().back() != (split ? head : kvHeads * head) || v.getShape().back() != k.getShape().back())
+      return failure();
+    // Without a cache ONNX aligns its causal frontier top-left (key j <= query i), fused_attention
+    // bottom-right; they agree when the query and key lengths are one and the same.
     const int64_t sq = q.getDimSize(split ? 2 : 1), sk = k.getDimSize(split ? 2 : 1);
-    if (op.getIsCausal() && (ShapedType::isDynamic(sq) || sq != sk))
+    if (!cached && op.getIsCausal() && (ShapedType::isDynamic(sq) || sq != sk))
       return failure();
     Location loc = op.getLoc();
     Value none = fusion::emptyTensor(rewriter, loc, q.getElementType());
@@ -404,12 +411,23 @@ struct NativeAttentionPattern : OpRewritePattern<AttentionOp> {
       Operation *r = fusion::create(rewriter, loc, "llmc.reshape", {x, shape});
       return r ? r->getResult(0) : Value();
     };
-    const int64_t head = split ? q.getDimSize(3) : 0;
+    // The present keys or values: the past ones, then the new ones [batch, heads, seq, head].
+    auto present = [&](Value past, Value fresh) -> Value {
+      if (!split)
+        fresh = swapHeadsAndSeq(reshape(fresh, {0, 0, kvHeads, head}));
+      Operation *c = fresh ? fusion::create(rewriter, loc, "llmc.concat", {past, fresh},
+                                            {rewriter.getNamedAttr("axis", rewriter.getI64IntegerAttr(2))})
+                           : nullptr;
+      return c ? c->getResult(0) : Value();
+    };
     Value query = split ? reshape(swapHeadsAndSeq(op.getQ()), {0, 0, qHeads * head}) : op.getQ();
-    if (!query)
+    Value keys = cached ? present(op.getPastKey(), op.getK()) : op.getK();
+    Value values = cached ? present(op.getPastValue(), op.getV()) : op.getV();
+    if (!query || !keys || !values || (cached && (keys.getType() != op.getPresentKey().getType() ||
+                                                   values.getType() != op.getPresentValue().getType())))
       return failure();
     const float scale = op.getScale() ? op.getScale()->convertToFloat() : 0.0f;
-    Operation *fused = fusion::create(rewriter, loc, "llmc.fused_attention", {query, op.getK(), op.getV(), mask, none, none},
+    Operation *fused = fusion::create(rewriter, loc, "llmc.fused_attention", {query, keys, values, mask, none, none},
                                       {rewriter.getNamedAttr("q_num_heads", rewriter.getI64IntegerAttr(qHeads)),
                                        rewriter.getNamedAttr("kv_num_heads", rewriter.getI64IntegerAttr(kvHeads)),
                                        rewriter.getNamedAttr("scale", rewriter.getF32FloatAttr(scale)),
@@ -422,6 +440,10 @@ struct NativeAttentionPattern : OpRewritePattern<AttentionOp> {
     if (!result || result.getType() != op.getOutput().getType())
       return failure();
     rewriter.replaceAllUsesWith(op.getOutput(), result);
+    if (cached) {
+      rewriter.replaceAllUsesWith(op.getPresentKey(), keys);
+      rewriter.replaceAllUsesWith(op.getPresentValue(), values);
+    }
     rewriter.eraseOp(op);
     ++count;
     return success();

@@ -126,6 +126,8 @@ CASES = [
     # ONNX Attention (opset 23) in its 4-D form, grouped heads, with a mask, on a dynamic sequence
     # (native_attention_model; llmc-raise-attention makes it a fused_attention).
     ("native_attention", "native_attention", ["--max-shape", "seq=16"], "run"),
+    # The same with a KV cache (past and present keys and values), causal, 3 new tokens after 5.
+    ("native_attention_cache", "native_attention_cache", ["--max-shape", "seq=16,past=0..32"], "run"),
 ]
 # The real models (prepare --real-models): (name, model, llmc flags, kind, minimum cosine). Their
 # weights are random (the plans' ops are theirs), so that a deep net's outputs may be large or
@@ -144,7 +146,7 @@ RUN_DIMS = {"tiny_gpt2-dynamic": ["--dim", "seq=37"], "tiny_bert-dynamic": ["--d
             "small_cnn-chunks": ["--dim", "batch=3"], "small_ops": ["--dim", "seq=7"], "more_ops": ["--dim", "seq=5"],
             "more_ops-unfused": ["--dim", "seq=5"], "norm_ops": ["--dim", "batch=3"], "norm_ops-bf16": ["--dim", "batch=3"],
             "qdq": ["--dim", "seq=6"], "product_ops": ["--dim", "seq=5"], "product_ops-bf16": ["--dim", "seq=5"],
-            "native_attention": ["--dim", "seq=7"]}
+            "native_attention": ["--dim", "seq=7"], "native_attention_cache": ["--dim", "seq=3", "--dim", "past=5"]}
 # The executor's environment per case (the rest run with the caller's).
 CASE_ENV = {"tiny_llama_kv-bf16-cuda-gemv-blocks": {"LLMC_CUDA_GEMV_BLOCKS": "2"},
             "tiny_llama_kv-bf16-cuda-gemv-chain": {"LLMC_CUDA_GEMV_CHAIN": "2"},
@@ -340,27 +342,35 @@ def product_ops_model(out):
     return path
 
 
-def native_attention_model(out):
+def native_attention_model(out, cache=False):
     """q [1, 4, seq, 8], k and v [1, 2, seq, 8], an additive mask [1, 1, seq, seq] -> ONNX
-    Attention (opset 23, 4-D, 4 query heads over 2 key/value heads, scale 0.3) -> y."""
+    Attention (opset 23, 4-D, 4 query heads over 2 key/value heads, scale 0.3) -> y. With `cache`:
+    past keys and values [1, 2, past, 8] too, causal, no mask, and the present ones as outputs."""
     import onnx
     from onnx import TensorProto, helper
-    heads = lambda h: [1, h, "seq", 8]
-    graph = helper.make_graph([helper.make_node("Attention", ["q", "k", "v", "m"], ["y"], scale=0.3)],
-                              "native_attention",
-                              [helper.make_tensor_value_info("q", TensorProto.FLOAT, heads(4)),
-                               helper.make_tensor_value_info("k", TensorProto.FLOAT, heads(2)),
-                               helper.make_tensor_value_info("v", TensorProto.FLOAT, heads(2)),
-                               helper.make_tensor_value_info("m", TensorProto.FLOAT, [1, 1, "seq", "seq"])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, heads(4))])
-    path = os.path.join(out, "native_attention.onnx")
+    heads = lambda h, s="seq": [1, h, s, 8]
+    info = helper.make_tensor_value_info
+    inputs = [info("q", TensorProto.FLOAT, heads(4)), info("k", TensorProto.FLOAT, heads(2)),
+              info("v", TensorProto.FLOAT, heads(2))]
+    outputs = [info("y", TensorProto.FLOAT, heads(4))]
+    if cache:
+        inputs += [info("pk", TensorProto.FLOAT, heads(2, "past")), info("pv", TensorProto.FLOAT, heads(2, "past"))]
+        outputs += [info("ck", TensorProto.FLOAT, heads(2, "total")), info("cv", TensorProto.FLOAT, heads(2, "total"))]
+        node = helper.make_node("Attention", ["q", "k", "v", "", "pk", "pv"], ["y", "ck", "cv"], scale=0.3,
+                                is_causal=1)
+    else:
+        inputs.append(info("m", TensorProto.FLOAT, [1, 1, "seq", "seq"]))
+        node = helper.make_node("Attention", ["q", "k", "v", "m"], ["y"], scale=0.3)
+    name = "native_attention_cache" if cache else "native_attention"
+    graph = helper.make_graph([node], name, inputs, outputs)
+    path = os.path.join(out, name + ".onnx")
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)]), path)
     return path
 
 
 def model_path(model, out):
     """models/MODEL.onnx, one made here in `out` (slice_views, small_cnn, small_ops, more_ops,
-    norm_ops, qdq, product_ops, native_attention), the DeepSeek export in the cache
+    norm_ops, qdq, product_ops, native_attention, native_attention_cache), the DeepSeek export in the cache
     (exported on first use, ~20 s), or a real model (fetched and exported on first use: minutes)."""
     if model == "slice_views":
         return slice_views_model(out)
@@ -376,8 +386,8 @@ def model_path(model, out):
         return qdq_model(out)
     if model == "product_ops":
         return product_ops_model(out)
-    if model == "native_attention":
-        return native_attention_model(out)
+    if model.startswith("native_attention"):
+        return native_attention_model(out, cache=model.endswith("_cache"))
     if model in ("resnet50", "minilm", "smollm2"):
         sys.path.insert(0, os.path.join(ROOT, "models"))
         from real_models import fetched
