@@ -20,6 +20,15 @@ StridedCopy copyOf(const Shape &dims, int elemBytes) {
   return c;
 }
 
+// Whether `perm` keeps every axis but the last two, which it swaps.
+bool swapsLastTwo(const std::vector<int64_t> &perm) {
+  const size_t rank = perm.size();
+  for (size_t d = 0; d + 2 < rank; ++d)
+    if (perm[d] != int64_t(d))
+      return false;
+  return rank >= 2 && perm[rank - 2] == int64_t(rank - 1) && perm[rank - 1] == int64_t(rank - 2);
+}
+
 // The lines of `s` along op's "axis" (default `fallbackAxis`, negative from the end): [outer, n, inner].
 std::string linesAlong(const PlanOp &op, const Shape &s, int64_t fallbackAxis, int64_t &outer, int64_t &n,
                        int64_t &inner) {
@@ -93,6 +102,12 @@ std::string prepareDataMovement(Executor &ex, const PlanOp &op, PreparedOp &out,
       if (!e.cacheRows.empty() && e.cacheRows[size_t(op.outputs[0])] >= 0)
         return std::string();
       const std::vector<int64_t> perm = permOf(op, in.rank);
+      // Swapping the last two axes (an attention's keys to [..., D, S] where llmc-raise-attention
+      // left it as matmuls): through 32 x 32 tiles, so that the writes go along rows too, as the
+      // strided copy's do not there.
+      if (swapsLastTwo(perm) && (elem == 2 || elem == 4) && rowsBefore(in, in.rank - 2) <= 65535)
+        return transposeBatched(e.at(op.inputs[0]), e.at(op.outputs[0]), rowsBefore(in, in.rank - 2),
+                                in.dims[in.rank - 2], in.dims[in.rank - 1], elem, e.stream);
       StridedCopy c = copyOf(o, elem);
       int64_t inStrides[kMaxRank];
       contiguousStrides(in, inStrides);
