@@ -188,7 +188,10 @@ __device__ double apply(int op, double x, double y, double z, bool integral, dou
   case HardSwish: return x * fmin(fmax(x / 6.0 + 0.5, 0.0), 1.0);
   case Elu: return x >= 0 ? x : alpha * expm1(x);
   case LeakyRelu: return x >= 0 ? x : alpha * x;
-  case HardSigmoid: return fmin(fmax(alpha * x + beta, 0.0), 1.0);
+  case HardSigmoid: { // as std::clamp: a NaN stays NaN
+    const double h = alpha * x + beta;
+    return h < 0 ? 0.0 : h > 1 ? 1.0 : h;
+  }
   case Mod: return modulo(x, y, integral, false);
   case FMod: return modulo(x, y, integral, true);
   default: return x; // identity, cast

@@ -1229,24 +1229,30 @@ TEST(Cuda, SmallOpsMatchTheCpu) {
   Device dnan(6);
   ASSERT_EQ(run("is_nan", {{du->p, DType::F32}}, {{3, 1}}, dnan.p, DType::Bool), "");
   EXPECT_EQ(downloadRaw<uint8_t>(dnan, 6), nan.data);
-  // The activations with attributes (not the defaults, so that a default in their place shows).
-  Buf<float> signs(DType::F32, {2, 3}, {-3.0f, -0.5f, 0.0f, 0.25f, 2.0f, -40.0f});
+  // The activations with attributes (not the defaults, so that a default in their place shows),
+  // and a NaN, which each passes on as the CPU's does.
+  Buf<float> signs(DType::F32, {2, 4}, {-3.0f, -0.5f, 0.0f, 0.25f, 2.0f, -40.0f, 9.0f, std::nanf("")});
   auto dsigns = uploadRaw(signs.data);
   const std::pair<const char *, AttrList> activations[] = {
       {"elu", attrs({floatAttr("alpha", 0.5)})},
       {"leaky_relu", attrs({floatAttr("alpha", 0.2)})},
       {"hard_sigmoid", attrs({floatAttr("alpha", 0.3), floatAttr("beta", 0.4)})}};
   for (const auto &[op, opAttrs] : activations) {
-    Buf<float> want(DType::F32, {2, 3});
+    Buf<float> want(DType::F32, {2, 4});
     ASSERT_EQ(call(op, opAttrs, {signs.ref()}, {want.ref()}), "");
     cu::ElementwiseArgs e;
     e.op = cu::elementwiseOp(op), e.numInputs = 1, e.in[0] = dsigns->p, e.inType[0] = int(DType::F32);
-    e.rank = 1, e.dims[0] = 6, e.inStrides[0][0] = 1, e.outType = int(DType::F32);
+    e.rank = 1, e.dims[0] = 8, e.inStrides[0][0] = 1, e.outType = int(DType::F32);
     e.alpha = opAttrs.getFloat("alpha", 0), e.beta = opAttrs.getFloat("beta", 0);
-    Device got(24);
+    Device got(32);
     e.out = got.p;
     ASSERT_EQ(cu::elementwise(e, nullptr), "");
-    expectClose(downloadRaw<float>(got, 6), want.data, 1e-6f, op);
+    const std::vector<float> values = downloadRaw<float>(got, 8);
+    for (size_t i = 0; i < 8; ++i)
+      if (std::isnan(want.data[i]))
+        EXPECT_TRUE(std::isnan(values[i])) << op << " " << i;
+      else
+        EXPECT_NEAR(values[i], want.data[i], 1e-6f * (1 + std::fabs(want.data[i]))) << op << " " << i;
   }
   // mod of integers and floats with both signs, Python's (fmod 0) and C's (fmod 1); an integer
   // divisor of 0 gives 0.
