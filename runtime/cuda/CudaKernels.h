@@ -291,7 +291,8 @@ struct MatmulArgs {
   int64_t batch[kMaxDims] = {}, aStride[kMaxDims] = {}, bStride[kMaxDims] = {};
   int64_t M = 0, N = 0, K = 0;
   // Element strides within a matrix: A's (row, k) at row * aRow + k * aCol, B's (k, col) at
-  // k * bRow + col * bCol, the addend's (row, col) at row * addRow + col * addCol.
+  // k * bRow + col * bCol, the addend's (row, col) at row * addRow + col * addCol (matmulArgsOf and
+  // gemmArgsOf set them; a default MatmulArgs has none).
   int64_t aRow = 0, aCol = 1, bRow = 0, bCol = 1, addRow = 0, addCol = 0;
   float alpha = 1.0f, beta = 0.0f;
 };

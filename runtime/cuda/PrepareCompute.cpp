@@ -336,6 +336,8 @@ std::string prepareEinsum(Executor &ex, const PlanOp &op, PreparedOp &out) {
       return err;
     if (loops.labels.size() > size_t(kMaxEinsumLabels))
       return "more than " + std::to_string(kMaxEinsumLabels) + " labels";
+    if (t[size_t(op.outputs[0])].numel() != loops.outCount)
+      return std::string("the output's shape does not match the equation");
     EinsumArgs a;
     a.operands = int(op.inputs.size()), a.labels = int(loops.labels.size()), a.outLabels = int(spec.output.size());
     a.outCount = loops.outCount, a.summed = loops.summed;

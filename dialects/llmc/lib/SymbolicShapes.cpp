@@ -434,8 +434,10 @@ LogicalResult ShapeRules::resultDims(Operation *op, StringRef name, std::vector<
     }
   } else if (name == "top_k") { // values and indices: the input's dims with k along the axis
     r = operandDims(0);
-    const int64_t rank = int64_t(r.size()), axis = intAttr(op, "axis", -1);
-    r[size_t(axis < 0 ? axis + rank : axis)] = DimExpr::constant(intAttr(op, "k", 0));
+    const int64_t rank = int64_t(r.size()), axis = intAttr(op, "axis", -1) + (intAttr(op, "axis", -1) < 0 ? rank : 0);
+    if (axis < 0 || axis >= rank)
+      return fail(op, "the axis is out of range");
+    r[size_t(axis)] = DimExpr::constant(intAttr(op, "k", 0));
     out.assign(op->getNumResults(), r);
     return success();
   } else if (name == "layer_norm_stats") {
