@@ -376,7 +376,8 @@ struct NativeAttentionPattern : OpRewritePattern<AttentionOp> {
       qHeads = q.getDimSize(1), kvHeads = k.getDimSize(1), head = q.getDimSize(3);
       if (k.getRank() != 4 || v.getRank() != 4 || v.getDimSize(1) != kvHeads)
         return failure();
-    } else if (q.getRank() == 3 && qHeads > 0 && kvHeads > 0 && !q.isDynamicDim(2) && q.getDimSize(2) % qHeads == 0) {
+    } else if (q.getRank() == 3 && k.getRank() == 3 && v.getRank() == 3 && qHeads > 0 && kvHeads > 0 &&
+               !q.isDynamicDim(2) && q.getDimSize(2) % qHeads == 0) {
       head = q.getDimSize(2) / qHeads;
     } else {
       return failure();
