@@ -383,6 +383,12 @@ std::string fill(void *out, int type, double value, int64_t count, void *stream)
 // Writes `count` int64 values known on the host when the launch is recorded (a Shape op's dims).
 std::string writeInt64s(void *out, const int64_t *values, int count, void *stream);
 
+// ONNX Gather along any axis of data [outer, dim, inner] (`elemBytes` elements), `count` indices of
+// `indexBytes` (4 or 8: int32 or int64, negative from the end) into out [outer, count, inner]. An
+// index out of range sets *error. (GatherScatter.cu; an embedding lookup takes gatherRows.)
+std::string gatherAxis(const void *data, const void *indices, int indexBytes, void *out, int64_t outer, int64_t dim,
+                       int64_t count, int64_t inner, int elemBytes, int *error, void *stream);
+
 // gather_nd with batch_dims 0: indices [..., k] (int64) into data's first k dimensions, each index
 // picking a slice of `slice` elements; `dims`/`strides` are data's first k dims and element
 // strides. An index out of range sets *error.

@@ -1,4 +1,4 @@
-// Gathers and scatters by index tensors (ONNX GatherND, GatherElements, ScatterND,
+// Gathers and scatters by index tensors (ONNX Gather, GatherND, GatherElements, ScatterND,
 // ScatterElements), a thread per element; a gather and its scatter are one kernel, which finds
 // the data's element as both do. The CPU kernels (DataMovement.cpp) are the reference.
 #include "CudaKernels.h"
@@ -49,6 +49,23 @@ __device__ int64_t elementOffset(const int64_t *__restrict__ indices, int64_t e,
     offset += (d == axis ? idx : c) * dataStrides.dims[d];
   }
   return offset;
+}
+
+// ONNX Gather along any axis: data [outer, dim, inner], `count` indices (I: int32 or int64);
+// out [outer, count, inner] element e takes index j = e / inner % count.
+template <typename E, typename I>
+__global__ void gatherAxisKernel(const E *__restrict__ data, const I *__restrict__ indices, E *__restrict__ out,
+                                 int64_t outer, int64_t dim, int64_t count, int64_t inner, int *error) {
+  for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < outer * count * inner;
+       e += int64_t(gridDim.x) * blockDim.x) {
+    int64_t id = int64_t(indices[e / inner % count]);
+    if (id < 0)
+      id += dim;
+    if (id < 0 || id >= dim)
+      atomicExch(error, 1);
+    else
+      out[e] = data[(e / (inner * count) * dim + id) * inner + e % inner];
+  }
 }
 
 // --- scatter reductions -----------------------------------------------------------------------
@@ -205,6 +222,29 @@ std::string gatherNd(const void *data, const int64_t *indices, void *out, int64_
                                                                     error);
   });
   return known ? launched("gatherNd") : "gatherNd: elements of " + std::to_string(elemBytes) + " bytes";
+}
+
+std::string gatherAxis(const void *data, const void *indices, int indexBytes, void *out, int64_t outer, int64_t dim,
+                       int64_t count, int64_t inner, int elemBytes, int *error, void *stream) {
+  if (indexBytes != 4 && indexBytes != 8)
+    return "gatherAxis: int32 or int64 indices";
+  if (outer * count * inner == 0)
+    return {};
+  const unsigned blocks = unsigned(blocksFor(outer * count * inner, kElementThreads));
+  const bool known = byElementSize(elemBytes, [&](auto tag) {
+    using E = decltype(tag);
+    auto run = [&](auto index) {
+      using I = decltype(index);
+      gatherAxisKernel<E, I><<<blocks, kElementThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+          static_cast<const E *>(data), static_cast<const I *>(indices), static_cast<E *>(out), outer, dim, count,
+          inner, error);
+    };
+    if (indexBytes == 8)
+      run(int64_t{});
+    else
+      run(int32_t{});
+  });
+  return known ? launched("gatherAxis") : "gatherAxis: elements of " + std::to_string(elemBytes) + " bytes";
 }
 
 std::string gatherElements(const void *data, const int64_t *indices, void *out, int rank, int axis,

@@ -220,14 +220,28 @@ std::string prepareSoftmax(Executor &ex, const PlanOp &op, PreparedOp &out) {
   return {};
 }
 
-// An embedding lookup: gather along axis 0 of a 2-D table.
+// An embedding lookup (gather along axis 0 of a 2-D float table by int64 ids) on gatherRows;
+// any other gather (another axis or rank, integer data, int32 indices) on gatherAxis.
 std::string prepareGather(Executor &ex, const PlanOp &op, PreparedOp &out) {
   const PlanValue &table = ex.plan->values[size_t(op.inputs[0])], &ids = ex.plan->values[size_t(op.inputs[1])];
   Storage st;
   if (std::string err = floatStorage(ex, op, st); !err.empty())
     return err;
-  if (op.attrs.getInt("axis", 0) != 0 || table.shape.rank != 2 || !isFloat(table) || ids.dtype != DType::I64)
-    return "supports float tables [rows, width] gathered along axis 0 by int64 ids";
+  if (ids.dtype != DType::I64 && ids.dtype != DType::I32)
+    return "supports int32 and int64 indices";
+  if (op.attrs.getInt("axis", 0) != 0 || table.shape.rank != 2 || !isFloat(table) || ids.dtype != DType::I64) {
+    const int elem = int(dtypeSize(onDevice(table))), indexBytes = int(dtypeSize(ids.dtype));
+    out.launch = [&op, elem, indexBytes](Executor &e, const std::vector<TensorRef> &t) -> std::string {
+      const Shape &data = t[size_t(op.inputs[0])].shape;
+      const int axis = normalizeAxis(op.attrs.getInt("axis", 0), data.rank);
+      if (axis < 0 || axis >= data.rank)
+        return std::string("axis out of range");
+      return gatherAxis(e.at(op.inputs[0]), e.at(op.inputs[1]), indexBytes, e.at(op.outputs[0]), rowsBefore(data, axis),
+                        data.dims[axis], t[size_t(op.inputs[1])].numel(), elementsFrom(data, axis + 1), elem,
+                        e.errorFlag, e.stream);
+    };
+    return {};
+  }
   out.launch = [&op, st](Executor &e, const std::vector<TensorRef> &t) {
     const TensorRef &tab = t[size_t(op.inputs[0])];
     return gatherRows(st, e.at(op.inputs[0]), tab.shape.dims[0], tab.shape.dims[1],

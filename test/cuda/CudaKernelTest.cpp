@@ -1909,6 +1909,46 @@ TEST(Cuda, LatentAttentionMatchesTheCpu) {
   }
 }
 
+// gather along an axis other than 0 with int32 indices of rank 2 (some negative), of int64 data
+// along axis 0, and of bool data along the last axis, against the CPU kernel; an index out of
+// range sets the error flag.
+TEST(Cuda, GatherAxisMatchesTheCpu) {
+  auto error = uploadRaw(std::vector<int>{0});
+  { // f32 [2, 5, 3] along axis 1 by int32 [2, 2]: out [2, 2, 2, 3]
+    Buf<float> data(DType::F32, {2, 5, 3}, randomFloats(30, 97)), want(DType::F32, {2, 2, 2, 3});
+    Buf<int32_t> idx(DType::I32, {2, 2}, {4, -1, 0, 2});
+    ASSERT_EQ(call("gather", attrs({intAttr("axis", 1)}), {data.ref(), idx.ref()}, {want.ref()}), "");
+    auto dd = uploadRaw(data.data), di = uploadRaw(idx.data);
+    Device out(24 * 4);
+    ASSERT_EQ(cu::gatherAxis(dd->p, di->p, 4, out.p, 2, 5, 4, 3, 4, error->as<int>(), nullptr), "");
+    expectClose(downloadRaw<float>(out, 24), want.data, 0.0f, "gather f32 axis 1 int32 indices");
+  }
+  { // int64 [4, 3] along axis 0 by int64 [3]
+    Buf<int64_t> data(DType::I64, {4, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}), want(DType::I64, {3, 3});
+    Buf<int64_t> idx(DType::I64, {3}, {3, -4, 1});
+    ASSERT_EQ(call("gather", attrs({intAttr("axis", 0)}), {data.ref(), idx.ref()}, {want.ref()}), "");
+    auto dd = uploadRaw(data.data), di = uploadRaw(idx.data);
+    Device out(9 * 8);
+    ASSERT_EQ(cu::gatherAxis(dd->p, di->p, 8, out.p, 1, 4, 3, 3, 8, error->as<int>(), nullptr), "");
+    EXPECT_EQ(downloadRaw<int64_t>(out, 9), want.data) << "gather int64 axis 0";
+  }
+  { // bool [2, 4] along the last axis by int64 [2]
+    Buf<uint8_t> data(DType::Bool, {2, 4}, {1, 0, 0, 1, 0, 1, 1, 0}), want(DType::Bool, {2, 2});
+    Buf<int64_t> idx(DType::I64, {2}, {3, 1});
+    ASSERT_EQ(call("gather", attrs({intAttr("axis", -1)}), {data.ref(), idx.ref()}, {want.ref()}), "");
+    auto dd = uploadRaw(data.data), di = uploadRaw(idx.data);
+    Device out(4);
+    ASSERT_EQ(cu::gatherAxis(dd->p, di->p, 8, out.p, 2, 4, 2, 1, 1, error->as<int>(), nullptr), "");
+    EXPECT_EQ(downloadRaw<uint8_t>(out, 4), want.data) << "gather bool last axis";
+  }
+  EXPECT_EQ(downloadRaw<int>(*error, 1)[0], 0);
+  Buf<int64_t> bad(DType::I64, {1}, {5});
+  auto dd = uploadRaw(std::vector<float>(30, 1.0f)), di = uploadRaw(bad.data);
+  Device out(6 * 4);
+  ASSERT_EQ(cu::gatherAxis(dd->p, di->p, 8, out.p, 2, 5, 1, 3, 4, error->as<int>(), nullptr), "");
+  EXPECT_EQ(downloadRaw<int>(*error, 1)[0], 1);
+}
+
 // gather_elements along each axis of a [3, 4, 5] f32 tensor (indices [2, 4, 3]-ish, some negative),
 // against the CPU kernel; an index out of range sets the error flag.
 TEST(Cuda, GatherElementsMatchesTheCpu) {

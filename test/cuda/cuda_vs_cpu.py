@@ -239,15 +239,17 @@ def more_ops_model(out):
     """x [1, seq, 8] -> leaky_relu (0.2) -> elu (0.5) -> hard_sigmoid (0.3, 0.4), plus x fmod 0.75
     -> its top 3 along the last axis (values v, indices idx; the hard sigmoid's clamps make ties)
     -> added at idx into ones of x's shape (ConstantOfShape of Shape(x), ScatterElements with
-    reduction add) -> row [0, 0] replaced by a constant row (ScatterND) -> y; and idx mod 2
-    (Python's) -> parity."""
+    reduction add) -> row [0, 0] replaced by a constant row (ScatterND) -> y; idx mod 2
+    (Python's) -> parity; y's columns 6 and 0 (a Gather along the last axis, int32 indices, one
+    negative) -> picked."""
     import onnx
     from onnx import TensorProto, helper
     consts = [helper.make_tensor("step", TensorProto.FLOAT, [], [0.75]),
               helper.make_tensor("k", TensorProto.INT64, [1], [3]),
               helper.make_tensor("two", TensorProto.INT64, [], [2]),
               helper.make_tensor("row_at", TensorProto.INT64, [1, 2], [0, 0]),
-              helper.make_tensor("row", TensorProto.FLOAT, [1, 8], [0.5 * i - 2 for i in range(8)])]
+              helper.make_tensor("row", TensorProto.FLOAT, [1, 8], [0.5 * i - 2 for i in range(8)]),
+              helper.make_tensor("cols", TensorProto.INT32, [2], [6, -8])]
     nodes = [helper.make_node("LeakyRelu", ["x"], ["a"], alpha=0.2),
              helper.make_node("Elu", ["a"], ["b"], alpha=0.5),
              helper.make_node("HardSigmoid", ["b"], ["c"], alpha=0.3, beta=0.4),
@@ -259,10 +261,12 @@ def more_ops_model(out):
                               value=helper.make_tensor("one", TensorProto.FLOAT, [1], [1.0])),
              helper.make_node("ScatterElements", ["ones", "idx", "v"], ["s"], axis=2, reduction="add"),
              helper.make_node("ScatterND", ["s", "row_at", "row"], ["y"]),
-             helper.make_node("Mod", ["idx", "two"], ["parity"])]
+             helper.make_node("Mod", ["idx", "two"], ["parity"]),
+             helper.make_node("Gather", ["y", "cols"], ["picked"], axis=2)]
     graph = helper.make_graph(nodes, "more_ops", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, "seq", 8])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, "seq", 8]),
-                               helper.make_tensor_value_info("parity", TensorProto.INT64, [1, "seq", 3])], consts)
+                               helper.make_tensor_value_info("parity", TensorProto.INT64, [1, "seq", 3]),
+                               helper.make_tensor_value_info("picked", TensorProto.FLOAT, [1, "seq", 2])], consts)
     path = os.path.join(out, "more_ops.onnx")
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), path)
     return path
