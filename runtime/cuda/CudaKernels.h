@@ -389,30 +389,33 @@ std::string writeInt64s(void *out, const int64_t *values, int count, void *strea
 std::string gatherAxis(const void *data, const void *indices, int indexBytes, void *out, int64_t outer, int64_t dim,
                        int64_t count, int64_t inner, int elemBytes, int *error, void *stream);
 
-// gather_nd with batch_dims 0: indices [..., k] (int64) into data's first k dimensions, each index
+// gather_nd with batch_dims 0: indices [..., k] into data's first k dimensions, each index
 // picking a slice of `slice` elements; `dims`/`strides` are data's first k dims and element
 // strides. An index out of range sets *error.
 // gather_elements (ONNX GatherElements): out has the indices' shape [rank dims], each element the
-// data's at its coordinates with the `axis` one replaced by the index there (int64, negative from
-// the end); the indices' other dims at most the data's. An index out of range sets *error.
+// data's at its coordinates with the `axis` one replaced by the index there (negative from the
+// end); the indices' other dims at most the data's. An index out of range sets *error. Both take
+// indices of `indexBytes` (8: int64, 4: int32).
 // (GatherScatter.cu)
-std::string gatherElements(const void *data, const int64_t *indices, void *out, int rank, int axis,
-                           const int64_t *indexDims, const int64_t *dataDims, int elemBytes, int *error, void *stream);
+std::string gatherElements(const void *data, const void *indices, void *out, int rank, int axis,
+                           const int64_t *indexDims, const int64_t *dataDims, int elemBytes, int *error, void *stream,
+                           int indexBytes = 8);
 
-std::string gatherNd(const void *data, const int64_t *indices, void *out, int64_t tuples, int k, const int64_t *dims,
-                     const int64_t *strides, int64_t slice, int elemBytes, int *error, void *stream);
+std::string gatherNd(const void *data, const void *indices, void *out, int64_t tuples, int k, const int64_t *dims,
+                     const int64_t *strides, int64_t slice, int elemBytes, int *error, void *stream,
+                     int indexBytes = 8);
 
 // The scatters (ONNX ScatterND and ScatterElements, GatherScatter.cu) into `out`, which holds a
 // copy of the data already: gatherNd's and gatherElements's arguments, the updates in the
 // indices' places. `dtype` is the elements' DType number; `reduction` ONNX's: "" or "none" (with
 // duplicate indices one of the updates lands, which one unspecified, as ONNX leaves it), "add",
 // "mul", "max" or "min" (atomic, so that duplicates all count; 16-bit floats compute in f32).
-std::string scatterNd(void *out, const int64_t *indices, const void *updates, int64_t tuples, int k,
+std::string scatterNd(void *out, const void *indices, const void *updates, int64_t tuples, int k,
                       const int64_t *dims, const int64_t *strides, int64_t slice, int dtype,
-                      const std::string &reduction, int *error, void *stream);
-std::string scatterElements(void *out, const int64_t *indices, const void *updates, int rank, int axis,
+                      const std::string &reduction, int *error, void *stream, int indexBytes = 8);
+std::string scatterElements(void *out, const void *indices, const void *updates, int rank, int axis,
                             const int64_t *indexDims, const int64_t *dataDims, int dtype,
-                            const std::string &reduction, int *error, void *stream);
+                            const std::string &reduction, int *error, void *stream, int indexBytes = 8);
 
 // --- reductions, convolution, pooling, padding ------------------------------------------------
 

@@ -20,10 +20,10 @@ struct NdIndex {
 
 // Where index tuple t (indices [tuples, k], each negative from its dimension's end) starts in the
 // data; -1 where an index is out of range.
-__device__ int64_t tupleOffset(const int64_t *__restrict__ indices, int64_t t, int k, const NdIndex &nd) {
+template <typename I> __device__ int64_t tupleOffset(const I *__restrict__ indices, int64_t t, int k, const NdIndex &nd) {
   int64_t offset = 0;
   for (int j = 0; j < k; ++j) {
-    int64_t idx = indices[t * k + j];
+    int64_t idx = int64_t(indices[t * k + j]);
     if (idx < 0)
       idx += nd.dims[j];
     if (idx < 0 || idx >= nd.dims[j])
@@ -35,9 +35,10 @@ __device__ int64_t tupleOffset(const int64_t *__restrict__ indices, int64_t t, i
 
 // Where element e of the indices (dims `shape`) points in the data: e's coordinates with the axis
 // one replaced by indices[e] (negative from the end); -1 where that is out of range.
-__device__ int64_t elementOffset(const int64_t *__restrict__ indices, int64_t e, int rank, int axis,
-                                 const NdIndex &shape, const NdIndex &dataStrides, int64_t axisDim) {
-  int64_t idx = indices[e];
+template <typename I>
+__device__ int64_t elementOffset(const I *__restrict__ indices, int64_t e, int rank, int axis, const NdIndex &shape,
+                                 const NdIndex &dataStrides, int64_t axisDim) {
+  int64_t idx = int64_t(indices[e]);
   if (idx < 0)
     idx += axisDim;
   if (idx < 0 || idx >= axisDim)
@@ -130,8 +131,8 @@ template <typename T> __device__ void combineAt(T *p, T u, int r) {
 
 // A gather (kScatter false: out[e] = in[offset]) or a scatter (out[offset] combined with in[e],
 // the updates) by index tuples: e's tuple's offset, plus e's place within its slice.
-template <bool kScatter, typename T>
-__global__ void byTuplesKernel(const T *__restrict__ in, const int64_t *__restrict__ indices, T *out, int64_t tuples,
+template <bool kScatter, typename T, typename I>
+__global__ void byTuplesKernel(const T *__restrict__ in, const I *__restrict__ indices, T *out, int64_t tuples,
                                int k, NdIndex nd, int64_t slice, int r, int *error) {
   for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < tuples * slice;
        e += int64_t(gridDim.x) * blockDim.x) {
@@ -146,8 +147,8 @@ __global__ void byTuplesKernel(const T *__restrict__ in, const int64_t *__restri
 }
 
 // The same by elements' indices along an axis (GatherElements, ScatterElements).
-template <bool kScatter, typename T>
-__global__ void byElementsKernel(const T *__restrict__ in, const int64_t *__restrict__ indices, T *out, int64_t n,
+template <bool kScatter, typename T, typename I>
+__global__ void byElementsKernel(const T *__restrict__ in, const I *__restrict__ indices, T *out, int64_t n,
                                  int rank, int axis, NdIndex shape, NdIndex dataStrides, int64_t axisDim, int r,
                                  int *error) {
   for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += int64_t(gridDim.x) * blockDim.x) {
@@ -181,6 +182,15 @@ template <typename F> bool byScatterType(int dtype, int r, F &&f) {
   }
 }
 
+// Runs `f(I{})` with I the index type of `bytes` bytes: int32 or int64.
+template <typename F> bool byIndexType(int bytes, F &&f) {
+  if (bytes == 8)
+    f(int64_t{});
+  else if (bytes == 4)
+    f(int32_t{});
+  return bytes == 8 || bytes == 4;
+}
+
 NdIndex ndIndexOf(int k, const int64_t *dims, const int64_t *strides) {
   NdIndex nd{};
   for (int j = 0; j < k; ++j)
@@ -207,8 +217,10 @@ bool elementIndexOf(int rank, int axis, const int64_t *indexDims, const int64_t 
 
 } // namespace
 
-std::string gatherNd(const void *data, const int64_t *indices, void *out, int64_t tuples, int k, const int64_t *dims,
-                     const int64_t *strides, int64_t slice, int elemBytes, int *error, void *stream) {
+std::string gatherNd(const void *data, const void *indices, void *out, int64_t tuples, int k, const int64_t *dims,
+                     const int64_t *strides, int64_t slice, int elemBytes, int *error, void *stream, int indexBytes) {
+  if (indexBytes != 4 && indexBytes != 8)
+    return "gatherNd: int32 or int64 indices";
   if (k < 1 || k > kMaxDims)
     return "gatherNd: index depth must be 1.." + std::to_string(kMaxDims);
   if (tuples * slice == 0)
@@ -216,10 +228,13 @@ std::string gatherNd(const void *data, const int64_t *indices, void *out, int64_
   const NdIndex nd = ndIndexOf(k, dims, strides);
   const bool known = byElementSize(elemBytes, [&](auto tag) {
     using E = decltype(tag);
-    byTuplesKernel<false, E><<<unsigned(blocksFor(tuples * slice, kElementThreads)), kElementThreads, 0,
-                               static_cast<cudaStream_t>(stream)>>>(static_cast<const E *>(data), indices,
-                                                                    static_cast<E *>(out), tuples, k, nd, slice, kNone,
-                                                                    error);
+    byIndexType(indexBytes, [&](auto index) {
+      using I = decltype(index);
+      byTuplesKernel<false, E, I><<<unsigned(blocksFor(tuples * slice, kElementThreads)), kElementThreads, 0,
+                                    static_cast<cudaStream_t>(stream)>>>(
+          static_cast<const E *>(data), static_cast<const I *>(indices), static_cast<E *>(out), tuples, k, nd, slice,
+          kNone, error);
+    });
   });
   return known ? launched("gatherNd") : "gatherNd: elements of " + std::to_string(elemBytes) + " bytes";
 }
@@ -233,22 +248,21 @@ std::string gatherAxis(const void *data, const void *indices, int indexBytes, vo
   const unsigned blocks = unsigned(blocksFor(outer * count * inner, kElementThreads));
   const bool known = byElementSize(elemBytes, [&](auto tag) {
     using E = decltype(tag);
-    auto run = [&](auto index) {
+    byIndexType(indexBytes, [&](auto index) {
       using I = decltype(index);
       gatherAxisKernel<E, I><<<blocks, kElementThreads, 0, static_cast<cudaStream_t>(stream)>>>(
           static_cast<const E *>(data), static_cast<const I *>(indices), static_cast<E *>(out), outer, dim, count,
           inner, error);
-    };
-    if (indexBytes == 8)
-      run(int64_t{});
-    else
-      run(int32_t{});
+    });
   });
   return known ? launched("gatherAxis") : "gatherAxis: elements of " + std::to_string(elemBytes) + " bytes";
 }
 
-std::string gatherElements(const void *data, const int64_t *indices, void *out, int rank, int axis,
-                           const int64_t *indexDims, const int64_t *dataDims, int elemBytes, int *error, void *stream) {
+std::string gatherElements(const void *data, const void *indices, void *out, int rank, int axis,
+                           const int64_t *indexDims, const int64_t *dataDims, int elemBytes, int *error, void *stream,
+                           int indexBytes) {
+  if (indexBytes != 4 && indexBytes != 8)
+    return "gatherElements: int32 or int64 indices";
   NdIndex shape, strides;
   int64_t n;
   if (!elementIndexOf(rank, axis, indexDims, dataDims, shape, strides, n))
@@ -257,17 +271,22 @@ std::string gatherElements(const void *data, const int64_t *indices, void *out, 
     return {};
   const bool known = byElementSize(elemBytes, [&](auto tag) {
     using E = decltype(tag);
-    byElementsKernel<false, E><<<unsigned(blocksFor(n, kElementThreads)), kElementThreads, 0,
-                                 static_cast<cudaStream_t>(stream)>>>(static_cast<const E *>(data), indices,
-                                                                      static_cast<E *>(out), n, rank, axis, shape,
-                                                                      strides, dataDims[axis], kNone, error);
+    byIndexType(indexBytes, [&](auto index) {
+      using I = decltype(index);
+      byElementsKernel<false, E, I><<<unsigned(blocksFor(n, kElementThreads)), kElementThreads, 0,
+                                      static_cast<cudaStream_t>(stream)>>>(
+          static_cast<const E *>(data), static_cast<const I *>(indices), static_cast<E *>(out), n, rank, axis, shape,
+          strides, dataDims[axis], kNone, error);
+    });
   });
   return known ? launched("gatherElements") : "gatherElements: elements of " + std::to_string(elemBytes) + " bytes";
 }
 
-std::string scatterNd(void *out, const int64_t *indices, const void *updates, int64_t tuples, int k,
+std::string scatterNd(void *out, const void *indices, const void *updates, int64_t tuples, int k,
                       const int64_t *dims, const int64_t *strides, int64_t slice, int dtype,
-                      const std::string &reduction, int *error, void *stream) {
+                      const std::string &reduction, int *error, void *stream, int indexBytes) {
+  if (indexBytes != 4 && indexBytes != 8)
+    return "scatterNd: int32 or int64 indices";
   const int r = reductionOf(reduction);
   if (r < 0)
     return "scatterNd: unknown reduction '" + reduction + "'";
@@ -278,17 +297,22 @@ std::string scatterNd(void *out, const int64_t *indices, const void *updates, in
   const NdIndex nd = ndIndexOf(k, dims, strides);
   const bool known = byScatterType(dtype, r, [&](auto tag) {
     using T = decltype(tag);
-    byTuplesKernel<true, T><<<unsigned(blocksFor(tuples * slice, kElementThreads)), kElementThreads, 0,
-                              static_cast<cudaStream_t>(stream)>>>(static_cast<const T *>(updates), indices,
-                                                                   static_cast<T *>(out), tuples, k, nd, slice, r,
-                                                                   error);
+    byIndexType(indexBytes, [&](auto index) {
+      using I = decltype(index);
+      byTuplesKernel<true, T, I><<<unsigned(blocksFor(tuples * slice, kElementThreads)), kElementThreads, 0,
+                                   static_cast<cudaStream_t>(stream)>>>(
+          static_cast<const T *>(updates), static_cast<const I *>(indices), static_cast<T *>(out), tuples, k, nd,
+          slice, r, error);
+    });
   });
   return known ? launched("scatterNd") : "scatterNd: no '" + reduction + "' of this element type";
 }
 
-std::string scatterElements(void *out, const int64_t *indices, const void *updates, int rank, int axis,
+std::string scatterElements(void *out, const void *indices, const void *updates, int rank, int axis,
                             const int64_t *indexDims, const int64_t *dataDims, int dtype,
-                            const std::string &reduction, int *error, void *stream) {
+                            const std::string &reduction, int *error, void *stream, int indexBytes) {
+  if (indexBytes != 4 && indexBytes != 8)
+    return "scatterElements: int32 or int64 indices";
   const int r = reductionOf(reduction);
   if (r < 0)
     return "scatterElements: unknown reduction '" + reduction + "'";
@@ -300,10 +324,13 @@ std::string scatterElements(void *out, const int64_t *indices, const void *updat
     return {};
   const bool known = byScatterType(dtype, r, [&](auto tag) {
     using T = decltype(tag);
-    byElementsKernel<true, T><<<unsigned(blocksFor(n, kElementThreads)), kElementThreads, 0,
-                                static_cast<cudaStream_t>(stream)>>>(static_cast<const T *>(updates), indices,
-                                                                     static_cast<T *>(out), n, rank, axis, shape,
-                                                                     strides, dataDims[axis], r, error);
+    byIndexType(indexBytes, [&](auto index) {
+      using I = decltype(index);
+      byElementsKernel<true, T, I><<<unsigned(blocksFor(n, kElementThreads)), kElementThreads, 0,
+                                     static_cast<cudaStream_t>(stream)>>>(
+          static_cast<const T *>(updates), static_cast<const I *>(indices), static_cast<T *>(out), n, rank, axis,
+          shape, strides, dataDims[axis], r, error);
+    });
   });
   return known ? launched("scatterElements") : "scatterElements: no '" + reduction + "' of this element type";
 }

@@ -20,6 +20,12 @@ StridedCopy copyOf(const Shape &dims, int elemBytes) {
   return c;
 }
 
+// The bytes of value v's elements where it holds int32 or int64 indices; 0 otherwise.
+int indexTypeOf(const Executor &ex, int v) {
+  const DType d = v < 0 ? DType::None : ex.plan->values[size_t(v)].dtype;
+  return d == DType::I64 ? 8 : d == DType::I32 ? 4 : 0;
+}
+
 // Whether `perm` keeps every axis but the last two, which it swaps.
 bool swapsLastTwo(const std::vector<int64_t> &perm) {
   const size_t rank = perm.size();
@@ -322,24 +328,26 @@ std::string prepareSmallOp(Executor &ex, const PlanOp &op, PreparedOp &out) {
       return range(int(onDevice(e.plan->values[size_t(op.outputs[0])])), e.at(op.inputs[0]), e.at(op.inputs[2]), e.at(op.outputs[0]), o.numel(), e.stream);
     };
   } else if (op.kernel == "gather_nd") {
-    if (op.attrs.getInt("batch_dims", 0) != 0 || ex.plan->values[size_t(op.inputs[1])].dtype != DType::I64)
-      return "supports batch_dims 0 and int64 indices";
+    if (op.attrs.getInt("batch_dims", 0) != 0 || !indexTypeOf(ex, op.inputs[1]))
+      return "supports batch_dims 0 and int32 or int64 indices";
     const int elem = int(dtypeSize(onDevice(ex.plan->values[size_t(op.inputs[0])])));
-    out.launch = [&op, elem](Executor &e, const std::vector<TensorRef> &t) {
+    const int indexBytes = indexTypeOf(ex, op.inputs[1]);
+    out.launch = [&op, elem, indexBytes](Executor &e, const std::vector<TensorRef> &t) {
       const Shape &data = t[size_t(op.inputs[0])].shape, &idx = t[size_t(op.inputs[1])].shape;
       const int k = int(idx.dims[idx.rank - 1]);
       int64_t strides[kMaxRank];
       contiguousStrides(data, strides);
       const int64_t slice = elementsFrom(data, k);
       const int64_t tuples = t[size_t(op.inputs[1])].numel() / std::max(k, 1);
-      return gatherNd(e.at(op.inputs[0]), static_cast<const int64_t *>(e.at(op.inputs[1])), e.at(op.outputs[0]), tuples, k,
-                      data.dims, strides, slice, elem, e.errorFlag, e.stream);
+      return gatherNd(e.at(op.inputs[0]), e.at(op.inputs[1]), e.at(op.outputs[0]), tuples, k, data.dims, strides, slice,
+                      elem, e.errorFlag, e.stream, indexBytes);
     };
   } else if (op.kernel == "gather_elements") {
-    if (ex.plan->values[size_t(op.inputs[1])].dtype != DType::I64)
-      return "supports int64 indices";
+    const int indexBytes = indexTypeOf(ex, op.inputs[1]);
+    if (!indexBytes)
+      return "supports int32 and int64 indices";
     const int elem = int(dtypeSize(onDevice(ex.plan->values[size_t(op.inputs[0])])));
-    out.launch = [&op, elem](Executor &e, const std::vector<TensorRef> &t) -> std::string {
+    out.launch = [&op, elem, indexBytes](Executor &e, const std::vector<TensorRef> &t) -> std::string {
       const Shape &data = t[size_t(op.inputs[0])].shape, &idx = t[size_t(op.inputs[1])].shape;
       const int64_t a = op.attrs.getInt("axis", 0);
       const int axis = int(a < 0 ? a + data.rank : a);
@@ -348,8 +356,8 @@ std::string prepareSmallOp(Executor &ex, const PlanOp &op, PreparedOp &out) {
       for (int d = 0; d < data.rank; ++d)
         if (d != axis && idx.dims[d] > data.dims[d])
           return std::string("indices reach outside the data");
-      return gatherElements(e.at(op.inputs[0]), static_cast<const int64_t *>(e.at(op.inputs[1])), e.at(op.outputs[0]),
-                            data.rank, axis, idx.dims, data.dims, elem, e.errorFlag, e.stream);
+      return gatherElements(e.at(op.inputs[0]), e.at(op.inputs[1]), e.at(op.outputs[0]), data.rank, axis, idx.dims,
+                            data.dims, elem, e.errorFlag, e.stream, indexBytes);
     };
   } else if (op.kernel == "cumsum") {
     std::vector<int64_t> axis;
@@ -414,21 +422,22 @@ std::string prepareQuantize(Executor &ex, const PlanOp &op, PreparedOp &out) {
 
 // scatter_nd and scatter_elements: the data copied to the output, then the updates in place.
 std::string prepareScatter(Executor &ex, const PlanOp &op, PreparedOp &out) {
-  if (op.inputs.size() != 3 || ex.plan->values[size_t(op.inputs[1])].dtype != DType::I64)
-    return "supports int64 indices";
+  const int indexBytes = op.inputs.size() == 3 ? indexTypeOf(ex, op.inputs[1]) : 0;
+  if (!indexBytes)
+    return "supports data, int32 or int64 indices and updates";
   const PlanValue &data = ex.plan->values[size_t(op.inputs[0])], &updates = ex.plan->values[size_t(op.inputs[2])];
   const DType type = onDevice(data);
   if (onDevice(updates) != type || onDevice(ex.plan->values[size_t(op.outputs[0])]) != type)
     return "the data, updates and output differ in element type on the device";
   const std::string reduction(op.attrs.getString("reduction"));
-  out.launch = [&op, type, reduction](Executor &e, const std::vector<TensorRef> &t) -> std::string {
+  out.launch = [&op, type, reduction, indexBytes](Executor &e, const std::vector<TensorRef> &t) -> std::string {
     const Shape &data = t[size_t(op.inputs[0])].shape, &idx = t[size_t(op.inputs[1])].shape;
     if (void *dst = e.at(op.outputs[0]); dst != e.at(op.inputs[0]))
       if (cudaError_t err = cudaMemcpyAsync(dst, e.at(op.inputs[0]), deviceBytesOf(e, op.inputs[0], data),
                                             cudaMemcpyDeviceToDevice, e.stream);
           err != cudaSuccess)
         return cudaError("scatter's copy of the data", err);
-    const auto *indices = static_cast<const int64_t *>(e.at(op.inputs[1]));
+    const void *indices = e.at(op.inputs[1]);
     if (op.kernel == "scatter_elements") {
       const int axis = normalizeAxis(op.attrs.getInt("axis", 0), data.rank);
       if (idx.rank != data.rank || axis < 0 || axis >= data.rank)
@@ -437,7 +446,7 @@ std::string prepareScatter(Executor &ex, const PlanOp &op, PreparedOp &out) {
         if (d != axis && idx.dims[d] > data.dims[d])
           return std::string("indices reach outside the data");
       return scatterElements(e.at(op.outputs[0]), indices, e.at(op.inputs[2]), data.rank, axis, idx.dims, data.dims,
-                             int(type), reduction, e.errorFlag, e.stream);
+                             int(type), reduction, e.errorFlag, e.stream, indexBytes);
     }
     const int k = idx.rank ? int(idx.dims[idx.rank - 1]) : 0;
     if (idx.rank < 1 || k > data.rank)
@@ -449,7 +458,7 @@ std::string prepareScatter(Executor &ex, const PlanOp &op, PreparedOp &out) {
     if (t[size_t(op.inputs[2])].numel() != tuples * slice)
       return std::string("updates do not match the indices and the data");
     return scatterNd(e.at(op.outputs[0]), indices, e.at(op.inputs[2]), tuples, k, data.dims, strides, slice,
-                     int(type), reduction, e.errorFlag, e.stream);
+                     int(type), reduction, e.errorFlag, e.stream, indexBytes);
   };
   return {};
 }

@@ -1359,6 +1359,25 @@ TEST(Cuda, ScatterMatchesTheCpu) {
               "");
     EXPECT_EQ(downloadRaw<int64_t>(*out, 24), want.data) << "scatter_nd int64 " << reduction;
   }
+  { // int32 indices: scatter_elements (add, a duplicate) and gather_nd of the result.
+    Buf<float> data(DType::F32, {3, 4}, halves(12, 5)), updates(DType::F32, {3, 2}, halves(6, 6)),
+        want(DType::F32, {3, 4}), picked(DType::F32, {2, 4});
+    Buf<int32_t> idx(DType::I32, {3, 2}, {1, 1, 0, -1, 2, 3}), rows(DType::I32, {2, 1}, {2, -3});
+    ASSERT_EQ(call("scatter_elements", attrs({stringAttr("reduction", "add"), intAttr("axis", 1)}),
+                   {data.ref(), idx.ref(), updates.ref()}, {want.ref()}),
+              "");
+    ASSERT_EQ(call("gather_nd", {}, {want.ref(), rows.ref()}, {picked.ref()}), "");
+    auto out = uploadRaw(data.data), du = uploadRaw(updates.data), di = uploadRaw(idx.data), dr = uploadRaw(rows.data);
+    const int64_t idxDims[2] = {3, 2}, dataDims[2] = {3, 4}, rowStrides[1] = {4};
+    ASSERT_EQ(cu::scatterElements(out->p, di->p, du->p, 2, 1, idxDims, dataDims, int(DType::F32), "add",
+                                  error->as<int>(), nullptr, 4),
+              "");
+    expectClose(downloadRaw<float>(*out, 12), want.data, 0.0f, "scatter_elements int32 indices");
+    Device gathered(8 * 4);
+    ASSERT_EQ(cu::gatherNd(out->p, dr->p, gathered.p, 2, 1, dataDims, rowStrides, 4, 4, error->as<int>(), nullptr, 4),
+              "");
+    expectClose(downloadRaw<float>(gathered, 8), picked.data, 0.0f, "gather_nd int32 indices");
+  }
   EXPECT_EQ(downloadRaw<int>(*error, 1)[0], 0);
   // An index out of range sets the error flag; an unknown reduction is refused.
   Buf<int64_t> bad(DType::I64, {1, 1}, {4});
