@@ -76,6 +76,11 @@ int64_t rowsBefore(const Shape &s, int axis) {
   return n;
 }
 
+int indexTypeOf(const Executor &ex, int v) {
+  const DType d = v < 0 ? DType::None : ex.plan->values[size_t(v)].dtype;
+  return d == DType::I64 ? 8 : d == DType::I32 ? 4 : 0;
+}
+
 int64_t elementsFrom(const Shape &s, int axis) {
   int64_t n = 1;
   for (int d = axis; d < s.rank; ++d)

@@ -283,6 +283,8 @@ size_t deviceBytesOf(const Executor &ex, int value, const Shape &shape);
 int64_t lastDim(const Shape &s);
 int64_t rowsBefore(const Shape &s, int axis);
 int64_t elementsFrom(const Shape &s, int axis); // the product of the dims from `axis` on
+// The bytes of value v's elements where it holds int32 or int64 indices; 0 otherwise.
+int indexTypeOf(const Executor &ex, int v);
 // The largest value of dimension `d` of value `v`.
 int64_t dimBound(const Executor &ex, int v, int d);
 int axisOf(const PlanOp &op, int rank);

@@ -227,10 +227,11 @@ std::string prepareGather(Executor &ex, const PlanOp &op, PreparedOp &out) {
   Storage st;
   if (std::string err = floatStorage(ex, op, st); !err.empty())
     return err;
-  if (ids.dtype != DType::I64 && ids.dtype != DType::I32)
+  const int indexBytes = indexTypeOf(ex, op.inputs[1]);
+  if (!indexBytes)
     return "supports int32 and int64 indices";
   if (op.attrs.getInt("axis", 0) != 0 || table.shape.rank != 2 || !isFloat(table) || ids.dtype != DType::I64) {
-    const int elem = int(dtypeSize(onDevice(table))), indexBytes = int(dtypeSize(ids.dtype));
+    const int elem = int(dtypeSize(onDevice(table)));
     out.launch = [&op, elem, indexBytes](Executor &e, const std::vector<TensorRef> &t) -> std::string {
       const Shape &data = t[size_t(op.inputs[0])].shape;
       const int axis = normalizeAxis(op.attrs.getInt("axis", 0), data.rank);

@@ -20,12 +20,6 @@ StridedCopy copyOf(const Shape &dims, int elemBytes) {
   return c;
 }
 
-// The bytes of value v's elements where it holds int32 or int64 indices; 0 otherwise.
-int indexTypeOf(const Executor &ex, int v) {
-  const DType d = v < 0 ? DType::None : ex.plan->values[size_t(v)].dtype;
-  return d == DType::I64 ? 8 : d == DType::I32 ? 4 : 0;
-}
-
 // Whether `perm` keeps every axis but the last two, which it swaps.
 bool swapsLastTwo(const std::vector<int64_t> &perm) {
   const size_t rank = perm.size();
