@@ -215,28 +215,72 @@ bool elementIndexOf(int rank, int axis, const int64_t *indexDims, const int64_t 
   return true;
 }
 
+// The launches a gather and its scatter share: `in` is the data of a gather (kScatter false), the
+// updates of a scatter; `byType(f)` runs f(T{}) with the element type (byElementSize for a
+// gather, byScatterType for a scatter) and is false where it has none, which `unknownType` then
+// says; `r` is the reduction (kNone for a gather, -1 for one unknown, named by `reduction`).
+template <bool kScatter, typename ByType>
+std::string byTuples(const char *name, ByType byType, const std::string &unknownType, const void *in,
+                     const void *indices, void *out, int64_t tuples, int k, const int64_t *dims,
+                     const int64_t *strides, int64_t slice, int r, const std::string &reduction, int *error,
+                     void *stream, int indexBytes) {
+  if (indexBytes != 4 && indexBytes != 8)
+    return std::string(name) + ": int32 or int64 indices";
+  if (r < 0)
+    return std::string(name) + ": unknown reduction '" + reduction + "'";
+  if (k < 1 || k > kMaxDims)
+    return std::string(name) + ": index depth must be 1.." + std::to_string(kMaxDims);
+  if (tuples * slice == 0)
+    return {};
+  const NdIndex nd = ndIndexOf(k, dims, strides);
+  const bool known = byType([&](auto tag) {
+    using T = decltype(tag);
+    byIndexType(indexBytes, [&](auto index) {
+      using I = decltype(index);
+      byTuplesKernel<kScatter, T, I><<<unsigned(blocksFor(tuples * slice, kElementThreads)), kElementThreads, 0,
+                                       static_cast<cudaStream_t>(stream)>>>(
+          static_cast<const T *>(in), static_cast<const I *>(indices), static_cast<T *>(out), tuples, k, nd, slice, r,
+          error);
+    });
+  });
+  return known ? launched(name) : std::string(name) + ": " + unknownType;
+}
+
+template <bool kScatter, typename ByType>
+std::string byElements(const char *name, ByType byType, const std::string &unknownType, const void *in,
+                       const void *indices, void *out, int rank, int axis, const int64_t *indexDims,
+                       const int64_t *dataDims, int r, const std::string &reduction, int *error, void *stream,
+                       int indexBytes) {
+  if (indexBytes != 4 && indexBytes != 8)
+    return std::string(name) + ": int32 or int64 indices";
+  if (r < 0)
+    return std::string(name) + ": unknown reduction '" + reduction + "'";
+  NdIndex shape, strides;
+  int64_t n;
+  if (!elementIndexOf(rank, axis, indexDims, dataDims, shape, strides, n))
+    return std::string(name) + ": rank 1.." + std::to_string(kMaxDims) + " and an axis within it";
+  if (n == 0)
+    return {};
+  const bool known = byType([&](auto tag) {
+    using T = decltype(tag);
+    byIndexType(indexBytes, [&](auto index) {
+      using I = decltype(index);
+      byElementsKernel<kScatter, T, I><<<unsigned(blocksFor(n, kElementThreads)), kElementThreads, 0,
+                                         static_cast<cudaStream_t>(stream)>>>(
+          static_cast<const T *>(in), static_cast<const I *>(indices), static_cast<T *>(out), n, rank, axis, shape,
+          strides, dataDims[axis], r, error);
+    });
+  });
+  return known ? launched(name) : std::string(name) + ": " + unknownType;
+}
+
 } // namespace
 
 std::string gatherNd(const void *data, const void *indices, void *out, int64_t tuples, int k, const int64_t *dims,
                      const int64_t *strides, int64_t slice, int elemBytes, int *error, void *stream, int indexBytes) {
-  if (indexBytes != 4 && indexBytes != 8)
-    return "gatherNd: int32 or int64 indices";
-  if (k < 1 || k > kMaxDims)
-    return "gatherNd: index depth must be 1.." + std::to_string(kMaxDims);
-  if (tuples * slice == 0)
-    return {};
-  const NdIndex nd = ndIndexOf(k, dims, strides);
-  const bool known = byElementSize(elemBytes, [&](auto tag) {
-    using E = decltype(tag);
-    byIndexType(indexBytes, [&](auto index) {
-      using I = decltype(index);
-      byTuplesKernel<false, E, I><<<unsigned(blocksFor(tuples * slice, kElementThreads)), kElementThreads, 0,
-                                    static_cast<cudaStream_t>(stream)>>>(
-          static_cast<const E *>(data), static_cast<const I *>(indices), static_cast<E *>(out), tuples, k, nd, slice,
-          kNone, error);
-    });
-  });
-  return known ? launched("gatherNd") : "gatherNd: elements of " + std::to_string(elemBytes) + " bytes";
+  return byTuples<false>("gatherNd", [&](auto f) { return byElementSize(elemBytes, f); },
+                         "elements of " + std::to_string(elemBytes) + " bytes", data, indices, out, tuples, k, dims,
+                         strides, slice, kNone, "", error, stream, indexBytes);
 }
 
 std::string gatherAxis(const void *data, const void *indices, int indexBytes, void *out, int64_t outer, int64_t dim,
@@ -261,78 +305,27 @@ std::string gatherAxis(const void *data, const void *indices, int indexBytes, vo
 std::string gatherElements(const void *data, const void *indices, void *out, int rank, int axis,
                            const int64_t *indexDims, const int64_t *dataDims, int elemBytes, int *error, void *stream,
                            int indexBytes) {
-  if (indexBytes != 4 && indexBytes != 8)
-    return "gatherElements: int32 or int64 indices";
-  NdIndex shape, strides;
-  int64_t n;
-  if (!elementIndexOf(rank, axis, indexDims, dataDims, shape, strides, n))
-    return "gatherElements: rank 1.." + std::to_string(kMaxDims) + " and an axis within it";
-  if (n == 0)
-    return {};
-  const bool known = byElementSize(elemBytes, [&](auto tag) {
-    using E = decltype(tag);
-    byIndexType(indexBytes, [&](auto index) {
-      using I = decltype(index);
-      byElementsKernel<false, E, I><<<unsigned(blocksFor(n, kElementThreads)), kElementThreads, 0,
-                                      static_cast<cudaStream_t>(stream)>>>(
-          static_cast<const E *>(data), static_cast<const I *>(indices), static_cast<E *>(out), n, rank, axis, shape,
-          strides, dataDims[axis], kNone, error);
-    });
-  });
-  return known ? launched("gatherElements") : "gatherElements: elements of " + std::to_string(elemBytes) + " bytes";
+  return byElements<false>("gatherElements", [&](auto f) { return byElementSize(elemBytes, f); },
+                           "elements of " + std::to_string(elemBytes) + " bytes", data, indices, out, rank, axis,
+                           indexDims, dataDims, kNone, "", error, stream, indexBytes);
 }
 
 std::string scatterNd(void *out, const void *indices, const void *updates, int64_t tuples, int k,
                       const int64_t *dims, const int64_t *strides, int64_t slice, int dtype,
                       const std::string &reduction, int *error, void *stream, int indexBytes) {
-  if (indexBytes != 4 && indexBytes != 8)
-    return "scatterNd: int32 or int64 indices";
   const int r = reductionOf(reduction);
-  if (r < 0)
-    return "scatterNd: unknown reduction '" + reduction + "'";
-  if (k < 1 || k > kMaxDims)
-    return "scatterNd: index depth must be 1.." + std::to_string(kMaxDims);
-  if (tuples * slice == 0)
-    return {};
-  const NdIndex nd = ndIndexOf(k, dims, strides);
-  const bool known = byScatterType(dtype, r, [&](auto tag) {
-    using T = decltype(tag);
-    byIndexType(indexBytes, [&](auto index) {
-      using I = decltype(index);
-      byTuplesKernel<true, T, I><<<unsigned(blocksFor(tuples * slice, kElementThreads)), kElementThreads, 0,
-                                   static_cast<cudaStream_t>(stream)>>>(
-          static_cast<const T *>(updates), static_cast<const I *>(indices), static_cast<T *>(out), tuples, k, nd,
-          slice, r, error);
-    });
-  });
-  return known ? launched("scatterNd") : "scatterNd: no '" + reduction + "' of this element type";
+  return byTuples<true>("scatterNd", [&](auto f) { return byScatterType(dtype, r, f); },
+                        "no '" + reduction + "' of this element type", updates, indices, out, tuples, k, dims, strides,
+                        slice, r, reduction, error, stream, indexBytes);
 }
 
 std::string scatterElements(void *out, const void *indices, const void *updates, int rank, int axis,
                             const int64_t *indexDims, const int64_t *dataDims, int dtype,
                             const std::string &reduction, int *error, void *stream, int indexBytes) {
-  if (indexBytes != 4 && indexBytes != 8)
-    return "scatterElements: int32 or int64 indices";
   const int r = reductionOf(reduction);
-  if (r < 0)
-    return "scatterElements: unknown reduction '" + reduction + "'";
-  NdIndex shape, strides;
-  int64_t n;
-  if (!elementIndexOf(rank, axis, indexDims, dataDims, shape, strides, n))
-    return "scatterElements: rank 1.." + std::to_string(kMaxDims) + " and an axis within it";
-  if (n == 0)
-    return {};
-  const bool known = byScatterType(dtype, r, [&](auto tag) {
-    using T = decltype(tag);
-    byIndexType(indexBytes, [&](auto index) {
-      using I = decltype(index);
-      byElementsKernel<true, T, I><<<unsigned(blocksFor(n, kElementThreads)), kElementThreads, 0,
-                                     static_cast<cudaStream_t>(stream)>>>(
-          static_cast<const T *>(updates), static_cast<const I *>(indices), static_cast<T *>(out), n, rank, axis,
-          shape, strides, dataDims[axis], r, error);
-    });
-  });
-  return known ? launched("scatterElements") : "scatterElements: no '" + reduction + "' of this element type";
+  return byElements<true>("scatterElements", [&](auto f) { return byScatterType(dtype, r, f); },
+                          "no '" + reduction + "' of this element type", updates, indices, out, rank, axis, indexDims,
+                          dataDims, r, reduction, error, stream, indexBytes);
 }
 
 } // namespace llmc::rt::cuda
