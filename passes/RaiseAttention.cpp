@@ -23,6 +23,17 @@ bool isPerm(Operation *op, ArrayRef<int64_t> perm) {
   return t && t.getPerm() == perm;
 }
 
+// x reshaped to `dims` (an llmc.reshape by a constant shape; 0 copies x's dimension, -1 takes the
+// rest); null where x is null or the reshape cannot be built.
+Value reshapeTo(PatternRewriter &rewriter, Location loc, Value x, ArrayRef<int64_t> dims) {
+  if (!x)
+    return Value();
+  auto shapeType = RankedTensorType::get({int64_t(dims.size())}, rewriter.getI64Type());
+  Value shape = ConstantOp::create(rewriter, loc, shapeType, DenseElementsAttr::get(shapeType, dims));
+  Operation *r = fusion::create(rewriter, loc, "llmc.reshape", {x, shape});
+  return r ? r->getResult(0) : Value();
+}
+
 // Multiplications and divisions by scalar constants around `v`: returns the value inside and
 // multiplies `scale` by what they contributed.
 Value stripScale(Value v, double &scale) {
@@ -315,12 +326,10 @@ struct SdpaPattern : OpRewritePattern<SoftmaxOp> {
       auto type = fusion::tensorType(*table);
       if (type.getRank() == 3)
         continue;
-      auto shapeType = RankedTensorType::get({3}, rewriter.getI64Type());
-      Value shape = ConstantOp::create(rewriter, loc, shapeType,
-                                       DenseElementsAttr::get(shapeType, ArrayRef<int64_t>{
-                                                                             type.isDynamicDim(0) ? 0 : type.getDimSize(0),
-                                                                             -1, type.getShape().back()}));
-      *table = fusion::create(rewriter, loc, "llmc.reshape", {*table, shape})->getResult(0);
+      *table = reshapeTo(rewriter, loc, *table,
+                         {type.isDynamicDim(0) ? 0 : type.getDimSize(0), -1, type.getShape().back()});
+      if (!*table)
+        return failure();
     }
     const double defaultScale = 1.0 / std::sqrt(double(fusion::tensorType(q4).getShape().back()));
     Operation *fused = fusion::create(
@@ -404,14 +413,7 @@ struct NativeAttentionPattern : OpRewritePattern<AttentionOp> {
                        : nullptr;
       return t ? t->getResult(0) : Value();
     };
-    auto reshape = [&](Value x, ArrayRef<int64_t> dims) -> Value {
-      if (!x)
-        return Value();
-      auto shapeType = RankedTensorType::get({int64_t(dims.size())}, rewriter.getI64Type());
-      Value shape = ConstantOp::create(rewriter, loc, shapeType, DenseElementsAttr::get(shapeType, dims));
-      Operation *r = fusion::create(rewriter, loc, "llmc.reshape", {x, shape});
-      return r ? r->getResult(0) : Value();
-    };
+    auto reshape = [&](Value x, ArrayRef<int64_t> dims) { return reshapeTo(rewriter, loc, x, dims); };
     // The present keys or values: the past ones, then the new ones [batch, heads, seq, head].
     auto present = [&](Value past, Value fresh) -> Value {
       if (!split)
