@@ -124,6 +124,16 @@ void expectClose(const std::vector<float> &got, const std::vector<float> &want, 
       ASSERT_LE(std::fabs(got[i] - want[i]), tol * (1 + std::fabs(want[i]))) << what << " at " << i;
 }
 
+// As expectClose (within tol * (1 + |want|)), and a NaN wherever want has one.
+void expectCloseOrNan(const std::vector<float> &got, const std::vector<float> &want, float tol, const std::string &what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < got.size(); ++i)
+    if (std::isnan(want[i]))
+      EXPECT_TRUE(std::isnan(got[i])) << what << " at " << i;
+    else
+      EXPECT_NEAR(got[i], want[i], tol * (1 + std::fabs(want[i]))) << what << " at " << i;
+}
+
 TEST(Cuda, AddNormsMatchTheCpu) {
   const int64_t rows = 5, cols = 1000;
   for (cu::Storage s : kStorages)
@@ -1217,12 +1227,7 @@ TEST(Cuda, SmallOpsMatchTheCpu) {
     ASSERT_EQ(call(op, {}, {u.ref()}, {want.ref()}), "");
     Device got(24);
     ASSERT_EQ(run(op, {{du->p, DType::F32}}, {{3, 1}}, got.p, DType::F32), "");
-    const std::vector<float> values = downloadRaw<float>(got, 6);
-    for (size_t i = 0; i < 6; ++i)
-      if (std::isnan(want.data[i]))
-        EXPECT_TRUE(std::isnan(values[i])) << op << " " << i;
-      else
-        EXPECT_NEAR(values[i], want.data[i], 1e-5f * (1 + std::fabs(want.data[i]))) << op << " " << i;
+    expectCloseOrNan(downloadRaw<float>(got, 6), want.data, 1e-5f, op);
   }
   Buf<uint8_t> nan(DType::Bool, {2, 3});
   ASSERT_EQ(call("is_nan", {}, {u.ref()}, {nan.ref()}), "");
@@ -1247,12 +1252,7 @@ TEST(Cuda, SmallOpsMatchTheCpu) {
     Device got(32);
     e.out = got.p;
     ASSERT_EQ(cu::elementwise(e, nullptr), "");
-    const std::vector<float> values = downloadRaw<float>(got, 8);
-    for (size_t i = 0; i < 8; ++i)
-      if (std::isnan(want.data[i]))
-        EXPECT_TRUE(std::isnan(values[i])) << op << " " << i;
-      else
-        EXPECT_NEAR(values[i], want.data[i], 1e-6f * (1 + std::fabs(want.data[i]))) << op << " " << i;
+    expectCloseOrNan(downloadRaw<float>(got, 8), want.data, 1e-6f, op);
   }
   // mod of integers and floats with both signs, Python's (fmod 0) and C's (fmod 1); an integer
   // divisor of 0 gives 0.

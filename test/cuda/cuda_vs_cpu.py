@@ -378,22 +378,12 @@ def model_path(model, out):
     """models/MODEL.onnx, one made here in `out` (slice_views, small_cnn, small_ops, more_ops,
     norm_ops, qdq, product_ops, native_attention, native_attention_cache), the DeepSeek export in the cache
     (exported on first use, ~20 s), or a real model (fetched and exported on first use: minutes)."""
-    if model == "slice_views":
-        return slice_views_model(out)
-    if model == "small_cnn":
-        return small_cnn_model(out)
-    if model == "small_ops":
-        return small_ops_model(out)
-    if model == "more_ops":
-        return more_ops_model(out)
-    if model == "norm_ops":
-        return norm_ops_model(out)
-    if model == "qdq":
-        return qdq_model(out)
-    if model == "product_ops":
-        return product_ops_model(out)
-    if model.startswith("native_attention"):
-        return native_attention_model(out, cache=model.endswith("_cache"))
+    built = {"slice_views": slice_views_model, "small_cnn": small_cnn_model, "small_ops": small_ops_model,
+             "more_ops": more_ops_model, "norm_ops": norm_ops_model, "qdq": qdq_model,
+             "product_ops": product_ops_model, "native_attention": native_attention_model,
+             "native_attention_cache": lambda o: native_attention_model(o, cache=True)}
+    if model in built:
+        return built[model](out)
     if model in ("resnet50", "minilm", "smollm2"):
         sys.path.insert(0, os.path.join(ROOT, "models"))
         from real_models import fetched
