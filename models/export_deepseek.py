@@ -19,7 +19,9 @@ as in export_kv_models.py. The file goes to DIR/<hash of this script>/ (default
 import argparse
 import hashlib
 import os
+import shutil
 import sys
+import tempfile
 
 import onnx
 import torch
@@ -99,9 +101,14 @@ def main():
     work = os.path.join(args.cache, key)
     path = os.path.join(work, "tiny_deepseek_kv.onnx")
     if not os.path.exists(path):
-        os.makedirs(os.path.join(work, "export"), exist_ok=True)
-        tmp = export(os.path.join(work, "export", "tiny_deepseek_kv.onnx"))
-        os.replace(tmp, path)
+        # Each process exports into a directory of its own, then moves its file into place at once:
+        # tests running side by side (ctest -j) may all find the cache empty.
+        os.makedirs(work, exist_ok=True)
+        own = tempfile.mkdtemp(prefix="export-", dir=work)
+        try:
+            os.replace(export(os.path.join(own, "tiny_deepseek_kv.onnx")), path)
+        finally:
+            shutil.rmtree(own, ignore_errors=True)
     print("tiny_deepseek_kv", path)
 
 

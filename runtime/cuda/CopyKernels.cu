@@ -81,16 +81,14 @@ std::string rotary(Storage s, const RotaryArgs &a, void *stream) {
 namespace llmc::rt::cuda {
 namespace {
 
-// Piece `piece` of the batch; the blocks along x stride over its elements.
-template <typename E> __device__ void copyPiece(const StridedCopies &b, int piece) {
-  const StridedCopy &c = b.copy[piece];
-  const E *__restrict__ src = static_cast<const E *>(b.src[piece]);
-  E *__restrict__ dst = static_cast<E *>(b.dst[piece]);
+// Copy `c` from its source elements from `srcBase` on; the blocks along x stride over its elements.
+template <typename E>
+__device__ void copyStrided(const StridedCopy &c, int64_t srcBase, const E *__restrict__ src, E *__restrict__ dst) {
   int64_t n = 1;
   for (int k = 0; k < c.rank; ++k)
     n *= c.dims[k];
   for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += int64_t(gridDim.x) * blockDim.x) {
-    int64_t rest = e, s = c.srcBase, d = c.dstBase + (c.dstShift ? *c.dstShift * c.dstShiftStride : 0);
+    int64_t rest = e, s = srcBase, d = c.dstBase + (c.dstShift ? *c.dstShift * c.dstShiftStride : 0);
     for (int k = c.rank - 1; k >= 0; --k) {
       const int64_t i = rest % c.dims[k];
       rest /= c.dims[k];
@@ -99,6 +97,33 @@ template <typename E> __device__ void copyPiece(const StridedCopies &b, int piec
     }
     dst[d] = src[s];
   }
+}
+
+// Piece `piece` of the batch.
+template <typename E> __device__ void copyPiece(const StridedCopies &b, int piece) {
+  copyStrided<E>(b.copy[piece], b.copy[piece].srcBase, static_cast<const E *>(b.src[piece]), static_cast<E *>(b.dst[piece]));
+}
+
+// A slice from starts in device memory (SliceStarts): each thread works out where the slice
+// begins, then copies its elements.
+template <typename E>
+__global__ void slicedCopyKernel(const __grid_constant__ StridedCopy c, const __grid_constant__ SliceStarts s,
+                                 const E *__restrict__ src, E *__restrict__ dst, int *error) {
+  int64_t base = c.srcBase;
+  for (int i = 0; i < s.count; ++i) {
+    int64_t start = s.int32 ? static_cast<const int *>(s.values)[i] : static_cast<const long long *>(s.values)[i];
+    const int64_t dim = s.inDims[i], step = s.steps[i], n = c.dims[s.axes[i]];
+    if (start < 0)
+      start += dim;
+    start = start < 0 ? 0 : start > (step > 0 ? dim : dim - 1) ? (step > 0 ? dim : dim - 1) : start;
+    if (n > 0 && (start + (n - 1) * step < 0 || start + (n - 1) * step >= dim)) {
+      if (blockIdx.x == 0 && threadIdx.x == 0)
+        atomicExch(error, 1);
+      return;
+    }
+    base += start * s.inStrides[i];
+  }
+  copyStrided<E>(c, base, src, dst);
 }
 
 // Piece blockIdx.y. __grid_constant__ makes reading the pieces where the launch put them (not a
@@ -372,6 +397,25 @@ std::string stridedCopy(const void *src, void *dst, const StridedCopy &c, void *
   StridedCopies one;
   one.count = 1, one.src[0] = src, one.dst[0] = dst, one.copy[0] = c;
   return stridedCopies(one, stream);
+}
+
+std::string slicedCopy(const void *src, void *dst, const StridedCopy &c, const SliceStarts &s, int *error,
+                       void *stream) {
+  if (c.rank < 0 || c.rank > kMaxDims || s.count < 0 || s.count > c.rank)
+    return "slicedCopy: rank above " + std::to_string(kMaxDims) + " or more starts than axes";
+  for (int i = 0; i < s.count; ++i)
+    if (s.axes[i] < 0 || s.axes[i] >= c.rank || s.steps[i] == 0)
+      return "slicedCopy: an axis out of range or a step of 0";
+  const int64_t n = numelOf(c.rank, c.dims);
+  if (n == 0)
+    return {};
+  const bool known = byElementSize(c.elemBytes, [&](auto tag) {
+    using E = decltype(tag);
+    slicedCopyKernel<E><<<unsigned(blocksFor(n, kElementThreads)), kElementThreads, 0,
+                          static_cast<cudaStream_t>(stream)>>>(c, s, static_cast<const E *>(src), static_cast<E *>(dst),
+                                                               error);
+  });
+  return known ? launched("slicedCopy") : "slicedCopy: elements of " + std::to_string(c.elemBytes) + " bytes";
 }
 
 int elementwiseOp(const std::string &name) {

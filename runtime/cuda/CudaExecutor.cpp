@@ -522,7 +522,9 @@ std::string finishRun(void *state) {
     return cudaError("running the plan", e);
   if (ex.hostFlag[slot]) {
     cudaMemsetAsync(ex.errorFlag, 0, sizeof(int), ex.stream);
-    return "an index was out of range (a token id outside the vocabulary, or a position outside the rotary tables)";
+    return "an index was out of range (a token id outside the vocabulary, a position outside the rotary tables, a "
+           "gather's or scatter's index outside its data, or a slice whose start the device computed reading past "
+           "its input)";
   }
   return {};
 }

@@ -17,12 +17,14 @@ size_t storageBytes(Storage s);
 
 // add_rms_norm / add_layer_norm over the last axis of [rows, cols]: sum = x + residual (residual
 // may be null: plain rms_norm / layer_norm), out = norm(sum) * scale (+ bias). `sum` (nullable)
-// receives x + residual. scale and bias are [cols] in the same storage; bias may be null.
+// receives x + residual. scale and bias are [cols] in the same storage; bias may be null. A row is
+// staged in shared memory up to 12288 columns; a longer one is read again for each pass (its sum
+// from `sum` where given).
 std::string addNorm(Storage s, bool layerNorm, const void *x, const void *residual, const void *scale,
                     const void *bias, void *out, void *sum, int64_t rows, int64_t cols, float epsilon, void *stream);
 
 // Softmax over the last axis of [rows, cols]; with `log`, its logarithm (log_softmax: x - max -
-// log(sum of exp(x - max)), never through exp and log of a tiny value).
+// log(sum of exp(x - max)), never through exp and log of a tiny value). Rows as addNorm's.
 std::string softmax(Storage s, const void *x, void *y, int64_t rows, int64_t cols, void *stream, bool log = false);
 
 // An output at `base`, moved by *shift * shiftStride elements where `shift` (device memory) is
@@ -74,7 +76,8 @@ struct HeadStrides {
 // keeping where non-zero: an attention_mask input, see llmc-raise-attention-mask), causal
 // hiding of keys after i + Sk - Sq, softmax, weighted sum of values into out [B, Sq, Hq * Dv]. With
 // cos/sin ([B or 1, Sq, D] in the storage type, `tablesPerBatch`) q is rotated (rotate-half), and k too with `rotateKeys`
-// (then Sk == Sq). A fully masked row is zeros. One block per query row; Sk at most 12288.
+// (then Sk == Sq). A fully masked row is zeros. One block per query row, which takes its keys 4096
+// at a time (an online softmax: any Sk); head sizes at most 12288.
 struct AttentionArgs {
   const void *q, *k, *v;
   HeadStrides qs, ks, vs;
@@ -143,6 +146,39 @@ void flashAttentionSetup(size_t sharedLimit);
 bool flashAttentionFits(Storage s, int64_t D, int64_t Dv, size_t sharedLimit);
 int flashAttentionSplits(const AttentionArgs &a, int sms, size_t workspaceBytes);
 std::string flashAttention(Storage s, const AttentionArgs &a, void *stream, int splits = 1, void *workspace = nullptr);
+
+// ONNX Attention as the CPU's `attention` kernel computes it (kernels/Attention.cpp): the
+// llmc.attention that llmc-raise-attention leaves (a softcap, a sliding window, nonpad_kv_seqlen,
+// its scores read). First the present keys and values [B, Hkv, past + Skv, D or Dv]: the past
+// ([B, Hkv, past, ...], where given), then the new ones (read through ks, vs). Then per (b, h,
+// query i), over those T = past + Skv keys: scores times scale, the softcap (c * tanh(s / c)), the
+// bias (the mask, [B, Hq, Sq, maskKeys] broadcast through maskStrides, keys from maskKeys on
+// hidden; causal hiding after i + offset; the window's keys further than leftWindow before or
+// rightWindow after i + offset; keys from nonpad[b] on), softmax, weighted sum of the values into
+// out (through outs). offset is past where there is a past, nonpad[b] - Sq where nonpad is given,
+// else 0. scores [B, Hq, Sq, T], where given: the scores (scoresMode 0 or 1), with the bias
+// (2), or after the softmax (3). A fully masked row is zeros. One block per query row, keys 4096 at
+// a time (correct first, not fast: the probabilities of mode 3 take a second pass over the keys);
+// any T, head sizes at most 12288.
+struct OnnxAttentionArgs {
+  const void *q, *k, *v;
+  HeadStrides qs, ks, vs;
+  const void *pastK = nullptr, *pastV = nullptr; // null: no past
+  int64_t B, Hq, Hkv, Sq, Skv, past = 0, D, Dv;
+  void *presentK, *presentV, *out;
+  HeadStrides outs;
+  void *scores = nullptr;
+  int scoresMode = 0;
+  float scale, softcap = 0.0f;
+  bool causal = false;
+  int64_t leftWindow = -1, rightWindow = -1; // -1: no bound on that side
+  const void *mask = nullptr;
+  AttentionArgs::Mask maskType = AttentionArgs::Mask::Additive;
+  int64_t maskStrides[4] = {}, maskKeys = 0;
+  const void *nonpad = nullptr; // B integers, int64 or (nonpad32) int32
+  bool nonpad32 = false;
+};
+std::string onnxAttention(Storage s, const OnnxAttentionArgs &a, void *stream);
 
 // The epilogue of a linear that cuBLASLt has no exact epilogue for: from y [M, N] (or [M, 2N]
 // with `swiglu`, bias already added), out = act(y) (silu(y[:, :N]) * y[:, N:] with swiglu),
@@ -267,6 +303,21 @@ struct StridedCopy {
 };
 std::string stridedCopy(const void *src, void *dst, const StridedCopy &c, void *stream);
 
+// A slice whose starts the device computed: `values`, `count` int64 (int32 with `int32`), one per
+// axis axes[i]. slicedCopy copies as stridedCopy does with `c` (the output's dims, the input's
+// strides times the steps), its source moved by each start, wrapped when negative and clamped as
+// ONNX Slice does (to [0, dim], or [0, dim - 1] with a negative step; dim = inDims[i]), times
+// inStrides[i]. A slice that would read outside the input copies nothing and sets *error.
+struct SliceStarts {
+  const void *values = nullptr;
+  bool int32 = false;
+  int count = 0;
+  int axes[kMaxDims] = {};
+  int64_t inDims[kMaxDims] = {}, inStrides[kMaxDims] = {}, steps[kMaxDims] = {};
+};
+std::string slicedCopy(const void *src, void *dst, const StridedCopy &c, const SliceStarts &s, int *error,
+                       void *stream);
+
 // dst [n, cols, rows] = src [n, rows, cols] with each matrix transposed, elements of 2 or 4 bytes,
 // through tiles of 32 x 32 in shared memory so that both the reads and the writes go along rows
 // (a strided copy's would go across one of them): a convolution's GEMM rows to NCHW, a 1x1
@@ -306,10 +357,11 @@ std::string gemmArgsOf(const int64_t *aDims, const int64_t *bDims, bool transA, 
 // B [K, 1]; C's shape leaves those out), or why they do not multiply.
 std::string matmulArgsOf(int aRank, const int64_t *aDims, int bRank, const int64_t *bDims, MatmulArgs &m);
 
-// einsum of up to kMaxEinsumOperands float operands (Einsum.cu), its loops as einsumLoops gives
-// them (kernels/Einsum.h): labels [0, outLabels) are the output's (row-major), the rest summed
-// (`summed` index tuples); strides[k][l] operand k's element stride along label l.
-constexpr int kMaxEinsumOperands = 3, kMaxEinsumLabels = 16;
+// einsum of up to kMaxEinsumOperands operands of DType number `type` (f32, f16, bf16, int32 or
+// int64; Einsum.cu), its loops as einsumLoops gives them (kernels/Einsum.h): labels [0, outLabels)
+// are the output's (row-major), the rest summed (`summed` index tuples); strides[k][l] operand k's
+// element stride along label l.
+constexpr int kMaxEinsumOperands = 8, kMaxEinsumLabels = 16;
 struct EinsumArgs {
   int operands = 0, labels = 0, outLabels = 0;
   const void *in[kMaxEinsumOperands] = {};
@@ -317,7 +369,7 @@ struct EinsumArgs {
   int64_t strides[kMaxEinsumOperands][kMaxEinsumLabels] = {};
   int64_t outCount = 0, summed = 1;
 };
-std::string einsum(Storage s, const EinsumArgs &a, void *out, void *stream);
+std::string einsum(int type, const EinsumArgs &a, void *out, void *stream);
 
 // Up to kMaxCopies strided copies of one element size in one launch: the pieces of a split or a
 // concat (piece i copies copy[i] from src[i] to dst[i]).
@@ -419,9 +471,10 @@ std::string scatterElements(void *out, const void *indices, const void *updates,
 
 // --- reductions, convolution, pooling, padding ------------------------------------------------
 
-// Reduces the input [dims] over the dimensions with reduced[d] into out (kept dims in order).
+// Reduces the input [dims] over the dimensions with reduced[d] into out (kept dims in order), of
+// DType number `type` (f32, f16, bf16: in f64; int32, int64: in int64, as the CPU kernel).
 // kind: "sum", "mean", "max", "min", "l2", "sum_square", "prod".
-std::string reduce(Storage s, const std::string &kind, const void *in, void *out, int rank, const int64_t *dims,
+std::string reduce(int type, const std::string &kind, const void *in, void *out, int rank, const int64_t *dims,
                    const bool *reduced, void *stream);
 
 // group_norm, instance_norm and layer_norm_stats (GroupNorm.cu): x is `rows` groups of rowLen
@@ -439,14 +492,16 @@ std::string batchNorm(Storage s, const void *x, void *y, const void *scale, cons
                       const void *var, int64_t n, int64_t channels, int64_t inner, float eps, void *stream);
 
 // arg_max (`max`) or arg_min of in [outer, n, inner] along n: out [outer, inner] int64, ties to the
-// first index, or to the last with `last` (select_last_index), as the CPU kernel compares.
-std::string argReduce(Storage s, bool max, const void *in, int64_t *out, int64_t outer, int64_t n, int64_t inner,
+// first index, or to the last with `last` (select_last_index), as the CPU kernel compares; of DType
+// number `type` (f32, f16, bf16, int32, int64).
+std::string argReduce(int type, bool max, const void *in, int64_t *out, int64_t outer, int64_t n, int64_t inner,
                       bool last, void *stream);
 
 // top_k of x [outer, n, inner] along n: the k largest (smallest with !largest) elements of each
 // line into values [outer, k, inner] and their positions into indices, sorted, equal values in
-// index order (as the CPU's stable sort); a NaN counts as the largest value. (TopK.cu)
-std::string topK(Storage s, const void *x, void *values, int64_t *indices, int64_t outer, int64_t n, int64_t inner,
+// index order (as the CPU's stable sort); a NaN counts as the largest value. Elements of DType
+// number `type`: f32, f16, bf16 (compared as f32), int32 or int64 (compared exactly). (TopK.cu)
+std::string topK(int type, const void *x, void *values, int64_t *indices, int64_t outer, int64_t n, int64_t inner,
                  int64_t k, bool largest, void *stream);
 
 // A convolution or pooling window over 1 to 3 spatial dimensions (NC + spatial layout).
@@ -493,9 +548,10 @@ struct LatentMask {
 // latent_attention (DeepSeek MLA, see the op): q [B, H, Sq, nope + rope] (or [.., latent + rope]
 // without w_uk), cache [Sk, B, latent + rope], w_uk [H, nope, latent] and w_uv [H, latent, v]
 // (either null when multiplied into a projection), the mask, out [B, H, Sq, v] (latent without
-// w_uv). Absorbed form, one block per query row,
-// whose shared memory (latentAttentionSharedBytes, at most kMaxLatentAttentionShared) holds the
-// Sk scores. With `skOnDevice` the key count is read there, Sk being its upper bound.
+// w_uv). Absorbed form, one block per query row, whose shared memory (latentAttentionSharedBytes,
+// at most kMaxLatentAttentionShared) holds the query and output in the latent space and a chunk
+// of the scores (attendRow: the keys 4096 at a time, so that any Sk fits since session 20). With
+// `skOnDevice` the key count is read there, Sk being its upper bound.
 // latentAttentionSetup lets the kernel use kMaxLatentAttentionShared bytes (call it once, outside
 // any graph capture: it sets a function attribute); without it, 48 KiB.
 constexpr size_t kMaxLatentAttentionShared = 96 * 1024;

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <string>
+#include <type_traits>
 
 #ifndef LLMC_CUDA_EMULATION
 #include <cuda/atomic>
@@ -22,6 +23,7 @@ namespace {
 
 constexpr int kRowThreads = 256;     // a block per row
 constexpr int kElementThreads = 256; // a thread per element
+constexpr int64_t kMaxRowCols = 12 * 1024; // a row kernel's row, staged in 48 KiB of shared memory
 
 template <typename T> __device__ __forceinline__ float toF(T x);
 template <> __device__ __forceinline__ float toF<float>(float x) { return x; }
@@ -82,17 +84,29 @@ template <typename T> __device__ __forceinline__ void widen(const uint4 &raw, La
   }
 }
 
-// An attention score after the mask of `a` (element `at`, from its maskStrides): bool bytes or
-// int64 values keep it (non-zero) or hide it, anything else is added in the storage type.
-template <typename T> __device__ __forceinline__ float masked(const AttentionArgs &a, float score, int64_t at) {
-  if (!a.mask)
-    return score;
-  switch (a.maskType) {
-  case AttentionArgs::Mask::Bool: return static_cast<const uint8_t *>(a.mask)[at] ? score : -INFINITY;
-  case AttentionArgs::Mask::Int64: return static_cast<const int64_t *>(a.mask)[at] ? score : -INFINITY;
+// What a kernel that compares elements compares (top_k, arg reductions): floats as f32, integers
+// exactly, as int64.
+template <typename T> __device__ __forceinline__ auto comparable(T x) {
+  if constexpr (std::is_integral_v<T>)
+    return static_cast<long long>(x);
+  else
+    return toF(x);
+}
+
+// An attention score after element `at` of a mask: bool bytes or int64 values keep it (non-zero)
+// or hide it, anything else is added in the storage type. masked: after the mask of `a`, if any
+// (`at` from its maskStrides).
+template <typename T>
+__device__ __forceinline__ float maskedBy(const void *mask, AttentionArgs::Mask type, float score, int64_t at) {
+  switch (type) {
+  case AttentionArgs::Mask::Bool: return static_cast<const uint8_t *>(mask)[at] ? score : -INFINITY;
+  case AttentionArgs::Mask::Int64: return static_cast<const int64_t *>(mask)[at] ? score : -INFINITY;
   case AttentionArgs::Mask::Additive: break;
   }
-  return score + toF(static_cast<const T *>(a.mask)[at]);
+  return score + toF(static_cast<const T *>(mask)[at]);
+}
+template <typename T> __device__ __forceinline__ float masked(const AttentionArgs &a, float score, int64_t at) {
+  return a.mask ? maskedBy<T>(a.mask, a.maskType, score, at) : score;
 }
 
 // A linear's activation (Activation.h), as the CPU linear computes it.
@@ -214,6 +228,48 @@ __device__ inline float blockExpScores(float *p, int64_t n, float *best) {
   }
   *best = m;
   return blockReduce<false>(acc);
+}
+
+// One query row's attention over `keys` keys by a block, a chunk of kAttendChunk keys at a time
+// with an online softmax, so that any number of keys fits: score(j) is key j's score with its
+// bias (-inf: hidden), value(j, dv) element dv of its value. `chunk` (kAttendChunk floats) and
+// `acc` (Dv floats) are shared memory. Leaves in acc the sum of exp(score - max) * value over
+// the keys and returns the sum of exp(score - max) (0 when every key is hidden: acc is 0 then),
+// `*best` the max; every thread must call it, and may read acc right after.
+constexpr int64_t kAttendChunk = 4096;
+template <typename Score, typename Value>
+__device__ float attendRow(int64_t keys, int64_t Dv, float *chunk, float *acc, float *best, Score score,
+                           Value value) {
+  for (int64_t dv = threadIdx.x; dv < Dv; dv += blockDim.x)
+    acc[dv] = 0.0f;
+  float m = -INFINITY, total = 0.0f;
+  for (int64_t c0 = 0; c0 < keys; c0 += kAttendChunk) {
+    const int64_t n = keys - c0 < kAttendChunk ? keys - c0 : kAttendChunk;
+    float chunkMax = -INFINITY;
+    for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
+      chunk[j] = score(c0 + j);
+      chunkMax = fmaxf(chunkMax, chunk[j]);
+    }
+    const float next = fmaxf(m, blockReduce<true>(chunkMax));
+    float sum = 0.0f;
+    for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
+      chunk[j] = next == -INFINITY ? 0.0f : __expf(chunk[j] - next);
+      sum += chunk[j];
+    }
+    // (blockReduce's barriers also make the chunk's weights visible to every thread)
+    const float rescale = m == -INFINITY ? 0.0f : __expf(m - next);
+    total = total * rescale + blockReduce<false>(sum);
+    m = next;
+    for (int64_t dv = threadIdx.x; dv < Dv; dv += blockDim.x) {
+      float o = acc[dv] * rescale;
+      for (int64_t j = 0; j < n; ++j)
+        o += chunk[j] * value(c0 + j, dv);
+      acc[dv] = o;
+    }
+    __syncthreads(); // before the next chunk's scores overwrite these, and acc is read
+  }
+  *best = m;
+  return total;
 }
 
 // Programmatic dependent launch (compute capability 9.0 and newer; nothing on older GPUs and in
@@ -398,6 +454,19 @@ template <typename F> void dispatch(Storage s, F &&f) {
   case Storage::F32: f(float{}); break;
   case Storage::F16: f(__half{}); break;
   case Storage::BF16: f(__nv_bfloat16{}); break;
+  }
+}
+
+// Runs `f(T{})` with T the type of DType number `type` among those the kernels of floats and
+// integers take (f32, f16, bf16, int32, int64); false for any other type.
+template <typename F> bool dispatchNumeric(int type, F &&f) {
+  switch (type) {
+  case F32: f(float{}); return true;
+  case F16: f(__half{}); return true;
+  case BF16: f(__nv_bfloat16{}); return true;
+  case I32: f(int32_t{}); return true;
+  case I64: f(static_cast<long long>(0)); return true;
+  default: return false;
   }
 }
 

@@ -1,16 +1,26 @@
-// einsum (ONNX Einsum) of up to three float operands: a thread per output element, which walks
-// the summed labels' index tuples and multiplies the operands' elements (f32 accumulation). The
-// loops come from the CPU kernel's einsumLoops (kernels/Einsum.h). Correct first: an einsum that
-// is a batched matrix product runs as a loop, not on tiles.
+// einsum (ONNX Einsum) of up to kMaxEinsumOperands float or integer operands: a thread per output
+// element, which walks the summed labels' index tuples and multiplies the operands' elements (f32
+// accumulation for floats, int64 for integers). The loops come from the CPU kernel's einsumLoops
+// (kernels/Einsum.h). Correct first: an einsum that is a batched matrix product runs as a loop,
+// not on tiles.
 #include "CudaKernels.h"
 #include "DeviceUtil.cuh"
 
 #include <cstdint>
+#include <type_traits>
 
 namespace llmc::rt::cuda {
 namespace {
 
-template <typename T> __global__ void einsumKernel(EinsumArgs a, T *__restrict__ out) {
+template <typename Acc, typename T> __device__ __forceinline__ Acc valueOf(T x) {
+  if constexpr (std::is_integral_v<T>)
+    return Acc(x);
+  else
+    return toF(x);
+}
+
+template <typename T> __global__ void einsumKernel(const __grid_constant__ EinsumArgs a, T *__restrict__ out) {
+  using Acc = std::conditional_t<std::is_integral_v<T>, long long, float>;
   for (int64_t o = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; o < a.outCount;
        o += int64_t(gridDim.x) * blockDim.x) {
     int64_t base[kMaxEinsumOperands] = {};
@@ -21,7 +31,7 @@ template <typename T> __global__ void einsumKernel(EinsumArgs a, T *__restrict__
       for (int k = 0; k < a.operands; ++k)
         base[k] += i * a.strides[k][l];
     }
-    float acc = 0.0f;
+    Acc acc = 0;
     for (int64_t j = 0; j < a.summed; ++j) {
       int64_t at[kMaxEinsumOperands];
       for (int k = 0; k < a.operands; ++k)
@@ -33,28 +43,33 @@ template <typename T> __global__ void einsumKernel(EinsumArgs a, T *__restrict__
         for (int k = 0; k < a.operands; ++k)
           at[k] += i * a.strides[k][l];
       }
-      float product = 1.0f;
+      Acc product = 1;
       for (int k = 0; k < a.operands; ++k)
-        product *= toF(static_cast<const T *>(a.in[k])[at[k]]);
+        product *= valueOf<Acc>(static_cast<const T *>(a.in[k])[at[k]]);
       acc += product;
     }
-    out[o] = fromF<T>(acc);
+    if constexpr (std::is_integral_v<T>)
+      out[o] = T(acc);
+    else
+      out[o] = fromF<T>(acc);
   }
 }
 
 } // namespace
 
-std::string einsum(Storage st, const EinsumArgs &a, void *out, void *stream) {
+std::string einsum(int type, const EinsumArgs &a, void *out, void *stream) {
   if (a.operands < 1 || a.operands > kMaxEinsumOperands || a.labels > kMaxEinsumLabels || a.outLabels > a.labels)
     return "einsum: at most " + std::to_string(kMaxEinsumOperands) + " operands and " +
            std::to_string(kMaxEinsumLabels) + " labels";
   if (a.outCount == 0)
     return {};
-  dispatch(st, [&](auto tag) {
+  auto launch = [&](auto tag) {
     using T = decltype(tag);
     einsumKernel<T><<<unsigned(blocksFor(a.outCount, kElementThreads)), kElementThreads, 0,
                       static_cast<cudaStream_t>(stream)>>>(a, static_cast<T *>(out));
-  });
+  };
+  if (!dispatchNumeric(type, launch))
+    return "einsum: supports f32, f16, bf16, int32 and int64 operands";
   return launched("einsum");
 }
 

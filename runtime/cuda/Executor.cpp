@@ -76,6 +76,11 @@ int64_t rowsBefore(const Shape &s, int axis) {
   return n;
 }
 
+int numericTypeOf(const Executor &ex, int v) {
+  const DType d = v < 0 ? DType::None : onDevice(ex.plan->values[size_t(v)]);
+  return d == DType::F32 || d == DType::F16 || d == DType::BF16 || d == DType::I32 || d == DType::I64 ? int(d) : 0;
+}
+
 int indexTypeOf(const Executor &ex, int v) {
   const DType d = v < 0 ? DType::None : ex.plan->values[size_t(v)].dtype;
   return d == DType::I64 ? 8 : d == DType::I32 ? 4 : 0;

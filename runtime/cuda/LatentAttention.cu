@@ -1,6 +1,6 @@
 // DeepSeek's multi-head latent attention over the latent cache on the CUDA executor (see
 // CudaKernels.h): one block per query row, its keys and values taken up from the latent by the
-// absorbed weights.
+// absorbed weights, the cache's rows a chunk at a time (attendRow).
 #include "CudaKernels.h"
 #include "DeviceUtil.cuh"
 
@@ -24,12 +24,12 @@ struct LatentArgs {
 };
 
 template <typename T> __global__ void latentAttentionKernel(LatentArgs a) {
-  extern __shared__ float smem[]; // query in the latent space (latent + rope), Sk scores, latent output
+  extern __shared__ float smem[]; // query in the latent space (latent + rope), a chunk of scores, latent output
   const int64_t width = a.latent + a.rope;
   const T *cache = static_cast<const T *>(a.cache), *wuk = static_cast<const T *>(a.wuk),
           *wuv = static_cast<const T *>(a.wuv);
   T *out = static_cast<T *>(a.out);
-  float *ql = smem, *p = smem + width, *ol = p + a.Sk;
+  float *ql = smem, *chunk = smem + width, *ol = chunk + (a.Sk < kAttendChunk ? a.Sk : kAttendChunk);
   int64_t Sk = a.Sk;
   if (a.skOnDevice && *a.skOnDevice < Sk)
     Sk = *a.skOnDevice;
@@ -47,36 +47,30 @@ template <typename T> __global__ void latentAttentionKernel(LatentArgs a) {
     }
   }
   __syncthreads();
-  for (int64_t t = threadIdx.x; t < Sk; t += blockDim.x) {
+  auto score = [&](int64_t t) {
     const T *c = cache + (t * a.B + b) * width;
     float dot = 0.0f;
     for (int64_t l = 0; l < width; ++l)
       dot += ql[l] * toF(c[l]);
-    float score = dot * a.scale;
+    float s = dot * a.scale;
     const LatentMask &m = a.mask;
     if (m.data) {
       const int64_t batchStride = m.rowPerBatch ? Sk : m.strides[0];
       const int64_t at = b * batchStride + h * m.strides[1] + i * m.strides[2] + t * m.strides[3];
       switch (m.type) {
-      case AttentionArgs::Mask::Additive: score += toF(static_cast<const T *>(m.data)[at]); break;
-      case AttentionArgs::Mask::Bool: score = static_cast<const uint8_t *>(m.data)[at] ? score : -INFINITY; break;
-      case AttentionArgs::Mask::Int64: score = static_cast<const int64_t *>(m.data)[at] ? score : -INFINITY; break;
+      case AttentionArgs::Mask::Additive: s += toF(static_cast<const T *>(m.data)[at]); break;
+      case AttentionArgs::Mask::Bool: s = static_cast<const uint8_t *>(m.data)[at] ? s : -INFINITY; break;
+      case AttentionArgs::Mask::Int64: s = static_cast<const int64_t *>(m.data)[at] ? s : -INFINITY; break;
       }
     }
-    if (m.causal && t > i + (Sk - a.Sq)) // Sk: this run's key count
-      score = -INFINITY;
-    p[t] = score;
-  }
-  __syncthreads();
+    return m.causal && t > i + (Sk - a.Sq) ? -INFINITY : s; // Sk: this run's key count
+  };
+  auto value = [&](int64_t t, int64_t l) { return toF(cache[(t * a.B + b) * width + l]); };
   float best;
-  const float total = blockExpScores(p, Sk, &best);
+  const float total = attendRow(Sk, a.latent, chunk, ol, &best, score, value);
   const float inv = total > 0.0f ? 1.0f / total : 0.0f;
-  for (int64_t l = threadIdx.x; l < a.latent; l += blockDim.x) {
-    float o = 0.0f;
-    for (int64_t t = 0; t < Sk; ++t)
-      o += p[t] * toF(cache[(t * a.B + b) * width + l]);
-    ol[l] = o * inv;
-  }
+  for (int64_t l = threadIdx.x; l < a.latent; l += blockDim.x)
+    ol[l] *= inv;
   __syncthreads();
   if (!wuv) {
     for (int64_t l = threadIdx.x; l < a.latent; l += blockDim.x)
@@ -102,7 +96,7 @@ void latentAttentionSetup() {
 }
 
 size_t latentAttentionSharedBytes(int64_t latent, int64_t rope, int64_t Sk) {
-  return size_t(latent + rope + Sk + latent) * sizeof(float);
+  return size_t(latent + rope + std::min(Sk, kAttendChunk) + latent) * sizeof(float);
 }
 
 std::string latentAttention(Storage st, const void *q, const void *cache, const void *wuk, const void *wuv,

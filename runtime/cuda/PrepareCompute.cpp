@@ -1,4 +1,4 @@
-// The CUDA executor's norms, linears, rotary, attention and fused regions, prepared (PrepareOps.h).
+// The CUDA executor's norms, linears, rotary and fused regions, prepared (PrepareOps.h).
 #include "PrepareOps.h"
 #include "Einsum.h"
 #include "FusedElementwiseCuda.h"
@@ -330,19 +330,20 @@ std::string prepareMatmul(Executor &ex, const PlanOp &op, PreparedOp &out) {
 
 // einsum: the equation parsed once, its loops for this run's shapes (as the CPU kernel's).
 std::string prepareEinsum(Executor &ex, const PlanOp &op, PreparedOp &out) {
-  Storage st;
-  if (std::string err = floatStorage(ex, op, st); !err.empty())
-    return err;
-  if (op.inputs.empty() || op.inputs.size() > size_t(kMaxEinsumOperands) ||
-      !isFloat(ex.plan->values[size_t(op.outputs[0])]))
-    return "supports 1 to " + std::to_string(kMaxEinsumOperands) + " float operands";
+  const int type = numericTypeOf(ex, op.outputs[0]);
+  bool sameType = type != 0;
+  for (int i : op.inputs)
+    sameType = sameType && numericTypeOf(ex, i) == type;
+  if (op.inputs.empty() || op.inputs.size() > size_t(kMaxEinsumOperands) || !sameType)
+    return "supports 1 to " + std::to_string(kMaxEinsumOperands) +
+           " operands of one type (f32, f16, bf16, int32 or int64) as its result";
   std::vector<int> ranks;
   for (int i : op.inputs)
     ranks.push_back(i < 0 ? -1 : ex.plan->values[size_t(i)].shape.rank);
   EinsumSpec spec;
   if (std::string err = parseEinsum(std::string(op.attrs.getString("equation")), ranks, spec); !err.empty())
     return err;
-  out.launch = [&op, st, spec](Executor &e, const std::vector<TensorRef> &t) -> std::string {
+  out.launch = [&op, type, spec](Executor &e, const std::vector<TensorRef> &t) -> std::string {
     std::vector<std::vector<int64_t>> dims;
     for (int i : op.inputs)
       dims.emplace_back(t[size_t(i)].shape.dims, t[size_t(i)].shape.dims + t[size_t(i)].shape.rank);
@@ -363,7 +364,7 @@ std::string prepareEinsum(Executor &ex, const PlanOp &op, PreparedOp &out) {
       for (int l = 0; l < a.labels; ++l)
         a.strides[k][l] = loops.strides[size_t(k)][size_t(l)];
     }
-    return einsum(st, a, e.at(op.outputs[0]), e.stream);
+    return einsum(type, a, e.at(op.outputs[0]), e.stream);
   };
   return {};
 }
@@ -456,199 +457,6 @@ std::string prepareRotary(Executor &ex, const PlanOp &op, PreparedOp &out, int i
   return {};
 }
 
-namespace {
-
-// Strides of s, right-aligned to 4 dimensions: 0 where a dimension is 1 (it broadcasts, or its
-// only index is 0), so that a mask [1, 1, 1, Sk] has the same strides for every Sk.
-void broadcastStrides4(const Shape &s, int64_t out[4]) {
-  int64_t stride = 1;
-  for (int d = 3; d >= 0; --d) {
-    const int sd = s.rank - (4 - d);
-    const int64_t dim = sd >= 0 ? s.dims[sd] : 1;
-    out[d] = dim == 1 ? 0 : stride;
-    stride *= dim;
-  }
-}
-
-// An attention's mask `m` against its scores [B, H, Sq, Sk]: its strides and how it is read, or
-// why it cannot be. Read where it is: an attention_mask input (llmc-raise-attention-mask) is as
-// long as the keys only if the caller made it so.
-std::string maskLayout(const TensorRef &m, const int64_t scores[4], int64_t strides[4], AttentionArgs::Mask &type) {
-  if (m.shape.rank > 4 || (m.dtype != DType::F32 && m.dtype != DType::F16 && m.dtype != DType::Bool && m.dtype != DType::I64))
-    return "the mask must be float, bool or i64 of rank at most 4";
-  for (int d = 0; d < m.shape.rank; ++d)
-    if (const int64_t dim = m.shape.dims[d], full = scores[d + 4 - m.shape.rank]; dim != 1 && dim != full)
-      return "the mask " + m.shape.str() + " does not broadcast to [" + std::to_string(scores[0]) + ", " +
-             std::to_string(scores[1]) + ", " + std::to_string(scores[2]) + ", " + std::to_string(scores[3]) + "]";
-  broadcastStrides4(m.shape, strides);
-  type = m.dtype == DType::Bool  ? AttentionArgs::Mask::Bool
-         : m.dtype == DType::I64 ? AttentionArgs::Mask::Int64
-                                 : AttentionArgs::Mask::Additive;
-  return {};
-}
-
-// Whether the mask operand `input` of an attention op, if present, varies along its Sk keys alone
-// (every other dimension 1), or is a row of Sk keys per sequence ([B, 1, 1, Sk]: a batch's
-// attention_mask, see llmc-raise-attention-mask): then the kernels can work out its strides from
-// the key count (maskRowPerBatch).
-// The shape of an attention op's mask operand `input` in this run, or null when it has none.
-const Shape *maskShape(const PlanOp &op, const std::vector<TensorRef> &t, size_t input) {
-  if (op.inputs.size() <= input || op.inputs[input] < 0 || t[size_t(op.inputs[input])].numel() == 0)
-    return nullptr;
-  return &t[size_t(op.inputs[input])].shape;
-}
-
-bool maskFollowsKeys(const PlanOp &op, const std::vector<TensorRef> &t, size_t input, int64_t Sk) {
-  const Shape *m = maskShape(op, t, input);
-  if (!m)
-    return true;
-  for (int d = m->rank == 4 ? 1 : 0; d + 1 < m->rank; ++d)
-    if (m->dims[d] != 1)
-      return false;
-  return m->rank > 0 && m->dims[m->rank - 1] == Sk;
-}
-
-// A mask of one row of keys per sequence ([B > 1, 1, 1, Sk]), whose batch stride is the key count.
-bool maskRowPerBatch(const PlanOp &op, const std::vector<TensorRef> &t, size_t input) {
-  const Shape *m = maskShape(op, t, input);
-  return m && m->rank == 4 && m->dims[0] > 1;
-}
-
-// The key count of a fused_attention run that the decode kernel can read from the length table
-// (one query; keys and values in the cache layout [Sk, B, Hkv * D], whose strides do not
-// involve Sk; a mask, if any, along the keys alone or a row per sequence; the kernel's limits at the
-// largest Sk, `skBound`, the partial results within the attention workspace), or -1.
-int64_t decodeKeyCount(const PlanOp &op, const std::vector<TensorRef> &t, int64_t skBound) {
-  const TensorRef &q = t[size_t(op.inputs[0])];
-  const int64_t Hq = op.attrs.getInt("q_num_heads", 0), Hkv = op.attrs.getInt("kv_num_heads", 0);
-  if (op.attrs.getInt("packed_qkv", 0) || !op.attrs.getInt("kv_time_major", 0) || q.shape.rank != 3 ||
-      q.shape.dims[1] != 1 || Hq <= 0 || Hkv <= 0 || op.inputs.size() < 3)
-    return -1;
-  const TensorRef &k = t[size_t(op.inputs[1])], &v = t[size_t(op.inputs[2])];
-  const int64_t D = q.shape.dims[2] / Hq, Sk = k.shape.dims[0];
-  const bool rotary = op.inputs.size() > 4 && op.inputs[4] >= 0 && t[size_t(op.inputs[4])].numel() > 0;
-  if (k.shape.rank != 3 || v.shape.rank != 3 || Hq % Hkv || D > kMaxDecodeHeadDim || (rotary && D % 2) || Sk > skBound ||
-      decodeAttentionWorkspaceBytes(q.shape.dims[0], Hq, v.shape.dims[2] / Hkv, decodeAttentionSplits(skBound)) >
-          kGemmWorkspace)
-    return -1;
-  return maskFollowsKeys(op, t, 3, Sk) ? Sk : -1;
-}
-
-// The key count of a latent_attention run that its kernel can read from the length table (a
-// mask, if any, along the keys alone or a row per sequence; the scores of the longest cache, `skBound`, within
-// the kernel's shared memory), or -1.
-int64_t latentKeyCount(const PlanOp &op, const std::vector<TensorRef> &t, int64_t skBound) {
-  const Shape &cache = t[size_t(op.inputs[1])].shape;
-  if (cache.rank != 3 || cache.dims[0] > skBound ||
-      latentAttentionSharedBytes(cache.dims[2] - op.attrs.getInt("rope_dim", 0), op.attrs.getInt("rope_dim", 0), skBound) >
-          kMaxLatentAttentionShared)
-    return -1;
-  return maskFollowsKeys(op, t, 4, cache.dims[0]) ? cache.dims[0] : -1;
-}
-
-} // namespace
-
-std::string prepareAttention(Executor &ex, const PlanOp &op, PreparedOp &out, int index) {
-  for (int i : {0, 1, 2, 4, 5})
-    if (op.inputs.size() > size_t(i) && op.inputs[size_t(i)] >= 0 && ex.plan->values[size_t(op.inputs[size_t(i)])].shape.numel() &&
-        !isFloat(ex.plan->values[size_t(op.inputs[size_t(i)])]))
-      return "needs float q, k, v and rotary tables";
-  Storage st;
-  if (std::string err = floatStorage(ex, op, st); !err.empty())
-    return err;
-  const size_t elem = storageBytes(st);
-  const PlanValue &q = ex.plan->values[size_t(op.inputs[0])];
-  // Prompts of a 16-bit plan run on tensor cores when the head sizes allow (checked per run: the
-  // sizes follow from the shapes); everything else on the plain kernel.
-  const bool flash = !ex.dry && st != Storage::F32 && q.shape.rank == 3;
-  // A decode step over a cache reads its key count from the length table (LengthFreeGraph.h).
-  const int64_t skBound = op.inputs.size() > 1 && op.inputs[1] >= 0 ? dimBound(ex, op.inputs[1], 0) : 0;
-  out.lengthSlot = ex.lengthSlots++;
-  out.length = [&op, skBound](const std::vector<TensorRef> &t) { return decodeKeyCount(op, t, skBound); };
-  out.launch = [&op, st, elem, flash, skBound, index,
-                slot = out.lengthSlot](Executor &e, const std::vector<TensorRef> &t) -> std::string {
-    auto has = [&](size_t i) { return op.inputs.size() > i && op.inputs[i] >= 0 && t[size_t(op.inputs[i])].numel() > 0; };
-    const bool packed = op.attrs.getInt("packed_qkv", 0) != 0, timeMajor = op.attrs.getInt("kv_time_major", 0) != 0;
-    const TensorRef &q = t[size_t(op.inputs[0])];
-    AttentionArgs a;
-    a.Hq = op.attrs.getInt("q_num_heads", 0), a.Hkv = op.attrs.getInt("kv_num_heads", 0);
-    if (q.shape.rank != 3 || a.Hq <= 0 || a.Hkv <= 0)
-      return std::string("q must be [batch, seq, heads * head]");
-    a.B = q.shape.dims[0], a.Sq = q.shape.dims[1];
-    const char *base = static_cast<const char *>(e.at(op.inputs[0]));
-    if (packed) {
-      const int64_t width = q.shape.dims[2];
-      a.D = a.Dv = width / (a.Hq + 2 * a.Hkv);
-      a.Sk = a.Sq;
-      a.qs = a.ks = a.vs = {a.Sq * width, width, a.D};
-      a.q = base;
-      a.k = base + a.Hq * a.D * elem;
-      a.v = base + (a.Hq + a.Hkv) * a.D * elem;
-    } else {
-      const TensorRef &k = t[size_t(op.inputs[1])], &v = t[size_t(op.inputs[2])];
-      a.D = q.shape.dims[2] / a.Hq;
-      a.qs = {a.Sq * a.Hq * a.D, a.Hq * a.D, a.D};
-      a.q = base, a.k = e.at(op.inputs[1]), a.v = e.at(op.inputs[2]);
-      if (k.shape.rank == 4) { // [B, Hkv, Sk, D]
-        a.Sk = k.shape.dims[2], a.Dv = v.shape.dims[3];
-        a.ks = {a.Hkv * a.Sk * a.D, a.D, a.Sk * a.D}, a.vs = {a.Hkv * a.Sk * a.Dv, a.Dv, a.Sk * a.Dv};
-      } else if (timeMajor) { // [Sk, B, Hkv * D]
-        a.Sk = k.shape.dims[0], a.Dv = v.shape.dims[2] / a.Hkv;
-        a.ks = {a.Hkv * a.D, a.B * a.Hkv * a.D, a.D}, a.vs = {a.Hkv * a.Dv, a.B * a.Hkv * a.Dv, a.Dv};
-      } else { // [B, Sk, Hkv * D]
-        a.Sk = k.shape.dims[1], a.Dv = v.shape.dims[2] / a.Hkv;
-        a.ks = {a.Sk * a.Hkv * a.D, a.Hkv * a.D, a.D}, a.vs = {a.Sk * a.Hkv * a.Dv, a.Hkv * a.Dv, a.Dv};
-      }
-    }
-    const double scale = op.attrs.getFloat("scale", 0.0);
-    a.scale = float(scale != 0.0 ? scale : 1.0 / std::sqrt(double(a.D)));
-    a.causal = op.attrs.getInt("is_causal", 0) != 0;
-    if (has(3)) {
-      const int64_t scores[4] = {a.B, a.Hq, a.Sq, a.Sk};
-      if (std::string err = maskLayout(t[size_t(op.inputs[3])], scores, a.maskStrides, a.maskType); !err.empty())
-        return err;
-      a.mask = e.at(op.inputs[3]);
-    }
-    if (has(4)) {
-      // Tables that concatenate one table with itself: that one (their concatenation is not
-      // launched: unneededOnDevice).
-      a.halfTables = readsHalfTables(op, e.halfOf);
-      const int cosV = a.halfTables ? e.halfOf[size_t(op.inputs[4])] : op.inputs[4];
-      const int sinV = a.halfTables ? e.halfOf[size_t(op.inputs[5])] : op.inputs[5];
-      const TensorRef &c = t[size_t(cosV)];
-      a.cos = e.at(cosV), a.sin = e.at(sinV);
-      a.tablesPerBatch = a.B > 1 && c.numel() == a.B * a.Sq * (a.halfTables ? a.D / 2 : a.D);
-      const bool cacheLayout = !packed && t[size_t(op.inputs[1])].shape.rank == 4;
-      a.rotateKeys = !cacheLayout && !timeMajor && op.attrs.getInt("rotate_keys", 1) != 0;
-    }
-    a.out = e.at(op.outputs[0]);
-    // A decode step: the key length split across blocks (the one-block-per-query kernel would
-    // read the whole cache from B * Hq blocks); over a cache, as many blocks as the longest
-    // cache needs, each taking its share of the key count that the length table holds.
-    if (decodeKeyCount(op, t, skBound) >= 0) {
-      a.Sk = skBound, a.skOnDevice = e.lengths + slot;
-      a.maskRowPerBatch = maskRowPerBatch(op, t, 3);
-      a.overlapPrevious = e.overlapLaunches;
-      if (const int linear = e.prefetchWeightOf.empty() ? -1 : e.prefetchWeightOf[size_t(index)]; linear >= 0) {
-        const int w = e.plan->ops[size_t(linear)].inputs[1];
-        a.prefetchL2 = e.at(w), a.prefetchL2Bytes = deviceBytesOf(e, w, e.plan->values[size_t(w)].shape);
-      }
-      return attentionOrChain(e, st, a, decodeAttentionSplits(skBound));
-    }
-    if (a.Sq == 1 && !packed && !a.rotateKeys && a.D <= kMaxDecodeHeadDim) {
-      const int splits = decodeAttentionSplits(a.Sk);
-      if (decodeAttentionWorkspaceBytes(a.B, a.Hq, a.Dv, splits) <= e.workspaceBytes)
-        return decodeAttention(st, a, splits, e.attentionWorkspace, e.stream);
-    }
-    if (flash && a.Sq > 1 && flashAttentionFits(st, a.D, a.Dv, e.sharedOptIn)) {
-      const int splits = e.splitPromptAttention ? flashAttentionSplits(a, e.multiprocessors, e.workspaceBytes) : 1;
-      return flashAttention(st, a, e.stream, splits, e.attentionWorkspace);
-    }
-    return attention(st, a, e.stream);
-  };
-  return {};
-}
-
 // fused_elementwise: the region's CUDA C, compiled by NVRTC for this device when the context is
 // created (the plan does not carry CUBINs yet), launched with this run's broadcast strides.
 std::string prepareFusedElementwise(Executor &ex, const PlanOp &op, PreparedOp &out, int index) {
@@ -721,42 +529,6 @@ std::string prepareFusedElementwise(Executor &ex, const PlanOp &op, PreparedOp &
         err != cudaSuccess)
       return cudaError("fused_elementwise launch", err);
     return std::string();
-  };
-  return {};
-}
-
-std::string prepareLatentAttention(Executor &ex, const PlanOp &op, PreparedOp &out) {
-  for (int i = 0; i < 4; ++i)
-    if (!isFloat(ex.plan->values[size_t(op.inputs[size_t(i)])]))
-      return "supports float operands";
-  Storage st;
-  if (std::string err = floatStorage(ex, op, st); !err.empty())
-    return err;
-  // Over a cache, the key count from the length table (LengthFreeGraph.h).
-  const int64_t skBound = dimBound(ex, op.inputs[1], 0);
-  out.lengthSlot = ex.lengthSlots++;
-  out.length = [&op, skBound](const std::vector<TensorRef> &t) { return latentKeyCount(op, t, skBound); };
-  out.launch = [&op, st, skBound, slot = out.lengthSlot](Executor &e, const std::vector<TensorRef> &t) -> std::string {
-    const TensorRef &q = t[size_t(op.inputs[0])], &cache = t[size_t(op.inputs[1])], &uk = t[size_t(op.inputs[2])],
-                    &uv = t[size_t(op.inputs[3])];
-    const bool hasUk = uk.numel() > 0, hasUv = uv.numel() > 0;
-    const bool hasMask = op.inputs.size() > 4 && op.inputs[4] >= 0 && t[size_t(op.inputs[4])].numel() > 0;
-    const int64_t rope = op.attrs.getInt("rope_dim", 0), latent = cache.shape.dims[2] - rope;
-    const int64_t B = q.shape.dims[0], H = q.shape.dims[1], Sq = q.shape.dims[2], Sk = cache.shape.dims[0];
-    LatentMask mask;
-    mask.causal = op.attrs.getInt("is_causal", 0) != 0;
-    if (hasMask) {
-      const int64_t scores[4] = {B, H, Sq, Sk};
-      if (std::string err = maskLayout(t[size_t(op.inputs[4])], scores, mask.strides, mask.type); !err.empty())
-        return err;
-      mask.data = e.at(op.inputs[4]);
-    }
-    const bool fromTable = latentKeyCount(op, t, skBound) >= 0;
-    mask.rowPerBatch = fromTable && maskRowPerBatch(op, t, 4);
-    return latentAttention(st, e.at(op.inputs[0]), e.at(op.inputs[1]), hasUk ? e.at(op.inputs[2]) : nullptr,
-                           hasUv ? e.at(op.inputs[3]) : nullptr, mask, e.at(op.outputs[0]), B, H, Sq, fromTable ? skBound : Sk, hasUk ? uk.shape.dims[1] : 0, rope,
-                           latent, hasUv ? uv.shape.dims[2] : latent, float(op.attrs.getFloat("scale", 1.0)),
-                           fromTable ? e.lengths + slot : nullptr, e.stream);
   };
   return {};
 }

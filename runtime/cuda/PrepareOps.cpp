@@ -94,6 +94,7 @@ std::string prepareDataMovement(Executor &ex, const PlanOp &op, PreparedOp &out,
     return err;
   const int elem = int(dtypeSize(onDevice(ex.plan->values[size_t(op.inputs[0])])));
   const std::string &k = op.kernel;
+  std::vector<int64_t> starts = op.attrs.getInts("starts"); // a slice's; a dynamic_slice's where constant
   if (k == "transpose") {
     out.launch = [&op, elem](Executor &e, const std::vector<TensorRef> &t) {
       const Shape &in = t[size_t(op.inputs[0])].shape, &o = t[size_t(op.outputs[0])].shape;
@@ -115,12 +116,38 @@ std::string prepareDataMovement(Executor &ex, const PlanOp &op, PreparedOp &out,
         c.src[d] = inStrides[perm[size_t(d)]];
       return stridedCopy(e.at(op.inputs[0]), e.at(op.outputs[0]), c, e.stream);
     };
+  } else if (k == "dynamic_slice" && !constantInts(*ex.plan, op.inputs[1], starts)) {
+    // Starts that the device computes: the kernel reads them (a dynamic_slice's ends only decide
+    // the output shape, which the plan's dimension expressions give).
+    const PlanValue &startsValue = ex.plan->values[size_t(op.inputs[1])];
+    const std::vector<int64_t> axes = op.attrs.getInts("axes"), steps = op.attrs.getInts("steps");
+    if ((startsValue.dtype != DType::I64 && startsValue.dtype != DType::I32) || startsValue.shape.rank != 1 ||
+        axes.size() > size_t(kMaxDims) || (!steps.empty() && steps.size() != axes.size()))
+      return "needs 1-D int32 or int64 starts, one per axis, and as many steps as axes";
+    out.launch = [&op, elem, axes, steps, int32 = startsValue.dtype == DType::I32](
+                     Executor &e, const std::vector<TensorRef> &t) -> std::string {
+      const Shape &in = t[size_t(op.inputs[0])].shape, &o = t[size_t(op.outputs[0])].shape;
+      if (t[size_t(op.inputs[1])].numel() != int64_t(axes.size()))
+        return "starts has " + std::to_string(t[size_t(op.inputs[1])].numel()) + " entries for " +
+               std::to_string(axes.size()) + " axes";
+      StridedCopy c = copyOf(o, elem);
+      SliceStarts starts;
+      starts.values = e.at(op.inputs[1]), starts.int32 = int32, starts.count = int(axes.size());
+      int64_t inStrides[kMaxRank];
+      contiguousStrides(in, inStrides);
+      for (int d = 0; d < in.rank; ++d)
+        c.src[d] = inStrides[d];
+      for (size_t i = 0; i < axes.size(); ++i) {
+        const int d = int(axes[i] < 0 ? axes[i] + in.rank : axes[i]);
+        if (d < 0 || d >= in.rank)
+          return std::string("an axis out of range");
+        const int64_t step = steps.empty() ? 1 : steps[i];
+        starts.axes[i] = d, starts.inDims[i] = in.dims[d], starts.inStrides[i] = inStrides[d], starts.steps[i] = step;
+        c.src[d] = inStrides[d] * step;
+      }
+      return slicedCopy(e.at(op.inputs[0]), e.at(op.outputs[0]), c, starts, e.errorFlag, e.stream);
+    };
   } else if (k == "slice" || k == "dynamic_slice") {
-    // A dynamic_slice's starts must be constants of the plan (its ends only decide the output
-    // shape, which the plan's dimension expressions give): no kernel reads device data on the host.
-    std::vector<int64_t> starts = op.attrs.getInts("starts");
-    if (k == "dynamic_slice" && !constantInts(*ex.plan, op.inputs[1], starts))
-      return "supports starts that are constants of the plan";
     out.launch = [&op, elem, starts](Executor &e, const std::vector<TensorRef> &t) -> std::string {
       const Shape &in = t[size_t(op.inputs[0])].shape, &o = t[size_t(op.outputs[0])].shape;
       const std::vector<int64_t> axes = op.attrs.getInts("axes"), steps = op.attrs.getInts("steps");
@@ -457,19 +484,18 @@ std::string prepareScatter(Executor &ex, const PlanOp &op, PreparedOp &out) {
   return {};
 }
 
-// arg_max / arg_min of a float input along one axis (keepdims or not: the same bytes), int64 out.
+// arg_max / arg_min of a float or integer input along one axis (keepdims or not: the same bytes),
+// int64 out.
 std::string prepareArgReduce(Executor &ex, const PlanOp &op, PreparedOp &out) {
-  Storage st;
-  if (std::string err = floatStorage(ex, op, st); !err.empty())
-    return err;
-  if (!isFloat(ex.plan->values[size_t(op.inputs[0])]) || ex.plan->values[size_t(op.outputs[0])].dtype != DType::I64)
-    return "supports a float input and an int64 output";
+  const int type = numericTypeOf(ex, op.inputs[0]);
+  if (!type || ex.plan->values[size_t(op.outputs[0])].dtype != DType::I64)
+    return "supports an f32, f16, bf16, int32 or int64 input and an int64 output";
   const bool max = op.kernel == "arg_max", last = op.attrs.getInt("select_last_index", 0) != 0;
-  out.launch = [&op, st, max, last](Executor &e, const std::vector<TensorRef> &t) -> std::string {
+  out.launch = [&op, type, max, last](Executor &e, const std::vector<TensorRef> &t) -> std::string {
     int64_t outer, n, inner;
     if (std::string err = linesAlong(op, t[size_t(op.inputs[0])].shape, 0, outer, n, inner); !err.empty())
       return err;
-    return argReduce(st, max, e.at(op.inputs[0]), static_cast<int64_t *>(e.at(op.outputs[0])), outer, n, inner, last,
+    return argReduce(type, max, e.at(op.inputs[0]), static_cast<int64_t *>(e.at(op.outputs[0])), outer, n, inner, last,
                      e.stream);
   };
   return {};
@@ -477,36 +503,32 @@ std::string prepareArgReduce(Executor &ex, const PlanOp &op, PreparedOp &out) {
 
 // top_k with k an attribute (the importer takes TopK's k input from a constant), as the CPU's.
 std::string prepareTopK(Executor &ex, const PlanOp &op, PreparedOp &out) {
-  Storage st;
-  if (std::string err = floatStorage(ex, op, st); !err.empty())
-    return err;
-  if (op.outputs.size() != 2 || !isFloat(ex.plan->values[size_t(op.inputs[0])]) ||
+  const int type = numericTypeOf(ex, op.inputs[0]);
+  if (op.outputs.size() != 2 || !type || numericTypeOf(ex, op.outputs[0]) != type ||
       ex.plan->values[size_t(op.outputs[1])].dtype != DType::I64)
-    return "supports a float input, its values and int64 indices";
+    return "supports f32, f16, bf16, int32 or int64 values and int64 indices";
   const int64_t k = op.attrs.getInt("k", -1);
   const bool largest = op.attrs.getInt("largest", 1) != 0;
-  out.launch = [&op, st, k, largest](Executor &e, const std::vector<TensorRef> &t) -> std::string {
+  out.launch = [&op, type, k, largest](Executor &e, const std::vector<TensorRef> &t) -> std::string {
     int64_t outer, n, inner;
     if (std::string err = linesAlong(op, t[size_t(op.inputs[0])].shape, -1, outer, n, inner); !err.empty())
       return err;
-    return topK(st, e.at(op.inputs[0]), e.at(op.outputs[0]), static_cast<int64_t *>(e.at(op.outputs[1])), outer, n,
+    return topK(type, e.at(op.inputs[0]), e.at(op.outputs[0]), static_cast<int64_t *>(e.at(op.outputs[1])), outer, n,
                 inner, k, largest, e.stream);
   };
   return {};
 }
 
 std::string prepareReduce(Executor &ex, const PlanOp &op, PreparedOp &out) {
-  const PlanValue &x = ex.plan->values[size_t(op.inputs[0])];
   const std::string kind = op.kernel.substr(strlen("reduce_"));
-  Storage st;
-  if (std::string err = floatStorage(ex, op, st); !err.empty())
-    return err;
-  if (!isFloat(x) || (kind != "sum" && kind != "mean" && kind != "max" && kind != "min" && kind != "l2" &&
-                    kind != "sum_square" && kind != "prod"))
-    return "supports float sum, mean, max, min, l2, sum_square and prod";
+  const int type = numericTypeOf(ex, op.inputs[0]);
+  if (!type || type != numericTypeOf(ex, op.outputs[0]) ||
+      (kind != "sum" && kind != "mean" && kind != "max" && kind != "min" && kind != "l2" && kind != "sum_square" &&
+       kind != "prod"))
+    return "supports sum, mean, max, min, l2, sum_square and prod of f32, f16, bf16, int32 or int64 elements";
   if (op.inputs.size() > 1 && op.inputs[1] >= 0)
     return "axes given as a tensor";
-  out.launch = [&op, kind, st](Executor &e, const std::vector<TensorRef> &t) -> std::string {
+  out.launch = [&op, kind, type](Executor &e, const std::vector<TensorRef> &t) -> std::string {
     const Shape &s = t[size_t(op.inputs[0])].shape;
     const std::vector<int64_t> axes = op.attrs.getInts("axes");
     if (axes.empty() && op.attrs.getInt("noop_with_empty_axes", 0)) {
@@ -522,7 +544,7 @@ std::string prepareReduce(Executor &ex, const PlanOp &op, PreparedOp &out) {
       reduced[d] = axes.empty();
     for (int64_t a : axes)
       reduced[a < 0 ? a + s.rank : a] = true;
-    return reduce(st, kind, e.at(op.inputs[0]), e.at(op.outputs[0]), s.rank, s.dims, reduced, e.stream);
+    return reduce(type, kind, e.at(op.inputs[0]), e.at(op.outputs[0]), s.rank, s.dims, reduced, e.stream);
   };
   return {};
 }
@@ -625,6 +647,8 @@ std::string prepareOp(Executor &ex, int k, PreparedOp &p, size_t &scratch) {
     err = prepareQuantize(ex, op, p);
   else if (op.kernel == "latent_attention")
     err = prepareLatentAttention(ex, op, p);
+  else if (op.kernel == "attention")
+    err = prepareOnnxAttention(ex, op, p);
   else if (op.kernel.rfind("reduce_", 0) == 0)
     err = prepareReduce(ex, op, p);
   else if (op.kernel == "arg_max" || op.kernel == "arg_min")

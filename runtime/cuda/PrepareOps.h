@@ -1,7 +1,8 @@
 // Each op of a plan, prepared for the CUDA executor: its kernel chosen and checked once, its
 // launch a closure that takes the run's shapes. PrepareOps.cpp has the dispatch, data movement,
 // small integer ops, reductions, pooling and padding; PrepareConv.cpp the convolutions;
-// PrepareCompute.cpp the norms, linears, rotary, attention and fused regions.
+// PrepareCompute.cpp the norms, linears, rotary and fused regions; PrepareAttention.cpp the
+// attention ops.
 #pragma once
 
 #include "Executor.h"
@@ -31,9 +32,12 @@ std::string prepareMatmul(Executor &ex, const PlanOp &op, PreparedOp &out);
 std::string prepareGemm(Executor &ex, const PlanOp &op, PreparedOp &out);
 std::string prepareEinsum(Executor &ex, const PlanOp &op, PreparedOp &out);
 std::string prepareRotary(Executor &ex, const PlanOp &op, PreparedOp &out, int index);
-std::string prepareAttention(Executor &ex, const PlanOp &op, PreparedOp &out, int index);
 std::string prepareFusedElementwise(Executor &ex, const PlanOp &op, PreparedOp &out, int index);
+
+// PrepareAttention.cpp.
+std::string prepareAttention(Executor &ex, const PlanOp &op, PreparedOp &out, int index);
 std::string prepareLatentAttention(Executor &ex, const PlanOp &op, PreparedOp &out);
+std::string prepareOnnxAttention(Executor &ex, const PlanOp &op, PreparedOp &out);
 // The smallLinear call of linear op `k` in this run (with its norm and split where paired), or
 // false where cuBLASLt runs it; the norm's and the split's launches ask too, so that all agree.
 bool smallLinearCall(const Executor &e, int k, const std::vector<TensorRef> &t, Storage st, SmallLinearArgs &a);

@@ -9,6 +9,7 @@
 #include <cuda_runtime.h>
 
 #include <cmath>
+#include <limits>
 #include <type_traits>
 
 namespace llmc::rt::cuda {
@@ -23,9 +24,15 @@ struct ReduceShape {
   int64_t count; // elements reduced into each output
 };
 
+// Floats accumulate in f64, integers in int64 (wrapping past it), as the CPU kernel; an integer
+// mean divides with truncation, an integer l2 truncates the square root.
 template <typename T>
 __global__ void reduceKernel(const T *__restrict__ in, T *__restrict__ out, ReduceShape r, int kind,
                              int64_t outputs) {
+  constexpr bool kInt = std::is_integral_v<T>;
+  using Acc = std::conditional_t<kInt, long long, double>;
+  const Acc lowest = kInt ? Acc(std::numeric_limits<T>::lowest()) : Acc(-INFINITY);
+  const Acc highest = kInt ? Acc(std::numeric_limits<T>::max()) : Acc(INFINITY);
   for (int64_t o = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; o < outputs; o += int64_t(gridDim.x) * blockDim.x) {
     int64_t rest = o, base = 0;
     for (int d = r.rank - 1; d >= 0; --d)
@@ -33,7 +40,7 @@ __global__ void reduceKernel(const T *__restrict__ in, T *__restrict__ out, Redu
         base += (rest % r.dims[d]) * r.strides[d];
         rest /= r.dims[d];
       }
-    double acc = kind == RMax ? -INFINITY : kind == RMin ? INFINITY : kind == RProd ? 1.0 : 0.0;
+    Acc acc = kind == RMax ? lowest : kind == RMin ? highest : kind == RProd ? Acc(1) : Acc(0);
     for (int64_t k = 0; k < r.count; ++k) {
       int64_t q = k, at = base;
       for (int d = r.rank - 1; d >= 0; --d)
@@ -41,14 +48,17 @@ __global__ void reduceKernel(const T *__restrict__ in, T *__restrict__ out, Redu
           at += (q % r.dims[d]) * r.strides[d];
           q /= r.dims[d];
         }
-      const double v = toF(in[at]);
-      acc = kind == RMax    ? fmax(acc, v)
-            : kind == RMin  ? fmin(acc, v)
+      const Acc v = Acc(comparable(in[at]));
+      acc = kind == RMax    ? (v > acc ? v : acc) // a NaN never replaces the accumulator, as fmax
+            : kind == RMin  ? (v < acc ? v : acc)
             : kind == RProd ? acc * v
             : kind == RL2 || kind == RSumSquare ? acc + v * v
                                                 : acc + v;
     }
-    out[o] = fromF<T>(float(kind == RMean ? acc / double(r.count) : kind == RL2 ? sqrt(acc) : acc));
+    if constexpr (kInt)
+      out[o] = T(kind == RMean ? (r.count ? acc / Acc(r.count) : Acc(0)) : kind == RL2 ? Acc(sqrt(double(acc))) : acc);
+    else
+      out[o] = fromF<T>(float(kind == RMean ? acc / double(r.count) : kind == RL2 ? sqrt(acc) : acc));
   }
 }
 
@@ -60,9 +70,9 @@ __global__ void argReduceKernel(const T *__restrict__ in, int64_t *__restrict__ 
        o += int64_t(gridDim.x) * blockDim.x) {
     const T *line = in + (o / inner) * n * inner + o % inner;
     int64_t best = 0;
-    float b = toF(line[0]);
+    auto b = comparable(line[0]);
     for (int64_t k = 1; k < n; ++k) {
-      const float v = toF(line[k * inner]);
+      const auto v = comparable(line[k * inner]);
       if (max ? (v > b || (last && v == b)) : (v < b || (last && v == b)))
         best = k, b = v;
     }
@@ -197,7 +207,7 @@ __global__ void padKernel(const T *__restrict__ in, T *__restrict__ out, PadShap
 
 } // namespace
 
-std::string reduce(Storage st, const std::string &kind, const void *in, void *out, int rank, const int64_t *dims,
+std::string reduce(int type, const std::string &kind, const void *in, void *out, int rank, const int64_t *dims,
                    const bool *reduced, void *stream) {
   const int k = kind == "sum" ? RSum : kind == "mean" ? RMean : kind == "max" ? RMax : kind == "min" ? RMin
               : kind == "l2" ? RL2 : kind == "sum_square" ? RSumSquare : kind == "prod" ? RProd : -1;
@@ -213,13 +223,13 @@ std::string reduce(Storage st, const std::string &kind, const void *in, void *ou
   }
   if (outputs == 0)
     return {};
-  dispatch(st, [&](auto tag) {
+  const bool known = dispatchNumeric(type, [&](auto tag) {
     using T = decltype(tag);
     reduceKernel<T><<<unsigned(blocksFor(outputs, kElementThreads)), kElementThreads, 0,
                       static_cast<cudaStream_t>(stream)>>>(static_cast<const T *>(in), static_cast<T *>(out), r, k,
                                                            outputs);
   });
-  return launched("reduce");
+  return known ? launched("reduce") : "reduce: supports f32, f16, bf16, int32 and int64 elements";
 }
 
 std::string conv(Storage st, const void *x, const void *w, const void *bias, void *y, int64_t N, int64_t C, int64_t M,
@@ -238,19 +248,19 @@ std::string conv(Storage st, const void *x, const void *w, const void *bias, voi
   return launched("conv");
 }
 
-std::string argReduce(Storage st, bool max, const void *in, int64_t *out, int64_t outer, int64_t n, int64_t inner,
+std::string argReduce(int type, bool max, const void *in, int64_t *out, int64_t outer, int64_t n, int64_t inner,
                       bool last, void *stream) {
   if (n <= 0)
     return "argReduce: the axis must not be empty";
   if (outer * inner == 0)
     return {};
-  dispatch(st, [&](auto tag) {
+  const bool known = dispatchNumeric(type, [&](auto tag) {
     using T = decltype(tag);
     argReduceKernel<T><<<unsigned(blocksFor(outer * inner, kElementThreads)), kElementThreads, 0,
                          static_cast<cudaStream_t>(stream)>>>(static_cast<const T *>(in), out, outer, n, inner, max,
                                                               last);
   });
-  return launched("argReduce");
+  return known ? launched("argReduce") : "argReduce: supports f32, f16, bf16, int32 and int64 elements";
 }
 
 std::string im2col(Storage st, const void *x, void *col, int64_t N, int64_t C, const Window &win, void *stream) {

@@ -15,20 +15,27 @@
 namespace llmc::rt::cuda {
 namespace {
 
-constexpr int64_t kMaxRowCols = 12 * 1024; // the row staged in 48 KiB of shared memory
+// The row kernels below read their row more than once: staged as f32 in shared memory where it
+// fits (`staged`: cols <= kMaxRowCols), else read again from global memory each time.
 
 template <typename T, bool kLayer>
 __global__ void addNormKernel(const T *__restrict__ x, const T *__restrict__ r, const T *__restrict__ scale,
                               const T *__restrict__ bias, T *__restrict__ out, T *__restrict__ sum, int64_t cols,
-                              float eps) {
+                              float eps, bool staged) {
   extern __shared__ float row[];
   const int64_t base = int64_t(blockIdx.x) * cols;
+  // x + r again: from the sum where it was stored (by this thread: the same columns), as x and r
+  // may be where the output goes.
+  auto again = [&](int64_t c) {
+    return staged ? row[c] : sum ? toF(sum[base + c]) : toF(x[base + c]) + (r ? toF(r[base + c]) : 0.0f);
+  };
   float acc = 0.0f;
   for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
     const float v = toF(x[base + c]) + (r ? toF(r[base + c]) : 0.0f);
     if (sum)
       sum[base + c] = fromF<T>(v);
-    row[c] = v;
+    if (staged)
+      row[c] = v;
     acc += kLayer ? v : v * v;
   }
   const float total = blockReduce<false>(acc);
@@ -37,13 +44,13 @@ __global__ void addNormKernel(const T *__restrict__ x, const T *__restrict__ r, 
     mean = total / float(cols);
     float sq = 0.0f;
     for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
-      sq += (row[c] - mean) * (row[c] - mean);
+      sq += (again(c) - mean) * (again(c) - mean);
     inv = rsqrtf(blockReduce<false>(sq) / float(cols) + eps);
   } else {
     inv = rsqrtf(total / float(cols) + eps);
   }
   for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
-    float y = (row[c] - mean) * inv * toF(scale[c]);
+    float y = (again(c) - mean) * inv * toF(scale[c]);
     if (bias)
       y += toF(bias[c]);
     out[base + c] = fromF<T>(y);
@@ -51,26 +58,31 @@ __global__ void addNormKernel(const T *__restrict__ x, const T *__restrict__ r, 
 }
 
 template <typename T>
-__global__ void softmaxKernel(const T *__restrict__ x, T *__restrict__ y, int64_t cols, bool log) {
+__global__ void softmaxKernel(const T *__restrict__ x, T *__restrict__ y, int64_t cols, bool log, bool staged) {
   extern __shared__ float row[];
   const int64_t base = int64_t(blockIdx.x) * cols;
   float best = -INFINITY;
   for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
-    row[c] = toF(x[base + c]);
-    best = fmaxf(best, row[c]);
+    const float v = toF(x[base + c]);
+    if (staged)
+      row[c] = v;
+    best = fmaxf(best, v);
   }
   best = blockReduce<true>(best);
+  // x - max, again: log_softmax keeps it (staged), which exp may take to 0
+  auto shiftedAt = [&](int64_t c) { return staged ? row[c] : toF(x[base + c]) - best; };
   float acc = 0.0f;
   for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
-    const float shifted = row[c] - best;
+    const float shifted = staged ? row[c] - best : shiftedAt(c);
     const float p = expf(shifted);
-    row[c] = log ? shifted : p; // log_softmax keeps x - max, which exp may take to 0
+    if (staged)
+      row[c] = shifted;
     acc += p;
   }
   const float total = blockReduce<false>(acc);
   const float inv = 1.0f / total, logTotal = logf(total);
   for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
-    y[base + c] = fromF<T>(log ? row[c] - logTotal : row[c] * inv);
+    y[base + c] = fromF<T>(log ? shiftedAt(c) - logTotal : expf(shiftedAt(c)) * inv);
 }
 
 template <typename T>
@@ -91,8 +103,8 @@ __global__ void gatherRowsKernel(const T *__restrict__ table, int64_t rows, int6
 }
 
 template <typename T> __global__ void attentionKernel(AttentionArgs a) {
-  extern __shared__ float smem[]; // q row (D), then Sk scores
-  float *qrow = smem, *p = smem + a.D;
+  extern __shared__ float smem[]; // the q row (D), a chunk of scores, the weighted sums (Dv)
+  float *qrow = smem, *chunk = smem + a.D, *acc = chunk + (a.Sk < kAttendChunk ? a.Sk : kAttendChunk);
   const int64_t row = blockIdx.x, i = row % a.Sq, h = (row / a.Sq) % a.Hq, b = row / (a.Sq * a.Hq);
   const int64_t kvh = h / (a.Hq / a.Hkv);
   const T *q = static_cast<const T *>(a.q) + b * a.qs.batch + i * a.qs.token + h * a.qs.head;
@@ -104,31 +116,25 @@ template <typename T> __global__ void attentionKernel(AttentionArgs a) {
     qrow[d] = rotated(q, cq, sq, d, a.D, a.halfTables);
   __syncthreads();
   const T *kb = static_cast<const T *>(a.k) + b * a.ks.batch + kvh * a.ks.head;
-  for (int64_t j = threadIdx.x; j < a.Sk; j += blockDim.x) {
+  const T *vb = static_cast<const T *>(a.v) + b * a.vs.batch + kvh * a.vs.head;
+  auto score = [&](int64_t j) {
     const T *kj = kb + j * a.ks.token;
     const T *ck = a.rotateKeys ? cosT + ((a.tablesPerBatch ? b : 0) * a.Sq + j) * width : nullptr;
     const T *sk = a.rotateKeys ? sinT + ((a.tablesPerBatch ? b : 0) * a.Sq + j) * width : nullptr;
     float dot = 0.0f;
     for (int64_t d = 0; d < a.D; ++d)
       dot += qrow[d] * rotated(kj, ck, sk, d, a.D, a.halfTables);
-    float score = masked<T>(a, dot * a.scale,
-                            b * a.maskStrides[0] + h * a.maskStrides[1] + i * a.maskStrides[2] + j * a.maskStrides[3]);
-    if (a.causal && j > i + (a.Sk - a.Sq))
-      score = -INFINITY;
-    p[j] = score;
-  }
-  __syncthreads();
+    const float s = masked<T>(a, dot * a.scale,
+                              b * a.maskStrides[0] + h * a.maskStrides[1] + i * a.maskStrides[2] + j * a.maskStrides[3]);
+    return a.causal && j > i + (a.Sk - a.Sq) ? -INFINITY : s;
+  };
+  auto value = [&](int64_t j, int64_t dv) { return toF(vb[j * a.vs.token + dv]); };
   float best;
-  const float total = blockExpScores(p, a.Sk, &best);
+  const float total = attendRow(a.Sk, a.Dv, chunk, acc, &best, score, value);
   const float inv = total > 0.0f ? 1.0f / total : 0.0f; // a fully masked row attends to nothing
-  const T *vb = static_cast<const T *>(a.v) + b * a.vs.batch + kvh * a.vs.head;
   T *out = static_cast<T *>(a.out) + ((b * a.Sq + i) * a.Hq + h) * a.Dv;
-  for (int64_t dv = threadIdx.x; dv < a.Dv; dv += blockDim.x) {
-    float o = 0.0f;
-    for (int64_t j = 0; j < a.Sk; ++j)
-      o += p[j] * toF(vb[j * a.vs.token + dv]);
-    out[dv] = fromF<T>(o * inv);
-  }
+  for (int64_t dv = threadIdx.x; dv < a.Dv; dv += blockDim.x)
+    out[dv] = fromF<T>(acc[dv] * inv);
 }
 
 template <typename T>
@@ -157,9 +163,10 @@ size_t storageBytes(Storage s) { return s == Storage::F32 ? 4 : 2; }
 
 std::string addNorm(Storage s, bool layerNorm, const void *x, const void *residual, const void *scale,
                     const void *bias, void *out, void *sum, int64_t rows, int64_t cols, float epsilon, void *stream) {
-  if (rows <= 0 || cols <= 0 || cols > kMaxRowCols)
-    return "addNorm: rows must be positive and 1 <= cols <= " + std::to_string(kMaxRowCols);
-  const size_t shared = size_t(cols) * sizeof(float);
+  if (rows <= 0 || cols <= 0)
+    return "addNorm: rows and cols must be positive";
+  const bool staged = cols <= kMaxRowCols;
+  const size_t shared = staged ? size_t(cols) * sizeof(float) : 0;
   auto st = static_cast<cudaStream_t>(stream);
   dispatch(s, [&](auto tag) {
     using T = decltype(tag);
@@ -168,21 +175,23 @@ std::string addNorm(Storage s, bool layerNorm, const void *x, const void *residu
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared));
     kernel<<<unsigned(rows), kRowThreads, shared, st>>>(static_cast<const T *>(x), static_cast<const T *>(residual),
                                                         static_cast<const T *>(scale), static_cast<const T *>(bias),
-                                                        static_cast<T *>(out), static_cast<T *>(sum), cols, epsilon);
+                                                        static_cast<T *>(out), static_cast<T *>(sum), cols, epsilon,
+                                                        staged);
   });
   return launched("addNorm");
 }
 
 std::string softmax(Storage s, const void *x, void *y, int64_t rows, int64_t cols, void *stream, bool log) {
-  if (rows <= 0 || cols <= 0 || cols > kMaxRowCols)
-    return "softmax: rows must be positive and 1 <= cols <= " + std::to_string(kMaxRowCols);
-  const size_t shared = size_t(cols) * sizeof(float);
+  if (rows <= 0 || cols <= 0)
+    return "softmax: rows and cols must be positive";
+  const bool staged = cols <= kMaxRowCols;
+  const size_t shared = staged ? size_t(cols) * sizeof(float) : 0;
   dispatch(s, [&](auto tag) {
     using T = decltype(tag);
     if (shared > 48 * 1024)
       cudaFuncSetAttribute(softmaxKernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared));
     softmaxKernel<T><<<unsigned(rows), kRowThreads, shared, static_cast<cudaStream_t>(stream)>>>(
-        static_cast<const T *>(x), static_cast<T *>(y), cols, log);
+        static_cast<const T *>(x), static_cast<T *>(y), cols, log, staged);
   });
   return launched("softmax");
 }
@@ -205,11 +214,11 @@ std::string gatherRows(Storage s, const void *table, int64_t rows, int64_t width
 namespace llmc::rt::cuda {
 
 std::string attention(Storage s, const AttentionArgs &a, void *stream) {
-  if (a.B <= 0 || a.Sq <= 0 || a.Sk <= 0 || a.Hkv <= 0 || a.Hq % a.Hkv || a.Sk > kMaxRowCols || (a.cos && a.D % 2) ||
-      (a.rotateKeys && (!a.cos || a.Sk != a.Sq)))
-    return "attention: bad shapes (Hq a multiple of Hkv, 1 <= Sk <= " + std::to_string(kMaxRowCols) +
+  if (a.B <= 0 || a.Sq <= 0 || a.Sk <= 0 || a.Hkv <= 0 || a.Hq % a.Hkv || a.D > kMaxRowCols || a.Dv > kMaxRowCols ||
+      (a.cos && a.D % 2) || (a.rotateKeys && (!a.cos || a.Sk != a.Sq)))
+    return "attention: bad shapes (Hq a multiple of Hkv, Sk >= 1, head sizes at most " + std::to_string(kMaxRowCols) +
            ", even D with rotary, Sk == Sq when keys rotate)";
-  const size_t shared = size_t(a.D + a.Sk) * sizeof(float);
+  const size_t shared = size_t(a.D + std::min(a.Sk, kAttendChunk) + a.Dv) * sizeof(float);
   dispatch(s, [&](auto tag) {
     using T = decltype(tag);
     if (shared > 48 * 1024)

@@ -13,11 +13,14 @@ namespace {
 
 constexpr int kTopKThreads = 256; // at most; a short line takes a warp per 32 elements
 
+__device__ __forceinline__ bool isNan(float x) { return isnan(x); }
+__device__ __forceinline__ bool isNan(long long) { return false; }
+
 // Whether (va, ia) comes before (vb, ib): the larger value first (the smaller with !largest), the
 // lower index among equal values (as the CPU's stable sort keeps them). A NaN counts as larger than
 // any number, as PyTorch's topk takes it (the CPU's sort leaves NaNs' place undefined).
-__device__ __forceinline__ bool comesFirst(float va, int64_t ia, float vb, int64_t ib, bool largest) {
-  const bool na = isnan(va), nb = isnan(vb);
+template <typename K> __device__ __forceinline__ bool comesFirst(K va, int64_t ia, K vb, int64_t ib, bool largest) {
+  const bool na = isNan(va), nb = isNan(vb);
   if (na != nb)
     return largest ? na : nb;
   if (!na && va != vb)
@@ -25,12 +28,12 @@ __device__ __forceinline__ bool comesFirst(float va, int64_t ia, float vb, int64
   return ia < ib;
 }
 
-struct Pick {
-  float value;
+template <typename K> struct Pick {
+  K value;
   int64_t index; // -1: none
 };
 
-__device__ __forceinline__ Pick firstOf(Pick a, Pick b, bool largest) {
+template <typename K> __device__ __forceinline__ Pick<K> firstOf(Pick<K> a, Pick<K> b, bool largest) {
   if (b.index < 0)
     return a;
   if (a.index < 0)
@@ -38,10 +41,10 @@ __device__ __forceinline__ Pick firstOf(Pick a, Pick b, bool largest) {
   return comesFirst(a.value, a.index, b.value, b.index, largest) ? a : b;
 }
 
-__device__ Pick blockFirst(Pick p, bool largest) {
-  __shared__ Pick warpPicks[kTopKThreads / 32];
+template <typename K> __device__ Pick<K> blockFirst(Pick<K> p, bool largest) {
+  __shared__ Pick<K> warpPicks[kTopKThreads / 32];
   for (int offset = 16; offset > 0; offset /= 2) {
-    Pick other;
+    Pick<K> other;
     other.value = __shfl_down_sync(0xffffffffu, p.value, offset);
     other.index = __shfl_down_sync(0xffffffffu, p.index, offset);
     p = firstOf(p, other, largest);
@@ -50,7 +53,7 @@ __device__ Pick blockFirst(Pick p, bool largest) {
   if (lane == 0)
     warpPicks[warp] = p;
   __syncthreads();
-  Pick best = warpPicks[0];
+  Pick<K> best = warpPicks[0];
   for (int w = 1; w < int(blockDim.x / 32); ++w)
     best = firstOf(best, warpPicks[w], largest);
   __syncthreads(); // before warpPicks is written again
@@ -63,13 +66,14 @@ __global__ void topKKernel(const T *__restrict__ x, T *__restrict__ values, int6
   for (int64_t line = blockIdx.x; line < lines; line += gridDim.x) {
     const int64_t o = line / inner, i = line % inner;
     const T *in = x + o * n * inner + i;
-    Pick last{0.0f, -1};
+    using K = decltype(comparable(T{}));
+    Pick<K> last{K(0), -1};
     for (int64_t j = 0; j < k; ++j) {
-      Pick mine{0.0f, -1};
+      Pick<K> mine{K(0), -1};
       for (int64_t e = threadIdx.x; e < n; e += blockDim.x) {
-        const float v = toF(in[e * inner]);
+        const K v = comparable(in[e * inner]);
         if (last.index < 0 || comesFirst(last.value, last.index, v, e, largest))
-          mine = firstOf(mine, Pick{v, e}, largest);
+          mine = firstOf(mine, Pick<K>{v, e}, largest);
       }
       last = blockFirst(mine, largest);
       if (threadIdx.x == 0) {
@@ -83,7 +87,7 @@ __global__ void topKKernel(const T *__restrict__ x, T *__restrict__ values, int6
 
 } // namespace
 
-std::string topK(Storage st, const void *x, void *values, int64_t *indices, int64_t outer, int64_t n, int64_t inner,
+std::string topK(int type, const void *x, void *values, int64_t *indices, int64_t outer, int64_t n, int64_t inner,
                  int64_t k, bool largest, void *stream) {
   if (k < 0 || k > n)
     return "topK: k must be 0 to the axis' length";
@@ -92,11 +96,13 @@ std::string topK(Storage st, const void *x, void *values, int64_t *indices, int6
     return {};
   const unsigned blocks = unsigned(std::min<int64_t>(lines, 65535 * 8));
   const int threads = int(std::min<int64_t>((n + 31) / 32 * 32, kTopKThreads));
-  dispatch(st, [&](auto tag) {
+  auto launch = [&](auto tag) {
     using T = decltype(tag);
     topKKernel<T><<<blocks, threads, 0, static_cast<cudaStream_t>(stream)>>>(
         static_cast<const T *>(x), static_cast<T *>(values), indices, lines, n, inner, k, largest);
-  });
+  };
+  if (!dispatchNumeric(type, launch))
+    return "topK: supports f32, f16, bf16, int32 and int64 values";
   return launched("topK");
 }
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Runs ONNX's backend node tests through llmc and llmc-run and compares with the expected outputs.
 
-    run_node_tests.py --llmc BIN --llmc-run BIN [--filter REGEX] [--jobs N]
+    run_node_tests.py --llmc BIN --llmc-run BIN [--filter REGEX] [--jobs N] [--device cuda]
                       [--coverage-doc docs/onnx-coverage.md] [--require-supported]
 
 The node tests come from the `onnx` wheel's own case definitions (`onnx.backend.test.case.node`:
@@ -14,6 +14,10 @@ does not have, an element type, a sequence or optional value, training mode); 'f
 compiles but gives wrong values, or fails in any other way. Prints one summary line
 'N passed, N failed, N unsupported'. With --require-supported it exits 1 if any test of an op
 that llmc supports failed. With --coverage-doc it rewrites that Markdown table.
+
+With --device cuda the plans run on the CUDA executor (LLMC_CUDA_BACKEND may name the CPU
+emulation's plugin, test/cuda/emulation): a plan with an op it has no kernel for is 'unsupported'
+there (the context refuses it, naming the op), anything else is compared as on the CPU.
 """
 import argparse
 import collections
@@ -125,10 +129,13 @@ def run_case(case, args):
                 if c.returncode < 0:
                     return "failed", f"llmc crashed ({c.returncode})"
                 return ("unsupported" if UNSUPPORTED.search(c.stderr) else "failed"), message
-            run = [args.llmc_run, plan, "--quiet", "--rtol", str(case.rtol), "--atol", str(case.atol)]
+            run = [args.llmc_run, plan, "--quiet", "--rtol", str(case.rtol), "--atol", str(case.atol),
+                   "--device", args.device]
             run += [a for name, path in feeds if name not in frozen for a in ("--input", f"{name}={path}")]
             run += [a for name, path in compares for a in ("--compare", f"{name}={path}")]
-            r = subprocess.run(run, capture_output=True, text=True, timeout=120)
+            r = subprocess.run(run, capture_output=True, text=True, timeout=args.timeout)
+            if r.returncode != 0 and args.device == "cuda" and "creating a context: CUDA: op" in r.stderr:
+                return "unsupported", "no CUDA kernel: " + r.stderr.strip().splitlines()[-1].split("CUDA: ", 1)[1]
             if r.returncode != 0:
                 lines = [l for l in (r.stdout + r.stderr).splitlines() if "MISMATCH" in l or "error" in l]
                 message = lines[0] if lines else f"llmc-run exit {r.returncode}"
@@ -174,6 +181,8 @@ def main():
     p.add_argument("--coverage-doc")
     p.add_argument("--require-supported", action="store_true")
     p.add_argument("--verbose", action="store_true")
+    p.add_argument("--device", choices=["cpu", "cuda"], default="cpu", help="where llmc-run runs the plans")
+    p.add_argument("--timeout", type=int, default=120, help="seconds per llmc-run")
     args = p.parse_args()
 
     cases = [c for c in node_cases.collect_testcases(None) if re.search(args.filter, c.name)]

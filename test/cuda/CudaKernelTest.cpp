@@ -26,6 +26,7 @@ namespace {
 const cu::Storage kStorages[] = {cu::Storage::F32, cu::Storage::F16, cu::Storage::BF16};
 
 const char *name(cu::Storage s) { return s == cu::Storage::F32 ? "f32" : s == cu::Storage::F16 ? "f16" : "bf16"; }
+DType storageDType(cu::Storage s) { return s == cu::Storage::F32 ? DType::F32 : s == cu::Storage::F16 ? DType::F16 : DType::BF16; }
 
 uint16_t toBf16(float f) { // round to nearest even
   uint32_t u;
@@ -134,50 +135,67 @@ void expectCloseOrNan(const std::vector<float> &got, const std::vector<float> &w
       EXPECT_NEAR(got[i], want[i], tol * (1 + std::fabs(want[i]))) << what << " at " << i;
 }
 
+// add_rms_norm and add_layer_norm against the CPU's, with and without a residual, on rows of 1000
+// columns and of 13000 (more than shared memory stages: read again for each pass).
 TEST(Cuda, AddNormsMatchTheCpu) {
-  const int64_t rows = 5, cols = 1000;
-  for (cu::Storage s : kStorages)
-    for (bool layer : {false, true})
-      for (bool withResidual : {false, true}) {
-        Buf<float> x(DType::F32, {rows, cols}, rounded(randomFloats(rows * cols, 1), s)),
-            r(DType::F32, {rows, cols}, withResidual ? rounded(randomFloats(rows * cols, 2), s) : std::vector<float>(rows * cols)),
-            scale(DType::F32, {cols}, rounded(randomFloats(cols, 3), s)), bias(DType::F32, {cols}, rounded(randomFloats(cols, 4), s)),
-            want(DType::F32, {rows, cols}), wantSum(DType::F32, {rows, cols});
-        std::vector<TensorRef> ins = {x.ref(), r.ref(), scale.ref()};
-        if (layer)
-          ins.push_back(bias.ref());
-        ASSERT_EQ(call(layer ? "add_layer_norm" : "add_rms_norm", attrs({floatAttr("epsilon", 1e-5)}), ins,
-                       {want.ref(), wantSum.ref()}),
-                  "");
-        auto dx = upload(x.data, s), dr = upload(r.data, s), dscale = upload(scale.data, s), dbias = upload(bias.data, s);
-        Device out(size_t(rows * cols) * cu::storageBytes(s)), sum(size_t(rows * cols) * cu::storageBytes(s));
-        ASSERT_EQ(cu::addNorm(s, layer, dx->p, withResidual ? dr->p : nullptr, dscale->p, layer ? dbias->p : nullptr,
-                              out.p, sum.p, rows, cols, 1e-5f, nullptr),
-                  "");
-        const std::string what = std::string(layer ? "add_layer_norm " : "add_rms_norm ") + name(s);
-        expectClose(download(out, size_t(rows * cols), s), want.data, tolerance(s), what);
-        expectClose(download(sum, size_t(rows * cols), s), wantSum.data, tolerance(s), what + " sum");
-      }
+  const int64_t rows = 5;
+  for (int64_t cols : {1000, 13000})
+    for (cu::Storage s : kStorages)
+      for (bool layer : {false, true})
+        for (bool withResidual : {false, true}) {
+          Buf<float> x(DType::F32, {rows, cols}, rounded(randomFloats(rows * cols, 1), s)),
+              r(DType::F32, {rows, cols}, withResidual ? rounded(randomFloats(rows * cols, 2), s) : std::vector<float>(rows * cols)),
+              scale(DType::F32, {cols}, rounded(randomFloats(cols, 3), s)), bias(DType::F32, {cols}, rounded(randomFloats(cols, 4), s)),
+              want(DType::F32, {rows, cols}), wantSum(DType::F32, {rows, cols});
+          std::vector<TensorRef> ins = {x.ref(), r.ref(), scale.ref()};
+          if (layer)
+            ins.push_back(bias.ref());
+          ASSERT_EQ(call(layer ? "add_layer_norm" : "add_rms_norm", attrs({floatAttr("epsilon", 1e-5)}), ins,
+                         {want.ref(), wantSum.ref()}),
+                    "");
+          auto dx = upload(x.data, s), dr = upload(r.data, s), dscale = upload(scale.data, s), dbias = upload(bias.data, s);
+          Device out(size_t(rows * cols) * cu::storageBytes(s)), sum(size_t(rows * cols) * cu::storageBytes(s));
+          // (the RMS norms without their sum: a long row reads x and the residual again)
+          ASSERT_EQ(cu::addNorm(s, layer, dx->p, withResidual ? dr->p : nullptr, dscale->p, layer ? dbias->p : nullptr,
+                                out.p, layer ? sum.p : nullptr, rows, cols, 1e-5f, nullptr),
+                    "");
+          const std::string what =
+              std::string(layer ? "add_layer_norm " : "add_rms_norm ") + name(s) + " of " + std::to_string(cols);
+          expectClose(download(out, size_t(rows * cols), s), want.data, tolerance(s), what);
+          if (layer)
+            expectClose(download(sum, size_t(rows * cols), s), wantSum.data, tolerance(s), what + " sum");
+          if (!withResidual)
+            continue;
+          // In place: the sum over x, as an arena that reuses x's bytes for it would have it.
+          auto inPlace = upload(x.data, s);
+          ASSERT_EQ(cu::addNorm(s, layer, inPlace->p, dr->p, dscale->p, layer ? dbias->p : nullptr, out.p, inPlace->p,
+                                rows, cols, 1e-5f, nullptr),
+                    "");
+          expectClose(download(out, size_t(rows * cols), s), want.data, tolerance(s), what + " in place");
+          expectClose(download(*inPlace, size_t(rows * cols), s), wantSum.data, tolerance(s), what + " in place, sum");
+        }
 }
 
 // softmax and log_softmax against the CPU's; log_softmax also where exp(x - max) is 0 in f32 (a
-// spread of 200), which it must not take the logarithm of.
+// spread of 200), which it must not take the logarithm of; rows longer than shared memory stages.
 TEST(Cuda, SoftmaxMatchesTheCpu) {
-  const int64_t rows = 7, cols = 333;
-  for (cu::Storage s : kStorages)
-    for (const char *op : {"softmax", "log_softmax"})
-      for (float spread : {8.0f, 100.0f}) {
-        Buf<float> x(DType::F32, {rows, cols}, rounded(randomFloats(rows * cols, 5, -spread, spread), s)),
-            want(DType::F32, {rows, cols});
-        ASSERT_EQ(call(op, attrs({intAttr("axis", -1)}), {x.ref()}, {want.ref()}), "");
-        auto dx = upload(x.data, s);
-        Device y(size_t(rows * cols) * cu::storageBytes(s));
-        const bool log = std::string(op) == "log_softmax";
-        ASSERT_EQ(cu::softmax(s, dx->p, y.p, rows, cols, nullptr, log), "");
-        // log_softmax's values reach -200: the storage's relative rounding of them.
-        const float tol = log ? tolerance(s) * spread * 2 : tolerance(s);
-        expectClose(download(y, size_t(rows * cols), s), want.data, tol, std::string(op) + " " + name(s));
-      }
+  const int64_t rows = 7;
+  for (int64_t cols : {333, 13000})
+    for (cu::Storage s : kStorages)
+      for (const char *op : {"softmax", "log_softmax"})
+        for (float spread : {8.0f, 100.0f}) {
+          Buf<float> x(DType::F32, {rows, cols}, rounded(randomFloats(rows * cols, 5, -spread, spread), s)),
+              want(DType::F32, {rows, cols});
+          ASSERT_EQ(call(op, attrs({intAttr("axis", -1)}), {x.ref()}, {want.ref()}), "");
+          auto dx = upload(x.data, s);
+          Device y(size_t(rows * cols) * cu::storageBytes(s));
+          const bool log = std::string(op) == "log_softmax";
+          ASSERT_EQ(cu::softmax(s, dx->p, y.p, rows, cols, nullptr, log), "");
+          // log_softmax's values reach -200: the storage's relative rounding of them.
+          const float tol = log ? tolerance(s) * spread * 2 : tolerance(s);
+          expectClose(download(y, size_t(rows * cols), s), want.data, tol,
+                      std::string(op) + " " + name(s) + " of " + std::to_string(cols));
+        }
 }
 
 TEST(Cuda, RotaryMatchesTheCpu) {
@@ -653,6 +671,71 @@ TEST(Cuda, AttentionMatchesFusedAttention) {
     }
 }
 
+// The kernels of a block per query row over more keys than one chunk (kAttendChunk, 4096) holds:
+// 9000 keys in three chunks, against the CPU. fused_attention's over a 4-D cache with an additive
+// mask, causal (the first query sees all but the last key); ONNX Attention's over a past of 6000
+// and 3000 new keys with a softcap, in f32 and bf16, its probabilities read (mode 3: a second pass).
+TEST(Cuda, RowAttentionTakesKeysInChunks) {
+  const int64_t B = 1, Hq = 2, Hkv = 1, Sq = 2, Sk = 9000, D = 8;
+  for (cu::Storage s : {cu::Storage::F32, cu::Storage::BF16}) {
+    Buf<float> none(DType::F32, {0});
+    Buf<float> q(DType::F32, {B, Sq, Hq * D}, rounded(randomFloats(size_t(B * Sq * Hq * D), 60), s)),
+        k(DType::F32, {B, Hkv, Sk, D}, rounded(randomFloats(size_t(B * Hkv * Sk * D), 61), s)),
+        v(DType::F32, {B, Hkv, Sk, D}, rounded(randomFloats(size_t(B * Hkv * Sk * D), 62), s)),
+        mask(DType::F32, {B, 1, Sq, Sk}, rounded(randomFloats(size_t(B * Sq * Sk), 63), s)),
+        want(DType::F32, {B, Sq, Hq * D});
+    AttrList fa = attrs({intAttr("q_num_heads", Hq), intAttr("kv_num_heads", Hkv), floatAttr("scale", 0.5),
+                         intAttr("is_causal", 1)});
+    ASSERT_EQ(call("fused_attention", fa, {q.ref(), k.ref(), v.ref(), mask.ref(), none.ref(), none.ref()}, {want.ref()}),
+              "");
+    auto dq = upload(q.data, s), dk = upload(k.data, s), dv = upload(v.data, s), dmask = upload(mask.data, s);
+    Device out(size_t(want.numel()) * cu::storageBytes(s));
+    cu::AttentionArgs a;
+    a.B = B, a.Hq = Hq, a.Hkv = Hkv, a.Sq = Sq, a.Sk = Sk, a.D = a.Dv = D, a.scale = 0.5f, a.causal = true;
+    a.q = dq->p, a.k = dk->p, a.v = dv->p, a.out = out.p, a.mask = dmask->p;
+    a.qs = {Sq * Hq * D, Hq * D, D}, a.ks = a.vs = {Hkv * Sk * D, D, Sk * D};
+    a.maskStrides[2] = Sk, a.maskStrides[3] = 1;
+    ASSERT_EQ(cu::attention(s, a, nullptr), "");
+    expectClose(download(out, size_t(want.numel()), s), want.data, tolerance(s) * 2,
+                std::string("attention over 9000 keys ") + name(s));
+
+    const int64_t P = 6000, Skv = Sk - P;
+    Buf<float> pastK(DType::F32, {B, Hkv, P, D}, std::vector<float>(k.data.begin(), k.data.begin() + P * D)),
+        pastV(DType::F32, {B, Hkv, P, D}, std::vector<float>(v.data.begin(), v.data.begin() + P * D)),
+        newK(DType::F32, {B, Hkv, Skv, D}, std::vector<float>(k.data.begin() + P * D, k.data.end())),
+        newV(DType::F32, {B, Hkv, Skv, D}, std::vector<float>(v.data.begin() + P * D, v.data.end())),
+        q4(DType::F32, {B, Hq, Sq, D}, q.data), y(DType::F32, {B, Hq, Sq, D}), presentK(DType::F32, {B, Hkv, Sk, D}),
+        presentV(DType::F32, {B, Hkv, Sk, D}), probabilities(DType::F32, {B, Hq, Sq, Sk});
+    AttrList oa = attrs({floatAttr("scale", 0.5), floatAttr("softcap", 1.5), intAttr("qk_matmul_output_mode", 3)});
+    ASSERT_EQ(call("attention", oa,
+                   {q4.ref(), newK.ref(), newV.ref(), none.ref(), pastK.ref(), pastV.ref(), none.ref()},
+                   {y.ref(), presentK.ref(), presentV.ref(), probabilities.ref()}),
+              "");
+    auto dpk = upload(pastK.data, s), dpv = upload(pastV.data, s), dnk = upload(newK.data, s),
+         dnv = upload(newV.data, s), dq4 = upload(q4.data, s);
+    const size_t bytes = cu::storageBytes(s);
+    Device gotY(size_t(y.numel()) * bytes), gotK(size_t(presentK.numel()) * bytes),
+        gotV(size_t(presentV.numel()) * bytes), gotP(size_t(probabilities.numel()) * bytes);
+    cu::OnnxAttentionArgs o;
+    o.B = B, o.Hq = Hq, o.Hkv = Hkv, o.Sq = Sq, o.Skv = Skv, o.past = P, o.D = o.Dv = D, o.scale = 0.5f;
+    o.softcap = 1.5f, o.scoresMode = 3;
+    o.q = dq4->p, o.k = dnk->p, o.v = dnv->p, o.pastK = dpk->p, o.pastV = dpv->p;
+    o.qs = o.outs = {Hq * Sq * D, D, Sq * D}, o.ks = o.vs = {Hkv * Skv * D, D, Skv * D};
+    o.out = gotY.p, o.presentK = gotK.p, o.presentV = gotV.p, o.scores = gotP.p;
+    ASSERT_EQ(cu::onnxAttention(s, o, nullptr), "");
+    expectClose(download(gotY, size_t(y.numel()), s), y.data, tolerance(s) * 2,
+                std::string("ONNX attention over 9000 keys ") + name(s));
+    auto timesKeys = [&](std::vector<float> p) { // (probabilities of about 1 / Sk, compared near 1)
+      for (float &x : p)
+        x *= float(Sk);
+      return p;
+    };
+    expectClose(timesKeys(download(gotP, size_t(probabilities.numel()), s)), timesKeys(probabilities.data),
+                tolerance(s) * 2, std::string("its probabilities ") + name(s));
+    expectClose(download(gotK, size_t(presentK.numel()), s), presentK.data, 0.0f, "its present keys");
+  }
+}
+
 // The tensor-core kernel over several tiles: 100 queries (a partial tile) over 100 keys, causal,
 // with rotary, head 64; and 70 queries over a length-major cache of 150 keys with an additive
 // mask, head 128 (the largest).
@@ -727,6 +810,109 @@ TEST(Cuda, FlashAttentionSplitsOnlyWhereTheGpuHasRoom) {
   EXPECT_EQ(cu::flashAttentionSplits(a, 132, size_t(1) << 20), 1);   // their partial results would not fit
   a.Sq = 100, a.Sk = 100;
   EXPECT_EQ(cu::flashAttentionSplits(a, 132, size_t(32) << 20), 1);  // two key tiles: one block each
+}
+
+// ONNX Attention's own kernel against the CPU's `attention`, all four results: 3-D with a past, a
+// softcap, causal and an f32 mask shorter than the keys (the scores with their bias read); 4-D
+// with a sliding window, a bool mask, Dv != D and int32 nonpad lengths, one of them 0 (a row of
+// zeros; the probabilities read); 4-D causal after int64 nonpad lengths (offset nonpad - Sq; the
+// raw scores read).
+TEST(Cuda, OnnxAttentionMatchesTheCpu) {
+  struct Case {
+    const char *name;
+    bool flat;
+    int64_t past;
+    bool causal;
+    float softcap;
+    int64_t left, right;
+    const char *mask; // "", "f32" or "bool"
+    int nonpadBits;   // 0: none
+    int mode;
+    int64_t Dv;
+  };
+  const Case cases[] = {
+      {"3d-past-softcap-causal-mask", true, 3, true, 1.5f, -1, -1, "f32", 0, 2, 8},
+      {"4d-window-bool-nonpad32", false, 0, false, 0.0f, 2, 1, "bool", 32, 3, 6},
+      {"4d-causal-nonpad64", false, 0, true, 2.0f, -1, -1, "", 64, 0, 8},
+  };
+  const int64_t B = 2, Hq = 4, Hkv = 2, Sq = 3, Skv = 5, D = 8;
+  for (cu::Storage s : kStorages)
+    for (const Case &c : cases) {
+      const int64_t P = c.past, T = P + Skv, Dv = c.Dv;
+      const std::string mask = c.mask, what = std::string(c.name) + " " + name(s);
+      auto shape = [&](int64_t H, int64_t S, int64_t width) {
+        return c.flat ? std::vector<int64_t>{B, S, H * width} : std::vector<int64_t>{B, H, S, width};
+      };
+      Buf<float> none(DType::F32, {0});
+      Buf<float> q(DType::F32, shape(Hq, Sq, D), rounded(randomFloats(size_t(B * Hq * Sq * D), 40), s)),
+          k(DType::F32, shape(Hkv, Skv, D), rounded(randomFloats(size_t(B * Hkv * Skv * D), 41), s)),
+          v(DType::F32, shape(Hkv, Skv, Dv), rounded(randomFloats(size_t(B * Hkv * Skv * Dv), 42), s)),
+          pastK(DType::F32, {B, Hkv, P, D}, rounded(randomFloats(size_t(B * Hkv * P * D), 43), s)),
+          pastV(DType::F32, {B, Hkv, P, Dv}, rounded(randomFloats(size_t(B * Hkv * P * Dv), 44), s)),
+          floatMask(DType::F32, {Sq, T - 2}, rounded(randomFloats(size_t(Sq * (T - 2)), 45), s));
+      Buf<uint8_t> boolMask(DType::Bool, {B, 1, Sq, T});
+      for (size_t i = 0; i < boolMask.data.size(); ++i)
+        boolMask.data[i] = i % 4 != 1;
+      Buf<int32_t> nonpad32(DType::I32, {B}, {0, int32_t(T)});
+      Buf<int64_t> nonpad64(DType::I64, {B}, {T - 1, T});
+      Buf<float> want(DType::F32, shape(Hq, Sq, Dv)), wantK(DType::F32, {B, Hkv, T, D}),
+          wantV(DType::F32, {B, Hkv, T, Dv}), wantScores(DType::F32, {B, Hq, Sq, T});
+      AttrList a = attrs({intAttr("q_num_heads", Hq), intAttr("kv_num_heads", Hkv), floatAttr("scale", 0.4),
+                          intAttr("is_causal", c.causal), floatAttr("softcap", c.softcap),
+                          intAttr("left_window_size", c.left), intAttr("right_window_size", c.right),
+                          intAttr("qk_matmul_output_mode", c.mode)});
+      ASSERT_EQ(call("attention", a,
+                     {q.ref(), k.ref(), v.ref(),
+                      mask == "f32"    ? floatMask.ref()
+                      : mask == "bool" ? boolMask.ref()
+                                       : none.ref(),
+                      P ? pastK.ref() : none.ref(), P ? pastV.ref() : none.ref(),
+                      c.nonpadBits == 32   ? nonpad32.ref()
+                      : c.nonpadBits == 64 ? nonpad64.ref()
+                                           : none.ref()},
+                     {want.ref(), wantK.ref(), wantV.ref(), wantScores.ref()}),
+                "")
+          << what;
+      auto dq = upload(q.data, s), dk = upload(k.data, s), dv = upload(v.data, s), dpk = upload(pastK.data, s),
+           dpv = upload(pastV.data, s), dmask = upload(floatMask.data, s), dbool = uploadRaw(boolMask.data),
+           dn32 = uploadRaw(nonpad32.data), dn64 = uploadRaw(nonpad64.data);
+      const size_t bytes = cu::storageBytes(s);
+      Device out(size_t(want.numel()) * bytes), presentK(size_t(wantK.numel()) * bytes),
+          presentV(size_t(wantV.numel()) * bytes), scores(size_t(wantScores.numel()) * bytes);
+      cu::OnnxAttentionArgs args;
+      args.B = B, args.Hq = Hq, args.Hkv = Hkv, args.Sq = Sq, args.Skv = Skv, args.D = D, args.Dv = Dv;
+      // element (b, h, i, d) at b * batch + i * token + h * head + d
+      auto strides = [&](int64_t H, int64_t S, int64_t width) {
+        return c.flat ? cu::HeadStrides{S * H * width, H * width, width} : cu::HeadStrides{H * S * width, width, S * width};
+      };
+      args.q = dq->p, args.k = dk->p, args.v = dv->p;
+      args.qs = strides(Hq, Sq, D), args.ks = strides(Hkv, Skv, D), args.vs = strides(Hkv, Skv, Dv);
+      args.outs = strides(Hq, Sq, Dv);
+      if (P)
+        args.past = P, args.pastK = dpk->p, args.pastV = dpv->p;
+      args.out = out.p, args.presentK = presentK.p, args.presentV = presentV.p, args.scores = scores.p;
+      args.scoresMode = c.mode, args.scale = 0.4f, args.softcap = c.softcap, args.causal = c.causal;
+      args.leftWindow = c.left, args.rightWindow = c.right;
+      if (mask == "f32") {
+        args.mask = dmask->p, args.maskKeys = T - 2;
+        args.maskStrides[2] = T - 2, args.maskStrides[3] = 1;
+      } else if (mask == "bool") {
+        args.mask = dbool->p, args.maskType = cu::AttentionArgs::Mask::Bool, args.maskKeys = T;
+        args.maskStrides[0] = Sq * T, args.maskStrides[2] = T, args.maskStrides[3] = 1;
+      }
+      if (c.nonpadBits)
+        args.nonpad = c.nonpadBits == 32 ? dn32->p : dn64->p, args.nonpad32 = c.nonpadBits == 32;
+      ASSERT_EQ(cu::onnxAttention(s, args, nullptr), "") << what;
+      expectClose(download(presentK, size_t(wantK.numel()), s), wantK.data, 0.0f, "present keys " + what);
+      expectClose(download(presentV, size_t(wantV.numel()), s), wantV.data, 0.0f, "present values " + what);
+      expectClose(download(scores, size_t(wantScores.numel()), s), wantScores.data, tolerance(s), "scores " + what);
+      expectClose(download(out, size_t(want.numel()), s), want.data, tolerance(s) * 2, "output " + what);
+    }
+  cu::OnnxAttentionArgs bad;
+  bad.B = 1, bad.Hq = 3, bad.Hkv = 2, bad.Sq = 1, bad.Skv = 4, bad.D = bad.Dv = 8;
+  EXPECT_NE(cu::onnxAttention(cu::Storage::F32, bad, nullptr), "") << "Hq not a multiple of Hkv";
+  bad.Hq = 2, bad.past = 2;
+  EXPECT_NE(cu::onnxAttention(cu::Storage::F32, bad, nullptr), "") << "a past without its keys";
 }
 
 // The linear epilogue kernel against the CPU linear: SwiGLU (which takes no gate or residual),
@@ -1162,6 +1348,60 @@ TEST(Cuda, StridedCopiesMatchTheCpu) {
   }
 }
 
+// A slice whose starts the device holds against the CPU's dynamic_slice: x [2, 3, 4] from starts
+// (1, -1) along axes 1 and 2 with steps 1 and -2 (the second wrapped from the end), as int64 and as
+// int32; starts out of range clamped (9 along an axis of 3 with a step of -1: from its last
+// element); a slice that would read past the input copies nothing and raises the error flag.
+TEST(Cuda, SliceFromDeviceStartsMatchesTheCpu) {
+  Buf<float> x(DType::F32, {2, 3, 4}, randomFloats(24, 34));
+  auto dx = uploadRaw(x.data);
+  struct Case {
+    std::vector<int64_t> starts, axes, steps, out;
+  };
+  const Case cases[] = {{{1, -1}, {1, 2}, {1, -2}, {2, 2, 2}}, {{9}, {1}, {-1}, {2, 3, 4}}, {{-7, 2}, {0, 2}, {1, 1}, {2, 3, 2}}};
+  for (const Case &c : cases)
+    for (bool int32 : {false, true}) {
+      const std::string what = "slice from starts " + std::to_string(c.starts[0]) + (int32 ? " (int32)" : " (int64)");
+      Buf<int64_t> starts(DType::I64, {int64_t(c.starts.size())}, c.starts);
+      Buf<int32_t> starts32(DType::I32, {int64_t(c.starts.size())});
+      for (size_t i = 0; i < c.starts.size(); ++i)
+        starts32.data[i] = int32_t(c.starts[i]);
+      Buf<int64_t> ends(DType::I64, {int64_t(c.starts.size())}); // (the output's shape says where it ends)
+      Buf<float> want(DType::F32, c.out);
+      ASSERT_EQ(call("dynamic_slice", attrs({intsAttr("axes", c.axes), intsAttr("steps", c.steps)}),
+                     {x.ref(), int32 ? starts32.ref() : starts.ref(), ends.ref()}, {want.ref()}),
+                "")
+          << what;
+      auto dstarts = int32 ? uploadRaw(starts32.data) : uploadRaw(starts.data);
+      Device out(size_t(want.numel() + 4) * 4), error(4); // (room for the too-long slice below)
+      cudaMemset(error.p, 0, 4);
+      cu::StridedCopy copy;
+      copy.rank = 3, copy.elemBytes = 4;
+      const int64_t strides[3] = {12, 4, 1};
+      for (int d = 0; d < 3; ++d)
+        copy.dims[d] = c.out[size_t(d)], copy.src[d] = strides[d], copy.dst[d] = d == 2 ? 1 : d == 1 ? c.out[2] : c.out[1] * c.out[2];
+      cu::SliceStarts sl;
+      sl.values = dstarts->p, sl.int32 = int32, sl.count = int(c.axes.size());
+      for (size_t i = 0; i < c.axes.size(); ++i) {
+        const int d = int(c.axes[i]);
+        sl.axes[i] = d, sl.inDims[i] = x.shape[size_t(d)], sl.inStrides[i] = strides[d], sl.steps[i] = c.steps[i];
+        copy.src[d] = strides[d] * c.steps[i];
+      }
+      ASSERT_EQ(cu::slicedCopy(dx->p, out.p, copy, sl, error.as<int>(), nullptr), "") << what;
+      expectClose(downloadRaw<float>(out, size_t(want.numel())), want.data, 0.0f, what);
+      EXPECT_EQ(downloadRaw<int>(error, 1)[0], 0) << what;
+      if (&c != &cases[0] || int32)
+        continue;
+      // The first case with its output one row longer along axis 1 than the start leaves.
+      copy.dims[1] = 3;
+      cudaMemset(out.p, 0, out.bytes);
+      ASSERT_EQ(cu::slicedCopy(dx->p, out.p, copy, sl, error.as<int>(), nullptr), "");
+      EXPECT_EQ(downloadRaw<int>(error, 1)[0], 1) << "a slice past the input raises the flag";
+      EXPECT_EQ(downloadRaw<float>(out, size_t(want.numel())), std::vector<float>(size_t(want.numel()), 0.0f))
+          << "and copies nothing";
+    }
+}
+
 // A cache's new rows placed after a past whose row count the launch reads from the device (the
 // concatenation of a graph replayed for every cache length), against the CPU's concat.
 TEST(Cuda, StridedCopyShiftedOnTheDeviceMatchesConcat) {
@@ -1520,9 +1760,33 @@ TEST(Cuda, ReduceConvPoolPadMatchTheCpu) {
                 "");
       const bool reduced[4] = {false, true, true, false};
       Device out(10 * cu::storageBytes(s));
-      ASSERT_EQ(cu::reduce(s, kind, dx->p, out.p, 4, dims, reduced, nullptr), "");
+      ASSERT_EQ(cu::reduce(int(storageDType(s)), kind, dx->p, out.p, 4, dims, reduced, nullptr), "");
       expectClose(download(out, 10, s), want.data, std::max(tol, 1e-5f) * 4, std::string("reduce_") + kind + " " + name(s));
     }
+    if (s == cu::Storage::F32) // integers once: int64 sums past f64's 53 bits of mantissa, an int32 mean that truncates
+      for (DType type : {DType::I64, DType::I32})
+        for (const char *kind : {"sum", "mean", "max", "min", "l2", "sum_square", "prod"}) {
+          const std::string what = std::string("reduce_") + kind + " of " + dtypeName(type);
+          Buf<int64_t> x64(DType::I64, {2, 4, 6, 5}), want64(DType::I64, {2, 1, 1, 5});
+          Buf<int32_t> x32(DType::I32, {2, 4, 6, 5}), want32(DType::I32, {2, 1, 1, 5});
+          for (size_t i = 0; i < x64.data.size(); ++i) {
+            x32.data[i] = int32_t((i * 7919) % 9) - 4; // (prod of 24 of them stays within int64)
+            x64.data[i] = x32.data[i] + (std::string(kind) == "sum" ? int64_t(1) << 58 : 0);
+          }
+          const bool wide = type == DType::I64;
+          ASSERT_EQ(call(std::string("reduce_") + kind, attrs({intsAttr("axes", {1, 2}), intAttr("keepdims", 1)}),
+                         {wide ? x64.ref() : x32.ref()}, {wide ? want64.ref() : want32.ref()}),
+                    "")
+              << what;
+          auto dxi = wide ? uploadRaw(x64.data) : uploadRaw(x32.data);
+          Device out(10 * 8);
+          const bool reduced[4] = {false, true, true, false};
+          ASSERT_EQ(cu::reduce(int(type), kind, dxi->p, out.p, 4, dims, reduced, nullptr), "") << what;
+          if (wide)
+            EXPECT_EQ(downloadRaw<int64_t>(out, 10), want64.data) << what;
+          else
+            EXPECT_EQ(downloadRaw<int32_t>(out, 10), want32.data) << what;
+        }
     { // conv: 4 -> 6 channels in 2 groups, kernel 3x2, stride (2, 1), pads (1, 0, 1, 1), dilation (1, 2)
       Buf<float> w(DType::F32, {6, 2, 3, 2}, rounded(randomFloats(72, 35), s)),
           bias(DType::F32, {6}, rounded(randomFloats(6, 36), s)), want(DType::F32, {2, 6, 3, 4});
@@ -1702,10 +1966,52 @@ TEST(Cuda, EinsumMatchesTheCpu) {
       for (int l = 0; l < a.labels; ++l)
         a.sizes[l] = loops.sizes[size_t(l)];
       Device out(size_t(want.numel()) * cu::storageBytes(s));
-      ASSERT_EQ(cu::einsum(s, a, out.p, nullptr), "");
+      ASSERT_EQ(cu::einsum(int(storageDType(s)), a, out.p, nullptr), "");
       expectClose(download(out, size_t(want.numel()), s), want.data, std::max(tolerance(s), 1e-5f) * 8,
                   std::string("einsum ") + c.equation + " " + name(s));
     }
+  // Integers, summed exactly (int64 sums past f32's 24 bits of mantissa), over four operands.
+  const std::string equation = "ij,jk,k,k->i";
+  const std::vector<std::vector<int64_t>> dims = {{3, 4}, {4, 5}, {5}, {5}};
+  auto integers = [&](auto zero, DType type) {
+    using T = decltype(zero);
+    std::vector<Buf<T>> operands;
+    std::vector<TensorRef> ins;
+    for (size_t k = 0; k < dims.size(); ++k) {
+      operands.emplace_back(type, dims[k]);
+      for (size_t i = 0; i < operands[k].data.size(); ++i)
+        operands[k].data[i] = T(int64_t((i * 31 + k) % 7) - 3 + (k == 0 && sizeof(T) == 8 ? int64_t(1) << 30 : 0));
+    }
+    for (Buf<T> &b : operands)
+      ins.push_back(b.ref());
+    Buf<T> want(type, {3});
+    ASSERT_EQ(call("einsum", attrs({stringAttr("equation", equation)}), ins, {want.ref()}), "");
+    EinsumSpec spec;
+    ASSERT_EQ(parseEinsum(equation, {2, 2, 1, 1}, spec), "");
+    EinsumLoops loops;
+    ASSERT_EQ(einsumLoops(spec, dims, loops), "");
+    cu::EinsumArgs a;
+    a.operands = 4, a.labels = int(loops.labels.size()), a.outLabels = 1, a.outCount = loops.outCount;
+    a.summed = loops.summed;
+    std::vector<std::unique_ptr<Device>> uploaded;
+    for (int k = 0; k < 4; ++k) {
+      uploaded.push_back(uploadRaw(operands[size_t(k)].data));
+      a.in[k] = uploaded.back()->p;
+      for (int l = 0; l < a.labels; ++l)
+        a.strides[k][l] = loops.strides[size_t(k)][size_t(l)];
+    }
+    for (int l = 0; l < a.labels; ++l)
+      a.sizes[l] = loops.sizes[size_t(l)];
+    Device out(3 * sizeof(T));
+    ASSERT_EQ(cu::einsum(int(type), a, out.p, nullptr), "");
+    EXPECT_EQ(downloadRaw<T>(out, 3), want.data) << "einsum " << equation << " of " << dtypeName(type);
+  };
+  integers(int64_t(0), DType::I64);
+  integers(int32_t(0), DType::I32);
+  cu::EinsumArgs none;
+  none.operands = 1, none.outCount = 1;
+  Device unused(8);
+  EXPECT_NE(cu::einsum(int(DType::U8), none, unused.p, nullptr), "") << "u8 operands";
 }
 
 // The product of dims[from..to).
@@ -1738,12 +2044,27 @@ TEST(Cuda, ArgReduceMatchesTheCpu) {
           const int64_t outer = sizeBetween(dims, 0, axis), inner = sizeBetween(dims, axis + 1, 3);
           auto dx = upload(x.data, s);
           Device out(size_t(want.numel()) * 8);
-          ASSERT_EQ(cu::argReduce(s, max, dx->p, static_cast<int64_t *>(out.p), outer, dims[axis], inner, last != 0,
-                                  nullptr),
+          ASSERT_EQ(cu::argReduce(int(storageDType(s)), max, dx->p, static_cast<int64_t *>(out.p), outer, dims[axis],
+                                  inner, last != 0, nullptr),
                     "");
           EXPECT_EQ(downloadRaw<int64_t>(out, size_t(want.numel())), want.data)
               << (max ? "arg_max" : "arg_min") << " axis " << axis << " last " << last << " " << name(s);
         }
+  // int64 values that differ past f32's 24 bits of mantissa (as floats, all ties), and int32 ones.
+  for (DType type : {DType::I64, DType::I32})
+    for (bool max : {true, false}) {
+      Buf<int64_t> x64(DType::I64, {3, 7}), want(DType::I64, {3, 1});
+      Buf<int32_t> x32(DType::I32, {3, 7});
+      for (size_t i = 0; i < x64.data.size(); ++i)
+        x64.data[i] = (int64_t(1) << 40) + int64_t((i * 7919) % 5), x32.data[i] = int32_t((i * 7919) % 5) - 2;
+      const bool wide = type == DType::I64;
+      ASSERT_EQ(call(max ? "arg_max" : "arg_min", attrs({intAttr("axis", 1)}), {wide ? x64.ref() : x32.ref()}, {want.ref()}),
+                "");
+      auto dx = wide ? uploadRaw(x64.data) : uploadRaw(x32.data);
+      Device out(3 * 8);
+      ASSERT_EQ(cu::argReduce(int(type), max, dx->p, static_cast<int64_t *>(out.p), 3, 7, 1, false, nullptr), "");
+      EXPECT_EQ(downloadRaw<int64_t>(out, 3), want.data) << (max ? "arg_max of " : "arg_min of ") << dtypeName(type);
+    }
 }
 
 // top_k against the CPU's: values with many ties (exact in every storage type), so that equal
@@ -1769,16 +2090,47 @@ TEST(Cuda, TopKMatchesTheCpu) {
         auto dx = upload(x.data, s);
         const size_t count = size_t(want.numel());
         Device got(count * 4), gotIndices(count * 8);
-        ASSERT_EQ(cu::topK(s, dx->p, got.p, static_cast<int64_t *>(gotIndices.p), outer, dims[axis], inner, k,
-                           largest != 0, nullptr),
+        ASSERT_EQ(cu::topK(int(storageDType(s)), dx->p, got.p, static_cast<int64_t *>(gotIndices.p), outer, dims[axis],
+                           inner, k, largest != 0, nullptr),
                   "");
         const std::string what = "top_k axis " + std::to_string(axis) + " k " + std::to_string(k) +
                                  (largest ? " largest " : " smallest ") + name(s);
         EXPECT_EQ(downloadRaw<int64_t>(gotIndices, count), wantIndices.data) << what;
         expectClose(download(got, count, s), want.data, 0.0f, what.c_str());
       }
+  // Integers, compared exactly: int64 values beyond f32's 24 bits of mantissa that differ by one
+  // (as floats they would tie), and int32 ones.
+  for (DType type : {DType::I64, DType::I32})
+    for (int largest : {1, 0}) {
+      const int64_t n = 70, k = 6;
+      std::vector<int64_t> values(size_t(2 * n));
+      for (size_t i = 0; i < values.size(); ++i)
+        values[i] = (int64_t(1) << 40) + int64_t((i * 7919) % 23) * (type == DType::I64 ? 1 : 1000);
+      Buf<int64_t> x64(DType::I64, {2, n}, values), want64(DType::I64, {2, k});
+      std::vector<int32_t> values32(values.size());
+      for (size_t i = 0; i < values.size(); ++i)
+        values32[i] = int32_t(values[i] - (int64_t(1) << 40)) - 5000;
+      Buf<int32_t> x32(DType::I32, {2, n}, values32), want32(DType::I32, {2, k});
+      Buf<int64_t> wantIndices(DType::I64, {2, k});
+      const bool wide = type == DType::I64;
+      ASSERT_EQ(call("top_k", attrs({intAttr("axis", 1), intAttr("k", k), intAttr("largest", largest)}),
+                     {wide ? x64.ref() : x32.ref()}, {wide ? want64.ref() : want32.ref(), wantIndices.ref()}),
+                "");
+      auto dx = wide ? uploadRaw(x64.data) : uploadRaw(x32.data);
+      Device got(size_t(2 * k) * 8), gotIndices(size_t(2 * k) * 8);
+      ASSERT_EQ(cu::topK(int(type), dx->p, got.p, static_cast<int64_t *>(gotIndices.p), 2, n, 1, k, largest != 0,
+                         nullptr),
+                "");
+      const std::string what = std::string("top_k of ") + (wide ? "int64" : "int32") + (largest ? " largest" : " smallest");
+      EXPECT_EQ(downloadRaw<int64_t>(gotIndices, size_t(2 * k)), wantIndices.data) << what;
+      if (wide)
+        EXPECT_EQ(downloadRaw<int64_t>(got, size_t(2 * k)), want64.data) << what;
+      else
+        EXPECT_EQ(downloadRaw<int32_t>(got, size_t(2 * k)), want32.data) << what;
+    }
   Device unused(8);
-  EXPECT_NE(cu::topK(cu::Storage::F32, unused.p, unused.p, nullptr, 1, 2, 1, 3, true, nullptr), "") << "k > n";
+  EXPECT_NE(cu::topK(int(DType::F32), unused.p, unused.p, nullptr, 1, 2, 1, 3, true, nullptr), "") << "k > n";
+  EXPECT_NE(cu::topK(int(DType::I8), unused.p, unused.p, nullptr, 1, 2, 1, 1, true, nullptr), "") << "int8 values";
 }
 
 // trilu against the CPU's: upper and lower, k of -1, 0 and 2, on f32 [2, 3, 5] and on bool [4, 3]
@@ -1898,8 +2250,7 @@ TEST(Cuda, LatentAttentionMatchesTheCpu) {
               "");
     expectClose(download(out, size_t(want.numel()), s), want.data, std::max(tolerance(s), 1e-4f) * 2,
                 std::string("latent attention ") + name(s));
-    // The key count read from the device, the launch sized for a cache of 20000 rows (80 KB of
-    // shared memory: above the 48 KiB a kernel gets without latentAttentionSetup): the same result.
+    // The key count read from the device, the launch sized for a cache of 20000 rows: the same result.
     auto keys = uploadRaw(std::vector<int64_t>{Sk});
     cudaMemset(out.p, 0, out.bytes);
     ASSERT_EQ(cu::latentAttention(s, dq->p, dc->p, duk->p, duv->p, lm, out.p, B, H, Sq, 20000, n, R, L,
@@ -1925,6 +2276,21 @@ TEST(Cuda, LatentAttentionMatchesTheCpu) {
               "");
     expectClose(download(out, size_t(want.numel()), s), want.data, std::max(tolerance(s), 1e-4f) * 2,
                 std::string("latent attention, causal, attention_mask as the mask, ") + name(s));
+    // A cache of 9000 rows: three chunks of keys (attendRow), causal.
+    const int64_t rows = 9000;
+    Buf<float> longCache(DType::F32, {rows, B, L + R}, rounded(randomFloats(size_t(rows * B * (L + R)), 42), s)),
+        wantLong(DType::F32, {B, H, Sq, v});
+    Buf<float> none(DType::F32, {0});
+    ASSERT_EQ(call("latent_attention", causal, {q.ref(), longCache.ref(), uk.ref(), uv.ref(), none.ref()}, {wantLong.ref()}),
+              "");
+    auto dlong = upload(longCache.data, s);
+    cu::LatentMask causalOnly;
+    causalOnly.causal = true;
+    ASSERT_EQ(cu::latentAttention(s, dq->p, dlong->p, duk->p, duv->p, causalOnly, out.p, B, H, Sq, rows, n, R, L, v,
+                                  0.35f, nullptr, nullptr),
+              "");
+    expectClose(download(out, size_t(wantLong.numel()), s), wantLong.data, std::max(tolerance(s), 1e-4f) * 2,
+                std::string("latent attention over 9000 keys, ") + name(s));
   }
 }
 

@@ -32,6 +32,7 @@ def main():
     p.add_argument("--shapes", action="append", required=True, help="NAME=DIMS with the symbol in upper case")
     p.add_argument("--sizes", required=True, help="comma-separated sizes to run, e.g. 1,7,64")
     p.add_argument("--atol", type=float, default=1e-4)
+    p.add_argument("--rtol", type=float, default=0.0, help="and this much relative to the reference")
     p.add_argument("--vocab", type=int, default=512)
     args = p.parse_args()
 
@@ -54,7 +55,7 @@ def main():
                 name, dims = spec.split("=")
                 shapes[name] = [size if d == symbol.upper() else int(d) for d in dims.split("x")]
             feeds = make_inputs(session, shapes, args.vocab, seed=size)
-            cmd = [args.llmc_run, plan, "--quiet", "--atol", str(args.atol), "--rtol", "0"]
+            cmd = [args.llmc_run, plan, "--quiet", "--atol", str(args.atol), "--rtol", str(args.rtol)]
             for name, value in feeds.items():
                 path = os.path.join(tmp, f"in_{name}.npy")
                 np.save(path, value)

@@ -391,6 +391,28 @@ LogicalResult ShapeRules::resultDims(Operation *op, StringRef name, std::vector<
   } else if (name == "fused_attention") {
     const auto &q = operandDims(0);
     r = {q[0], q[1], DimExpr::constant(cast<RankedTensorType>(op->getResult(0).getType()).getShape().back())};
+  } else if (name == "attention") { // y, present keys and values, scores (as TypeInference's rule)
+    const auto &q = operandDims(0), &k = operandDims(1), &past = operandDims(4);
+    const bool flat = q.size() == 3;
+    auto staticDim = [&](unsigned result, size_t d) {
+      return cast<RankedTensorType>(op->getResult(result).getType()).getShape()[d];
+    };
+    const int64_t d = staticDim(1, 3), dv = staticDim(2, 3), y = staticDim(0, flat ? 2 : 3);
+    if (d == ShapedType::kDynamic || dv == ShapedType::kDynamic || y == ShapedType::kDynamic ||
+        (flat && (intAttr(op, "q_num_heads", 0) <= 0 || intAttr(op, "kv_num_heads", 0) <= 0)))
+      return fail(op, "an attention whose head sizes are not static");
+    auto pastType = cast<RankedTensorType>(op->getOperand(4).getType());
+    const bool noPast = pastType.hasStaticShape() && pastType.getNumElements() == 0;
+    const DimExpr batch = q[0], sq = flat ? q[1] : q[2], skv = flat ? k[1] : k[2];
+    const DimExpr total = noPast ? skv : past[2] + skv;
+    const DimExpr hq = flat ? DimExpr::constant(intAttr(op, "q_num_heads", 0)) : q[1];
+    const DimExpr hkv = flat ? DimExpr::constant(intAttr(op, "kv_num_heads", 0)) : k[1];
+    out = {flat ? std::vector<DimExpr>{batch, sq, DimExpr::constant(y)}
+                : std::vector<DimExpr>{batch, hq, sq, DimExpr::constant(y)},
+           {batch, hkv, total, DimExpr::constant(d)},
+           {batch, hkv, total, DimExpr::constant(dv)},
+           {batch, hq, sq, total}};
+    return success();
   } else if (name == "latent_attention") {
     const auto &q = operandDims(0);
     r = {q[0], q[1], q[2], DimExpr::constant(cast<RankedTensorType>(op->getResult(0).getType()).getShape().back())};

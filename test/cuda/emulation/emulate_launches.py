@@ -6,6 +6,8 @@
   extern __shared__ [__align__(n)] T name[];     ->  T *name = reinterpret_cast<T *>(::llmc_emu::dynamicShared());
   __shared__ T name[A][B];                       ->  auto &name = ::llmc_emu::blockShared<T[(A)][(B)]>([] {});
 
+(T may be a template's instance, Pick<K>.)
+
 (the second: the running block's own copy, CudaEmulation.h; the lambda makes each declaration,
 in each instantiation of a template, a storage of its own). A `__shared__` left that neither
 turns is an error.
@@ -19,7 +21,7 @@ import re
 import sys
 
 DYNAMIC_SHARED = re.compile(r"extern\s+__shared__\s+(?:__align__\(\s*\d+\s*\)\s+)?([A-Za-z_][\w:\s]*?)\s+(\w+)\s*\[\s*\]\s*;")
-STATIC_SHARED = re.compile(r"__shared__\s+([A-Za-z_][\w:\s]*?)\s+(\w+)\s*((?:\[[^\]\[]+\]\s*)*);")
+STATIC_SHARED = re.compile(r"__shared__\s+([A-Za-z_][\w:\s<>,]*?)\s+(\w+)\s*((?:\[[^\]\[]+\]\s*)*);")
 
 
 def per_block(match):
