@@ -139,9 +139,11 @@ Value unrotate(Value v, Value &cos, Value &sin) {
         Value x = direct->getOperand(j), c = direct->getOperand(1 - j);
         auto cat = def<ConcatOp>(rotated->getOperand(k));
         Value s = rotated->getOperand(1 - k);
-        const int64_t d = fusion::tensorType(x).getShape().back();
-        if (!cat || cat.getInputs().size() != 2 || d == ShapedType::kDynamic || d % 2 != 0 ||
-            (cat.getAxis() != -1 && cat.getAxis() != fusion::tensorType(x).getRank() - 1))
+        auto xType = fusion::tensorType(x);
+        if (!cat || cat.getInputs().size() != 2 || xType.getRank() < 1) // (a scalar has no last axis)
+          continue;
+        const int64_t d = xType.getShape().back();
+        if (d == ShapedType::kDynamic || d % 2 != 0 || (cat.getAxis() != -1 && cat.getAxis() != xType.getRank() - 1))
           continue;
         auto neg = def<NegOp>(cat.getInputs()[0]);
         if (!neg || !isSliceOfLast(neg.getInput(), x, d / 2, d) || !isSliceOfLast(cat.getInputs()[1], x, 0, d / 2))

@@ -369,7 +369,9 @@ namespace {
 
 template <typename E>
 __global__ void triluKernel(const E *__restrict__ in, E *__restrict__ out, int64_t count, int64_t rows, int64_t cols,
-                            int64_t k, bool upper) {
+                            int64_t k, const int64_t *kOnDevice, bool upper) {
+  if (kOnDevice)
+    k = *kOnDevice;
   for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < count; e += int64_t(gridDim.x) * blockDim.x) {
     const int64_t j = e % cols, i = (e / cols) % rows;
     out[e] = (upper ? j - i >= k : j - i <= k) ? in[e] : E(0);
@@ -379,7 +381,7 @@ __global__ void triluKernel(const E *__restrict__ in, E *__restrict__ out, int64
 } // namespace
 
 std::string trilu(const void *in, void *out, int64_t count, int64_t rows, int64_t cols, int64_t k, bool upper,
-                  int elemBytes, void *stream) {
+                  int elemBytes, void *stream, const int64_t *kOnDevice) {
   if (count == 0)
     return {};
   if (rows <= 0 || cols <= 0 || count % (rows * cols))
@@ -388,7 +390,7 @@ std::string trilu(const void *in, void *out, int64_t count, int64_t rows, int64_
   const bool known = byElementSize(elemBytes, [&](auto tag) {
     using E = decltype(tag);
     triluKernel<E><<<blocks, kElementThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-        static_cast<const E *>(in), static_cast<E *>(out), count, rows, cols, k, upper);
+        static_cast<const E *>(in), static_cast<E *>(out), count, rows, cols, k, kOnDevice, upper);
   });
   return known ? launched("trilu") : "trilu: elements of 1, 2, 4 or 8 bytes";
 }

@@ -24,8 +24,10 @@ std::string addNorm(Storage s, bool layerNorm, const void *x, const void *residu
                     const void *bias, void *out, void *sum, int64_t rows, int64_t cols, float epsilon, void *stream);
 
 // Softmax over the last axis of [rows, cols]; with `log`, its logarithm (log_softmax: x - max -
-// log(sum of exp(x - max)), never through exp and log of a tiny value). Rows as addNorm's.
-std::string softmax(Storage s, const void *x, void *y, int64_t rows, int64_t cols, void *stream, bool log = false);
+// log(sum of exp(x - max)), never through exp and log of a tiny value). Rows as addNorm's. With
+// `inner` > 1, over the middle axis of [rows / inner, cols, inner] (an axis before the last).
+std::string softmax(Storage s, const void *x, void *y, int64_t rows, int64_t cols, void *stream, bool log = false,
+                    int64_t inner = 1);
 
 // An output at `base`, moved by *shift * shiftStride elements where `shift` (device memory) is
 // given: a cache's new rows written after the rows already there, whose count the launch does
@@ -327,9 +329,9 @@ std::string transposeBatched(const void *src, void *dst, int64_t n, int64_t rows
 
 // ONNX Trilu: out = in with the elements outside the triangle of each matrix [rows, cols] (its
 // last two dims) zero: kept where j - i >= k (`upper`) or j - i <= k. Elements of 1, 2, 4 or 8
-// bytes, `count` of them.
+// bytes, `count` of them. With kOnDevice, k is the int64 there (an input the device computed).
 std::string trilu(const void *in, void *out, int64_t count, int64_t rows, int64_t cols, int64_t k, bool upper,
-                  int elemBytes, void *stream);
+                  int elemBytes, void *stream, const int64_t *kOnDevice = nullptr);
 
 // numpy's matmul of two activations (Matmul.cu): C [batch..., M, N] = A [..., M, K] x B [..., K, N],
 // f32 accumulation, C's matrix z at z * M * N; batch[d] C's batch dims, aStride[d] and bStride[d]
@@ -509,6 +511,7 @@ struct Window {
   int spatial = 0;
   int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, kernel[3] = {1, 1, 1};
   int64_t padBegin[3] = {}, stride[3] = {1, 1, 1}, dilation[3] = {1, 1, 1};
+  int64_t padEnd[3] = {}; // (an average pool with count_include_pad counts the taps up to it)
 };
 
 // y [N, M, out...] = conv(x [N, C, in...], w [M, C / group, kernel...]) + bias [M] (nullable).

@@ -130,19 +130,18 @@ std::string prepareNorm(Executor &ex, const PlanOp &op, int k, PreparedOp &out) 
   const int scaleAt = int(normScaleInput(op)), biasAt = scaleAt + 1;
   const PlanValue &x = ex.plan->values[size_t(op.inputs[0])];
   const int rank = x.shape.rank;
-  const int64_t axis = op.attrs.getInt("axis", -1);
+  // Normalized over the axes from `axis` on (ONNX's LayerNormalization and RMSNormalization): the
+  // rows of the elements from there, contiguous.
+  const int64_t axis = op.attrs.getInt("axis", -1) < 0 ? op.attrs.getInt("axis", -1) + rank : op.attrs.getInt("axis", -1);
   Storage st;
   if (std::string err = floatStorage(ex, op, st); !err.empty())
     return err;
-  if (!isFloat(x) || (axis != -1 && axis != rank - 1))
-    return "needs a float input and normalization over the last axis";
-  const int64_t n = lastDim(x.shape);
-  const PlanValue &scale = ex.plan->values[size_t(op.inputs[size_t(scaleAt)])];
-  if (scale.shape.numel() != n)
-    return "needs one scale per element of the last axis";
+  if (!isFloat(x) || axis < 0 || axis >= rank)
+    return "needs a float input and an axis within its rank";
+  const int64_t scales = ex.plan->values[size_t(op.inputs[size_t(scaleAt)])].shape.numel();
   const bool hasBias = layer && int(op.inputs.size()) > biasAt && op.inputs[size_t(biasAt)] >= 0;
-  if (hasBias && ex.plan->values[size_t(op.inputs[size_t(biasAt)])].shape.numel() != n)
-    return "needs one bias per element of the last axis";
+  if (hasBias && ex.plan->values[size_t(op.inputs[size_t(biasAt)])].shape.numel() != scales)
+    return "needs as many biases as scales";
   const float eps = float(op.attrs.getFloat("epsilon", 1e-5));
   out.chainable = true;
   out.launch = [=, &op](Executor &e, const std::vector<TensorRef> &t) {
@@ -152,9 +151,12 @@ std::string prepareNorm(Executor &ex, const PlanOp &op, int k, PreparedOp &out) 
     if (std::string err = flushChainedLinears(e); !err.empty())
       return err;
     const Shape &s = t[size_t(op.inputs[0])].shape;
+    const int64_t cols = elementsFrom(s, int(axis));
+    if (cols != scales)
+      return "needs one scale per element normalized (" + std::to_string(cols) + "), not " + std::to_string(scales);
     return addNorm(st, layer, e.at(op.inputs[0]), fused ? e.at(op.inputs[1]) : nullptr,
                    e.at(op.inputs[size_t(scaleAt)]), hasBias ? e.at(op.inputs[size_t(biasAt)]) : nullptr,
-                   e.at(op.outputs[0]), fused ? e.at(op.outputs[1]) : nullptr, rowsBefore(s, s.rank - 1), lastDim(s), eps,
+                   e.at(op.outputs[0]), fused ? e.at(op.outputs[1]) : nullptr, rowsBefore(s, int(axis)), cols, eps,
                    e.stream);
   };
   return {};
@@ -206,16 +208,21 @@ std::string prepareGroupNorm(Executor &ex, const PlanOp &op, PreparedOp &out) {
 
 std::string prepareSoftmax(Executor &ex, const PlanOp &op, PreparedOp &out) {
   const PlanValue &x = ex.plan->values[size_t(op.inputs[0])];
-  const int64_t axis = op.attrs.getInt("axis", -1);
+  const int rank = x.shape.rank;
+  const int64_t axis = op.attrs.getInt("axis", -1) < 0 ? op.attrs.getInt("axis", -1) + rank : op.attrs.getInt("axis", -1);
   Storage st;
   if (std::string err = floatStorage(ex, op, st); !err.empty())
     return err;
-  if (!isFloat(x) || (axis != -1 && axis != x.shape.rank - 1))
-    return "needs a float input and the last axis";
+  if (!isFloat(x) || axis < 0 || axis >= rank)
+    return "needs a float input and an axis within its rank";
   const bool log = op.kernel == "log_softmax";
-  out.launch = [&op, st, log](Executor &e, const std::vector<TensorRef> &t) {
+  out.launch = [&op, st, log, axis](Executor &e, const std::vector<TensorRef> &t) {
     const Shape &s = t[size_t(op.inputs[0])].shape;
-    return softmax(st, e.at(op.inputs[0]), e.at(op.outputs[0]), rowsBefore(s, s.rank - 1), lastDim(s), e.stream, log);
+    if (s.numel() == 0)
+      return std::string();
+    const int64_t inner = elementsFrom(s, int(axis) + 1);
+    return softmax(st, e.at(op.inputs[0]), e.at(op.outputs[0]), rowsBefore(s, int(axis)) * inner, s.dims[axis],
+                   e.stream, log, inner);
   };
   return {};
 }

@@ -55,6 +55,7 @@ std::string windowOf(const PlanOp &op, const Shape &x, const Shape &y, const int
   for (int d = 0; d < w.spatial; ++d) {
     w.in[d] = x.dims[d + 2], w.out[d] = y.dims[d + 2], w.kernel[d] = kernel[d];
     w.padBegin[d] = pads.size() == size_t(2 * w.spatial) ? pads[size_t(d)] : 0;
+    w.padEnd[d] = pads.size() == size_t(2 * w.spatial) ? pads[size_t(d + w.spatial)] : 0;
     w.stride[d] = strides.size() == size_t(w.spatial) ? strides[size_t(d)] : 1;
     w.dilation[d] = dilations.size() == size_t(w.spatial) ? dilations[size_t(d)] : 1;
   }

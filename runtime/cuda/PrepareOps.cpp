@@ -252,20 +252,27 @@ std::string prepareDataMovement(Executor &ex, const PlanOp &op, PreparedOp &out,
       return stridedCopy(e.at(op.inputs[0]), e.at(op.outputs[0]), c, e.stream);
     };
   } else if (k == "trilu") {
-    int64_t diagonal = 0; // k: a constant of the plan
+    int64_t diagonal = 0; // k: a constant of the plan, or read by the kernel (an int64 input)
+    bool kOnDevice = false;
     if (op.inputs.size() > 1 && op.inputs[1] >= 0) {
       std::vector<int64_t> ks;
-      if (!constantInts(*ex.plan, op.inputs[1], ks) || ks.empty())
-        return "needs k as a constant of the plan";
-      diagonal = ks[0];
+      if (constantInts(*ex.plan, op.inputs[1], ks) && !ks.empty())
+        diagonal = ks[0];
+      else if (ex.plan->values[size_t(op.inputs[1])].dtype == DType::I64)
+        kOnDevice = true;
+      else
+        return "needs k as an int64";
     }
     const bool upper = op.attrs.getInt("upper", 1) != 0;
-    out.launch = [&op, elem, diagonal, upper](Executor &e, const std::vector<TensorRef> &t) -> std::string {
+    out.launch = [&op, elem, diagonal, upper, kOnDevice](Executor &e, const std::vector<TensorRef> &t) -> std::string {
       const Shape &in = t[size_t(op.inputs[0])].shape;
       if (in.rank < 2)
         return "needs rank 2 or more";
+      if (kOnDevice && t[size_t(op.inputs[1])].numel() != 1)
+        return "needs one k";
       return trilu(e.at(op.inputs[0]), e.at(op.outputs[0]), in.numel(), in.dims[in.rank - 2], in.dims[in.rank - 1],
-                   diagonal, upper, elem, e.stream);
+                   diagonal, upper, elem, e.stream,
+                   kOnDevice ? static_cast<const int64_t *>(e.at(op.inputs[1])) : nullptr);
     };
   } else if (k == "tile") {
     // Each axis of the output as [repeats, input's dim], the input read with a stride of 0 along

@@ -136,6 +136,23 @@ __global__ void im2colKernel(const T *__restrict__ x, T *__restrict__ col, int64
   }
 }
 
+// An average pool's divisor with count_include_pad: the taps of output o's window within the
+// input and its explicit padding (not those past the end padding that ceil_mode adds), as the CPU.
+__device__ int64_t paddedTaps(const Window &w, int64_t o) {
+  int64_t taps = 1;
+  for (int d = w.spatial - 1; d >= 0; --d) {
+    const int64_t start = o % w.out[d] * w.stride[d] - w.padBegin[d];
+    o /= w.out[d];
+    int64_t inside = 0;
+    for (int64_t k = 0; k < w.kernel[d]; ++k) {
+      const int64_t at = start + k * w.dilation[d];
+      inside += at >= -w.padBegin[d] && at < w.in[d] + w.padEnd[d];
+    }
+    taps *= inside;
+  }
+  return taps ? taps : 1;
+}
+
 template <typename T>
 __global__ void poolKernel(bool max, const T *__restrict__ x, T *__restrict__ y, int64_t planes, Window win,
                            int64_t inSize, int64_t outSize, int64_t kernelSize, bool countPad,
@@ -158,7 +175,7 @@ __global__ void poolKernel(bool max, const T *__restrict__ x, T *__restrict__ y,
       }
       ++counted;
     }
-    y[e] = fromF<T>(max ? acc : acc / float(countPad ? kernelSize : (counted ? counted : 1)));
+    y[e] = fromF<T>(max ? acc : acc / float(countPad ? paddedTaps(win, o) : (counted ? counted : 1)));
     if (indices) {
       if (best >= 0 && columnMajor)
         best = best % win.in[1] * win.in[0] + best / win.in[1];

@@ -57,20 +57,22 @@ __global__ void addNormKernel(const T *__restrict__ x, const T *__restrict__ r, 
   }
 }
 
+// A row's elements `inner` apart (a softmax along an axis before the last).
 template <typename T>
-__global__ void softmaxKernel(const T *__restrict__ x, T *__restrict__ y, int64_t cols, bool log, bool staged) {
+__global__ void softmaxKernel(const T *__restrict__ x, T *__restrict__ y, int64_t cols, int64_t inner, bool log,
+                              bool staged) {
   extern __shared__ float row[];
-  const int64_t base = int64_t(blockIdx.x) * cols;
+  const int64_t base = int64_t(blockIdx.x) / inner * cols * inner + int64_t(blockIdx.x) % inner;
   float best = -INFINITY;
   for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
-    const float v = toF(x[base + c]);
+    const float v = toF(x[base + c * inner]);
     if (staged)
       row[c] = v;
     best = fmaxf(best, v);
   }
   best = blockReduce<true>(best);
   // x - max, again: log_softmax keeps it (staged), which exp may take to 0
-  auto shiftedAt = [&](int64_t c) { return staged ? row[c] : toF(x[base + c]) - best; };
+  auto shiftedAt = [&](int64_t c) { return staged ? row[c] : toF(x[base + c * inner]) - best; };
   float acc = 0.0f;
   for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
     const float shifted = staged ? row[c] - best : shiftedAt(c);
@@ -82,7 +84,7 @@ __global__ void softmaxKernel(const T *__restrict__ x, T *__restrict__ y, int64_
   const float total = blockReduce<false>(acc);
   const float inv = 1.0f / total, logTotal = logf(total);
   for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
-    y[base + c] = fromF<T>(log ? shiftedAt(c) - logTotal : expf(shiftedAt(c)) * inv);
+    y[base + c * inner] = fromF<T>(log ? shiftedAt(c) - logTotal : expf(shiftedAt(c)) * inv);
 }
 
 template <typename T>
@@ -181,9 +183,10 @@ std::string addNorm(Storage s, bool layerNorm, const void *x, const void *residu
   return launched("addNorm");
 }
 
-std::string softmax(Storage s, const void *x, void *y, int64_t rows, int64_t cols, void *stream, bool log) {
-  if (rows <= 0 || cols <= 0)
-    return "softmax: rows and cols must be positive";
+std::string softmax(Storage s, const void *x, void *y, int64_t rows, int64_t cols, void *stream, bool log,
+                    int64_t inner) {
+  if (rows <= 0 || cols <= 0 || inner <= 0 || rows % inner)
+    return "softmax: rows and cols must be positive, rows a multiple of inner";
   const bool staged = cols <= kMaxRowCols;
   const size_t shared = staged ? size_t(cols) * sizeof(float) : 0;
   dispatch(s, [&](auto tag) {
@@ -191,7 +194,7 @@ std::string softmax(Storage s, const void *x, void *y, int64_t rows, int64_t col
     if (shared > 48 * 1024)
       cudaFuncSetAttribute(softmaxKernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared));
     softmaxKernel<T><<<unsigned(rows), kRowThreads, shared, static_cast<cudaStream_t>(stream)>>>(
-        static_cast<const T *>(x), static_cast<T *>(y), cols, log, staged);
+        static_cast<const T *>(x), static_cast<T *>(y), cols, inner, log, staged);
   });
   return launched("softmax");
 }

@@ -2,7 +2,7 @@
 """Runs ONNX's backend node tests through llmc and llmc-run and compares with the expected outputs.
 
     run_node_tests.py --llmc BIN --llmc-run BIN [--filter REGEX] [--jobs N] [--device cuda]
-                      [--coverage-doc docs/onnx-coverage.md] [--require-supported]
+                      [--run-env NAME=VALUE ...] [--coverage-doc docs/onnx-coverage.md] [--require-supported]
 
 The node tests come from the `onnx` wheel's own case definitions (`onnx.backend.test.case.node`:
 a model plus inputs and expected outputs per test, the source of ONNX's data/node files, which
@@ -13,11 +13,14 @@ A test is 'unsupported' when llmc refuses it with a reason that names a missing 
 does not have, an element type, a sequence or optional value, training mode); 'failed' when it
 compiles but gives wrong values, or fails in any other way. Prints one summary line
 'N passed, N failed, N unsupported'. With --require-supported it exits 1 if any test of an op
-that llmc supports failed. With --coverage-doc it rewrites that Markdown table.
+that llmc supports failed (or of an expanded function whose every node's op it supports). With
+--coverage-doc it rewrites that Markdown table.
 
-With --device cuda the plans run on the CUDA executor (LLMC_CUDA_BACKEND may name the CPU
-emulation's plugin, test/cuda/emulation): a plan with an op it has no kernel for is 'unsupported'
-there (the context refuses it, naming the op), anything else is compared as on the CPU.
+With --device cuda the plans run on the CUDA executor (--run-env LLMC_CUDA_BACKEND=... may name
+the CPU emulation's plugin, test/cuda/emulation, and LD_PRELOAD its AddressSanitizer runtime: the
+variables of --run-env reach llmc-run alone): a plan with an op the executor has no kernel for is
+'unsupported' there (the context refuses it, naming the op), anything else is compared as on the
+CPU.
 """
 import argparse
 import collections
@@ -133,7 +136,7 @@ def run_case(case, args):
                    "--device", args.device]
             run += [a for name, path in feeds if name not in frozen for a in ("--input", f"{name}={path}")]
             run += [a for name, path in compares for a in ("--compare", f"{name}={path}")]
-            r = subprocess.run(run, capture_output=True, text=True, timeout=args.timeout)
+            r = subprocess.run(run, capture_output=True, text=True, timeout=args.timeout, env=args.run_environment)
             if r.returncode != 0 and args.device == "cuda" and "creating a context: CUDA: op" in r.stderr:
                 return "unsupported", "no CUDA kernel: " + r.stderr.strip().splitlines()[-1].split("CUDA: ", 1)[1]
             if r.returncode != 0:
@@ -183,7 +186,9 @@ def main():
     p.add_argument("--verbose", action="store_true")
     p.add_argument("--device", choices=["cpu", "cuda"], default="cpu", help="where llmc-run runs the plans")
     p.add_argument("--timeout", type=int, default=120, help="seconds per llmc-run")
+    p.add_argument("--run-env", action="append", default=[], help="NAME=VALUE for llmc-run's environment only")
     args = p.parse_args()
+    args.run_environment = dict(os.environ, **dict(v.split("=", 1) for v in args.run_env))
 
     cases = [c for c in node_cases.collect_testcases(None) if re.search(args.filter, c.name)]
     op_names = {s.name for s in onnx.defs.get_all_schemas()}
@@ -199,15 +204,18 @@ def main():
             except Exception as e:  # a timeout or an I/O problem is a failure, never a silent pass
                 results[case.name] = ("failed", f"{type(e).__name__}: {e}")
     by_op = collections.defaultdict(list)
+    # A test of ops llmc supports: its op's, or (an expanded function) every node's.
+    of_supported = {c.name for c in cases if op_of(c, op_names) in supported or
+                    all(n.op_type in supported for n in c.model.graph.node)}
     for c in cases:
         by_op[op_of(c, op_names)].append(c.name)
     failed_supported = []
     for op, names in sorted(by_op.items()):
         for name in sorted(names):
             status, reason = results[name]
-            if args.verbose or (status == "failed" and op in supported):
+            if args.verbose or (status == "failed" and name in of_supported):
                 print(f"{status:<11} {name} ({op}) {reason}")
-            if status == "failed" and op in supported:
+            if status == "failed" and name in of_supported:
                 failed_supported.append(name)
     if args.coverage_doc:
         write_coverage(args.coverage_doc, results, by_op, supported)

@@ -198,6 +198,19 @@ TEST(Cuda, SoftmaxMatchesTheCpu) {
         }
 }
 
+// softmax and log_softmax along the middle axis of [3, 5, 4] (a row's elements 4 apart).
+TEST(Cuda, SoftmaxAlongAnInnerAxisMatchesTheCpu) {
+  for (cu::Storage s : kStorages)
+    for (const char *op : {"softmax", "log_softmax"}) {
+      Buf<float> x(DType::F32, {3, 5, 4}, rounded(randomFloats(60, 6, -4, 4), s)), want(DType::F32, {3, 5, 4});
+      ASSERT_EQ(call(op, attrs({intAttr("axis", 1)}), {x.ref()}, {want.ref()}), "");
+      auto dx = upload(x.data, s);
+      Device y(60 * cu::storageBytes(s));
+      ASSERT_EQ(cu::softmax(s, dx->p, y.p, 12, 5, nullptr, std::string(op) == "log_softmax", 4), "");
+      expectClose(download(y, 60, s), want.data, tolerance(s) * 4, std::string(op) + " along axis 1 " + name(s));
+    }
+}
+
 TEST(Cuda, RotaryMatchesTheCpu) {
   const int64_t B = 2, H = 3, S = 5, D = 16, table = 40;
   for (cu::Storage s : kStorages)
@@ -1804,15 +1817,17 @@ TEST(Cuda, ReduceConvPoolPadMatchTheCpu) {
       ASSERT_EQ(cu::conv(s, dx->p, dw->p, db->p, y.p, 2, 4, 6, 2, win, nullptr), "");
       expectClose(download(y, size_t(want.numel()), s), want.data, std::max(tol, 1e-4f) * 4, std::string("conv ") + name(s));
     }
+    // The pools' window: 3x3 over [6, 5], stride 2, padding 1 at the start (at the end: 1 for the
+    // first pools, 0 for the last, which only an average with count_include_pad reads), 3x3 out.
+    cu::Window win;
+    win.spatial = 2;
+    win.in[0] = 6, win.in[1] = 5, win.out[0] = 3, win.out[1] = 3, win.kernel[0] = win.kernel[1] = 3;
+    win.padBegin[0] = win.padBegin[1] = 1, win.stride[0] = win.stride[1] = 2;
     for (bool max : {true, false}) { // 3x3 pooling, stride 2, pads 1
       Buf<float> want(DType::F32, {2, 4, 3, 3});
       const AttrList a = attrs({intsAttr("kernel_shape", {3, 3}), intsAttr("pads", {1, 1, 1, 1}),
                                 intsAttr("strides", {2, 2}), intsAttr("dilations", {1, 1})});
       ASSERT_EQ(call(max ? "max_pool" : "average_pool", a, {x.ref()}, {want.ref()}), "");
-      cu::Window win;
-      win.spatial = 2;
-      win.in[0] = 6, win.in[1] = 5, win.out[0] = 3, win.out[1] = 3, win.kernel[0] = win.kernel[1] = 3;
-      win.padBegin[0] = win.padBegin[1] = 1, win.stride[0] = win.stride[1] = 2;
       Device y(size_t(want.numel()) * cu::storageBytes(s));
       ASSERT_EQ(cu::pool(s, max, dx->p, y.p, 8, win, false, nullptr), "");
       expectClose(download(y, size_t(want.numel()), s), want.data, std::max(tol, 1e-5f),
@@ -1833,6 +1848,18 @@ TEST(Cuda, ReduceConvPoolPadMatchTheCpu) {
         EXPECT_EQ(downloadRaw<int64_t>(di, size_t(want.numel())), indices.data)
             << "max_pool_with_indices storage_order " << columnMajor << " " << name(s);
       }
+    }
+    { // average pool, count_include_pad, ceil_mode: the last column's window runs past the input
+      // and its end padding of 0, whose taps the divisor leaves out (3x3, stride 2, pads 1 at the start)
+      Buf<float> want(DType::F32, {2, 4, 3, 3});
+      const AttrList a = attrs({intsAttr("kernel_shape", {3, 3}), intsAttr("pads", {1, 1, 0, 0}),
+                                intsAttr("strides", {2, 2}), intsAttr("dilations", {1, 1}), intAttr("ceil_mode", 1),
+                                intAttr("count_include_pad", 1)});
+      ASSERT_EQ(call("average_pool", a, {x.ref()}, {want.ref()}), "");
+      Device y(size_t(want.numel()) * cu::storageBytes(s));
+      ASSERT_EQ(cu::pool(s, false, dx->p, y.p, 8, win, true, nullptr), "");
+      expectClose(download(y, size_t(want.numel()), s), want.data, std::max(tol, 1e-5f),
+                  std::string("average_pool, count_include_pad, ceil_mode ") + name(s));
     }
     for (const char *mode : {"constant", "edge", "reflect", "wrap"}) {
       Buf<float> want(DType::F32, {2, 5, 9, 6});
@@ -2146,6 +2173,10 @@ TEST(Cuda, TriluMatchesTheCpu) {
       Device out(30 * 4);
       ASSERT_EQ(cu::trilu(dx->p, out.p, 30, 3, 5, k, upper, 4, nullptr), "");
       EXPECT_EQ(downloadRaw<float>(out, 30), want.data) << "f32, upper " << upper << ", k " << k;
+      auto dk = uploadRaw(kb.data); // k read on the device (its argument, 7, ignored)
+      cudaMemset(out.p, 0, out.bytes);
+      ASSERT_EQ(cu::trilu(dx->p, out.p, 30, 3, 5, 7, upper, 4, nullptr, dk->as<int64_t>()), "");
+      EXPECT_EQ(downloadRaw<float>(out, 30), want.data) << "f32, upper " << upper << ", k " << k << " on the device";
       Buf<uint8_t> flags(DType::Bool, {4, 3}, std::vector<uint8_t>(12, 1)), wantFlags(DType::Bool, {4, 3});
       ASSERT_EQ(call("trilu", a, {flags.ref(), kb.ref()}, {wantFlags.ref()}), "");
       auto df = uploadRaw(flags.data);
