@@ -359,8 +359,8 @@ std::string gemmArgsOf(const int64_t *aDims, const int64_t *bDims, bool transA, 
 // B [K, 1]; C's shape leaves those out), or why they do not multiply.
 std::string matmulArgsOf(int aRank, const int64_t *aDims, int bRank, const int64_t *bDims, MatmulArgs &m);
 
-// einsum of up to kMaxEinsumOperands operands of DType number `type` (f32, f16, bf16, int32 or
-// int64; Einsum.cu), its loops as einsumLoops gives them (kernels/Einsum.h): labels [0, outLabels)
+// einsum of up to kMaxEinsumOperands operands of DType number `type` (f32, f16, bf16, an integer
+// or bool: dispatchNumeric; Einsum.cu), its loops as einsumLoops gives them (kernels/Einsum.h): labels [0, outLabels)
 // are the output's (row-major), the rest summed (`summed` index tuples); strides[k][l] operand k's
 // element stride along label l.
 constexpr int kMaxEinsumOperands = 8, kMaxEinsumLabels = 16;
@@ -474,7 +474,7 @@ std::string scatterElements(void *out, const void *indices, const void *updates,
 // --- reductions, convolution, pooling, padding ------------------------------------------------
 
 // Reduces the input [dims] over the dimensions with reduced[d] into out (kept dims in order), of
-// DType number `type` (f32, f16, bf16: in f64; int32, int64: in int64, as the CPU kernel).
+// DType number `type` (f32, f16, bf16: in f64; integers and bool: in int64, as the CPU kernel).
 // kind: "sum", "mean", "max", "min", "l2", "sum_square", "prod".
 std::string reduce(int type, const std::string &kind, const void *in, void *out, int rank, const int64_t *dims,
                    const bool *reduced, void *stream);
@@ -495,14 +495,14 @@ std::string batchNorm(Storage s, const void *x, void *y, const void *scale, cons
 
 // arg_max (`max`) or arg_min of in [outer, n, inner] along n: out [outer, inner] int64, ties to the
 // first index, or to the last with `last` (select_last_index), as the CPU kernel compares; of DType
-// number `type` (f32, f16, bf16, int32, int64).
+// number `type` (f32, f16, bf16, an integer or bool: dispatchNumeric).
 std::string argReduce(int type, bool max, const void *in, int64_t *out, int64_t outer, int64_t n, int64_t inner,
                       bool last, void *stream);
 
 // top_k of x [outer, n, inner] along n: the k largest (smallest with !largest) elements of each
 // line into values [outer, k, inner] and their positions into indices, sorted, equal values in
 // index order (as the CPU's stable sort); a NaN counts as the largest value. Elements of DType
-// number `type`: f32, f16, bf16 (compared as f32), int32 or int64 (compared exactly). (TopK.cu)
+// number `type`: f32, f16, bf16 (compared as f32), an integer or bool (compared exactly). (TopK.cu)
 std::string topK(int type, const void *x, void *values, int64_t *indices, int64_t outer, int64_t n, int64_t inner,
                  int64_t k, bool largest, void *stream);
 

@@ -458,14 +458,18 @@ template <typename F> void dispatch(Storage s, F &&f) {
 }
 
 // Runs `f(T{})` with T the type of DType number `type` among those the kernels of floats and
-// integers take (f32, f16, bf16, int32, int64); false for any other type.
+// integers take (f32, f16, bf16, int64, int32, int8, uint8 and bool, the last as uint8 as the CPU
+// kernels take it); false for any other type (f64).
 template <typename F> bool dispatchNumeric(int type, F &&f) {
   switch (type) {
   case F32: f(float{}); return true;
   case F16: f(__half{}); return true;
   case BF16: f(__nv_bfloat16{}); return true;
-  case I32: f(int32_t{}); return true;
   case I64: f(static_cast<long long>(0)); return true;
+  case I32: f(int32_t{}); return true;
+  case I8: f(static_cast<signed char>(0)); return true;
+  case U8:
+  case Bool: f(static_cast<unsigned char>(0)); return true;
   default: return false;
   }
 }

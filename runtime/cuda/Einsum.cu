@@ -69,7 +69,7 @@ std::string einsum(int type, const EinsumArgs &a, void *out, void *stream) {
                       static_cast<cudaStream_t>(stream)>>>(a, static_cast<T *>(out));
   };
   if (!dispatchNumeric(type, launch))
-    return "einsum: supports f32, f16, bf16, int32 and int64 operands";
+    return "einsum: supports f32, f16, bf16, integer and bool operands";
   return launched("einsum");
 }
 

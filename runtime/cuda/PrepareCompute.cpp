@@ -343,7 +343,7 @@ std::string prepareEinsum(Executor &ex, const PlanOp &op, PreparedOp &out) {
     sameType = sameType && numericTypeOf(ex, i) == type;
   if (op.inputs.empty() || op.inputs.size() > size_t(kMaxEinsumOperands) || !sameType)
     return "supports 1 to " + std::to_string(kMaxEinsumOperands) +
-           " operands of one type (f32, f16, bf16, int32 or int64) as its result";
+           " operands of one type (f32, f16, bf16, integer or bool) as its result";
   std::vector<int> ranks;
   for (int i : op.inputs)
     ranks.push_back(i < 0 ? -1 : ex.plan->values[size_t(i)].shape.rank);

@@ -496,7 +496,7 @@ std::string prepareScatter(Executor &ex, const PlanOp &op, PreparedOp &out) {
 std::string prepareArgReduce(Executor &ex, const PlanOp &op, PreparedOp &out) {
   const int type = numericTypeOf(ex, op.inputs[0]);
   if (!type || ex.plan->values[size_t(op.outputs[0])].dtype != DType::I64)
-    return "supports an f32, f16, bf16, int32 or int64 input and an int64 output";
+    return "supports an f32, f16, bf16, integer or bool input and an int64 output";
   const bool max = op.kernel == "arg_max", last = op.attrs.getInt("select_last_index", 0) != 0;
   out.launch = [&op, type, max, last](Executor &e, const std::vector<TensorRef> &t) -> std::string {
     int64_t outer, n, inner;
@@ -513,7 +513,7 @@ std::string prepareTopK(Executor &ex, const PlanOp &op, PreparedOp &out) {
   const int type = numericTypeOf(ex, op.inputs[0]);
   if (op.outputs.size() != 2 || !type || numericTypeOf(ex, op.outputs[0]) != type ||
       ex.plan->values[size_t(op.outputs[1])].dtype != DType::I64)
-    return "supports f32, f16, bf16, int32 or int64 values and int64 indices";
+    return "supports f32, f16, bf16, integer or bool values and int64 indices";
   const int64_t k = op.attrs.getInt("k", -1);
   const bool largest = op.attrs.getInt("largest", 1) != 0;
   out.launch = [&op, type, k, largest](Executor &e, const std::vector<TensorRef> &t) -> std::string {
@@ -532,7 +532,7 @@ std::string prepareReduce(Executor &ex, const PlanOp &op, PreparedOp &out) {
   if (!type || type != numericTypeOf(ex, op.outputs[0]) ||
       (kind != "sum" && kind != "mean" && kind != "max" && kind != "min" && kind != "l2" && kind != "sum_square" &&
        kind != "prod"))
-    return "supports sum, mean, max, min, l2, sum_square and prod of f32, f16, bf16, int32 or int64 elements";
+    return "supports sum, mean, max, min, l2, sum_square and prod of f32, f16, bf16, integer or bool elements";
   if (op.inputs.size() > 1 && op.inputs[1] >= 0)
     return "axes given as a tensor";
   out.launch = [&op, kind, type](Executor &e, const std::vector<TensorRef> &t) -> std::string {

@@ -246,7 +246,7 @@ std::string reduce(int type, const std::string &kind, const void *in, void *out,
                       static_cast<cudaStream_t>(stream)>>>(static_cast<const T *>(in), static_cast<T *>(out), r, k,
                                                            outputs);
   });
-  return known ? launched("reduce") : "reduce: supports f32, f16, bf16, int32 and int64 elements";
+  return known ? launched("reduce") : "reduce: supports f32, f16, bf16, integer and bool elements";
 }
 
 std::string conv(Storage st, const void *x, const void *w, const void *bias, void *y, int64_t N, int64_t C, int64_t M,
@@ -277,7 +277,7 @@ std::string argReduce(int type, bool max, const void *in, int64_t *out, int64_t 
                          static_cast<cudaStream_t>(stream)>>>(static_cast<const T *>(in), out, outer, n, inner, max,
                                                               last);
   });
-  return known ? launched("argReduce") : "argReduce: supports f32, f16, bf16, int32 and int64 elements";
+  return known ? launched("argReduce") : "argReduce: supports f32, f16, bf16, integer and bool elements";
 }
 
 std::string im2col(Storage st, const void *x, void *col, int64_t N, int64_t C, const Window &win, void *stream) {

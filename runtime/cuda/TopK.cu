@@ -102,7 +102,7 @@ std::string topK(int type, const void *x, void *values, int64_t *indices, int64_
         static_cast<const T *>(x), static_cast<T *>(values), indices, lines, n, inner, k, largest);
   };
   if (!dispatchNumeric(type, launch))
-    return "topK: supports f32, f16, bf16, int32 and int64 values";
+    return "topK: supports f32, f16, bf16, integer and bool values";
   return launched("topK");
 }
 

@@ -427,8 +427,9 @@ def onnx_attention_model(out):
 
 def model_path(model, out):
     """models/MODEL.onnx, one made here in `out` (slice_views, small_cnn, small_ops, more_ops,
-    norm_ops, qdq, product_ops, native_attention, native_attention_cache, onnx_attention), the DeepSeek export in the cache
-    (exported on first use, ~20 s), or a real model (fetched and exported on first use: minutes)."""
+    norm_ops, qdq, product_ops, native_attention, native_attention_cache, onnx_attention), the
+    DeepSeek export in the cache (exported on first use, ~20 s), or a real model (fetched and
+    exported on first use: minutes)."""
     built = {"slice_views": slice_views_model, "small_cnn": small_cnn_model, "small_ops": small_ops_model,
              "more_ops": more_ops_model, "norm_ops": norm_ops_model, "qdq": qdq_model,
              "product_ops": product_ops_model, "native_attention": native_attention_model,
