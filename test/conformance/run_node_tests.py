@@ -20,7 +20,8 @@ With --device cuda the plans run on the CUDA executor (--run-env LLMC_CUDA_BACKE
 the CPU emulation's plugin, test/cuda/emulation, and LD_PRELOAD its AddressSanitizer runtime: the
 variables of --run-env reach llmc-run alone): a plan with an op the executor has no kernel for is
 'unsupported' there (the context refuses it, naming the op), anything else is compared as on the
-CPU.
+CPU. With --max-kernel-refusals N it also exits 1 where more than N tests are refused so, so that
+a kernel that stops taking what it took fails rather than moves to 'unsupported'.
 """
 import argparse
 import collections
@@ -187,6 +188,8 @@ def main():
     p.add_argument("--device", choices=["cpu", "cuda"], default="cpu", help="where llmc-run runs the plans")
     p.add_argument("--timeout", type=int, default=120, help="seconds per llmc-run")
     p.add_argument("--run-env", action="append", default=[], help="NAME=VALUE for llmc-run's environment only")
+    p.add_argument("--max-kernel-refusals", type=int, help="with --device cuda: at most this many tests refused "
+                   "for a kernel the executor lacks")
     args = p.parse_args()
     args.run_environment = dict(os.environ, **dict(v.split("=", 1) for v in args.run_env))
 
@@ -220,9 +223,14 @@ def main():
     if args.coverage_doc:
         write_coverage(args.coverage_doc, results, by_op, supported)
     total = collections.Counter(s for s, _ in results.values())
+    refusals = sum(1 for _, reason in results.values() if reason.startswith("no CUDA kernel:"))
+    too_many = args.max_kernel_refusals is not None and refusals > args.max_kernel_refusals
     print(f"{len(failed_supported)} tests of supported ops failed")
+    if args.device == "cuda":
+        print(f"{refusals} refused for a kernel the CUDA executor lacks" +
+              (f": more than the {args.max_kernel_refusals} allowed" if too_many else ""))
     print(f"{total['passed']} passed, {total['failed']} failed, {total['unsupported']} unsupported")
-    return 1 if args.require_supported and failed_supported else 0
+    return 1 if (args.require_supported and failed_supported) or too_many else 0
 
 
 if __name__ == "__main__":
