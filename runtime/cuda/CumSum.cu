@@ -11,20 +11,6 @@
 namespace llmc::rt::cuda {
 namespace {
 
-template <typename T> __device__ __forceinline__ auto toAcc(T v) {
-  if constexpr (std::is_integral_v<T>)
-    return static_cast<long long>(v);
-  else
-    return toF(v);
-}
-
-template <typename T, typename A> __device__ __forceinline__ T fromAcc(A v) {
-  if constexpr (std::is_integral_v<T>)
-    return static_cast<T>(v);
-  else
-    return fromF<T>(float(v));
-}
-
 template <typename T, typename Acc>
 __global__ void cumsumKernel(const T *__restrict__ x, T *__restrict__ y, int64_t outer, int64_t n, int64_t inner,
                              bool exclusive, bool reverse) {
@@ -34,13 +20,13 @@ __global__ void cumsumKernel(const T *__restrict__ x, T *__restrict__ y, int64_t
     Acc acc = 0;
     for (int64_t s = 0; s < n; ++s) {
       const int64_t at = (o * n + (reverse ? n - 1 - s : s)) * inner + i;
-      const Acc v = Acc(toAcc(x[at]));
+      const Acc v = Acc(widen(x[at]));
       if (exclusive) {
-        y[at] = fromAcc<T>(acc);
+        y[at] = narrow<T>(acc);
         acc += v;
       } else {
         acc += v;
-        y[at] = fromAcc<T>(acc);
+        y[at] = narrow<T>(acc);
       }
     }
   }

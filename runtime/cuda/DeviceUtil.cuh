@@ -84,13 +84,27 @@ template <typename T> __device__ __forceinline__ void widen(const uint4 &raw, La
   }
 }
 
-// What a kernel that compares elements compares (top_k, arg reductions): floats as f32, integers
-// exactly, as int64.
-template <typename T> __device__ __forceinline__ auto comparable(T x) {
+// An element as the kernels of floats and integers compute with it (compare, sum: top_k, the
+// reductions, einsum, cumsum): floats as f32, integers exactly, as int64; and a result stored back
+// (integers truncated, as a cast; floats rounded as fromF).
+template <typename T> __device__ __forceinline__ auto widen(T x) {
   if constexpr (std::is_integral_v<T>)
     return static_cast<long long>(x);
   else
     return toF(x);
+}
+template <typename T, typename A> __device__ __forceinline__ T narrow(A v) {
+  if constexpr (std::is_integral_v<T>)
+    return static_cast<T>(v);
+  else
+    return fromF<T>(float(v));
+}
+
+// Lets `kernel` take `bytes` of dynamic shared memory where that is more than the 48 KiB every
+// kernel gets (a function attribute, set before each launch that needs it).
+template <typename Kernel> void allowDynamicShared(Kernel kernel, size_t bytes) {
+  if (bytes > 48 * 1024)
+    cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes));
 }
 
 // An attention score after element `at` of a mask: bool bytes or int64 values keep it (non-zero)

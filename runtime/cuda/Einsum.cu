@@ -12,13 +12,6 @@
 namespace llmc::rt::cuda {
 namespace {
 
-template <typename Acc, typename T> __device__ __forceinline__ Acc valueOf(T x) {
-  if constexpr (std::is_integral_v<T>)
-    return Acc(x);
-  else
-    return toF(x);
-}
-
 template <typename T> __global__ void einsumKernel(const __grid_constant__ EinsumArgs a, T *__restrict__ out) {
   using Acc = std::conditional_t<std::is_integral_v<T>, long long, float>;
   for (int64_t o = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; o < a.outCount;
@@ -45,13 +38,10 @@ template <typename T> __global__ void einsumKernel(const __grid_constant__ Einsu
       }
       Acc product = 1;
       for (int k = 0; k < a.operands; ++k)
-        product *= valueOf<Acc>(static_cast<const T *>(a.in[k])[at[k]]);
+        product *= Acc(widen(static_cast<const T *>(a.in[k])[at[k]]));
       acc += product;
     }
-    if constexpr (std::is_integral_v<T>)
-      out[o] = T(acc);
-    else
-      out[o] = fromF<T>(acc);
+    out[o] = narrow<T>(acc);
   }
 }
 

@@ -111,8 +111,7 @@ std::string onnxAttention(Storage s, const OnnxAttentionArgs &a, void *stream) {
   const size_t shared = size_t(a.D + std::min(keys, kAttendChunk) + a.Dv) * sizeof(float);
   dispatch(s, [&](auto tag) {
     using T = decltype(tag);
-    if (shared > 48 * 1024)
-      cudaFuncSetAttribute(onnxAttentionKernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared));
+    allowDynamicShared(onnxAttentionKernel<T>, shared);
     onnxAttentionKernel<T><<<unsigned(a.B * a.Hq * a.Sq), kRowThreads, shared, static_cast<cudaStream_t>(stream)>>>(a);
   });
   return launched("onnxAttention");

@@ -48,7 +48,7 @@ __global__ void reduceKernel(const T *__restrict__ in, T *__restrict__ out, Redu
           at += (q % r.dims[d]) * r.strides[d];
           q /= r.dims[d];
         }
-      const Acc v = Acc(comparable(in[at]));
+      const Acc v = Acc(widen(in[at]));
       acc = kind == RMax    ? (v > acc ? v : acc) // a NaN never replaces the accumulator, as fmax
             : kind == RMin  ? (v < acc ? v : acc)
             : kind == RProd ? acc * v
@@ -56,9 +56,9 @@ __global__ void reduceKernel(const T *__restrict__ in, T *__restrict__ out, Redu
                                                 : acc + v;
     }
     if constexpr (kInt)
-      out[o] = T(kind == RMean ? (r.count ? acc / Acc(r.count) : Acc(0)) : kind == RL2 ? Acc(sqrt(double(acc))) : acc);
+      out[o] = narrow<T>(kind == RMean ? (r.count ? acc / Acc(r.count) : Acc(0)) : kind == RL2 ? Acc(sqrt(double(acc))) : acc);
     else
-      out[o] = fromF<T>(float(kind == RMean ? acc / double(r.count) : kind == RL2 ? sqrt(acc) : acc));
+      out[o] = narrow<T>(kind == RMean ? acc / double(r.count) : kind == RL2 ? sqrt(acc) : acc);
   }
 }
 
@@ -70,9 +70,9 @@ __global__ void argReduceKernel(const T *__restrict__ in, int64_t *__restrict__ 
        o += int64_t(gridDim.x) * blockDim.x) {
     const T *line = in + (o / inner) * n * inner + o % inner;
     int64_t best = 0;
-    auto b = comparable(line[0]);
+    auto b = widen(line[0]);
     for (int64_t k = 1; k < n; ++k) {
-      const auto v = comparable(line[k * inner]);
+      const auto v = widen(line[k * inner]);
       if (max ? (v > b || (last && v == b)) : (v < b || (last && v == b)))
         best = k, b = v;
     }

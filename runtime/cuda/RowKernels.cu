@@ -173,8 +173,7 @@ std::string addNorm(Storage s, bool layerNorm, const void *x, const void *residu
   dispatch(s, [&](auto tag) {
     using T = decltype(tag);
     auto kernel = layerNorm ? addNormKernel<T, true> : addNormKernel<T, false>;
-    if (shared > 48 * 1024)
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared));
+    allowDynamicShared(kernel, shared);
     kernel<<<unsigned(rows), kRowThreads, shared, st>>>(static_cast<const T *>(x), static_cast<const T *>(residual),
                                                         static_cast<const T *>(scale), static_cast<const T *>(bias),
                                                         static_cast<T *>(out), static_cast<T *>(sum), cols, epsilon,
@@ -191,8 +190,7 @@ std::string softmax(Storage s, const void *x, void *y, int64_t rows, int64_t col
   const size_t shared = staged ? size_t(cols) * sizeof(float) : 0;
   dispatch(s, [&](auto tag) {
     using T = decltype(tag);
-    if (shared > 48 * 1024)
-      cudaFuncSetAttribute(softmaxKernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared));
+    allowDynamicShared(softmaxKernel<T>, shared);
     softmaxKernel<T><<<unsigned(rows), kRowThreads, shared, static_cast<cudaStream_t>(stream)>>>(
         static_cast<const T *>(x), static_cast<T *>(y), cols, inner, log, staged);
   });
@@ -224,8 +222,7 @@ std::string attention(Storage s, const AttentionArgs &a, void *stream) {
   const size_t shared = size_t(a.D + std::min(a.Sk, kAttendChunk) + a.Dv) * sizeof(float);
   dispatch(s, [&](auto tag) {
     using T = decltype(tag);
-    if (shared > 48 * 1024)
-      cudaFuncSetAttribute(attentionKernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared));
+    allowDynamicShared(attentionKernel<T>, shared);
     attentionKernel<T><<<unsigned(a.B * a.Hq * a.Sq), kRowThreads, shared, static_cast<cudaStream_t>(stream)>>>(a);
   });
   return launched("attention");

@@ -66,12 +66,12 @@ __global__ void topKKernel(const T *__restrict__ x, T *__restrict__ values, int6
   for (int64_t line = blockIdx.x; line < lines; line += gridDim.x) {
     const int64_t o = line / inner, i = line % inner;
     const T *in = x + o * n * inner + i;
-    using K = decltype(comparable(T{}));
+    using K = decltype(widen(T{}));
     Pick<K> last{K(0), -1};
     for (int64_t j = 0; j < k; ++j) {
       Pick<K> mine{K(0), -1};
       for (int64_t e = threadIdx.x; e < n; e += blockDim.x) {
-        const K v = comparable(in[e * inner]);
+        const K v = widen(in[e * inner]);
         if (last.index < 0 || comesFirst(last.value, last.index, v, e, largest))
           mine = firstOf(mine, Pick<K>{v, e}, largest);
       }
