@@ -23,10 +23,11 @@ size_t storageBytes(Storage s);
 std::string addNorm(Storage s, bool layerNorm, const void *x, const void *residual, const void *scale,
                     const void *bias, void *out, void *sum, int64_t rows, int64_t cols, float epsilon, void *stream);
 
-// Softmax over the last axis of [rows, cols]; with `log`, its logarithm (log_softmax: x - max -
-// log(sum of exp(x - max)), never through exp and log of a tiny value). Rows as addNorm's. With
-// `inner` > 1, over the middle axis of [rows / inner, cols, inner] (an axis before the last).
-std::string softmax(Storage s, const void *x, void *y, int64_t rows, int64_t cols, void *stream, bool log = false,
+// Softmax over the last axis of [rows, cols] of DType number `type` (a float: in f32, doubles in
+// f64); with `log`, its logarithm (log_softmax: x - max - log(sum of exp(x - max)), never through
+// exp and log of a tiny value). Rows as addNorm's. With `inner` > 1, over the middle axis of
+// [rows / inner, cols, inner] (an axis before the last).
+std::string softmax(int type, const void *x, void *y, int64_t rows, int64_t cols, void *stream, bool log = false,
                     int64_t inner = 1);
 
 // An output at `base`, moved by *shift * shiftStride elements where `shift` (device memory) is
@@ -334,8 +335,9 @@ std::string trilu(const void *in, void *out, int64_t count, int64_t rows, int64_
                   int elemBytes, void *stream, const int64_t *kOnDevice = nullptr);
 
 // numpy's matmul of two activations (Matmul.cu): C [batch..., M, N] = A [..., M, K] x B [..., K, N],
-// f32 accumulation, C's matrix z at z * M * N; batch[d] C's batch dims, aStride[d] and bStride[d]
-// the element strides of A's and B's matrices along them (0 where that operand broadcasts).
+// elements of DType number `type` (a float or an integer; f32 accumulation for f32, f16 and bf16),
+// C's matrix z at z * M * N; batch[d] C's batch dims, aStride[d] and bStride[d] the element
+// strides of A's and B's matrices along them (0 where that operand broadcasts).
 // Tiles in shared memory, correct first: an attention left as matmuls, not the linears. A gemm
 // (ONNX Gemm that no linear took) is one matrix: transposed operands through their row and
 // column strides, C = alpha * A x B + beta * addend, the addend broadcast through its strides.
@@ -347,9 +349,9 @@ struct MatmulArgs {
   // k * bRow + col * bCol, the addend's (row, col) at row * addRow + col * addCol (matmulArgsOf and
   // gemmArgsOf set them; a default MatmulArgs has none).
   int64_t aRow = 0, aCol = 1, bRow = 0, bCol = 1, addRow = 0, addCol = 0;
-  float alpha = 1.0f, beta = 0.0f;
+  double alpha = 1.0, beta = 0.0;
 };
-std::string matmul(Storage s, const void *a, const void *b, void *c, const MatmulArgs &m, void *stream,
+std::string matmul(int type, const void *a, const void *b, void *c, const MatmulArgs &m, void *stream,
                    const void *addend = nullptr);
 // A gemm's arguments: A [M, K] ([K, M] with transA), B [K, N] ([N, K] with transB), an addend
 // (C) of rank 0 to 2 that broadcasts to [M, N], or why they do not fit.
@@ -359,7 +361,7 @@ std::string gemmArgsOf(const int64_t *aDims, const int64_t *bDims, bool transA, 
 // B [K, 1]; C's shape leaves those out), or why they do not multiply.
 std::string matmulArgsOf(int aRank, const int64_t *aDims, int bRank, const int64_t *bDims, MatmulArgs &m);
 
-// einsum of up to kMaxEinsumOperands operands of DType number `type` (f32, f16, bf16, an integer
+// einsum of up to kMaxEinsumOperands operands of DType number `type` (a float, an integer
 // or bool: dispatchNumeric; Einsum.cu), its loops as einsumLoops gives them (kernels/Einsum.h): labels [0, outLabels)
 // are the output's (row-major), the rest summed (`summed` index tuples); strides[k][l] operand k's
 // element stride along label l.
@@ -410,10 +412,19 @@ struct ElementwiseArgs {
 };
 std::string elementwise(const ElementwiseArgs &a, void *stream);
 
-// cumsum (ONNX CumSum) of x [outer, n, inner] along n into y, elements of `type` (DType number:
-// i64, i32, f32, f16 or bf16), with ONNX's `exclusive` and `reverse`.
-std::string cumsum(int type, const void *x, void *y, int64_t outer, int64_t n, int64_t inner, bool exclusive,
-                   bool reverse, void *stream);
+// cumsum (ONNX CumSum) of x (dims) along an axis into y, elements of `type` (DType number: a float
+// or an integer), with ONNX's `exclusive` and `reverse`. The axis is `axis`, or where `axisValue` is
+// set, the scalar (int32 or int64) it points to on the device, negative from the back; one out of
+// range raises `error` and writes nothing.
+struct CumsumArgs {
+  int rank = 0;
+  int64_t dims[kMaxDims] = {};
+  int axis = 0;
+  const void *axisValue = nullptr;
+  bool axisInt32 = false;
+  bool exclusive = false, reverse = false;
+};
+std::string cumsum(int type, const void *x, void *y, const CumsumArgs &a, int *error, void *stream);
 
 // out[i] = start + i * delta for `count` elements of `type`, start and delta read on the device.
 std::string range(int type, const void *start, const void *delta, void *out, int64_t count, void *stream);
@@ -443,9 +454,11 @@ std::string writeInt64s(void *out, const int64_t *values, int count, void *strea
 std::string gatherAxis(const void *data, const void *indices, int indexBytes, void *out, int64_t outer, int64_t dim,
                        int64_t count, int64_t inner, int elemBytes, int *error, void *stream);
 
-// gather_nd with batch_dims 0: indices [..., k] into data's first k dimensions, each index
-// picking a slice of `slice` elements; `dims`/`strides` are data's first k dims and element
-// strides. An index out of range sets *error.
+// gather_nd: `tuples` index tuples [..., k] into k dimensions of the data, each picking a slice
+// of `slice` elements; `dims`/`strides` are those k dims and their element strides. With
+// batch_dims, the tuples come in `batches` equal runs, run b into the data's elements from
+// b * batchStride (the data's dims after its batch dims are the indexed ones). An index out of
+// range sets *error.
 // gather_elements (ONNX GatherElements): out has the indices' shape [rank dims], each element the
 // data's at its coordinates with the `axis` one replaced by the index there (negative from the
 // end); the indices' other dims at most the data's. An index out of range sets *error. Both take
@@ -457,7 +470,7 @@ std::string gatherElements(const void *data, const void *indices, void *out, int
 
 std::string gatherNd(const void *data, const void *indices, void *out, int64_t tuples, int k, const int64_t *dims,
                      const int64_t *strides, int64_t slice, int elemBytes, int *error, void *stream,
-                     int indexBytes = 8);
+                     int indexBytes = 8, int64_t batches = 1, int64_t batchStride = 0);
 
 // The scatters (ONNX ScatterND and ScatterElements, GatherScatter.cu) into `out`, which holds a
 // copy of the data already: gatherNd's and gatherElements's arguments, the updates in the
@@ -474,7 +487,7 @@ std::string scatterElements(void *out, const void *indices, const void *updates,
 // --- reductions, convolution, pooling, padding ------------------------------------------------
 
 // Reduces the input [dims] over the dimensions with reduced[d] into out (kept dims in order), of
-// DType number `type` (f32, f16, bf16: in f64; integers and bool: in int64, as the CPU kernel).
+// DType number `type` (floats: in f64; integers and bool: in int64, as the CPU kernel).
 // kind: "sum", "mean", "max", "min", "l2", "sum_square", "prod".
 std::string reduce(int type, const std::string &kind, const void *in, void *out, int rank, const int64_t *dims,
                    const bool *reduced, void *stream);
@@ -495,14 +508,14 @@ std::string batchNorm(Storage s, const void *x, void *y, const void *scale, cons
 
 // arg_max (`max`) or arg_min of in [outer, n, inner] along n: out [outer, inner] int64, ties to the
 // first index, or to the last with `last` (select_last_index), as the CPU kernel compares; of DType
-// number `type` (f32, f16, bf16, an integer or bool: dispatchNumeric).
+// number `type` (a float, an integer or bool: dispatchNumeric).
 std::string argReduce(int type, bool max, const void *in, int64_t *out, int64_t outer, int64_t n, int64_t inner,
                       bool last, void *stream);
 
 // top_k of x [outer, n, inner] along n: the k largest (smallest with !largest) elements of each
 // line into values [outer, k, inner] and their positions into indices, sorted, equal values in
 // index order (as the CPU's stable sort); a NaN counts as the largest value. Elements of DType
-// number `type`: f32, f16, bf16 (compared as f32), an integer or bool (compared exactly). (TopK.cu)
+// number `type`: f32, f16, bf16 (compared as f32), f64, an integer or bool (compared exactly). (TopK.cu)
 std::string topK(int type, const void *x, void *values, int64_t *indices, int64_t outer, int64_t n, int64_t inner,
                  int64_t k, bool largest, void *stream);
 
@@ -525,11 +538,12 @@ std::string conv(Storage s, const void *x, const void *w, const void *bias, void
 // transposed (PrepareConv.cpp).
 std::string im2col(Storage s, const void *x, void *col, int64_t N, int64_t C, const Window &win, void *stream);
 
-// Max or average pooling per plane (planes = N * C); padding taps are skipped, and counted in
-// the average only with countPad. With `indices` (max_pool_with_indices): each maximum's place in
-// x, flattened over the planes (its first tap where several hold it; -1 where every tap is
-// padding; within a plane column-major with `columnMajor`, two spatial dimensions), as the CPU's.
-std::string pool(Storage s, bool max, const void *x, void *y, int64_t planes, const Window &win, bool countPad,
+// Max or average pooling per plane (planes = N * C) of elements of DType number `type` (a float
+// or, for a max, an integer); padding taps are skipped, and counted in the average only with
+// countPad. With `indices` (max_pool_with_indices): each maximum's place in x, flattened over the
+// planes (its first tap where several hold it; -1 where every tap is padding; within a plane
+// column-major with `columnMajor`, two spatial dimensions), as the CPU's.
+std::string pool(int type, bool max, const void *x, void *y, int64_t planes, const Window &win, bool countPad,
                  void *stream, int64_t *indices = nullptr, bool columnMajor = false);
 
 // Padding: in [inDims] lands in out [outDims] at padBegin; the rest is `value` (mode "constant"),

@@ -11,6 +11,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <limits>
 #include <string>
 #include <type_traits>
 
@@ -85,19 +86,40 @@ template <typename T> __device__ __forceinline__ void widen(const uint4 &raw, La
 }
 
 // An element as the kernels of floats and integers compute with it (compare, sum: top_k, the
-// reductions, einsum, cumsum): floats as f32, integers exactly, as int64; and a result stored back
-// (integers truncated, as a cast; floats rounded as fromF).
-template <typename T> __device__ __forceinline__ auto widen(T x) {
+// reductions, einsum, cumsum, matmul, softmax): f32, f16 and bf16 as f32, doubles as themselves,
+// integers exactly, as int64; and a result stored back (integers truncated, as a cast; 16-bit
+// floats rounded as fromF). Wide<T> is what widen gives, spelled out: nvcc's host pass, which
+// sizes launches with it, does not see a device function's body to deduce it from.
+template <typename T>
+using Wide = std::conditional_t<std::is_integral_v<T>, long long,
+                                std::conditional_t<std::is_same_v<T, double>, double, float>>;
+template <typename T> __device__ __forceinline__ Wide<T> widen(T x) {
   if constexpr (std::is_integral_v<T>)
     return static_cast<long long>(x);
+  else if constexpr (std::is_same_v<T, double>)
+    return x;
   else
     return toF(x);
 }
 template <typename T, typename A> __device__ __forceinline__ T narrow(A v) {
-  if constexpr (std::is_integral_v<T>)
+  if constexpr (std::is_integral_v<T> || std::is_same_v<T, double>)
     return static_cast<T>(v);
   else
     return fromF<T>(float(v));
+}
+// Where a max or a min over T's values starts, widened: T's lowest or highest integer, or an
+// infinity.
+template <typename T> __device__ __forceinline__ Wide<T> lowestOf() {
+  if constexpr (std::is_integral_v<T>)
+    return std::numeric_limits<T>::lowest();
+  else
+    return -INFINITY;
+}
+template <typename T> __device__ __forceinline__ Wide<T> highestOf() {
+  if constexpr (std::is_integral_v<T>)
+    return std::numeric_limits<T>::max();
+  else
+    return INFINITY;
 }
 
 // Lets `kernel` take `bytes` of dynamic shared memory where that is more than the 48 KiB every
@@ -138,18 +160,23 @@ __device__ __forceinline__ float activate(Activation act, float x) {
 // SwiGLU of a gate and an up projection's value: silu(gate) * up.
 __device__ __forceinline__ float swigluOf(float gate, float up) { return gate / (1.0f + __expf(-gate)) * up; }
 
-// Sum / max over the warp (every lane takes part); every lane gets it.
-template <bool kMax> __device__ __forceinline__ float warpReduce(float v) {
+// The larger of two values; a NaN loses to a number (fmax).
+__device__ __forceinline__ float maxOf(float a, float b) { return fmaxf(a, b); }
+__device__ __forceinline__ double maxOf(double a, double b) { return fmax(a, b); }
+__device__ __forceinline__ long long maxOf(long long a, long long b) { return a > b ? a : b; }
+
+// Sum / max over the warp (every lane takes part); every lane gets it. V: float or double.
+template <bool kMax, typename V> __device__ __forceinline__ V warpReduce(V v) {
   for (int o = 16; o > 0; o >>= 1) {
-    const float other = __shfl_xor_sync(0xffffffffu, v, o);
-    v = kMax ? fmaxf(v, other) : v + other;
+    const V other = __shfl_xor_sync(0xffffffffu, v, o);
+    v = kMax ? maxOf(v, other) : v + other;
   }
   return v;
 }
 
 // Sum / max over the block (blockDim.x a multiple of 32, at most 1024); every thread gets it.
-template <bool kMax> __device__ float blockReduce(float v) {
-  __shared__ float partial[32];
+template <bool kMax, typename V> __device__ V blockReduce(V v) {
+  __shared__ V partial[32];
   v = warpReduce<kMax>(v);
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
   __syncthreads(); // the previous call's readers are done with `partial`
@@ -157,7 +184,7 @@ template <bool kMax> __device__ float blockReduce(float v) {
     partial[warp] = v;
   __syncthreads();
   if (warp == 0) {
-    v = warpReduce<kMax>(lane < warps ? partial[lane] : (kMax ? -INFINITY : 0.0f));
+    v = warpReduce<kMax>(lane < warps ? partial[lane] : V(kMax ? -INFINITY : 0.0));
     if (lane == 0)
       partial[0] = v;
   }
@@ -471,14 +498,25 @@ template <typename F> void dispatch(Storage s, F &&f) {
   }
 }
 
-// Runs `f(T{})` with T the type of DType number `type` among those the kernels of floats and
-// integers take (f32, f16, bf16, int64, int32, int8, uint8 and bool, the last as uint8 as the CPU
-// kernels take it); false for any other type (f64).
-template <typename F> bool dispatchNumeric(int type, F &&f) {
+// Runs `f(T{})` with T the type of DType number `type` among the floats (f32, f16, bf16, f64);
+// false for any other type.
+template <typename F> bool dispatchFloat(int type, F &&f) {
   switch (type) {
   case F32: f(float{}); return true;
   case F16: f(__half{}); return true;
   case BF16: f(__nv_bfloat16{}); return true;
+  case F64: f(double{}); return true;
+  default: return false;
+  }
+}
+
+// Runs `f(T{})` with T the type of DType number `type` among those the kernels of floats and
+// integers take: the floats and int64, int32, int8, uint8 and bool (the last as uint8, as the CPU
+// kernels take it); false for any other type.
+template <typename F> bool dispatchNumeric(int type, F &&f) {
+  if (dispatchFloat(type, f))
+    return true;
+  switch (type) {
   case I64: f(static_cast<long long>(0)); return true;
   case I32: f(int32_t{}); return true;
   case I8: f(static_cast<signed char>(0)); return true;

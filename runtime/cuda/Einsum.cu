@@ -1,19 +1,18 @@
 // einsum (ONNX Einsum) of up to kMaxEinsumOperands float or integer operands: a thread per output
 // element, which walks the summed labels' index tuples and multiplies the operands' elements (f32
-// accumulation for floats, int64 for integers). The loops come from the CPU kernel's einsumLoops
+// accumulation for f32, f16 and bf16, f64 for doubles, int64 for integers: Wide). The loops come from the CPU kernel's einsumLoops
 // (kernels/Einsum.h). Correct first: an einsum that is a batched matrix product runs as a loop,
 // not on tiles.
 #include "CudaKernels.h"
 #include "DeviceUtil.cuh"
 
 #include <cstdint>
-#include <type_traits>
 
 namespace llmc::rt::cuda {
 namespace {
 
 template <typename T> __global__ void einsumKernel(const __grid_constant__ EinsumArgs a, T *__restrict__ out) {
-  using Acc = std::conditional_t<std::is_integral_v<T>, long long, float>;
+  using Acc = Wide<T>;
   for (int64_t o = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; o < a.outCount;
        o += int64_t(gridDim.x) * blockDim.x) {
     int64_t base[kMaxEinsumOperands] = {};
@@ -59,7 +58,7 @@ std::string einsum(int type, const EinsumArgs &a, void *out, void *stream) {
                       static_cast<cudaStream_t>(stream)>>>(a, static_cast<T *>(out));
   };
   if (!dispatchNumeric(type, launch))
-    return "einsum: supports f32, f16, bf16, integer and bool operands";
+    return "einsum: supports float, integer and bool operands";
   return launched("einsum");
 }
 

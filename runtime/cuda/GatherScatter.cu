@@ -130,13 +130,17 @@ template <typename T> __device__ void combineAt(T *p, T u, int r) {
 }
 
 // A gather (kScatter false: out[e] = in[offset]) or a scatter (out[offset] combined with in[e],
-// the updates) by index tuples: e's tuple's offset, plus e's place within its slice.
+// the updates) by index tuples: e's tuple's offset, plus e's place within its slice. The tuples
+// come in batches of `perBatch` (GatherND's batch_dims), each into its own `batchStride` elements
+// of the data.
 template <bool kScatter, typename T, typename I>
 __global__ void byTuplesKernel(const T *__restrict__ in, const I *__restrict__ indices, T *out, int64_t tuples,
-                               int k, NdIndex nd, int64_t slice, int r, int *error) {
+                               int k, NdIndex nd, int64_t slice, int64_t perBatch, int64_t batchStride, int r,
+                               int *error) {
   for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < tuples * slice;
        e += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t offset = tupleOffset(indices, e / slice, k, nd);
+    const int64_t t = e / slice, inTuple = tupleOffset(indices, t, k, nd);
+    const int64_t offset = inTuple < 0 ? -1 : t / perBatch * batchStride + inTuple;
     if (offset < 0)
       atomicExch(error, 1);
     else if constexpr (kScatter)
@@ -223,7 +227,7 @@ template <bool kScatter, typename ByType>
 std::string byTuples(const char *name, ByType byType, const std::string &unknownType, const void *in,
                      const void *indices, void *out, int64_t tuples, int k, const int64_t *dims,
                      const int64_t *strides, int64_t slice, int r, const std::string &reduction, int *error,
-                     void *stream, int indexBytes) {
+                     void *stream, int indexBytes, int64_t batches = 1, int64_t batchStride = 0) {
   if (indexBytes != 4 && indexBytes != 8)
     return std::string(name) + ": int32 or int64 indices";
   if (r < 0)
@@ -232,6 +236,8 @@ std::string byTuples(const char *name, ByType byType, const std::string &unknown
     return std::string(name) + ": index depth must be 1.." + std::to_string(kMaxDims);
   if (tuples * slice == 0)
     return {};
+  if (batches < 1 || tuples % batches)
+    return std::string(name) + ": the tuples do not split into the batches";
   const NdIndex nd = ndIndexOf(k, dims, strides);
   const bool known = byType([&](auto tag) {
     using T = decltype(tag);
@@ -239,8 +245,8 @@ std::string byTuples(const char *name, ByType byType, const std::string &unknown
       using I = decltype(index);
       byTuplesKernel<kScatter, T, I><<<unsigned(blocksFor(tuples * slice, kElementThreads)), kElementThreads, 0,
                                        static_cast<cudaStream_t>(stream)>>>(
-          static_cast<const T *>(in), static_cast<const I *>(indices), static_cast<T *>(out), tuples, k, nd, slice, r,
-          error);
+          static_cast<const T *>(in), static_cast<const I *>(indices), static_cast<T *>(out), tuples, k, nd, slice,
+          tuples / batches, batchStride, r, error);
     });
   });
   return known ? launched(name) : std::string(name) + ": " + unknownType;
@@ -277,10 +283,11 @@ std::string byElements(const char *name, ByType byType, const std::string &unkno
 } // namespace
 
 std::string gatherNd(const void *data, const void *indices, void *out, int64_t tuples, int k, const int64_t *dims,
-                     const int64_t *strides, int64_t slice, int elemBytes, int *error, void *stream, int indexBytes) {
+                     const int64_t *strides, int64_t slice, int elemBytes, int *error, void *stream, int indexBytes,
+                     int64_t batches, int64_t batchStride) {
   return byTuples<false>("gatherNd", [&](auto f) { return byElementSize(elemBytes, f); },
                          "elements of " + std::to_string(elemBytes) + " bytes", data, indices, out, tuples, k, dims,
-                         strides, slice, kNone, "", error, stream, indexBytes);
+                         strides, slice, kNone, "", error, stream, indexBytes, batches, batchStride);
 }
 
 std::string gatherAxis(const void *data, const void *indices, int indexBytes, void *out, int64_t outer, int64_t dim,

@@ -1,5 +1,5 @@
 // numpy's matmul of two activations on the CUDA executor (CudaKernels.h, matmul): tiles of 16 x 16
-// in shared memory, f32 accumulation. Correct first: what it runs is the attention that
+// in shared memory, accumulated in Wide<T> (f32 for f32, f16 and bf16; f64; int64 for integers). Correct first: what it runs is the attention that
 // llmc-raise-attention left as matmuls (its linears have weights and run on cuBLASLt), other
 // products of activations, and the gemms that no linear took (transposed, scaled, with an addend).
 #include "CudaKernels.h"
@@ -20,8 +20,9 @@ constexpr int kMatmulTile = 16, kMatmulThreads = kMatmulTile * kMatmulTile;
 // that a thread's reads along a column of B's tile fall in distinct banks).
 template <typename T> __global__ void matmulKernel(const T *__restrict__ a, const T *__restrict__ b, T *__restrict__ c,
                                                    const T *__restrict__ addend, MatmulArgs m, int64_t matrices) {
-  __shared__ float as[kMatmulTile][kMatmulTile + 1];
-  __shared__ float bs[kMatmulTile][kMatmulTile + 1];
+  using Acc = Wide<T>;
+  __shared__ Acc as[kMatmulTile][kMatmulTile + 1];
+  __shared__ Acc bs[kMatmulTile][kMatmulTile + 1];
   const int tx = threadIdx.x % kMatmulTile, ty = threadIdx.x / kMatmulTile;
   const int64_t row = int64_t(blockIdx.y) * kMatmulTile + ty, col = int64_t(blockIdx.x) * kMatmulTile + tx;
   for (int64_t z = blockIdx.z; z < matrices; z += gridDim.z) {
@@ -31,19 +32,20 @@ template <typename T> __global__ void matmulKernel(const T *__restrict__ a, cons
       rest /= m.batch[d];
       aAt += i * m.aStride[d], bAt += i * m.bStride[d];
     }
-    float acc = 0.0f;
+    Acc acc = 0;
     for (int64_t k0 = 0; k0 < m.K; k0 += kMatmulTile) {
-      as[ty][tx] = row < m.M && k0 + tx < m.K ? toF(a[aAt + row * m.aRow + (k0 + tx) * m.aCol]) : 0.0f;
-      bs[ty][tx] = k0 + ty < m.K && col < m.N ? toF(b[bAt + (k0 + ty) * m.bRow + col * m.bCol]) : 0.0f;
+      as[ty][tx] = row < m.M && k0 + tx < m.K ? widen(a[aAt + row * m.aRow + (k0 + tx) * m.aCol]) : Acc(0);
+      bs[ty][tx] = k0 + ty < m.K && col < m.N ? widen(b[bAt + (k0 + ty) * m.bRow + col * m.bCol]) : Acc(0);
       __syncthreads();
 #pragma unroll
       for (int k = 0; k < kMatmulTile; ++k)
         acc += as[ty][k] * bs[k][tx];
       __syncthreads(); // every thread is done with the tiles before the next are loaded
     }
+    // alpha and beta in the accumulator's type (an integer gemm's truncated, as the CPU's)
     if (row < m.M && col < m.N)
-      c[z * m.M * m.N + row * m.N + col] =
-          fromF<T>(m.alpha * acc + (addend ? m.beta * toF(addend[row * m.addRow + col * m.addCol]) : 0.0f));
+      c[z * m.M * m.N + row * m.N + col] = narrow<T>(
+          Acc(m.alpha) * acc + (addend ? Acc(m.beta) * widen(addend[row * m.addRow + col * m.addCol]) : Acc(0)));
   }
 }
 
@@ -95,7 +97,7 @@ std::string gemmArgsOf(const int64_t *aDims, const int64_t *bDims, bool transA, 
   return {};
 }
 
-std::string matmul(Storage s, const void *a, const void *b, void *c, const MatmulArgs &m, void *stream,
+std::string matmul(int type, const void *a, const void *b, void *c, const MatmulArgs &m, void *stream,
                    const void *addend) {
   if (m.batchRank < 0 || m.batchRank > kMaxDims || m.M < 0 || m.N < 0 || m.K < 0)
     return "matmul: bad shapes";
@@ -109,13 +111,13 @@ std::string matmul(Storage s, const void *a, const void *b, void *c, const Matmu
     return "matmul: more than 65535 tiles of rows";
   const dim3 grid(static_cast<unsigned>(across), static_cast<unsigned>(down),
                   static_cast<unsigned>(std::min<int64_t>(matrices, 65535)));
-  dispatch(s, [&](auto tag) {
+  const bool known = type != Bool && dispatchNumeric(type, [&](auto tag) {
     using T = decltype(tag);
     matmulKernel<T><<<grid, kMatmulThreads, 0, static_cast<cudaStream_t>(stream)>>>(
         static_cast<const T *>(a), static_cast<const T *>(b), static_cast<T *>(c), static_cast<const T *>(addend), m,
         matrices);
   });
-  return launched("matmul");
+  return known ? launched("matmul") : "matmul: supports float and integer operands";
 }
 
 } // namespace llmc::rt::cuda

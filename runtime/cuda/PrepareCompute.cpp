@@ -210,18 +210,18 @@ std::string prepareSoftmax(Executor &ex, const PlanOp &op, PreparedOp &out) {
   const PlanValue &x = ex.plan->values[size_t(op.inputs[0])];
   const int rank = x.shape.rank;
   const int64_t axis = op.attrs.getInt("axis", -1) < 0 ? op.attrs.getInt("axis", -1) + rank : op.attrs.getInt("axis", -1);
-  Storage st;
-  if (std::string err = floatStorage(ex, op, st); !err.empty())
-    return err;
-  if (!isFloat(x) || axis < 0 || axis >= rank)
-    return "needs a float input and an axis within its rank";
+  const DType type = onDevice(x);
+  if (type != onDevice(ex.plan->values[size_t(op.outputs[0])]) ||
+      (type != DType::F32 && type != DType::F16 && type != DType::BF16 && type != DType::F64) || axis < 0 ||
+      axis >= rank)
+    return "needs a float input, an output of its type and an axis within its rank";
   const bool log = op.kernel == "log_softmax";
-  out.launch = [&op, st, log, axis](Executor &e, const std::vector<TensorRef> &t) {
+  out.launch = [&op, type, log, axis](Executor &e, const std::vector<TensorRef> &t) {
     const Shape &s = t[size_t(op.inputs[0])].shape;
     if (s.numel() == 0)
       return std::string();
     const int64_t inner = elementsFrom(s, int(axis) + 1);
-    return softmax(st, e.at(op.inputs[0]), e.at(op.outputs[0]), rowsBefore(s, int(axis)) * inner, s.dims[axis],
+    return softmax(int(type), e.at(op.inputs[0]), e.at(op.outputs[0]), rowsBefore(s, int(axis)) * inner, s.dims[axis],
                    e.stream, log, inner);
   };
   return {};
@@ -316,21 +316,28 @@ std::string prepareLinear(Executor &ex, const PlanOp &op, int k, PreparedOp &out
   return {};
 }
 
-// matmul (numpy's, of two float activations): its operands' batch dims broadcast against each
-// other, a rank-1 operand promoted ([K] to [1, K] in front, [K, 1] behind), on our tiled kernel.
+// The one element type of a matmul's or gemm's operands and result, a float or an integer (Matmul.cu);
+// 0 where they differ or are of another type.
+int productTypeOf(const Executor &ex, const PlanOp &op) {
+  const int type = numericTypeOf(ex, op.outputs[0]);
+  for (int v : op.inputs)
+    if (v >= 0 && numericTypeOf(ex, v) != type)
+      return 0;
+  return type == int(DType::Bool) ? 0 : type;
+}
+
+// matmul (numpy's, of two activations): its operands' batch dims broadcast against each other, a
+// rank-1 operand promoted ([K] to [1, K] in front, [K, 1] behind), on our tiled kernel.
 std::string prepareMatmul(Executor &ex, const PlanOp &op, PreparedOp &out) {
-  Storage st;
-  if (std::string err = floatStorage(ex, op, st); !err.empty())
-    return err;
-  if (op.inputs.size() != 2 || !isFloat(ex.plan->values[size_t(op.inputs[0])]) ||
-      !isFloat(ex.plan->values[size_t(op.inputs[1])]))
-    return "supports two float operands";
-  out.launch = [&op, st](Executor &e, const std::vector<TensorRef> &t) -> std::string {
+  const int type = productTypeOf(ex, op);
+  if (op.inputs.size() != 2 || op.inputs[0] < 0 || op.inputs[1] < 0 || !type)
+    return "supports two float or integer operands of the result's type";
+  out.launch = [&op, type](Executor &e, const std::vector<TensorRef> &t) -> std::string {
     const Shape &a = t[size_t(op.inputs[0])].shape, &b = t[size_t(op.inputs[1])].shape;
     MatmulArgs m;
     if (std::string err = matmulArgsOf(a.rank, a.dims, b.rank, b.dims, m); !err.empty())
       return err;
-    return matmul(st, e.at(op.inputs[0]), e.at(op.inputs[1]), e.at(op.outputs[0]), m, e.stream);
+    return matmul(type, e.at(op.inputs[0]), e.at(op.inputs[1]), e.at(op.outputs[0]), m, e.stream);
   };
   return {};
 }
@@ -343,7 +350,7 @@ std::string prepareEinsum(Executor &ex, const PlanOp &op, PreparedOp &out) {
     sameType = sameType && numericTypeOf(ex, i) == type;
   if (op.inputs.empty() || op.inputs.size() > size_t(kMaxEinsumOperands) || !sameType)
     return "supports 1 to " + std::to_string(kMaxEinsumOperands) +
-           " operands of one type (f32, f16, bf16, integer or bool) as its result";
+           " operands of one type (a float, an integer or bool) as its result";
   std::vector<int> ranks;
   for (int i : op.inputs)
     ranks.push_back(i < 0 ? -1 : ex.plan->values[size_t(i)].shape.rank);
@@ -379,15 +386,13 @@ std::string prepareEinsum(Executor &ex, const PlanOp &op, PreparedOp &out) {
 // A gemm the compiler left as it is (llmc-fuse-linear makes linears of those with a constant B,
 // alpha 1, no transA and a bias for C): on the matmul kernel.
 std::string prepareGemm(Executor &ex, const PlanOp &op, PreparedOp &out) {
-  Storage st;
-  if (std::string err = floatStorage(ex, op, st); !err.empty())
-    return err;
-  if (op.inputs.size() < 2 || op.inputs[0] < 0 || op.inputs[1] < 0 || !isFloat(ex.plan->values[size_t(op.inputs[0])]))
-    return "supports float operands";
-  const float alpha = float(op.attrs.getFloat("alpha", 1.0)), beta = float(op.attrs.getFloat("beta", 1.0));
+  const int type = productTypeOf(ex, op);
+  if (op.inputs.size() < 2 || op.inputs[0] < 0 || op.inputs[1] < 0 || !type)
+    return "supports float or integer operands of the result's type";
+  const double alpha = op.attrs.getFloat("alpha", 1.0), beta = op.attrs.getFloat("beta", 1.0);
   const bool transA = op.attrs.getInt("transA", 0) != 0, transB = op.attrs.getInt("transB", 0) != 0;
-  const int c = op.inputs.size() > 2 && beta != 0.0f ? op.inputs[2] : -1;
-  out.launch = [&op, st, alpha, beta, transA, transB, c](Executor &e, const std::vector<TensorRef> &t) -> std::string {
+  const int c = op.inputs.size() > 2 && beta != 0.0 ? op.inputs[2] : -1;
+  out.launch = [&op, type, alpha, beta, transA, transB, c](Executor &e, const std::vector<TensorRef> &t) -> std::string {
     const Shape &a = t[size_t(op.inputs[0])].shape, &b = t[size_t(op.inputs[1])].shape;
     if (a.rank != 2 || b.rank != 2)
       return std::string("operands must be matrices");
@@ -397,7 +402,7 @@ std::string prepareGemm(Executor &ex, const PlanOp &op, PreparedOp &out) {
     if (std::string err = gemmArgsOf(a.dims, b.dims, transA, transB, add.rank, add.dims, m); !err.empty())
       return err;
     m.alpha = alpha, m.beta = beta;
-    return matmul(st, e.at(op.inputs[0]), e.at(op.inputs[1]), e.at(op.outputs[0]), m, e.stream,
+    return matmul(type, e.at(op.inputs[0]), e.at(op.inputs[1]), e.at(op.outputs[0]), m, e.stream,
                   c >= 0 ? e.at(c) : nullptr);
   };
   return {};

@@ -356,19 +356,25 @@ std::string prepareSmallOp(Executor &ex, const PlanOp &op, PreparedOp &out) {
       return range(int(onDevice(e.plan->values[size_t(op.outputs[0])])), e.at(op.inputs[0]), e.at(op.inputs[2]), e.at(op.outputs[0]), o.numel(), e.stream);
     };
   } else if (op.kernel == "gather_nd") {
-    if (op.attrs.getInt("batch_dims", 0) != 0 || !indexTypeOf(ex, op.inputs[1]))
-      return "supports batch_dims 0 and int32 or int64 indices";
-    const int elem = int(dtypeSize(onDevice(ex.plan->values[size_t(op.inputs[0])])));
     const int indexBytes = indexTypeOf(ex, op.inputs[1]);
-    out.launch = [&op, elem, indexBytes](Executor &e, const std::vector<TensorRef> &t) {
+    if (!indexBytes)
+      return "supports int32 and int64 indices";
+    const int elem = int(dtypeSize(onDevice(ex.plan->values[size_t(op.inputs[0])])));
+    const int b = int(op.attrs.getInt("batch_dims", 0));
+    out.launch = [&op, elem, indexBytes, b](Executor &e, const std::vector<TensorRef> &t) {
       const Shape &data = t[size_t(op.inputs[0])].shape, &idx = t[size_t(op.inputs[1])].shape;
+      if (idx.rank < 1 || b < 0 || b >= idx.rank || b + idx.dims[idx.rank - 1] > data.rank)
+        return std::string("batch_dims and the index depth do not fit the data's rank");
+      for (int d = 0; d < b; ++d)
+        if (idx.dims[d] != data.dims[d])
+          return std::string("the indices' batch dims differ from the data's");
       const int k = int(idx.dims[idx.rank - 1]);
       int64_t strides[kMaxRank];
       contiguousStrides(data, strides);
-      const int64_t slice = elementsFrom(data, k);
+      const int64_t slice = elementsFrom(data, b + k), batches = rowsBefore(data, b);
       const int64_t tuples = t[size_t(op.inputs[1])].numel() / std::max(k, 1);
-      return gatherNd(e.at(op.inputs[0]), e.at(op.inputs[1]), e.at(op.outputs[0]), tuples, k, data.dims, strides, slice,
-                      elem, e.errorFlag, e.stream, indexBytes);
+      return gatherNd(e.at(op.inputs[0]), e.at(op.inputs[1]), e.at(op.outputs[0]), tuples, k, data.dims + b,
+                      strides + b, slice, elem, e.errorFlag, e.stream, indexBytes, batches, elementsFrom(data, b));
     };
   } else if (op.kernel == "gather_elements") {
     const int indexBytes = indexTypeOf(ex, op.inputs[1]);
@@ -388,22 +394,30 @@ std::string prepareSmallOp(Executor &ex, const PlanOp &op, PreparedOp &out) {
                             data.dims, elem, e.errorFlag, e.stream, indexBytes);
     };
   } else if (op.kernel == "cumsum") {
-    std::vector<int64_t> axis;
-    if (!constantInts(*ex.plan, op.inputs[1], axis) || axis.size() != 1)
-      return "supports an axis that is a constant of the plan";
+    // The axis: a constant of the plan, checked here, or a scalar the device holds, read there.
     const PlanValue &x = ex.plan->values[size_t(op.inputs[0])];
-    const int a = int(axis[0] < 0 ? axis[0] + x.shape.rank : axis[0]);
-    if (a < 0 || a >= x.shape.rank)
-      return "axis out of range";
-    out.launch = [&op, a](Executor &e, const std::vector<TensorRef> &t) {
+    std::vector<int64_t> axis;
+    const bool constant = constantInts(*ex.plan, op.inputs[1], axis);
+    if (constant && (axis.size() != 1 || axis[0] < -x.shape.rank || axis[0] >= x.shape.rank))
+      return "the axis must be one value within the input's rank";
+    const int axisBytes = indexTypeOf(ex, op.inputs[1]);
+    if (!constant && !axisBytes)
+      return "the axis must be an int32 or int64 scalar";
+    const int type = int(onDevice(x));
+    out.launch = [&op, type, constant, axis, axisBytes](Executor &e, const std::vector<TensorRef> &t) {
       const Shape &s = t[size_t(op.inputs[0])].shape;
-      int64_t inner = 1;
-      for (int d = a + 1; d < s.rank; ++d)
-        inner *= s.dims[d];
-      const int64_t outer = rowsBefore(s, a);
-      return cumsum(int(onDevice(e.plan->values[size_t(op.inputs[0])])), e.at(op.inputs[0]), e.at(op.outputs[0]), outer,
-                    s.dims[a], inner, op.attrs.getInt("exclusive", 0) != 0, op.attrs.getInt("reverse", 0) != 0,
-                    e.stream);
+      CumsumArgs a;
+      a.rank = s.rank;
+      std::copy(s.dims, s.dims + s.rank, a.dims);
+      if (constant) {
+        a.axis = int(axis[0]);
+      } else {
+        if (t[size_t(op.inputs[1])].numel() != 1)
+          return std::string("the axis must be one value");
+        a.axisValue = e.at(op.inputs[1]), a.axisInt32 = axisBytes == 4;
+      }
+      a.exclusive = op.attrs.getInt("exclusive", 0) != 0, a.reverse = op.attrs.getInt("reverse", 0) != 0;
+      return cumsum(type, e.at(op.inputs[0]), e.at(op.outputs[0]), a, e.errorFlag, e.stream);
     };
   } else if (op.kernel == "constant_of_shape") {
     const int type = int(onDevice(ex.plan->values[size_t(op.outputs[0])]));
@@ -496,7 +510,7 @@ std::string prepareScatter(Executor &ex, const PlanOp &op, PreparedOp &out) {
 std::string prepareArgReduce(Executor &ex, const PlanOp &op, PreparedOp &out) {
   const int type = numericTypeOf(ex, op.inputs[0]);
   if (!type || ex.plan->values[size_t(op.outputs[0])].dtype != DType::I64)
-    return "supports an f32, f16, bf16, integer or bool input and an int64 output";
+    return "supports a float, integer or bool input and an int64 output";
   const bool max = op.kernel == "arg_max", last = op.attrs.getInt("select_last_index", 0) != 0;
   out.launch = [&op, type, max, last](Executor &e, const std::vector<TensorRef> &t) -> std::string {
     int64_t outer, n, inner;
@@ -513,7 +527,7 @@ std::string prepareTopK(Executor &ex, const PlanOp &op, PreparedOp &out) {
   const int type = numericTypeOf(ex, op.inputs[0]);
   if (op.outputs.size() != 2 || !type || numericTypeOf(ex, op.outputs[0]) != type ||
       ex.plan->values[size_t(op.outputs[1])].dtype != DType::I64)
-    return "supports f32, f16, bf16, integer or bool values and int64 indices";
+    return "supports float, integer or bool values and int64 indices";
   const int64_t k = op.attrs.getInt("k", -1);
   const bool largest = op.attrs.getInt("largest", 1) != 0;
   out.launch = [&op, type, k, largest](Executor &e, const std::vector<TensorRef> &t) -> std::string {
@@ -532,7 +546,7 @@ std::string prepareReduce(Executor &ex, const PlanOp &op, PreparedOp &out) {
   if (!type || type != numericTypeOf(ex, op.outputs[0]) ||
       (kind != "sum" && kind != "mean" && kind != "max" && kind != "min" && kind != "l2" && kind != "sum_square" &&
        kind != "prod"))
-    return "supports sum, mean, max, min, l2, sum_square and prod of f32, f16, bf16, integer or bool elements";
+    return "supports sum, mean, max, min, l2, sum_square and prod of float, integer or bool elements";
   if (op.inputs.size() > 1 && op.inputs[1] >= 0)
     return "axes given as a tensor";
   out.launch = [&op, kind, type](Executor &e, const std::vector<TensorRef> &t) -> std::string {
@@ -557,17 +571,19 @@ std::string prepareReduce(Executor &ex, const PlanOp &op, PreparedOp &out) {
 }
 
 std::string preparePoolPad(Executor &ex, const PlanOp &op, PreparedOp &out) {
-  Storage st;
-  if (std::string err = floatStorage(ex, op, st); !err.empty())
-    return err;
-  if (!isFloat(ex.plan->values[size_t(op.inputs[0])]))
-    return "supports float inputs";
   if (op.kernel == "max_pool" || op.kernel == "average_pool" || op.kernel == "max_pool_with_indices") {
+    // A max of floats or integers (ONNX's MaxPool takes int8 and uint8), an average of floats.
+    const int type = numericTypeOf(ex, op.inputs[0]);
+    const bool average = op.kernel == "average_pool";
+    const DType d = DType(type);
+    if (!type || type != numericTypeOf(ex, op.outputs[0]) || d == DType::Bool ||
+        (average && d != DType::F32 && d != DType::F16 && d != DType::BF16 && d != DType::F64))
+      return average ? "supports float inputs" : "supports float and integer inputs";
     const bool withIndices = op.kernel == "max_pool_with_indices";
     if (op.outputs.size() != (withIndices ? 2u : 1u) ||
         (withIndices && ex.plan->values[size_t(op.outputs[1])].dtype != DType::I64))
       return withIndices ? "needs values and int64 indices" : "no indices output";
-    out.launch = [&op, st, withIndices](Executor &e, const std::vector<TensorRef> &t) -> std::string {
+    out.launch = [&op, type, withIndices](Executor &e, const std::vector<TensorRef> &t) -> std::string {
       const Shape &x = t[size_t(op.inputs[0])].shape, &y = t[size_t(op.outputs[0])].shape;
       const std::vector<int64_t> kernel = op.attrs.getInts("kernel_shape");
       if (int(kernel.size()) != x.rank - 2)
@@ -575,12 +591,17 @@ std::string preparePoolPad(Executor &ex, const PlanOp &op, PreparedOp &out) {
       Window win;
       if (std::string err = windowOf(op, x, y, kernel.data(), win); !err.empty())
         return err;
-      return pool(st, op.kernel != "average_pool", e.at(op.inputs[0]), e.at(op.outputs[0]), x.dims[0] * x.dims[1], win,
+      return pool(type, op.kernel != "average_pool", e.at(op.inputs[0]), e.at(op.outputs[0]), x.dims[0] * x.dims[1], win,
                   op.attrs.getInt("count_include_pad", 0) != 0, e.stream,
                   withIndices ? static_cast<int64_t *>(e.at(op.outputs[1])) : nullptr,
                   op.attrs.getInt("storage_order", 0) != 0);
     };
   } else { // pad
+    Storage st;
+    if (std::string err = floatStorage(ex, op, st); !err.empty())
+      return err;
+    if (!isFloat(ex.plan->values[size_t(op.inputs[0])]))
+      return "supports float inputs";
     const std::string mode(op.attrs.getString("mode"));
     if (!mode.empty() && mode != "constant" && mode != "edge" && mode != "reflect" && mode != "wrap")
       return "unknown mode '" + mode + "'";

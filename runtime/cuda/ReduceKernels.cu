@@ -31,8 +31,7 @@ __global__ void reduceKernel(const T *__restrict__ in, T *__restrict__ out, Redu
                              int64_t outputs) {
   constexpr bool kInt = std::is_integral_v<T>;
   using Acc = std::conditional_t<kInt, long long, double>;
-  const Acc lowest = kInt ? Acc(std::numeric_limits<T>::lowest()) : Acc(-INFINITY);
-  const Acc highest = kInt ? Acc(std::numeric_limits<T>::max()) : Acc(INFINITY);
+  const Acc lowest = lowestOf<T>(), highest = highestOf<T>();
   for (int64_t o = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; o < outputs; o += int64_t(gridDim.x) * blockDim.x) {
     int64_t rest = o, base = 0;
     for (int d = r.rank - 1; d >= 0; --d)
@@ -160,22 +159,23 @@ __global__ void poolKernel(bool max, const T *__restrict__ x, T *__restrict__ y,
   for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < planes * outSize; e += int64_t(gridDim.x) * blockDim.x) {
     const int64_t o = e % outSize, p = e / outSize;
     const T *xp = x + p * inSize;
-    float acc = max ? -INFINITY : 0.0f;
+    using Acc = Wide<T>;
+    Acc acc = max ? lowestOf<T>() : Acc(0);
     int64_t counted = 0, best = -1;
     for (int64_t k = 0; k < kernelSize; ++k) {
       const int64_t at = tapOffset(win, o, k);
       if (at < 0)
         continue;
-      const float v = toF(xp[at]);
+      const Acc v = widen(xp[at]);
       if (indices) { // the CPU's rule: the first tap, then each one strictly greater
         if (best < 0 || v > acc)
           acc = v, best = at;
       } else {
-        acc = max ? fmaxf(acc, v) : acc + v;
+        acc = max ? maxOf(acc, v) : acc + v;
       }
       ++counted;
     }
-    y[e] = fromF<T>(max ? acc : acc / float(countPad ? paddedTaps(win, o) : (counted ? counted : 1)));
+    y[e] = narrow<T>(max ? acc : acc / Acc(countPad ? paddedTaps(win, o) : (counted ? counted : 1)));
     if (indices) {
       if (best >= 0 && columnMajor)
         best = best % win.in[1] * win.in[0] + best / win.in[1];
@@ -246,7 +246,7 @@ std::string reduce(int type, const std::string &kind, const void *in, void *out,
                       static_cast<cudaStream_t>(stream)>>>(static_cast<const T *>(in), static_cast<T *>(out), r, k,
                                                            outputs);
   });
-  return known ? launched("reduce") : "reduce: supports f32, f16, bf16, integer and bool elements";
+  return known ? launched("reduce") : "reduce: supports float, integer and bool elements";
 }
 
 std::string conv(Storage st, const void *x, const void *w, const void *bias, void *y, int64_t N, int64_t C, int64_t M,
@@ -277,7 +277,7 @@ std::string argReduce(int type, bool max, const void *in, int64_t *out, int64_t 
                          static_cast<cudaStream_t>(stream)>>>(static_cast<const T *>(in), out, outer, n, inner, max,
                                                               last);
   });
-  return known ? launched("argReduce") : "argReduce: supports f32, f16, bf16, integer and bool elements";
+  return known ? launched("argReduce") : "argReduce: supports float, integer and bool elements";
 }
 
 std::string im2col(Storage st, const void *x, void *col, int64_t N, int64_t C, const Window &win, void *stream) {
@@ -295,7 +295,7 @@ std::string im2col(Storage st, const void *x, void *col, int64_t N, int64_t C, c
   return launched("im2col");
 }
 
-std::string pool(Storage st, bool max, const void *x, void *y, int64_t planes, const Window &win, bool countPad,
+std::string pool(int type, bool max, const void *x, void *y, int64_t planes, const Window &win, bool countPad,
                  void *stream, int64_t *indices, bool columnMajor) {
   if (win.spatial < 1 || win.spatial > 3)
     return "pool: 1 to 3 spatial dims";
@@ -304,7 +304,7 @@ std::string pool(Storage st, bool max, const void *x, void *y, int64_t planes, c
   const int64_t outSize = sizeOf(win.out, win.spatial);
   if (planes * outSize == 0)
     return {};
-  dispatch(st, [&](auto tag) {
+  const bool known = type != Bool && dispatchNumeric(type, [&](auto tag) {
     using T = decltype(tag);
     poolKernel<T><<<unsigned(blocksFor(planes * outSize, kElementThreads)), kElementThreads, 0,
                     static_cast<cudaStream_t>(stream)>>>(max, static_cast<const T *>(x), static_cast<T *>(y), planes, win,
@@ -312,7 +312,7 @@ std::string pool(Storage st, bool max, const void *x, void *y, int64_t planes, c
                                                          sizeOf(win.kernel, win.spatial), countPad, indices,
                                                          columnMajor);
   });
-  return launched("pool");
+  return known ? launched("pool") : "pool: supports float and integer elements";
 }
 
 std::string pad(Storage st, const std::string &mode, const void *in, void *out, int rank, const int64_t *inDims,

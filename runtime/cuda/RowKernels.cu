@@ -1,7 +1,7 @@
 // The row-wise kernels of the CUDA executor (see CudaKernels.h): normalization with a residual,
 // softmax, the plain attention (one block per query row), and the embedding gather and a linear's
 // epilogue (one thread per element). Templates over the storage type, f32 arithmetic throughout;
-// a row is staged in shared memory as f32.
+// a row is staged in shared memory as f32 (a softmax of doubles: in f64).
 #include "CudaKernels.h"
 #include "DeviceUtil.cuh"
 
@@ -57,34 +57,36 @@ __global__ void addNormKernel(const T *__restrict__ x, const T *__restrict__ r, 
   }
 }
 
-// A row's elements `inner` apart (a softmax along an axis before the last).
+// A row's elements `inner` apart (a softmax along an axis before the last). Computed in Wide<T>:
+// f32, or f64 for doubles (staged as such).
 template <typename T>
-__global__ void softmaxKernel(const T *__restrict__ x, T *__restrict__ y, int64_t cols, int64_t inner, bool log,
-                              bool staged) {
-  extern __shared__ float row[];
+__global__ void softmaxKernel(const T *__restrict__ x, T *__restrict__ y, int64_t cols, int64_t inner,
+                              bool takeLog, bool staged) {
+  using Acc = Wide<T>;
+  extern __shared__ __align__(8) unsigned char softmaxRow[];
+  Acc *row = reinterpret_cast<Acc *>(softmaxRow);
   const int64_t base = int64_t(blockIdx.x) / inner * cols * inner + int64_t(blockIdx.x) % inner;
-  float best = -INFINITY;
+  Acc best = -INFINITY;
   for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
-    const float v = toF(x[base + c * inner]);
+    const Acc v = widen(x[base + c * inner]);
     if (staged)
       row[c] = v;
-    best = fmaxf(best, v);
+    best = maxOf(best, v);
   }
   best = blockReduce<true>(best);
   // x - max, again: log_softmax keeps it (staged), which exp may take to 0
-  auto shiftedAt = [&](int64_t c) { return staged ? row[c] : toF(x[base + c * inner]) - best; };
-  float acc = 0.0f;
+  auto shiftedAt = [&](int64_t c) { return staged ? row[c] : widen(x[base + c * inner]) - best; };
+  Acc acc = 0;
   for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
-    const float shifted = staged ? row[c] - best : shiftedAt(c);
-    const float p = expf(shifted);
+    const Acc shifted = staged ? row[c] - best : shiftedAt(c);
     if (staged)
       row[c] = shifted;
-    acc += p;
+    acc += exp(shifted);
   }
-  const float total = blockReduce<false>(acc);
-  const float inv = 1.0f / total, logTotal = logf(total);
+  const Acc total = blockReduce<false>(acc);
+  const Acc inv = Acc(1) / total, logTotal = log(total);
   for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
-    y[base + c * inner] = fromF<T>(log ? shiftedAt(c) - logTotal : expf(shiftedAt(c)) * inv);
+    y[base + c * inner] = narrow<T>(takeLog ? shiftedAt(c) - logTotal : exp(shiftedAt(c)) * inv);
 }
 
 template <typename T>
@@ -182,19 +184,19 @@ std::string addNorm(Storage s, bool layerNorm, const void *x, const void *residu
   return launched("addNorm");
 }
 
-std::string softmax(Storage s, const void *x, void *y, int64_t rows, int64_t cols, void *stream, bool log,
+std::string softmax(int type, const void *x, void *y, int64_t rows, int64_t cols, void *stream, bool log,
                     int64_t inner) {
   if (rows <= 0 || cols <= 0 || inner <= 0 || rows % inner)
     return "softmax: rows and cols must be positive, rows a multiple of inner";
-  const bool staged = cols <= kMaxRowCols;
-  const size_t shared = staged ? size_t(cols) * sizeof(float) : 0;
-  dispatch(s, [&](auto tag) {
+  const bool known = dispatchFloat(type, [&](auto tag) {
     using T = decltype(tag);
+    const bool staged = cols * sizeof(Wide<T>) <= kMaxRowCols * sizeof(float); // 48 KiB
+    const size_t shared = staged ? size_t(cols) * sizeof(Wide<T>) : 0;
     allowDynamicShared(softmaxKernel<T>, shared);
     softmaxKernel<T><<<unsigned(rows), kRowThreads, shared, static_cast<cudaStream_t>(stream)>>>(
         static_cast<const T *>(x), static_cast<T *>(y), cols, inner, log, staged);
   });
-  return launched("softmax");
+  return known ? launched("softmax") : "softmax: supports float elements";
 }
 
 std::string gatherRows(Storage s, const void *table, int64_t rows, int64_t width, const int64_t *ids, int64_t count,

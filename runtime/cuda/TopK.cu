@@ -14,6 +14,7 @@ namespace {
 constexpr int kTopKThreads = 256; // at most; a short line takes a warp per 32 elements
 
 __device__ __forceinline__ bool isNan(float x) { return isnan(x); }
+__device__ __forceinline__ bool isNan(double x) { return isnan(x); }
 __device__ __forceinline__ bool isNan(long long) { return false; }
 
 // Whether (va, ia) comes before (vb, ib): the larger value first (the smaller with !largest), the
@@ -66,7 +67,7 @@ __global__ void topKKernel(const T *__restrict__ x, T *__restrict__ values, int6
   for (int64_t line = blockIdx.x; line < lines; line += gridDim.x) {
     const int64_t o = line / inner, i = line % inner;
     const T *in = x + o * n * inner + i;
-    using K = decltype(widen(T{}));
+    using K = Wide<T>;
     Pick<K> last{K(0), -1};
     for (int64_t j = 0; j < k; ++j) {
       Pick<K> mine{K(0), -1};
@@ -102,7 +103,7 @@ std::string topK(int type, const void *x, void *values, int64_t *indices, int64_
         static_cast<const T *>(x), static_cast<T *>(values), indices, lines, n, inner, k, largest);
   };
   if (!dispatchNumeric(type, launch))
-    return "topK: supports f32, f16, bf16, integer and bool values";
+    return "topK: supports float, integer and bool values";
   return launched("topK");
 }
 

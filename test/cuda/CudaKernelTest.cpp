@@ -1,112 +1,23 @@
 // Every CUDA kernel against the CPU kernel it stands for (the CPU executor is the reference), in
 // f32, f16 and bf16 storage, on random data rounded to the storage type first so that both sides
-// see the same inputs. Without a GPU the binary exits with 77, which CTest reports as skipped.
-// Built as llmc-cuda-emulated-tests (LLMC_CUDA_EMULATION), the same tests run the kernels on the
-// CPU emulation of test/cuda/emulation, every test but the two that need NVRTC's cubins or cuBLASLt.
-#include "CudaKernels.h"
+// see the same inputs (the kernels of doubles: NumericTypesTest.cpp). Built as llmc-cuda-tests, it
+// needs a GPU (CudaTestMain.cpp); built as llmc-cuda-emulated-tests (LLMC_CUDA_EMULATION), the same
+// tests run the kernels on the CPU emulation of test/cuda/emulation, every test but the two that
+// need NVRTC's cubins or cuBLASLt.
+#include "CudaTestUtil.h"
 #include "Einsum.h"
 #include "FusedElementwiseCuda.h"
-#include "KernelTestUtil.h"
 #include "LtLinear.h"
 #include "Nvrtc.h"
 
 #include <cublasLt.h>
-#include <cuda_runtime.h>
 
-#include <cstdio>
-#include <cstring>
 #include <functional>
 
 using namespace llmc::rt;
-using namespace llmc::rt::test;
-namespace cu = llmc::rt::cuda;
+using namespace llmc::rt::cudatest;
 
 namespace {
-
-const cu::Storage kStorages[] = {cu::Storage::F32, cu::Storage::F16, cu::Storage::BF16};
-
-const char *name(cu::Storage s) { return s == cu::Storage::F32 ? "f32" : s == cu::Storage::F16 ? "f16" : "bf16"; }
-DType storageDType(cu::Storage s) { return s == cu::Storage::F32 ? DType::F32 : s == cu::Storage::F16 ? DType::F16 : DType::BF16; }
-
-uint16_t toBf16(float f) { // round to nearest even
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
-float fromBf16(uint16_t h) {
-  const uint32_t u = uint32_t(h) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-
-// Values as `s` stores them, widened back: what both executors read.
-std::vector<float> rounded(std::vector<float> v, cu::Storage s) {
-  for (float &x : v)
-    x = s == cu::Storage::F16 ? halfToFloat(floatToHalf(x)) : s == cu::Storage::BF16 ? fromBf16(toBf16(x)) : x;
-  return v;
-}
-
-float tolerance(cu::Storage s) { return s == cu::Storage::F32 ? 2e-5f : s == cu::Storage::F16 ? 4e-3f : 3e-2f; }
-
-// A device buffer.
-struct Device {
-  void *p = nullptr;
-  size_t bytes = 0;
-  explicit Device(size_t n) : bytes(n) { EXPECT_EQ(cudaMalloc(&p, std::max<size_t>(n, 1)), cudaSuccess); }
-  ~Device() { cudaFree(p); }
-  Device(const Device &) = delete;
-  template <typename T> T *as() const { return static_cast<T *>(p); }
-};
-
-// Floats uploaded in storage `s`.
-std::unique_ptr<Device> upload(const std::vector<float> &v, cu::Storage s) {
-  auto d = std::make_unique<Device>(v.size() * cu::storageBytes(s));
-  if (s == cu::Storage::F32) {
-    cudaMemcpy(d->p, v.data(), d->bytes, cudaMemcpyHostToDevice);
-  } else {
-    std::vector<uint16_t> h(v.size());
-    for (size_t i = 0; i < v.size(); ++i)
-      h[i] = s == cu::Storage::F16 ? floatToHalf(v[i]) : toBf16(v[i]);
-    cudaMemcpy(d->p, h.data(), d->bytes, cudaMemcpyHostToDevice);
-  }
-  return d;
-}
-
-template <typename T> std::vector<T> downloadRaw(const Device &d, size_t n) {
-  std::vector<T> out(n);
-  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  cudaMemcpy(out.data(), d.p, n * sizeof(T), cudaMemcpyDeviceToHost);
-  return out;
-}
-
-// The elements of a tensor of these dims.
-int64_t elementsOf(const std::vector<int64_t> &dims) {
-  int64_t n = 1;
-  for (int64_t d : dims)
-    n *= d;
-  return n;
-}
-
-std::vector<float> download(const Device &d, size_t n, cu::Storage s) {
-  std::vector<float> out(n);
-  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  if (s == cu::Storage::F32) {
-    cudaMemcpy(out.data(), d.p, n * 4, cudaMemcpyDeviceToHost);
-  } else {
-    std::vector<uint16_t> h(n);
-    cudaMemcpy(h.data(), d.p, n * 2, cudaMemcpyDeviceToHost);
-    for (size_t i = 0; i < n; ++i)
-      out[i] = s == cu::Storage::F16 ? halfToFloat(h[i]) : fromBf16(h[i]);
-  }
-  return out;
-}
-
-template <typename T> std::unique_ptr<Device> uploadRaw(const std::vector<T> &v) {
-  auto d = std::make_unique<Device>(v.size() * sizeof(T));
-  cudaMemcpy(d->p, v.data(), d->bytes, cudaMemcpyHostToDevice);
-  return d;
-}
 
 // Lets the tensor-core attention use the shared memory a block may opt in to; returns those bytes.
 size_t allowFlashSharedMemory() {
@@ -115,24 +26,6 @@ size_t allowFlashSharedMemory() {
   cudaDeviceGetAttribute(&optIn, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
   cu::flashAttentionSetup(size_t(optIn));
   return size_t(optIn);
-}
-
-// |got - want| <= tol * (1 + |want|) everywhere.
-void expectClose(const std::vector<float> &got, const std::vector<float> &want, float tol, const std::string &what) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  for (size_t i = 0; i < got.size(); ++i)
-    if (got[i] != want[i]) // equal infinities are close too
-      ASSERT_LE(std::fabs(got[i] - want[i]), tol * (1 + std::fabs(want[i]))) << what << " at " << i;
-}
-
-// As expectClose (within tol * (1 + |want|)), and a NaN wherever want has one.
-void expectCloseOrNan(const std::vector<float> &got, const std::vector<float> &want, float tol, const std::string &what) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  for (size_t i = 0; i < got.size(); ++i)
-    if (std::isnan(want[i]))
-      EXPECT_TRUE(std::isnan(got[i])) << what << " at " << i;
-    else
-      EXPECT_NEAR(got[i], want[i], tol * (1 + std::fabs(want[i]))) << what << " at " << i;
 }
 
 // add_rms_norm and add_layer_norm against the CPU's, with and without a residual, on rows of 1000
@@ -190,7 +83,7 @@ TEST(Cuda, SoftmaxMatchesTheCpu) {
           auto dx = upload(x.data, s);
           Device y(size_t(rows * cols) * cu::storageBytes(s));
           const bool log = std::string(op) == "log_softmax";
-          ASSERT_EQ(cu::softmax(s, dx->p, y.p, rows, cols, nullptr, log), "");
+          ASSERT_EQ(cu::softmax(int(storageDType(s)), dx->p, y.p, rows, cols, nullptr, log), "");
           // log_softmax's values reach -200: the storage's relative rounding of them.
           const float tol = log ? tolerance(s) * spread * 2 : tolerance(s);
           expectClose(download(y, size_t(rows * cols), s), want.data, tol,
@@ -206,7 +99,7 @@ TEST(Cuda, SoftmaxAlongAnInnerAxisMatchesTheCpu) {
       ASSERT_EQ(call(op, attrs({intAttr("axis", 1)}), {x.ref()}, {want.ref()}), "");
       auto dx = upload(x.data, s);
       Device y(60 * cu::storageBytes(s));
-      ASSERT_EQ(cu::softmax(s, dx->p, y.p, 12, 5, nullptr, std::string(op) == "log_softmax", 4), "");
+      ASSERT_EQ(cu::softmax(int(storageDType(s)), dx->p, y.p, 12, 5, nullptr, std::string(op) == "log_softmax", 4), "");
       expectClose(download(y, 60, s), want.data, tolerance(s) * 4, std::string(op) + " along axis 1 " + name(s));
     }
 }
@@ -1541,6 +1434,17 @@ TEST(Cuda, SmallOpsMatchTheCpu) {
   const int64_t dims[2] = {3, 4}, strides[2] = {8, 2};
   ASSERT_EQ(cu::gatherNd(ddata->p, didx->as<int64_t>(), gathered.p, 2, 2, dims, strides, 2, 4, error->as<int>(), nullptr), "");
   expectClose(downloadRaw<float>(gathered, 4), picked.data, 0.0f, "gather_nd");
+  // gather_nd with batch_dims 1: per batch of the data's 3, two int32 indices into its 4 rows.
+  Buf<float> perBatch(DType::F32, {3, 2, 2});
+  Buf<int32_t> batchIdx(DType::I32, {3, 2, 1}, {3, 0, -1, 1, 2, 2});
+  ASSERT_EQ(call("gather_nd", attrs({intAttr("batch_dims", 1)}), {data.ref(), batchIdx.ref()}, {perBatch.ref()}), "");
+  auto dbi = uploadRaw(batchIdx.data);
+  Device batchGathered(48);
+  ASSERT_EQ(cu::gatherNd(ddata->p, dbi->p, batchGathered.p, 6, 1, dims + 1, strides + 1, 2, 4, error->as<int>(),
+                         nullptr, 4, 3, 8),
+            "");
+  expectClose(downloadRaw<float>(batchGathered, 12), perBatch.data, 0.0f, "gather_nd with batch_dims 1");
+  EXPECT_EQ(downloadRaw<int>(*error, 1)[0], 0);
   // The values of a Shape op.
   const int64_t values[3] = {7, 1, 64};
   Device shape(24);
@@ -1843,7 +1747,7 @@ TEST(Cuda, ReduceConvPoolPadMatchTheCpu) {
                                 intsAttr("strides", {2, 2}), intsAttr("dilations", {1, 1})});
       ASSERT_EQ(call(max ? "max_pool" : "average_pool", a, {x.ref()}, {want.ref()}), "");
       Device y(size_t(want.numel()) * cu::storageBytes(s));
-      ASSERT_EQ(cu::pool(s, max, dx->p, y.p, 8, win, false, nullptr), "");
+      ASSERT_EQ(cu::pool(int(storageDType(s)), max, dx->p, y.p, 8, win, false, nullptr), "");
       expectClose(download(y, size_t(want.numel()), s), want.data, std::max(tol, 1e-5f),
                   std::string(max ? "max_pool " : "average_pool ") + name(s));
       for (int columnMajor : {0, 1}) { // max_pool_with_indices, in both storage orders
@@ -1855,7 +1759,7 @@ TEST(Cuda, ReduceConvPoolPadMatchTheCpu) {
         withOrder.add(intAttr("storage_order", columnMajor));
         ASSERT_EQ(call("max_pool_with_indices", withOrder, {x.ref()}, {values.ref(), indices.ref()}), "");
         Device yi(size_t(want.numel()) * cu::storageBytes(s)), di(size_t(want.numel()) * 8);
-        ASSERT_EQ(cu::pool(s, true, dx->p, yi.p, 8, win, false, nullptr, static_cast<int64_t *>(di.p), columnMajor != 0),
+        ASSERT_EQ(cu::pool(int(storageDType(s)), true, dx->p, yi.p, 8, win, false, nullptr, static_cast<int64_t *>(di.p), columnMajor != 0),
                   "");
         expectClose(download(yi, size_t(want.numel()), s), values.data, 0.0f,
                     "max_pool_with_indices " + std::string(name(s)));
@@ -1871,7 +1775,7 @@ TEST(Cuda, ReduceConvPoolPadMatchTheCpu) {
                                 intAttr("count_include_pad", 1)});
       ASSERT_EQ(call("average_pool", a, {x.ref()}, {want.ref()}), "");
       Device y(size_t(want.numel()) * cu::storageBytes(s));
-      ASSERT_EQ(cu::pool(s, false, dx->p, y.p, 8, win, true, nullptr), "");
+      ASSERT_EQ(cu::pool(int(storageDType(s)), false, dx->p, y.p, 8, win, true, nullptr), "");
       expectClose(download(y, size_t(want.numel()), s), want.data, std::max(tol, 1e-5f),
                   std::string("average_pool, count_include_pad, ceil_mode ") + name(s));
     }
@@ -1909,7 +1813,7 @@ TEST(Cuda, MatmulMatchesTheCpu) {
       ASSERT_EQ(cu::matmulArgsOf(int(c.a.size()), c.a.data(), int(c.b.size()), c.b.data(), m), "");
       auto da = upload(a.data, s), db = upload(b.data, s);
       Device out(size_t(want.numel()) * cu::storageBytes(s));
-      ASSERT_EQ(cu::matmul(s, da->p, db->p, out.p, m, nullptr), "");
+      ASSERT_EQ(cu::matmul(int(storageDType(s)), da->p, db->p, out.p, m, nullptr), "");
       expectClose(download(out, size_t(want.numel()), s), want.data, std::max(tolerance(s), 1e-5f) * 4,
                   std::string("matmul ") + name(s) + " " + std::to_string(c.a.size()) + "-D x " +
                       std::to_string(c.b.size()) + "-D");
@@ -1946,10 +1850,10 @@ TEST(Cuda, GemmMatchesTheCpu) {
           ASSERT_EQ(call("gemm", at, ins, {want.ref()}), "");
           cu::MatmulArgs m;
           ASSERT_EQ(cu::gemmArgsOf(aDims.data(), bDims.data(), transA, transB, int(cDims.size()), cDims.data(), m), "");
-          m.alpha = 0.5f, m.beta = 2.0f;
+          m.alpha = 0.5, m.beta = 2.0;
           auto da = upload(a.data, s), db = upload(b.data, s), dc = upload(c.data, s);
           Device out(size_t(M * N) * cu::storageBytes(s));
-          ASSERT_EQ(cu::matmul(s, da->p, db->p, out.p, m, nullptr, hasC ? dc->p : nullptr), "");
+          ASSERT_EQ(cu::matmul(int(storageDType(s)), da->p, db->p, out.p, m, nullptr, hasC ? dc->p : nullptr), "");
           expectClose(download(out, size_t(M * N), s), want.data, std::max(tolerance(s), 1e-5f) * 8,
                       std::string("gemm ") + name(s) + " transA " + std::to_string(transA) + " transB " +
                           std::to_string(transB) + " C of rank " + (hasC ? std::to_string(cDims.size()) : "none"));
@@ -2011,10 +1915,10 @@ TEST(Cuda, EinsumMatchesTheCpu) {
       expectClose(download(out, size_t(want.numel()), s), want.data, std::max(tolerance(s), 1e-5f) * 8,
                   std::string("einsum ") + c.equation + " " + name(s));
     }
-  // Integers, summed exactly (int64 sums past f32's 24 bits of mantissa), over four operands.
+  // Integers and doubles, summed exactly (sums past f32's 24 bits of mantissa), over four operands.
   const std::string equation = "ij,jk,k,k->i";
   const std::vector<std::vector<int64_t>> dims = {{3, 4}, {4, 5}, {5}, {5}};
-  auto integers = [&](auto zero, DType type) {
+  auto exact = [&](auto zero, DType type) {
     using T = decltype(zero);
     std::vector<Buf<T>> operands;
     std::vector<TensorRef> ins;
@@ -2047,12 +1951,9 @@ TEST(Cuda, EinsumMatchesTheCpu) {
     ASSERT_EQ(cu::einsum(int(type), a, out.p, nullptr), "");
     EXPECT_EQ(downloadRaw<T>(out, 3), want.data) << "einsum " << equation << " of " << dtypeName(type);
   };
-  integers(int64_t(0), DType::I64);
-  integers(int32_t(0), DType::I32);
-  cu::EinsumArgs none;
-  none.operands = 1, none.outCount = 1;
-  Device unused(8);
-  EXPECT_NE(cu::einsum(int(DType::F64), none, unused.p, nullptr), "") << "f64 operands";
+  exact(int64_t(0), DType::I64);
+  exact(int32_t(0), DType::I32);
+  exact(double(0), DType::F64); // (a sum past f32's 24 bits, exact in f64)
 }
 
 // The product of dims[from..to).
@@ -2171,7 +2072,7 @@ TEST(Cuda, TopKMatchesTheCpu) {
     }
   Device unused(8);
   EXPECT_NE(cu::topK(int(DType::F32), unused.p, unused.p, nullptr, 1, 2, 1, 3, true, nullptr), "") << "k > n";
-  EXPECT_NE(cu::topK(int(DType::F64), unused.p, unused.p, nullptr, 1, 2, 1, 1, true, nullptr), "") << "f64 values";
+  EXPECT_NE(cu::topK(0, unused.p, unused.p, nullptr, 1, 2, 1, 1, true, nullptr), "") << "an unknown type";
 }
 
 // trilu against the CPU's: upper and lower, k of -1, 0 and 2, on f32 [2, 3, 5] and on bool [4, 3]
@@ -2411,7 +2312,8 @@ TEST(Cuda, GatherElementsMatchesTheCpu) {
 }
 
 // cumsum along the middle axis of [2, 5, 3], i64 and f32, every exclusive/reverse combination,
-// against the CPU kernel (a mask built from position ids uses it).
+// against the CPU kernel (a mask built from position ids uses it); the axis known at the launch or
+// read on the device (int64 and int32, counted from the back), and a device axis out of range.
 TEST(Cuda, CumSumMatchesTheCpu) {
   const std::vector<int64_t> shape = {2, 5, 3};
   std::vector<int64_t> ints(30);
@@ -2419,6 +2321,11 @@ TEST(Cuda, CumSumMatchesTheCpu) {
     ints[i] = int64_t(i * 7919 % 13) - 6;
   Buf<int64_t> x(DType::I64, shape, ints), axis(DType::I64, {1}, {1});
   Buf<float> xf(DType::F32, shape, randomFloats(30, 71));
+  auto dx = uploadRaw(x.data);
+  auto dxf = uploadRaw(xf.data);
+  auto axis64 = uploadRaw(std::vector<int64_t>{-2}), axis32 = uploadRaw(std::vector<int32_t>{1});
+  Device error(4);
+  cudaMemset(error.p, 0, 4);
   for (int exclusive = 0; exclusive < 2; ++exclusive)
     for (int reverse = 0; reverse < 2; ++reverse) {
       const AttrList a = attrs({intAttr("exclusive", exclusive), intAttr("reverse", reverse)});
@@ -2426,16 +2333,27 @@ TEST(Cuda, CumSumMatchesTheCpu) {
       Buf<float> wantf(DType::F32, shape);
       ASSERT_EQ(call("cumsum", a, {x.ref(), axis.ref()}, {want.ref()}), "");
       ASSERT_EQ(call("cumsum", a, {xf.ref(), axis.ref()}, {wantf.ref()}), "");
-      auto dx = uploadRaw(x.data);
-      auto dxf = uploadRaw(xf.data);
-      Device out(30 * sizeof(int64_t)), outf(30 * sizeof(float));
-      ASSERT_EQ(cu::cumsum(4, dx->p, out.p, 2, 5, 3, exclusive, reverse, nullptr), "");
-      ASSERT_EQ(cu::cumsum(1, dxf->p, outf.p, 2, 5, 3, exclusive, reverse, nullptr), "");
-      std::vector<int64_t> got(30);
-      cudaMemcpy(got.data(), out.p, out.bytes, cudaMemcpyDeviceToHost);
-      EXPECT_EQ(got, want.data) << "exclusive " << exclusive << " reverse " << reverse;
-      expectClose(download(outf, 30, cu::Storage::F32), wantf.data, 1e-5f, "cumsum f32");
+      for (int from = 0; from < 3; ++from) { // the axis: known, on the device as int64, as int32
+        const std::string what = std::string("exclusive ") + std::to_string(exclusive) + " reverse " +
+                                 std::to_string(reverse) + (from == 0 ? "" : from == 1 ? " axis i64" : " axis i32");
+        cu::CumsumArgs c;
+        c.rank = 3, c.dims[0] = 2, c.dims[1] = 5, c.dims[2] = 3, c.axis = 1;
+        c.axisValue = from == 0 ? nullptr : from == 1 ? axis64->p : axis32->p, c.axisInt32 = from == 2;
+        c.exclusive = exclusive, c.reverse = reverse;
+        Device out(30 * sizeof(int64_t)), outf(30 * sizeof(float));
+        ASSERT_EQ(cu::cumsum(int(DType::I64), dx->p, out.p, c, error.as<int>(), nullptr), "");
+        ASSERT_EQ(cu::cumsum(int(DType::F32), dxf->p, outf.p, c, error.as<int>(), nullptr), "");
+        EXPECT_EQ(downloadRaw<int64_t>(out, 30), want.data) << what;
+        expectClose(download(outf, 30, cu::Storage::F32), wantf.data, 1e-5f, "cumsum f32 " + what);
+      }
     }
+  EXPECT_EQ(downloadRaw<int>(error, 1)[0], 0);
+  auto outside = uploadRaw(std::vector<int64_t>{3});
+  cu::CumsumArgs c;
+  c.rank = 3, c.dims[0] = 2, c.dims[1] = 5, c.dims[2] = 3, c.axisValue = outside->p;
+  Device out(30 * sizeof(int64_t));
+  ASSERT_EQ(cu::cumsum(int(DType::I64), dx->p, out.p, c, error.as<int>(), nullptr), "");
+  EXPECT_EQ(downloadRaw<int>(error, 1)[0], 1) << "an axis out of range raises the error flag";
 }
 
 // Greedy decoding on the device: the argmax of each batch's last row, the first of equal maxima,
@@ -2501,18 +2419,3 @@ TEST(Cuda, ConvertFloatsRoundsAndSaturates) {
 }
 
 } // namespace
-
-int main(int argc, char **argv) {
-  int devices = 0;
-  const cudaError_t e = cudaGetDeviceCount(&devices);
-  if (e != cudaSuccess || devices == 0) {
-    std::printf("no CUDA device (%s): the CUDA tests are skipped, not passed\n",
-                e != cudaSuccess ? cudaGetErrorString(e) : "none found");
-    return 77;
-  }
-#ifdef LLMC_CUDA_EMULATION
-  std::printf("the CUDA kernels run on the CPU emulation (test/cuda/emulation): this is not a GPU run\n");
-#endif
-  ::testing::InitGoogleTest(&argc, argv);
-  return RUN_ALL_TESTS();
-}
