@@ -546,10 +546,11 @@ std::string im2col(Storage s, const void *x, void *col, int64_t N, int64_t C, co
 std::string pool(int type, bool max, const void *x, void *y, int64_t planes, const Window &win, bool countPad,
                  void *stream, int64_t *indices = nullptr, bool columnMajor = false);
 
-// Padding: in [inDims] lands in out [outDims] at padBegin; the rest is `value` (mode "constant"),
-// the nearest edge ("edge"), the mirror image without the edge ("reflect") or the other end ("wrap").
-std::string pad(Storage s, const std::string &mode, const void *in, void *out, int rank, const int64_t *inDims,
-                const int64_t *outDims, const int64_t *padBegin, float value, void *stream);
+// Padding of elements of DType number `type` (a float, an integer or bool): in [inDims] lands in
+// out [outDims] at padBegin; the rest is `value` (mode "constant", converted as a cast), the
+// nearest edge ("edge"), the mirror image without the edge ("reflect") or the other end ("wrap").
+std::string pad(int type, const std::string &mode, const void *in, void *out, int rank, const int64_t *inDims,
+                const int64_t *outDims, const int64_t *padBegin, double value, void *stream);
 
 // A latent attention's mask: [B, H, Sq, Sk] through `strides` (0 where it broadcasts), added in
 // the storage type or keeping where non-zero (AttentionArgs::Mask); null data: none. `causal`

@@ -142,6 +142,28 @@ bool constantInts(const llmc_plan_t &plan, int value, std::vector<int64_t> &out)
   return true;
 }
 
+bool constantScalar(const PlanValue &v, double &out) {
+  if (v.kind != fb::ValueKind_Weight || v.shape.numel() != 1 || (!v.weight && !v.narrow))
+    return false;
+  if (v.narrow) { // a float weight the plan keeps in 16 bits
+    out = widenFloat(*static_cast<const uint16_t *>(v.narrow), v.deviceDType);
+    return true;
+  }
+  const void *p = v.weight;
+  switch (v.dtype) {
+  case DType::F32: out = *static_cast<const float *>(p); return true;
+  case DType::F16: out = widenFloat(*static_cast<const uint16_t *>(p), DType::F16); return true;
+  case DType::BF16: out = widenFloat(*static_cast<const uint16_t *>(p), DType::BF16); return true;
+  case DType::F64: out = *static_cast<const double *>(p); return true;
+  case DType::I64: out = double(*static_cast<const int64_t *>(p)); return true;
+  case DType::I32: out = *static_cast<const int32_t *>(p); return true;
+  case DType::I8: out = *static_cast<const int8_t *>(p); return true;
+  case DType::U8:
+  case DType::Bool: out = *static_cast<const uint8_t *>(p); return true;
+  default: return false;
+  }
+}
+
 // Ops whose output holds the input's bytes unchanged.
 bool isCopyOp(const std::string &kernel) {
   return kernel == "reshape" || kernel == "unsqueeze" || kernel == "squeeze" || kernel == "flatten" ||

@@ -293,6 +293,8 @@ int64_t dimBound(const Executor &ex, int v, int d);
 int axisOf(const PlanOp &op, int rank);
 // The values of an integer constant of the plan (a weight with host data), or false.
 bool constantInts(const llmc_plan_t &plan, int value, std::vector<int64_t> &out);
+// The one element of a weight of the plan (any numeric type) as a double; false for anything else.
+bool constantScalar(const PlanValue &v, double &out);
 // Ops whose output holds the input's bytes unchanged.
 bool isCopyOp(const std::string &kernel);
 void contiguousStrides(const Shape &s, int64_t *out);

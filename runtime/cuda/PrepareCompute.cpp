@@ -137,7 +137,7 @@ std::string prepareNorm(Executor &ex, const PlanOp &op, int k, PreparedOp &out) 
   if (std::string err = floatStorage(ex, op, st); !err.empty())
     return err;
   if (!isFloat(x) || axis < 0 || axis >= rank)
-    return "needs a float input and an axis within its rank";
+    return "needs an f32, f16 or bf16 input and an axis within its rank";
   const int64_t scales = ex.plan->values[size_t(op.inputs[size_t(scaleAt)])].shape.numel();
   const bool hasBias = layer && int(op.inputs.size()) > biasAt && op.inputs[size_t(biasAt)] >= 0;
   if (hasBias && ex.plan->values[size_t(op.inputs[size_t(biasAt)])].shape.numel() != scales)

@@ -597,27 +597,17 @@ std::string preparePoolPad(Executor &ex, const PlanOp &op, PreparedOp &out) {
                   op.attrs.getInt("storage_order", 0) != 0);
     };
   } else { // pad
-    Storage st;
-    if (std::string err = floatStorage(ex, op, st); !err.empty())
-      return err;
-    if (!isFloat(ex.plan->values[size_t(op.inputs[0])]))
-      return "supports float inputs";
+    const int type = numericTypeOf(ex, op.inputs[0]);
+    if (!type || type != numericTypeOf(ex, op.outputs[0]))
+      return "supports float, integer and bool inputs";
     const std::string mode(op.attrs.getString("mode"));
     if (!mode.empty() && mode != "constant" && mode != "edge" && mode != "reflect" && mode != "wrap")
       return "unknown mode '" + mode + "'";
     const bool hasValue = op.inputs.size() > 1 && op.inputs[1] >= 0;
-    if (hasValue && ex.plan->values[size_t(op.inputs[1])].kind != fb::ValueKind_Weight)
+    double value = 0.0;
+    if (hasValue && !constantScalar(ex.plan->values[size_t(op.inputs[1])], value))
       return "needs a constant padding value";
-    float value = 0.0f;
-    if (hasValue) {
-      const PlanValue &v = ex.plan->values[size_t(op.inputs[1])];
-      if (v.dtype != DType::F32 && v.dtype != DType::F16)
-        return "needs a float padding value";
-      value = v.narrow           ? widenFloat(*static_cast<const uint16_t *>(v.narrow), v.deviceDType)
-              : v.dtype == DType::F16 ? widenFloat(*static_cast<const uint16_t *>(v.weight), DType::F16)
-                                      : *static_cast<const float *>(v.weight);
-    }
-    out.launch = [&op, value, mode, st](Executor &e, const std::vector<TensorRef> &t) -> std::string {
+    out.launch = [&op, value, mode, type](Executor &e, const std::vector<TensorRef> &t) -> std::string {
       const Shape &x = t[size_t(op.inputs[0])].shape, &y = t[size_t(op.outputs[0])].shape;
       const std::vector<int64_t> pads = op.attrs.getInts("pads");
       if (pads.size() != size_t(2 * x.rank))
@@ -625,7 +615,7 @@ std::string preparePoolPad(Executor &ex, const PlanOp &op, PreparedOp &out) {
       for (int d = 0; d < x.rank; ++d)
         if (pads[size_t(d)] < 0 || pads[size_t(d + x.rank)] < 0)
           return "negative pads (cropping) are not supported";
-      return pad(st, mode, e.at(op.inputs[0]), e.at(op.outputs[0]), x.rank, x.dims, y.dims, pads.data(), value, e.stream);
+      return pad(type, mode, e.at(op.inputs[0]), e.at(op.outputs[0]), x.rank, x.dims, y.dims, pads.data(), value, e.stream);
     };
   }
   return {};

@@ -191,8 +191,9 @@ struct PadShape {
 
 // mode 0 constant, 1 edge (clamp), 2 reflect (mirror without repeating the edge), 3 wrap.
 template <typename T>
-__global__ void padKernel(const T *__restrict__ in, T *__restrict__ out, PadShape s, float value, int mode,
+__global__ void padKernel(const T *__restrict__ in, T *__restrict__ out, PadShape s, double value, int mode,
                           int64_t n) {
+  const T fill = narrow<T>(Wide<T>(value));
   for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < n; e += int64_t(gridDim.x) * blockDim.x) {
     int64_t rest = e, at = 0, scale = 1;
     bool inside = true;
@@ -218,7 +219,7 @@ __global__ void padKernel(const T *__restrict__ in, T *__restrict__ out, PadShap
       at += i * scale;
       scale *= len;
     }
-    out[e] = inside ? in[at] : fromF<T>(value);
+    out[e] = inside ? in[at] : fill;
   }
 }
 
@@ -315,8 +316,8 @@ std::string pool(int type, bool max, const void *x, void *y, int64_t planes, con
   return known ? launched("pool") : "pool: supports float and integer elements";
 }
 
-std::string pad(Storage st, const std::string &mode, const void *in, void *out, int rank, const int64_t *inDims,
-                const int64_t *outDims, const int64_t *padBegin, float value, void *stream) {
+std::string pad(int type, const std::string &mode, const void *in, void *out, int rank, const int64_t *inDims,
+                const int64_t *outDims, const int64_t *padBegin, double value, void *stream) {
   const int m = mode.empty() || mode == "constant" ? 0 : mode == "edge" ? 1 : mode == "reflect" ? 2 : mode == "wrap" ? 3 : -1;
   if (m < 0)
     return "pad: unknown mode '" + mode + "'";
@@ -329,12 +330,12 @@ std::string pad(Storage st, const std::string &mode, const void *in, void *out, 
   const int64_t n = sizeOf(outDims, rank);
   if (n == 0)
     return {};
-  dispatch(st, [&](auto tag) {
+  const bool known = dispatchNumeric(type, [&](auto tag) {
     using T = decltype(tag);
     padKernel<T><<<unsigned(blocksFor(n, kElementThreads)), kElementThreads, 0, static_cast<cudaStream_t>(stream)>>>(
         static_cast<const T *>(in), static_cast<T *>(out), s, value, m, n);
   });
-  return launched("pad");
+  return known ? launched("pad") : "pad: supports float, integer and bool elements";
 }
 
 } // namespace llmc::rt::cuda

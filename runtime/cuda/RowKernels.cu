@@ -18,10 +18,11 @@ namespace {
 // The row kernels below read their row more than once: staged as f32 in shared memory where it
 // fits (`staged`: cols <= kMaxRowCols), else read again from global memory each time.
 
+// x, r, out and sum carry no __restrict__: the plan may put the output or the sum where x or r is
+// (a norm in place).
 template <typename T, bool kLayer>
-__global__ void addNormKernel(const T *__restrict__ x, const T *__restrict__ r, const T *__restrict__ scale,
-                              const T *__restrict__ bias, T *__restrict__ out, T *__restrict__ sum, int64_t cols,
-                              float eps, bool staged) {
+__global__ void addNormKernel(const T *x, const T *r, const T *__restrict__ scale, const T *__restrict__ bias, T *out,
+                              T *sum, int64_t cols, float eps, bool staged) {
   extern __shared__ float row[];
   const int64_t base = int64_t(blockIdx.x) * cols;
   // x + r again: from the sum where it was stored (by this thread: the same columns), as x and r

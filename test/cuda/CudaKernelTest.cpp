@@ -1786,7 +1786,7 @@ TEST(Cuda, ReduceConvPoolPadMatchTheCpu) {
                 "");
       const int64_t outDims[4] = {2, 5, 9, 6}, begin[4] = {0, 1, 2, 0};
       Device y(size_t(want.numel()) * cu::storageBytes(s));
-      ASSERT_EQ(cu::pad(s, mode, dx->p, y.p, 4, dims, outDims, begin, 0.0f, nullptr), "");
+      ASSERT_EQ(cu::pad(int(storageDType(s)), mode, dx->p, y.p, 4, dims, outDims, begin, 0.0, nullptr), "");
       expectClose(download(y, size_t(want.numel()), s), want.data, 0.0f, std::string("pad ") + mode + " " + name(s));
     }
   }

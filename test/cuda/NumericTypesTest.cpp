@@ -1,7 +1,8 @@
 // The CUDA kernels of doubles (softmax, matmul and gemm, the reductions, arg reductions, top_k,
 // cumsum; einsum's are in CudaKernelTest.cpp) against the CPU kernels, on values that f32 cannot
 // hold: each a small number plus a part in 1e-9, so that a kernel that computed doubles in f32
-// would be off by 1e-8 or more where these tests allow 1e-12. Also the integer matmul and max pool.
+// would be off by 1e-8 or more where these tests allow 1e-12. Also the integer matmul, max pool
+// and pad.
 #include "CudaTestUtil.h"
 
 using namespace llmc::rt;
@@ -184,6 +185,30 @@ TEST(Cuda, IntegerMaxPoolMatchesTheCpu) {
   };
   check(uint8_t(0), DType::U8);
   check(int8_t(0), DType::I8);
+}
+
+// pad of int32 and of doubles in each mode, the constant mode with a value of 7 (exact).
+TEST(Cuda, IntegerAndDoublePadMatchesTheCpu) {
+  const int64_t inDims[3] = {2, 3, 4}, outDims[3] = {3, 6, 5}, begin[3] = {1, 2, 0};
+  auto check = [&](auto zero, DType type) {
+    using T = decltype(zero);
+    std::vector<T> values(24);
+    for (size_t i = 0; i < values.size(); ++i)
+      values[i] = T(int64_t(i * 7919 % 97) - 48) + T(sizeof(T) == 8 ? 1e-9 : 0);
+    Buf<T> x(type, {2, 3, 4}, values), value(type, {}, {T(7)});
+    auto dx = uploadRaw(x.data);
+    for (const char *mode : {"constant", "edge", "reflect", "wrap"}) {
+      Buf<T> want(type, {3, 6, 5});
+      ASSERT_EQ(call("pad", attrs({intsAttr("pads", {1, 2, 0, 0, 1, 1}), stringAttr("mode", mode)}),
+                     {x.ref(), value.ref()}, {want.ref()}),
+                "");
+      Device y(90 * sizeof(T));
+      ASSERT_EQ(cu::pad(int(type), mode, dx->p, y.p, 3, inDims, outDims, begin, 7.0, nullptr), "");
+      EXPECT_EQ(downloadRaw<T>(y, 90), want.data) << "pad " << mode << " of " << dtypeName(type);
+    }
+  };
+  check(int32_t(0), DType::I32);
+  check(double(0), DType::F64);
 }
 
 } // namespace
