@@ -1,8 +1,8 @@
 // cumsum (ONNX CumSum): each thread scans one line along the axis, as the CPU kernel does. The
 // lines are short where plans use it (a mask built from position ids: one sequence), so one
-// thread per line and a sequential scan suffice; integers add exactly, 16-bit floats in f32
-// (Wide). The axis may be one the device holds (an input of the graph): each thread reads it and
-// works out the lines' geometry itself.
+// thread per line and a sequential scan suffice; integers add exactly, 16-bit floats in f32,
+// doubles in f64 (Wide). The axis may be one the device holds (an input of the graph): each
+// thread reads it and works out the lines' geometry itself.
 #include "CudaKernels.h"
 #include "DeviceUtil.cuh"
 

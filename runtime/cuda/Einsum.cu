@@ -1,8 +1,8 @@
 // einsum (ONNX Einsum) of up to kMaxEinsumOperands float or integer operands: a thread per output
 // element, which walks the summed labels' index tuples and multiplies the operands' elements (f32
-// accumulation for f32, f16 and bf16, f64 for doubles, int64 for integers: Wide). The loops come from the CPU kernel's einsumLoops
-// (kernels/Einsum.h). Correct first: an einsum that is a batched matrix product runs as a loop,
-// not on tiles.
+// accumulation for f32, f16 and bf16, f64 for doubles, int64 for integers: Wide). The loops come
+// from the CPU kernel's einsumLoops (kernels/Einsum.h). Correct first: an einsum that is a batched
+// matrix product runs as a loop, not on tiles.
 #include "CudaKernels.h"
 #include "DeviceUtil.cuh"
 

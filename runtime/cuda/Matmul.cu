@@ -1,7 +1,8 @@
 // numpy's matmul of two activations on the CUDA executor (CudaKernels.h, matmul): tiles of 16 x 16
-// in shared memory, accumulated in Wide<T> (f32 for f32, f16 and bf16; f64; int64 for integers). Correct first: what it runs is the attention that
-// llmc-raise-attention left as matmuls (its linears have weights and run on cuBLASLt), other
-// products of activations, and the gemms that no linear took (transposed, scaled, with an addend).
+// in shared memory, accumulated in Wide<T> (f32 for f32, f16 and bf16; f64; int64 for integers).
+// Correct first: what it runs is the attention that llmc-raise-attention left as matmuls (its
+// linears have weights and run on cuBLASLt), other products of activations, and the gemms that no
+// linear took (transposed, scaled, with an addend).
 #include "CudaKernels.h"
 #include "DeviceUtil.cuh"
 

@@ -316,8 +316,9 @@ std::string prepareLinear(Executor &ex, const PlanOp &op, int k, PreparedOp &out
   return {};
 }
 
-// The one element type of a matmul's or gemm's operands and result, a float or an integer (Matmul.cu);
-// 0 where they differ or are of another type.
+namespace {
+// The one element type of a matmul's or gemm's operands and result, a float or an integer
+// (Matmul.cu); 0 where they differ or are of another type.
 int productTypeOf(const Executor &ex, const PlanOp &op) {
   const int type = numericTypeOf(ex, op.outputs[0]);
   for (int v : op.inputs)
@@ -325,6 +326,7 @@ int productTypeOf(const Executor &ex, const PlanOp &op) {
       return 0;
   return type == int(DType::Bool) ? 0 : type;
 }
+} // namespace
 
 // matmul (numpy's, of two activations): its operands' batch dims broadcast against each other, a
 // rank-1 operand promoted ([K] to [1, K] in front, [K, 1] behind), on our tiled kernel.

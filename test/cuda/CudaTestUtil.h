@@ -103,8 +103,9 @@ template <typename T> inline std::unique_ptr<Device> uploadRaw(const std::vector
   return d;
 }
 
-// |got - want| <= tol * (1 + |want|) everywhere.
-inline void expectClose(const std::vector<float> &got, const std::vector<float> &want, float tol, const std::string &what) {
+// |got - want| <= tol * (1 + |want|) everywhere (floats or doubles).
+template <typename V>
+void expectClose(const std::vector<V> &got, const std::vector<V> &want, double tol, const std::string &what) {
   ASSERT_EQ(got.size(), want.size()) << what;
   for (size_t i = 0; i < got.size(); ++i)
     if (got[i] != want[i]) // equal infinities are close too

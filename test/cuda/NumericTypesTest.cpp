@@ -18,15 +18,6 @@ std::vector<double> fineDoubles(size_t n, uint64_t seed, float lo = -2, float hi
   return v;
 }
 
-// |got - want| <= tol * (1 + |want|) everywhere; equal infinities are close.
-void expectCloseDoubles(const std::vector<double> &got, const std::vector<double> &want, double tol,
-                        const std::string &what) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  for (size_t i = 0; i < got.size(); ++i)
-    if (got[i] != want[i])
-      ASSERT_LE(std::fabs(got[i] - want[i]), tol * (1 + std::fabs(want[i]))) << what << " at " << i;
-}
-
 const int kF64 = int(DType::F64);
 
 // Rows of 100 (staged in shared memory) and of 7000 (past the 6144 doubles that fit: read again).
@@ -40,7 +31,7 @@ TEST(Cuda, DoubleSoftmaxMatchesTheCpu) {
       auto dx = uploadRaw(x.data);
       Device y(size_t(rows * cols) * 8);
       ASSERT_EQ(cu::softmax(kF64, dx->p, y.p, rows, cols, nullptr, std::string(op) == "log_softmax"), "");
-      expectCloseDoubles(downloadRaw<double>(y, size_t(rows * cols)), want.data, 1e-12,
+      expectClose(downloadRaw<double>(y, size_t(rows * cols)), want.data, 1e-12,
                          std::string(op) + " f64 of " + std::to_string(cols));
     }
 }
@@ -58,7 +49,7 @@ TEST(Cuda, DoubleAndIntegerMatmulMatchTheCpu) {
     auto da = uploadRaw(a.data), db = uploadRaw(b.data);
     Device out(size_t(want.numel()) * 8);
     ASSERT_EQ(cu::matmul(kF64, da->p, db->p, out.p, m, nullptr), "");
-    expectCloseDoubles(downloadRaw<double>(out, size_t(want.numel())), want.data, 1e-12, "matmul f64");
+    expectClose(downloadRaw<double>(out, size_t(want.numel())), want.data, 1e-12, "matmul f64");
   }
   {
     const int64_t M = 18, N = 20, K = 7;
@@ -74,7 +65,7 @@ TEST(Cuda, DoubleAndIntegerMatmulMatchTheCpu) {
     auto da = uploadRaw(a.data), db = uploadRaw(b.data), dc = uploadRaw(c.data);
     Device out(size_t(M * N) * 8);
     ASSERT_EQ(cu::matmul(kF64, da->p, db->p, out.p, m, nullptr, dc->p), "");
-    expectCloseDoubles(downloadRaw<double>(out, size_t(M * N)), want.data, 1e-12, "gemm f64");
+    expectClose(downloadRaw<double>(out, size_t(M * N)), want.data, 1e-12, "gemm f64");
   }
   {
     const std::vector<int64_t> aDims = {5, 9}, bDims = {9, 6};
@@ -112,7 +103,7 @@ TEST(Cuda, DoubleReductionsMatchTheCpu) {
               "");
     Device out(10 * 8);
     ASSERT_EQ(cu::reduce(kF64, kind, dx->p, out.p, 4, dims, reduced, nullptr), "");
-    expectCloseDoubles(downloadRaw<double>(out, 10), want.data, 1e-13, std::string("reduce_") + kind + " f64");
+    expectClose(downloadRaw<double>(out, 10), want.data, 1e-13, std::string("reduce_") + kind + " f64");
   }
   // Lines of 40 along the middle axis whose values differ in their last digits only.
   const int64_t outer = 3, n = 40, inner = 2, k = 4;
@@ -150,7 +141,7 @@ TEST(Cuda, DoubleReductionsMatchTheCpu) {
     Device out(size_t(outer * n * inner) * 8), error(4);
     cudaMemset(error.p, 0, 4);
     ASSERT_EQ(cu::cumsum(kF64, dl->p, out.p, c, error.as<int>(), nullptr), "");
-    expectCloseDoubles(downloadRaw<double>(out, size_t(outer * n * inner)), want.data, 1e-14, "cumsum f64");
+    expectClose(downloadRaw<double>(out, size_t(outer * n * inner)), want.data, 1e-14, "cumsum f64");
   }
 }
 
