@@ -164,6 +164,11 @@ __device__ __forceinline__ float swigluOf(float gate, float up) { return gate / 
 __device__ __forceinline__ float maxOf(float a, float b) { return fmaxf(a, b); }
 __device__ __forceinline__ double maxOf(double a, double b) { return fmax(a, b); }
 __device__ __forceinline__ long long maxOf(long long a, long long b) { return a > b ? a : b; }
+// exp and log in the precision of their argument (expf and logf for f32).
+__device__ __forceinline__ float expOf(float x) { return expf(x); }
+__device__ __forceinline__ double expOf(double x) { return exp(x); }
+__device__ __forceinline__ float logOf(float x) { return logf(x); }
+__device__ __forceinline__ double logOf(double x) { return log(x); }
 
 // Sum / max over the warp (every lane takes part); every lane gets it. V: float or double.
 template <bool kMax, typename V> __device__ __forceinline__ V warpReduce(V v) {

@@ -82,12 +82,12 @@ __global__ void softmaxKernel(const T *__restrict__ x, T *__restrict__ y, int64_
     const Acc shifted = staged ? row[c] - best : shiftedAt(c);
     if (staged)
       row[c] = shifted;
-    acc += exp(shifted);
+    acc += expOf(shifted);
   }
   const Acc total = blockReduce<false>(acc);
-  const Acc inv = Acc(1) / total, logTotal = log(total);
+  const Acc inv = Acc(1) / total, logTotal = logOf(total);
   for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
-    y[base + c * inner] = narrow<T>(takeLog ? shiftedAt(c) - logTotal : exp(shiftedAt(c)) * inv);
+    y[base + c * inner] = narrow<T>(takeLog ? shiftedAt(c) - logTotal : expOf(shiftedAt(c)) * inv);
 }
 
 template <typename T>
