@@ -32,7 +32,7 @@ TEST(Cuda, DoubleSoftmaxMatchesTheCpu) {
       Device y(size_t(rows * cols) * 8);
       ASSERT_EQ(cu::softmax(kF64, dx->p, y.p, rows, cols, nullptr, std::string(op) == "log_softmax"), "");
       expectClose(downloadRaw<double>(y, size_t(rows * cols)), want.data, 1e-12,
-                         std::string(op) + " f64 of " + std::to_string(cols));
+                  std::string(op) + " f64 of " + std::to_string(cols));
     }
 }
 
