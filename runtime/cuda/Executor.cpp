@@ -76,12 +76,16 @@ int64_t rowsBefore(const Shape &s, int axis) {
   return n;
 }
 
-int numericTypeOf(const Executor &ex, int v) {
+int floatTypeOf(const Executor &ex, int v) {
   const DType d = v < 0 ? DType::None : onDevice(ex.plan->values[size_t(v)]);
-  return d == DType::F32 || d == DType::F16 || d == DType::BF16 || d == DType::F64 || d == DType::I64 ||
-                 d == DType::I32 || d == DType::I8 || d == DType::U8 || d == DType::Bool
-             ? int(d)
-             : 0;
+  return d == DType::F32 || d == DType::F16 || d == DType::BF16 || d == DType::F64 ? int(d) : 0;
+}
+
+int numericTypeOf(const Executor &ex, int v) {
+  if (const int type = floatTypeOf(ex, v))
+    return type;
+  const DType d = v < 0 ? DType::None : onDevice(ex.plan->values[size_t(v)]);
+  return d == DType::I64 || d == DType::I32 || d == DType::I8 || d == DType::U8 || d == DType::Bool ? int(d) : 0;
 }
 
 int indexTypeOf(const Executor &ex, int v) {

@@ -283,8 +283,11 @@ size_t deviceBytesOf(const Executor &ex, int value, const Shape &shape);
 int64_t lastDim(const Shape &s);
 int64_t rowsBefore(const Shape &s, int axis);
 int64_t elementsFrom(const Shape &s, int axis); // the product of the dims from `axis` on
+// The DType number of value v on the device where it is one of the floats (dispatchFloat: f32,
+// f16, bf16, f64); 0 otherwise.
+int floatTypeOf(const Executor &ex, int v);
 // The DType number of value v on the device where it is one the kernels of floats and integers
-// take (dispatchNumeric: f32, f16, bf16, f64, int64, int32, int8, uint8, bool); 0 otherwise.
+// take (dispatchNumeric: the floats, int64, int32, int8, uint8, bool); 0 otherwise.
 int numericTypeOf(const Executor &ex, int v);
 // The bytes of value v's elements where it holds int32 or int64 indices; 0 otherwise.
 int indexTypeOf(const Executor &ex, int v);

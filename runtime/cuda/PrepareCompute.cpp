@@ -132,7 +132,7 @@ std::string prepareNorm(Executor &ex, const PlanOp &op, int k, PreparedOp &out) 
   const int rank = x.shape.rank;
   // Normalized over the axes from `axis` on (ONNX's LayerNormalization and RMSNormalization): the
   // rows of the elements from there, contiguous.
-  const int64_t axis = op.attrs.getInt("axis", -1) < 0 ? op.attrs.getInt("axis", -1) + rank : op.attrs.getInt("axis", -1);
+  const int64_t axis = normalizeAxis(op.attrs.getInt("axis", -1), rank);
   Storage st;
   if (std::string err = floatStorage(ex, op, st); !err.empty())
     return err;
@@ -209,11 +209,9 @@ std::string prepareGroupNorm(Executor &ex, const PlanOp &op, PreparedOp &out) {
 std::string prepareSoftmax(Executor &ex, const PlanOp &op, PreparedOp &out) {
   const PlanValue &x = ex.plan->values[size_t(op.inputs[0])];
   const int rank = x.shape.rank;
-  const int64_t axis = op.attrs.getInt("axis", -1) < 0 ? op.attrs.getInt("axis", -1) + rank : op.attrs.getInt("axis", -1);
-  const DType type = onDevice(x);
-  if (type != onDevice(ex.plan->values[size_t(op.outputs[0])]) ||
-      (type != DType::F32 && type != DType::F16 && type != DType::BF16 && type != DType::F64) || axis < 0 ||
-      axis >= rank)
+  const int64_t axis = normalizeAxis(op.attrs.getInt("axis", -1), rank);
+  const int type = floatTypeOf(ex, op.inputs[0]);
+  if (!type || type != floatTypeOf(ex, op.outputs[0]) || axis < 0 || axis >= rank)
     return "needs a float input, an output of its type and an axis within its rank";
   const bool log = op.kernel == "log_softmax";
   out.launch = [&op, type, log, axis](Executor &e, const std::vector<TensorRef> &t) {
@@ -221,7 +219,7 @@ std::string prepareSoftmax(Executor &ex, const PlanOp &op, PreparedOp &out) {
     if (s.numel() == 0)
       return std::string();
     const int64_t inner = elementsFrom(s, int(axis) + 1);
-    return softmax(int(type), e.at(op.inputs[0]), e.at(op.outputs[0]), rowsBefore(s, int(axis)) * inner, s.dims[axis],
+    return softmax(type, e.at(op.inputs[0]), e.at(op.outputs[0]), rowsBefore(s, int(axis)) * inner, s.dims[axis],
                    e.stream, log, inner);
   };
   return {};

@@ -383,8 +383,7 @@ std::string prepareSmallOp(Executor &ex, const PlanOp &op, PreparedOp &out) {
     const int elem = int(dtypeSize(onDevice(ex.plan->values[size_t(op.inputs[0])])));
     out.launch = [&op, elem, indexBytes](Executor &e, const std::vector<TensorRef> &t) -> std::string {
       const Shape &data = t[size_t(op.inputs[0])].shape, &idx = t[size_t(op.inputs[1])].shape;
-      const int64_t a = op.attrs.getInt("axis", 0);
-      const int axis = int(a < 0 ? a + data.rank : a);
+      const int axis = normalizeAxis(op.attrs.getInt("axis", 0), data.rank);
       if (idx.rank != data.rank)
         return std::string("indices and data differ in rank");
       for (int d = 0; d < data.rank; ++d)
@@ -573,11 +572,9 @@ std::string prepareReduce(Executor &ex, const PlanOp &op, PreparedOp &out) {
 std::string preparePoolPad(Executor &ex, const PlanOp &op, PreparedOp &out) {
   if (op.kernel == "max_pool" || op.kernel == "average_pool" || op.kernel == "max_pool_with_indices") {
     // A max of floats or integers (ONNX's MaxPool takes int8 and uint8), an average of floats.
-    const int type = numericTypeOf(ex, op.inputs[0]);
     const bool average = op.kernel == "average_pool";
-    const DType d = DType(type);
-    if (!type || type != numericTypeOf(ex, op.outputs[0]) || d == DType::Bool ||
-        (average && d != DType::F32 && d != DType::F16 && d != DType::BF16 && d != DType::F64))
+    const int type = average ? floatTypeOf(ex, op.inputs[0]) : numericTypeOf(ex, op.inputs[0]);
+    if (!type || type != numericTypeOf(ex, op.outputs[0]) || DType(type) == DType::Bool)
       return average ? "supports float inputs" : "supports float and integer inputs";
     const bool withIndices = op.kernel == "max_pool_with_indices";
     if (op.outputs.size() != (withIndices ? 2u : 1u) ||
