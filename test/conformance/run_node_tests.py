@@ -20,8 +20,8 @@ With --device cuda the plans run on the CUDA executor (--run-env LLMC_CUDA_BACKE
 the CPU emulation's plugin, test/cuda/emulation, and LD_PRELOAD its AddressSanitizer runtime: the
 variables of --run-env reach llmc-run alone): a plan with an op the executor has no kernel for is
 'unsupported' there (the context refuses it, naming the op), anything else is compared as on the
-CPU. With --max-kernel-refusals N it also exits 1 where more than N tests are refused so, so that
-a kernel that stops taking what it took fails rather than moves to 'unsupported'.
+CPU. With --max-kernel-refusals N it also exits 1 where more than N tests are refused for a missing
+kernel, so that a kernel that stops taking what it took fails rather than moves to 'unsupported'.
 """
 import argparse
 import collections
