@@ -15,8 +15,6 @@ namespace {
 using namespace mlir;
 using fusion::def;
 
-bool isFloatTensor(Value v) { return isa<FloatType>(fusion::tensorType(v).getElementType()); }
-
 // A linear's operands and attributes, to rebuild it with one more epilogue stage.
 struct LinearParts {
   Value input, weight, bias, gate, residual;
@@ -53,7 +51,7 @@ struct MatMulToLinear : OpRewritePattern<MatMulOp> {
       transB = 1;
     }
     if (!fusion::isConstant(weight) || fusion::tensorType(weight).getRank() != 2 ||
-        fusion::tensorType(op.getLhs()).getRank() < 2 || !isFloatTensor(op.getLhs()))
+        fusion::tensorType(op.getLhs()).getRank() < 2 || !fusion::isFusedFloat(op.getLhs()))
       return failure();
     Value none = empty(rewriter, op.getLoc(), op.getLhs());
     LinearParts parts{op.getLhs(), weight, none, none, none, "none", transB};
@@ -74,7 +72,7 @@ struct GemmToLinear : OpRewritePattern<GemmOp> {
   LogicalResult matchAndRewrite(GemmOp op, PatternRewriter &rewriter) const override {
     auto w = fusion::tensorType(op.getB());
     if (op.getAlpha().convertToDouble() != 1.0 || op.getTransA() != 0 || !fusion::isConstant(op.getB()) ||
-        !isFloatTensor(op.getA()))
+        !fusion::isFusedFloat(op.getA()))
       return failure();
     const int64_t n = op.getTransB() ? w.getDimSize(0) : w.getDimSize(1);
     Value bias = op.getC();

@@ -20,7 +20,7 @@ template <typename NormOp> struct ResidualNormPattern : OpRewritePattern<NormOp>
 
   LogicalResult matchAndRewrite(NormOp op, PatternRewriter &rewriter) const override {
     auto add = fusion::def<AddOp>(op.getInput());
-    if (!add)
+    if (!add || !fusion::isFusedFloat(add.getResult()))
       return failure();
     auto type = fusion::tensorType(add.getResult());
     const int64_t axis = op.getAxis();

@@ -194,7 +194,8 @@ struct SdpaPattern : OpRewritePattern<SoftmaxOp> {
 
   LogicalResult matchAndRewrite(SoftmaxOp softmax, PatternRewriter &rewriter) const override {
     auto probsType = fusion::tensorType(softmax.getResult());
-    if (probsType.getRank() != 4 || (softmax.getAxis() != -1 && softmax.getAxis() != 3))
+    if (probsType.getRank() != 4 || (softmax.getAxis() != -1 && softmax.getAxis() != 3) ||
+        !fusion::isFusedFloat(softmax.getResult()))
       return failure();
     Raised r;
     // Scores: [mask +] scale * (Q · Kᵀ); the mask is the addend that is not the product.
@@ -379,7 +380,7 @@ struct NativeAttentionPattern : OpRewritePattern<AttentionOp> {
     if (cached == fusion::isEmpty(op.getPastValue()) || !fusion::isEmpty(op.getNonpadKvSeqlen()) ||
         op.getSoftcap().convertToDouble() != 0.0 || op.getLeftWindowSize() != -1 || op.getRightWindowSize() != -1 ||
         (!cached && (!op.getPresentKey().use_empty() || !op.getPresentValue().use_empty())) ||
-        !op.getQkOutput().use_empty() || !isa<FloatType>(q.getElementType()))
+        !op.getQkOutput().use_empty() || !fusion::isFusedFloat(op.getQ()))
       return failure();
     const bool split = q.getRank() == 4; // [batch, heads, seq, head]
     int64_t qHeads = op.getQNumHeads(), kvHeads = op.getKvNumHeads(), head = 0;
@@ -529,7 +530,8 @@ struct RotateHalfPattern : OpRewritePattern<AddOp> {
   LogicalResult matchAndRewrite(AddOp op, PatternRewriter &rewriter) const override {
     Value cos, sin;
     Value x = unrotate(op.getResult(), cos, sin);
-    if (!x || fusion::tensorType(x).getRank() != 4 || fusion::tensorType(op.getResult()) != fusion::tensorType(x))
+    if (!x || !fusion::isFusedFloat(x) || fusion::tensorType(x).getRank() != 4 ||
+        fusion::tensorType(op.getResult()) != fusion::tensorType(x))
       return failure();
     const int64_t d = fusion::tensorType(x).getShape().back(), batch = fusion::tensorType(x).getDimSize(0);
     const Value cosAngles = anglesOf<CosOp>(cos, d, batch), sinAngles = anglesOf<SinOp>(sin, d, batch);

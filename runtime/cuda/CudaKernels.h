@@ -15,13 +15,13 @@ enum class Storage { F32, F16, BF16 };
 
 size_t storageBytes(Storage s);
 
-// add_rms_norm / add_layer_norm over the last axis of [rows, cols]: sum = x + residual (residual
-// may be null: plain rms_norm / layer_norm), out = norm(sum) * scale (+ bias). `sum` (nullable)
-// receives x + residual. scale and bias are [cols] in the same storage; bias may be null. A row is
-// staged in shared memory up to 12288 columns; a longer one is read again for each pass (its sum
-// from `sum` where given).
-std::string addNorm(Storage s, bool layerNorm, const void *x, const void *residual, const void *scale,
-                    const void *bias, void *out, void *sum, int64_t rows, int64_t cols, float epsilon, void *stream);
+// add_rms_norm / add_layer_norm over the last axis of [rows, cols] of DType number `type` (a float:
+// in f32, doubles in f64): sum = x + residual (residual may be null: plain rms_norm / layer_norm),
+// out = norm(sum) * scale (+ bias). `sum` (nullable) receives x + residual. scale and bias are
+// [cols] of the same type; bias may be null. A row is staged in shared memory up to 12288 columns
+// (6144 doubles); a longer one is read again for each pass (its sum from `sum` where given).
+std::string addNorm(int type, bool layerNorm, const void *x, const void *residual, const void *scale,
+                    const void *bias, void *out, void *sum, int64_t rows, int64_t cols, double epsilon, void *stream);
 
 // Softmax over the last axis of [rows, cols] of DType number `type` (a float: in f32, doubles in
 // f64); with `log`, its logarithm (log_softmax: x - max - log(sum of exp(x - max)), never through
@@ -162,7 +162,8 @@ std::string flashAttention(Storage s, const AttentionArgs &a, void *stream, int 
 // else 0. scores [B, Hq, Sq, T], where given: the scores (scoresMode 0 or 1), with the bias
 // (2), or after the softmax (3). A fully masked row is zeros. One block per query row, keys 4096 at
 // a time (correct first, not fast: the probabilities of mode 3 take a second pass over the keys);
-// any T, head sizes at most 12288.
+// any T, head sizes at most 12288. Every float operand of DType number `type` (a float: in f32,
+// doubles in f64; a mask of that type, bool or int64).
 struct OnnxAttentionArgs {
   const void *q, *k, *v;
   HeadStrides qs, ks, vs;
@@ -172,7 +173,7 @@ struct OnnxAttentionArgs {
   HeadStrides outs;
   void *scores = nullptr;
   int scoresMode = 0;
-  float scale, softcap = 0.0f;
+  double scale, softcap = 0.0; // (in the element type's precision: f32, or f64 for doubles)
   bool causal = false;
   int64_t leftWindow = -1, rightWindow = -1; // -1: no bound on that side
   const void *mask = nullptr;
@@ -181,7 +182,7 @@ struct OnnxAttentionArgs {
   const void *nonpad = nullptr; // B integers, int64 or (nonpad32) int32
   bool nonpad32 = false;
 };
-std::string onnxAttention(Storage s, const OnnxAttentionArgs &a, void *stream);
+std::string onnxAttention(int type, const OnnxAttentionArgs &a, void *stream);
 
 // The epilogue of a linear that cuBLASLt has no exact epilogue for: from y [M, N] (or [M, 2N]
 // with `swiglu`, bias already added), out = act(y) (silu(y[:, :N]) * y[:, N:] with swiglu),
@@ -497,14 +498,15 @@ std::string reduce(int type, const std::string &kind, const void *in, void *out,
 // scale[c] + bias[c], a group holding channelsPerGroup channels of `spatial` elements, group g of
 // its image the channels from (row % groups) * channelsPerGroup on (instance_norm: a channel per
 // group). Without: each group's mean and 1/std into mean[row] and invStd[row] (layer_norm_stats).
-std::string groupNorm(Storage s, const void *x, void *y, const void *scale, const void *bias, void *mean,
+// Every operand of DType number `type` (a float: in f32, doubles in f64).
+std::string groupNorm(int type, const void *x, void *y, const void *scale, const void *bias, void *mean,
                       void *invStd, int64_t rows, int64_t rowLen, int64_t groups, int64_t channelsPerGroup,
-                      int64_t spatial, float eps, void *stream);
+                      int64_t spatial, double eps, void *stream);
 
 // batch_norm in inference: x [N, channels, inner...] (n elements) normalized by each channel's
-// mean and var (+ eps), times its scale plus its bias.
-std::string batchNorm(Storage s, const void *x, void *y, const void *scale, const void *bias, const void *mean,
-                      const void *var, int64_t n, int64_t channels, int64_t inner, float eps, void *stream);
+// mean and var (+ eps), times its scale plus its bias; types as groupNorm's.
+std::string batchNorm(int type, const void *x, void *y, const void *scale, const void *bias, const void *mean,
+                      const void *var, int64_t n, int64_t channels, int64_t inner, double eps, void *stream);
 
 // arg_max (`max`) or arg_min of in [outer, n, inner] along n: out [outer, inner] int64, ties to the
 // first index, or to the last with `last` (select_last_index), as the CPU kernel compares; of DType
@@ -519,6 +521,9 @@ std::string argReduce(int type, bool max, const void *in, int64_t *out, int64_t 
 std::string topK(int type, const void *x, void *values, int64_t *indices, int64_t outer, int64_t n, int64_t inner,
                  int64_t k, bool largest, void *stream);
 
+// The product of n dims (the elements of a window's plane, its taps, a shape's elements).
+int64_t productOf(const int64_t *dims, int n);
+
 // A convolution or pooling window over 1 to 3 spatial dimensions (NC + spatial layout).
 struct Window {
   int spatial = 0;
@@ -527,8 +532,9 @@ struct Window {
   int64_t padEnd[3] = {}; // (an average pool with count_include_pad counts the taps up to it)
 };
 
-// y [N, M, out...] = conv(x [N, C, in...], w [M, C / group, kernel...]) + bias [M] (nullable).
-std::string conv(Storage s, const void *x, const void *w, const void *bias, void *y, int64_t N, int64_t C, int64_t M,
+// y [N, M, out...] = conv(x [N, C, in...], w [M, C / group, kernel...]) + bias [M] (nullable), all
+// of DType number `type` (a float: in f32, doubles in f64).
+std::string conv(int type, const void *x, const void *w, const void *bias, void *y, int64_t N, int64_t C, int64_t M,
                  int64_t group, const Window &win, void *stream);
 
 // A convolution's input as the rows of a GEMM (im2col): col [N * P, C * K], P the output's

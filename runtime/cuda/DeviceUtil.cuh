@@ -129,17 +129,17 @@ template <typename Kernel> void allowDynamicShared(Kernel kernel, size_t bytes) 
     cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes));
 }
 
-// An attention score after element `at` of a mask: bool bytes or int64 values keep it (non-zero)
-// or hide it, anything else is added in the storage type. masked: after the mask of `a`, if any
-// (`at` from its maskStrides).
-template <typename T>
-__device__ __forceinline__ float maskedBy(const void *mask, AttentionArgs::Mask type, float score, int64_t at) {
+// An attention score (f32, or f64 for doubles) after element `at` of a mask: bool bytes or int64
+// values keep it (non-zero) or hide it, anything else is added in the storage type. masked: after
+// the mask of `a`, if any (`at` from its maskStrides).
+template <typename T, typename S>
+__device__ __forceinline__ S maskedBy(const void *mask, AttentionArgs::Mask type, S score, int64_t at) {
   switch (type) {
-  case AttentionArgs::Mask::Bool: return static_cast<const uint8_t *>(mask)[at] ? score : -INFINITY;
-  case AttentionArgs::Mask::Int64: return static_cast<const int64_t *>(mask)[at] ? score : -INFINITY;
+  case AttentionArgs::Mask::Bool: return static_cast<const uint8_t *>(mask)[at] ? score : S(-INFINITY);
+  case AttentionArgs::Mask::Int64: return static_cast<const int64_t *>(mask)[at] ? score : S(-INFINITY);
   case AttentionArgs::Mask::Additive: break;
   }
-  return score + toF(static_cast<const T *>(mask)[at]);
+  return score + S(widen(static_cast<const T *>(mask)[at]));
 }
 template <typename T> __device__ __forceinline__ float masked(const AttentionArgs &a, float score, int64_t at) {
   return a.mask ? maskedBy<T>(a.mask, a.maskType, score, at) : score;
@@ -169,6 +169,15 @@ __device__ __forceinline__ float expOf(float x) { return expf(x); }
 __device__ __forceinline__ double expOf(double x) { return exp(x); }
 __device__ __forceinline__ float logOf(float x) { return logf(x); }
 __device__ __forceinline__ double logOf(double x) { return log(x); }
+// exp through the hardware approximation for f32 (__expf, as the attentions use), exactly for f64.
+__device__ __forceinline__ float fastExpOf(float x) { return __expf(x); }
+__device__ __forceinline__ double fastExpOf(double x) { return exp(x); }
+__device__ __forceinline__ float tanhOf(float x) { return tanhf(x); }
+__device__ __forceinline__ double tanhOf(double x) { return tanh(x); }
+__device__ __forceinline__ float sqrtOf(float x) { return sqrtf(x); }
+__device__ __forceinline__ double sqrtOf(double x) { return sqrt(x); }
+__device__ __forceinline__ float rsqrtOf(float x) { return rsqrtf(x); }
+__device__ __forceinline__ double rsqrtOf(double x) { return rsqrt(x); }
 
 // Sum / max over the warp (every lane takes part); every lane gets it. V: float or double.
 template <bool kMax, typename V> __device__ __forceinline__ V warpReduce(V v) {
@@ -278,36 +287,35 @@ __device__ inline float blockExpScores(float *p, int64_t n, float *best) {
 
 // One query row's attention over `keys` keys by a block, a chunk of kAttendChunk keys at a time
 // with an online softmax, so that any number of keys fits: score(j) is key j's score with its
-// bias (-inf: hidden), value(j, dv) element dv of its value. `chunk` (kAttendChunk floats) and
-// `acc` (Dv floats) are shared memory. Leaves in acc the sum of exp(score - max) * value over
-// the keys and returns the sum of exp(score - max) (0 when every key is hidden: acc is 0 then),
-// `*best` the max; every thread must call it, and may read acc right after.
+// bias (-inf: hidden), value(j, dv) element dv of its value. `chunk` (kAttendChunk of Acc: f32,
+// or f64 for doubles) and `acc` (Dv) are shared memory. Leaves in acc the sum of exp(score - max)
+// * value over the keys and returns the sum of exp(score - max) (0 when every key is hidden: acc
+// is 0 then), `*best` the max; every thread must call it, and may read acc right after.
 constexpr int64_t kAttendChunk = 4096;
-template <typename Score, typename Value>
-__device__ float attendRow(int64_t keys, int64_t Dv, float *chunk, float *acc, float *best, Score score,
-                           Value value) {
+template <typename Acc, typename Score, typename Value>
+__device__ Acc attendRow(int64_t keys, int64_t Dv, Acc *chunk, Acc *acc, Acc *best, Score score, Value value) {
   for (int64_t dv = threadIdx.x; dv < Dv; dv += blockDim.x)
-    acc[dv] = 0.0f;
-  float m = -INFINITY, total = 0.0f;
+    acc[dv] = Acc(0);
+  Acc m = -INFINITY, total = 0;
   for (int64_t c0 = 0; c0 < keys; c0 += kAttendChunk) {
     const int64_t n = keys - c0 < kAttendChunk ? keys - c0 : kAttendChunk;
-    float chunkMax = -INFINITY;
+    Acc chunkMax = -INFINITY;
     for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
       chunk[j] = score(c0 + j);
-      chunkMax = fmaxf(chunkMax, chunk[j]);
+      chunkMax = maxOf(chunkMax, chunk[j]);
     }
-    const float next = fmaxf(m, blockReduce<true>(chunkMax));
-    float sum = 0.0f;
+    const Acc next = maxOf(m, blockReduce<true>(chunkMax));
+    Acc sum = 0;
     for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
-      chunk[j] = next == -INFINITY ? 0.0f : __expf(chunk[j] - next);
+      chunk[j] = next == Acc(-INFINITY) ? Acc(0) : fastExpOf(chunk[j] - next);
       sum += chunk[j];
     }
     // (blockReduce's barriers also make the chunk's weights visible to every thread)
-    const float rescale = m == -INFINITY ? 0.0f : __expf(m - next);
+    const Acc rescale = m == Acc(-INFINITY) ? Acc(0) : fastExpOf(m - next);
     total = total * rescale + blockReduce<false>(sum);
     m = next;
     for (int64_t dv = threadIdx.x; dv < Dv; dv += blockDim.x) {
-      float o = acc[dv] * rescale;
+      Acc o = acc[dv] * rescale;
       for (int64_t j = 0; j < n; ++j)
         o += chunk[j] * value(c0 + j, dv);
       acc[dv] = o;

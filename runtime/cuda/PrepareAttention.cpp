@@ -26,10 +26,12 @@ void broadcastStrides4(const Shape &s, int64_t out[4]) {
 
 // An attention's mask `m` against its scores [B, H, Sq, Sk]: its strides and how it is read, or
 // why it cannot be. Read where it is: an attention_mask input (llmc-raise-attention-mask) is as
-// long as the keys only if the caller made it so.
-std::string maskLayout(const TensorRef &m, const int64_t scores[4], int64_t strides[4], AttentionArgs::Mask &type) {
-  if (m.shape.rank > 4 || (m.dtype != DType::F32 && m.dtype != DType::F16 && m.dtype != DType::Bool && m.dtype != DType::I64))
-    return "the mask must be float, bool or i64 of rank at most 4";
+// long as the keys only if the caller made it so. An additive mask is of the attention's float
+// type `floatType` (its queries'), which the kernel reads it as.
+std::string maskLayout(const TensorRef &m, DType floatType, const int64_t scores[4], int64_t strides[4],
+                       AttentionArgs::Mask &type) {
+  if (m.shape.rank > 4 || (m.dtype != floatType && m.dtype != DType::Bool && m.dtype != DType::I64))
+    return "the mask must be bool, i64 or of the queries' float type, of rank at most 4";
   for (int d = 0; d < m.shape.rank; ++d)
     if (const int64_t dim = m.shape.dims[d], full = scores[d + 4 - m.shape.rank]; dim != 1 && dim != full)
       return "the mask " + m.shape.str() + " does not broadcast to [" + std::to_string(scores[0]) + ", " +
@@ -159,7 +161,9 @@ std::string prepareAttention(Executor &ex, const PlanOp &op, PreparedOp &out, in
     a.causal = op.attrs.getInt("is_causal", 0) != 0;
     if (has(3)) {
       const int64_t scores[4] = {a.B, a.Hq, a.Sq, a.Sk};
-      if (std::string err = maskLayout(t[size_t(op.inputs[3])], scores, a.maskStrides, a.maskType); !err.empty())
+      const TensorRef &m = t[size_t(op.inputs[3])];
+      const DType queries = t[size_t(op.inputs[0])].dtype;
+      if (std::string err = maskLayout(m, queries, scores, a.maskStrides, a.maskType); !err.empty())
         return err;
       a.mask = e.at(op.inputs[3]);
     }
@@ -225,7 +229,7 @@ std::string prepareLatentAttention(Executor &ex, const PlanOp &op, PreparedOp &o
     mask.causal = op.attrs.getInt("is_causal", 0) != 0;
     if (hasMask) {
       const int64_t scores[4] = {B, H, Sq, Sk};
-      if (std::string err = maskLayout(t[size_t(op.inputs[4])], scores, mask.strides, mask.type); !err.empty())
+      if (std::string err = maskLayout(t[size_t(op.inputs[4])], q.dtype, scores, mask.strides, mask.type); !err.empty())
         return err;
       mask.data = e.at(op.inputs[4]);
     }
@@ -246,14 +250,17 @@ std::string prepareLatentAttention(Executor &ex, const PlanOp &op, PreparedOp &o
 std::string prepareOnnxAttention(Executor &ex, const PlanOp &op, PreparedOp &out) {
   if (op.inputs.size() != 7 || op.outputs.size() != 4)
     return "expects 7 operands and 4 results";
-  for (int i : {0, 1, 2, 4, 5})
-    if (const int v = op.inputs[size_t(i)];
-        v >= 0 && ex.plan->values[size_t(v)].shape.numel() && !isFloat(ex.plan->values[size_t(v)]))
-      return "needs float q, k, v and past keys and values";
   Storage st;
   if (std::string err = floatStorage(ex, op, st); !err.empty())
     return err;
-  out.launch = [&op, st](Executor &e, const std::vector<TensorRef> &t) -> std::string {
+  std::vector<int> operands; // q, k, v and the past keys and values where given
+  for (int i : {0, 1, 2, 4, 5})
+    if (const int v = op.inputs[size_t(i)]; i < 3 || (v >= 0 && ex.plan->values[size_t(v)].shape.numel()))
+      operands.push_back(v);
+  const int type = commonFloatType(ex, operands);
+  if (!type || op.inputs[0] < 0 || op.inputs[1] < 0 || op.inputs[2] < 0)
+    return "needs q, k, v and past keys and values of one float type";
+  out.launch = [&op, type](Executor &e, const std::vector<TensorRef> &t) -> std::string {
     auto has = [&](size_t i) { return op.inputs[i] >= 0 && t[size_t(op.inputs[i])].numel() > 0; };
     const TensorRef &q = t[size_t(op.inputs[0])], &k = t[size_t(op.inputs[1])], &v = t[size_t(op.inputs[2])];
     const int rank = q.shape.rank;
@@ -300,7 +307,7 @@ std::string prepareOnnxAttention(Executor &ex, const PlanOp &op, PreparedOp &out
       if (a.maskKeys > keys)
         return std::string("the mask is longer than the key sequence");
       const int64_t scores[4] = {a.B, a.Hq, a.Sq, a.maskKeys};
-      if (std::string err = maskLayout(m, scores, a.maskStrides, a.maskType); !err.empty())
+      if (std::string err = maskLayout(m, q.dtype, scores, a.maskStrides, a.maskType); !err.empty())
         return err;
       a.mask = e.at(op.inputs[3]);
     }
@@ -310,15 +317,15 @@ std::string prepareOnnxAttention(Executor &ex, const PlanOp &op, PreparedOp &out
         return std::string("nonpad_kv_seqlen must hold one integer per batch");
       a.nonpad = e.at(op.inputs[6]), a.nonpad32 = n.dtype == DType::I32;
     }
-    a.scale = float(op.attrs.find("scale") ? op.attrs.getFloat("scale", 0.0) : 1.0 / std::sqrt(double(a.D)));
-    a.softcap = float(op.attrs.getFloat("softcap", 0.0));
+    a.scale = op.attrs.find("scale") ? op.attrs.getFloat("scale", 0.0) : 1.0 / std::sqrt(double(a.D));
+    a.softcap = op.attrs.getFloat("softcap", 0.0);
     a.causal = op.attrs.getInt("is_causal", 0) != 0;
     a.scoresMode = int(op.attrs.getInt("qk_matmul_output_mode", 0));
     a.leftWindow = op.attrs.getInt("left_window_size", -1), a.rightWindow = op.attrs.getInt("right_window_size", -1);
     a.q = e.at(op.inputs[0]), a.k = e.at(op.inputs[1]), a.v = e.at(op.inputs[2]);
     a.out = e.at(op.outputs[0]), a.presentK = e.at(op.outputs[1]), a.presentV = e.at(op.outputs[2]);
     a.scores = op.outputs[3] >= 0 ? e.at(op.outputs[3]) : nullptr;
-    return onnxAttention(st, a, e.stream);
+    return onnxAttention(type, a, e.stream);
   };
   return {};
 }

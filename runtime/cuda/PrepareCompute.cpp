@@ -136,13 +136,14 @@ std::string prepareNorm(Executor &ex, const PlanOp &op, int k, PreparedOp &out) 
   Storage st;
   if (std::string err = floatStorage(ex, op, st); !err.empty())
     return err;
-  if (!isFloat(x) || axis < 0 || axis >= rank)
-    return "needs an f32, f16 or bf16 input and an axis within its rank";
+  const int type = commonFloatType(ex, op.inputs);
+  if (!type || axis < 0 || axis >= rank)
+    return "needs float operands of one type and an axis within the input's rank";
   const int64_t scales = ex.plan->values[size_t(op.inputs[size_t(scaleAt)])].shape.numel();
   const bool hasBias = layer && int(op.inputs.size()) > biasAt && op.inputs[size_t(biasAt)] >= 0;
   if (hasBias && ex.plan->values[size_t(op.inputs[size_t(biasAt)])].shape.numel() != scales)
     return "needs as many biases as scales";
-  const float eps = float(op.attrs.getFloat("epsilon", 1e-5));
+  const double eps = op.attrs.getFloat("epsilon", 1e-5);
   out.chainable = true;
   out.launch = [=, &op](Executor &e, const std::vector<TensorRef> &t) {
     SmallLinearArgs a;
@@ -154,7 +155,7 @@ std::string prepareNorm(Executor &ex, const PlanOp &op, int k, PreparedOp &out) 
     const int64_t cols = elementsFrom(s, int(axis));
     if (cols != scales)
       return "needs one scale per element normalized (" + std::to_string(cols) + "), not " + std::to_string(scales);
-    return addNorm(st, layer, e.at(op.inputs[0]), fused ? e.at(op.inputs[1]) : nullptr,
+    return addNorm(type, layer, e.at(op.inputs[0]), fused ? e.at(op.inputs[1]) : nullptr,
                    e.at(op.inputs[size_t(scaleAt)]), hasBias ? e.at(op.inputs[size_t(biasAt)]) : nullptr,
                    e.at(op.outputs[0]), fused ? e.at(op.outputs[1]) : nullptr, rowsBefore(s, int(axis)), cols, eps,
                    e.stream);
@@ -165,17 +166,18 @@ std::string prepareNorm(Executor &ex, const PlanOp &op, int k, PreparedOp &out) 
 // group_norm, instance_norm, layer_norm_stats and batch_norm (GroupNorm.cu): statistics over a
 // group of channels, a channel, a row's trailing axes, or given per channel.
 std::string prepareGroupNorm(Executor &ex, const PlanOp &op, PreparedOp &out) {
-  Storage st;
-  if (std::string err = floatStorage(ex, op, st); !err.empty())
-    return err;
   const bool stats = op.kernel == "layer_norm_stats", batch = op.kernel == "batch_norm";
   const size_t inputs = stats ? 1 : batch ? 5 : 3, outputs = stats ? 2 : 1;
-  if (op.inputs.size() != inputs || op.outputs.size() != outputs || !isFloat(ex.plan->values[size_t(op.inputs[0])]))
-    return "expects a float input" + std::string(stats ? "" : batch ? ", scale, bias, mean and variance" : ", scale and bias");
+  std::vector<int> operands(op.inputs);
+  operands.insert(operands.end(), op.outputs.begin(), op.outputs.end());
+  const int st = commonFloatType(ex, operands);
+  if (op.inputs.size() != inputs || op.outputs.size() != outputs || !st)
+    return "expects a float input" +
+           std::string(stats ? "" : batch ? ", scale, bias, mean and variance" : ", scale and bias") + ", all of one type";
   for (int i : op.inputs)
     if (i < 0)
       return "an absent input";
-  const float eps = float(op.attrs.getFloat("epsilon", 1e-5));
+  const double eps = op.attrs.getFloat("epsilon", 1e-5);
   const int64_t numGroups = op.attrs.getInt("num_groups", 0);
   out.launch = [&op, st, stats, batch, eps, numGroups](Executor &e, const std::vector<TensorRef> &t) -> std::string {
     const Shape &s = t[size_t(op.inputs[0])].shape;

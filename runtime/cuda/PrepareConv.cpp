@@ -19,13 +19,6 @@ namespace {
 // batch 1 (its first layer, f32): 10.6 MB.
 constexpr size_t kConvScratchCap = size_t(64) << 20;
 
-int64_t spatialSize(const int64_t *dims, int n) {
-  int64_t s = 1;
-  for (int d = 0; d < n; ++d)
-    s *= dims[d];
-  return s;
-}
-
 // Whether each output position reads its input position alone (a 1x1 kernel, stride 1, no padding).
 bool pointwise(const Window &w) {
   for (int d = 0; d < w.spatial; ++d)
@@ -34,13 +27,13 @@ bool pointwise(const Window &w) {
   return true;
 }
 
-std::string directConv(Executor &e, const PlanOp &op, Storage st, bool bias, const std::vector<TensorRef> &t) {
+std::string directConv(Executor &e, const PlanOp &op, int type, bool bias, const std::vector<TensorRef> &t) {
   const Shape &x = t[size_t(op.inputs[0])].shape, &w = t[size_t(op.inputs[1])].shape;
   const Shape &y = t[size_t(op.outputs[0])].shape;
   Window win;
   if (std::string err = windowOf(op, x, y, w.dims + 2, win); !err.empty())
     return err;
-  return conv(st, e.at(op.inputs[0]), e.at(op.inputs[1]), bias ? e.at(op.inputs[2]) : nullptr, e.at(op.outputs[0]),
+  return conv(type, e.at(op.inputs[0]), e.at(op.inputs[1]), bias ? e.at(op.inputs[2]) : nullptr, e.at(op.outputs[0]),
               x.dims[0], x.dims[1], w.dims[0], op.attrs.getInt("group", 1), win, e.stream);
 }
 
@@ -66,15 +59,21 @@ std::string prepareConv(Executor &ex, const PlanOp &op, PreparedOp &out, size_t 
   Storage st;
   if (std::string err = floatStorage(ex, op, st); !err.empty())
     return err;
-  const PlanValue &x = ex.plan->values[size_t(op.inputs[0])], &w = ex.plan->values[size_t(op.inputs[1])];
-  if (!isFloat(x) || !isFloat(w) || (op.attrs.find("auto_pad") && op.attrs.getString("auto_pad") != "NOTSET"))
-    return "supports float inputs and weights and explicit pads";
-  const bool bias = op.inputs.size() > 2 && op.inputs[2] >= 0;
-  out.launch = [&op, bias, st](Executor &e, const std::vector<TensorRef> &t) { return directConv(e, op, st, bias, t); };
+  const PlanValue &w = ex.plan->values[size_t(op.inputs[1])];
+  const int biasAt = op.inputs.size() > 2 ? op.inputs[2] : -1;
+  const int type = commonFloatType(ex, {op.inputs[0], op.inputs[1], biasAt, op.outputs[0]});
+  if (!type || (op.attrs.find("auto_pad") && op.attrs.getString("auto_pad") != "NOTSET"))
+    return "supports float inputs, weights and biases of one type and explicit pads";
+  const bool bias = biasAt >= 0;
+  out.launch = [&op, bias, type](Executor &e, const std::vector<TensorRef> &t) {
+    return directConv(e, op, type, bias, t);
+  };
   // The GEMM: rows im2col's (an image's output positions), the weight [M, C * kernel] as the
-  // linear's [N, K]; its rows at most the output's capacity over M, and the scratch cap.
+  // linear's [N, K]; its rows at most the output's capacity over M, and the scratch cap. Not for
+  // doubles, which cuBLASLt's tensor-core paths do not take: those stay on the direct kernel.
   const int64_t M = w.shape.rank >= 3 ? w.shape.dims[0] : 0;
-  if (!ex.convGemm || op.attrs.getInt("group", 1) != 1 || w.kind != fb::ValueKind_Weight || M <= 0)
+  if (!ex.convGemm || type == int(DType::F64) || op.attrs.getInt("group", 1) != 1 || w.kind != fb::ValueKind_Weight ||
+      M <= 0)
     return {};
   const PlanValue &y = ex.plan->values[size_t(op.outputs[0])];
   const size_t elem = storageBytes(st);
@@ -97,18 +96,19 @@ std::string prepareConv(Executor &ex, const PlanOp &op, PreparedOp &out, size_t 
   const LtLinear *gemm = linear.get();
   ex.linears.push_back(std::move(linear));
   const int64_t K = spec.K, maxRows = spec.maxM;
-  out.launch = [&op, bias, st, gemm, K, M, maxRows, colBytes, elem](Executor &e, const std::vector<TensorRef> &t) {
+  out.launch = [&op, bias, type, st, gemm, K, M, maxRows, colBytes, elem](Executor &e,
+                                                                          const std::vector<TensorRef> &t) {
     const Shape &xs = t[size_t(op.inputs[0])].shape, &ws = t[size_t(op.inputs[1])].shape;
     const Shape &ys = t[size_t(op.outputs[0])].shape;
     Window win;
     if (std::string err = windowOf(op, xs, ys, ws.dims + 2, win); !err.empty())
       return err;
-    const int64_t N = xs.dims[0], C = xs.dims[1], positions = spatialSize(win.out, win.spatial);
-    if (positions > maxRows || C * spatialSize(win.kernel, win.spatial) != K) // an image's rows beyond the scratch
-      return directConv(e, op, st, bias, t);
+    const int64_t N = xs.dims[0], C = xs.dims[1], positions = productOf(win.out, win.spatial);
+    if (positions > maxRows || C * productOf(win.kernel, win.spatial) != K) // an image's rows beyond the scratch
+      return directConv(e, op, type, bias, t);
     // Whole images per launch, at most 65535 (transposeBatched's matrices).
     const int64_t perChunk = std::min<int64_t>(maxRows / positions, 65535), imageOut = M * positions;
-    const int64_t imageIn = C * spatialSize(win.in, win.spatial);
+    const int64_t imageIn = C * productOf(win.in, win.spatial);
     char *col = static_cast<char *>(e.arena), *rows = col + colBytes; // the scratch slot opens the arena
     const char *xp = static_cast<const char *>(e.at(op.inputs[0]));
     char *yp = static_cast<char *>(e.at(op.outputs[0]));

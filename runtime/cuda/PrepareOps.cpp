@@ -402,7 +402,9 @@ std::string prepareSmallOp(Executor &ex, const PlanOp &op, PreparedOp &out) {
     const int axisBytes = indexTypeOf(ex, op.inputs[1]);
     if (!constant && !axisBytes)
       return "the axis must be an int32 or int64 scalar";
-    const int type = int(onDevice(x));
+    const int type = numericTypeOf(ex, op.inputs[0]);
+    if (!type || numericTypeOf(ex, op.outputs[0]) != type)
+      return "supports float, integer or bool elements, the output of the input's type";
     out.launch = [&op, type, constant, axis, axisBytes](Executor &e, const std::vector<TensorRef> &t) {
       const Shape &s = t[size_t(op.inputs[0])].shape;
       CumsumArgs a;

@@ -94,12 +94,6 @@ __device__ int64_t tapOffset(const Window &w, int64_t o, int64_t k) { // -1 in p
   return offset;
 }
 
-int64_t sizeOf(const int64_t *dims, int n) {
-  int64_t s = 1;
-  for (int d = 0; d < n; ++d)
-    s *= dims[d];
-  return s;
-}
 
 template <typename T>
 __global__ void convKernel(const T *__restrict__ x, const T *__restrict__ w, const T *__restrict__ bias,
@@ -108,17 +102,17 @@ __global__ void convKernel(const T *__restrict__ x, const T *__restrict__ w, con
   const int64_t total = N * M * outSize, Cg = C / group, Mg = M / group;
   for (int64_t e = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; e < total; e += int64_t(gridDim.x) * blockDim.x) {
     const int64_t o = e % outSize, m = (e / outSize) % M, b = e / (outSize * M), g = m / Mg;
-    float acc = bias ? toF(bias[m]) : 0.0f;
+    Wide<T> acc = bias ? widen(bias[m]) : Wide<T>(0);
     for (int64_t c = 0; c < Cg; ++c) {
       const T *xc = x + (b * C + g * Cg + c) * inSize;
       const T *wc = w + (m * Cg + c) * kernelSize;
       for (int64_t k = 0; k < kernelSize; ++k) {
         const int64_t at = tapOffset(win, o, k);
         if (at >= 0)
-          acc += toF(xc[at]) * toF(wc[k]);
+          acc += widen(xc[at]) * widen(wc[k]);
       }
     }
-    y[e] = fromF<T>(acc);
+    y[e] = narrow<T>(acc);
   }
 }
 
@@ -225,6 +219,13 @@ __global__ void padKernel(const T *__restrict__ in, T *__restrict__ out, PadShap
 
 } // namespace
 
+int64_t productOf(const int64_t *dims, int n) {
+  int64_t s = 1;
+  for (int d = 0; d < n; ++d)
+    s *= dims[d];
+  return s;
+}
+
 std::string reduce(int type, const std::string &kind, const void *in, void *out, int rank, const int64_t *dims,
                    const bool *reduced, void *stream) {
   const int k = kind == "sum" ? RSum : kind == "mean" ? RMean : kind == "max" ? RMax : kind == "min" ? RMin
@@ -250,20 +251,20 @@ std::string reduce(int type, const std::string &kind, const void *in, void *out,
   return known ? launched("reduce") : "reduce: supports float, integer and bool elements";
 }
 
-std::string conv(Storage st, const void *x, const void *w, const void *bias, void *y, int64_t N, int64_t C, int64_t M,
+std::string conv(int type, const void *x, const void *w, const void *bias, void *y, int64_t N, int64_t C, int64_t M,
                  int64_t group, const Window &win, void *stream) {
   if (win.spatial < 1 || win.spatial > 3 || group < 1 || C % group || M % group)
     return "conv: 1 to 3 spatial dims and channels divisible by the group";
-  const int64_t outSize = sizeOf(win.out, win.spatial), total = N * M * outSize;
+  const int64_t outSize = productOf(win.out, win.spatial), total = N * M * outSize;
   if (total == 0)
     return {};
-  dispatch(st, [&](auto tag) {
+  const bool known = dispatchFloat(type, [&](auto tag) {
     using T = decltype(tag);
     convKernel<T><<<unsigned(blocksFor(total, kElementThreads)), kElementThreads, 0, static_cast<cudaStream_t>(stream)>>>(
         static_cast<const T *>(x), static_cast<const T *>(w), static_cast<const T *>(bias), static_cast<T *>(y), N, C, M,
-        group, win, sizeOf(win.in, win.spatial), outSize, sizeOf(win.kernel, win.spatial));
+        group, win, productOf(win.in, win.spatial), outSize, productOf(win.kernel, win.spatial));
   });
-  return launched("conv");
+  return known ? launched("conv") : "conv: supports float elements";
 }
 
 std::string argReduce(int type, bool max, const void *in, int64_t *out, int64_t outer, int64_t n, int64_t inner,
@@ -284,14 +285,15 @@ std::string argReduce(int type, bool max, const void *in, int64_t *out, int64_t 
 std::string im2col(Storage st, const void *x, void *col, int64_t N, int64_t C, const Window &win, void *stream) {
   if (win.spatial < 1 || win.spatial > 3)
     return "im2col: 1 to 3 spatial dims";
-  const int64_t outSize = sizeOf(win.out, win.spatial), kernelSize = sizeOf(win.kernel, win.spatial);
+  const int64_t outSize = productOf(win.out, win.spatial), kernelSize = productOf(win.kernel, win.spatial);
   const int64_t total = N * outSize * C * kernelSize;
   if (total == 0)
     return {};
   dispatch(st, [&](auto tag) {
     using T = decltype(tag);
     im2colKernel<T><<<unsigned(blocksFor(total, kElementThreads)), kElementThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-        static_cast<const T *>(x), static_cast<T *>(col), N, C, win, sizeOf(win.in, win.spatial), outSize, kernelSize);
+        static_cast<const T *>(x), static_cast<T *>(col), N, C, win, productOf(win.in, win.spatial), outSize,
+        kernelSize);
   });
   return launched("im2col");
 }
@@ -302,15 +304,15 @@ std::string pool(int type, bool max, const void *x, void *y, int64_t planes, con
     return "pool: 1 to 3 spatial dims";
   if (indices && (!max || (columnMajor && win.spatial != 2)))
     return "pool: indices of a max pooling only, column-major ones of two spatial dims";
-  const int64_t outSize = sizeOf(win.out, win.spatial);
+  const int64_t outSize = productOf(win.out, win.spatial);
   if (planes * outSize == 0)
     return {};
   const bool known = type != Bool && dispatchNumeric(type, [&](auto tag) {
     using T = decltype(tag);
     poolKernel<T><<<unsigned(blocksFor(planes * outSize, kElementThreads)), kElementThreads, 0,
                     static_cast<cudaStream_t>(stream)>>>(max, static_cast<const T *>(x), static_cast<T *>(y), planes, win,
-                                                         sizeOf(win.in, win.spatial), outSize,
-                                                         sizeOf(win.kernel, win.spatial), countPad, indices,
+                                                         productOf(win.in, win.spatial), outSize,
+                                                         productOf(win.kernel, win.spatial), countPad, indices,
                                                          columnMajor);
   });
   return known ? launched("pool") : "pool: supports float and integer elements";
@@ -327,7 +329,7 @@ std::string pad(int type, const std::string &mode, const void *in, void *out, in
   s.rank = rank;
   for (int d = 0; d < rank; ++d)
     s.in[d] = inDims[d], s.out[d] = outDims[d], s.begin[d] = padBegin[d];
-  const int64_t n = sizeOf(outDims, rank);
+  const int64_t n = productOf(outDims, rank);
   if (n == 0)
     return {};
   const bool known = dispatchNumeric(type, [&](auto tag) {

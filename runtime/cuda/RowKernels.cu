@@ -1,7 +1,7 @@
 // The row-wise kernels of the CUDA executor (see CudaKernels.h): normalization with a residual,
 // softmax, the plain attention (one block per query row), and the embedding gather and a linear's
 // epilogue (one thread per element). Templates over the storage type, f32 arithmetic throughout;
-// a row is staged in shared memory as f32 (a softmax of doubles: in f64).
+// a row is staged in shared memory as f32 (a softmax or a norm of doubles: in f64).
 #include "CudaKernels.h"
 #include "DeviceUtil.cuh"
 
@@ -19,42 +19,44 @@ namespace {
 // fits (`staged`: cols <= kMaxRowCols), else read again from global memory each time.
 
 // x, r, out and sum carry no __restrict__: the plan may put the output or the sum where x or r is
-// (a norm in place).
+// (a norm in place). Computed in Wide<T>: f32, or f64 for doubles (staged as such).
 template <typename T, bool kLayer>
 __global__ void addNormKernel(const T *x, const T *r, const T *__restrict__ scale, const T *__restrict__ bias, T *out,
-                              T *sum, int64_t cols, float eps, bool staged) {
-  extern __shared__ float row[];
+                              T *sum, int64_t cols, double eps, bool staged) {
+  using Acc = Wide<T>;
+  extern __shared__ __align__(8) unsigned char normRow[];
+  Acc *row = reinterpret_cast<Acc *>(normRow);
   const int64_t base = int64_t(blockIdx.x) * cols;
   // x + r again: from the sum where it was stored (by this thread: the same columns), as x and r
   // may be where the output goes.
   auto again = [&](int64_t c) {
-    return staged ? row[c] : sum ? toF(sum[base + c]) : toF(x[base + c]) + (r ? toF(r[base + c]) : 0.0f);
+    return staged ? row[c] : sum ? widen(sum[base + c]) : widen(x[base + c]) + (r ? widen(r[base + c]) : Acc(0));
   };
-  float acc = 0.0f;
+  Acc acc = 0;
   for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
-    const float v = toF(x[base + c]) + (r ? toF(r[base + c]) : 0.0f);
+    const Acc v = widen(x[base + c]) + (r ? widen(r[base + c]) : Acc(0));
     if (sum)
-      sum[base + c] = fromF<T>(v);
+      sum[base + c] = narrow<T>(v);
     if (staged)
       row[c] = v;
     acc += kLayer ? v : v * v;
   }
-  const float total = blockReduce<false>(acc);
-  float mean = 0.0f, inv;
+  const Acc total = blockReduce<false>(acc);
+  Acc mean = 0, inv;
   if (kLayer) {
-    mean = total / float(cols);
-    float sq = 0.0f;
+    mean = total / Acc(cols);
+    Acc sq = 0;
     for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
       sq += (again(c) - mean) * (again(c) - mean);
-    inv = rsqrtf(blockReduce<false>(sq) / float(cols) + eps);
+    inv = rsqrtOf(blockReduce<false>(sq) / Acc(cols) + Acc(eps));
   } else {
-    inv = rsqrtf(total / float(cols) + eps);
+    inv = rsqrtOf(total / Acc(cols) + Acc(eps));
   }
   for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
-    float y = (again(c) - mean) * inv * toF(scale[c]);
+    Acc y = (again(c) - mean) * inv * widen(scale[c]);
     if (bias)
-      y += toF(bias[c]);
-    out[base + c] = fromF<T>(y);
+      y += widen(bias[c]);
+    out[base + c] = narrow<T>(y);
   }
 }
 
@@ -166,15 +168,15 @@ __global__ void linearEpilogueKernel(const T *__restrict__ y, T *__restrict__ ou
 
 size_t storageBytes(Storage s) { return s == Storage::F32 ? 4 : 2; }
 
-std::string addNorm(Storage s, bool layerNorm, const void *x, const void *residual, const void *scale,
-                    const void *bias, void *out, void *sum, int64_t rows, int64_t cols, float epsilon, void *stream) {
+std::string addNorm(int type, bool layerNorm, const void *x, const void *residual, const void *scale, const void *bias,
+                    void *out, void *sum, int64_t rows, int64_t cols, double epsilon, void *stream) {
   if (rows <= 0 || cols <= 0)
     return "addNorm: rows and cols must be positive";
-  const bool staged = cols <= kMaxRowCols;
-  const size_t shared = staged ? size_t(cols) * sizeof(float) : 0;
   auto st = static_cast<cudaStream_t>(stream);
-  dispatch(s, [&](auto tag) {
+  const bool known = dispatchFloat(type, [&](auto tag) {
     using T = decltype(tag);
+    const bool staged = cols * sizeof(Wide<T>) <= kMaxRowCols * sizeof(float); // 48 KiB
+    const size_t shared = staged ? size_t(cols) * sizeof(Wide<T>) : 0;
     auto kernel = layerNorm ? addNormKernel<T, true> : addNormKernel<T, false>;
     allowDynamicShared(kernel, shared);
     kernel<<<unsigned(rows), kRowThreads, shared, st>>>(static_cast<const T *>(x), static_cast<const T *>(residual),
@@ -182,7 +184,7 @@ std::string addNorm(Storage s, bool layerNorm, const void *x, const void *residu
                                                         static_cast<T *>(out), static_cast<T *>(sum), cols, epsilon,
                                                         staged);
   });
-  return launched("addNorm");
+  return known ? launched("addNorm") : "addNorm: supports float elements";
 }
 
 std::string softmax(int type, const void *x, void *y, int64_t rows, int64_t cols, void *stream, bool log,

@@ -97,13 +97,34 @@ void im2col2d(const Window &w, const float *x, int64_t channels, float *cols) {
       }
 }
 
+// A convolution of doubles, summed directly in double: a model in doubles is a reference to
+// check against, not a hot path.
+void convDoubles(const Window &win, const double *x, const double *w, const double *bias, double *y, int64_t N,
+                 int64_t C, int64_t M, int64_t group) {
+  const int64_t Cg = C / group, Mg = M / group;
+  for (int64_t b = 0; b < N; ++b)
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t o = 0; o < win.outSize; ++o) {
+        double acc = bias ? bias[m] : 0.0;
+        for (int64_t c = 0; c < Cg; ++c) {
+          const double *xc = x + (b * C + m / Mg * Cg + c) * win.inSize, *wc = w + (m * Cg + c) * win.kernelSize;
+          for (int64_t k = 0; k < win.kernelSize; ++k)
+            if (const int64_t off = win.inputOffset(o, k); off >= 0)
+              acc += xc[off] * wc[k];
+        }
+        y[(b * M + m) * win.outSize + o] = acc;
+      }
+}
+
 std::string convKernel(const KernelArgs &args) {
   if (args.numInputs < 2 || args.numOutputs != 1)
     return "expects input, weight and an optional bias";
   const TensorRef &x = args.in(0), &w = args.in(1);
   TensorRef &y = args.out(0);
-  if (x.dtype != DType::F32 || w.dtype != DType::F32)
-    return "conv supports f32 (and f16 through conversion) only";
+  const DType type = x.dtype;
+  if ((type != DType::F32 && type != DType::F64) || w.dtype != type || y.dtype != type ||
+      (args.hasInput(2) && args.in(2).dtype != type))
+    return "conv supports f32 or f64 operands of one type (f16 through conversion)";
   if (w.shape.rank != x.shape.rank)
     return "weight rank differs from the input's";
   Window win;
@@ -112,10 +133,15 @@ std::string convKernel(const KernelArgs &args) {
   const int64_t N = x.shape[0], C = x.shape[1], M = w.shape[0], group = args.attrs.getInt("group", 1);
   if (group < 1 || C % group || M % group || w.shape[1] * group != C || y.shape[0] != N || y.shape[1] != M)
     return "channel counts do not match the group";
+  if (args.hasInput(2) && args.in(2).numel() != M)
+    return "bias must have one value per output channel";
+  if (type == DType::F64) {
+    const double *bias = args.hasInput(2) ? args.in(2).as<const double>() : nullptr;
+    convDoubles(win, x.as<const double>(), w.as<const double>(), bias, y.as<double>(), N, C, M, group);
+    return {};
+  }
   const int64_t Cg = C / group, Mg = M / group, rows = Cg * win.kernelSize;
   const float *bias = args.hasInput(2) ? args.in(2).as<const float>() : nullptr;
-  if (bias && args.in(2).numel() != M)
-    return "bias must have one value per output channel";
   std::vector<float> cols;
   const bool pointwise = win.isPointwise();
   if (!pointwise)
@@ -238,38 +264,43 @@ template <bool Max> std::string poolKernel(const KernelArgs &args) {
   return err;
 }
 
-// max pooling with the flat input index of each maximum (first one on ties).
+// max pooling with the flat input index of each maximum (first one on ties), of floats or
+// integers; a window wholly in the padding gives the type's lowest value (-inf for floats), -1.
 std::string maxPoolIndicesKernel(const KernelArgs &args) {
   const TensorRef &x = args.in(0);
   TensorRef &y = args.out(0), &idx = args.out(1);
   Window win;
   if (std::string err = poolWindow(args, win); !err.empty())
     return err;
-  if (idx.dtype != DType::I64 || idx.numel() != y.numel() || x.dtype != DType::F32)
-    return "indices must be i64 shaped like the values; input f32";
+  if (idx.dtype != DType::I64 || idx.numel() != y.numel() || y.dtype != x.dtype || x.dtype == DType::Bool)
+    return "indices must be i64 shaped like the values, and the values of the input's type";
   const bool columnMajor = args.attrs.getInt("storage_order", 0);
   if (columnMajor && win.n != 2)
     return "storage_order 1 needs two spatial dimensions";
   const int64_t planes = x.shape[0] * x.shape[1];
-  for (int64_t p = 0; p < planes; ++p) {
-    const float *xp = x.as<const float>() + p * win.inSize;
-    for (int64_t o = 0; o < win.outSize; ++o) {
-      float best = -std::numeric_limits<float>::infinity();
-      int64_t at = -1;
-      for (int64_t k = 0; k < win.kernelSize; ++k) {
-        const int64_t off = win.inputOffset(o, k);
-        if (off >= 0 && (at < 0 || xp[off] > best)) {
-          best = xp[off];
-          at = off;
+  std::string err;
+  LLMC_DISPATCH_NUMERIC(x.dtype, T, err, {
+    using Limits = std::numeric_limits<T>;
+    for (int64_t p = 0; p < planes; ++p) {
+      const T *xp = x.as<const T>() + p * win.inSize;
+      for (int64_t o = 0; o < win.outSize; ++o) {
+        T best = Limits::has_infinity ? -Limits::infinity() : Limits::lowest();
+        int64_t at = -1;
+        for (int64_t k = 0; k < win.kernelSize; ++k) {
+          const int64_t off = win.inputOffset(o, k);
+          if (off >= 0 && (at < 0 || xp[off] > best)) {
+            best = xp[off];
+            at = off;
+          }
         }
+        if (at >= 0 && columnMajor)
+          at = (at % win.in[1]) * win.in[0] + at / win.in[1];
+        y.as<T>()[p * win.outSize + o] = best;
+        idx.as<int64_t>()[p * win.outSize + o] = at < 0 ? -1 : p * win.inSize + at;
       }
-      if (at >= 0 && columnMajor)
-        at = (at % win.in[1]) * win.in[0] + at / win.in[1];
-      y.as<float>()[p * win.outSize + o] = best;
-      idx.as<int64_t>()[p * win.outSize + o] = at < 0 ? -1 : p * win.inSize + at;
     }
-  }
-  return {};
+  });
+  return err;
 }
 
 std::string batchNormKernel(const KernelArgs &args) {

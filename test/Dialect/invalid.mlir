@@ -123,3 +123,13 @@ func.func @einsum_labels(%x: tensor<2x3xf32>) -> tensor<2xf32> {
   %0 = llmc.einsum %x {equation = "ijk->i"} : (tensor<2x3xf32>) -> tensor<2xf32>
   return %0 : tensor<2xf32>
 }
+
+// -----
+
+// The fused kernels take f32, f16 and bf16: a model in doubles keeps its unfused ops.
+func.func @linear_f64(%x: tensor<3x2xf64>, %w: tensor<2x2xf64>, %none: tensor<0xf64>) -> tensor<3x2xf64> {
+  // expected-error @+2 {{linear takes f32, f16 or bf16 operands}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = llmc.linear %x, %w, %none, %none, %none : (tensor<3x2xf64>, tensor<2x2xf64>, tensor<0xf64>, tensor<0xf64>, tensor<0xf64>) -> tensor<3x2xf64>
+  return %0 : tensor<3x2xf64>
+}

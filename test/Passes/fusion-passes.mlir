@@ -86,6 +86,18 @@ func.func @broadcast_add(%a: tensor<2x8xf32>, %b: tensor<8xf32>, %w: tensor<8xf3
 
 // -----
 
+// Doubles keep the add and the norm: the fused kernels take f32, f16 and bf16.
+// RES-LABEL: func.func @residual_f64
+// RES-NOT: llmc.add_rms_norm
+// RES: llmc.rms_norm
+func.func @residual_f64(%a: tensor<2x8xf64>, %b: tensor<2x8xf64>, %w: tensor<8xf64>) -> tensor<2x8xf64> {
+  %s = llmc.add %a, %b : (tensor<2x8xf64>, tensor<2x8xf64>) -> tensor<2x8xf64>
+  %n = llmc.rms_norm %s, %w : (tensor<2x8xf64>, tensor<8xf64>) -> tensor<2x8xf64>
+  return %n : tensor<2x8xf64>
+}
+
+// -----
+
 // LIN-LABEL: func.func @linear
 // LIN: llmc.linear %arg0, %{{.*}}, %{{.*}}, %{{.*}}, %arg1 {activation = "relu"}
 // LIN-NOT: llmc.matmul
@@ -108,6 +120,49 @@ func.func @linear(%x: tensor<3x2xf32>, %r: tensor<3x2xf32>) -> tensor<3x2xf32> {
 func.func @dynamic_weight(%x: tensor<3x2xf32>, %w: tensor<2x2xf32>) -> tensor<3x2xf32> {
   %m = llmc.matmul %x, %w : (tensor<3x2xf32>, tensor<2x2xf32>) -> tensor<3x2xf32>
   return %m : tensor<3x2xf32>
+}
+
+// -----
+
+// A matmul of doubles by a constant stays a matmul (computed in f64; llmc.linear is f32, f16, bf16).
+// LIN-LABEL: func.func @matmul_f64
+// LIN: llmc.matmul
+// LIN-NOT: llmc.linear
+func.func @matmul_f64(%x: tensor<3x2xf64>) -> tensor<3x2xf64> {
+  %w = llmc.constant dense<[[1.0, 2.0], [3.0, 4.0]]> : tensor<2x2xf64>
+  %m = llmc.matmul %x, %w : (tensor<3x2xf64>, tensor<2x2xf64>) -> tensor<3x2xf64>
+  return %m : tensor<3x2xf64>
+}
+
+// -----
+
+// Nor does a gemm of doubles become one.
+// LIN-LABEL: func.func @gemm_f64
+// LIN: llmc.gemm
+// LIN-NOT: llmc.linear
+func.func @gemm_f64(%x: tensor<3x2xf64>) -> tensor<3x2xf64> {
+  %w = llmc.constant dense<[[1.0, 2.0], [3.0, 4.0]]> : tensor<2x2xf64>
+  %c = llmc.constant dense<[0.5, -0.5]> : tensor<2xf64>
+  %m = llmc.gemm %x, %w, %c : (tensor<3x2xf64>, tensor<2x2xf64>, tensor<2xf64>) -> tensor<3x2xf64>
+  return %m : tensor<3x2xf64>
+}
+
+// -----
+
+// A GELU of doubles keeps its formula: the pattern matches its constants to 1e-4 only.
+// ACT-LABEL: func.func @gelu_f64
+// ACT-NOT: llmc.gelu
+// ACT: llmc.erf
+func.func @gelu_f64(%x: tensor<4xf64>) -> tensor<4xf64> {
+  %c = llmc.constant dense<0.70710678118654757> : tensor<f64>
+  %one = llmc.constant dense<1.0> : tensor<f64>
+  %half = llmc.constant dense<0.5> : tensor<f64>
+  %a = llmc.mul %x, %c : (tensor<4xf64>, tensor<f64>) -> tensor<4xf64>
+  %e = llmc.erf %a : (tensor<4xf64>) -> tensor<4xf64>
+  %p = llmc.add %e, %one : (tensor<4xf64>, tensor<f64>) -> tensor<4xf64>
+  %h = llmc.mul %x, %half : (tensor<4xf64>, tensor<f64>) -> tensor<4xf64>
+  %y = llmc.mul %h, %p : (tensor<4xf64>, tensor<4xf64>) -> tensor<4xf64>
+  return %y : tensor<4xf64>
 }
 
 // -----
@@ -228,4 +283,28 @@ func.func @sdpa(%q: tensor<1x4x4xf32>, %k: tensor<1x4x4xf32>, %v: tensor<1x4x4xf
   %ot = llmc.transpose %o {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x2x4x2xf32>) -> tensor<1x4x2x2xf32>
   %y = llmc.reshape %ot, %merge : (tensor<1x4x2x2xf32>, tensor<3xi64>) -> tensor<1x4x4xf32>
   return %y : tensor<1x4x4xf32>
+}
+
+// -----
+
+// The same attention of doubles stays as it is.
+// ATT-LABEL: func.func @sdpa_f64
+// ATT-NOT: llmc.fused_attention
+// ATT: llmc.softmax
+func.func @sdpa_f64(%q: tensor<1x4x4xf64>, %k: tensor<1x4x4xf64>, %v: tensor<1x4x4xf64>) -> tensor<1x4x4xf64> {
+  %split = llmc.constant dense<[1, 4, 2, 2]> : tensor<4xi64>
+  %merge = llmc.constant dense<[1, 4, 4]> : tensor<3xi64>
+  %q4 = llmc.reshape %q, %split : (tensor<1x4x4xf64>, tensor<4xi64>) -> tensor<1x4x2x2xf64>
+  %qt = llmc.transpose %q4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x4x2x2xf64>) -> tensor<1x2x4x2xf64>
+  %k4 = llmc.reshape %k, %split : (tensor<1x4x4xf64>, tensor<4xi64>) -> tensor<1x4x2x2xf64>
+  %kh = llmc.transpose %k4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x4x2x2xf64>) -> tensor<1x2x4x2xf64>
+  %kt = llmc.transpose %kh {perm = array<i64: 0, 1, 3, 2>} : (tensor<1x2x4x2xf64>) -> tensor<1x2x2x4xf64>
+  %v4 = llmc.reshape %v, %split : (tensor<1x4x4xf64>, tensor<4xi64>) -> tensor<1x4x2x2xf64>
+  %vt = llmc.transpose %v4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x4x2x2xf64>) -> tensor<1x2x4x2xf64>
+  %s = llmc.matmul %qt, %kt : (tensor<1x2x4x2xf64>, tensor<1x2x2x4xf64>) -> tensor<1x2x4x4xf64>
+  %p = llmc.softmax %s : (tensor<1x2x4x4xf64>) -> tensor<1x2x4x4xf64>
+  %o = llmc.matmul %p, %vt : (tensor<1x2x4x4xf64>, tensor<1x2x4x2xf64>) -> tensor<1x2x4x2xf64>
+  %ot = llmc.transpose %o {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x2x4x2xf64>) -> tensor<1x4x2x2xf64>
+  %y = llmc.reshape %ot, %merge : (tensor<1x4x2x2xf64>, tensor<3xi64>) -> tensor<1x4x4xf64>
+  return %y : tensor<1x4x4xf64>
 }

@@ -48,9 +48,10 @@ TEST(Cuda, AddNormsMatchTheCpu) {
                     "");
           auto dx = upload(x.data, s), dr = upload(r.data, s), dscale = upload(scale.data, s), dbias = upload(bias.data, s);
           Device out(size_t(rows * cols) * cu::storageBytes(s)), sum(size_t(rows * cols) * cu::storageBytes(s));
+          const int type = int(storageDType(s));
           // (the RMS norms without their sum: a long row reads x and the residual again)
-          ASSERT_EQ(cu::addNorm(s, layer, dx->p, withResidual ? dr->p : nullptr, dscale->p, layer ? dbias->p : nullptr,
-                                out.p, layer ? sum.p : nullptr, rows, cols, 1e-5f, nullptr),
+          ASSERT_EQ(cu::addNorm(type, layer, dx->p, withResidual ? dr->p : nullptr, dscale->p, layer ? dbias->p : nullptr,
+                                out.p, layer ? sum.p : nullptr, rows, cols, 1e-5, nullptr),
                     "");
           const std::string what =
               std::string(layer ? "add_layer_norm " : "add_rms_norm ") + name(s) + " of " + std::to_string(cols);
@@ -61,8 +62,8 @@ TEST(Cuda, AddNormsMatchTheCpu) {
             continue;
           // In place: the sum over x, as an arena that reuses x's bytes for it would have it.
           auto inPlace = upload(x.data, s);
-          ASSERT_EQ(cu::addNorm(s, layer, inPlace->p, dr->p, dscale->p, layer ? dbias->p : nullptr, out.p, inPlace->p,
-                                rows, cols, 1e-5f, nullptr),
+          ASSERT_EQ(cu::addNorm(type, layer, inPlace->p, dr->p, dscale->p, layer ? dbias->p : nullptr, out.p, inPlace->p,
+                                rows, cols, 1e-5, nullptr),
                     "");
           expectClose(download(out, size_t(rows * cols), s), want.data, tolerance(s), what + " in place");
           expectClose(download(*inPlace, size_t(rows * cols), s), wantSum.data, tolerance(s), what + " in place, sum");
@@ -628,7 +629,7 @@ TEST(Cuda, RowAttentionTakesKeysInChunks) {
     o.q = dq4->p, o.k = dnk->p, o.v = dnv->p, o.pastK = dpk->p, o.pastV = dpv->p;
     o.qs = o.outs = {Hq * Sq * D, D, Sq * D}, o.ks = o.vs = {Hkv * Skv * D, D, Skv * D};
     o.out = gotY.p, o.presentK = gotK.p, o.presentV = gotV.p, o.scores = gotP.p;
-    ASSERT_EQ(cu::onnxAttention(s, o, nullptr), "");
+    ASSERT_EQ(cu::onnxAttention(int(storageDType(s)), o, nullptr), "");
     expectClose(download(gotY, size_t(y.numel()), s), y.data, tolerance(s) * 2,
                 std::string("ONNX attention over 9000 keys ") + name(s));
     auto timesKeys = [&](std::vector<float> p) { // (probabilities of about 1 / Sk, compared near 1)
@@ -808,7 +809,7 @@ TEST(Cuda, OnnxAttentionMatchesTheCpu) {
       }
       if (c.nonpadBits)
         args.nonpad = c.nonpadBits == 32 ? dn32->p : dn64->p, args.nonpad32 = c.nonpadBits == 32;
-      ASSERT_EQ(cu::onnxAttention(s, args, nullptr), "") << what;
+      ASSERT_EQ(cu::onnxAttention(int(storageDType(s)), args, nullptr), "") << what;
       expectClose(download(presentK, size_t(wantK.numel()), s), wantK.data, 0.0f, "present keys " + what);
       expectClose(download(presentV, size_t(wantV.numel()), s), wantV.data, 0.0f, "present values " + what);
       expectClose(download(scores, size_t(wantScores.numel()), s), wantScores.data, tolerance(s), "scores " + what);
@@ -816,9 +817,9 @@ TEST(Cuda, OnnxAttentionMatchesTheCpu) {
     }
   cu::OnnxAttentionArgs bad;
   bad.B = 1, bad.Hq = 3, bad.Hkv = 2, bad.Sq = 1, bad.Skv = 4, bad.D = bad.Dv = 8;
-  EXPECT_NE(cu::onnxAttention(cu::Storage::F32, bad, nullptr), "") << "Hq not a multiple of Hkv";
+  EXPECT_NE(cu::onnxAttention(int(DType::F32), bad, nullptr), "") << "Hq not a multiple of Hkv";
   bad.Hq = 2, bad.past = 2;
-  EXPECT_NE(cu::onnxAttention(cu::Storage::F32, bad, nullptr), "") << "a past without its keys";
+  EXPECT_NE(cu::onnxAttention(int(DType::F32), bad, nullptr), "") << "a past without its keys";
 }
 
 // The linear epilogue kernel against the CPU linear: SwiGLU (which takes no gate or residual),
@@ -1610,6 +1611,7 @@ TEST(Cuda, GroupNormsMatchTheCpu) {
   for (cu::Storage s : kStorages) {
     const float tol = std::max(tolerance(s), 1e-5f) * 4;
     const std::string storage = name(s);
+    const int type = int(storageDType(s));
     { // group_norm: x [2, 6, 5]
       Buf<float> x(DType::F32, {2, 6, 5}, rounded(shifted(60, 70), s)), scale(DType::F32, {6}, rounded(randomFloats(6, 71), s)),
           bias(DType::F32, {6}, rounded(randomFloats(6, 72), s)), want(DType::F32, {2, 6, 5});
@@ -1618,7 +1620,7 @@ TEST(Cuda, GroupNormsMatchTheCpu) {
                 "");
       auto dx = upload(x.data, s), ds = upload(scale.data, s), db = upload(bias.data, s);
       Device y(60 * cu::storageBytes(s));
-      ASSERT_EQ(cu::groupNorm(s, dx->p, y.p, ds->p, db->p, nullptr, nullptr, 6, 10, 3, 2, 5, 1e-5f, nullptr), "");
+      ASSERT_EQ(cu::groupNorm(type, dx->p, y.p, ds->p, db->p, nullptr, nullptr, 6, 10, 3, 2, 5, 1e-5, nullptr), "");
       expectClose(download(y, 60, s), want.data, tol, ("group_norm " + storage).c_str());
     }
     { // instance_norm: x [2, 3, 4, 5], a group per channel
@@ -1629,7 +1631,7 @@ TEST(Cuda, GroupNormsMatchTheCpu) {
                 "");
       auto dx = upload(x.data, s), ds = upload(scale.data, s), db = upload(bias.data, s);
       Device y(120 * cu::storageBytes(s));
-      ASSERT_EQ(cu::groupNorm(s, dx->p, y.p, ds->p, db->p, nullptr, nullptr, 6, 20, 3, 1, 20, 1e-5f, nullptr), "");
+      ASSERT_EQ(cu::groupNorm(type, dx->p, y.p, ds->p, db->p, nullptr, nullptr, 6, 20, 3, 1, 20, 1e-5, nullptr), "");
       expectClose(download(y, 120, s), want.data, tol, ("instance_norm " + storage).c_str());
     }
     { // layer_norm_stats: x [3, 4, 70] from axis 1: rows of 280 (more than a block's threads)
@@ -1640,7 +1642,7 @@ TEST(Cuda, GroupNormsMatchTheCpu) {
                 "");
       auto dx = upload(x.data, s);
       Device m(3 * cu::storageBytes(s)), i(3 * cu::storageBytes(s));
-      ASSERT_EQ(cu::groupNorm(s, dx->p, nullptr, nullptr, nullptr, m.p, i.p, 3, 280, 1, 1, 1, 1e-5f, nullptr), "");
+      ASSERT_EQ(cu::groupNorm(type, dx->p, nullptr, nullptr, nullptr, m.p, i.p, 3, 280, 1, 1, 1, 1e-5, nullptr), "");
       expectClose(download(m, 3, s), mean.data, tol, ("layer_norm_stats mean " + storage).c_str());
       expectClose(download(i, 3, s), inv.data, tol, ("layer_norm_stats 1/std " + storage).c_str());
     }
@@ -1658,7 +1660,7 @@ TEST(Cuda, GroupNormsMatchTheCpu) {
       auto dx = upload(x.data, s), ds = upload(scale.data, s), db = upload(bias.data, s), dm = upload(mean.data, s),
            dv = upload(variance.data, s);
       Device y(72 * cu::storageBytes(s));
-      ASSERT_EQ(cu::batchNorm(s, dx->p, y.p, ds->p, db->p, dm->p, dv->p, 72, 4, 9, 1e-5f, nullptr), "");
+      ASSERT_EQ(cu::batchNorm(type, dx->p, y.p, ds->p, db->p, dm->p, dv->p, 72, 4, 9, 1e-5, nullptr), "");
       expectClose(download(y, 72, s), want.data, tol, ("batch_norm " + storage).c_str());
     }
   }
@@ -1724,15 +1726,10 @@ TEST(Cuda, ReduceConvPoolPadMatchTheCpu) {
       const AttrList a = attrs({intsAttr("pads", {1, 0, 1, 1}), intsAttr("strides", {2, 1}), intsAttr("dilations", {1, 2}),
                                 intAttr("group", 2)});
       ASSERT_EQ(call("conv", a, {x.ref(), w.ref(), bias.ref()}, {want.ref()}), "");
-      cu::Window win;
-      win.spatial = 2;
-      const int64_t in[2] = {6, 5}, out[2] = {3, 4}, k[2] = {3, 2}, pb[2] = {1, 0}, st[2] = {2, 1}, di[2] = {1, 2};
-      for (int d = 0; d < 2; ++d)
-        win.in[d] = in[d], win.out[d] = out[d], win.kernel[d] = k[d], win.padBegin[d] = pb[d], win.stride[d] = st[d],
-        win.dilation[d] = di[d];
+      const cu::Window win = groupedConvWindow();
       auto dw = upload(w.data, s), db = upload(bias.data, s);
       Device y(size_t(want.numel()) * cu::storageBytes(s));
-      ASSERT_EQ(cu::conv(s, dx->p, dw->p, db->p, y.p, 2, 4, 6, 2, win, nullptr), "");
+      ASSERT_EQ(cu::conv(int(storageDType(s)), dx->p, dw->p, db->p, y.p, 2, 4, 6, 2, win, nullptr), "");
       expectClose(download(y, size_t(want.numel()), s), want.data, std::max(tol, 1e-4f) * 4, std::string("conv ") + name(s));
     }
     // The pools' window: 3x3 over [6, 5], stride 2, padding 1 at the start (at the end: 1 for the

@@ -103,6 +103,18 @@ template <typename T> inline std::unique_ptr<Device> uploadRaw(const std::vector
   return d;
 }
 
+// The window of the grouped convolution tests: [6, 5] to [3, 4], kernel 3x2, stride (2, 1), pads
+// (1, 0) at the start, dilation (1, 2).
+inline cu::Window groupedConvWindow() {
+  cu::Window win;
+  win.spatial = 2;
+  const int64_t in[2] = {6, 5}, out[2] = {3, 4}, k[2] = {3, 2}, pb[2] = {1, 0}, st[2] = {2, 1}, di[2] = {1, 2};
+  for (int d = 0; d < 2; ++d)
+    win.in[d] = in[d], win.out[d] = out[d], win.kernel[d] = k[d], win.padBegin[d] = pb[d], win.stride[d] = st[d],
+    win.dilation[d] = di[d];
+  return win;
+}
+
 // |got - want| <= tol * (1 + |want|) everywhere (floats or doubles).
 template <typename V>
 void expectClose(const std::vector<V> &got, const std::vector<V> &want, double tol, const std::string &what) {

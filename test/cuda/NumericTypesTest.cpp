@@ -1,8 +1,8 @@
 // The CUDA kernels of doubles (softmax, matmul and gemm, the reductions, arg reductions, top_k,
-// cumsum; einsum's are in CudaKernelTest.cpp) against the CPU kernels, on values that f32 cannot
-// hold: each a small number plus a part in 1e-9, so that a kernel that computed doubles in f32
-// would be off by 1e-8 or more where these tests allow 1e-12. Also the integer matmul, max pool
-// and pad.
+// cumsum, the norms, conv; einsum's are in CudaKernelTest.cpp) against the CPU kernels, on values
+// that f32 cannot hold: each a small number plus a part in 1e-9, so that a kernel that computed
+// doubles in f32 would be off by 1e-8 or more where these tests allow 1e-12. Also the integer
+// matmul, max pool and pad.
 #include "CudaTestUtil.h"
 
 using namespace llmc::rt;
@@ -145,9 +145,9 @@ TEST(Cuda, DoubleReductionsMatchTheCpu) {
   }
 }
 
-// max_pool (with and without indices) of uint8 and int8 [2, 4, 6, 5], 3x3, stride 2, pads 1:
-// exact, values across the whole range of each type; each index at an element that holds the max.
-TEST(Cuda, IntegerMaxPoolMatchesTheCpu) {
+// max_pool (with and without indices) of uint8, int8 and doubles [2, 4, 6, 5], 3x3, stride 2,
+// pads 1: exact, values across the whole range of each 8-bit type, and the indices the CPU's.
+TEST(Cuda, IntegerAndDoubleMaxPoolMatchTheCpu) {
   cu::Window win;
   win.spatial = 2;
   win.in[0] = 6, win.in[1] = 5, win.out[0] = 3, win.out[1] = 3, win.kernel[0] = win.kernel[1] = 3;
@@ -159,23 +159,22 @@ TEST(Cuda, IntegerMaxPoolMatchesTheCpu) {
     std::vector<T> values(240);
     for (size_t i = 0; i < values.size(); ++i)
       values[i] = T((i * 7919) % 256); // (int8: wrapped to -128..127)
-    Buf<T> x(type, {2, 4, 6, 5}, values), want(type, {2, 4, 3, 3});
+    Buf<T> x(type, {2, 4, 6, 5}, values), want(type, {2, 4, 3, 3}), wantWithIndices(type, {2, 4, 3, 3});
+    Buf<int64_t> wantIndices(DType::I64, {2, 4, 3, 3});
     ASSERT_EQ(call("max_pool", a, {x.ref()}, {want.ref()}), "");
+    ASSERT_EQ(call("max_pool_with_indices", a, {x.ref()}, {wantWithIndices.ref(), wantIndices.ref()}), "");
+    ASSERT_EQ(wantWithIndices.data, want.data);
     auto dx = uploadRaw(x.data);
-    Device y(72), yi(72), di(72 * 8);
+    Device y(72 * sizeof(T)), yi(72 * sizeof(T)), di(72 * 8);
     ASSERT_EQ(cu::pool(int(type), true, dx->p, y.p, 8, win, false, nullptr), "");
     ASSERT_EQ(cu::pool(int(type), true, dx->p, yi.p, 8, win, false, nullptr, di.as<int64_t>()), "");
     EXPECT_EQ(downloadRaw<T>(y, 72), want.data) << "max_pool of " << dtypeName(type);
     EXPECT_EQ(downloadRaw<T>(yi, 72), want.data) << "max_pool_with_indices of " << dtypeName(type);
-    // (The CPU's max_pool_with_indices takes floats only: each index must hold its maximum.)
-    const std::vector<int64_t> at = downloadRaw<int64_t>(di, 72);
-    for (size_t e = 0; e < at.size(); ++e) {
-      ASSERT_TRUE(at[e] >= 0 && at[e] < 240) << "index " << e << " of " << dtypeName(type);
-      EXPECT_EQ(x.data[size_t(at[e])], want.data[e]) << "index " << e << " of " << dtypeName(type);
-    }
+    EXPECT_EQ(downloadRaw<int64_t>(di, 72), wantIndices.data) << "max_pool_with_indices' indices, " << dtypeName(type);
   };
   check(uint8_t(0), DType::U8);
   check(int8_t(0), DType::I8);
+  check(double(0), DType::F64);
 }
 
 // pad of int32 and of doubles in each mode, the constant mode with a value of 7 (exact).
@@ -200,6 +199,148 @@ TEST(Cuda, IntegerAndDoublePadMatchesTheCpu) {
   };
   check(int32_t(0), DType::I32);
   check(double(0), DType::F64);
+}
+
+// The norms of doubles: layer and RMS norms with and without a residual, on rows of 100 (staged)
+// and of 7000 (past the 6144 doubles that shared memory stages: read again), against the CPU's
+// norm of x + r; then group_norm, instance_norm, layer_norm_stats and batch_norm.
+TEST(Cuda, DoubleNormsMatchTheCpu) {
+  const int64_t rows = 3;
+  for (int64_t cols : {100, 7000})
+    for (bool layer : {false, true})
+      for (bool withResidual : {false, true}) {
+        const size_t n = size_t(rows * cols);
+        std::vector<double> xv = fineDoubles(n, 20), rv = withResidual ? fineDoubles(n, 21) : std::vector<double>(n);
+        std::vector<double> sumv(n);
+        for (size_t i = 0; i < n; ++i)
+          sumv[i] = xv[i] + rv[i];
+        Buf<double> sum(DType::F64, {rows, cols}, sumv), scale(DType::F64, {cols}, fineDoubles(size_t(cols), 22)),
+            bias(DType::F64, {cols}, fineDoubles(size_t(cols), 23)), want(DType::F64, {rows, cols});
+        std::vector<TensorRef> ins = {sum.ref(), scale.ref()};
+        if (layer)
+          ins.push_back(bias.ref());
+        ASSERT_EQ(call(layer ? "layer_norm" : "rms_norm", attrs({intAttr("axis", -1), floatAttr("epsilon", 1e-5)}), ins,
+                       {want.ref()}),
+                  "");
+        auto dx = uploadRaw(xv), dr = uploadRaw(rv), dscale = uploadRaw(scale.data), dbias = uploadRaw(bias.data);
+        Device out(n * 8), dsum(n * 8);
+        ASSERT_EQ(cu::addNorm(kF64, layer, dx->p, withResidual ? dr->p : nullptr, dscale->p, layer ? dbias->p : nullptr,
+                              out.p, withResidual ? dsum.p : nullptr, rows, cols, 1e-5, nullptr),
+                  "");
+        const std::string what = std::string(layer ? "layer" : "rms") + " norm f64 of " + std::to_string(cols) +
+                                 (withResidual ? " with a residual" : "");
+        expectClose(downloadRaw<double>(out, n), want.data, 1e-12, what);
+        if (withResidual)
+          expectClose(downloadRaw<double>(dsum, n), sumv, 0, what + ", sum");
+      }
+  // group_norm: x [2, 6, 5] in 3 groups; instance_norm; layer_norm_stats over [4, 70]; batch_norm.
+  const std::vector<int64_t> dims = {2, 6, 5};
+  const std::vector<double> xv = fineDoubles(60, 24, 1, 5), scalev = fineDoubles(6, 25), biasv = fineDoubles(6, 26);
+  Buf<double> x(DType::F64, dims, xv), scale(DType::F64, {6}, scalev), bias(DType::F64, {6}, biasv);
+  auto dx = uploadRaw(xv), ds = uploadRaw(scalev), db = uploadRaw(biasv);
+  for (const char *op : {"group_norm", "instance_norm"}) {
+    const bool group = std::string(op) == "group_norm";
+    Buf<double> want(DType::F64, dims);
+    ASSERT_EQ(call(op, attrs({intAttr("num_groups", 3), floatAttr("epsilon", 1e-5)}), {x.ref(), scale.ref(), bias.ref()},
+                   {want.ref()}),
+              "");
+    Device y(60 * 8);
+    ASSERT_EQ(group ? cu::groupNorm(kF64, dx->p, y.p, ds->p, db->p, nullptr, nullptr, 6, 10, 3, 2, 5, 1e-5, nullptr)
+                    : cu::groupNorm(kF64, dx->p, y.p, ds->p, db->p, nullptr, nullptr, 12, 5, 6, 1, 5, 1e-5, nullptr),
+              "");
+    expectClose(downloadRaw<double>(y, 60), want.data, 1e-12, std::string(op) + " f64");
+  }
+  {
+    Buf<double> mean(DType::F64, {2, 1, 1}), inv(DType::F64, {2, 1, 1});
+    ASSERT_EQ(call("layer_norm_stats", attrs({intAttr("axis", 1), floatAttr("epsilon", 1e-5)}), {x.ref()},
+                   {mean.ref(), inv.ref()}),
+              "");
+    Device m(2 * 8), i(2 * 8);
+    ASSERT_EQ(cu::groupNorm(kF64, dx->p, nullptr, nullptr, nullptr, m.p, i.p, 2, 30, 1, 1, 1, 1e-5, nullptr), "");
+    expectClose(downloadRaw<double>(m, 2), mean.data, 1e-12, "layer_norm_stats mean f64");
+    expectClose(downloadRaw<double>(i, 2), inv.data, 1e-12, "layer_norm_stats 1/std f64");
+  }
+  {
+    std::vector<double> var = fineDoubles(6, 27, 0.5, 2);
+    Buf<double> mean(DType::F64, {6}, fineDoubles(6, 28)), variance(DType::F64, {6}, var), want(DType::F64, dims);
+    ASSERT_EQ(call("batch_norm", attrs({floatAttr("epsilon", 1e-5)}),
+                   {x.ref(), scale.ref(), bias.ref(), mean.ref(), variance.ref()}, {want.ref()}),
+              "");
+    auto dm = uploadRaw(mean.data), dv = uploadRaw(var);
+    Device y(60 * 8);
+    ASSERT_EQ(cu::batchNorm(kF64, dx->p, y.p, ds->p, db->p, dm->p, dv->p, 60, 6, 5, 1e-5, nullptr), "");
+    expectClose(downloadRaw<double>(y, 60), want.data, 1e-12, "batch_norm f64");
+  }
+}
+
+// A grouped convolution of doubles (4 -> 6 channels in 2 groups, kernel 3x2, stride (2, 1), pads
+// (1, 0, 1, 1), dilation (1, 2)) against the CPU's, whose doubles are in turn checked against its
+// f32 convolution (at f32's precision), so that the two direct sums in f64 are not only each other's.
+TEST(Cuda, DoubleConvMatchesTheCpu) {
+  const std::vector<double> xv = fineDoubles(240, 29), wv = fineDoubles(72, 30), bv = fineDoubles(6, 31);
+  Buf<double> x(DType::F64, {2, 4, 6, 5}, xv), w(DType::F64, {6, 2, 3, 2}, wv), bias(DType::F64, {6}, bv),
+      want(DType::F64, {2, 6, 3, 4});
+  const AttrList a = attrs({intsAttr("pads", {1, 0, 1, 1}), intsAttr("strides", {2, 1}), intsAttr("dilations", {1, 2}),
+                            intAttr("group", 2)});
+  ASSERT_EQ(call("conv", a, {x.ref(), w.ref(), bias.ref()}, {want.ref()}), "");
+  Buf<float> xf(DType::F32, {2, 4, 6, 5}, std::vector<float>(xv.begin(), xv.end())),
+      wf(DType::F32, {6, 2, 3, 2}, std::vector<float>(wv.begin(), wv.end())),
+      bf(DType::F32, {6}, std::vector<float>(bv.begin(), bv.end())), wantF(DType::F32, {2, 6, 3, 4});
+  ASSERT_EQ(call("conv", a, {xf.ref(), wf.ref(), bf.ref()}, {wantF.ref()}), "");
+  expectClose(std::vector<float>(want.data.begin(), want.data.end()), wantF.data, 1e-4f, "conv f64 on the CPU");
+  const cu::Window win = groupedConvWindow();
+  auto dx = uploadRaw(xv), dw = uploadRaw(wv), db = uploadRaw(bv);
+  Device y(size_t(want.numel()) * 8);
+  ASSERT_EQ(cu::conv(kF64, dx->p, dw->p, db->p, y.p, 2, 4, 6, 2, win, nullptr), "");
+  expectClose(downloadRaw<double>(y, size_t(want.numel())), want.data, 1e-12, "conv f64");
+}
+
+// The ONNX attention of doubles (B 1, 4 query heads over 2, 3 queries after `past` keys, head
+// sizes 8 and 6; causal, softcap 1.5, scale 0.25, an additive mask of doubles) in each of its
+// scores' modes, and over 4500 past keys (past a chunk of 4096 keys: the online softmax's
+// rescaling in f64), against the CPU's.
+TEST(Cuda, DoubleOnnxAttentionMatchesTheCpu) {
+  const int64_t B = 1, Hq = 4, Hkv = 2, Sq = 3, Skv = 3, D = 8, Dv = 6;
+  for (int64_t past : {int64_t(5), int64_t(4500)})
+    for (int mode = 0; mode < 4; ++mode) {
+      if (past > 5 && mode != 3)
+        continue;
+      const int64_t keys = past + Skv;
+      Buf<double> q(DType::F64, {B, Hq, Sq, D}, fineDoubles(size_t(B * Hq * Sq * D), 40)),
+          k(DType::F64, {B, Hkv, Skv, D}, fineDoubles(size_t(B * Hkv * Skv * D), 41)),
+          v(DType::F64, {B, Hkv, Skv, Dv}, fineDoubles(size_t(B * Hkv * Skv * Dv), 42)),
+          pastK(DType::F64, {B, Hkv, past, D}, fineDoubles(size_t(B * Hkv * past * D), 43)),
+          pastV(DType::F64, {B, Hkv, past, Dv}, fineDoubles(size_t(B * Hkv * past * Dv), 44)),
+          mask(DType::F64, {B, 1, Sq, keys}, fineDoubles(size_t(B * Sq * keys), 45, -1, 0)),
+          y(DType::F64, {B, Hq, Sq, Dv}), presentK(DType::F64, {B, Hkv, keys, D}), presentV(DType::F64, {B, Hkv, keys, Dv}),
+          scores(DType::F64, {B, Hq, Sq, keys});
+      Buf<int64_t> none(DType::I64, {0});
+      ASSERT_EQ(call("attention",
+                     attrs({floatAttr("scale", 0.25), floatAttr("softcap", 1.5), intAttr("is_causal", 1),
+                            intAttr("qk_matmul_output_mode", mode)}),
+                     {q.ref(), k.ref(), v.ref(), mask.ref(), pastK.ref(), pastV.ref(), none.ref()},
+                     {y.ref(), presentK.ref(), presentV.ref(), scores.ref()}),
+                "");
+      auto dq = uploadRaw(q.data), dk = uploadRaw(k.data), dv = uploadRaw(v.data), dpk = uploadRaw(pastK.data),
+           dpv = uploadRaw(pastV.data), dm = uploadRaw(mask.data);
+      Device gotY(size_t(y.numel()) * 8), gotK(size_t(presentK.numel()) * 8), gotV(size_t(presentV.numel()) * 8),
+          gotS(size_t(scores.numel()) * 8);
+      cu::OnnxAttentionArgs o;
+      o.B = B, o.Hq = Hq, o.Hkv = Hkv, o.Sq = Sq, o.Skv = Skv, o.past = past, o.D = D, o.Dv = Dv;
+      o.scale = 0.25, o.softcap = 1.5, o.causal = true, o.scoresMode = mode;
+      o.q = dq->p, o.k = dk->p, o.v = dv->p, o.pastK = dpk->p, o.pastV = dpv->p;
+      o.qs = {Hq * Sq * D, D, Sq * D}, o.outs = {Hq * Sq * Dv, Dv, Sq * Dv};
+      o.ks = {Hkv * Skv * D, D, Skv * D}, o.vs = {Hkv * Skv * Dv, Dv, Skv * Dv};
+      o.mask = dm->p, o.maskType = cu::AttentionArgs::Mask::Additive, o.maskKeys = keys;
+      o.maskStrides[2] = keys, o.maskStrides[3] = 1;
+      o.out = gotY.p, o.presentK = gotK.p, o.presentV = gotV.p, o.scores = gotS.p;
+      ASSERT_EQ(cu::onnxAttention(kF64, o, nullptr), "");
+      const std::string what = "ONNX attention f64 over " + std::to_string(keys) + " keys, mode " + std::to_string(mode);
+      expectClose(downloadRaw<double>(gotY, size_t(y.numel())), y.data, 1e-12, what);
+      expectClose(downloadRaw<double>(gotK, size_t(presentK.numel())), presentK.data, 0, what + ", present keys");
+      expectClose(downloadRaw<double>(gotV, size_t(presentV.numel())), presentV.data, 0, what + ", present values");
+      expectClose(downloadRaw<double>(gotS, size_t(scores.numel())), scores.data, 1e-12, what + ", scores");
+    }
 }
 
 } // namespace

@@ -13,6 +13,7 @@
 #include "BenchTiming.h"
 #include "CudaKernels.h"
 #include "LtLinear.h"
+#include "Tensor.h"
 
 #include <cuda_runtime.h>
 
@@ -74,8 +75,8 @@ int promptLayer(const PromptModel &m, void *lt, void *workspace, size_t workspac
   double layer = 0;
   // The two add + RMS norms of a layer.
   const double norm = row("add + RMS norm (addNorm)", timeCalls([&](int) {
-                            return cu::addNorm(cu::Storage::BF16, false, x.p, y.p, scale.p, nullptr, out.p, sum.p, S,
-                                               m.hidden, 1e-5f, nullptr);
+                            return cu::addNorm(int(llmc::rt::DType::BF16), false, x.p, y.p, scale.p, nullptr, out.p,
+                                               sum.p, S, m.hidden, 1e-5, nullptr);
                           }, reps),
                           0, failures);
   layer += 2 * norm;

@@ -14,9 +14,10 @@ op of their plans runs on the GPU, compared with the CPU by cosine similarity (R
 The plans (CASES): the tiny Llama, GPT-2 and BERT as llmc compiles them by default and without
 parallel-linear merging, in f32 and with --precision bf16 or f16, and the KV-cache decoders
 generating 16 tokens with the cache kept on the GPU (the tiny DeepSeek-V3-style export too, made
-on first use by models/export_deepseek.py: its latent cache and latent attention), and a small CNN
-made here (convolutions on cuBLASLt and on the direct kernel, batch norm, pooling). `--only NAME`
-prepares the cases whose names contain NAME.
+on first use by models/export_deepseek.py: its latent cache and latent attention), a small CNN
+made here (convolutions on cuBLASLt and on the direct kernel, batch norm, pooling), the small
+models of the ops the test models lack, and some of these models in doubles (as_doubles, within
+DOUBLE_ATOL). `--only NAME` prepares the cases whose names contain NAME.
 """
 import argparse
 import glob
@@ -32,6 +33,8 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SKIP = 77
 KV_SHAPES = ["--input-shape", "batch=1", "--max-shape", "seq=16,past=0..64,total=80"]
+# The tolerance of the plans in doubles: computed in f32 anywhere, they would be off by 1e-7 or more.
+DOUBLE_ATOL = 1e-10
 # (name, model, llmc flags, kind): "run" compares one run's outputs, "generate" 16 greedy steps
 # (the KV cache kept on the device) step by step.
 CASES = [
@@ -135,6 +138,16 @@ CASES = [
     # and its scores read: onnx_attention_model), on the kernel of its own.
     ("onnx_attention", "onnx_attention", ["--max-shape", "seq=16"], "run"),
     ("onnx_attention-bf16", "onnx_attention", ["--max-shape", "seq=16", "--precision", "bf16"], "run"),
+    # Models in doubles (as_doubles): unfused ops computed in f64 on both sides (the fused kernels
+    # are for f32, f16 and bf16), compared within DOUBLE_ATOL.
+    ("tiny_llama-f64", "tiny_llama_f64", ["--input-shape", "input_ids=1x16"], "run"),
+    ("tiny_gpt2-f64", "tiny_gpt2_f64", ["--input-shape", "input_ids=1x16"], "run"),
+    ("tiny_bert-f64", "tiny_bert_f64", ["--input-shape", "input_ids=2x16,attention_mask=2x16"], "run"),
+    ("small_cnn-f64", "small_cnn_f64", ["--input-shape", "x=2x3x12x12"], "run"),
+    ("norm_ops-f64", "norm_ops_f64", ["--max-shape", "batch=4"], "run"),
+    ("native_attention-f64", "native_attention_f64", ["--max-shape", "seq=16"], "run"),
+    ("native_attention_cache-f64", "native_attention_cache_f64", ["--max-shape", "seq=16,past=0..32"], "run"),
+    ("onnx_attention-f64", "onnx_attention_f64", ["--max-shape", "seq=16"], "run"),
 ]
 # The real models (prepare --real-models): (name, model, llmc flags, kind, minimum cosine). Their
 # weights are random (the plans' ops are theirs), so that a deep net's outputs may be large or
@@ -152,9 +165,12 @@ RUN_DIMS = {"tiny_gpt2-dynamic": ["--dim", "seq=37"], "tiny_bert-dynamic": ["--d
             "slice_views-whole": ["--dim", "seq=1"], "slice_views-part": ["--dim", "seq=5"],
             "small_cnn-chunks": ["--dim", "batch=3"], "small_ops": ["--dim", "seq=7"], "more_ops": ["--dim", "seq=5"],
             "more_ops-unfused": ["--dim", "seq=5"], "norm_ops": ["--dim", "batch=3"], "norm_ops-bf16": ["--dim", "batch=3"],
+            "norm_ops-f64": ["--dim", "batch=3"],
             "qdq": ["--dim", "seq=6"], "product_ops": ["--dim", "seq=5"], "product_ops-bf16": ["--dim", "seq=5"],
             "native_attention": ["--dim", "seq=7"], "native_attention_cache": ["--dim", "seq=3", "--dim", "past=5"],
-            "onnx_attention": ["--dim", "seq=6"], "onnx_attention-bf16": ["--dim", "seq=6"]}
+            "onnx_attention": ["--dim", "seq=6"], "onnx_attention-bf16": ["--dim", "seq=6"],
+            "native_attention-f64": ["--dim", "seq=7"], "native_attention_cache-f64": ["--dim", "seq=3", "--dim", "past=5"],
+            "onnx_attention-f64": ["--dim", "seq=6"]}
 # The executor's environment per case (the rest run with the caller's).
 CASE_ENV = {"tiny_llama_kv-bf16-cuda-gemv-blocks": {"LLMC_CUDA_GEMV_BLOCKS": "2"},
             "tiny_llama_kv-bf16-cuda-gemv-chain": {"LLMC_CUDA_GEMV_CHAIN": "2"},
@@ -425,11 +441,51 @@ def onnx_attention_model(out):
     return path
 
 
+def as_doubles(src, out):
+    """The model at `src` in doubles (OUT/NAME_f64.onnx): every f32 initializer, input, output,
+    value_info, Constant and ConstantOfShape value, and Cast to f32, made f64. Exporters write
+    constants rounded to f32, so the model computes exactly what the f32 one does, in doubles."""
+    import onnx
+    from onnx import AttributeProto, TensorProto, helper, numpy_helper
+
+    def to_double(t):
+        if t.data_type == TensorProto.FLOAT:
+            t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(t).astype(np.float64), t.name))
+
+    def convert(graph):
+        for t in graph.initializer:
+            to_double(t)
+        for info in list(graph.input) + list(graph.output) + list(graph.value_info):
+            if info.type.tensor_type.elem_type == TensorProto.FLOAT:
+                info.type.tensor_type.elem_type = TensorProto.DOUBLE
+        for node in graph.node:
+            for a in node.attribute:
+                if node.op_type == "Cast" and a.name == "to" and a.i == TensorProto.FLOAT:
+                    a.i = TensorProto.DOUBLE
+                elif a.type == AttributeProto.TENSOR:
+                    to_double(a.t)
+                elif a.type == AttributeProto.GRAPH:
+                    convert(a.g)
+            if node.op_type == "Constant" and node.attribute[0].name in ("value_float", "value_floats"):
+                a = node.attribute[0]
+                value = np.array(a.f if a.name == "value_float" else list(a.floats), np.float64)
+                del node.attribute[:]
+                node.attribute.append(helper.make_attribute("value", numpy_helper.from_array(value)))
+
+    model = onnx.load(src)
+    convert(model.graph)
+    path = os.path.join(out, os.path.basename(src)[:-len(".onnx")] + "_f64.onnx")
+    onnx.save(model, path)
+    return path
+
+
 def model_path(model, out):
     """models/MODEL.onnx, one made here in `out` (slice_views, small_cnn, small_ops, more_ops,
     norm_ops, qdq, product_ops, native_attention, native_attention_cache, onnx_attention), the
-    DeepSeek export in the cache (exported on first use, ~20 s), or a real model (fetched and
-    exported on first use: minutes)."""
+    DeepSeek export in the cache (exported on first use, ~20 s), a real model (fetched and
+    exported on first use: minutes), or any of these in doubles (NAME_f64: as_doubles)."""
+    if model.endswith("_f64"):
+        return as_doubles(model_path(model[:-len("_f64")], out), out)
     built = {"slice_views": slice_views_model, "small_cnn": small_cnn_model, "small_ops": small_ops_model,
              "more_ops": more_ops_model, "norm_ops": norm_ops_model, "qdq": qdq_model,
              "product_ops": product_ops_model, "native_attention": native_attention_model,
@@ -474,7 +530,8 @@ def prepare(args):
             with open(os.path.join(ref, "tokens.txt"), "w") as f:
                 f.write(out.stdout)
         cases.append({"name": name, "plan": os.path.basename(plan), "ref": os.path.basename(ref), "kind": kind,
-                      "reduced": "--precision" in flags, "min_cosine": min_cosine})
+                      "reduced": "--precision" in flags, "min_cosine": min_cosine,
+                      "atol": DOUBLE_ATOL if model.endswith("_f64") else None})
     with open(os.path.join(args.out, "cases.json"), "w") as f:
         json.dump(cases, f)
     print(f"prepared {len(cases)} plans with their CPU outputs in {args.out}")
@@ -516,8 +573,8 @@ def check_run(args, case, graphs, tmp):
     ok = run.returncode == 0 and (not graphs or "CUDA graphs: 1 captured" in run.stdout)
     for ref in sorted(glob.glob(os.path.join(args.dir, case["ref"], "*.npy"))) if run.returncode == 0 else []:
         got = os.path.join(out_dir, os.path.basename(ref))
-        good, what = agree(np.load(got), np.load(ref), args.atol, case["reduced"], case.get("min_cosine")) \
-            if os.path.exists(got) else (False, "missing")
+        good, what = agree(np.load(got), np.load(ref), case.get("atol") or args.atol, case["reduced"],
+                           case.get("min_cosine")) if os.path.exists(got) else (False, "missing")
         ok = ok and good
         lines.append(f"{os.path.basename(ref)}: {what}: {'ok' if good else 'MISMATCH'}")
     return ok, run, lines

@@ -31,7 +31,7 @@ def make_inputs(session, shapes, vocab, seed):
             else:
                 value = rng.integers(0, vocab, size=dims, dtype=np.int64)
         else:
-            value = rng.standard_normal(dims).astype(np.float32)
+            value = rng.standard_normal(dims).astype(np.float64 if "double" in inp.type else np.float32)
         feeds[inp.name] = value
     return feeds
 

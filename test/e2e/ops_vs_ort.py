@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """The small models of test/cuda/cuda_vs_cpu.py that gather ops of the CPU executor the test
 models lack (activations with attributes, Mod, TopK, the scatters, the normalizations, QDQ, Gemm,
-Einsum, native Attention with and without a KV cache, and one that stays unraised): each compiled once with a dynamic
+Einsum, native Attention with and without a KV cache, and one that stays unraised), and the tiny
+Llama and GPT-2 and the attentions in doubles (ONNX Runtime has no doubles for BERT's Erf, nor for Conv, nor for the
+statistics of a LayerNormalization of doubles, which norm_ops reads): each compiled once with a dynamic
 dimension and compared with ONNX Runtime at several sizes (dynamic_shapes.py), so that the CPU
 executor, the reference the CUDA executor is checked against there, is itself checked.
 
@@ -29,6 +31,19 @@ MODELS = [
      ["q=1x4xSEQx8", "k=1x2xSEQx8", "v=1x2xSEQx8", "pk=1x2x5x8", "pv=1x2x5x8"], "1,3", 1e-4),
     ("onnx_attention", "seq=16", "", ["q=1xSEQx32", "k=1xSEQx16", "v=1xSEQx16", "q2=1x4xSEQx8", "k2=1x2xSEQx8",
                                       "v2=1x2xSEQx8"], "1,6,16", 1e-4),
+    # Models in doubles (cuda_vs_cpu.as_doubles): unfused, every op in f64 as ONNX Runtime's. The
+    # attentions' scale, an f32 attribute (0.3) or 1 / sqrt(8), is where llmc and ONNX Runtime
+    # part, by a part in 1e8 of the scores (llmc takes the attribute's f32 value, and the default
+    # in f64); that they compute in doubles is checked within 1e-10 by cuda_vs_cpu.py and the
+    # kernel tests.
+    ("tiny_llama_f64", "seq=16", "", ["input_ids=1xSEQ"], "1,7,16", 1e-10),
+    ("tiny_gpt2_f64", "seq=16", "", ["input_ids=1xSEQ"], "1,7,16", 1e-10),
+    ("native_attention_f64", "seq=16", "", ["q=1x4xSEQx8", "k=1x2xSEQx8", "v=1x2xSEQx8", "m=1x1xSEQxSEQ"], "1,7",
+     1e-6),
+    ("native_attention_cache_f64", "seq=16", "past=5",
+     ["q=1x4xSEQx8", "k=1x2xSEQx8", "v=1x2xSEQx8", "pk=1x2x5x8", "pv=1x2x5x8"], "1,3", 1e-6),
+    ("onnx_attention_f64", "seq=16", "", ["q=1xSEQx32", "k=1xSEQx16", "v=1xSEQx16", "q2=1x4xSEQx8", "k2=1x2xSEQx8",
+                                          "v2=1x2xSEQx8"], "1,6,16", 1e-6),
 ]
 
 

@@ -234,6 +234,7 @@ inline unsigned short cvt_bf16_f32(float f) {
 inline float __expf(float x) { return std::exp(x); }
 inline float __fdividef(float a, float b) { return a / b; }
 inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
+inline double rsqrt(double x) { return 1.0 / std::sqrt(x); }
 inline float __uint_as_float(unsigned u) {
   float f;
   std::memcpy(&f, &u, 4);
