@@ -81,12 +81,12 @@ int floatTypeOf(const Executor &ex, int v) {
   return d == DType::F32 || d == DType::F16 || d == DType::BF16 || d == DType::F64 ? int(d) : 0;
 }
 
-int commonFloatType(const Executor &ex, const std::vector<int> &vs) {
+int commonType(const Executor &ex, const std::vector<int> &vs, int (*typeOf)(const Executor &, int)) {
   int type = 0;
   for (int v : vs) {
     if (v < 0)
       continue;
-    const int t = floatTypeOf(ex, v);
+    const int t = typeOf(ex, v);
     if (!t || (type && t != type))
       return 0;
     type = t;

@@ -286,9 +286,11 @@ int64_t elementsFrom(const Shape &s, int axis); // the product of the dims from 
 // The DType number of value v on the device where it is one of the floats (dispatchFloat: f32,
 // f16, bf16, f64); 0 otherwise.
 int floatTypeOf(const Executor &ex, int v);
-// The one float type (floatTypeOf) of values `vs`, those absent (-1) left out; 0 where one is not a
-// float or two differ (the operands of a kernel that takes one float type throughout).
-int commonFloatType(const Executor &ex, const std::vector<int> &vs);
+// The one type by `typeOf` (floatTypeOf, numericTypeOf) of values `vs`, those absent (-1) left
+// out; 0 where one has none or two differ (the operands of a kernel that takes one element type
+// throughout). commonFloatType: by floatTypeOf.
+int commonType(const Executor &ex, const std::vector<int> &vs, int (*typeOf)(const Executor &, int));
+inline int commonFloatType(const Executor &ex, const std::vector<int> &vs) { return commonType(ex, vs, floatTypeOf); }
 // The DType number of value v on the device where it is one the kernels of floats and integers
 // take (dispatchNumeric: the floats, int64, int32, int8, uint8, bool); 0 otherwise.
 int numericTypeOf(const Executor &ex, int v);

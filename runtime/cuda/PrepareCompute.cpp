@@ -320,10 +320,9 @@ namespace {
 // The one element type of a matmul's or gemm's operands and result, a float or an integer
 // (Matmul.cu); 0 where they differ or are of another type.
 int productTypeOf(const Executor &ex, const PlanOp &op) {
-  const int type = numericTypeOf(ex, op.outputs[0]);
-  for (int v : op.inputs)
-    if (v >= 0 && numericTypeOf(ex, v) != type)
-      return 0;
+  std::vector<int> operands(op.inputs);
+  operands.push_back(op.outputs[0]);
+  const int type = commonType(ex, operands, numericTypeOf);
   return type == int(DType::Bool) ? 0 : type;
 }
 } // namespace
@@ -346,11 +345,11 @@ std::string prepareMatmul(Executor &ex, const PlanOp &op, PreparedOp &out) {
 
 // einsum: the equation parsed once, its loops for this run's shapes (as the CPU kernel's).
 std::string prepareEinsum(Executor &ex, const PlanOp &op, PreparedOp &out) {
-  const int type = numericTypeOf(ex, op.outputs[0]);
-  bool sameType = type != 0;
-  for (int i : op.inputs)
-    sameType = sameType && numericTypeOf(ex, i) == type;
-  if (op.inputs.empty() || op.inputs.size() > size_t(kMaxEinsumOperands) || !sameType)
+  std::vector<int> operands(op.inputs);
+  operands.push_back(op.outputs[0]);
+  const int type = commonType(ex, operands, numericTypeOf);
+  if (op.inputs.empty() || op.inputs.size() > size_t(kMaxEinsumOperands) || !type ||
+      std::count(op.inputs.begin(), op.inputs.end(), -1))
     return "supports 1 to " + std::to_string(kMaxEinsumOperands) +
            " operands of one type (a float, an integer or bool) as its result";
   std::vector<int> ranks;
