@@ -30,11 +30,12 @@ __device__ Wide<T> biasOf(const OnnxAttentionArgs &a, int64_t b, int64_t h, int6
   return bias;
 }
 
-// Computed in Wide<T>: f32, or f64 for doubles (the query row, scores and sums in shared memory as such).
+// Computed in Wide<T>: f32, or f64 for doubles (the query row, the scores and the sums in shared
+// memory as such).
 template <typename T> __global__ void onnxAttentionKernel(OnnxAttentionArgs a) {
   using Acc = Wide<T>;
   extern __shared__ __align__(8) unsigned char onnxAttentionShared[];
-  Acc *smem = reinterpret_cast<Acc *>(onnxAttentionShared); // the query row (D), a chunk of scores, the sums (Dv)
+  Acc *smem = reinterpret_cast<Acc *>(onnxAttentionShared); // the query row (D), a chunk of scores, sums (Dv)
   const int64_t keys = a.past + a.Skv;
   Acc *qrow = smem, *chunk = smem + a.D, *acc = chunk + (keys < kAttendChunk ? keys : kAttendChunk);
   const int64_t row = blockIdx.x, i = row % a.Sq, h = (row / a.Sq) % a.Hq, b = row / (a.Sq * a.Hq);

@@ -443,8 +443,8 @@ def onnx_attention_model(out):
 
 def as_doubles(src, out):
     """The model at `src` in doubles (OUT/NAME_f64.onnx): every f32 initializer, input, output,
-    value_info, Constant and ConstantOfShape value, and Cast to f32, made f64. Exporters write
-    constants rounded to f32, so the model computes exactly what the f32 one does, in doubles."""
+    value_info, Constant and ConstantOfShape value, and Cast to f32, made f64: the same model with
+    the same (f32-rounded) constants, computed in doubles."""
     import onnx
     from onnx import AttributeProto, TensorProto, helper, numpy_helper
 
