@@ -161,7 +161,8 @@ std::string flashAttention(Storage s, const AttentionArgs &a, void *stream, int 
 // out (through outs). offset is past where there is a past, nonpad[b] - Sq where nonpad is given,
 // else 0. scores [B, Hq, Sq, T], where given: the scores (scoresMode 0 or 1), with the bias
 // (2), or after the softmax (3). A fully masked row is zeros. One block per query row, keys 4096 at
-// a time (correct first, not fast: the probabilities of mode 3 take a second pass over the keys);
+// a time (correct first, not fast: the probabilities of mode 3 take a second pass over the keys,
+// which reads back the scores written in the first, or computes them again in 16-bit storage);
 // any T, head sizes at most 12288. Every float operand of DType number `type` (a float: in f32,
 // doubles in f64; a mask of that type, bool or int64).
 struct OnnxAttentionArgs {

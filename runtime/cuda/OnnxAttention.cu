@@ -59,19 +59,23 @@ template <typename T> __global__ void onnxAttentionKernel(OnnxAttentionArgs a) {
     s *= scale;
     return softcap > Acc(0) ? softcap * tanhOf(s / softcap) : s;
   };
-  auto score = [&](int64_t j) { // with the bias, and the scores of modes 0 to 2 written
+  // Mode 3's probabilities need each score again once the max and sum are known: kept in the
+  // scores' row where T holds them exactly (f32, f64), computed again where it would round them.
+  constexpr bool kKeepScores = sizeof(T) == sizeof(Acc);
+  auto score = [&](int64_t j) { // with the bias, and the scores of modes 0 to 2 (or 3's, kept) written
     const Acc s = scaled(j), bias = biasOf<T>(a, b, h, i, j, offset, valid);
-    if (scores && a.scoresMode != 3)
-      scores[j] = narrow<T>(a.scoresMode == 2 ? s + bias : s);
+    if (scores && (a.scoresMode != 3 || kKeepScores))
+      scores[j] = narrow<T>(a.scoresMode == 2 || a.scoresMode == 3 ? s + bias : s);
     return s + bias;
   };
   auto value = [&](int64_t j, int64_t dv) { return widen(vb[j * a.Dv + dv]); };
   Acc best;
   const Acc total = attendRow(keys, a.Dv, chunk, acc, &best, score, value);
   const Acc inv = total > Acc(0) ? Acc(1) / total : Acc(0); // a fully masked row attends to nothing
-  if (scores && a.scoresMode == 3) // the probabilities: the scores again, now that the max and sum are known
+  if (scores && a.scoresMode == 3) // the probabilities, now that the max and sum are known
+    // (attendRow's barriers have made every thread's kept scores visible to the block)
     for (int64_t j = threadIdx.x; j < keys; j += blockDim.x) {
-      const Acc s = scaled(j) + biasOf<T>(a, b, h, i, j, offset, valid);
+      const Acc s = kKeepScores ? widen(scores[j]) : scaled(j) + biasOf<T>(a, b, h, i, j, offset, valid);
       scores[j] = narrow<T>(total > Acc(0) ? fastExpOf(s - best) * inv : Acc(0));
     }
   T *out = static_cast<T *>(a.out) + b * a.outs.batch + i * a.outs.token + h * a.outs.head;
