@@ -233,7 +233,7 @@ TEST(Cuda, DoubleNormsMatchTheCpu) {
         if (withResidual)
           expectClose(downloadRaw<double>(dsum, n), sumv, 0, what + ", sum");
       }
-  // group_norm: x [2, 6, 5] in 3 groups; instance_norm; layer_norm_stats over [4, 70]; batch_norm.
+  // x [2, 6, 5]: group_norm in 3 groups; instance_norm; layer_norm_stats over [6, 5]; batch_norm.
   const std::vector<int64_t> dims = {2, 6, 5};
   const std::vector<double> xv = fineDoubles(60, 24, 1, 5), scalev = fineDoubles(6, 25), biasv = fineDoubles(6, 26);
   Buf<double> x(DType::F64, dims, xv), scale(DType::F64, {6}, scalev), bias(DType::F64, {6}, biasv);
