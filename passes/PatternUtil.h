@@ -17,11 +17,8 @@ namespace llmc::fusion {
 
 inline mlir::RankedTensorType tensorType(mlir::Value v) { return mlir::cast<mlir::RankedTensorType>(v.getType()); }
 
-// The element types of the fused kernels (linear, the residual norms, fused_attention, rotary):
-// f32, f16 and bf16. A model in doubles keeps its unfused ops, which compute in doubles.
-inline bool isFusedFloat(mlir::Value v) {
-  return mlir::isa<mlir::Float32Type, mlir::Float16Type, mlir::BFloat16Type>(tensorType(v).getElementType());
-}
+// Whether a tensor's elements are of a fused kernel's type (isFusedFloatType, LlmcDialect.h).
+inline bool isFusedFloat(mlir::Value v) { return isFusedFloatType(tensorType(v).getElementType()); }
 
 // The value of a constant whose elements are all equal (a splat or a single element).
 inline std::optional<double> scalarValue(mlir::Value v) {

@@ -867,10 +867,9 @@ LogicalResult inferResultTypes(StringRef opName, MLIRContext *context, std::opti
                                    .Default(1);
   if (failed(in.expectOperands(minOperands)))
     return failure();
-  // The fused ops (and ONNX's RotaryEmbedding, which allows no more) are kernels for the types
-  // models run in: a model in doubles keeps the unfused ops, which compute in doubles.
+  // The fused ops (and ONNX's RotaryEmbedding, which allows no more): isFusedFloatType.
   if (llvm::is_contained({"linear", "add_layer_norm", "add_rms_norm", "fused_attention", "rotary"}, name) &&
-      !isa<Float32Type, Float16Type, BFloat16Type>(in.elem(0)))
+      !isFusedFloatType(in.elem(0)))
     return in.fail(name + " takes f32, f16 or bf16 operands");
   using Fn = LogicalResult (*)(Inference &);
   Fn fn = llvm::StringSwitch<Fn>(name)

@@ -29,6 +29,13 @@ mlir::OpFoldResult foldSingleResult(mlir::Operation *op, llvm::ArrayRef<mlir::At
 // inference and the importer read constant shapes, axes and sizes through it.
 std::optional<llvm::SmallVector<int64_t>> constantInts(mlir::Value v);
 
+// The element types of the fused kernels (linear, the residual norms, fused_attention, rotary):
+// f32, f16 and bf16. Their type inference refuses any other, and the raising and fusion passes
+// leave a model in doubles unfused, so that it computes in doubles.
+inline bool isFusedFloatType(mlir::Type t) {
+  return mlir::isa<mlir::Float32Type, mlir::Float16Type, mlir::BFloat16Type>(t);
+}
+
 // Limit on the elements of a folded result; larger results stay computed at run time.
 inline constexpr int64_t kMaxFoldedElements = int64_t(1) << 24;
 
