@@ -32,7 +32,7 @@ bool fusableType(Type t) {
   if (!type)
     return false;
   Type e = type.getElementType();
-  return e.isF32() || e.isF16() || e.isInteger(1);
+  return e.isF32() || e.isF16() || e.isBF16() || e.isInteger(1);
 }
 
 // An integer tensor that a cast turns into floats: its region argument holds the integer.

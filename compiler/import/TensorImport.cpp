@@ -19,6 +19,7 @@ Type elementType(MLIRContext *ctx, int t) {
   switch (t) {
   case onnx::TensorProto::FLOAT: return Float32Type::get(ctx);
   case onnx::TensorProto::FLOAT16: return Float16Type::get(ctx);
+  case onnx::TensorProto::BFLOAT16: return BFloat16Type::get(ctx);
   case onnx::TensorProto::DOUBLE: return Float64Type::get(ctx);
   case onnx::TensorProto::INT64: return IntegerType::get(ctx, 64);
   case onnx::TensorProto::INT32: return IntegerType::get(ctx, 32);
@@ -43,7 +44,8 @@ size_t byteWidth(int t) {
   case onnx::TensorProto::INT32: return 4;
   case onnx::TensorProto::DOUBLE:
   case onnx::TensorProto::INT64: return 8;
-  case onnx::TensorProto::FLOAT16: return 2;
+  case onnx::TensorProto::FLOAT16:
+  case onnx::TensorProto::BFLOAT16: return 2;
   default: return 1;
   }
 }
@@ -149,7 +151,8 @@ bool readTypedFields(const onnx::TensorProto &t, std::vector<char> &bytes) {
   case onnx::TensorProto::DOUBLE: packField<decltype(t.double_data()), double>(t.double_data(), bytes); return true;
   case onnx::TensorProto::INT64: packField<decltype(t.int64_data()), int64_t>(t.int64_data(), bytes); return true;
   case onnx::TensorProto::INT32: packField<decltype(t.int32_data()), int32_t>(t.int32_data(), bytes); return true;
-  case onnx::TensorProto::FLOAT16: packField<decltype(t.int32_data()), uint16_t>(t.int32_data(), bytes); return true;
+  case onnx::TensorProto::FLOAT16: // (16-bit floats' bits, one per int32)
+  case onnx::TensorProto::BFLOAT16: packField<decltype(t.int32_data()), uint16_t>(t.int32_data(), bytes); return true;
   case onnx::TensorProto::INT8: packField<decltype(t.int32_data()), int8_t>(t.int32_data(), bytes); return true;
   case onnx::TensorProto::UINT8:
   case onnx::TensorProto::BOOL: packField<decltype(t.int32_data()), uint8_t>(t.int32_data(), bytes); return true;

@@ -167,7 +167,7 @@ struct Emitter {
       return failure();
     }
     auto type = cast<RankedTensorType>(op.getResult().getType());
-    if (random && (type.getElementType().isF32() || type.getElementType().isF16()) &&
+    if (random && (type.getElementType().isF32() || type.getElementType().isF16() || type.getElementType().isBF16()) &&
         type.getNumElements() >= random->minElements) {
       values[*id].randomFill = true; // no bytes in the file
       return success();

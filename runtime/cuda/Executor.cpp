@@ -31,7 +31,7 @@ void attachPlan(Executor &ex, const llmc_plan_t &plan) {
 // The element type a value has on the device: its 16-bit type in a reduced-precision plan.
 DType onDevice(const PlanValue &v) { return v.deviceDType != DType::None ? v.deviceDType : v.dtype; }
 
-bool isFloat(const PlanValue &v) { return v.dtype == DType::F32 || v.dtype == DType::F16; }
+bool isFloat(const PlanValue &v) { return v.dtype == DType::F32 || isHalfWidth(v.dtype); }
 
 Storage storageOf(DType d) { return d == DType::F16 ? Storage::F16 : d == DType::BF16 ? Storage::BF16 : Storage::F32; }
 
@@ -169,8 +169,8 @@ bool constantScalar(const PlanValue &v, double &out) {
   const void *p = v.weight;
   switch (v.dtype) {
   case DType::F32: out = *static_cast<const float *>(p); return true;
-  case DType::F16: out = widenFloat(*static_cast<const uint16_t *>(p), DType::F16); return true;
-  case DType::BF16: out = widenFloat(*static_cast<const uint16_t *>(p), DType::BF16); return true;
+  case DType::F16:
+  case DType::BF16: out = widenFloat(*static_cast<const uint16_t *>(p), v.dtype); return true;
   case DType::F64: out = *static_cast<const double *>(p); return true;
   case DType::I64: out = double(*static_cast<const int64_t *>(p)); return true;
   case DType::I32: out = *static_cast<const int32_t *>(p); return true;

@@ -75,7 +75,7 @@ std::string expression(const fused::Instruction &in, const std::string &x, const
     const DType to = static_cast<DType>(int(in.p0));
     if (to == DType::Bool)
       return "(float)(" + x + " != 0.f)";
-    return to == DType::F16 ? "llmc_round_half(" + x + ")" : x;
+    return to == DType::F16 ? "llmc_round_half(" + x + ")" : to == DType::BF16 ? "llmc_round_bf16(" + x + ")" : x;
   }
   }
   return x;
@@ -115,6 +115,7 @@ __device__ __forceinline__ unsigned short llmc_float_to_bf16(float f) {
   asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
   return h;
 }
+__device__ __forceinline__ float llmc_round_bf16(float f) { return llmc_bf16_to_float(llmc_float_to_bf16(f)); }
 // Storing a 16-bit value: beyond the type's range, finite values saturate (Tensor.h narrowFloat).
 __device__ __forceinline__ float llmc_saturate(float f, float largest) {
   return fabsf(f) > largest && !isinf(f) ? copysignf(largest, f) : f;

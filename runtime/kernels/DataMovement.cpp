@@ -389,8 +389,8 @@ std::string constantOfShapeKernel(const KernelArgs &args) {
   TensorRef &out = args.out(0);
   const double value = args.attrs.getFloat("value", 0.0);
   std::string err;
-  if (out.dtype == DType::F16) {
-    std::fill_n(out.as<uint16_t>(), out.numel(), floatToHalf(float(value)));
+  if (isHalfWidth(out.dtype)) {
+    std::fill_n(out.as<uint16_t>(), out.numel(), toHalfWidth(float(value), out.dtype));
     return {};
   }
   LLMC_DISPATCH_NUMERIC(out.dtype, T, err, std::fill_n(out.as<T>(), out.numel(), T(value)));

@@ -297,10 +297,10 @@ std::string whereKernel(const KernelArgs &args) {
 
 template <typename From> std::string castFrom(const From *src, TensorRef &out, int64_t n) {
   std::string err;
-  if (out.dtype == DType::F16) {
+  if (isHalfWidth(out.dtype)) { // (through f32: a double rounded twice may differ in its last bit)
     uint16_t *dst = out.as<uint16_t>();
     for (int64_t i = 0; i < n; ++i)
-      dst[i] = floatToHalf(float(src[i]));
+      dst[i] = toHalfWidth(float(src[i]), out.dtype);
     return err;
   }
   if (out.dtype == DType::Bool) {
@@ -337,11 +337,11 @@ std::string castKernel(const KernelArgs &args) {
     std::memcpy(args.out(0).data, in.data, in.bytes());
     return {};
   }
-  if (in.dtype == DType::F16) {
+  if (isHalfWidth(in.dtype)) {
     std::vector<float> tmp(n);
     const uint16_t *src = in.as<const uint16_t>();
     for (int64_t i = 0; i < n; ++i)
-      tmp[i] = halfToFloat(src[i]);
+      tmp[i] = widenFloat(src[i], in.dtype);
     return castFrom<float>(tmp.data(), args.out(0), n);
   }
   LLMC_DISPATCH_NUMERIC(in.dtype, From, err, err = castFrom<From>(in.as<const From>(), args.out(0), n));
@@ -349,59 +349,6 @@ std::string castKernel(const KernelArgs &args) {
 }
 
 } // namespace
-
-float halfToFloat(uint16_t h) {
-  uint32_t sign = uint32_t(h & 0x8000) << 16;
-  uint32_t exp = (h >> 10) & 0x1f;
-  uint32_t mant = h & 0x3ff;
-  uint32_t bits;
-  if (exp == 0) {
-    if (mant == 0) {
-      bits = sign;
-    } else { // subnormal: normalize
-      exp = 127 - 15 + 1;
-      while (!(mant & 0x400)) {
-        mant <<= 1;
-        --exp;
-      }
-      mant &= 0x3ff;
-      bits = sign | (exp << 23) | (mant << 13);
-    }
-  } else if (exp == 31) {
-    bits = sign | 0x7f800000 | (mant << 13);
-  } else {
-    bits = sign | ((exp - 15 + 127) << 23) | (mant << 13);
-  }
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
-uint16_t floatToHalf(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  uint32_t sign = (x >> 16) & 0x8000;
-  uint32_t absx = x & 0x7fffffff;
-  if (absx >= 0x7f800000) // inf or nan
-    return uint16_t(sign | 0x7c00 | (absx > 0x7f800000 ? 0x200 : 0));
-  if (absx >= 0x477ff000) // overflows to inf after rounding
-    return uint16_t(sign | 0x7c00);
-  if (absx < 0x38800000) { // subnormal or zero in half
-    float v;
-    std::memcpy(&v, &absx, 4);
-    // Scale so that the half subnormal unit becomes 1, then round to nearest even.
-    float scaled = v * 16777216.0f; // 2^24
-    uint32_t m = uint32_t(std::nearbyint(scaled));
-    return uint16_t(sign | m);
-  }
-  uint32_t mant = absx & 0x7fffff;
-  uint32_t exp = (absx >> 23) - 127 + 15;
-  uint32_t half = (exp << 10) | (mant >> 13);
-  uint32_t rest = mant & 0x1fff;
-  if (rest > 0x1000 || (rest == 0x1000 && (half & 1)))
-    ++half;
-  return uint16_t(sign | half);
-}
 
 extern const KernelEntry kElementwiseKernels[] = {
     {"add", withHalf<arithmetic<AddOp>>},

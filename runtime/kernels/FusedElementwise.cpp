@@ -22,7 +22,8 @@ constexpr int64_t kChunk = 256;
 
 using namespace fused;
 
-float roundHalf(float x) { return halfToFloat(floatToHalf(x)); }
+// x rounded to a 16-bit float type `to` and back.
+float roundTo(float x, DType to) { return widenFloat(toHalfWidth(x, to), to); }
 
 float apply(const Instruction &in, float x, float y, float z) {
   switch (in.op) {
@@ -74,7 +75,7 @@ float apply(const Instruction &in, float x, float y, float z) {
     const DType to = static_cast<DType>(int(in.p0));
     if (to == DType::Bool)
       return x != 0;
-    return to == DType::F16 ? roundHalf(x) : x;
+    return isHalfWidth(to) ? roundTo(x, to) : x;
   }
   }
   return x;
@@ -83,7 +84,8 @@ float apply(const Instruction &in, float x, float y, float z) {
 float load(const TensorRef &t, int64_t i) {
   switch (t.dtype) {
   case DType::F32: return t.as<const float>()[i];
-  case DType::F16: return halfToFloat(t.as<const uint16_t>()[i]);
+  case DType::F16:
+  case DType::BF16: return widenFloat(t.as<const uint16_t>()[i], t.dtype);
   case DType::I64: return float(t.as<const int64_t>()[i]); // a cast's integers (position ids)
   case DType::I32: return float(t.as<const int32_t>()[i]);
   default: return float(t.as<const uint8_t>()[i]); // bool
@@ -93,7 +95,8 @@ float load(const TensorRef &t, int64_t i) {
 void store(TensorRef &t, int64_t i, float v) {
   switch (t.dtype) {
   case DType::F32: t.as<float>()[i] = v; break;
-  case DType::F16: t.as<uint16_t>()[i] = floatToHalf(v); break;
+  case DType::F16:
+  case DType::BF16: t.as<uint16_t>()[i] = toHalfWidth(v, t.dtype); break;
   default: t.as<uint8_t>()[i] = v != 0; break;
   }
 }
@@ -108,15 +111,15 @@ std::string fusedElementwiseKernel(const KernelArgs &args) {
   const Shape &shape = args.out(0).shape;
   for (int o = 0; o < args.numOutputs; ++o) {
     const DType t = args.out(o).dtype;
-    if (!(args.out(o).shape == shape) || (t != DType::F32 && t != DType::F16 && t != DType::Bool))
-      return "outputs must share one shape and be f32, f16 or bool";
+    if (!(args.out(o).shape == shape) || (t != DType::F32 && !isHalfWidth(t) && t != DType::Bool))
+      return "outputs must share one shape and be f32, f16, bf16 or bool";
   }
   std::vector<std::array<int64_t, kMaxRank>> strides(size_t(args.numInputs));
   for (int i = 0; i < args.numInputs; ++i) {
     const TensorRef &t = args.in(i);
-    if (t.dtype != DType::F32 && t.dtype != DType::F16 && t.dtype != DType::Bool && t.dtype != DType::I64 &&
+    if (t.dtype != DType::F32 && !isHalfWidth(t.dtype) && t.dtype != DType::Bool && t.dtype != DType::I64 &&
         t.dtype != DType::I32)
-      return "inputs must be f32, f16, bool, or integers that a cast turns into floats";
+      return "inputs must be f32, f16, bf16, bool, or integers that a cast turns into floats";
     if (!broadcastsTo(t.shape, shape))
       return "input " + t.shape.str() + " does not broadcast to " + shape.str();
     broadcastStrides(t.shape, shape, strides[size_t(i)].data());

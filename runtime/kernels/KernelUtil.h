@@ -195,30 +195,27 @@ inline float fastTanh(float x) {
   return std::copysign((1.0f - e) / (1.0f + e), x);
 }
 
-// IEEE half <-> float, round to nearest even.
-float halfToFloat(uint16_t h);
-uint16_t floatToHalf(float f);
-
-// Runs kernel Fn on f16 data by widening f16 inputs to f32, running the f32 kernel and
-// narrowing f16 outputs: float kernels get half precision support without a second body.
+// Runs kernel Fn on 16-bit float data (f16, bf16) by widening those inputs to f32, running the f32
+// kernel and narrowing those outputs to their type (round to nearest even): float kernels get
+// the 16-bit types without a second body.
 template <KernelFn Fn> std::string withHalf(const KernelArgs &args) {
   bool half = false;
   for (int i = 0; i < args.numInputs; ++i)
-    half = half || args.inputs[i].dtype == DType::F16;
+    half = half || isHalfWidth(args.inputs[i].dtype);
   for (int i = 0; i < args.numOutputs; ++i)
-    half = half || args.outputs[i].dtype == DType::F16;
+    half = half || isHalfWidth(args.outputs[i].dtype);
   if (!half)
     return Fn(args);
   std::vector<TensorRef> ins(args.inputs, args.inputs + args.numInputs);
   std::vector<TensorRef> outs(args.outputs, args.outputs + args.numOutputs);
   std::vector<std::vector<float>> buffers(ins.size() + outs.size());
   auto widen = [&](TensorRef &t, std::vector<float> &buffer, bool copy) {
-    if (t.dtype != DType::F16)
+    if (!isHalfWidth(t.dtype))
       return;
     buffer.resize(size_t(t.numel()));
     if (copy)
       for (int64_t i = 0; i < t.numel(); ++i)
-        buffer[size_t(i)] = halfToFloat(t.as<const uint16_t>()[i]);
+        buffer[size_t(i)] = widenFloat(t.as<const uint16_t>()[i], t.dtype);
     t.dtype = DType::F32;
     t.data = buffer.data();
   };
@@ -230,10 +227,14 @@ template <KernelFn Fn> std::string withHalf(const KernelArgs &args) {
   std::string err = Fn(wide);
   if (!err.empty())
     return err;
-  for (int i = 0; i < args.numOutputs; ++i)
-    if (args.outputs[i].dtype == DType::F16)
+  for (int i = 0; i < args.numOutputs; ++i) {
+    const DType to = args.outputs[i].dtype;
+    const float *from = outs[size_t(i)].as<const float>();
+    uint16_t *dst = args.outputs[i].as<uint16_t>();
+    if (isHalfWidth(to))
       for (int64_t k = 0; k < args.outputs[i].numel(); ++k)
-        args.outputs[i].as<uint16_t>()[k] = floatToHalf(outs[size_t(i)].as<const float>()[k]);
+        dst[k] = toHalfWidth(from[k], to);
+  }
   return {};
 }
 

@@ -35,20 +35,73 @@ DType dtypeFromName(const std::string &name) {
   return DType::None;
 }
 
-float halfToFloat(uint16_t h); // Elementwise.cpp
-uint16_t floatToHalf(float f);
+float halfToFloat(uint16_t h) {
+  uint32_t sign = uint32_t(h & 0x8000) << 16;
+  uint32_t exp = (h >> 10) & 0x1f;
+  uint32_t mant = h & 0x3ff;
+  uint32_t bits;
+  if (exp == 0) {
+    if (mant == 0) {
+      bits = sign;
+    } else { // subnormal: normalize
+      exp = 127 - 15 + 1;
+      while (!(mant & 0x400)) {
+        mant <<= 1;
+        --exp;
+      }
+      mant &= 0x3ff;
+      bits = sign | (exp << 23) | (mant << 13);
+    }
+  } else if (exp == 31) {
+    bits = sign | 0x7f800000 | (mant << 13);
+  } else {
+    bits = sign | ((exp - 15 + 127) << 23) | (mant << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+uint16_t floatToHalf(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  uint32_t sign = (x >> 16) & 0x8000;
+  uint32_t absx = x & 0x7fffffff;
+  if (absx >= 0x7f800000) // inf or nan
+    return uint16_t(sign | 0x7c00 | (absx > 0x7f800000 ? 0x200 : 0));
+  if (absx >= 0x477ff000) // overflows to inf after rounding
+    return uint16_t(sign | 0x7c00);
+  if (absx < 0x38800000) { // subnormal or zero in half
+    float v;
+    std::memcpy(&v, &absx, 4);
+    // Scale so that the half subnormal unit becomes 1, then round to nearest even.
+    float scaled = v * 16777216.0f; // 2^24
+    uint32_t m = uint32_t(std::nearbyint(scaled));
+    return uint16_t(sign | m);
+  }
+  uint32_t mant = absx & 0x7fffff;
+  uint32_t exp = (absx >> 23) - 127 + 15;
+  uint32_t half = (exp << 10) | (mant >> 13);
+  uint32_t rest = mant & 0x1fff;
+  if (rest > 0x1000 || (rest == 0x1000 && (half & 1)))
+    ++half;
+  return uint16_t(sign | half);
+}
 
 uint16_t narrowFloat(float f, DType to) {
   const float largest = to == DType::F16 ? 65504.0f : 3.38953139e38f;
   if (std::isfinite(f) && std::fabs(f) > largest)
     f = std::copysign(largest, f);
-  if (to == DType::F16)
-    return floatToHalf(f);
+  // (Saturated above, bf16's rounding cannot carry a finite value to infinity.)
+  return toHalfWidth(f, to);
+}
+
+uint16_t floatToBFloat16(float f) {
   uint32_t x;
   std::memcpy(&x, &f, 4);
   if (std::isnan(f))
     return uint16_t((x >> 16) | 0x40); // stays a (quiet) NaN
-  x += 0x7fff + ((x >> 16) & 1);       // round to nearest even; cannot overflow to inf (saturated above)
+  x += 0x7fff + ((x >> 16) & 1);       // round to nearest even; the carry may reach infinity
   return uint16_t(x >> 16);
 }
 

@@ -18,7 +18,7 @@ enum class DType : uint8_t {
   I8 = 6,
   U8 = 7,
   Bool = 8, // one byte per element, 0 or 1
-  BF16 = 9, // only how a reduced-precision plan stores f32 values (llmc --precision); no kernel takes it
+  BF16 = 9, // a bf16 model's values, and how a reduced-precision plan stores f32 ones (llmc --precision)
 };
 
 size_t dtypeSize(DType dtype);
@@ -26,11 +26,21 @@ const char *dtypeName(DType dtype);
 // Parses the names dtypeName prints ("f32", "i64", "bool", ...); None when unknown.
 DType dtypeFromName(const std::string &name);
 
+// IEEE half <-> float, round to nearest even (beyond half's range: infinity).
+float halfToFloat(uint16_t h);
+uint16_t floatToHalf(float f);
+
 // f32 narrowed to 16 bits for a reduced-precision plan (`to`: F16 or BF16): round to nearest
 // even; finite values beyond the type's range saturate to its largest finite value (a -FLT_MAX
 // mask constant stays finite, as finfo(bf16).min), infinities and NaN stay what they are.
 uint16_t narrowFloat(float f, DType to);
 float widenFloat(uint16_t bits, DType from);
+// f32 to bf16 as IEEE rounds it (a bf16 model's values): to nearest even, beyond the range to
+// infinity, NaN stays NaN. bf16 to f32 is exact: widenFloat(bits, DType::BF16).
+uint16_t floatToBFloat16(float f);
+inline bool isHalfWidth(DType d) { return d == DType::F16 || d == DType::BF16; }
+// floatToHalf or floatToBFloat16, by `to` (F16 or BF16).
+inline uint16_t toHalfWidth(float f, DType to) { return to == DType::F16 ? floatToHalf(f) : floatToBFloat16(f); }
 
 constexpr int kMaxRank = 8;
 

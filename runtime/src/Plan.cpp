@@ -122,8 +122,8 @@ static std::string fillRandomWeight(llmc_plan_t &plan, PlanValue &pv, uint64_t s
         static_cast<uint16_t *>(memory)[k] = narrowFloat(x, pv.deviceDType);
       else if (pv.dtype == DType::F32)
         static_cast<float *>(memory)[k] = x;
-      else
-        static_cast<uint16_t *>(memory)[k] = floatToHalf(x);
+      else // f16 or bf16
+        static_cast<uint16_t *>(memory)[k] = narrowFloat(x, pv.dtype);
     }
   };
   const size_t threads =
@@ -182,7 +182,7 @@ llmc_status parsePlan(const void *data, size_t size, bool verifyWeights, llmc_pl
     pv.name = v->name()->str();
     pv.kind = uint8_t(v->kind());
     pv.dtype = static_cast<DType>(v->dtype());
-    if (dtypeSize(pv.dtype) == 0 || pv.dtype == DType::BF16)
+    if (dtypeSize(pv.dtype) == 0)
       return invalid("value '" + pv.name + "' has an unknown element type");
     pv.deviceDType = static_cast<DType>(v->device_dtype());
     if (pv.deviceDType != DType::None &&
@@ -222,7 +222,7 @@ llmc_status parsePlan(const void *data, size_t size, bool verifyWeights, llmc_pl
         if (pv.dimNode[d] >= 0 && plan.dimNodes[size_t(pv.dimNode[d])].op != fb::DimOp::Symbol)
           return invalid("input '" + pv.name + "' has a dimension that is not a plain symbol");
     if (pv.kind == fb::ValueKind_Weight && v->random_fill()) {
-      if ((pv.dtype != DType::F32 && pv.dtype != DType::F16) || v->weight_size() != 0)
+      if ((pv.dtype != DType::F32 && pv.dtype != DType::F16 && pv.dtype != DType::BF16) || v->weight_size() != 0)
         return invalid("weight '" + pv.name + "' is to be filled at load but is not a float weight without data");
       if (std::string err = fillRandomWeight(plan, pv, p->random_weights_seed() ^ (uint64_t(i) * 0x9e3779b97f4a7c15ull));
           !err.empty())

@@ -77,8 +77,19 @@ def as_array(value):
 SHAPE_DECIDING = re.compile(r"must be a constant|must be constants|is not static|depends on run-time values")
 
 
-# ONNX element types llmc has: float, uint8, int8, int32, int64, bool, float16, double.
-SUPPORTED_TYPES = {1, 2, 3, 6, 7, 9, 10, 11}
+# ONNX element types llmc has: float, uint8, int8, int32, int64, bool, float16, double, bfloat16.
+SUPPORTED_TYPES = {1, 2, 3, 6, 7, 9, 10, 11, 16}
+
+
+# Two units in the last place of a 16-bit float type, relative (at worst, just above a power of
+# two): the node tests' references round every intermediate step of an op to the type (llmc
+# rounds an op's result once, from f32), and their rtol of 1e-3 is below bf16's resolution.
+ULPS_16 = {16: 2.0 ** -6, 10: 2.0 ** -9}  # bf16 (8 significant bits), f16 (11)
+
+
+def rtol_for(case):
+    types = [o.type.tensor_type.elem_type for o in case.model.graph.output]
+    return max([case.rtol] + [ULPS_16[t] for t in types if t in ULPS_16])
 
 
 def run_case(case, args):
@@ -133,7 +144,7 @@ def run_case(case, args):
                 if c.returncode < 0:
                     return "failed", f"llmc crashed ({c.returncode})"
                 return ("unsupported" if UNSUPPORTED.search(c.stderr) else "failed"), message
-            run = [args.llmc_run, plan, "--quiet", "--rtol", str(case.rtol), "--atol", str(case.atol),
+            run = [args.llmc_run, plan, "--quiet", "--rtol", str(rtol_for(case)), "--atol", str(case.atol),
                    "--device", args.device]
             run += [a for name, path in feeds if name not in frozen for a in ("--input", f"{name}={path}")]
             run += [a for name, path in compares for a in ("--compare", f"{name}={path}")]

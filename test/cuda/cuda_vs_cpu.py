@@ -16,7 +16,7 @@ parallel-linear merging, in f32 and with --precision bf16 or f16, and the KV-cac
 generating 16 tokens with the cache kept on the GPU (the tiny DeepSeek-V3-style export too, made
 on first use by models/export_deepseek.py: its latent cache and latent attention), a small CNN
 made here (convolutions on cuBLASLt and on the direct kernel, batch norm, pooling), the small
-models of the ops the test models lack, and some of these models in doubles (as_doubles, within
+models of the ops the test models lack, and some of these models in doubles (as_float_type, within
 DOUBLE_ATOL). `--only NAME` prepares the cases whose names contain NAME.
 """
 import argparse
@@ -138,7 +138,7 @@ CASES = [
     # and its scores read: onnx_attention_model), on the kernel of its own.
     ("onnx_attention", "onnx_attention", ["--max-shape", "seq=16"], "run"),
     ("onnx_attention-bf16", "onnx_attention", ["--max-shape", "seq=16", "--precision", "bf16"], "run"),
-    # Models in doubles (as_doubles): unfused ops computed in f64 on both sides (the fused kernels
+    # Models in doubles (as_float_type): unfused ops computed in f64 on both sides (the fused kernels
     # are for f32, f16 and bf16), compared within DOUBLE_ATOL.
     ("tiny_llama-f64", "tiny_llama_f64", ["--input-shape", "input_ids=1x16"], "run"),
     ("tiny_gpt2-f64", "tiny_gpt2_f64", ["--input-shape", "input_ids=1x16"], "run"),
@@ -148,6 +148,12 @@ CASES = [
     ("native_attention-f64", "native_attention_f64", ["--max-shape", "seq=16"], "run"),
     ("native_attention_cache-f64", "native_attention_cache_f64", ["--max-shape", "seq=16,past=0..32"], "run"),
     ("onnx_attention-f64", "onnx_attention_f64", ["--max-shape", "seq=16"], "run"),
+    # Models in bf16 (as_float_type): bf16 values and weights as ONNX has them, not --precision's
+    # f32 values stored in 16 bits; compared as the 16-bit plans are.
+    ("tiny_llama-bf16-model", "tiny_llama_bf16", ["--input-shape", "input_ids=1x16"], "run"),
+    ("tiny_gpt2-bf16-model", "tiny_gpt2_bf16", ["--input-shape", "input_ids=1x16"], "run"),
+    ("tiny_bert-bf16-model", "tiny_bert_bf16", ["--input-shape", "input_ids=2x16,attention_mask=2x16"], "run"),
+    ("small_cnn-bf16-model", "small_cnn_bf16", ["--input-shape", "x=2x3x12x12"], "run"),
 ]
 # The real models (prepare --real-models): (name, model, llmc flags, kind, minimum cosine). Their
 # weights are random (the plans' ops are theirs), so that a deep net's outputs may be large or
@@ -441,40 +447,57 @@ def onnx_attention_model(out):
     return path
 
 
-def as_doubles(src, out):
-    """The model at `src` in doubles (OUT/NAME_f64.onnx): every f32 initializer, input, output,
-    value_info, Constant and ConstantOfShape value, and Cast to f32, made f64: the same model with
-    the same (f32-rounded) constants, computed in doubles."""
+# Model name suffixes (as_float_type) and their ONNX element types.
+FLOAT_TYPES = {"f64": "DOUBLE", "bf16": "BFLOAT16", "f16": "FLOAT16", "f32": "FLOAT"}
+
+
+def as_float_type(src, out, suffix, from_type="FLOAT"):
+    """The model at `src` with its `from_type` floats in doubles, bf16 or f16 (OUT/NAME_f64.onnx,
+    OUT/NAME_bf16.onnx, OUT/NAME_f16.onnx), or a bf16 model's widened to f32 (suffix f32, from_type BFLOAT16: what
+    ONNX Runtime's CPU, which has few bf16 kernels, can run): every initializer, input, output,
+    value_info, Constant and ConstantOfShape value, and Cast of that type. In doubles the same
+    model with the same (f32-rounded) constants, computed in doubles; in bf16 its constants rounded
+    to bf16, and every op's result too (at opset 22 at least, where Cos, Sin, Conv and others first
+    take bf16)."""
+    import ml_dtypes
     import onnx
+    import onnx.version_converter
     from onnx import AttributeProto, TensorProto, helper, numpy_helper
 
-    def to_double(t):
-        if t.data_type == TensorProto.FLOAT:
-            t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(t).astype(np.float64), t.name))
+    old, elem = getattr(TensorProto, from_type), getattr(TensorProto, FLOAT_TYPES[suffix])
+    dtype = {"f64": np.float64, "bf16": ml_dtypes.bfloat16, "f16": np.float16, "f32": np.float32}[suffix]
+
+    def convert_tensor(t):
+        if t.data_type == old:
+            t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(t).astype(dtype), t.name))
 
     def convert(graph):
         for t in graph.initializer:
-            to_double(t)
+            convert_tensor(t)
         for info in list(graph.input) + list(graph.output) + list(graph.value_info):
-            if info.type.tensor_type.elem_type == TensorProto.FLOAT:
-                info.type.tensor_type.elem_type = TensorProto.DOUBLE
+            if info.type.tensor_type.elem_type == old:
+                info.type.tensor_type.elem_type = elem
         for node in graph.node:
             for a in node.attribute:
-                if node.op_type == "Cast" and a.name == "to" and a.i == TensorProto.FLOAT:
-                    a.i = TensorProto.DOUBLE
+                if node.op_type == "Cast" and a.name == "to" and a.i == old:
+                    a.i = elem
                 elif a.type == AttributeProto.TENSOR:
-                    to_double(a.t)
+                    convert_tensor(a.t)
                 elif a.type == AttributeProto.GRAPH:
                     convert(a.g)
-            if node.op_type == "Constant" and node.attribute[0].name in ("value_float", "value_floats"):
+            if old == TensorProto.FLOAT and node.op_type == "Constant" and \
+                    node.attribute[0].name in ("value_float", "value_floats"):
                 a = node.attribute[0]
-                value = np.array(a.f if a.name == "value_float" else list(a.floats), np.float64)
+                value = np.array(a.f if a.name == "value_float" else list(a.floats), np.float32).astype(dtype)
                 del node.attribute[:]
                 node.attribute.append(helper.make_attribute("value", numpy_helper.from_array(value)))
 
     model = onnx.load(src)
+    opset = next(o.version for o in model.opset_import if o.domain in ("", "ai.onnx"))
+    if suffix == "bf16" and opset < 22:
+        model = onnx.version_converter.convert_version(model, 22)
     convert(model.graph)
-    path = os.path.join(out, os.path.basename(src)[:-len(".onnx")] + "_f64.onnx")
+    path = os.path.join(out, os.path.basename(src)[:-len(".onnx")] + "_" + suffix + ".onnx")
     onnx.save(model, path)
     return path
 
@@ -483,9 +506,11 @@ def model_path(model, out):
     """models/MODEL.onnx, one made here in `out` (slice_views, small_cnn, small_ops, more_ops,
     norm_ops, qdq, product_ops, native_attention, native_attention_cache, onnx_attention), the
     DeepSeek export in the cache (exported on first use, ~20 s), a real model (fetched and
-    exported on first use: minutes), or any of these in doubles (NAME_f64: as_doubles)."""
-    if model.endswith("_f64"):
-        return as_doubles(model_path(model[:-len("_f64")], out), out)
+    exported on first use: minutes), or any of these in doubles, bf16 or f16 (NAME_f64, NAME_bf16,
+    NAME_f16: as_float_type)."""
+    base, _, suffix = model.rpartition("_")
+    if suffix in ("f64", "bf16", "f16"):
+        return as_float_type(model_path(base, out), out, suffix)
     built = {"slice_views": slice_views_model, "small_cnn": small_cnn_model, "small_ops": small_ops_model,
              "more_ops": more_ops_model, "norm_ops": norm_ops_model, "qdq": qdq_model,
              "product_ops": product_ops_model, "native_attention": native_attention_model,
@@ -530,7 +555,7 @@ def prepare(args):
             with open(os.path.join(ref, "tokens.txt"), "w") as f:
                 f.write(out.stdout)
         cases.append({"name": name, "plan": os.path.basename(plan), "ref": os.path.basename(ref), "kind": kind,
-                      "reduced": "--precision" in flags, "min_cosine": min_cosine,
+                      "reduced": "--precision" in flags or model.endswith("_bf16"), "min_cosine": min_cosine,
                       "atol": DOUBLE_ATOL if model.endswith("_f64") else None})
     with open(os.path.join(args.out, "cases.json"), "w") as f:
         json.dump(cases, f)

@@ -3,10 +3,14 @@
 ONNX Runtime on the same file and inputs.
 
     compare_with_ort.py --llmc BIN --llmc-run BIN --model M.onnx --shape input_ids=1x16 [--atol 1e-4]
-                        [--llmc-arg=--precision=bf16 --min-cosine 0.999]
+                        [--llmc-arg=--precision=bf16 --min-cosine 0.999] [--as-bf16]
 
 Integer inputs are drawn from [0, --vocab); an input named *mask* gets ones with the tail of each
 row zeroed (padding). Exits non-zero when an output differs by more than the tolerance.
+
+--as-bf16: llmc compiles the model converted to bf16 (cuda_vs_cpu.as_float_type: weights,
+activations and inputs in bf16, as ONNX has them), and ONNX Runtime, whose CPU has few bf16
+kernels, runs that model's bf16 values widened back to f32, on the same (bf16-rounded) inputs.
 """
 import argparse
 import os
@@ -51,55 +55,69 @@ def main():
     p.add_argument("--threads", type=int, default=0)
     p.add_argument("--llmc-arg", action="append", default=[],
                    help="an extra llmc option (repeat), e.g. --llmc-arg=--precision=bf16")
+    p.add_argument("--as-bf16", action="store_true", help="compile the model converted to bf16 (see above)")
     args = p.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        if args.as_bf16:
+            sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cuda"))
+            from cuda_vs_cpu import as_float_type
+            args.model = as_float_type(args.model, tmp, "bf16")
+            return compare(args, as_float_type(args.model, tmp, "f32", from_type="BFLOAT16"), tmp)
+        return compare(args, args.model, tmp)
 
+
+def compare(args, ort_model, tmp):
+    """llmc on args.model, ONNX Runtime on ort_model (the same model, or its bf16 widened)."""
     shapes = {}
     for spec in args.shape:
         name, dims = spec.split("=")
         shapes[name] = [int(d) for d in dims.split("x")]
     opts = ort.SessionOptions()
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    session = ort.InferenceSession(args.model, opts, providers=["CPUExecutionProvider"])
+    session = ort.InferenceSession(ort_model, opts, providers=["CPUExecutionProvider"])
     feeds = make_inputs(session, shapes, args.vocab, args.seed)
+    if args.as_bf16:  # the float inputs as llmc-run rounds them to bf16
+        import ml_dtypes
+        feeds = {k: v.astype(ml_dtypes.bfloat16).astype(np.float32) if v.dtype == np.float32 else v
+                 for k, v in feeds.items()}
     expected = session.run(None, feeds)
 
-    with tempfile.TemporaryDirectory() as tmp:
-        plan = os.path.join(tmp, "model.llmc")
-        shape_arg = ",".join(f"{k}={'x'.join(map(str, v))}" for k, v in shapes.items())
-        subprocess.run([args.llmc, args.model, "-o", plan, "--input-shape", shape_arg] + args.llmc_arg, check=True)
-        out_dir = os.path.join(tmp, "out")
-        cmd = [args.llmc_run, plan, "--quiet", "--atol", str(args.atol), "--rtol", "0", "--output-dir", out_dir,
-               "--threads", str(args.threads)]
-        for name, value in feeds.items():
-            path = os.path.join(tmp, f"in_{name}.npy")
+    plan = os.path.join(tmp, "model.llmc")
+    shape_arg = ",".join(f"{k}={'x'.join(map(str, v))}" for k, v in shapes.items())
+    subprocess.run([args.llmc, args.model, "-o", plan, "--input-shape", shape_arg] + args.llmc_arg, check=True)
+    out_dir = os.path.join(tmp, "out")
+    cmd = [args.llmc_run, plan, "--quiet", "--atol", str(args.atol), "--rtol", "0", "--output-dir", out_dir,
+           "--threads", str(args.threads)]
+    for name, value in feeds.items():
+        path = os.path.join(tmp, f"in_{name}.npy")
+        np.save(path, value)
+        cmd += ["--input", f"{name}={path}"]
+    if args.min_cosine is None:
+        for out, value in zip(session.get_outputs(), expected):
+            path = os.path.join(tmp, f"ref_{out.name}.npy")
             np.save(path, value)
-            cmd += ["--input", f"{name}={path}"]
-        if args.min_cosine is None:
-            for out, value in zip(session.get_outputs(), expected):
-                path = os.path.join(tmp, f"ref_{out.name}.npy")
-                np.save(path, value)
-                cmd += ["--compare", f"{out.name}={path}"]
-        result = subprocess.run(cmd, capture_output=True, text=True)
-        sys.stdout.write(result.stdout)
-        sys.stderr.write(result.stderr)
-        if result.returncode != 0:
-            print(f"FAIL: {os.path.basename(args.model)} {shape_arg} (llmc-run exit {result.returncode})")
+            cmd += ["--compare", f"{out.name}={path}"]
+    result = subprocess.run(cmd, capture_output=True, text=True)
+    sys.stdout.write(result.stdout)
+    sys.stderr.write(result.stderr)
+    if result.returncode != 0:
+        print(f"FAIL: {os.path.basename(args.model)} {shape_arg} (llmc-run exit {result.returncode})")
+        return 1
+    if args.min_cosine is not None:
+        ok = True
+        for out, ref in zip(session.get_outputs(), expected):
+            got = np.load(os.path.join(out_dir, f"{out.name}.npy")).astype(np.float64).ravel()
+            ref = ref.astype(np.float64).ravel()
+            cosine = float(got @ ref / (np.linalg.norm(got) * np.linalg.norm(ref) + 1e-30))
+            err = float(np.max(np.abs(got - ref)))
+            good = cosine >= args.min_cosine
+            ok = ok and good
+            print(f"{out.name}: cosine similarity {cosine:.8f}, max abs error {err:.3g}: {'ok' if good else 'MISMATCH'}")
+        if not ok:
+            print(f"FAIL: {os.path.basename(args.model)} {shape_arg} (cosine below {args.min_cosine})")
             return 1
-        if args.min_cosine is not None:
-            ok = True
-            for out, ref in zip(session.get_outputs(), expected):
-                got = np.load(os.path.join(out_dir, f"{out.name}.npy")).astype(np.float64).ravel()
-                ref = ref.astype(np.float64).ravel()
-                cosine = float(got @ ref / (np.linalg.norm(got) * np.linalg.norm(ref) + 1e-30))
-                err = float(np.max(np.abs(got - ref)))
-                good = cosine >= args.min_cosine
-                ok = ok and good
-                print(f"{out.name}: cosine similarity {cosine:.8f}, max abs error {err:.3g}: {'ok' if good else 'MISMATCH'}")
-            if not ok:
-                print(f"FAIL: {os.path.basename(args.model)} {shape_arg} (cosine below {args.min_cosine})")
-                return 1
-            print(f"PASS: {os.path.basename(args.model)} {shape_arg} cosine >= {args.min_cosine}")
-            return 0
+        print(f"PASS: {os.path.basename(args.model)} {shape_arg} cosine >= {args.min_cosine}")
+        return 0
     print(f"PASS: {os.path.basename(args.model)} {shape_arg} within atol {args.atol}")
     return 0
 

@@ -31,7 +31,7 @@ MODELS = [
      ["q=1x4xSEQx8", "k=1x2xSEQx8", "v=1x2xSEQx8", "pk=1x2x5x8", "pv=1x2x5x8"], "1,3", 1e-4),
     ("onnx_attention", "seq=16", "", ["q=1xSEQx32", "k=1xSEQx16", "v=1xSEQx16", "q2=1x4xSEQx8", "k2=1x2xSEQx8",
                                       "v2=1x2xSEQx8"], "1,6,16", 1e-4),
-    # Models in doubles (cuda_vs_cpu.as_doubles): unfused, every op in f64 as ONNX Runtime's. The
+    # Models in doubles (cuda_vs_cpu.as_float_type): unfused, every op in f64 as ONNX Runtime's. The
     # attentions' scale, an f32 attribute (0.3) or 1 / sqrt(8), is where llmc and ONNX Runtime
     # part, by a part in 1e8 of the scores (llmc takes the attribute's f32 value, and the default
     # in f64); that they compute in doubles is checked within 1e-10 by cuda_vs_cpu.py and the

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <random>
 #include <set>
@@ -277,6 +278,47 @@ TEST(Kernels, HalfPrecision) {
   ASSERT_EQ(call("mul", {}, {a.ref(), b.ref()}, {o.ref()}), "");
   for (int i = 0; i < 3; ++i)
     EXPECT_EQ(halfToFloat(o.data[i]), av[i] * bv[i]);
+}
+
+// bf16 (a bf16 model's values): f32 rounded to nearest even, beyond its range to infinity (not
+// saturated, as a reduced-precision plan's narrowFloat is); cast both ways; float kernels through
+// the widening adapter, their results rounded once.
+TEST(Kernels, BFloat16) {
+  auto bits = [](uint32_t b) {
+    float f;
+    std::memcpy(&f, &b, 4);
+    return f;
+  };
+  EXPECT_EQ(floatToBFloat16(1.0f), 0x3f80);
+  EXPECT_EQ(floatToBFloat16(bits(0x3f808000)), 0x3f80); // a tie to the even neighbour below
+  EXPECT_EQ(floatToBFloat16(bits(0x3f818000)), 0x3f82); // a tie to the even neighbour above
+  EXPECT_EQ(floatToBFloat16(bits(0x3f808001)), 0x3f81); // past the tie: up
+  EXPECT_EQ(floatToBFloat16(bits(0x3fffffff)), 0x4000); // the carry into the exponent
+  EXPECT_EQ(floatToBFloat16(-bits(0x7f7fffff)), 0xff80); // -FLT_MAX rounds to -infinity
+  EXPECT_EQ(narrowFloat(-bits(0x7f7fffff), DType::BF16), 0xff7f); // which --precision saturates
+  EXPECT_TRUE(std::isnan(widenFloat(floatToBFloat16(NAN), DType::BF16)));
+  EXPECT_EQ(widenFloat(0xc0a0, DType::BF16), -5.0f);
+
+  Buf<float> f(DType::F32, {4}, {-1.7f, 2.5f, 3.4e38f, 1.00390625f});
+  Buf<uint16_t> h(DType::BF16, {4});
+  Buf<double> back(DType::F64, {4});
+  ASSERT_EQ(call("cast", {}, {f.ref()}, {h.ref()}), "");
+  ASSERT_EQ(call("cast", {}, {h.ref()}, {back.ref()}), "");
+  EXPECT_EQ(back.data[0], -1.703125);  // the nearest bf16
+  EXPECT_EQ(back.data[1], 2.5);
+  EXPECT_TRUE(std::isinf(back.data[2])); // 3.4e38 is past bf16's largest finite value after rounding
+  EXPECT_EQ(back.data[3], 1.0);          // 1 + 2^-8, a tie, to even
+
+  Buf<uint16_t> a(DType::BF16, {3}), b(DType::BF16, {3}), o(DType::BF16, {3});
+  const float av[3] = {1.5f, -3.0f, 0.25f}, bv[3] = {1.0078125f, 4.0f, -1.0f};
+  for (int i = 0; i < 3; ++i) {
+    a.data[i] = floatToBFloat16(av[i]);
+    b.data[i] = floatToBFloat16(bv[i]);
+  }
+  ASSERT_EQ(call("mul", {}, {a.ref(), b.ref()}, {o.ref()}), "");
+  EXPECT_EQ(o.data[0], floatToBFloat16(1.51171875f)); // 1.5 * (1 + 2^-7), rounded once
+  EXPECT_EQ(widenFloat(o.data[1], DType::BF16), -12.0f);
+  EXPECT_EQ(widenFloat(o.data[2], DType::BF16), -0.25f);
 }
 
 TEST(Kernels, Reductions) {

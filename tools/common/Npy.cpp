@@ -1,5 +1,7 @@
 #include "Npy.h"
 
+#include "Tensor.h"
+
 #include <cstring>
 #include <fstream>
 
@@ -12,7 +14,7 @@ struct Descr {
 };
 const Descr kDescrs[] = {{"<f4", LLMC_DTYPE_F32}, {"<f2", LLMC_DTYPE_F16}, {"<f8", LLMC_DTYPE_F64},
                          {"<i8", LLMC_DTYPE_I64}, {"<i4", LLMC_DTYPE_I32}, {"|i1", LLMC_DTYPE_I8},
-                         {"|u1", LLMC_DTYPE_U8},  {"|b1", LLMC_DTYPE_BOOL}};
+                         {"|u1", LLMC_DTYPE_U8},  {"|b1", LLMC_DTYPE_BOOL}, {"<V2", LLMC_DTYPE_BF16}};
 
 // The value of 'key' in the header dict, e.g. "'<f4'" or "(1, 16)".
 std::string field(const std::string &header, const std::string &key) {
@@ -37,10 +39,14 @@ size_t dtypeSize(llmc_dtype dtype) {
   case LLMC_DTYPE_I32: return 4;
   case LLMC_DTYPE_F64:
   case LLMC_DTYPE_I64: return 8;
-  case LLMC_DTYPE_F16: return 2;
+  case LLMC_DTYPE_F16:
+  case LLMC_DTYPE_BF16: return 2;
   default: return 1;
   }
 }
+
+float widen16(uint16_t bits, llmc_dtype type) { return rt::widenFloat(bits, rt::DType(type)); }
+uint16_t narrow16(float value, llmc_dtype type) { return rt::toHalfWidth(value, rt::DType(type)); }
 
 const char *dtypeName(llmc_dtype dtype) {
   switch (dtype) {
@@ -52,6 +58,7 @@ const char *dtypeName(llmc_dtype dtype) {
   case LLMC_DTYPE_I8: return "int8";
   case LLMC_DTYPE_U8: return "uint8";
   case LLMC_DTYPE_BOOL: return "bool";
+  case LLMC_DTYPE_BF16: return "bfloat16";
   }
   return "unknown";
 }
@@ -81,6 +88,8 @@ std::string read(const std::string &path, Array &out) {
   descr = descr.substr(1, descr.size() - 2);
   if (descr == "<b1")
     descr = "|b1";
+  if (descr == "|V2")
+    descr = "<V2";
   bool known = false;
   for (const Descr &d : kDescrs)
     if (descr == d.code) {
@@ -114,6 +123,12 @@ std::string read(const std::string &path, Array &out) {
 
 std::string write(const std::string &path, llmc_dtype dtype, const std::vector<int64_t> &shape, const void *data,
                   size_t bytes) {
+  if (dtype == LLMC_DTYPE_BF16) { // NumPy has no bf16: written as the float32 values (exact)
+    std::vector<float> wide(bytes / 2);
+    for (size_t i = 0; i < wide.size(); ++i)
+      wide[i] = widen16(static_cast<const uint16_t *>(data)[i], LLMC_DTYPE_BF16);
+    return write(path, LLMC_DTYPE_F32, shape, wide.data(), wide.size() * sizeof(float));
+  }
   const char *code = nullptr;
   for (const Descr &d : kDescrs)
     if (d.dtype == dtype)

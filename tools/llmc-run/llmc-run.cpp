@@ -27,12 +27,13 @@ const char *kUsage = R"(usage: llmc-run PLAN [options]
 
 Runs an llmc plan on the CPU, or on a CUDA GPU (--device cuda; the default for a --target cuda plan).
 
-  --input NAME=FILE.npy    an input tensor (repeatable)
+  --input NAME=FILE.npy    an input tensor (repeatable); for an f16 or bf16 input a float32 file is
+                           rounded to it (NumPy has no bf16; ml_dtypes' bfloat16 files read as such)
   --random                 fill inputs not given with random values
   --seed N                 seed for --random (default 0)
   --int-max N              random integers are drawn from [0, N) (default 100)
   --dim SYMBOL=N           size of a dynamic dimension for --random inputs (seq=7; repeatable)
-  --output-dir DIR         write each output to DIR/NAME.npy
+  --output-dir DIR         write each output to DIR/NAME.npy (a bf16 output as float32)
   --compare NAME=REF.npy   compare an output with a reference (repeatable)
   --compare-dir DIR        compare every output with DIR/NAME.npy
   --atol A --rtol R        comparison tolerances: |out - ref| <= A + R * |ref| (default 1e-4, 1e-4)
@@ -199,13 +200,15 @@ double element(const llmc_tensor &t, int64_t i) {
   switch (t.dtype) {
   case LLMC_DTYPE_F32: return static_cast<const float *>(t.data)[i];
   case LLMC_DTYPE_F64: return static_cast<const double *>(t.data)[i];
+  case LLMC_DTYPE_F16:
+  case LLMC_DTYPE_BF16: return npy::widen16(static_cast<const uint16_t *>(t.data)[i], t.dtype);
   case LLMC_DTYPE_I64: return double(static_cast<const int64_t *>(t.data)[i]);
   case LLMC_DTYPE_I32: return static_cast<const int32_t *>(t.data)[i];
   case LLMC_DTYPE_I8: return static_cast<const int8_t *>(t.data)[i];
   case LLMC_DTYPE_U8:
   case LLMC_DTYPE_BOOL: return static_cast<const uint8_t *>(t.data)[i];
-  default: return NAN;
   }
+  return NAN;
 }
 
 void fillRandom(npy::Array &a, std::mt19937_64 &rng, int64_t intMax) {
@@ -216,12 +219,27 @@ void fillRandom(npy::Array &a, std::mt19937_64 &rng, int64_t intMax) {
     switch (a.dtype) {
     case LLMC_DTYPE_F32: reinterpret_cast<float *>(a.data.data())[i] = real(rng); break;
     case LLMC_DTYPE_F64: reinterpret_cast<double *>(a.data.data())[i] = real(rng); break;
+    case LLMC_DTYPE_F16:
+    case LLMC_DTYPE_BF16: reinterpret_cast<uint16_t *>(a.data.data())[i] = npy::narrow16(real(rng), a.dtype); break;
     case LLMC_DTYPE_I64: reinterpret_cast<int64_t *>(a.data.data())[i] = integer(rng); break;
     case LLMC_DTYPE_I32: reinterpret_cast<int32_t *>(a.data.data())[i] = int32_t(integer(rng)); break;
     case LLMC_DTYPE_BOOL: a.data[i] = char(rng() & 1); break;
     default: a.data[i] = char(integer(rng)); break;
     }
   }
+}
+
+// `a`'s float32 values rounded to `to` (F16 or BF16), to nearest even.
+void narrowInput(npy::Array &a, llmc_dtype to) {
+  std::vector<char> narrow(a.data.size() / 2);
+  for (size_t i = 0; i < narrow.size() / 2; ++i) {
+    float v;
+    std::memcpy(&v, a.data.data() + 4 * i, 4);
+    const uint16_t bits = npy::narrow16(v, to);
+    std::memcpy(narrow.data() + 2 * i, &bits, 2);
+  }
+  a.data = std::move(narrow);
+  a.dtype = to;
 }
 
 // Compares an output with a reference; prints the errors and returns whether it is within tolerance.
@@ -343,6 +361,8 @@ int run(Options o) {
         rc = fail(err);
         break;
       }
+      if ((info.dtype == LLMC_DTYPE_BF16 || info.dtype == LLMC_DTYPE_F16) && a.dtype == LLMC_DTYPE_F32)
+        narrowInput(a, info.dtype); // (NumPy has no bf16: float32 files are rounded to the input's type)
     } else if (o.random) {
       a.dtype = info.dtype;
       a.shape.assign(info.dims, info.dims + info.rank);

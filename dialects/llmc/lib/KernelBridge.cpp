@@ -18,6 +18,8 @@ rt::DType toKernelDType(Type t) {
     return rt::DType::F32;
   if (t.isF16())
     return rt::DType::F16;
+  if (t.isBF16())
+    return rt::DType::BF16;
   if (t.isF64())
     return rt::DType::F64;
   if (t.isInteger(1))

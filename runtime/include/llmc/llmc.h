@@ -46,6 +46,7 @@ typedef enum llmc_dtype {
   LLMC_DTYPE_I8 = 6,
   LLMC_DTYPE_U8 = 7,
   LLMC_DTYPE_BOOL = 8, /* one byte per element */
+  LLMC_DTYPE_BF16 = 9, /* bfloat16: the upper 16 bits of an IEEE f32 */
 } llmc_dtype;
 
 #define LLMC_MAX_RANK 8
