@@ -17,12 +17,18 @@ namespace {
 
 using namespace mlir;
 using fusion::def;
-using fusion::floats;
+
+// Whether a linear's weight and bias (where it has one) are constants the pass can read: of f32,
+// f16 or bf16, the one type of all a linear's operands (type inference), so of every linear that
+// reads the same input.
+bool constantParams(LinearOp op) {
+  return fusion::floatBytes(op.getWeight()) && (fusion::isEmpty(op.getBias()) || fusion::floatBytes(op.getBias()));
+}
 
 // A linear whose weight (and bias) are constants and that has no epilogue past its bias.
 bool mergeable(LinearOp op) {
   return op.getActivation() == "none" && fusion::isEmpty(op.getGate()) && fusion::isEmpty(op.getResidual()) &&
-         floats(op.getWeight()) && (fusion::isEmpty(op.getBias()) || floats(op.getBias()));
+         constantParams(op);
 }
 
 int64_t width(LinearOp op) {
@@ -31,45 +37,45 @@ int64_t width(LinearOp op) {
 }
 
 // The weights of `ops` side by side ([K, sum N], or [sum N, K] with transB), and their biases
-// (zeros for a linear without one).
+// (zeros for a linear without one), moved byte for byte in their element type.
 std::pair<Value, Value> concatenated(OpBuilder &b, Location loc, SmallVector<LinearOp> ops) {
   LinearOp first = ops.front();
   const bool transB = first.getTransB();
+  const Type elem = fusion::tensorType(first.getWeight()).getElementType();
+  const size_t size = fusion::elementSize(elem);
   const int64_t k = fusion::tensorType(first.getWeight()).getDimSize(transB ? 1 : 0);
   int64_t total = 0;
   for (LinearOp op : ops)
     total += width(op);
-  std::vector<float> w(size_t(k * total)), bias(size_t(total), 0.0f);
+  std::vector<char> w(size_t(k * total) * size), bias(size_t(total) * size, 0); // (zero bits: 0.0 in each type)
   int64_t at = 0;
   bool anyBias = false;
   for (LinearOp op : ops) {
     const int64_t n = width(op);
-    const std::vector<float> weight = *floats(op.getWeight());
-    const float *src = weight.data();
-    for (int64_t r = 0; r < (transB ? n : k); ++r) // rows of the source
-      for (int64_t c = 0; c < (transB ? k : n); ++c)
-        w[size_t(transB ? (at + r) * k + c : r * total + at + c)] = src[r * (transB ? k : n) + c];
+    const std::vector<char> weight = *fusion::floatBytes(op.getWeight());
+    if (transB) // [n, K] rows below those before
+      std::memcpy(w.data() + size_t(at * k) * size, weight.data(), weight.size());
+    else // each of the K rows' n columns beside those before
+      for (int64_t r = 0; r < k; ++r)
+        std::memcpy(w.data() + size_t(r * total + at) * size, weight.data() + size_t(r * n) * size, size_t(n) * size);
     if (!fusion::isEmpty(op.getBias())) {
       anyBias = true;
-      const std::vector<float> values = *floats(op.getBias());
-      std::copy(values.begin(), values.end(), bias.begin() + at);
+      const std::vector<char> values = *fusion::floatBytes(op.getBias());
+      std::memcpy(bias.data() + size_t(at) * size, values.data(), values.size());
     }
     at += n;
   }
-  auto wType = RankedTensorType::get(transB ? ArrayRef<int64_t>{total, k} : ArrayRef<int64_t>{k, total},
-                                     b.getF32Type());
-  Value weight = fusion::floatConstant(b, loc, wType, w);
-  Value biasValue = fusion::emptyTensor(b, loc, b.getF32Type());
-  if (anyBias) {
-    auto bType = RankedTensorType::get({total}, b.getF32Type());
-    biasValue = fusion::floatConstant(b, loc, bType, bias);
-  }
+  auto wType = RankedTensorType::get(transB ? ArrayRef<int64_t>{total, k} : ArrayRef<int64_t>{k, total}, elem);
+  Value weight = fusion::bytesConstant(b, loc, wType, w);
+  Value biasValue = fusion::emptyTensor(b, loc, elem);
+  if (anyBias)
+    biasValue = fusion::bytesConstant(b, loc, RankedTensorType::get({total}, elem), bias);
   return {weight, biasValue};
 }
 
 Value buildLinear(OpBuilder &b, Location loc, Value input, std::pair<Value, Value> params, StringRef activation,
                   bool transB) {
-  Value none = fusion::emptyTensor(b, loc, b.getF32Type());
+  Value none = fusion::emptyTensor(b, loc, fusion::tensorType(input).getElementType());
   return fusion::create(b, loc, "llmc.linear", {input, params.first, params.second, none, none},
                         {b.getNamedAttr("activation", b.getStringAttr(activation)),
                          b.getNamedAttr("transB", b.getI64IntegerAttr(transB))})
@@ -151,9 +157,7 @@ struct MergeParallelLinears : impl::LlmcMergeParallelLinearsBase<MergeParallelLi
       if (!gate || up.getActivation() != "none" || !fusion::isEmpty(up.getResidual()) || gate.getActivation() != "silu" ||
           !gate.getResult().hasOneUse() || !fusion::isEmpty(gate.getGate()) || !fusion::isEmpty(gate.getResidual()) ||
           gate.getInput() != up.getInput() || gate.getTransB() != up.getTransB() || width(gate) != width(up) ||
-          !floats(up.getWeight()) || !floats(gate.getWeight()) ||
-          (!fusion::isEmpty(up.getBias()) && !floats(up.getBias())) ||
-          (!fusion::isEmpty(gate.getBias()) && !floats(gate.getBias())))
+          !constantParams(up) || !constantParams(gate))
         continue;
       OpBuilder b(up);
       // Same shapes, so concatenating the two as "plain" linears gives [Wg | Wu].

@@ -40,6 +40,15 @@ inline bool isScalar(mlir::Value v, double expected, double relTol = 1e-4) {
   return s && std::fabs(*s - expected) <= relTol * std::max(1.0, std::fabs(expected));
 }
 
+// Whether `c`, a model's constant of element type `t`, is `exact` as exporters write it: within
+// `tol`, or in a 16-bit type that exact's rounding to it (bf16 holds 0.044715 as 0.0446777).
+inline bool nearConstant(double c, double exact, double tol, mlir::Type t) {
+  if (std::fabs(c - exact) <= tol)
+    return true;
+  const rt::DType d = toKernelDType(t);
+  return rt::isHalfWidth(d) && c == double(rt::widenFloat(rt::toHalfWidth(float(exact), d), d));
+}
+
 inline bool isConstant(mlir::Value v) { return v && mlir::matchPattern(v, mlir::m_Constant()); }
 
 // The op of type OpT that defines `v`, or null.
@@ -93,19 +102,51 @@ inline mlir::Value i64Constant(mlir::OpBuilder &b, mlir::Location loc, llvm::Arr
   return ConstantOp::create(b, loc, type, mlir::DenseElementsAttr::get(type, values));
 }
 
-// The values of an f32 constant (inline or in a resource blob), or none: what weight-merging
-// passes read and rewrite.
-inline std::optional<std::vector<float>> floats(mlir::Value v) {
+// The bytes of a constant of a fused float type (f32, f16, bf16; inline or in a resource blob),
+// in kernel layout, or none: what the passes that move weights without computing on them (merging
+// parallel linears, transposing weights) read. Their element size: elementSize.
+inline std::optional<std::vector<char>> floatBytes(mlir::Value v) {
   auto c = def<ConstantOp>(v);
-  if (!c || !tensorType(v).getElementType().isF32())
+  if (!c || !isFusedFloat(v))
     return std::nullopt;
   std::vector<char> storage;
   auto bytes = elementsBytes(c.getValue(), storage);
   if (mlir::failed(bytes))
     return std::nullopt;
+  return std::vector<char>(bytes->begin(), bytes->end());
+}
+
+inline size_t elementSize(mlir::Type t) { return t.getIntOrFloatBitWidth() / 8; }
+
+// Element i of floatBytes' `bytes` of type `t`, as a float.
+inline float floatAt(const std::vector<char> &bytes, mlir::Type t, int64_t i) {
+  if (t.isF32()) {
+    float f;
+    std::memcpy(&f, bytes.data() + i * 4, 4);
+    return f;
+  }
+  uint16_t h;
+  std::memcpy(&h, bytes.data() + i * 2, 2);
+  return rt::widenFloat(h, toKernelDType(t));
+}
+
+// The values of an f32 constant, or none: what the passes that compute on weights (folding
+// convolutions and their affine ops, absorbing MLA weights) read.
+inline std::optional<std::vector<float>> floats(mlir::Value v) {
+  if (!tensorType(v).getElementType().isF32())
+    return std::nullopt;
+  auto bytes = floatBytes(v);
+  if (!bytes)
+    return std::nullopt;
   std::vector<float> out(bytes->size() / sizeof(float));
   std::memcpy(out.data(), bytes->data(), out.size() * sizeof(float));
   return out;
+}
+
+// A constant of `type` holding `bytes` (kernel layout; a resource blob when large).
+inline mlir::Value bytesConstant(mlir::OpBuilder &b, mlir::Location loc, mlir::RankedTensorType type,
+                                 const std::vector<char> &bytes) {
+  return ConstantOp::create(b, loc, type, makeElements(type, llvm::ArrayRef<char>(bytes)));
 }
 
 // An f32 constant of `type` holding `values` (a resource blob when large).

@@ -82,13 +82,14 @@ Value tanhArgument(Value u) {
   double c1;
   Value inner = scaled(u, c1);
   auto add = def<AddOp>(inner);
-  if (!add || std::fabs(c1 - 0.7978845608028654) > 1e-4 || (inner != u && !inner.hasOneUse()))
+  const Type t = fusion::tensorType(u).getElementType();
+  if (!add || !fusion::nearConstant(c1, 0.7978845608028654, 1e-4, t) || (inner != u && !inner.hasOneUse()))
     return {};
   for (int i = 0; i < 2; ++i) {
     Value x = add->getOperand(i);
     double c2;
     Value cube = scaled(add->getOperand(1 - i), c2);
-    if (std::fabs(c2 - 0.044715) < 1e-5 && cubed(cube) == x)
+    if (fusion::nearConstant(c2, 0.044715, 1e-5, t) && cubed(cube) == x)
       return x;
   }
   return {};
@@ -101,7 +102,8 @@ struct GeluPattern : OpRewritePattern<MulOp> {
       : OpRewritePattern(ctx), erfCount(erfCount), tanhCount(tanhCount) {}
 
   LogicalResult matchAndRewrite(MulOp op, PatternRewriter &rewriter) const override {
-    // Its constants match to 1e-4 (exporters round them): a model in doubles keeps its own.
+    // Its constants match to 1e-4 (exporters round them), or are their rounding to a 16-bit
+    // type: a model in doubles keeps its own.
     if (!fusion::isFusedFloat(op.getResult()))
       return failure();
     SmallVector<Value> values;
@@ -114,7 +116,8 @@ struct GeluPattern : OpRewritePattern<MulOp> {
       std::string approximate;
       if (auto erf = onePlus<ErfOp>(values[i])) {
         double c;
-        if (scaled(erf.getInput(), c) != x || std::fabs(c - 0.7071067811865476) > 1e-4)
+        if (scaled(erf.getInput(), c) != x ||
+            !fusion::nearConstant(c, 0.7071067811865476, 1e-4, fusion::tensorType(x).getElementType()))
           continue;
         approximate = "none";
       } else if (auto tanh = onePlus<TanhOp>(values[i])) {

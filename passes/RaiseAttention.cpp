@@ -159,21 +159,16 @@ Value unrotate(Value v, Value &cos, Value &sin) {
 // A constant additive mask that is exactly the causal one (0 where key j <= query i + Sk - Sq,
 // very negative elsewhere), the same for every batch and head.
 bool isCausalMask(Value mask, int64_t sq, int64_t sk) {
-  ElementsAttr attr;
-  if (!matchPattern(mask, m_Constant(&attr)) || !fusion::tensorType(mask).getElementType().isF32())
-    return false;
   auto type = fusion::tensorType(mask);
   if (type.getRank() < 2 || type.getDimSize(type.getRank() - 2) != sq || type.getDimSize(type.getRank() - 1) != sk ||
       type.getNumElements() != sq * sk)
     return false;
-  std::vector<char> storage;
-  auto bytes = elementsBytes(attr, storage);
-  if (failed(bytes))
+  auto bytes = fusion::floatBytes(mask); // (f32, f16 or bf16)
+  if (!bytes)
     return false;
-  const float *m = reinterpret_cast<const float *>(bytes->data());
   for (int64_t i = 0; i < sq; ++i)
     for (int64_t j = 0; j < sk; ++j) {
-      const float v = m[i * sk + j];
+      const float v = fusion::floatAt(*bytes, type.getElementType(), i * sk + j);
       if (j <= i + sk - sq ? v != 0.0f : !(v <= -1e4f))
         return false;
     }

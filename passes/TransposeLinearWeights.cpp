@@ -25,14 +25,23 @@ bool onlyPlainLinearWeight(Value weight) {
   });
 }
 
-// [rows, cols] f32 -> [cols, rows], in tiles that stay in cache (a weight has up to ~10^9 values).
-void transpose2d(const char *in, float *out, int64_t rows, int64_t cols) {
+// `in` [rows, cols] of kSize-byte elements into `out` [cols, rows], in tiles that stay in cache
+// (a weight has up to ~10^9 values); `in` may be unaligned.
+template <size_t kSize> void transposeTiles(const char *in, char *out, int64_t rows, int64_t cols) {
   constexpr int64_t kTile = 64;
   for (int64_t r0 = 0; r0 < rows; r0 += kTile)
     for (int64_t c0 = 0; c0 < cols; c0 += kTile)
       for (int64_t r = r0; r < std::min(rows, r0 + kTile); ++r)
         for (int64_t c = c0; c < std::min(cols, c0 + kTile); ++c)
-          std::memcpy(out + c * rows + r, in + (r * cols + c) * sizeof(float), sizeof(float)); // `in`: maybe unaligned
+          std::memcpy(out + size_t(c * rows + r) * kSize, in + size_t(r * cols + c) * kSize, kSize);
+}
+
+// The same for f32 (4 bytes) or f16 and bf16 (2).
+void transpose2d(const char *in, char *out, int64_t rows, int64_t cols, size_t size) {
+  if (size == 2)
+    transposeTiles<2>(in, out, rows, cols);
+  else
+    transposeTiles<4>(in, out, rows, cols);
 }
 
 struct TransposeLinearWeights : impl::LlmcTransposeLinearWeightsBase<TransposeLinearWeights> {
@@ -54,12 +63,12 @@ struct TransposeLinearWeights : impl::LlmcTransposeLinearWeightsBase<TransposeLi
       auto type = fusion::tensorType(weight);
       std::vector<char> storage; // a splat's values (a weight of any size is read in place)
       FailureOr<ArrayRef<char>> bytes = elementsBytes(constant.getValue(), storage);
-      if (!type.getElementType().isF32() || failed(bytes))
-        continue; // not f32 data the pass can read
+      if (!fusion::isFusedFloat(weight) || failed(bytes))
+        continue; // not f32, f16 or bf16 data the pass can read
       const int64_t k = type.getDimSize(0), n = type.getDimSize(1);
       auto newType = RankedTensorType::get({n, k}, type.getElementType());
       ElementsAttr values = makeElements(newType, bytes->size(), [&](MutableArrayRef<char> out) {
-        transpose2d(bytes->data(), reinterpret_cast<float *>(out.data()), k, n);
+        transpose2d(bytes->data(), out.data(), k, n, fusion::elementSize(type.getElementType()));
       });
       OpBuilder b(constant);
       Value result = ConstantOp::create(b, constant.getLoc(), newType, values);

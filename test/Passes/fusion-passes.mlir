@@ -167,6 +167,50 @@ func.func @gelu_f64(%x: tensor<4xf64>) -> tensor<4xf64> {
 
 // -----
 
+// A tanh GELU of bf16 whose constants are sqrt(2/pi) and 0.044715 rounded to bf16 (0.796875,
+// 0.0446777), as a model exported in bf16 holds them, is raised; one whose cube's factor is the
+// next bf16 number (0.0449219) is not.
+// ACT-LABEL: func.func @gelu_tanh_bf16
+// ACT: llmc.gelu %arg0 {approximate = "tanh"} : (tensor<4xbf16>) -> tensor<4xbf16>
+// ACT-NOT: llmc.tanh
+// ACT-LABEL: func.func @gelu_tanh_bf16_other_constant
+// ACT-NOT: llmc.gelu
+// ACT: llmc.tanh
+func.func @gelu_tanh_bf16(%x: tensor<4xbf16>) -> tensor<4xbf16> {
+  %three = llmc.constant dense<3.0> : tensor<bf16>
+  %k2 = llmc.constant dense<0.044677734375> : tensor<bf16>
+  %k1 = llmc.constant dense<0.796875> : tensor<bf16>
+  %one = llmc.constant dense<1.0> : tensor<bf16>
+  %half = llmc.constant dense<0.5> : tensor<bf16>
+  %c = llmc.pow %x, %three : (tensor<4xbf16>, tensor<bf16>) -> tensor<4xbf16>
+  %m = llmc.mul %c, %k2 : (tensor<4xbf16>, tensor<bf16>) -> tensor<4xbf16>
+  %a = llmc.add %x, %m : (tensor<4xbf16>, tensor<4xbf16>) -> tensor<4xbf16>
+  %u = llmc.mul %a, %k1 : (tensor<4xbf16>, tensor<bf16>) -> tensor<4xbf16>
+  %t = llmc.tanh %u : (tensor<4xbf16>) -> tensor<4xbf16>
+  %p = llmc.add %t, %one : (tensor<4xbf16>, tensor<bf16>) -> tensor<4xbf16>
+  %h = llmc.mul %x, %half : (tensor<4xbf16>, tensor<bf16>) -> tensor<4xbf16>
+  %y = llmc.mul %h, %p : (tensor<4xbf16>, tensor<4xbf16>) -> tensor<4xbf16>
+  return %y : tensor<4xbf16>
+}
+func.func @gelu_tanh_bf16_other_constant(%x: tensor<4xbf16>) -> tensor<4xbf16> {
+  %three = llmc.constant dense<3.0> : tensor<bf16>
+  %k2 = llmc.constant dense<0.044921875> : tensor<bf16>
+  %k1 = llmc.constant dense<0.796875> : tensor<bf16>
+  %one = llmc.constant dense<1.0> : tensor<bf16>
+  %half = llmc.constant dense<0.5> : tensor<bf16>
+  %c = llmc.pow %x, %three : (tensor<4xbf16>, tensor<bf16>) -> tensor<4xbf16>
+  %m = llmc.mul %c, %k2 : (tensor<4xbf16>, tensor<bf16>) -> tensor<4xbf16>
+  %a = llmc.add %x, %m : (tensor<4xbf16>, tensor<4xbf16>) -> tensor<4xbf16>
+  %u = llmc.mul %a, %k1 : (tensor<4xbf16>, tensor<bf16>) -> tensor<4xbf16>
+  %t = llmc.tanh %u : (tensor<4xbf16>) -> tensor<4xbf16>
+  %p = llmc.add %t, %one : (tensor<4xbf16>, tensor<bf16>) -> tensor<4xbf16>
+  %h = llmc.mul %x, %half : (tensor<4xbf16>, tensor<bf16>) -> tensor<4xbf16>
+  %y = llmc.mul %h, %p : (tensor<4xbf16>, tensor<4xbf16>) -> tensor<4xbf16>
+  return %y : tensor<4xbf16>
+}
+
+// -----
+
 // EW-LABEL: func.func @chain
 // EW: llmc.fused_elementwise %arg0, %arg1 : (tensor<2x4xf32>, tensor<4xf32>) -> tensor<2x4xf32>
 // EW: llmc.tanh
@@ -307,4 +351,30 @@ func.func @sdpa_f64(%q: tensor<1x4x4xf64>, %k: tensor<1x4x4xf64>, %v: tensor<1x4
   %ot = llmc.transpose %o {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x2x4x2xf64>) -> tensor<1x4x2x2xf64>
   %y = llmc.reshape %ot, %merge : (tensor<1x4x2x2xf64>, tensor<3xi64>) -> tensor<1x4x4xf64>
   return %y : tensor<1x4x4xf64>
+}
+
+// -----
+
+// An attention of bf16 with a constant causal mask of bf16 (0 on and below the diagonal, very
+// negative above): fused, the mask turned into is_causal.
+// ATT-LABEL: func.func @sdpa_causal_bf16
+// ATT: llmc.fused_attention %arg0, %arg1, %arg2, %{{.*}} {{{.*}}is_causal = 1 : i64
+func.func @sdpa_causal_bf16(%q: tensor<1x4x4xbf16>, %k: tensor<1x4x4xbf16>, %v: tensor<1x4x4xbf16>) -> tensor<1x4x4xbf16> {
+  %split = llmc.constant dense<[1, 4, 2, 2]> : tensor<4xi64>
+  %merge = llmc.constant dense<[1, 4, 4]> : tensor<3xi64>
+  %mask = llmc.constant dense<[[0.0, -3.0e38, -3.0e38, -3.0e38], [0.0, 0.0, -3.0e38, -3.0e38], [0.0, 0.0, 0.0, -3.0e38], [0.0, 0.0, 0.0, 0.0]]> : tensor<4x4xbf16>
+  %q4 = llmc.reshape %q, %split : (tensor<1x4x4xbf16>, tensor<4xi64>) -> tensor<1x4x2x2xbf16>
+  %qt = llmc.transpose %q4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x4x2x2xbf16>) -> tensor<1x2x4x2xbf16>
+  %k4 = llmc.reshape %k, %split : (tensor<1x4x4xbf16>, tensor<4xi64>) -> tensor<1x4x2x2xbf16>
+  %kh = llmc.transpose %k4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x4x2x2xbf16>) -> tensor<1x2x4x2xbf16>
+  %kt = llmc.transpose %kh {perm = array<i64: 0, 1, 3, 2>} : (tensor<1x2x4x2xbf16>) -> tensor<1x2x2x4xbf16>
+  %v4 = llmc.reshape %v, %split : (tensor<1x4x4xbf16>, tensor<4xi64>) -> tensor<1x4x2x2xbf16>
+  %vt = llmc.transpose %v4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x4x2x2xbf16>) -> tensor<1x2x4x2xbf16>
+  %s = llmc.matmul %qt, %kt : (tensor<1x2x4x2xbf16>, tensor<1x2x2x4xbf16>) -> tensor<1x2x4x4xbf16>
+  %sm = llmc.add %s, %mask : (tensor<1x2x4x4xbf16>, tensor<4x4xbf16>) -> tensor<1x2x4x4xbf16>
+  %p = llmc.softmax %sm : (tensor<1x2x4x4xbf16>) -> tensor<1x2x4x4xbf16>
+  %o = llmc.matmul %p, %vt : (tensor<1x2x4x4xbf16>, tensor<1x2x4x2xbf16>) -> tensor<1x2x4x2xbf16>
+  %ot = llmc.transpose %o {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x2x4x2xbf16>) -> tensor<1x4x2x2xbf16>
+  %y = llmc.reshape %ot, %merge : (tensor<1x4x2x2xbf16>, tensor<3xi64>) -> tensor<1x4x4xbf16>
+  return %y : tensor<1x4x4xbf16>
 }

@@ -47,3 +47,20 @@ func.func @kept(%x: tensor<1x2xf32>, %win: tensor<2x3xf32>) -> (tensor<1x3xf32>,
   %c = llmc.linear %x, %win, %none, %none, %none : (tensor<1x2xf32>, tensor<2x3xf32>, tensor<0xf32>, tensor<0xf32>, tensor<0xf32>) -> tensor<1x3xf32>
   return %a, %twice, %b, %c : tensor<1x3xf32>, tensor<2x3xf32>, tensor<1x3xf32>, tensor<1x3xf32>
 }
+
+// -----
+
+// bf16 and f16 weights move as they are, two bytes each.
+// CHECK-LABEL: func.func @transposed_16_bit
+// CHECK: llmc.constant dense<{{\[}}[1.000000e+00, 4.000000e+00], [2.000000e+00, 5.000000e+00], [3.000000e+00, 6.000000e+00]]> : tensor<3x2xbf16>
+// CHECK: llmc.constant dense<{{\[}}[1.000000e+00, 3.000000e+00], [2.000000e+00, 4.000000e+00]]> : tensor<2x2xf16>
+// CHECK-COUNT-2: {transB = 1 : i64}
+func.func @transposed_16_bit(%x: tensor<4x2xbf16>, %z: tensor<4x2xf16>) -> (tensor<4x3xbf16>, tensor<4x2xf16>) {
+  %none = llmc.constant dense<> : tensor<0xbf16>
+  %nonef = llmc.constant dense<> : tensor<0xf16>
+  %w = llmc.constant dense<[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]> : tensor<2x3xbf16>
+  %wf = llmc.constant dense<[[1.0, 2.0], [3.0, 4.0]]> : tensor<2x2xf16>
+  %y = llmc.linear %x, %w, %none, %none, %none : (tensor<4x2xbf16>, tensor<2x3xbf16>, tensor<0xbf16>, tensor<0xbf16>, tensor<0xbf16>) -> tensor<4x3xbf16>
+  %v = llmc.linear %z, %wf, %nonef, %nonef, %nonef : (tensor<4x2xf16>, tensor<2x2xf16>, tensor<0xf16>, tensor<0xf16>, tensor<0xf16>) -> tensor<4x2xf16>
+  return %y, %v : tensor<4x3xbf16>, tensor<4x2xf16>
+}

@@ -148,12 +148,14 @@ CASES = [
     ("native_attention-f64", "native_attention_f64", ["--max-shape", "seq=16"], "run"),
     ("native_attention_cache-f64", "native_attention_cache_f64", ["--max-shape", "seq=16,past=0..32"], "run"),
     ("onnx_attention-f64", "onnx_attention_f64", ["--max-shape", "seq=16"], "run"),
-    # Models in bf16 (as_float_type): bf16 values and weights as ONNX has them, not --precision's
-    # f32 values stored in 16 bits; compared as the 16-bit plans are.
+    # Models in bf16 and f16 (as_float_type): 16-bit values and weights as ONNX has them, not
+    # --precision's f32 values stored in 16 bits; compared as the 16-bit plans are.
     ("tiny_llama-bf16-model", "tiny_llama_bf16", ["--input-shape", "input_ids=1x16"], "run"),
     ("tiny_gpt2-bf16-model", "tiny_gpt2_bf16", ["--input-shape", "input_ids=1x16"], "run"),
     ("tiny_bert-bf16-model", "tiny_bert_bf16", ["--input-shape", "input_ids=2x16,attention_mask=2x16"], "run"),
     ("small_cnn-bf16-model", "small_cnn_bf16", ["--input-shape", "x=2x3x12x12"], "run"),
+    ("tiny_llama-f16-model", "tiny_llama_f16", ["--input-shape", "input_ids=1x16"], "run"),
+    ("tiny_gpt2-f16-model", "tiny_gpt2_f16", ["--input-shape", "input_ids=1x16"], "run"),
 ]
 # The real models (prepare --real-models): (name, model, llmc flags, kind, minimum cosine). Their
 # weights are random (the plans' ops are theirs), so that a deep net's outputs may be large or
@@ -555,7 +557,7 @@ def prepare(args):
             with open(os.path.join(ref, "tokens.txt"), "w") as f:
                 f.write(out.stdout)
         cases.append({"name": name, "plan": os.path.basename(plan), "ref": os.path.basename(ref), "kind": kind,
-                      "reduced": "--precision" in flags or model.endswith("_bf16"), "min_cosine": min_cosine,
+                      "reduced": "--precision" in flags or model.endswith(("_bf16", "_f16")), "min_cosine": min_cosine,
                       "atol": DOUBLE_ATOL if model.endswith("_f64") else None})
     with open(os.path.join(args.out, "cases.json"), "w") as f:
         json.dump(cases, f)

@@ -3,14 +3,14 @@
 ONNX Runtime on the same file and inputs.
 
     compare_with_ort.py --llmc BIN --llmc-run BIN --model M.onnx --shape input_ids=1x16 [--atol 1e-4]
-                        [--llmc-arg=--precision=bf16 --min-cosine 0.999] [--as-bf16]
+                        [--llmc-arg=--precision=bf16 --min-cosine 0.999] [--as-type bf16|f16]
 
 Integer inputs are drawn from [0, --vocab); an input named *mask* gets ones with the tail of each
 row zeroed (padding). Exits non-zero when an output differs by more than the tolerance.
 
---as-bf16: llmc compiles the model converted to bf16 (cuda_vs_cpu.as_float_type: weights,
-activations and inputs in bf16, as ONNX has them), and ONNX Runtime, whose CPU has few bf16
-kernels, runs that model's bf16 values widened back to f32, on the same (bf16-rounded) inputs.
+--as-type bf16|f16: llmc compiles the model converted to that type (cuda_vs_cpu.as_float_type:
+weights, activations and inputs in 16 bits, as ONNX has them), and ONNX Runtime, whose CPU has
+few 16-bit kernels, runs that model's values widened back to f32, on the same (rounded) inputs.
 """
 import argparse
 import os
@@ -55,19 +55,19 @@ def main():
     p.add_argument("--threads", type=int, default=0)
     p.add_argument("--llmc-arg", action="append", default=[],
                    help="an extra llmc option (repeat), e.g. --llmc-arg=--precision=bf16")
-    p.add_argument("--as-bf16", action="store_true", help="compile the model converted to bf16 (see above)")
+    p.add_argument("--as-type", choices=["bf16", "f16"], help="compile the model converted to this type (see above)")
     args = p.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        if args.as_bf16:
+        if args.as_type:
             sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cuda"))
-            from cuda_vs_cpu import as_float_type
-            args.model = as_float_type(args.model, tmp, "bf16")
-            return compare(args, as_float_type(args.model, tmp, "f32", from_type="BFLOAT16"), tmp)
+            from cuda_vs_cpu import FLOAT_TYPES, as_float_type
+            args.model = as_float_type(args.model, tmp, args.as_type)
+            return compare(args, as_float_type(args.model, tmp, "f32", from_type=FLOAT_TYPES[args.as_type]), tmp)
         return compare(args, args.model, tmp)
 
 
 def compare(args, ort_model, tmp):
-    """llmc on args.model, ONNX Runtime on ort_model (the same model, or its bf16 widened)."""
+    """llmc on args.model, ONNX Runtime on ort_model (the same model, or its 16-bit values widened)."""
     shapes = {}
     for spec in args.shape:
         name, dims = spec.split("=")
@@ -76,10 +76,10 @@ def compare(args, ort_model, tmp):
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     session = ort.InferenceSession(ort_model, opts, providers=["CPUExecutionProvider"])
     feeds = make_inputs(session, shapes, args.vocab, args.seed)
-    if args.as_bf16:  # the float inputs as llmc-run rounds them to bf16
+    if args.as_type:  # the float inputs as llmc-run rounds them to the model's type
         import ml_dtypes
-        feeds = {k: v.astype(ml_dtypes.bfloat16).astype(np.float32) if v.dtype == np.float32 else v
-                 for k, v in feeds.items()}
+        narrow = ml_dtypes.bfloat16 if args.as_type == "bf16" else np.float16
+        feeds = {k: v.astype(narrow).astype(np.float32) if v.dtype == np.float32 else v for k, v in feeds.items()}
     expected = session.run(None, feeds)
 
     plan = os.path.join(tmp, "model.llmc")
