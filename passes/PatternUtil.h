@@ -120,14 +120,7 @@ inline size_t elementSize(mlir::Type t) { return t.getIntOrFloatBitWidth() / 8; 
 
 // Element i of floatBytes' `bytes` of type `t`, as a float.
 inline float floatAt(const std::vector<char> &bytes, mlir::Type t, int64_t i) {
-  if (t.isF32()) {
-    float f;
-    std::memcpy(&f, bytes.data() + i * 4, 4);
-    return f;
-  }
-  uint16_t h;
-  std::memcpy(&h, bytes.data() + i * 2, 2);
-  return rt::widenFloat(h, toKernelDType(t));
+  return rt::floatAt(bytes.data(), toKernelDType(t), i);
 }
 
 // The values of an f32 constant, or none: what the passes that compute on weights (folding

@@ -114,6 +114,23 @@ float widenFloat(uint16_t bits, DType from) {
   return f;
 }
 
+float floatAt(const void *data, DType t, int64_t i) {
+  const char *at = static_cast<const char *>(data) + size_t(i) * dtypeSize(t);
+  if (isHalfWidth(t)) {
+    uint16_t bits;
+    std::memcpy(&bits, at, 2);
+    return widenFloat(bits, t);
+  }
+  if (t == DType::F64) {
+    double d;
+    std::memcpy(&d, at, 8);
+    return float(d);
+  }
+  float f;
+  std::memcpy(&f, at, 4);
+  return f;
+}
+
 bool transposeMovesNothing(const int64_t *dims, const int64_t *perm, int rank) {
   int64_t last = -1;
   for (int i = 0; i < rank; ++i) {

@@ -39,6 +39,9 @@ float widenFloat(uint16_t bits, DType from);
 // infinity, NaN stays NaN. bf16 to f32 is exact: widenFloat(bits, DType::BF16).
 uint16_t floatToBFloat16(float f);
 inline bool isHalfWidth(DType d) { return d == DType::F16 || d == DType::BF16; }
+inline bool isFloatType(DType d) { return d == DType::F32 || d == DType::F64 || isHalfWidth(d); }
+// Element i of float data of type `t` (isFloatType), as a float.
+float floatAt(const void *data, DType t, int64_t i);
 // floatToHalf or floatToBFloat16, by `to` (F16 or BF16).
 inline uint16_t toHalfWidth(float f, DType to) { return to == DType::F16 ? floatToHalf(f) : floatToBFloat16(f); }
 

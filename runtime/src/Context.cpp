@@ -151,12 +151,14 @@ static std::vector<int32_t> lastRowArgmax(const llmc::rt::TensorRef &t) {
     return tokens;
   const int64_t rows = t.numel() / (B * V);
   for (int64_t b = 0; b < B; ++b) {
-    const float *row = t.as<const float>() + (b * rows + rows - 1) * V;
+    const int64_t row = (b * rows + rows - 1) * V;
     int64_t best = 0;
-    float top = -std::numeric_limits<float>::infinity();
-    for (int64_t j = 0; j < V; ++j)
-      if (row[j] > top) // false for NaN
-        top = row[j], best = j;
+    double top = -std::numeric_limits<double>::infinity();
+    for (int64_t j = 0; j < V; ++j) { // (scores of any float type: doubles as they are)
+      const double x = t.dtype == llmc::rt::DType::F64 ? t.as<const double>()[row + j] : llmc::rt::floatAt(t.data, t.dtype, row + j);
+      if (x > top) // false for NaN
+        top = x, best = j;
+    }
     tokens[size_t(b)] = int32_t(best);
   }
   return tokens;
@@ -542,8 +544,8 @@ llmc_status llmc::rt::setGreedyOutput(llmc_context ctx, int32_t output) {
     return makeStatus(LLMC_INVALID_ARGUMENT, "no such output");
   const int value = output < 0 ? -1 : ctx->plan->outputs[size_t(output)];
   const llmc::rt::PlanValue *v = value < 0 ? nullptr : &ctx->plan->values[size_t(value)];
-  if (v && (v->dtype != llmc::rt::DType::F32 || v->shape.rank < 2))
-    return makeStatus(LLMC_INVALID_ARGUMENT, "greedy decoding needs f32 scores [batch, ..., vocab]");
+  if (v && (!llmc::rt::isFloatType(v->dtype) || v->shape.rank < 2))
+    return makeStatus(LLMC_INVALID_ARGUMENT, "greedy decoding needs float scores [batch, ..., vocab]");
   if (ctx->cuda)
     if (std::string err = ctx->cuda->setArgmaxOutput(ctx->cudaState, value); !err.empty())
       return makeStatus(LLMC_RUNTIME_ERROR, "CUDA: " + err);

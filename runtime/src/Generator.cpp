@@ -84,8 +84,8 @@ static llmc_status findCache(llmc_generator g) {
       const bool flat = past.shape.rank == 3;
       const int lengthDim = flat ? 0 : 2, batchDim = flat ? 1 : 0;
       const bool layoutOk = flat ? past.dimNode[2] < 0 : past.shape.rank == 4 && past.dimNode[1] < 0 && past.dimNode[3] < 0;
-      if (!layoutOk || past.dtype != llmc::rt::DType::F32 || past.dimNode[lengthDim] < 0)
-        return makeStatus(LLMC_UNSUPPORTED, "'" + past.name + "' must be f32 [batch, past, heads * head] or [batch, "
+      if (!layoutOk || !llmc::rt::isFloatType(past.dtype) || past.dimNode[lengthDim] < 0)
+        return makeStatus(LLMC_UNSUPPORTED, "'" + past.name + "' must be floats [batch, past, heads * head] or [batch, "
                                             "heads, past, head] with a dynamic past length (--max-shape past=0..N)");
       if (plan->symbols[size_t(plan->dimNodes[size_t(past.dimNode[lengthDim])].value)].min != 0)
         return makeStatus(LLMC_UNSUPPORTED, "the past length of '" + past.name +
@@ -94,6 +94,7 @@ static llmc_status findCache(llmc_generator g) {
         return makeStatus(LLMC_INVALID_ARGUMENT, "batch " + std::to_string(g->batch) + " is above the plan's bound " +
                                                      std::to_string(symbolMax(plan, past, batchDim)));
       pair.mode = flat ? CacheMode::InPlace : CacheMode::Copy;
+      pair.dtype = static_cast<llmc_dtype>(past.dtype);
       pair.heads = flat ? 1 : past.shape.dims[1];
       pair.width = past.shape.dims[flat ? 2 : 3];
       const int64_t cap = symbolMax(plan, past, lengthDim);
@@ -122,8 +123,8 @@ extern "C" llmc_status llmc_generator_create_batch(llmc_plan plan, const llmc_co
     return makeStatus(LLMC_UNSUPPORTED, "the plan is not a decoder: it needs an input 'input_ids' and an output 'logits'");
   const llmc::rt::PlanValue &ids = plan->values[size_t(plan->inputs[size_t(g->idsInput)])];
   const llmc::rt::PlanValue &logits = plan->values[size_t(plan->outputs[size_t(g->logitsOutput)])];
-  if (ids.shape.rank != 2 || logits.shape.rank != 3 || logits.dimNode[2] >= 0)
-    return makeStatus(LLMC_UNSUPPORTED, "input_ids must be [batch, seq] and logits [batch, seq, vocab]");
+  if (ids.shape.rank != 2 || logits.shape.rank != 3 || logits.dimNode[2] >= 0 || !llmc::rt::isFloatType(logits.dtype))
+    return makeStatus(LLMC_UNSUPPORTED, "input_ids must be [batch, seq] and logits floats [batch, seq, vocab]");
   if (batch > 1 && g->maskInput < 0)
     return makeStatus(LLMC_UNSUPPORTED, "a batch of sequences needs an attention_mask input (to hide the padding)");
   g->vocab = logits.shape.dims[2];
@@ -155,7 +156,7 @@ extern "C" llmc_status llmc_generator_create_batch(llmc_plan plan, const llmc_co
     if (!unsupported)
       continue;
     const size_t bytes = (llmc_context_output_capacity(g->context, c.presentOutput) + 63) / 64 * 64;
-    c.buffer.reset(static_cast<float *>(std::aligned_alloc(64, bytes)));
+    c.buffer.reset(static_cast<char *>(std::aligned_alloc(64, bytes)));
     if (!c.buffer)
       return makeStatus(LLMC_OUT_OF_MEMORY, "out of memory allocating the KV cache");
     if (llmc_status s = llmc_context_bind_output(g->context, c.presentOutput, c.buffer.get(), bytes))
@@ -198,10 +199,14 @@ static void copyLogits(llmc_generator g, const std::vector<bool> &take) {
   llmc_tensor logits;
   llmc_context_output(g->context, g->logitsOutput, &logits);
   const int64_t rows = logits.dims[1]; // n, or 1 for a plan that returns the last position (llmc --last-position)
+  const auto type = static_cast<llmc::rt::DType>(logits.dtype);
+  const size_t size = llmc::rt::dtypeSize(type);
   for (int64_t b = 0; b < g->batch; ++b)
     if (take[size_t(b)]) {
-      const float *row = static_cast<const float *>(logits.data) + (b * rows + rows - 1) * g->vocab;
-      std::copy(row, row + g->vocab, g->logits.begin() + b * g->vocab);
+      const char *row = static_cast<const char *>(logits.data) + size_t((b * rows + rows - 1) * g->vocab) * size;
+      float *to = g->logits.data() + b * g->vocab;
+      for (int64_t i = 0; i < g->vocab; ++i) // (f32 as it is; the others to f32, the sampler's type)
+        to[i] = llmc::rt::floatAt(row, type, i);
     }
 }
 
@@ -238,12 +243,12 @@ llmc_status llmc::rt::generation::setRunInputs(llmc_generator g, const std::vect
   }
   for (CachePair &c : g->cache) {
     if (c.mode == CacheMode::Copy) {
-      llmc_tensor past{LLMC_DTYPE_F32, 4, {B, c.heads, g->length, c.width}, c.data.data()};
+      llmc_tensor past{c.dtype, 4, {B, c.heads, g->length, c.width}, c.data.data()};
       if (llmc_status s = llmc_context_set_input(g->context, c.pastInput, &past))
         return s;
       continue;
     }
-    llmc_tensor past{LLMC_DTYPE_F32, 3, {g->length, B, c.width}, c.buffer.get()};
+    llmc_tensor past{c.dtype, 3, {g->length, B, c.width}, c.buffer.get()};
     if (llmc_status s = llmc_context_bind_input(g->context, c.pastInput, &past))
       return s;
   }
@@ -296,8 +301,8 @@ llmc_status llmc::rt::generation::runChunk(llmc_generator g, const std::vector<i
     if (present.dims[c.mode == CacheMode::Copy ? 2 : 0] != total)
       return makeStatus(LLMC_RUNTIME_ERROR, "a present output does not have the expected length");
     if (c.mode == CacheMode::Copy) {
-      const size_t count = size_t(B * c.heads * total * c.width);
-      c.data.assign(static_cast<const float *>(present.data), static_cast<const float *>(present.data) + count);
+      const size_t bytes = size_t(B * c.heads * total * c.width) * llmc::rt::dtypeSize(llmc::rt::DType(c.dtype));
+      c.data.assign(static_cast<const char *>(present.data), static_cast<const char *>(present.data) + bytes);
     }
   }
   for (int64_t b = 0; b < B; ++b) {

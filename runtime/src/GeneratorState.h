@@ -17,7 +17,7 @@ namespace llmc::rt::generation {
 struct AlignedFree {
   void operator()(void *p) const { std::free(p); }
 };
-using Buffer = std::unique_ptr<float, AlignedFree>;
+using Buffer = std::unique_ptr<char, AlignedFree>;
 
 enum class CacheMode { InPlace, Copy };
 
@@ -25,8 +25,9 @@ struct CachePair {
   int32_t pastInput = -1, presentOutput = -1;
   CacheMode mode = CacheMode::Copy;
   int64_t heads = 0, width = 0; // Copy: [B, heads, length, width]; InPlace: [length, B, width]
-  std::vector<float> data;      // Copy
-  Buffer buffer;                // InPlace
+  llmc_dtype dtype = LLMC_DTYPE_F32; // f32, f16, bf16 or f64: the model's
+  std::vector<char> data;            // Copy
+  Buffer buffer;                     // InPlace
 };
 
 struct Sequence {

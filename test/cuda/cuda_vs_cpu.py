@@ -156,6 +156,11 @@ CASES = [
     ("small_cnn-bf16-model", "small_cnn_bf16", ["--input-shape", "x=2x3x12x12"], "run"),
     ("tiny_llama-f16-model", "tiny_llama_f16", ["--input-shape", "input_ids=1x16"], "run"),
     ("tiny_gpt2-f16-model", "tiny_gpt2_f16", ["--input-shape", "input_ids=1x16"], "run"),
+    # Their KV-cache exports generating as the GPU benchmark's plans do: caches and logits of
+    # 16 bits, the decode GEMV on 16-bit weights, the argmax on the device.
+    ("tiny_llama_kv-bf16-model-cuda", "tiny_llama_kv_bf16", KV_SHAPES + ["--last-position", "logits", "--target", "cuda"],
+     "generate"),
+    ("tiny_gpt2_kv-f16-model-cuda", "tiny_gpt2_kv_f16", KV_SHAPES + ["--target", "cuda"], "generate"),
 ]
 # The real models (prepare --real-models): (name, model, llmc flags, kind, minimum cosine). Their
 # weights are random (the plans' ops are theirs), so that a deep net's outputs may be large or
