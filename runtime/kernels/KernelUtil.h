@@ -229,11 +229,12 @@ template <KernelFn Fn> std::string withHalf(const KernelArgs &args) {
     return err;
   for (int i = 0; i < args.numOutputs; ++i) {
     const DType to = args.outputs[i].dtype;
+    if (!isHalfWidth(to))
+      continue;
     const float *from = outs[size_t(i)].as<const float>();
     uint16_t *dst = args.outputs[i].as<uint16_t>();
-    if (isHalfWidth(to))
-      for (int64_t k = 0; k < args.outputs[i].numel(); ++k)
-        dst[k] = toHalfWidth(from[k], to);
+    for (int64_t k = 0; k < args.outputs[i].numel(); ++k)
+      dst[k] = toHalfWidth(from[k], to);
   }
   return {};
 }

@@ -155,7 +155,8 @@ static std::vector<int32_t> lastRowArgmax(const llmc::rt::TensorRef &t) {
     int64_t best = 0;
     double top = -std::numeric_limits<double>::infinity();
     for (int64_t j = 0; j < V; ++j) { // (scores of any float type: doubles as they are)
-      const double x = t.dtype == llmc::rt::DType::F64 ? t.as<const double>()[row + j] : llmc::rt::floatAt(t.data, t.dtype, row + j);
+      const double x = t.dtype == llmc::rt::DType::F64 ? t.as<const double>()[row + j]
+                                                       : llmc::rt::floatAt(t.data, t.dtype, row + j);
       if (x > top) // false for NaN
         top = x, best = j;
     }
