@@ -250,8 +250,8 @@ std::string prepareLatentAttention(Executor &ex, const PlanOp &op, PreparedOp &o
 std::string prepareOnnxAttention(Executor &ex, const PlanOp &op, PreparedOp &out) {
   if (op.inputs.size() != 7 || op.outputs.size() != 4)
     return "expects 7 operands and 4 results";
-  Storage st;
-  if (std::string err = floatStorage(ex, op, st); !err.empty())
+  Storage unused; // (the kernel takes `type` below: this checks that the mask and the results share its storage)
+  if (std::string err = floatStorage(ex, op, unused); !err.empty())
     return err;
   std::vector<int> operands; // q, k, v and the past keys and values where given
   for (int i : {0, 1, 2, 4, 5})
