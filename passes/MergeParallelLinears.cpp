@@ -22,7 +22,8 @@ using fusion::def;
 // f16 or bf16, the one type of all a linear's operands (type inference), so of every linear that
 // reads the same input.
 bool constantParams(LinearOp op) {
-  return fusion::floatBytes(op.getWeight()) && (fusion::isEmpty(op.getBias()) || fusion::floatBytes(op.getBias()));
+  return fusion::isFloatConstant(op.getWeight()) &&
+         (fusion::isEmpty(op.getBias()) || fusion::isFloatConstant(op.getBias()));
 }
 
 // A linear whose weight (and bias) are constants and that has no epilogue past its bias.
@@ -52,7 +53,8 @@ std::pair<Value, Value> concatenated(OpBuilder &b, Location loc, SmallVector<Lin
   bool anyBias = false;
   for (LinearOp op : ops) {
     const int64_t n = width(op);
-    const std::vector<char> weight = *fusion::floatBytes(op.getWeight());
+    std::vector<char> storage; // (constantParams has checked that both read)
+    const ArrayRef<char> weight = *fusion::floatBytes(op.getWeight(), storage);
     if (transB) // [n, K] rows below those before
       std::memcpy(w.data() + size_t(at * k) * size, weight.data(), weight.size());
     else // each of the K rows' n columns beside those before
@@ -60,7 +62,7 @@ std::pair<Value, Value> concatenated(OpBuilder &b, Location loc, SmallVector<Lin
         std::memcpy(w.data() + size_t(r * total + at) * size, weight.data() + size_t(r * n) * size, size_t(n) * size);
     if (!fusion::isEmpty(op.getBias())) {
       anyBias = true;
-      const std::vector<char> values = *fusion::floatBytes(op.getBias());
+      const ArrayRef<char> values = *fusion::floatBytes(op.getBias(), storage);
       std::memcpy(bias.data() + size_t(at) * size, values.data(), values.size());
     }
     at += n;

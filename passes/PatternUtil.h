@@ -103,33 +103,35 @@ inline mlir::Value i64Constant(mlir::OpBuilder &b, mlir::Location loc, llvm::Arr
 }
 
 // The bytes of a constant of a fused float type (f32, f16, bf16; inline or in a resource blob),
-// in kernel layout, or none: what the passes that move weights without computing on them (merging
-// parallel linears, transposing weights) read. Their element size: elementSize.
-inline std::optional<std::vector<char>> floatBytes(mlir::Value v) {
+// in kernel layout: a view of the attribute's own storage, or of `storage` where it is expanded
+// (a splat). What the passes that move weights without computing on them (merging parallel
+// linears, transposing weights) read; their element size: elementSize.
+inline mlir::FailureOr<llvm::ArrayRef<char>> floatBytes(mlir::Value v, std::vector<char> &storage) {
   auto c = def<ConstantOp>(v);
   if (!c || !isFusedFloat(v))
-    return std::nullopt;
+    return mlir::failure();
+  return elementsBytes(c.getValue(), storage);
+}
+
+// Whether floatBytes can read `v`.
+inline bool isFloatConstant(mlir::Value v) {
   std::vector<char> storage;
-  auto bytes = elementsBytes(c.getValue(), storage);
-  if (mlir::failed(bytes))
-    return std::nullopt;
-  return std::vector<char>(bytes->begin(), bytes->end());
+  return mlir::succeeded(floatBytes(v, storage));
 }
 
 inline size_t elementSize(mlir::Type t) { return t.getIntOrFloatBitWidth() / 8; }
 
 // Element i of floatBytes' `bytes` of type `t`, as a float.
-inline float floatAt(const std::vector<char> &bytes, mlir::Type t, int64_t i) {
+inline float floatAt(llvm::ArrayRef<char> bytes, mlir::Type t, int64_t i) {
   return rt::floatAt(bytes.data(), toKernelDType(t), i);
 }
 
 // The values of an f32 constant, or none: what the passes that compute on weights (folding
 // convolutions and their affine ops, absorbing MLA weights) read.
 inline std::optional<std::vector<float>> floats(mlir::Value v) {
-  if (!tensorType(v).getElementType().isF32())
-    return std::nullopt;
-  auto bytes = floatBytes(v);
-  if (!bytes)
+  std::vector<char> storage;
+  auto bytes = floatBytes(v, storage);
+  if (!tensorType(v).getElementType().isF32() || mlir::failed(bytes))
     return std::nullopt;
   std::vector<float> out(bytes->size() / sizeof(float));
   std::memcpy(out.data(), bytes->data(), out.size() * sizeof(float));

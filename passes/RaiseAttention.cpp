@@ -163,8 +163,9 @@ bool isCausalMask(Value mask, int64_t sq, int64_t sk) {
   if (type.getRank() < 2 || type.getDimSize(type.getRank() - 2) != sq || type.getDimSize(type.getRank() - 1) != sk ||
       type.getNumElements() != sq * sk)
     return false;
-  auto bytes = fusion::floatBytes(mask); // (f32, f16 or bf16)
-  if (!bytes)
+  std::vector<char> storage;
+  auto bytes = fusion::floatBytes(mask, storage); // (f32, f16 or bf16)
+  if (failed(bytes))
     return false;
   for (int64_t i = 0; i < sq; ++i)
     for (int64_t j = 0; j < sk; ++j) {
