@@ -22,8 +22,8 @@ using llmc::rt::makeStatus;
 static_assert(int(LLMC_DTYPE_F32) == int(llmc::rt::DType::F32) && int(LLMC_DTYPE_F16) == int(llmc::rt::DType::F16) &&
                   int(LLMC_DTYPE_F64) == int(llmc::rt::DType::F64) && int(LLMC_DTYPE_I64) == int(llmc::rt::DType::I64) &&
                   int(LLMC_DTYPE_I32) == int(llmc::rt::DType::I32) && int(LLMC_DTYPE_I8) == int(llmc::rt::DType::I8) &&
-                  int(LLMC_DTYPE_U8) == int(llmc::rt::DType::U8) && int(LLMC_DTYPE_BOOL) == int(llmc::rt::DType::Bool) &&
-                  int(LLMC_DTYPE_BF16) == int(llmc::rt::DType::BF16),
+                  int(LLMC_DTYPE_U8) == int(llmc::rt::DType::U8) &&
+                  int(LLMC_DTYPE_BOOL) == int(llmc::rt::DType::Bool) && int(LLMC_DTYPE_BF16) == int(llmc::rt::DType::BF16),
               "llmc_dtype and llmc::rt::DType must agree");
 
 struct AlignedFree {

@@ -17,7 +17,8 @@ generating 16 tokens with the cache kept on the GPU (the tiny DeepSeek-V3-style 
 on first use by models/export_deepseek.py: its latent cache and latent attention), a small CNN
 made here (convolutions on cuBLASLt and on the direct kernel, batch norm, pooling), the small
 models of the ops the test models lack, and some of these models in doubles (as_float_type, within
-DOUBLE_ATOL). `--only NAME` prepares the cases whose names contain NAME.
+DOUBLE_ATOL) and as exported in bf16 or f16 (as_float_type; the -bf16-model and -f16-model cases).
+`--only NAME` prepares the cases whose names contain NAME.
 """
 import argparse
 import glob
@@ -158,8 +159,8 @@ CASES = [
     ("tiny_gpt2-f16-model", "tiny_gpt2_f16", ["--input-shape", "input_ids=1x16"], "run"),
     # Their KV-cache exports generating as the GPU benchmark's plans do: caches and logits of
     # 16 bits, the decode GEMV on 16-bit weights, the argmax on the device.
-    ("tiny_llama_kv-bf16-model-cuda", "tiny_llama_kv_bf16", KV_SHAPES + ["--last-position", "logits", "--target", "cuda"],
-     "generate"),
+    ("tiny_llama_kv-bf16-model-cuda", "tiny_llama_kv_bf16",
+     KV_SHAPES + ["--last-position", "logits", "--target", "cuda"], "generate"),
     ("tiny_gpt2_kv-f16-model-cuda", "tiny_gpt2_kv_f16", KV_SHAPES + ["--target", "cuda"], "generate"),
 ]
 # The real models (prepare --real-models): (name, model, llmc flags, kind, minimum cosine). Their
@@ -462,12 +463,12 @@ FLOAT_TYPES = {"f64": "DOUBLE", "bf16": "BFLOAT16", "f16": "FLOAT16", "f32": "FL
 
 def as_float_type(src, out, suffix, from_type="FLOAT"):
     """The model at `src` with its `from_type` floats in doubles, bf16 or f16 (OUT/NAME_f64.onnx,
-    OUT/NAME_bf16.onnx, OUT/NAME_f16.onnx), or a bf16 model's widened to f32 (suffix f32, from_type BFLOAT16: what
-    ONNX Runtime's CPU, which has few bf16 kernels, can run): every initializer, input, output,
-    value_info, Constant and ConstantOfShape value, and Cast of that type. In doubles the same
-    model with the same (f32-rounded) constants, computed in doubles; in bf16 its constants rounded
-    to bf16, and every op's result too (at opset 22 at least, where Cos, Sin, Conv and others first
-    take bf16)."""
+    OUT/NAME_bf16.onnx, OUT/NAME_f16.onnx), or a 16-bit model's widened to f32 (suffix f32,
+    from_type BFLOAT16 or FLOAT16: what ONNX Runtime's CPU, which has few 16-bit kernels, can run):
+    every initializer, input, output, value_info, Constant and ConstantOfShape value, and Cast of
+    that type. In doubles the same model with the same (f32-rounded) constants, computed in
+    doubles; in 16 bits its constants rounded to the type, and every op's result too (a bf16 model
+    at opset 22 at least, where Cos, Sin, Conv and others first take bf16)."""
     import ml_dtypes
     import onnx
     import onnx.version_converter
