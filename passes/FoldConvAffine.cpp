@@ -17,12 +17,13 @@ namespace {
 
 using namespace mlir;
 using fusion::def;
-using fusion::floats;
+using fusion::floatValues; // (f32, f16 or bf16: folded in f32, rounded once to the type by floatConstant)
 
-// A conv with constant f32 weights (and bias, if any) whose result has one use.
+// A conv with constant float weights (and bias, if any) whose result has one use.
 ConvOp foldableConv(Value v) {
   auto conv = def<ConvOp>(v);
-  if (!conv || !v.hasOneUse() || !floats(conv.getWeight()) || (conv.getBias() && !floats(conv.getBias())))
+  if (!conv || !v.hasOneUse() || !fusion::isFloatConstant(conv.getWeight()) ||
+      (conv.getBias() && !fusion::isFloatConstant(conv.getBias())))
     return ConvOp();
   return conv;
 }
@@ -30,9 +31,9 @@ ConvOp foldableConv(Value v) {
 // Rebuilds `conv` with its output channels scaled by `scale` and then shifted by `shift`.
 Value rebuild(PatternRewriter &rewriter, ConvOp conv, const std::vector<float> &scale, const std::vector<float> &shift) {
   auto wType = fusion::tensorType(conv.getWeight());
-  std::vector<float> w = *floats(conv.getWeight());
+  std::vector<float> w = *floatValues(conv.getWeight());
   const int64_t channels = wType.getDimSize(0), per = int64_t(w.size()) / channels;
-  std::vector<float> b = conv.getBias() ? *floats(conv.getBias()) : std::vector<float>(size_t(channels), 0.0f);
+  std::vector<float> b = conv.getBias() ? *floatValues(conv.getBias()) : std::vector<float>(size_t(channels), 0.0f);
   for (int64_t c = 0; c < channels; ++c) {
     for (int64_t i = 0; i < per; ++i)
       w[size_t(c * per + i)] *= scale[size_t(c)];
@@ -52,8 +53,8 @@ struct BatchNormIntoConv : OpRewritePattern<BatchNormOp> {
 
   LogicalResult matchAndRewrite(BatchNormOp op, PatternRewriter &rewriter) const override {
     ConvOp conv = foldableConv(op.getInput());
-    auto gamma = floats(op.getScale()), beta = floats(op.getBias()), mean = floats(op.getMean()),
-         var = floats(op.getVar());
+    auto gamma = floatValues(op.getScale()), beta = floatValues(op.getBias()), mean = floatValues(op.getMean()),
+         var = floatValues(op.getVar());
     if (!conv || !gamma || !beta || !mean || !var)
       return failure();
     const size_t channels = size_t(fusion::tensorType(conv.getWeight()).getDimSize(0));
@@ -88,7 +89,7 @@ struct AffineIntoConv : RewritePattern {
       if (transpose && !x.hasOneUse())
         continue;
       ConvOp conv = foldableConv(transpose ? transpose.getInput() : x);
-      auto values = floats(c);
+      auto values = floatValues(c);
       if (!conv || !values || fusion::tensorType(op->getResult(0)) != fusion::tensorType(x))
         continue;
       // Where the channels are in x, and whether c varies only along them.
@@ -137,10 +138,10 @@ struct ScaleIntoMatMul : OpRewritePattern<MulOp> {
   LogicalResult matchAndRewrite(MulOp op, PatternRewriter &rewriter) const override {
     for (int side = 0; side < 2; ++side) {
       auto mm = def<MatMulOp>(op->getOperand(side));
-      auto s = floats(op->getOperand(1 - side));
+      auto s = floatValues(op->getOperand(1 - side));
       if (!mm || !mm.getResult().hasOneUse() || !s || fusion::tensorType(mm.getRhs()).getRank() != 2)
         continue;
-      auto w = floats(mm.getRhs());
+      auto w = floatValues(mm.getRhs());
       auto sType = fusion::tensorType(op->getOperand(1 - side));
       const int64_t n = fusion::tensorType(mm.getRhs()).getDimSize(1);
       if (!w || sType.getRank() != 1 || sType.getDimSize(0) != n || op.getType() != mm.getType())

@@ -138,18 +138,41 @@ inline std::optional<std::vector<float>> floats(mlir::Value v) {
   return out;
 }
 
+// The values of a constant of a fused float type (f32, f16, bf16) as floats, or none: what the
+// passes that compute on weights of any of these types read (folding convolutions and their
+// affine ops), writing their results back with floatConstant.
+inline std::optional<std::vector<float>> floatValues(mlir::Value v) {
+  std::vector<char> storage;
+  auto bytes = floatBytes(v, storage);
+  if (mlir::failed(bytes))
+    return std::nullopt;
+  const mlir::Type t = tensorType(v).getElementType();
+  std::vector<float> out(bytes->size() / elementSize(t));
+  for (size_t i = 0; i < out.size(); ++i)
+    out[i] = floatAt(*bytes, t, int64_t(i));
+  return out;
+}
+
 // A constant of `type` holding `bytes` (kernel layout; a resource blob when large).
 inline mlir::Value bytesConstant(mlir::OpBuilder &b, mlir::Location loc, mlir::RankedTensorType type,
                                  const std::vector<char> &bytes) {
   return ConstantOp::create(b, loc, type, makeElements(type, llvm::ArrayRef<char>(bytes)));
 }
 
-// An f32 constant of `type` holding `values` (a resource blob when large).
+// A constant of `type` (f32, or f16 or bf16, to which `values` are rounded to nearest even)
+// holding `values` (a resource blob when large).
 inline mlir::Value floatConstant(mlir::OpBuilder &b, mlir::Location loc, mlir::RankedTensorType type,
                                  const std::vector<float> &values) {
-  return ConstantOp::create(b, loc, type,
-                            makeElements(type, llvm::ArrayRef<char>(reinterpret_cast<const char *>(values.data()),
-                                                                    values.size() * sizeof(float))));
+  const rt::DType d = toKernelDType(type.getElementType());
+  if (!rt::isHalfWidth(d))
+    return ConstantOp::create(b, loc, type,
+                              makeElements(type, llvm::ArrayRef<char>(reinterpret_cast<const char *>(values.data()),
+                                                                      values.size() * sizeof(float))));
+  std::vector<uint16_t> narrow(values.size());
+  for (size_t i = 0; i < values.size(); ++i)
+    narrow[i] = rt::toHalfWidth(values[i], d);
+  return ConstantOp::create(
+      b, loc, type, makeElements(type, llvm::ArrayRef<char>(reinterpret_cast<const char *>(narrow.data()), narrow.size() * 2)));
 }
 
 // A 0-element constant: how fused ops mark an absent optional operand.

@@ -70,3 +70,40 @@ func.func @matmul_scale(%x: tensor<3x2xf32>) -> tensor<3x2xf32> {
   %y = llmc.mul %m, %s : (tensor<3x2xf32>, tensor<2xf32>) -> tensor<3x2xf32>
   return %y : tensor<3x2xf32>
 }
+
+// -----
+
+// bf16 (a model exported in bf16): the folded weights and bias are computed in f32 and rounded
+// once to bf16 (w * g / sqrt(v + eps) = [1, 6], b - m * g / sqrt(v + eps) = [-0.5, -1]).
+// CHECK-LABEL: func.func @batch_norm_bf16
+// CHECK-DAG: llmc.constant dense<{{\[\[\[\[}}1.000000e+00]]], {{\[\[\[}}6.000000e+00]]]]> : tensor<2x1x1x1xbf16>
+// CHECK-DAG: llmc.constant dense<[-5.000000e-01, -1.000000e+00]> : tensor<2xbf16>
+// CHECK: %[[CONV:.*]] = llmc.conv %arg0, %{{.*}}, %{{.*}} {{.*}} -> tensor<1x2x3x3xbf16>
+// CHECK-NOT: llmc.batch_norm
+// CHECK: return %[[CONV]]
+func.func @batch_norm_bf16(%x: tensor<1x1x3x3xbf16>) -> tensor<1x2x3x3xbf16> {
+  %w = llmc.constant dense<[[[[1.0]]], [[[2.0]]]]> : tensor<2x1x1x1xbf16>
+  %g = llmc.constant dense<[2.0, 3.0]> : tensor<2xbf16>
+  %b = llmc.constant dense<[0.5, -1.0]> : tensor<2xbf16>
+  %m = llmc.constant dense<[1.0, 0.0]> : tensor<2xbf16>
+  %v = llmc.constant dense<[4.0, 1.0]> : tensor<2xbf16>
+  %c = llmc.conv %x, %w {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x1x3x3xbf16>, tensor<2x1x1x1xbf16>) -> tensor<1x2x3x3xbf16>
+  %y = llmc.batch_norm %c, %g, %b, %m, %v : (tensor<1x2x3x3xbf16>, tensor<2xbf16>, tensor<2xbf16>, tensor<2xbf16>, tensor<2xbf16>) -> tensor<1x2x3x3xbf16>
+  return %y : tensor<1x2x3x3xbf16>
+}
+
+// -----
+
+// Doubles are not folded (the pass folds f32, f16 and bf16).
+// CHECK-LABEL: func.func @batch_norm_f64
+// CHECK: llmc.batch_norm
+func.func @batch_norm_f64(%x: tensor<1x1x3x3xf64>) -> tensor<1x2x3x3xf64> {
+  %w = llmc.constant dense<[[[[1.0]]], [[[2.0]]]]> : tensor<2x1x1x1xf64>
+  %g = llmc.constant dense<[2.0, 3.0]> : tensor<2xf64>
+  %b = llmc.constant dense<[0.5, -1.0]> : tensor<2xf64>
+  %m = llmc.constant dense<[1.0, 0.0]> : tensor<2xf64>
+  %v = llmc.constant dense<[4.0, 1.0]> : tensor<2xf64>
+  %c = llmc.conv %x, %w {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<1x1x3x3xf64>, tensor<2x1x1x1xf64>) -> tensor<1x2x3x3xf64>
+  %y = llmc.batch_norm %c, %g, %b, %m, %v : (tensor<1x2x3x3xf64>, tensor<2xf64>, tensor<2xf64>, tensor<2xf64>, tensor<2xf64>) -> tensor<1x2x3x3xf64>
+  return %y : tensor<1x2x3x3xf64>
+}
