@@ -69,8 +69,8 @@ std::optional<ConstantProduct> constantProduct(Value v) {
   } else {
     return std::nullopt;
   }
-  auto values = fusion::floats(w);
-  if (!values || tensorType(w).getRank() != 2 || !tensorType(p.input).getElementType().isF32())
+  auto values = fusion::floatValues(w); // (f32, f16 or bf16: absorbed in f32, rounded once to the type)
+  if (!values || tensorType(w).getRank() != 2 || !fusion::isFusedFloat(p.input))
     return std::nullopt;
   const int64_t rows = tensorType(w).getDimSize(0), cols = tensorType(w).getDimSize(1);
   p.k = transB ? cols : rows, p.n = transB ? rows : cols;
@@ -212,7 +212,8 @@ bool matchScoresToOutput(Site &s) {
   if (auto add = dyn_cast_or_null<AddOp>(op)) {
     s.mask = fusion::other(add, x);
     auto m = tensorType(s.mask);
-    if (!m.getElementType().isF32() || m.getRank() > 4 || m.getRank() < 2 || tensorType(add.getResult()) != tensorType(x))
+    if (!isFusedFloatType(m.getElementType()) || m.getRank() > 4 || m.getRank() < 2 ||
+        tensorType(add.getResult()) != tensorType(x))
       return false;
     x = add.getResult(), op = next();
   }
@@ -253,7 +254,7 @@ std::optional<Site> matchSite(func::FuncOp func, SplitOp split) {
   s.ropeKey = expand.getInput();
   auto ropeType = tensorType(s.ropeKey);
   if (ropeType.getRank() != 4 || ropeType.getDimSize(1) != 1 || ropeType.isDynamicDim(3) ||
-      !ropeType.getElementType().isF32())
+      !isFusedFloatType(ropeType.getElementType()))
     return std::nullopt;
   s.rope = ropeType.getDimSize(3);
   auto keys = cachePairOf(func, keyConcat.getResult());
@@ -408,7 +409,8 @@ struct AbsorbMla : impl::LlmcAbsorbMlaBase<AbsorbMla> {
     };
     // The report, the same for layers of the same shapes: runOnOperation prints it per group.
     Report &r = s.report;
-    r.kvBefore = H * (n + R + v) * 4, r.kvAfter = width * 4;
+    const int64_t size = int64_t(fusion::elementSize(tensorType(s.q).getElementType()));
+    r.kvBefore = H * (n + R + v) * size, r.kvAfter = width * size;
     r.text = "KV cache per token and layer " + std::to_string(r.kvBefore) + " B (keys " + std::to_string(n + R) +
              " + values " + std::to_string(v) + " of " + std::to_string(H) + " heads) -> " + std::to_string(r.kvAfter) +
              " B (latent " + std::to_string(L) + " + rotary key " + std::to_string(R) + "), " +
@@ -445,17 +447,18 @@ struct AbsorbMla : impl::LlmcAbsorbMlaBase<AbsorbMla> {
       r.text += (context == 1 ? " " : " / ") + std::to_string(context * r.kvBefore);
 
     Value q = s.q, wuk, wuv;
+    const Type elem = tensorType(s.q).getElementType(); // the model's float type, of every operand
     if (mergeQuery) {
       q = mergeIntoQuery(loc, s, *query, uk);
-      wuk = fusion::emptyTensor(b, loc, b.getF32Type());
+      wuk = fusion::emptyTensor(b, loc, elem);
       ++queryMerges;
     } else {
-      wuk = fusion::floatConstant(b, loc, RankedTensorType::get({H, n, L}, b.getF32Type()), uk);
+      wuk = fusion::floatConstant(b, loc, RankedTensorType::get({H, n, L}, elem), uk);
     }
-    wuv = mergeOutput ? fusion::emptyTensor(b, loc, b.getF32Type())
-                      : fusion::floatConstant(b, loc, RankedTensorType::get({H, L, v}, b.getF32Type()), uv);
+    wuv = mergeOutput ? fusion::emptyTensor(b, loc, elem)
+                      : fusion::floatConstant(b, loc, RankedTensorType::get({H, L, v}, elem), uv);
     b.setInsertionPoint(s.weighted);
-    Value mask = s.mask ? s.mask : fusion::emptyTensor(b, loc, b.getF32Type());
+    Value mask = s.mask ? s.mask : fusion::emptyTensor(b, loc, elem);
     Value attention = createValue(b, loc, "llmc.latent_attention", {q, cache, wuk, wuv, mask},
                                   {b.getNamedAttr("scale", b.getF32FloatAttr(float(s.scale))),
                                    b.getNamedAttr("rope_dim", b.getI64IntegerAttr(R))});
@@ -486,7 +489,9 @@ struct AbsorbMla : impl::LlmcAbsorbMlaBase<AbsorbMla> {
     OpBuilder qb(qp.split);
     Value x = createValue(
         qb, loc, "llmc.matmul",
-        {qp.product.input, fusion::floatConstant(qb, loc, RankedTensorType::get({Q, H * out}, qb.getF32Type()), w)});
+        {qp.product.input,
+         fusion::floatConstant(qb, loc, RankedTensorType::get({Q, H * out}, tensorType(qp.product.input).getElementType()),
+                               w)});
     x = createValue(qb, loc, "llmc.reshape", {x, i64Constant(qb, loc, {0, 0, H, out})});
     x = createValue(qb, loc, "llmc.transpose", {x}, {qb.getNamedAttr("perm", qb.getDenseI64ArrayAttr({0, 2, 1, 3}))});
     Operation *split = fusion::create(
@@ -518,7 +523,8 @@ struct AbsorbMla : impl::LlmcAbsorbMlaBase<AbsorbMla> {
                           {ob.getNamedAttr("perm", ob.getDenseI64ArrayAttr({0, 2, 1, 3}))});
     x = createValue(ob, loc, "llmc.reshape", {x, i64Constant(ob, loc, {0, 0, H * L})});
     x = createValue(ob, loc, "llmc.matmul",
-                    {x, fusion::floatConstant(ob, loc, RankedTensorType::get({H * L, D}, ob.getF32Type()), w)});
+                    {x, fusion::floatConstant(ob, loc, RankedTensorType::get({H * L, D}, tensorType(x).getElementType()),
+                                              w)});
     op.op->getResult(0).replaceAllUsesWith(x);
   }
 

@@ -162,6 +162,8 @@ CASES = [
     ("tiny_llama_kv-bf16-model-cuda", "tiny_llama_kv_bf16",
      KV_SHAPES + ["--last-position", "logits", "--target", "cuda"], "generate"),
     ("tiny_gpt2_kv-f16-model-cuda", "tiny_gpt2_kv_f16", KV_SHAPES + ["--target", "cuda"], "generate"),
+    # The DeepSeek export in bf16: absorbed, its latent cache and latent attention in bf16.
+    ("tiny_deepseek_kv-bf16-model", "tiny_deepseek_kv_bf16", KV_SHAPES + ["--random-weights"], "generate"),
 ]
 # The real models (prepare --real-models): (name, model, llmc flags, kind, minimum cosine). Their
 # weights are random (the plans' ops are theirs), so that a deep net's outputs may be large or

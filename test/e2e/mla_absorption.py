@@ -9,7 +9,10 @@
    steps absorbed, by the kernel's cost count) for the absorbed plan with W_UK/W_UV chosen by the cost
    estimate, kept separate, and multiplied out, and for the plan without the pass;
 3. the generator on the latent cache: a batch of prompts of different lengths gives each prompt's
-   tokens alone.
+   tokens alone;
+4. the export converted to bf16 (cuda_vs_cpu.as_float_type): absorbed too, its latent cache in
+   bf16, and its generation against ONNX Runtime on the same values widened to f32 (cosine of
+   every step's logits >= 0.9999, generate_vs_ort.py --as-type), absorbed and not.
 
     mla_absorption.py --llmc BIN --llmc-run BIN
 """
@@ -18,6 +21,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 
 import onnx
 
@@ -79,6 +83,25 @@ def main():
     print(run.stdout.strip().splitlines()[-1] if run.stdout.strip() else run.stderr)
     if run.returncode != 0:
         failures.append("a batch generates other tokens than its prompts alone")
+    # 4. In bf16: absorbed, computed in f32 and rounded once to bf16 (W_UK, W_UV and the projections
+    # they merge into), the latent cache in bf16.
+    sys.path.insert(0, os.path.join(ROOT, "test", "cuda"))
+    from cuda_vs_cpu import as_float_type
+    with tempfile.TemporaryDirectory() as tmp:
+        bf16 = as_float_type(model, tmp, "bf16")
+        stats = subprocess.run([args.llmc, bf16, "--emit=mlir", "-o", "-", "--print-stats", "--input-shape", "batch=1",
+                                "--max-shape", "seq=16,past=0..64,total=80"], check=True, capture_output=True,
+                               text=True)
+        latent = re.findall(r'tensor<\?x1x\d+xbf16> \{[^}]*llmc.name = "past_key_values\.\d+\.latent"', stats.stdout)
+        if f"llmc-absorb-mla: {len(layers)} MLA attentions absorbed" not in stats.stderr or len(latent) != len(layers):
+            failures.append("the bf16 export's layers were not all absorbed into bf16 latent caches")
+    for flags in ([], ["--skip-pass=llmc-absorb-mla"]):
+        run = subprocess.run([sys.executable, os.path.join(HERE, "generate_vs_ort.py"), "--llmc", args.llmc,
+                              "--llmc-run", args.llmc_run, "--model", model, "--steps", "32", "--as-type", "bf16"] +
+                             [f"--llmc-flag={f}" for f in flags], capture_output=True, text=True)
+        print(run.stdout.strip().splitlines()[-1] if run.stdout.strip() else run.stderr)
+        if run.returncode != 0:
+            failures.append(f"generation in bf16 with {flags or 'defaults'} differs from ONNX Runtime")
     for f in failures:
         print("FAIL:", f)
     print("PASS" if not failures else "FAIL")
