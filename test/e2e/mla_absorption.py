@@ -38,6 +38,16 @@ def export():
     return re.search(r"^tiny_deepseek_kv (.*)$", out, re.M).group(1)
 
 
+def generates_as_ort(args, model, flags, check):
+    """generate_vs_ort.py on `model` with llmc flags `flags` and its own options `check`; prints
+    its verdict and returns whether it passed."""
+    run = subprocess.run([sys.executable, os.path.join(HERE, "generate_vs_ort.py"), "--llmc", args.llmc,
+                          "--llmc-run", args.llmc_run, "--model", model, "--steps", "32"] + check +
+                         [f"--llmc-flag={f}" for f in flags], capture_output=True, text=True)
+    print(run.stdout.strip().splitlines()[-1] if run.stdout.strip() else run.stderr)
+    return run.returncode == 0
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--llmc", required=True)
@@ -71,11 +81,7 @@ def main():
 
     # 2. Against ONNX Runtime.
     for flags in ([], ["--mla-factors=separate"], ["--mla-factors=multiplied"], ["--skip-pass=llmc-absorb-mla"]):
-        run = subprocess.run([sys.executable, os.path.join(HERE, "generate_vs_ort.py"), "--llmc", args.llmc,
-                              "--llmc-run", args.llmc_run, "--model", model, "--steps", "32", "--atol", "1e-4"] +
-                             [f"--llmc-flag={f}" for f in flags], capture_output=True, text=True)
-        print(run.stdout.strip().splitlines()[-1] if run.stdout.strip() else run.stderr)
-        if run.returncode != 0:
+        if not generates_as_ort(args, model, flags, ["--atol", "1e-4"]):
             failures.append(f"generation with {flags or 'defaults'} differs from ONNX Runtime")
     # 3. A batch of prompts of different lengths generates what each prompt generates alone.
     run = subprocess.run([sys.executable, os.path.join(HERE, "batch_vs_single.py"), "--llmc", args.llmc,
@@ -96,11 +102,7 @@ def main():
         if f"llmc-absorb-mla: {len(layers)} MLA attentions absorbed" not in stats.stderr or len(latent) != len(layers):
             failures.append("the bf16 export's layers were not all absorbed into bf16 latent caches")
     for flags in ([], ["--skip-pass=llmc-absorb-mla"]):
-        run = subprocess.run([sys.executable, os.path.join(HERE, "generate_vs_ort.py"), "--llmc", args.llmc,
-                              "--llmc-run", args.llmc_run, "--model", model, "--steps", "32", "--as-type", "bf16"] +
-                             [f"--llmc-flag={f}" for f in flags], capture_output=True, text=True)
-        print(run.stdout.strip().splitlines()[-1] if run.stdout.strip() else run.stderr)
-        if run.returncode != 0:
+        if not generates_as_ort(args, model, flags, ["--as-type", "bf16"]):
             failures.append(f"generation in bf16 with {flags or 'defaults'} differs from ONNX Runtime")
     for f in failures:
         print("FAIL:", f)
