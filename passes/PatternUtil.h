@@ -126,21 +126,9 @@ inline float floatAt(llvm::ArrayRef<char> bytes, mlir::Type t, int64_t i) {
   return rt::floatAt(bytes.data(), toKernelDType(t), i);
 }
 
-// The values of an f32 constant, or none: what the passes that compute on weights (folding
-// convolutions and their affine ops, absorbing MLA weights) read.
-inline std::optional<std::vector<float>> floats(mlir::Value v) {
-  std::vector<char> storage;
-  auto bytes = floatBytes(v, storage);
-  if (!tensorType(v).getElementType().isF32() || mlir::failed(bytes))
-    return std::nullopt;
-  std::vector<float> out(bytes->size() / sizeof(float));
-  std::memcpy(out.data(), bytes->data(), out.size() * sizeof(float));
-  return out;
-}
-
 // The values of a constant of a fused float type (f32, f16, bf16) as floats, or none: what the
-// passes that compute on weights of any of these types read (folding convolutions and their
-// affine ops), writing their results back with floatConstant.
+// passes that compute on weights read (folding convolutions and their affine ops, absorbing MLA
+// weights), writing their results back with floatConstant.
 inline std::optional<std::vector<float>> floatValues(mlir::Value v) {
   std::vector<char> storage;
   auto bytes = floatBytes(v, storage);
@@ -155,8 +143,8 @@ inline std::optional<std::vector<float>> floatValues(mlir::Value v) {
 
 // A constant of `type` holding `bytes` (kernel layout; a resource blob when large).
 inline mlir::Value bytesConstant(mlir::OpBuilder &b, mlir::Location loc, mlir::RankedTensorType type,
-                                 const std::vector<char> &bytes) {
-  return ConstantOp::create(b, loc, type, makeElements(type, llvm::ArrayRef<char>(bytes)));
+                                 llvm::ArrayRef<char> bytes) {
+  return ConstantOp::create(b, loc, type, makeElements(type, bytes));
 }
 
 // A constant of `type` (f32, or f16 or bf16, to which `values` are rounded to nearest even)
@@ -165,14 +153,11 @@ inline mlir::Value floatConstant(mlir::OpBuilder &b, mlir::Location loc, mlir::R
                                  const std::vector<float> &values) {
   const rt::DType d = toKernelDType(type.getElementType());
   if (!rt::isHalfWidth(d))
-    return ConstantOp::create(b, loc, type,
-                              makeElements(type, llvm::ArrayRef<char>(reinterpret_cast<const char *>(values.data()),
-                                                                      values.size() * sizeof(float))));
+    return bytesConstant(b, loc, type, {reinterpret_cast<const char *>(values.data()), values.size() * sizeof(float)});
   std::vector<uint16_t> narrow(values.size());
   for (size_t i = 0; i < values.size(); ++i)
     narrow[i] = rt::toHalfWidth(values[i], d);
-  return ConstantOp::create(
-      b, loc, type, makeElements(type, llvm::ArrayRef<char>(reinterpret_cast<const char *>(narrow.data()), narrow.size() * 2)));
+  return bytesConstant(b, loc, type, {reinterpret_cast<const char *>(narrow.data()), narrow.size() * 2});
 }
 
 // A 0-element constant: how fused ops mark an absent optional operand.

@@ -62,8 +62,8 @@ struct TransposeLinearWeights : impl::LlmcTransposeLinearWeightsBase<TransposeLi
       auto constant = def<ConstantOp>(weight);
       auto type = fusion::tensorType(weight);
       std::vector<char> storage; // a splat's values (a weight of any size is read in place)
-      FailureOr<ArrayRef<char>> bytes = elementsBytes(constant.getValue(), storage);
-      if (!fusion::isFusedFloat(weight) || failed(bytes))
+      FailureOr<ArrayRef<char>> bytes = fusion::floatBytes(weight, storage);
+      if (failed(bytes))
         continue; // not f32, f16 or bf16 data the pass can read
       const int64_t k = type.getDimSize(0), n = type.getDimSize(1);
       auto newType = RankedTensorType::get({n, k}, type.getElementType());
