@@ -62,6 +62,33 @@ def LlmcDropIdentities : Pass<"llmc-drop-identities", "mlir::func::FuncOp"> {
   }];
 }
 
+def LlmcSplitEinsum : Pass<"llmc-split-einsum", "mlir::func::FuncOp"> {
+  let summary = "Splits an einsum of many operands into a chain of einsums of two";
+  let description = [{
+    An einsum of more than `max-operands` operands becomes einsums of two, left to right: the
+    first two operands, their product and the third, and so on. Each product keeps the labels a
+    later operand or the output names (and every "..." dimension), so the others are summed as
+    soon as they can be. The CUDA kernel takes any einsum of at most five operands (the
+    default: of rank 8 at most, as every value of a plan, they have at most 40 labels, 200
+    operand-label pairs of the 256 its arguments hold), and a loop over every summed label's
+    values at once costs their product, where the chain sums them pair by pair.
+
+    Before:
+    ```mlir
+    %y = llmc.einsum %a, %b, %c {equation = "ij,jk,kl->il"} : (tensor<2x3xf32>, tensor<3x4xf32>, tensor<4x5xf32>) -> tensor<2x5xf32>
+    ```
+    After (`max-operands=2`):
+    ```mlir
+    %t = llmc.einsum %a, %b {equation = "ij,jk->ik"} : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
+    %y = llmc.einsum %t, %c {equation = "ik,kl->il"} : (tensor<2x4xf32>, tensor<4x5xf32>) -> tensor<2x5xf32>
+    ```
+  }];
+  let options = [
+    Option<"maxOperands", "max-operands", "unsigned", /*default=*/"5",
+           "Einsums of more operands than this are split (at least 2)">
+  ];
+}
+
 def LlmcFoldShapes : Pass<"llmc-fold-shapes", "mlir::func::FuncOp"> {
   let summary = "Folds shape subgraphs to constants and refines result types to a fixed point";
   let description = [{

@@ -13,6 +13,7 @@ void buildDefaultPipeline(mlir::OpPassManager &pm, const PipelineOptions &option
   };
   add(createLlmcFoldShapes());
   add(createLlmcDropIdentities());
+  add(createLlmcSplitEinsum()); // einsums the CUDA kernel takes whole: five operands at most
   add(mlir::createCSEPass());
   add(mlir::createCanonicalizerPass());
   add(createLlmcKvCacheLayout());

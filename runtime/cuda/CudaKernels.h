@@ -8,6 +8,11 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
+
+namespace llmc::rt {
+struct EinsumLoops; // kernels/Einsum.h
+}
 
 namespace llmc::rt::cuda {
 
@@ -365,16 +370,22 @@ std::string matmulArgsOf(int aRank, const int64_t *aDims, int bRank, const int64
 
 // einsum of up to kMaxEinsumOperands operands of DType number `type` (a float, an integer
 // or bool: dispatchNumeric; Einsum.cu), its loops as einsumLoops gives them (kernels/Einsum.h): labels [0, outLabels)
-// are the output's (row-major), the rest summed (`summed` index tuples); strides[k][l] operand k's
-// element stride along label l.
-constexpr int kMaxEinsumOperands = 8, kMaxEinsumLabels = 16;
+// are the output's (row-major), the rest summed (`summed` index tuples); strides[k * labels + l]
+// operand k's element stride along label l. Every einsum of at most five operands fits (each of
+// rank 8 at most, as every value of a plan: 40 labels, 200 pairs); llmc-split-einsum makes
+// chains of two of einsums of more.
+constexpr int kMaxEinsumOperands = 8, kMaxEinsumLabels = 64, kMaxEinsumStrides = 256;
 struct EinsumArgs {
   int operands = 0, labels = 0, outLabels = 0;
   const void *in[kMaxEinsumOperands] = {};
   int64_t sizes[kMaxEinsumLabels] = {};
-  int64_t strides[kMaxEinsumOperands][kMaxEinsumLabels] = {};
+  int64_t strides[kMaxEinsumStrides] = {};
   int64_t outCount = 0, summed = 1;
 };
+// Whether an einsum of `operands` operands and `labels` labels fits EinsumArgs: "" or why not.
+std::string einsumFits(int operands, int labels);
+// EinsumArgs of `loops` (einsumLoops), the output's first `outLabels` labels, operands at `in`.
+std::string einsumArgsOf(const EinsumLoops &loops, int outLabels, const std::vector<const void *> &in, EinsumArgs &a);
 std::string einsum(int type, const EinsumArgs &a, void *out, void *stream);
 
 // Up to kMaxCopies strided copies of one element size in one launch: the pieces of a split or a

@@ -5,6 +5,7 @@
 // matrix product runs as a loop, not on tiles.
 #include "CudaKernels.h"
 #include "DeviceUtil.cuh"
+#include "Einsum.h"
 
 #include <cstdint>
 
@@ -21,7 +22,7 @@ template <typename T> __global__ void einsumKernel(const __grid_constant__ Einsu
       const int64_t i = rest % a.sizes[l];
       rest /= a.sizes[l];
       for (int k = 0; k < a.operands; ++k)
-        base[k] += i * a.strides[k][l];
+        base[k] += i * a.strides[k * a.labels + l];
     }
     Acc acc = 0;
     for (int64_t j = 0; j < a.summed; ++j) {
@@ -33,7 +34,7 @@ template <typename T> __global__ void einsumKernel(const __grid_constant__ Einsu
         const int64_t i = r % a.sizes[l];
         r /= a.sizes[l];
         for (int k = 0; k < a.operands; ++k)
-          at[k] += i * a.strides[k][l];
+          at[k] += i * a.strides[k * a.labels + l];
       }
       Acc product = 1;
       for (int k = 0; k < a.operands; ++k)
@@ -46,10 +47,37 @@ template <typename T> __global__ void einsumKernel(const __grid_constant__ Einsu
 
 } // namespace
 
+std::string einsumFits(int operands, int labels) {
+  if (operands < 1 || operands > kMaxEinsumOperands)
+    return "supports 1 to " + std::to_string(kMaxEinsumOperands) + " operands";
+  if (labels > kMaxEinsumLabels || operands * labels > kMaxEinsumStrides)
+    return std::to_string(operands) + " operands of " + std::to_string(labels) + " labels: at most " +
+           std::to_string(kMaxEinsumStrides) + " operand-label pairs";
+  return {};
+}
+
+std::string einsumArgsOf(const EinsumLoops &loops, int outLabels, const std::vector<const void *> &in, EinsumArgs &a) {
+  const int labels = int(loops.labels.size());
+  if (std::string err = einsumFits(int(in.size()), labels); !err.empty())
+    return err;
+  if (loops.strides.size() != in.size() || outLabels < 0 || outLabels > labels)
+    return "einsum: loops and operands differ";
+  a = EinsumArgs{};
+  a.operands = int(in.size()), a.labels = labels, a.outLabels = outLabels;
+  a.outCount = loops.outCount, a.summed = loops.summed;
+  for (int l = 0; l < labels; ++l)
+    a.sizes[l] = loops.sizes[size_t(l)];
+  for (int k = 0; k < a.operands; ++k) {
+    a.in[k] = in[size_t(k)];
+    for (int l = 0; l < labels; ++l)
+      a.strides[k * labels + l] = loops.strides[size_t(k)][size_t(l)];
+  }
+  return {};
+}
+
 std::string einsum(int type, const EinsumArgs &a, void *out, void *stream) {
-  if (a.operands < 1 || a.operands > kMaxEinsumOperands || a.labels > kMaxEinsumLabels || a.outLabels > a.labels)
-    return "einsum: at most " + std::to_string(kMaxEinsumOperands) + " operands and " +
-           std::to_string(kMaxEinsumLabels) + " labels";
+  if (std::string err = einsumFits(a.operands, a.labels); !err.empty() || a.outLabels > a.labels)
+    return "einsum: " + (err.empty() ? std::string("more output labels than labels") : err);
   if (a.outCount == 0)
     return {};
   auto launch = [&](auto tag) {

@@ -348,37 +348,36 @@ std::string prepareEinsum(Executor &ex, const PlanOp &op, PreparedOp &out) {
   std::vector<int> operands(op.inputs);
   operands.push_back(op.outputs[0]);
   const int type = commonType(ex, operands, numericTypeOf);
-  if (op.inputs.empty() || op.inputs.size() > size_t(kMaxEinsumOperands) || !type ||
-      std::count(op.inputs.begin(), op.inputs.end(), -1))
-    return "supports 1 to " + std::to_string(kMaxEinsumOperands) +
-           " operands of one type (a float, an integer or bool) as its result";
+  if (op.inputs.empty() || !type || std::count(op.inputs.begin(), op.inputs.end(), -1))
+    return "supports operands of one type (a float, an integer or bool) as its result";
   std::vector<int> ranks;
   for (int i : op.inputs)
-    ranks.push_back(i < 0 ? -1 : ex.plan->values[size_t(i)].shape.rank);
+    ranks.push_back(ex.plan->values[size_t(i)].shape.rank);
   EinsumSpec spec;
   if (std::string err = parseEinsum(std::string(op.attrs.getString("equation")), ranks, spec); !err.empty())
     return err;
+  std::string labels; // every label of the equation (the output's are among the operands')
+  for (const std::string &term : spec.inputs)
+    for (char c : term)
+      if (labels.find(c) == std::string::npos)
+        labels += c;
+  if (std::string err = einsumFits(int(op.inputs.size()), int(labels.size())); !err.empty())
+    return err;
   out.launch = [&op, type, spec](Executor &e, const std::vector<TensorRef> &t) -> std::string {
     std::vector<std::vector<int64_t>> dims;
-    for (int i : op.inputs)
+    std::vector<const void *> in;
+    for (int i : op.inputs) {
       dims.emplace_back(t[size_t(i)].shape.dims, t[size_t(i)].shape.dims + t[size_t(i)].shape.rank);
+      in.push_back(e.at(i));
+    }
     EinsumLoops loops;
     if (std::string err = einsumLoops(spec, dims, loops); !err.empty())
       return err;
-    if (loops.labels.size() > size_t(kMaxEinsumLabels))
-      return "more than " + std::to_string(kMaxEinsumLabels) + " labels";
     if (t[size_t(op.outputs[0])].numel() != loops.outCount)
       return std::string("the output's shape does not match the equation");
     EinsumArgs a;
-    a.operands = int(op.inputs.size()), a.labels = int(loops.labels.size()), a.outLabels = int(spec.output.size());
-    a.outCount = loops.outCount, a.summed = loops.summed;
-    for (int l = 0; l < a.labels; ++l)
-      a.sizes[l] = loops.sizes[size_t(l)];
-    for (int k = 0; k < a.operands; ++k) {
-      a.in[k] = e.at(op.inputs[size_t(k)]);
-      for (int l = 0; l < a.labels; ++l)
-        a.strides[k][l] = loops.strides[size_t(k)][size_t(l)];
-    }
+    if (std::string err = einsumArgsOf(loops, int(spec.output.size()), in, a); !err.empty())
+      return err;
     return einsum(type, a, e.at(op.outputs[0]), e.stream);
   };
   return {};

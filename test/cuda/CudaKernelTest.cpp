@@ -1863,7 +1863,7 @@ TEST(Cuda, GemmMatchesTheCpu) {
 
 // einsum against the CPU's, the loops from einsumLoops as the executor takes them: a batched
 // matrix product, attention scores, a transpose, a sum of everything, a broadcast "..." batch, a
-// diagonal (a label twice in one operand) and three operands.
+// diagonal (a label twice in one operand), three operands, and three of 22 labels.
 TEST(Cuda, EinsumMatchesTheCpu) {
   struct Case {
     const char *equation;
@@ -1876,7 +1876,11 @@ TEST(Cuda, EinsumMatchesTheCpu) {
                         {"bij->", {{2, 3, 4}}, {}},
                         {"...ij,...jk->...ik", {{1, 3, 4}, {2, 4, 2}}, {2, 3, 2}},
                         {"ii->i", {{5, 5}}, {5}},
-                        {"i,i,i->", {{6}, {6}, {6}}, {}}};
+                        {"i,i,i->", {{6}, {6}, {6}}, {}},
+                        // 22 labels (the kernel took 16 until session 24)
+                        {"abcdefgh,hijklmno,opqrstuv->av",
+                         {{2, 1, 1, 1, 1, 1, 1, 2}, {2, 1, 1, 1, 1, 1, 1, 2}, {2, 1, 1, 1, 1, 1, 1, 2}},
+                         {2, 2}}};
   for (cu::Storage s : kStorages)
     for (const Case &c : cases) {
       std::vector<Buf<float>> operands;
@@ -1895,18 +1899,14 @@ TEST(Cuda, EinsumMatchesTheCpu) {
       ASSERT_EQ(parseEinsum(c.equation, ranks, spec), "");
       EinsumLoops loops;
       ASSERT_EQ(einsumLoops(spec, c.operands, loops), "");
-      cu::EinsumArgs a;
-      a.operands = int(c.operands.size()), a.labels = int(loops.labels.size()), a.outLabels = int(spec.output.size());
-      a.outCount = loops.outCount, a.summed = loops.summed;
       std::vector<std::unique_ptr<Device>> uploaded;
-      for (int k = 0; k < a.operands; ++k) {
-        uploaded.push_back(upload(operands[size_t(k)].data, s));
-        a.in[k] = uploaded.back()->p;
-        for (int l = 0; l < a.labels; ++l)
-          a.strides[k][l] = loops.strides[size_t(k)][size_t(l)];
+      std::vector<const void *> in;
+      for (Buf<float> &b : operands) {
+        uploaded.push_back(upload(b.data, s));
+        in.push_back(uploaded.back()->p);
       }
-      for (int l = 0; l < a.labels; ++l)
-        a.sizes[l] = loops.sizes[size_t(l)];
+      cu::EinsumArgs a;
+      ASSERT_EQ(cu::einsumArgsOf(loops, int(spec.output.size()), in, a), "");
       Device out(size_t(want.numel()) * cu::storageBytes(s));
       ASSERT_EQ(cu::einsum(int(storageDType(s)), a, out.p, nullptr), "");
       expectClose(download(out, size_t(want.numel()), s), want.data, std::max(tolerance(s), 1e-5f) * 8,
@@ -1932,18 +1932,14 @@ TEST(Cuda, EinsumMatchesTheCpu) {
     ASSERT_EQ(parseEinsum(equation, {2, 2, 1, 1}, spec), "");
     EinsumLoops loops;
     ASSERT_EQ(einsumLoops(spec, dims, loops), "");
-    cu::EinsumArgs a;
-    a.operands = 4, a.labels = int(loops.labels.size()), a.outLabels = 1, a.outCount = loops.outCount;
-    a.summed = loops.summed;
     std::vector<std::unique_ptr<Device>> uploaded;
-    for (int k = 0; k < 4; ++k) {
-      uploaded.push_back(uploadRaw(operands[size_t(k)].data));
-      a.in[k] = uploaded.back()->p;
-      for (int l = 0; l < a.labels; ++l)
-        a.strides[k][l] = loops.strides[size_t(k)][size_t(l)];
+    std::vector<const void *> in;
+    for (Buf<T> &b : operands) {
+      uploaded.push_back(uploadRaw(b.data));
+      in.push_back(uploaded.back()->p);
     }
-    for (int l = 0; l < a.labels; ++l)
-      a.sizes[l] = loops.sizes[size_t(l)];
+    cu::EinsumArgs a;
+    ASSERT_EQ(cu::einsumArgsOf(loops, 1, in, a), "");
     Device out(3 * sizeof(T));
     ASSERT_EQ(cu::einsum(int(type), a, out.p, nullptr), "");
     EXPECT_EQ(downloadRaw<T>(out, 3), want.data) << "einsum " << equation << " of " << dtypeName(type);
@@ -1951,6 +1947,26 @@ TEST(Cuda, EinsumMatchesTheCpu) {
   exact(int64_t(0), DType::I64);
   exact(int32_t(0), DType::I32);
   exact(double(0), DType::F64); // (a sum past f32's 24 bits, exact in f64)
+}
+
+// What EinsumArgs holds: up to eight operands and 256 operand-label pairs, so every einsum of
+// at most five operands fits (of rank 8 at most, as every plan's values: 40 labels), which are
+// the ones llmc-split-einsum leaves.
+TEST(Cuda, EinsumLimits) {
+  EXPECT_EQ(cu::einsumFits(5, 40), "");
+  EXPECT_EQ(cu::einsumFits(8, 32), "");
+  EXPECT_NE(cu::einsumFits(1, 65), "");
+  EXPECT_EQ(cu::einsumFits(8, 33), "8 operands of 33 labels: at most 256 operand-label pairs");
+  EXPECT_EQ(cu::einsumFits(9, 2), "supports 1 to 8 operands");
+  EXPECT_NE(cu::einsumFits(0, 1), "");
+  EinsumLoops loops;
+  loops.labels = "ij", loops.sizes = {2, 3}, loops.strides = {{3, 1}};
+  cu::EinsumArgs a;
+  EXPECT_EQ(cu::einsumArgsOf(loops, 3, {nullptr}, a), "einsum: loops and operands differ");
+  EXPECT_EQ(cu::einsumArgsOf(loops, 2, {nullptr, nullptr}, a), "einsum: loops and operands differ");
+  ASSERT_EQ(cu::einsumArgsOf(loops, 1, {nullptr}, a), "");
+  EXPECT_EQ(a.strides[0], 3);
+  EXPECT_EQ(a.strides[1], 1);
 }
 
 // The product of dims[from..to).

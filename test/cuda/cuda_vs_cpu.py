@@ -385,19 +385,30 @@ def qdq_model(out):
 def product_ops_model(out):
     """x [seq, 8] -> a = 0.5 x x^T (a Gemm of activations, transB) [seq, seq]; b = 2 x W^T + 0.5 c
     (a Gemm with alpha and beta, W [16, 8], c [16]) [seq, 16] -> y = einsum("ij,jk->ik", a, b)
-    [seq, 16] and z = einsum("ik,ik->i", y, b) [seq]; seeded random weights."""
+    [seq, 16] and z = einsum("ik,ik->i", y, b) [seq]; and two einsums of more operands than the CUDA
+    kernel's eight, which llmc-split-einsum makes chains of two: chain10 = a chain of eight [8, 8]
+    matrices between x and x ("si,ij,...,pq,sq->s", ten operands) [seq], and dots9 = x * x * v ... v
+    ("...i,...i,i,i,i,i,i,i,i", nine operands: "..." and an implicit output) [seq]; seeded random
+    weights."""
     import onnx
     from onnx import TensorProto, helper, numpy_helper
     rng = np.random.RandomState(3)
     inits = [numpy_helper.from_array((0.3 * rng.randn(16, 8)).astype(np.float32), "w"),
              numpy_helper.from_array((0.1 * rng.randn(16)).astype(np.float32), "c")]
+    chain = ["m%d" % i for i in range(8)]
+    inits += [numpy_helper.from_array((0.4 * rng.randn(8, 8)).astype(np.float32), m) for m in chain]
+    inits.append(numpy_helper.from_array((0.5 + rng.rand(8)).astype(np.float32), "v"))
     nodes = [helper.make_node("Gemm", ["x", "x"], ["a"], transB=1, alpha=0.5),
              helper.make_node("Gemm", ["x", "w", "c"], ["b"], transB=1, alpha=2.0, beta=0.5),
              helper.make_node("Einsum", ["a", "b"], ["y"], equation="ij,jk->ik"),
-             helper.make_node("Einsum", ["y", "b"], ["z"], equation="ik,ik->i")]
+             helper.make_node("Einsum", ["y", "b"], ["z"], equation="ik,ik->i"),
+             helper.make_node("Einsum", ["x"] + chain + ["x"], ["chain10"], equation="si,ij,jk,kl,lm,mn,no,op,pq,sq->s"),
+             helper.make_node("Einsum", ["x", "x"] + ["v"] * 7, ["dots9"], equation="...i,...i,i,i,i,i,i,i,i")]
     graph = helper.make_graph(nodes, "product_ops", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["seq", 8])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["seq", 16]),
-                               helper.make_tensor_value_info("z", TensorProto.FLOAT, ["seq"])], inits)
+                               helper.make_tensor_value_info("z", TensorProto.FLOAT, ["seq"]),
+                               helper.make_tensor_value_info("chain10", TensorProto.FLOAT, ["seq"]),
+                               helper.make_tensor_value_info("dots9", TensorProto.FLOAT, ["seq"])], inits)
     path = os.path.join(out, "product_ops.onnx")
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
     return path
