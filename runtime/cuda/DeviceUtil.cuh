@@ -488,11 +488,22 @@ __device__ double loadAs(const void *p, int type, int64_t i) {
   }
 }
 
+// v as f32 rounded to odd (toward zero, its last bit set when inexact), so that narrowing it once
+// more to f16 or bf16 rounds v once, as the CPU's cast does (roundToOddFloat, Tensor.h).
+__device__ __forceinline__ float roundToOdd(double v) {
+  float f = float(v);
+  if (isnan(v) || double(f) == v)
+    return f;
+  if (fabs(double(f)) > fabs(v))
+    f = nextafterf(f, 0.0f);
+  return __uint_as_float(__float_as_uint(f) | 1u);
+}
+
 __device__ void storeAs(void *p, int type, int64_t i, double v) {
   switch (type) {
   case F32: static_cast<float *>(p)[i] = float(v); break;
-  case F16: static_cast<__half *>(p)[i] = fromF<__half>(float(v)); break;
-  case BF16: static_cast<__nv_bfloat16 *>(p)[i] = fromF<__nv_bfloat16>(float(v)); break;
+  case F16: static_cast<__half *>(p)[i] = fromF<__half>(roundToOdd(v)); break;
+  case BF16: static_cast<__nv_bfloat16 *>(p)[i] = fromF<__nv_bfloat16>(roundToOdd(v)); break;
   case F64: static_cast<double *>(p)[i] = v; break;
   case I64: static_cast<long long *>(p)[i] = (long long)v; break;
   case I32: static_cast<int *>(p)[i] = int(v); break;

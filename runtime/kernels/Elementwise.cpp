@@ -297,10 +297,13 @@ std::string whereKernel(const KernelArgs &args) {
 
 template <typename From> std::string castFrom(const From *src, TensorRef &out, int64_t n) {
   std::string err;
-  if (isHalfWidth(out.dtype)) { // (through f32: a double rounded twice may differ in its last bit)
+  if (isHalfWidth(out.dtype)) {
     uint16_t *dst = out.as<uint16_t>();
     for (int64_t i = 0; i < n; ++i)
-      dst[i] = toHalfWidth(float(src[i]), out.dtype);
+      if constexpr (std::is_same_v<From, float>)
+        dst[i] = toHalfWidth(src[i], out.dtype);
+      else // rounded once, through f32 rounded to odd
+        dst[i] = toHalfWidth(roundToOddFloat(static_cast<long double>(src[i])), out.dtype);
     return err;
   }
   if (out.dtype == DType::Bool) {

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 namespace llmc::rt {
 
@@ -103,6 +104,21 @@ uint16_t floatToBFloat16(float f) {
     return uint16_t((x >> 16) | 0x40); // stays a (quiet) NaN
   x += 0x7fff + ((x >> 16) & 1);       // round to nearest even; the carry may reach infinity
   return uint16_t(x >> 16);
+}
+
+static_assert(std::numeric_limits<long double>::digits >= 64, "roundToOddFloat holds every int64 exactly");
+
+float roundToOddFloat(long double v) {
+  float f = float(v); // to nearest even
+  if (std::isnan(v) || static_cast<long double>(f) == v)
+    return f;
+  if (std::fabs(static_cast<long double>(f)) > std::fabs(v)) // rounded away from zero (or to infinity)
+    f = std::nextafter(f, 0.0f);
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  bits |= 1;
+  std::memcpy(&f, &bits, 4);
+  return f;
 }
 
 float widenFloat(uint16_t bits, DType from) {

@@ -38,6 +38,11 @@ float widenFloat(uint16_t bits, DType from);
 // f32 to bf16 as IEEE rounds it (a bf16 model's values): to nearest even, beyond the range to
 // infinity, NaN stays NaN. bf16 to f32 is exact: widenFloat(bits, DType::BF16).
 uint16_t floatToBFloat16(float f);
+// v (a double or an integer, held exactly) as f32 rounded to odd: toward zero, its last bit set
+// when inexact. Narrowed once more to f16 or bf16, which hold at least 13 fewer bits, it gives v
+// rounded once to nearest even, where a plain f32 between may round twice the wrong way (1 +
+// 2^-11 + 2^-40 is 1 + 2^-11 in f32, a tie that f16 rounds down to 1).
+float roundToOddFloat(long double v);
 inline bool isHalfWidth(DType d) { return d == DType::F16 || d == DType::BF16; }
 inline bool isFloatType(DType d) { return d == DType::F32 || d == DType::F64 || isHalfWidth(d); }
 // Element i of float data of type `t` (isFloatType), as a float.

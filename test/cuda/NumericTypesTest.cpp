@@ -343,4 +343,40 @@ TEST(Cuda, DoubleOnnxAttentionMatchesTheCpu) {
     }
 }
 
+// A cast of doubles and of integers to f16 and bf16 (the elementwise kernel, in doubles) rounds
+// once, as the CPU's: each value lies just past (or short of) a tie of the 16-bit type that f32,
+// rounded to nearest between, would land on (Kernels.CastToHalfWidthRoundsOnce).
+TEST(Cuda, CastToHalfWidthRoundsOnce) {
+  const double tiny = std::ldexp(1.0, -40);
+  const std::vector<double> doubles = {1 + std::ldexp(1.0, -11) + tiny, -(1 + std::ldexp(1.0, -11) + tiny),
+                                       1 + std::ldexp(1.0, -8) + tiny, 1 + std::ldexp(1.0, -11) - tiny, 70000.0, 1e300};
+  const int64_t past = (int64_t(1) << 24) + (int64_t(1) << 16) + 1;
+  const std::vector<int64_t> integers = {past, -past, 3, 65519, 65520, 0};
+  auto check = [](auto values, DType from) {
+    using T = typename decltype(values)::value_type;
+    Buf<T> x(from, {int64_t(values.size())}, values);
+    auto dx = uploadRaw(x.data);
+    for (DType to : {DType::F16, DType::BF16}) {
+      Buf<uint16_t> want(to, {int64_t(values.size())});
+      ASSERT_EQ(call("cast", {}, {x.ref()}, {want.ref()}), "");
+      Device got(values.size() * 2);
+      cu::ElementwiseArgs e;
+      e.op = cu::elementwiseOp("cast"), e.numInputs = 1, e.in[0] = dx->p, e.inType[0] = int(from);
+      e.rank = 1, e.dims[0] = int64_t(values.size()), e.inStrides[0][0] = 1, e.out = got.p, e.outType = int(to);
+      ASSERT_EQ(cu::elementwise(e, nullptr), "");
+      std::vector<uint16_t> bits = downloadRaw<uint16_t>(got, values.size());
+      for (size_t i = 0; i < values.size(); ++i) {
+        // The CPU gives infinity where the GPU saturates a finite value (docs/cuda.md, Precision).
+        const float cpu = widenFloat(want.data[i], to), gpu = widenFloat(bits[i], to);
+        if (std::isinf(cpu))
+          EXPECT_EQ(gpu, std::copysign(to == DType::F16 ? 65504.0f : 3.38953139e38f, cpu)) << i;
+        else
+          EXPECT_EQ(bits[i], want.data[i]) << dtypeName(from) << " " << i << " to " << dtypeName(to);
+      }
+    }
+  };
+  check(doubles, DType::F64);
+  check(integers, DType::I64);
+}
+
 } // namespace

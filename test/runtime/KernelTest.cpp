@@ -321,6 +321,45 @@ TEST(Kernels, BFloat16) {
   EXPECT_EQ(widenFloat(o.data[2], DType::BF16), -0.25f);
 }
 
+// Doubles and integers cast to f16 and bf16 round once (through f32 rounded to odd), where f32
+// rounded to nearest between makes ties of values just past them: each case is one of those.
+TEST(Kernels, CastToHalfWidthRoundsOnce) {
+  const double tiny = std::ldexp(1.0, -40);
+  Buf<double> d(DType::F64, {6}, {1 + std::ldexp(1.0, -11) + tiny, -(1 + std::ldexp(1.0, -11) + tiny),
+                                  1 + std::ldexp(1.0, -8) + tiny, 1 + std::ldexp(1.0, -11) - tiny, 70000.0, 1e300});
+  Buf<uint16_t> h(DType::F16, {6}), b(DType::BF16, {6});
+  ASSERT_EQ(call("cast", {}, {d.ref()}, {h.ref()}), "");
+  ASSERT_EQ(call("cast", {}, {d.ref()}, {b.ref()}), "");
+  EXPECT_EQ(halfToFloat(h.data[0]), 1 + std::ldexp(1.0f, -10)); // past the tie: up (through f32: 1)
+  EXPECT_EQ(halfToFloat(h.data[1]), -(1 + std::ldexp(1.0f, -10)));
+  EXPECT_EQ(halfToFloat(h.data[3]), 1.0f); // short of the tie: down
+  EXPECT_TRUE(std::isinf(halfToFloat(h.data[4])));
+  EXPECT_EQ(widenFloat(b.data[2], DType::BF16), 1 + std::ldexp(1.0f, -7)); // (through f32: 1)
+  EXPECT_EQ(widenFloat(b.data[0], DType::BF16), 1.0f);
+  EXPECT_TRUE(std::isinf(widenFloat(b.data[5], DType::BF16)));
+  // 2^24 + 2^16 + 1: f32 holds 2^24 + 2^16, bf16's tie between 2^24 and 2^24 + 2^17.
+  const int64_t past = (int64_t(1) << 24) + (int64_t(1) << 16) + 1;
+  Buf<int64_t> i64(DType::I64, {2}, {past, -past});
+  Buf<int32_t> i32(DType::I32, {1}, {int32_t(past)});
+  Buf<uint16_t> b64(DType::BF16, {2}), b32(DType::BF16, {1});
+  ASSERT_EQ(call("cast", {}, {i64.ref()}, {b64.ref()}), "");
+  ASSERT_EQ(call("cast", {}, {i32.ref()}, {b32.ref()}), "");
+  EXPECT_EQ(widenFloat(b64.data[0], DType::BF16), std::ldexp(1.0f, 24) + std::ldexp(1.0f, 17));
+  EXPECT_EQ(widenFloat(b64.data[1], DType::BF16), -(std::ldexp(1.0f, 24) + std::ldexp(1.0f, 17)));
+  EXPECT_EQ(b32.data[0], b64.data[0]);
+  auto bitsOf = [](float f) {
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    return u;
+  };
+  EXPECT_EQ(bitsOf(roundToOddFloat(1.0L)), 0x3f800000u);                         // exact: itself
+  EXPECT_EQ(bitsOf(roundToOddFloat(1.0L + std::ldexp(1.0L, -30))), 0x3f800001u);  // toward zero, last bit set
+  EXPECT_EQ(bitsOf(roundToOddFloat(-1.0L - std::ldexp(1.0L, -30))), 0xbf800001u);
+  EXPECT_EQ(bitsOf(roundToOddFloat(1.0L - std::ldexp(1.0L, -40))), 0x3f7fffffu); // below 1, not rounded up to it
+  EXPECT_EQ(bitsOf(roundToOddFloat(1e300L)), 0x7f7fffffu);                        // past f32: its largest, odd
+  EXPECT_TRUE(std::isnan(roundToOddFloat(static_cast<long double>(NAN))));
+}
+
 TEST(Kernels, Reductions) {
   std::vector<int64_t> shape = {2, 3, 4};
   Buf<float> x(DType::F32, shape, randomFloats(24, 13, 0.5f, 1.5f));
