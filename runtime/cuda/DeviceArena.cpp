@@ -73,6 +73,14 @@ ArenaLayout planDeviceArena(const llmc_plan_t &plan, const std::vector<bool> &re
     keepUntil(norm.inputs, until);
     keepUntil(norm.outputs, until);
   }
+  // An attention that reads the first halves of its rotation tables (readsHalfTables) reads those
+  // halves, which the plan says only the concatenations read: they live until it has run. (Until
+  // session 24 a half's slot could be given to a value computed before the attention: a
+  // dynamic-sequence Llama's prompt attended over a clobbered table.)
+  const std::vector<int> halfOf = repeatedHalves(plan);
+  for (size_t k = 0; k < plan.ops.size(); ++k)
+    if (const PlanOp &op = plan.ops[k]; readsHalfTables(op, halfOf))
+      keepUntil({halfOf[size_t(op.inputs[4])], halfOf[size_t(op.inputs[5])]}, position[k]);
   for (size_t i = 0; i < plan.values.size(); ++i) {
     const PlanValue &v = plan.values[i];
     if (resident[i])

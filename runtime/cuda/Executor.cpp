@@ -33,6 +33,10 @@ DType onDevice(const PlanValue &v) { return v.deviceDType != DType::None ? v.dev
 
 bool isFloat(const PlanValue &v) { return v.dtype == DType::F32 || isHalfWidth(v.dtype); }
 
+bool givenInput(const llmc_plan_t &plan, const PlanOp &op, size_t i) {
+  return i < op.inputs.size() && op.inputs[i] >= 0 && plan.values[size_t(op.inputs[i])].shape.numel() != 0;
+}
+
 Storage storageOf(DType d) { return d == DType::F16 ? Storage::F16 : d == DType::BF16 ? Storage::BF16 : Storage::F32; }
 
 // The one storage type of an op's float operands (the compiler gives every float operand of a

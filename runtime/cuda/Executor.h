@@ -273,6 +273,11 @@ void attachPlan(Executor &ex, const llmc_plan_t &plan);
 // The element type a value has on the device: its 16-bit type in a reduced-precision plan.
 DType onDevice(const PlanValue &v);
 bool isFloat(const PlanValue &v);
+// Whether input i of `op` is given: not -1, nor the empty tensor that stands for an absent
+// optional operand. A dynamic dimension holds -1 in a plan's shape, so the numel() of a value
+// with one is negative: given. (Until session 24 a linear took a dynamic residual or gate for
+// absent, `numel() > 0`, and dropped it: a dynamic-sequence GPT-NeoX ran without its residuals.)
+bool givenInput(const llmc_plan_t &plan, const PlanOp &op, size_t i);
 Storage storageOf(DType d);
 // The one storage type of an op's float operands; an error when they differ.
 std::string floatStorage(const Executor &ex, const PlanOp &op, Storage &out);

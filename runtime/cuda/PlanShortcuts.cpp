@@ -88,9 +88,7 @@ std::vector<int> splitsAfterLinears(const llmc_plan_t &plan, const std::vector<i
       continue;
     const PlanOp &linear = plan.ops[size_t(l)];
     const std::string_view activation = linear.attrs.getString("activation");
-    auto absent = [&](size_t i) {
-      return linear.inputs.size() <= i || linear.inputs[i] < 0 || plan.values[size_t(linear.inputs[i])].shape.numel() == 0;
-    };
+    auto absent = [&](size_t i) { return !givenInput(plan, linear, i); };
     const PlanValue &in = plan.values[size_t(split.inputs[0])], &out = plan.values[size_t(way.back())];
     if (linear.attrs.getInt("transB", 0) == 0 || !(activation.empty() || activation == "none") || !absent(3) ||
         !absent(4) || !isFloat(out) || in.shape.rank < 1 || axisOf(split, in.shape.rank) != in.shape.rank - 1 ||

@@ -106,7 +106,7 @@ int64_t latentKeyCount(const PlanOp &op, const std::vector<TensorRef> &t, int64_
 
 std::string prepareAttention(Executor &ex, const PlanOp &op, PreparedOp &out, int index) {
   for (int i : {0, 1, 2, 4, 5})
-    if (op.inputs.size() > size_t(i) && op.inputs[size_t(i)] >= 0 && ex.plan->values[size_t(op.inputs[size_t(i)])].shape.numel() &&
+    if (givenInput(*ex.plan, op, size_t(i)) &&
         !isFloat(ex.plan->values[size_t(op.inputs[size_t(i)])]))
       return "needs float q, k, v and rotary tables";
   Storage st;
@@ -255,8 +255,8 @@ std::string prepareOnnxAttention(Executor &ex, const PlanOp &op, PreparedOp &out
     return err;
   std::vector<int> operands; // q, k, v and the past keys and values where given
   for (int i : {0, 1, 2, 4, 5})
-    if (const int v = op.inputs[size_t(i)]; i < 3 || (v >= 0 && ex.plan->values[size_t(v)].shape.numel()))
-      operands.push_back(v);
+    if (i < 3 || givenInput(*ex.plan, op, size_t(i)))
+      operands.push_back(op.inputs[size_t(i)]);
   const int type = commonFloatType(ex, operands);
   if (!type || op.inputs[0] < 0 || op.inputs[1] < 0 || op.inputs[2] < 0)
     return "needs q, k, v and past keys and values of one float type";

@@ -271,7 +271,7 @@ std::string prepareLinear(Executor &ex, const PlanOp &op, int k, PreparedOp &out
     return err;
   if (!isFloat(x) || !isFloat(w) || w.kind != fb::ValueKind_Weight || w.shape.rank != 2)
     return "needs a float input and a constant 2-D float weight";
-  auto present = [&](size_t i) { return op.inputs.size() > i && op.inputs[i] >= 0 && ex.plan->values[size_t(op.inputs[i])].shape.numel() > 0; };
+  auto present = [&](size_t i) { return givenInput(*ex.plan, op, i); };
   const std::string activation(op.attrs.getString("activation").empty() ? "none" : op.attrs.getString("activation"));
   const bool transB = op.attrs.getInt("transB", 0) != 0, swiglu = activation == "swiglu";
   const bool bias = present(2), gate = present(3), residual = present(4);
@@ -454,7 +454,7 @@ std::string prepareRotary(Executor &ex, const PlanOp &op, PreparedOp &out, int i
   if (std::string err = floatStorage(ex, op, st); !err.empty())
     return err;
   const PlanValue &x = ex.plan->values[size_t(op.inputs[0])], &cosT = ex.plan->values[size_t(op.inputs[1])];
-  const bool byPosition = op.inputs.size() > 3 && op.inputs[3] >= 0 && ex.plan->values[size_t(op.inputs[3])].shape.numel();
+  const bool byPosition = givenInput(*ex.plan, op, 3);
   if ((byPosition && (ex.plan->values[size_t(op.inputs[3])].dtype != DType::I64 || cosT.shape.rank != 2)) ||
       (!byPosition && cosT.shape.rank != 3) || (x.shape.rank != 3 && x.shape.rank != 4))
     return "supports int64 position ids into 2-D cos/sin tables, or 3-D tables by row, on 3-D or 4-D input";

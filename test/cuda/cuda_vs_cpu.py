@@ -41,6 +41,10 @@ DOUBLE_ATOL = 1e-10
 CASES = [
     ("tiny_llama", "tiny_llama", ["--input-shape", "input_ids=1x16"], "run"),
     ("tiny_llama-unmerged", "tiny_llama", ["--input-shape", "input_ids=1x16", "--skip-pass", "llmc-merge-parallel-linears"], "run"),
+    # A dynamic sequence, run at 19 of 32: the rotary tables computed on the device, which the
+    # attention reads by half (AttentionArgs::halfTables); until session 24 the arena gave a half's
+    # slot away before the attention had read it.
+    ("tiny_llama-dynamic", "tiny_llama", ["--max-shape", "seq=32", "--target", "cuda"], "run"),
     ("tiny_gpt2", "tiny_gpt2", ["--input-shape", "input_ids=1x16"], "run"),
     ("tiny_gpt2-unmerged", "tiny_gpt2", ["--input-shape", "input_ids=1x16", "--skip-pass", "llmc-merge-parallel-linears"], "run"),
     ("tiny_bert", "tiny_bert", ["--input-shape", "input_ids=2x16,attention_mask=2x16"], "run"),
@@ -130,6 +134,9 @@ CASES = [
     # einsums of them (product_ops_model).
     ("product_ops", "product_ops", ["--max-shape", "seq=16"], "run"),
     ("product_ops-bf16", "product_ops", ["--max-shape", "seq=16", "--precision", "bf16"], "run"),
+    # Linears whose residual epilogue reads a value of a dynamic shape (residual_linears_model), run
+    # at 19 of 32: until session 24 the CUDA executor dropped such residuals.
+    ("residual_linears", "residual_linears", ["--max-shape", "seq=32"], "run"),
     # ONNX Attention (opset 23) in its 4-D form, grouped heads, with a mask, on a dynamic sequence
     # (native_attention_model; llmc-raise-attention makes it a fused_attention).
     ("native_attention", "native_attention", ["--max-shape", "seq=16"], "run"),
@@ -179,7 +186,8 @@ REAL_CASES = [
     ("real-smollm2-bf16-model", "smollm2_bf16", ["--input-shape", "input_ids=1x32", "--random-weights"], "run", 0.999),
 ]
 # Extra llmc-run flags of "run" cases with dynamic inputs.
-RUN_DIMS = {"tiny_gpt2-dynamic": ["--dim", "seq=37"], "tiny_bert-dynamic": ["--dim", "batch=2", "--dim", "seq=37"],
+RUN_DIMS = {"tiny_gpt2-dynamic": ["--dim", "seq=37"], "tiny_llama-dynamic": ["--dim", "seq=19"],
+            "residual_linears": ["--dim", "seq=19"], "tiny_bert-dynamic": ["--dim", "batch=2", "--dim", "seq=37"],
             "slice_views-whole": ["--dim", "seq=1"], "slice_views-part": ["--dim", "seq=5"],
             "small_cnn-chunks": ["--dim", "batch=3"], "small_ops": ["--dim", "seq=7"], "more_ops": ["--dim", "seq=5"],
             "more_ops-unfused": ["--dim", "seq=5"], "norm_ops": ["--dim", "batch=3"], "norm_ops-bf16": ["--dim", "batch=3"],
@@ -414,6 +422,31 @@ def product_ops_model(out):
     return path
 
 
+def residual_linears_model(out):
+    """x [1, seq, 64] -> y = x W1 + b1 and z = gelu(x W2 + b2) W3 + b3 + y (a parallel-residual
+    layer's two branches, as GPT-NeoX's: the second linear's residual is the first's output), w = x
+    W4 + b4 + x (a residual that is the input); seeded random weights. On a dynamic sequence the
+    linears' residuals have dynamic shapes, which the CUDA executor took for absent until session
+    24."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.RandomState(5)
+    inits = [numpy_helper.from_array((0.3 * rng.randn(*shape)).astype(np.float32), name)
+             for name, shape in (("w1", (64, 64)), ("b1", (64,)), ("w2", (64, 128)), ("b2", (128,)),
+                                 ("w3", (128, 64)), ("b3", (64,)), ("w4", (64, 64)), ("b4", (64,)))]
+    nodes = [helper.make_node("MatMul", ["x", "w1"], ["m1"]), helper.make_node("Add", ["m1", "b1"], ["y"]),
+             helper.make_node("MatMul", ["x", "w2"], ["m2"]), helper.make_node("Add", ["m2", "b2"], ["h"]),
+             helper.make_node("Gelu", ["h"], ["g"]), helper.make_node("MatMul", ["g", "w3"], ["m3"]),
+             helper.make_node("Add", ["m3", "b3"], ["z0"]), helper.make_node("Add", ["z0", "y"], ["z"]),
+             helper.make_node("MatMul", ["x", "w4"], ["m4"]), helper.make_node("Add", ["m4", "b4"], ["w0"]),
+             helper.make_node("Add", ["w0", "x"], ["w"])]
+    info = lambda name: helper.make_tensor_value_info(name, TensorProto.FLOAT, [1, "seq", 64])
+    graph = helper.make_graph(nodes, "residual_linears", [info("x")], [info("z"), info("w")], inits)
+    path = os.path.join(out, "residual_linears.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)]), path)
+    return path
+
+
 def native_attention_model(out, cache=False):
     """q [1, 4, seq, 8], k and v [1, 2, seq, 8], an additive mask [1, 1, seq, seq] -> ONNX
     Attention (opset 23, 4-D, 4 query heads over 2 key/value heads, scale 0.3) -> y. With `cache`:
@@ -527,7 +560,8 @@ def as_float_type(src, out, suffix, from_type="FLOAT"):
 
 def model_path(model, out):
     """models/MODEL.onnx, one made here in `out` (slice_views, small_cnn, small_ops, more_ops,
-    norm_ops, qdq, product_ops, native_attention, native_attention_cache, onnx_attention), the
+    norm_ops, qdq, product_ops, residual_linears, native_attention, native_attention_cache,
+    onnx_attention), the
     DeepSeek export in the cache (exported on first use, ~20 s), a real model (fetched and
     exported on first use: minutes), or any of these in doubles, bf16 or f16 (NAME_f64, NAME_bf16,
     NAME_f16: as_float_type)."""
@@ -536,7 +570,8 @@ def model_path(model, out):
         return as_float_type(model_path(base, out), out, suffix)
     built = {"slice_views": slice_views_model, "small_cnn": small_cnn_model, "small_ops": small_ops_model,
              "more_ops": more_ops_model, "norm_ops": norm_ops_model, "qdq": qdq_model,
-             "product_ops": product_ops_model, "native_attention": native_attention_model,
+             "product_ops": product_ops_model, "residual_linears": residual_linears_model,
+             "native_attention": native_attention_model,
              "native_attention_cache": lambda o: native_attention_model(o, cache=True),
              "onnx_attention": onnx_attention_model}
     if model in built:

@@ -26,6 +26,7 @@ MODELS = [
     ("norm_ops", "batch=4", "", ["x=BATCHx6x5x5"], "1,3", 1e-3),
     ("qdq", "seq=16", "", ["x=1xSEQx32"], "1,6", 1e-4),
     ("product_ops", "seq=16", "", ["x=SEQx8"], "1,5,16", 1e-4),
+    ("residual_linears", "seq=32", "", ["x=1xSEQx64"], "1,19,32", 1e-4),
     ("native_attention", "seq=16", "", ["q=1x4xSEQx8", "k=1x2xSEQx8", "v=1x2xSEQx8", "m=1x1xSEQxSEQ"], "1,7", 1e-4),
     ("native_attention_cache", "seq=16", "past=5",
      ["q=1x4xSEQx8", "k=1x2xSEQx8", "v=1x2xSEQx8", "pk=1x2x5x8", "pv=1x2x5x8"], "1,3", 1e-4),
