@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""Exports the three small test models (random weights, fixed seed) to ONNX.
+"""Exports the small test models (random weights, fixed seed) to ONNX.
 
-    python3 models/export_test_models.py [--out models/]
+    python3 models/export_test_models.py [--out models/] [--only tiny_qwen3 tiny_neox]
 
-Writes tiny_gpt2.onnx, tiny_llama.onnx and tiny_bert.onnx (each well under 2 MB) with
-dynamic batch and sequence axes, and versions.txt naming the package versions used.
+Writes tiny_gpt2.onnx, tiny_llama.onnx and tiny_bert.onnx, and tiny_qwen3.onnx and tiny_neox.onnx
+(session 24: attention shapes the first three lack), each well under 2 MB, with dynamic batch
+and sequence axes, and versions.txt naming the package versions used (not rewritten by --only).
 Needs torch, transformers, onnx and onnxscript; the committed files mean tests need none of them.
 """
 import argparse
@@ -30,6 +31,22 @@ def llama():
                                    max_position_embeddings=128, rms_norm_eps=1e-5, use_cache=False,
                                    tie_word_embeddings=False)
     return transformers.LlamaForCausalLM(cfg), ["input_ids"], ["logits"]
+
+
+def qwen3():
+    """Queries and keys normalized per head (q_norm, k_norm) before the rotary embedding."""
+    cfg = transformers.Qwen3Config(vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                                   num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+                                   max_position_embeddings=128, use_cache=False, tie_word_embeddings=False)
+    return transformers.Qwen3ForCausalLM(cfg), ["input_ids"], ["logits"]
+
+
+def neox():
+    """GPT-NeoX: a rotary embedding on a quarter of each head, attention and MLP in parallel."""
+    cfg = transformers.GPTNeoXConfig(vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                                     num_attention_heads=4, max_position_embeddings=128, use_cache=False,
+                                     rotary_pct=0.25)
+    return transformers.GPTNeoXForCausalLM(cfg), ["input_ids"], ["logits"]
 
 
 def bert():
@@ -81,9 +98,14 @@ def export(name, factory, out_dir):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=os.path.dirname(os.path.abspath(__file__)))
+    parser.add_argument("--only", nargs="*", help="export these models alone (tiny_qwen3 ...)")
     args = parser.parse_args()
-    for name, factory in (("tiny_gpt2", gpt2), ("tiny_llama", llama), ("tiny_bert", bert)):
-        export(name, factory, args.out)
+    for name, factory in (("tiny_gpt2", gpt2), ("tiny_llama", llama), ("tiny_bert", bert), ("tiny_qwen3", qwen3),
+                          ("tiny_neox", neox)):
+        if not args.only or name in args.only:
+            export(name, factory, args.out)
+    if args.only:
+        return
     with open(os.path.join(args.out, "versions.txt"), "w") as f:
         f.write(f"torch {torch.__version__}\ntransformers {transformers.__version__}\nonnx {onnx.__version__}\n"
                 f"opset {OPSET}, exporter torch.onnx dynamo=True, seed {SEED}\n")

@@ -80,6 +80,46 @@ Value splitHeads(Value v, ArrayRef<int64_t> perm, int64_t &heads) {
 // [B, H, S, D] from [B, S, H*D]: transpose(0,2,1,3) of a reshape to [B, S, H, D].
 Value headsToSequence(Value v, int64_t &heads) { return splitHeads(v, {0, 2, 1, 3}, heads); }
 
+// How a [B, H, S, D] operand becomes the [B, S, H*D] one fused_attention reads: the 3-D value it
+// was split from (nothing to build); a [B, S, H, D] value it is transpose(0,2,1,3) of, normalized
+// per head, say (Qwen3's q_norm and k_norm: a reshape to build, a view); or, for the queries, the
+// operand itself, transposed and reshaped (a partial rotary's concatenation). Built only once the
+// whole pattern has matched (buildSequence).
+struct SequenceForm {
+  enum Build { Nothing, Reshape, TransposeReshape };
+  Value v;
+  int64_t heads = 0;
+  Build build = Nothing;
+};
+
+SequenceForm toSequence(Value v4, bool anyLayout) {
+  SequenceForm f;
+  if ((f.v = headsToSequence(v4, f.heads)))
+    return f;
+  auto staticHeads = [](Value x, int axis) {
+    auto t = fusion::tensorType(x);
+    return t.getRank() == 4 && !t.isDynamicDim(axis) && !t.isDynamicDim(3);
+  };
+  if (auto t = def<TransposeOp>(v4); t && isPerm(t, {0, 2, 1, 3}) && staticHeads(t.getInput(), 2))
+    return {t.getInput(), fusion::tensorType(t.getInput()).getDimSize(2), SequenceForm::Reshape};
+  if (anyLayout && staticHeads(v4, 1))
+    return {v4, fusion::tensorType(v4).getDimSize(1), SequenceForm::TransposeReshape};
+  return {};
+}
+
+Value buildSequence(PatternRewriter &rewriter, Location loc, const SequenceForm &f) {
+  Value x = f.v;
+  if (f.build == SequenceForm::Nothing || !x)
+    return x;
+  const int64_t d = fusion::tensorType(x).getShape().back();
+  if (f.build == SequenceForm::TransposeReshape) {
+    Operation *t = fusion::create(rewriter, loc, "llmc.transpose", {x},
+                                  {rewriter.getNamedAttr("perm", rewriter.getDenseI64ArrayAttr({0, 2, 1, 3}))});
+    x = t ? t->getResult(0) : Value();
+  }
+  return reshapeTo(rewriter, loc, x, {0, 0, f.heads * d});
+}
+
 // [B, H, T, D] from a length-major cache [T, B, H*D] (llmc-kv-cache-layout): transpose(1,2,0,3)
 // of a reshape to [T, B, H, D].
 Value timeMajorToHeads(Value v, int64_t &heads) { return splitHeads(v, {1, 2, 0, 3}, heads); }
@@ -269,26 +309,26 @@ struct SdpaPattern : OpRewritePattern<SoftmaxOp> {
       r.cos = qCos;
       r.sin = qSin;
     }
-    r.q = headsToSequence(qPlain ? qPlain : q4, r.qHeads);
-    if (!r.q)
+    const SequenceForm qForm = toSequence(qPlain ? qPlain : q4, /*anyLayout=*/true);
+    if (!qForm.v)
       return failure();
+    r.qHeads = qForm.heads;
     // K and V split from [B, S, H*D] like Q; or else (a KV cache: past keys concatenated with the
     // new ones) taken as [B, Hkv, Sk, D], in which case only Q turns by the rotary tables.
-    int64_t vHeads = 0;
     // Keys rotated together with Q, or not at all here (a cache holds them rotated already).
-    Value k3 = headsToSequence(bothRotated ? kPlain : k4, r.kvHeads);
+    const SequenceForm kForm = toSequence(bothRotated ? kPlain : k4, /*anyLayout=*/false);
+    const SequenceForm vForm = kForm.v ? toSequence(v4, /*anyLayout=*/false) : SequenceForm();
     r.rotateKeys = bothRotated;
-    Value v3 = k3 ? headsToSequence(v4, vHeads) : Value();
     int64_t tmHeads = 0, tmvHeads = 0;
-    Value kt = k3 ? Value() : timeMajorToHeads(k4, tmHeads), vt = kt ? timeMajorToHeads(v4, tmvHeads) : Value();
-    if (k3 && v3 && vHeads == r.kvHeads) {
-      r.k = k3;
-      r.v = v3;
+    Value kt = kForm.v ? Value() : timeMajorToHeads(k4, tmHeads), vt = kt ? timeMajorToHeads(v4, tmvHeads) : Value();
+    if (kForm.v && vForm.v && vForm.heads == kForm.heads) {
+      r.kvHeads = kForm.heads;
     } else if (kt && vt && tmHeads == tmvHeads) { // a length-major KV cache, read where it is
       r.k = kt;
       r.v = vt;
       r.kvHeads = tmHeads;
       r.timeMajor = true;
+      r.rotateKeys = false; // k4, as it is read, is rotated already
     } else {
       auto kt = fusion::tensorType(k4), vt = fusion::tensorType(v4);
       const int64_t d = fusion::tensorType(q4).getShape().back();
@@ -298,6 +338,7 @@ struct SdpaPattern : OpRewritePattern<SoftmaxOp> {
       r.k = k4;
       r.v = v4;
       r.kvHeads = kt.getDimSize(1);
+      r.rotateKeys = false; // as above
     }
     if (r.qHeads % r.kvHeads != 0)
       return failure();
@@ -315,8 +356,15 @@ struct SdpaPattern : OpRewritePattern<SoftmaxOp> {
     // Build: nothing above changed the IR, so a failure there left it as it was.
     rewriter.setInsertionPoint(root);
     Location loc = root.getLoc();
-    auto element = fusion::tensorType(r.q).getElementType();
+    auto element = fusion::tensorType(q4).getElementType();
     Value none = fusion::emptyTensor(rewriter, loc, element);
+    r.q = buildSequence(rewriter, loc, qForm);
+    if (kForm.v && !r.k) {
+      r.k = buildSequence(rewriter, loc, kForm);
+      r.v = buildSequence(rewriter, loc, vForm);
+    }
+    if (!r.q || !r.k || !r.v)
+      return failure();
     if (r.negateMask)
       r.mask = fusion::create(rewriter, loc, "llmc.not", {r.mask})->getResult(0);
     for (Value *table : {&r.cos, &r.sin}) {

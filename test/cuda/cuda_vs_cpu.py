@@ -45,6 +45,13 @@ CASES = [
     # attention reads by half (AttentionArgs::halfTables); until session 24 the arena gave a half's
     # slot away before the attention had read it.
     ("tiny_llama-dynamic", "tiny_llama", ["--max-shape", "seq=32", "--target", "cuda"], "run"),
+    # Attention shapes llmc-raise-attention takes since session 24: Qwen3's queries and keys
+    # normalized per head (read as views), GPT-NeoX's partial rotary (queries transposed back,
+    # keys read as [B, H, S, D]) with its parallel residuals; on a dynamic sequence, and in bf16
+    # (the tensor-core prompt attention).
+    ("tiny_qwen3-dynamic", "tiny_qwen3", ["--max-shape", "seq=32", "--target", "cuda"], "run"),
+    ("tiny_neox-dynamic", "tiny_neox", ["--max-shape", "seq=32", "--target", "cuda"], "run"),
+    ("tiny_neox-bf16", "tiny_neox", ["--input-shape", "input_ids=1x16", "--precision", "bf16"], "run"),
     ("tiny_gpt2", "tiny_gpt2", ["--input-shape", "input_ids=1x16"], "run"),
     ("tiny_gpt2-unmerged", "tiny_gpt2", ["--input-shape", "input_ids=1x16", "--skip-pass", "llmc-merge-parallel-linears"], "run"),
     ("tiny_bert", "tiny_bert", ["--input-shape", "input_ids=2x16,attention_mask=2x16"], "run"),
@@ -187,6 +194,7 @@ REAL_CASES = [
 ]
 # Extra llmc-run flags of "run" cases with dynamic inputs.
 RUN_DIMS = {"tiny_gpt2-dynamic": ["--dim", "seq=37"], "tiny_llama-dynamic": ["--dim", "seq=19"],
+            "tiny_qwen3-dynamic": ["--dim", "seq=19"], "tiny_neox-dynamic": ["--dim", "seq=19"],
             "residual_linears": ["--dim", "seq=19"], "tiny_bert-dynamic": ["--dim", "batch=2", "--dim", "seq=37"],
             "slice_views-whole": ["--dim", "seq=1"], "slice_views-part": ["--dim", "seq=5"],
             "small_cnn-chunks": ["--dim", "batch=3"], "small_ops": ["--dim", "seq=7"], "more_ops": ["--dim", "seq=5"],
