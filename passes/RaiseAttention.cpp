@@ -290,7 +290,14 @@ struct SdpaPattern : OpRewritePattern<SoftmaxOp> {
     auto pvMatmul = dyn_cast_or_null<MatMulOp>(pv);
     if (!pvMatmul || !pvMatmul.getResult().hasOneUse())
       return failure();
-    auto merge = dyn_cast<TransposeOp>(*pvMatmul.getResult().getUsers().begin());
+    // (Through a reshape to the product's own shape, which a dynamic export keeps: with at most one
+    // dynamic dimension the element count fixes it, so it moves nothing.)
+    Operation *merger = *pvMatmul.getResult().getUsers().begin();
+    if (auto same = dyn_cast<ReshapeOp>(merger); same && same.getResult().hasOneUse() &&
+                                                 same.getResult().getType() == same.getInput().getType() &&
+                                                 fusion::tensorType(same.getResult()).getNumDynamicDims() <= 1)
+      merger = *same.getResult().getUsers().begin();
+    auto merge = dyn_cast<TransposeOp>(merger);
     if (!merge || !isPerm(merge, {0, 2, 1, 3}) || !merge.getResult().hasOneUse())
       return failure();
     // The head merge reshapes to [B, S, H*D], or straight to [B*S, H*D] ahead of a 2-D gemm.
