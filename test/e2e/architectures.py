@@ -44,8 +44,11 @@ ARCHITECTURES = {
 
 
 def export(name, path):
-    import torch
+    """Through models/export_test_models.py's export (its seed, wrapper and exporter settings)."""
     import transformers
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "models"))
+    import export_test_models
 
     model_class, config_class, extra, _ = ARCHITECTURES[name]
     settings = dict(COMMON, **extra)
@@ -53,23 +56,14 @@ def export(name, path):
         settings.pop("intermediate_size")
     if name == "falcon":
         settings.pop("max_position_embeddings")
-    torch.manual_seed(0)
-    model = getattr(transformers, model_class)(getattr(transformers, config_class)(**settings)).eval()
 
-    class Decoder(torch.nn.Module):
-        def __init__(self, m):
-            super().__init__()
-            self.m = m
+    def factory():
+        config = getattr(transformers, config_class)(**settings)
+        return getattr(transformers, model_class)(config), ["input_ids"], ["logits"]
 
-        def forward(self, input_ids):
-            return self.m(input_ids=input_ids, use_cache=False, return_dict=True).logits
-
-    dims = {0: torch.export.Dim("batch", max=8), 1: torch.export.Dim("seq", max=128)}
-    tmp = path + ".tmp.onnx"
-    torch.onnx.export(Decoder(model), (torch.randint(0, 512, (1, 16)),), tmp, input_names=["input_ids"],
-                      output_names=["logits"], opset_version=18, dynamo=True,
-                      dynamic_shapes={"input_ids": dims}, external_data=False)
-    os.replace(tmp, path)
+    with tempfile.TemporaryDirectory(dir=os.path.dirname(path)) as tmp:
+        export_test_models.export(name, factory, tmp)
+        os.replace(os.path.join(tmp, name + ".onnx"), path)
 
 
 def cached_export(name):
