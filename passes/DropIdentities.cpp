@@ -1,6 +1,12 @@
+// llmc-drop-identities (see Passes.td): ops that hand their input on unchanged.
 #include "Passes.h"
 
 #include "llmc/Dialect/LlmcDialect.h"
+#include "llmc/Dialect/SymbolicShapes.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+#include <optional>
 
 namespace llmc {
 #define GEN_PASS_DEF_LLMCDROPIDENTITIES
@@ -8,12 +14,41 @@ namespace llmc {
 
 namespace {
 
+using namespace mlir;
+
+// A slice whose every result dimension is its input's, for every input size up to the bounds:
+// with positive steps it keeps all elements in order. Hugging Face's sliding-window caches slice
+// the last `window - 1` keys, which is all of them when the plan's bounds are below the window.
+bool keepsEverything(SliceOp slice, const std::optional<SymbolicShapes> &shapes) {
+  if (llvm::any_of(slice.getSteps(), [](int64_t s) { return s <= 0; }))
+    return false;
+  auto in = cast<RankedTensorType>(slice.getInput().getType());
+  if (in != slice.getType())
+    return false;
+  if (in.hasStaticShape())
+    return true;
+  return shapes && shapes->shape(slice.getInput()).dims == shapes->shape(slice.getResult()).dims;
+}
+
 struct DropIdentities : impl::LlmcDropIdentitiesBase<DropIdentities> {
   void runOnOperation() override {
-    getOperation().walk([](mlir::Operation *op) {
-      bool drop = mlir::isa<IdentityOp>(op);
-      if (auto cast = mlir::dyn_cast<CastOp>(op))
+    func::FuncOp func = getOperation();
+    // Symbolic shapes only where a dynamic slice asks for them (the analysis may fail: then
+    // such slices stay).
+    std::optional<SymbolicShapes> shapes;
+    bool dynamicSlice = false;
+    func.walk([&](SliceOp s) { dynamicSlice |= !cast<RankedTensorType>(s.getType()).hasStaticShape(); });
+    if (dynamicSlice) {
+      std::string error;
+      if (FailureOr<SymbolicShapes> analyzed = SymbolicShapes::analyze(func, error); succeeded(analyzed))
+        shapes = std::move(*analyzed);
+    }
+    func.walk([&](Operation *op) {
+      bool drop = isa<IdentityOp>(op);
+      if (auto cast = dyn_cast<CastOp>(op))
         drop = cast.getInput().getType() == cast.getType();
+      if (auto slice = dyn_cast<SliceOp>(op))
+        drop = keepsEverything(slice, shapes);
       if (drop && op->getOperand(0).getType() == op->getResult(0).getType()) {
         op->getResult(0).replaceAllUsesWith(op->getOperand(0));
         op->erase();

@@ -46,9 +46,12 @@ def LlmcMarkGraphSegments : Pass<"llmc-mark-graph-segments", "mlir::func::FuncOp
 }
 
 def LlmcDropIdentities : Pass<"llmc-drop-identities", "mlir::func::FuncOp"> {
-  let summary = "Removes llmc.identity ops and casts to the same type";
+  let summary = "Removes llmc.identity ops, casts to the same type and slices that keep everything";
   let description = [{
     Exporters leave Identity and Dropout nodes (imported as `llmc.identity`) and no-op casts.
+    A slice with positive steps whose result has its input's shape for every input size up to
+    the plan's bounds (symbolic shapes) goes too: Hugging Face's sliding-window KV caches keep
+    the last `window - 1` positions, all of them when the bounds are below the window.
 
     Before:
     ```mlir
@@ -311,7 +314,9 @@ def LlmcRaiseAttentionMask : Pass<"llmc-raise-attention-mask", "mlir::func::Func
     before query i's bottom-right causal frontier, and attention_mask[b, j] != 0" (either part
     alone too), the attention gets `is_causal` and reads the input itself as its mask
     ([batch, 1, 1, keys], i1 or i64, non-zero keeps). An additive mask `where(m, 0, v)` with
-    v <= -1e30 counts as its boolean `m`. Masks it cannot prove stay as they are. At run time
+    v <= -1e30 counts as its boolean `m`. A comparison that holds for every score up to the
+    plan's bounds is dropped (a sliding window wider than the longest key sequence the plan
+    takes). Masks it cannot prove stay as they are. At run time
     the input's length must then equal the key count (the mask's broadcast check), where the
     gather would have read its first keys; a row whose every key is hidden (a left-padded
     query) yields zeros instead of the additive mask's average over all keys.

@@ -53,6 +53,18 @@ std::vector<DimExpr> scoreDims(LatentAttentionOp op, const SymbolicShapes &shape
   return {q[0], q[1], q[2], shapes.shape(op.getCache()).dims[0]};
 }
 
+// An index comparison `diff <= 0` that no element of the scores breaks, for every size up to
+// the plan's bounds: its largest value over the score indices is at most 0. (Sliding-window
+// masks compare key and query positions with the window, which is wider than the longest
+// sequence many plans take.)
+bool holdsEverywhere(const Affine &diff, const std::vector<DimExpr> &scores, const DimAtoms &atoms) {
+  DimExpr largest = diff.offset;
+  for (size_t d = 0; d < diff.coef.size(); ++d)
+    if (diff.coef[d] > 0)
+      largest = largest + DimExpr::constant(diff.coef[d]) * (scores[d] - DimExpr::constant(1));
+  return atoms.range(largest).hi <= 0;
+}
+
 std::optional<RaisedMask> raise(Value attentionMask, const std::vector<DimExpr> &scores, const SymbolicShapes &shapes,
                                 const mask::MaskElements &elements) {
   Value boolean = booleanMask(attentionMask);
@@ -89,8 +101,7 @@ std::optional<RaisedMask> raise(Value attentionMask, const std::vector<DimExpr> 
         raised.causal = true;
         continue;
       }
-      auto c = atom.diff.offset.asConstant();
-      if (atom.diff.coef == zero.coef && c && *c <= 0) // holds everywhere
+      if (holdsEverywhere(atom.diff, scores, shapes.atoms()))
         continue;
       return std::nullopt;
     }

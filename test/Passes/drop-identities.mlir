@@ -14,3 +14,25 @@ func.func @drop(%x: tensor<2xf32>) -> (tensor<2xf32>, tensor<2xi64>) {
   %k = llmc.cast %a {to = i64} : (tensor<2xf32>) -> tensor<2xi64>
   return %a, %k : tensor<2xf32>, tensor<2xi64>
 }
+
+// A sliding-window cache's slice of its last 4095 positions keeps all of them while the plan's
+// bounds hold fewer (total <= 80): dropped. Negative: the same slice where total may reach
+// 5000 stays, and so do a static slice that drops an element and a reversal.
+// CHECK-LABEL: func.func @slices
+// CHECK-NOT: llmc.slice %arg0
+// CHECK: %[[KEPT:.*]] = llmc.slice %arg1 {axes = array<i64: 0>, ends = array<i64: 9223372036854775807>, starts = array<i64: -4095>
+// CHECK: %[[PART:.*]] = llmc.slice %arg2 {axes = array<i64: 0>, ends = array<i64: 4>, starts = array<i64: 1>
+// CHECK: %[[REV:.*]] = llmc.slice %arg2 {axes = array<i64: 0>, ends = array<i64: -5>, starts = array<i64: 3>, steps = array<i64: -1>}
+// CHECK: return %arg0, %[[KEPT]], %arg2, %[[PART]], %[[REV]]
+func.func @slices(%short: tensor<?x8xf32> {llmc.name = "short", llmc.dim_symbols = ["total", ""]},
+                  %long: tensor<?x8xf32> {llmc.name = "long", llmc.dim_symbols = ["long", ""]},
+                  %s: tensor<4xf32> {llmc.name = "s"})
+    -> (tensor<?x8xf32>, tensor<?x8xf32>, tensor<4xf32>, tensor<3xf32>, tensor<4xf32>)
+    attributes {llmc.symbol_bounds = {total = 80 : i64, long = 5000 : i64}} {
+  %a = llmc.slice %short {axes = array<i64: 0>, ends = array<i64: 9223372036854775807>, starts = array<i64: -4095>, steps = array<i64: 1>} : (tensor<?x8xf32>) -> tensor<?x8xf32>
+  %b = llmc.slice %long {axes = array<i64: 0>, ends = array<i64: 9223372036854775807>, starts = array<i64: -4095>, steps = array<i64: 1>} : (tensor<?x8xf32>) -> tensor<?x8xf32>
+  %c = llmc.slice %s {axes = array<i64: 0>, ends = array<i64: 4>, starts = array<i64: 0>, steps = array<i64: 1>} : (tensor<4xf32>) -> tensor<4xf32>
+  %d = llmc.slice %s {axes = array<i64: 0>, ends = array<i64: 4>, starts = array<i64: 1>, steps = array<i64: 1>} : (tensor<4xf32>) -> tensor<3xf32>
+  %r = llmc.slice %s {axes = array<i64: 0>, ends = array<i64: -5>, starts = array<i64: 3>, steps = array<i64: -1>} : (tensor<4xf32>) -> tensor<4xf32>
+  return %a, %b, %c, %d, %r : tensor<?x8xf32>, tensor<?x8xf32>, tensor<4xf32>, tensor<3xf32>, tensor<4xf32>
+}

@@ -205,3 +205,43 @@ func.func @narrow_positions(%q: tensor<1x4x64xf32>, %k: tensor<1x7x64xf32>) -> t
   %out = llmc.fused_attention %q, %k, %k, %causal, %e, %e {kv_num_heads = 1 : i64, q_num_heads = 1 : i64} : (tensor<1x4x64xf32>, tensor<1x7x64xf32>, tensor<1x7x64xf32>, tensor<4x7xi1>, tensor<0xf32>, tensor<0xf32>) -> tensor<1x4x64xf32>
   return %out : tensor<1x4x64xf32>
 }
+
+// -----
+
+// A sliding window (Mistral's: key j after position i - window) with a cache: with the plan's
+// bounds (at most 64 cached and 16 new tokens) no query reaches 4096 keys back, so the window
+// hides nothing and the mask is causal. A window of 8 hides keys at those bounds: that mask
+// stays as it is.
+// CHECK-LABEL: func.func @sliding_window
+// CHECK: %[[WIDE:.*]] = llmc.fused_attention %arg0, %arg1, %arg1, %{{.*}}, %{{.*}}, %{{.*}} {is_causal = 1 : i64, kv_num_heads = 1 : i64, kv_time_major = 1 : i64, q_num_heads = 1 : i64} : (tensor<1x?x64xf32>, tensor<?x1x64xf32>, tensor<?x1x64xf32>, tensor<0xf32>,
+// CHECK: %[[NARROW:.*]] = llmc.fused_attention %arg0, %arg1, %arg1, %{{.*}}, %{{.*}}, %{{.*}} {kv_num_heads = 1 : i64, kv_time_major = 1 : i64, q_num_heads = 1 : i64} : (tensor<1x?x64xf32>, tensor<?x1x64xf32>, tensor<?x1x64xf32>, tensor<1x1x?x?xi1>,
+func.func @sliding_window(%q: tensor<1x?x64xf32> {llmc.name = "q", llmc.dim_symbols = ["", "seq", ""]},
+                          %k: tensor<?x1x64xf32> {llmc.name = "k", llmc.dim_symbols = ["total", "", ""]})
+    -> (tensor<1x?x64xf32>, tensor<1x?x64xf32>) attributes {llmc.symbol_bounds = {seq = 16 : i64, total = 80 : i64}} {
+  %e = llmc.constant dense<> : tensor<0xf32>
+  %i0 = llmc.constant dense<0> : tensor<i64>
+  %i1 = llmc.constant dense<1> : tensor<i64>
+  %w4096 = llmc.constant dense<4096> : tensor<i64>
+  %w8 = llmc.constant dense<8> : tensor<i64>
+  %seqShape = llmc.shape %q {end = 2 : i64, start = 1 : i64} : (tensor<1x?x64xf32>) -> tensor<1xi64>
+  %seq = llmc.squeeze %seqShape : (tensor<1xi64>) -> tensor<i64>
+  %totalShape = llmc.shape %k {end = 1 : i64} : (tensor<?x1x64xf32>) -> tensor<1xi64>
+  %total = llmc.squeeze %totalShape : (tensor<1xi64>) -> tensor<i64>
+  %past = llmc.sub %total, %seq : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  %r = llmc.range %i0, %seq, %i1 : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %pos = llmc.add %r, %past : (tensor<?xi64>, tensor<i64>) -> tensor<?xi64>
+  %rows = llmc.unsqueeze %pos {axes = array<i64: 1>} : (tensor<?xi64>) -> tensor<?x1xi64>
+  %keys = llmc.range %i0, %total, %i1 : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %causal = llmc.less_equal %keys, %rows : (tensor<?xi64>, tensor<?x1xi64>) -> tensor<?x?xi1>
+  %from4096 = llmc.sub %rows, %w4096 : (tensor<?x1xi64>, tensor<i64>) -> tensor<?x1xi64>
+  %in4096 = llmc.greater %keys, %from4096 : (tensor<?xi64>, tensor<?x1xi64>) -> tensor<?x?xi1>
+  %wide = llmc.and %causal, %in4096 : (tensor<?x?xi1>, tensor<?x?xi1>) -> tensor<?x?xi1>
+  %wide4 = llmc.unsqueeze %wide {axes = array<i64: 0, 1>} : (tensor<?x?xi1>) -> tensor<1x1x?x?xi1>
+  %a = llmc.fused_attention %q, %k, %k, %wide4, %e, %e {kv_num_heads = 1 : i64, kv_time_major = 1 : i64, q_num_heads = 1 : i64} : (tensor<1x?x64xf32>, tensor<?x1x64xf32>, tensor<?x1x64xf32>, tensor<1x1x?x?xi1>, tensor<0xf32>, tensor<0xf32>) -> tensor<1x?x64xf32>
+  %from8 = llmc.sub %rows, %w8 : (tensor<?x1xi64>, tensor<i64>) -> tensor<?x1xi64>
+  %in8 = llmc.greater %keys, %from8 : (tensor<?xi64>, tensor<?x1xi64>) -> tensor<?x?xi1>
+  %narrow = llmc.and %causal, %in8 : (tensor<?x?xi1>, tensor<?x?xi1>) -> tensor<?x?xi1>
+  %narrow4 = llmc.unsqueeze %narrow {axes = array<i64: 0, 1>} : (tensor<?x?xi1>) -> tensor<1x1x?x?xi1>
+  %b = llmc.fused_attention %q, %k, %k, %narrow4, %e, %e {kv_num_heads = 1 : i64, kv_time_major = 1 : i64, q_num_heads = 1 : i64} : (tensor<1x?x64xf32>, tensor<?x1x64xf32>, tensor<?x1x64xf32>, tensor<1x1x?x?xi1>, tensor<0xf32>, tensor<0xf32>) -> tensor<1x?x64xf32>
+  return %a, %b : tensor<1x?x64xf32>, tensor<1x?x64xf32>
+}
