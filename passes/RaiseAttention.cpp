@@ -60,6 +60,25 @@ Value stripScale(Value v, double &scale) {
   }
 }
 
+// The scores inside `v`: scale * (Q · Kᵀ) with scalar factors around them, or those capped,
+// c * tanh(s / c) (Gemma 2's softcap). Returns the value inside and multiplies `scale` by what
+// the factors contributed; sets `softcap` to c where the scores are capped.
+Value stripScores(Value v, double &scale, double &softcap) {
+  double outer = 1.0;
+  Value inner = stripScale(v, outer);
+  auto tanh = def<TanhOp>(inner);
+  if (!tanh || outer <= 0.0 || !tanh.getResult().hasOneUse()) {
+    scale *= outer;
+    return inner;
+  }
+  // c * tanh(x * f): the cap c is the outer factor, the scores' scale f * c.
+  double f = 1.0;
+  Value x = stripScale(tanh.getInput(), f);
+  softcap = outer;
+  scale *= f * outer;
+  return x;
+}
+
 // [B, H, S, D] as transpose(perm) of a reshape that splits the last axis of a 3-D value into
 // [H, D]: returns that value and sets the head count, or null.
 Value splitHeads(Value v, ArrayRef<int64_t> perm, int64_t &heads) {
@@ -219,7 +238,7 @@ bool isCausalMask(Value mask, int64_t sq, int64_t sk) {
 struct Raised {
   Value q, k, v, mask, cos, sin;
   int64_t qHeads = 0, kvHeads = 0;
-  double scale = 1.0;
+  double scale = 1.0, softcap = 0.0;
   bool causal = false, negateMask = false, rotateKeys = true, timeMajor = false;
 };
 
@@ -240,8 +259,8 @@ struct SdpaPattern : OpRewritePattern<SoftmaxOp> {
       return failure();
     if (auto add = def<AddOp>(scores)) {
       for (int i = 0; i < 2 && !r.mask; ++i) {
-        double s = 1.0;
-        if (def<MatMulOp>(stripScale(add->getOperand(i), s)) && add->getOperand(i).hasOneUse()) {
+        double s = 1.0, cap = 0.0;
+        if (def<MatMulOp>(stripScores(add->getOperand(i), s, cap)) && add->getOperand(i).hasOneUse()) {
           scores = add->getOperand(i);
           r.mask = add->getOperand(1 - i);
         }
@@ -264,7 +283,7 @@ struct SdpaPattern : OpRewritePattern<SoftmaxOp> {
         scores = where.getY();
       }
     }
-    auto qk = def<MatMulOp>(stripScale(scores, r.scale));
+    auto qk = def<MatMulOp>(stripScores(scores, r.scale, r.softcap));
     if (!qk || !qk.getResult().hasOneUse())
       return failure();
     Value q4 = stripScale(qk.getLhs(), r.scale);
@@ -396,7 +415,8 @@ struct SdpaPattern : OpRewritePattern<SoftmaxOp> {
                                                                      : float(r.scale))),
          rewriter.getNamedAttr("is_causal", rewriter.getI64IntegerAttr(r.causal)),
          rewriter.getNamedAttr("rotate_keys", rewriter.getI64IntegerAttr(r.rotateKeys || !r.cos)),
-         rewriter.getNamedAttr("kv_time_major", rewriter.getI64IntegerAttr(r.timeMajor))});
+         rewriter.getNamedAttr("kv_time_major", rewriter.getI64IntegerAttr(r.timeMajor)),
+         rewriter.getNamedAttr("softcap", rewriter.getF32FloatAttr(float(r.softcap)))});
     if (!fused)
       return failure();
     Value result = fused->getResult(0);
@@ -412,7 +432,7 @@ struct SdpaPattern : OpRewritePattern<SoftmaxOp> {
   }
 };
 
-// Native ONNX Attention with no score output read, no softcap and no sliding window is the same
+// Native ONNX Attention with no score output read and no sliding window is the same
 // computation: it becomes llmc.fused_attention too (one kernel family to optimize). The 3-D form
 // ([batch, seq, heads * head]) as it is; the 4-D form ([batch, heads, seq, head]) with its query
 // turned to the 3-D form and the result back. Keys and values of the 4-D form stay 4-D, which
@@ -429,7 +449,7 @@ struct NativeAttentionPattern : OpRewritePattern<AttentionOp> {
     auto q = fusion::tensorType(op.getQ()), k = fusion::tensorType(op.getK()), v = fusion::tensorType(op.getV());
     const bool cached = !fusion::isEmpty(op.getPastKey());
     if (cached == fusion::isEmpty(op.getPastValue()) || !fusion::isEmpty(op.getNonpadKvSeqlen()) ||
-        op.getSoftcap().convertToDouble() != 0.0 || op.getLeftWindowSize() != -1 || op.getRightWindowSize() != -1 ||
+        op.getSoftcap().convertToDouble() < 0.0 || op.getLeftWindowSize() != -1 || op.getRightWindowSize() != -1 ||
         (!cached && (!op.getPresentKey().use_empty() || !op.getPresentValue().use_empty())) ||
         !op.getQkOutput().use_empty() || !fusion::isFusedFloat(op.getQ()))
       return failure();
@@ -488,7 +508,8 @@ struct NativeAttentionPattern : OpRewritePattern<AttentionOp> {
                                       {rewriter.getNamedAttr("q_num_heads", rewriter.getI64IntegerAttr(qHeads)),
                                        rewriter.getNamedAttr("kv_num_heads", rewriter.getI64IntegerAttr(kvHeads)),
                                        rewriter.getNamedAttr("scale", rewriter.getF32FloatAttr(scale)),
-                                       rewriter.getNamedAttr("is_causal", op.getIsCausalAttr())});
+                                       rewriter.getNamedAttr("is_causal", op.getIsCausalAttr()),
+                                       rewriter.getNamedAttr("softcap", op.getSoftcapAttr())});
     if (!fused)
       return failure();
     Value result = fused->getResult(0);

@@ -79,7 +79,7 @@ struct HeadStrides {
 };
 
 // Attention for any number of queries (prefill), the fused_attention op's semantics: per (b, h,
-// query i) scores over the Sk keys, scale, then the mask ([B, H, Sq, Sk] broadcast through
+// query i) scores over the Sk keys, scale, the softcap, then the mask ([B, H, Sq, Sk] broadcast through
 // `maskStrides`, 0 where it broadcasts; added in the storage type, or bool bytes or int64 values
 // keeping where non-zero: an attention_mask input, see llmc-raise-attention-mask), causal
 // hiding of keys after i + Sk - Sq, softmax, weighted sum of values into out [B, Sq, Hq * Dv]. With
@@ -92,6 +92,7 @@ struct AttentionArgs {
   int64_t B, Hq, Hkv, Sq, Sk, D, Dv;
   float scale;
   bool causal;
+  float softcap = 0.0f; // > 0: each scaled score s is softcap * tanh(s / softcap) before the mask
   const void *mask = nullptr; // null: none
   enum class Mask : uint8_t { Additive, Bool, Int64 } maskType = Mask::Additive;
   int64_t maskStrides[4] = {};

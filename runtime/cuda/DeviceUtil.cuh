@@ -130,8 +130,7 @@ template <typename Kernel> void allowDynamicShared(Kernel kernel, size_t bytes) 
 }
 
 // An attention score (f32, or f64 for doubles) after element `at` of a mask: bool bytes or int64
-// values keep it (non-zero) or hide it, anything else is added in the storage type. masked: after
-// the mask of `a`, if any (`at` from its maskStrides).
+// values keep it (non-zero) or hide it, anything else is added in the storage type.
 template <typename T, typename S>
 __device__ __forceinline__ S maskedBy(const void *mask, AttentionArgs::Mask type, S score, int64_t at) {
   switch (type) {
@@ -141,7 +140,11 @@ __device__ __forceinline__ S maskedBy(const void *mask, AttentionArgs::Mask type
   }
   return score + S(widen(static_cast<const T *>(mask)[at]));
 }
+// A fused attention's scaled score as its softmax takes it: capped (a.softcap), then after the
+// mask of `a`, if any (`at` from its maskStrides).
 template <typename T> __device__ __forceinline__ float masked(const AttentionArgs &a, float score, int64_t at) {
+  if (a.softcap > 0.0f)
+    score = a.softcap * tanhf(score / a.softcap);
   return a.mask ? maskedBy<T>(a.mask, a.maskType, score, at) : score;
 }
 

@@ -159,6 +159,7 @@ std::string prepareAttention(Executor &ex, const PlanOp &op, PreparedOp &out, in
     const double scale = op.attrs.getFloat("scale", 0.0);
     a.scale = float(scale != 0.0 ? scale : 1.0 / std::sqrt(double(a.D)));
     a.causal = op.attrs.getInt("is_causal", 0) != 0;
+    a.softcap = float(op.attrs.getFloat("softcap", 0.0));
     if (has(3)) {
       const int64_t scores[4] = {a.B, a.Hq, a.Sq, a.Sk};
       const TensorRef &m = t[size_t(op.inputs[3])];

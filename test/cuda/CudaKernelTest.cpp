@@ -578,6 +578,78 @@ TEST(Cuda, AttentionMatchesFusedAttention) {
     }
 }
 
+// fused_attention's softcap (Gemma 2: each scaled score s becomes c * tanh(s / c) before the
+// mask) in every kernel that runs it, against the CPU: the row kernel and the tensor-core one over
+// a causal prompt of 70 tokens with an additive mask; the decode kernels (plain and tiled, the
+// splits chosen and one) over a length-major cache of 37 keys with the attention_mask input
+// (left padding) as the mask. Scores reach about 4, which a cap of 1.5 bends: the result
+// without the cap is checked to be far from the capped one.
+TEST(Cuda, AttentionSoftcapMatchesTheCpu) {
+  const int64_t B = 2, Hq = 4, Hkv = 2, D = 64;
+  const float scale = 0.5f, softcap = 1.5f;
+  for (cu::Storage s : kStorages)
+    for (bool decode : {false, true}) {
+      const int64_t Sq = decode ? 1 : 70, Sk = decode ? 37 : 70;
+      const std::vector<int64_t> kvShape = decode ? std::vector<int64_t>{Sk, B, Hkv * D} : std::vector<int64_t>{B, Sk, Hkv * D};
+      Buf<float> none(DType::F32, {0}), q(DType::F32, {B, Sq, Hq * D}, rounded(randomFloats(B * Sq * Hq * D, 60), s)),
+          k(DType::F32, kvShape, rounded(randomFloats(B * Sk * Hkv * D, 61), s)),
+          v(DType::F32, kvShape, rounded(randomFloats(B * Sk * Hkv * D, 62), s)),
+          additive(DType::F32, {B, 1, Sq, Sk}, rounded(randomFloats(B * Sq * Sk, 63), s)),
+          want(DType::F32, {B, Sq, Hq * D}), uncapped(DType::F32, {B, Sq, Hq * D});
+      Buf<int64_t> padding(DType::I64, {B, 1, 1, Sk});
+      for (int64_t i = 0; i < B * Sk; ++i)
+        padding.data[size_t(i)] = i >= Sk && i < Sk + 3 ? 0 : 1; // sequence 1 starts with 3 padding keys
+      const TensorRef mask = decode ? padding.ref() : additive.ref();
+      for (float cap : {softcap, 0.0f})
+        ASSERT_EQ(call("fused_attention",
+                       attrs({intAttr("q_num_heads", Hq), intAttr("kv_num_heads", Hkv), floatAttr("scale", scale),
+                              intAttr("is_causal", !decode), intAttr("kv_time_major", decode),
+                              floatAttr("softcap", cap)}),
+                       {q.ref(), k.ref(), v.ref(), mask, none.ref(), none.ref()}, {cap > 0 ? want.ref() : uncapped.ref()}),
+                  "");
+      float apart = 0.0f;
+      for (size_t i = 0; i < want.data.size(); ++i)
+        apart = std::max(apart, std::fabs(want.data[i] - uncapped.data[i]));
+      ASSERT_GT(apart, 0.1f) << "the cap changes the result";
+      auto dq = upload(q.data, s), dk = upload(k.data, s), dv = upload(v.data, s), dadd = upload(additive.data, s),
+           dpadding = uploadRaw(padding.data);
+      Device out(size_t(B * Sq * Hq * D) * cu::storageBytes(s));
+      cu::AttentionArgs a;
+      a.B = B, a.Hq = Hq, a.Hkv = Hkv, a.Sq = Sq, a.Sk = Sk, a.D = D, a.Dv = D, a.scale = scale, a.causal = !decode;
+      a.softcap = softcap, a.q = dq->p, a.k = dk->p, a.v = dv->p, a.out = out.p;
+      a.qs = {Sq * Hq * D, Hq * D, D};
+      a.ks = a.vs = decode ? cu::HeadStrides{Hkv * D, B * Hkv * D, D} : cu::HeadStrides{Sk * Hkv * D, Hkv * D, D};
+      if (decode) {
+        a.mask = dpadding->p, a.maskType = cu::AttentionArgs::Mask::Int64;
+        a.maskStrides[0] = Sk, a.maskStrides[3] = 1;
+      } else {
+        a.mask = dadd->p;
+        a.maskStrides[0] = Sq * Sk, a.maskStrides[2] = Sk, a.maskStrides[3] = 1;
+      }
+      const std::string what = std::string(decode ? "decode " : "prompt ") + name(s);
+      if (!decode) {
+        ASSERT_EQ(cu::attention(s, a, nullptr), "");
+        expectClose(download(out, size_t(B * Sq * Hq * D), s), want.data, tolerance(s) * 2, "row attention, " + what);
+        if (s == cu::Storage::F32)
+          continue;
+        ASSERT_TRUE(cu::flashAttentionFits(s, D, D, allowFlashSharedMemory()));
+        ASSERT_EQ(cudaMemset(out.p, 0, out.bytes), cudaSuccess);
+        ASSERT_EQ(cu::flashAttention(s, a, nullptr), "");
+        expectClose(download(out, size_t(B * Sq * Hq * D), s), want.data, tolerance(s) * 4, "flash attention, " + what);
+        continue;
+      }
+      for (bool plain : {false, true})
+        for (int splits : {cu::decodeAttentionSplits(Sk), 1}) {
+          Device ws(cu::decodeAttentionWorkspaceBytes(B, Hq, D, splits));
+          cudaMemset(ws.p, 0, ws.bytes);
+          a.plainDecode = plain;
+          ASSERT_EQ(cu::decodeAttention(s, a, splits, ws.p, nullptr), "");
+          expectClose(download(out, size_t(B * Hq * D), s), want.data, tolerance(s),
+                      std::string(plain ? "plain " : "tiled ") + what + " splits=" + std::to_string(splits));
+        }
+    }
+}
+
 // The kernels of a block per query row over more keys than one chunk (kAttendChunk, 4096) holds:
 // 9000 keys in three chunks, against the CPU. fused_attention's over a 4-D cache with an additive
 // mask, causal (the first query sees all but the last key); ONNX Attention's over a past of 6000

@@ -6,10 +6,16 @@ CUDA executor against the CPU, in f32 and bf16 (on the CPU emulation where LLMC_
 names it). Each architecture's raised attentions are counted too, so that a pattern that stops
 matching shows.
 
-    architectures.py --llmc BIN --llmc-run BIN [--cuda] [--only NAME]
+With --kv the same models are exported with their KV cache (models/export_kv_models.py's form)
+and generate greedily: the CPU against ONNX Runtime's decode loop step by step
+(generate_vs_ort.py), and with --cuda the CUDA executor against the CPU in f32 and bf16, CUDA
+graphs on (one graph replayed by every decode step). The decode plan's raised attentions, causal
+masks and length-major caches are counted.
 
-The exports (transformers and torch, about a minute) are cached in ~/.cache/llmc/models-arch/,
-keyed by this file.
+    architectures.py --llmc BIN --llmc-run BIN [--kv] [--cuda] [--only NAME]
+
+The exports (transformers and torch, about a minute; two with --kv) are cached in
+~/.cache/llmc/models-arch/, keyed by this file.
 """
 import argparse
 import hashlib
@@ -21,7 +27,13 @@ import tempfile
 
 import numpy as np
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "models"))
+sys.path.insert(0, os.path.join(HERE, "..", "cuda"))
 SEQ = 19
+# Decode plans: 16 new tokens at most per run, 64 cached; 16 steps after a prompt of 6.
+KV_SHAPES = ["--input-shape", "batch=1", "--max-shape", "seq=16,past=0..64,total=80"]
+GENERATE = ["--prompt-ids", "5,17,42,99,7,3", "--max-tokens", "16", "--ids", "--ignore-eos"]
 
 # name: (transformers class, config class, extra config, attention blocks llmc-raise-attention raises)
 COMMON = dict(vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
@@ -32,8 +44,8 @@ ARCHITECTURES = {
     "mistral": ("MistralForCausalLM", "MistralConfig", dict(num_key_value_heads=2), 2),
     "phi3": ("Phi3ForCausalLM", "Phi3Config", dict(num_key_value_heads=2, pad_token_id=0), 2),
     "gemma": ("GemmaForCausalLM", "GemmaConfig", dict(num_key_value_heads=2, head_dim=16), 2),
-    # Softcapped scores: fused_attention has no softcap, so its attention stays unraised.
-    "gemma2": ("Gemma2ForCausalLM", "Gemma2Config", dict(num_key_value_heads=2, head_dim=16), 0),
+    # Softcapped scores (fused_attention's softcap) and a sliding window on every other layer.
+    "gemma2": ("Gemma2ForCausalLM", "Gemma2Config", dict(num_key_value_heads=2, head_dim=16), 2),
     "gpt_neox": ("GPTNeoXForCausalLM", "GPTNeoXConfig", dict(rotary_pct=0.25), 2),
     "falcon": ("FalconForCausalLM", "FalconConfig", dict(new_decoder_architecture=False, multi_query=True), 2),
     "opt": ("OPTForCausalLM", "OPTConfig", dict(ffn_dim=128, word_embed_proj_dim=64), 2),
@@ -43,37 +55,48 @@ ARCHITECTURES = {
 }
 
 
-def export(name, path):
-    """Through models/export_test_models.py's export (its seed, wrapper and exporter settings)."""
+def build(name, use_cache):
+    """The random-weight model (export_test_models' seed) of one architecture."""
+    import export_test_models
+    import torch
     import transformers
 
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "models"))
-    import export_test_models
-
     model_class, config_class, extra, _ = ARCHITECTURES[name]
-    settings = dict(COMMON, **extra)
+    settings = dict(COMMON, **extra, use_cache=use_cache)
     if name in ("falcon", "opt"):  # their configs name the MLP width otherwise or not at all
         settings.pop("intermediate_size")
     if name == "falcon":
         settings.pop("max_position_embeddings")
+    torch.manual_seed(export_test_models.SEED)
+    return getattr(transformers, model_class)(getattr(transformers, config_class)(**settings))
 
-    def factory():
-        config = getattr(transformers, config_class)(**settings)
-        return getattr(transformers, model_class)(config), ["input_ids"], ["logits"]
+
+def export(name, path, kv):
+    """Through models/export_test_models.py's export (its seed, wrapper and exporter settings), or
+    with the cache through models/export_kv_models.py's."""
+    import export_kv_models
+    import export_test_models
 
     with tempfile.TemporaryDirectory(dir=os.path.dirname(path)) as tmp:
-        export_test_models.export(name, factory, tmp)
+        if kv:
+            export_kv_models.export(build(name, True), os.path.join(tmp, name + ".onnx"), COMMON["vocab_size"])
+        else:
+            export_test_models.export(name, lambda: (build(name, False), ["input_ids"], ["logits"]), tmp)
         os.replace(os.path.join(tmp, name + ".onnx"), path)
 
 
-def cached_export(name):
+def cached_export(name, kv=False):
     cache = os.environ.get("LLMC_CACHE_DIR", os.path.join(os.path.expanduser("~"), ".cache", "llmc"))
     key = hashlib.sha256(open(__file__, "rb").read()).hexdigest()[:12]
     folder = os.path.join(cache, "models-arch", key)
     os.makedirs(folder, exist_ok=True)
-    path = os.path.join(folder, name + ".onnx")
+    path = os.path.join(folder, name + ("_kv" if kv else "") + ".onnx")
     if not os.path.exists(path):
-        export(name, path)
+        # In a process of its own without LD_PRELOAD: the emulation's tests preload
+        # AddressSanitizer's runtime, under which the exporter's C++ exceptions abort.
+        env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+        subprocess.run([sys.executable, os.path.abspath(__file__), "--export", name, "--to", path]
+                       + (["--kv"] if kv else []), env=env, check=True)
     return path
 
 
@@ -127,20 +150,96 @@ def check(args, name, tmp):
     return ok, lines
 
 
+def counted(stats, what):
+    """The count a --print-stats line gives ("llmc-pass: N what"), 0 where the pass printed none."""
+    found = re.search(r": (\d+) " + re.escape(what), stats)
+    return int(found.group(1)) if found else 0
+
+
+def check_kv(args, name, tmp):
+    """Greedy generation from the KV-cache export: the CPU against ONNX Runtime; the CUDA executor
+    against the CPU, in f32 and bf16."""
+    from cuda_vs_cpu import agree
+
+    model = cached_export(name, kv=True)
+    lines, ok = [], True
+    vs_ort = subprocess.run([sys.executable, os.path.join(HERE, "generate_vs_ort.py"), "--llmc", args.llmc,
+                             "--llmc-run", args.llmc_run, "--model", model, "--steps", "16"],
+                            capture_output=True, text=True)
+    ok = vs_ort.returncode == 0
+    lines.append("  cpu vs onnx runtime: " + (vs_ort.stdout + vs_ort.stderr).strip().replace("\n", "\n  "))
+    expected = ARCHITECTURES[name][3]
+    for precision in ["f32", "bf16"] if args.cuda else ["bf16"]:
+        plan = os.path.join(tmp, f"{name}-kv-{precision}.llmc")
+        stats = run([args.llmc, model, "-o", plan, "--target", "cuda", "--precision", precision, "--last-position",
+                     "logits", "--print-stats"] + KV_SHAPES)
+        found = {what: counted(stats, what) for what in
+                 ("attention blocks raised", "masks raised to is_causal", "past/present pairs turned length-major")}
+        # Every raised attention causal, reading the attention_mask input; each layer's key and
+        # value caches length-major (what the decode attention reads).
+        want = {"attention blocks raised": expected, "masks raised to is_causal": expected,
+                "past/present pairs turned length-major": 4}
+        for what, count in found.items():
+            if count != want[what]:
+                ok = False
+                lines.append(f"  {precision}: {count} {what}, {want[what]} expected")
+        kernels = re.search(r"plan: (\d+) kernels", stats).group(1)
+        lines.append(f"  {precision}: {kernels} kernels, " + ", ".join(f"{c} {w}" for w, c in found.items()))
+        if not args.cuda:
+            continue
+        logits = {}
+        for device in ["cpu", "cuda"]:
+            logits[device] = os.path.join(tmp, f"{name}-kv-{precision}-{device}")
+            os.makedirs(logits[device], exist_ok=True)
+            out = run([args.llmc_run, "generate", plan, "--device", device, "--logits-dir", logits[device]] + GENERATE)
+            tokens = out.split("\n")[0].split() if device == "cpu" else tokens
+            if device == "cuda":
+                same = out.split("\n")[0].split() == tokens
+                replayed = "CUDA graphs captured: 2\n" in out
+                ok = ok and replayed and (same or precision == "bf16")  # 16 bits may pick another close token
+                lines.append(f"  {precision} cuda: tokens {'the same as' if same else 'differ from'} the cpu's; "
+                             f"decode steps {'replay one graph' if replayed else 'did NOT replay one graph'}")
+        worst, compared, all_good = (-1.0, ""), 0, True
+        for step in range(16):
+            got, ref = (os.path.join(logits[d], f"step_{step}.npy") for d in ("cuda", "cpu"))
+            if not os.path.exists(ref) or not os.path.exists(got):
+                all_good = False
+                break
+            got, ref = np.load(got), np.load(ref)
+            good, what = agree(got, ref, 1e-4, precision == "bf16")
+            err = float(np.abs(got.astype(np.float64) - ref).max()) if got.shape == ref.shape else np.inf
+            worst = max(worst, (err, f"step {step}: {what}"))
+            all_good, compared = all_good and good, step + 1
+            if not same:
+                break  # after the first different token the contexts differ
+        ok = ok and all_good and compared > 0
+        lines.append(f"  {precision} cuda vs cpu logits over {compared} steps, the worst {worst[1]} "
+                     f"({'ok' if all_good else 'MISMATCH'})")
+    return ok, lines
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--llmc", required=True)
-    p.add_argument("--llmc-run", required=True)
+    p.add_argument("--llmc")
+    p.add_argument("--llmc-run")
     p.add_argument("--cuda", action="store_true", help="run the CUDA executor too (f32 and bf16 plans)")
+    p.add_argument("--kv", action="store_true", help="generate from the exports with a KV cache")
     p.add_argument("--only", help="the architectures whose name contains this")
+    p.add_argument("--export", help=argparse.SUPPRESS)  # export one architecture --to a path, and stop
+    p.add_argument("--to", help=argparse.SUPPRESS)
     args = p.parse_args()
+    if args.export:
+        export(args.export, args.to, args.kv)
+        return 0
+    if not args.llmc or not args.llmc_run:
+        p.error("--llmc and --llmc-run are required")
     failed = []
     with tempfile.TemporaryDirectory() as tmp:
         for name in ARCHITECTURES:
             if args.only and args.only not in name:
                 continue
             try:
-                ok, lines = check(args, name, tmp)
+                ok, lines = (check_kv if args.kv else check)(args, name, tmp)
             except RuntimeError as e:
                 ok, lines = False, ["  " + str(e).strip().replace("\n", "\n  ")]
             print(f"{name}: {'PASS' if ok else 'FAIL'}")
