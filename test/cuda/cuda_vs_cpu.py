@@ -52,6 +52,12 @@ CASES = [
     ("tiny_qwen3-dynamic", "tiny_qwen3", ["--max-shape", "seq=32", "--target", "cuda"], "run"),
     ("tiny_neox-dynamic", "tiny_neox", ["--max-shape", "seq=32", "--target", "cuda"], "run"),
     ("tiny_neox-bf16", "tiny_neox", ["--input-shape", "input_ids=1x16", "--precision", "bf16"], "run"),
+    # Gemma 2 (test/e2e/architectures.py's tiny export): softcapped scores, which fused_attention
+    # takes since session 25, in the prompt's tensor-core attention and the decode attention;
+    # its sliding window (4096) wider than the bounds, so that the masks are causal.
+    ("gemma2-bf16", "arch_gemma2", ["--input-shape", "input_ids=1x16", "--precision", "bf16"], "run"),
+    ("gemma2_kv-bf16-cuda", "arch_gemma2_kv",
+     KV_SHAPES + ["--precision", "bf16", "--last-position", "logits", "--target", "cuda"], "generate"),
     ("tiny_gpt2", "tiny_gpt2", ["--input-shape", "input_ids=1x16"], "run"),
     ("tiny_gpt2-unmerged", "tiny_gpt2", ["--input-shape", "input_ids=1x16", "--skip-pass", "llmc-merge-parallel-linears"], "run"),
     ("tiny_bert", "tiny_bert", ["--input-shape", "input_ids=2x16,attention_mask=2x16"], "run"),
@@ -570,7 +576,8 @@ def model_path(model, out):
     """models/MODEL.onnx, one made here in `out` (slice_views, small_cnn, small_ops, more_ops,
     norm_ops, qdq, product_ops, residual_linears, native_attention, native_attention_cache,
     onnx_attention), the
-    DeepSeek export in the cache (exported on first use, ~20 s), a real model (fetched and
+    DeepSeek export in the cache (exported on first use, ~20 s), arch_NAME or arch_NAME_kv: an
+    export of test/e2e/architectures.py (cached there; about 10 s each), a real model (fetched and
     exported on first use: minutes), or any of these in doubles, bf16 or f16 (NAME_f64, NAME_bf16,
     NAME_f16: as_float_type)."""
     base, _, suffix = model.rpartition("_")
@@ -584,6 +591,11 @@ def model_path(model, out):
              "onnx_attention": onnx_attention_model}
     if model in built:
         return built[model](out)
+    if model.startswith("arch_"):
+        sys.path.insert(0, os.path.join(ROOT, "test", "e2e"))
+        from architectures import cached_export
+        name = model[len("arch_"):]
+        return cached_export(name[:-len("_kv")], kv=True) if name.endswith("_kv") else cached_export(name)
     if model in ("resnet50", "minilm", "smollm2"):
         sys.path.insert(0, os.path.join(ROOT, "models"))
         from real_models import fetched
