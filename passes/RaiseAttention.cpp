@@ -379,8 +379,19 @@ struct SdpaPattern : OpRewritePattern<SoftmaxOp> {
       if (table && type.getRank() != 3 && (type.getRank() != 4 || type.getDimSize(1) != 1))
         return failure();
     }
-    // Build: nothing above changed the IR, so a failure there left it as it was.
+    // Build: nothing above changed the IR, so a failure there left it as it was. A failure from
+    // here on erases what was built (ops between `before` and the root): left behind, the dead ops
+    // would count as progress to the greedy driver, which would try again without end.
     rewriter.setInsertionPoint(root);
+    Operation *before = root->getPrevNode();
+    auto abandon = [&]() {
+      for (Operation *op = root->getPrevNode(); op && op != before;) {
+        Operation *previous = op->getPrevNode();
+        rewriter.eraseOp(op);
+        op = previous;
+      }
+      return failure();
+    };
     Location loc = root.getLoc();
     auto element = fusion::tensorType(q4).getElementType();
     Value none = fusion::emptyTensor(rewriter, loc, element);
@@ -390,7 +401,7 @@ struct SdpaPattern : OpRewritePattern<SoftmaxOp> {
       r.v = buildSequence(rewriter, loc, vForm);
     }
     if (!r.q || !r.k || !r.v)
-      return failure();
+      return abandon();
     if (r.negateMask)
       r.mask = fusion::create(rewriter, loc, "llmc.not", {r.mask})->getResult(0);
     for (Value *table : {&r.cos, &r.sin}) {
@@ -402,7 +413,7 @@ struct SdpaPattern : OpRewritePattern<SoftmaxOp> {
       *table = reshapeTo(rewriter, loc, *table,
                          {type.isDynamicDim(0) ? 0 : type.getDimSize(0), -1, type.getShape().back()});
       if (!*table)
-        return failure();
+        return abandon();
     }
     const double defaultScale = 1.0 / std::sqrt(double(fusion::tensorType(q4).getShape().back()));
     Operation *fused = fusion::create(
@@ -418,12 +429,12 @@ struct SdpaPattern : OpRewritePattern<SoftmaxOp> {
          rewriter.getNamedAttr("kv_time_major", rewriter.getI64IntegerAttr(r.timeMajor)),
          rewriter.getNamedAttr("softcap", rewriter.getF32FloatAttr(float(r.softcap)))});
     if (!fused)
-      return failure();
+      return abandon();
     Value result = fused->getResult(0);
     if (rootRank == 2)
       result = fusion::create(rewriter, loc, "llmc.reshape", {result, root.getShape()})->getResult(0);
     if (result.getType() != root.getType())
-      return failure();
+      return abandon();
     rewriter.replaceOp(root, result);
     ++count;
     rotaries += r.cos ? 1 : 0;
