@@ -132,6 +132,170 @@ std::optional<IndexMap> MaskElements::movementMap(Operation *op, Value v) const 
     return broadcastMap(op->getOperand(0), v);
   if (isa<UnsqueezeOp, SqueezeOp, ReshapeOp, CastOp>(op))
     return unitReshapeMap(op->getOperand(0), v);
+  if (isa<SliceOp, DynamicSliceOp>(op))
+    return sliceMap(op, v);
+  return std::nullopt;
+}
+
+// A slice with positive steps whose starts are known (constants, or a dynamic_slice's starts
+// from shapes): element x of the result is element start + step * x of the input along each
+// sliced axis. The start must lie within the input for every size up to the bounds (then it
+// is the start ONNX's clamping gives).
+std::optional<IndexMap> MaskElements::sliceMap(Operation *op, Value v) const {
+  const auto &in = dims(op->getOperand(0));
+  const size_t rank = in.size();
+  std::vector<DimExpr> starts;
+  if (auto slice = dyn_cast<SliceOp>(op)) {
+    for (int64_t s : slice.getStarts())
+      starts.push_back(DimExpr::constant(s));
+  } else {
+    const auto &known = shapes_.shape(op->getOperand(1)).contents;
+    if (!known)
+      return std::nullopt;
+    starts = *known;
+  }
+  auto axes = op->getAttrOfType<DenseI64ArrayAttr>("axes"), steps = op->getAttrOfType<DenseI64ArrayAttr>("steps");
+  if (!axes || !steps || axes.size() != int64_t(starts.size()) || steps.size() != axes.size() || dims(v).size() != rank)
+    return std::nullopt;
+  IndexMap map;
+  for (size_t d = 0; d < rank; ++d)
+    map.push_back(Affine::index(rank, d));
+  for (size_t i = 0; i < starts.size(); ++i) {
+    const int64_t axis = axes[i] < 0 ? axes[i] + int64_t(rank) : axes[i];
+    if (axis < 0 || axis >= int64_t(rank) || steps[i] <= 0)
+      return std::nullopt;
+    const DimExpr &dim = in[size_t(axis)];
+    auto c = starts[i].asConstant();
+    const DimExpr start = c && *c < 0 ? dim + starts[i] : starts[i];
+    if (shapes_.atoms().range(start).lo < 0 || shapes_.atoms().range(dim - start).lo < 0)
+      return std::nullopt;
+    map[size_t(axis)].coef[size_t(axis)] = steps[i];
+    map[size_t(axis)].offset = start;
+  }
+  return map;
+}
+
+// A concatenation of affine pieces that are one affine function of the result's index: each
+// piece's values, read at its offset along the axis, agree with it (a piece one element long
+// only at that element: transformers' "previous position", x - 1, starts with a lone -1).
+std::optional<Affine> MaskElements::concatOf(Operation *op, Value v) const {
+  auto concat = cast<ConcatOp>(op);
+  const size_t rank = dims(v).size();
+  const int64_t given = int64_t(concat.getAxis()); // (an I64Attr's getter is unsigned)
+  const int64_t axis = given < 0 ? given + int64_t(rank) : given;
+  if (axis < 0 || axis >= int64_t(rank))
+    return std::nullopt;
+  // Each piece in the result's index: piece p holds result index x at x - offset_p on the axis.
+  std::vector<Affine> pieces;
+  std::vector<bool> single;
+  DimExpr offset = DimExpr::constant(0);
+  for (Value input : concat.getInputs()) {
+    auto a = affineOf(input);
+    if (!a || dims(input).size() != rank)
+      return std::nullopt;
+    IndexMap shift;
+    for (size_t d = 0; d < rank; ++d)
+      shift.push_back(Affine::index(rank, d));
+    shift[size_t(axis)].offset = DimExpr::constant(0) - offset;
+    pieces.push_back(compose(*a, shift, rank));
+    single.push_back(dims(input)[size_t(axis)].asConstant() == 1);
+    offset = offset + dims(input)[size_t(axis)];
+  }
+  // The function: that of a piece longer than one element, all of them the same.
+  std::optional<Affine> f;
+  for (size_t p = 0; p < pieces.size(); ++p)
+    if (!single[p]) {
+      if (f && !(*f == pieces[p]))
+        return std::nullopt;
+      f = pieces[p];
+    }
+  if (!f)
+    return std::nullopt;
+  // A piece of one element agrees at its element: the coefficients off the axis the same, the
+  // values at its offset equal.
+  offset = DimExpr::constant(0);
+  for (size_t p = 0; p < pieces.size(); ++p) {
+    if (single[p]) {
+      Affine diff = plus(*f, pieces[p], -1);
+      const int64_t along = diff.coef[size_t(axis)];
+      diff.coef[size_t(axis)] = 0;
+      diff.offset = diff.offset + times(along, offset);
+      if (!(diff == Affine::constant(rank, DimExpr::constant(0))))
+        return std::nullopt;
+    }
+    offset = offset + dims(concat.getInputs()[p])[size_t(axis)];
+  }
+  return f;
+}
+
+// The cumulative sum of a constant c along an axis of length n: c * (x + 1) forward, c * x
+// exclusive, c * (n - x) and c * (n - 1 - x) in reverse.
+std::optional<Affine> MaskElements::cumSumOf(Operation *op, Value v) const {
+  auto cumsum = cast<CumSumOp>(op);
+  auto in = affineOf(cumsum.getInput());
+  auto axisValue = affineOf(cumsum.getAxis());
+  const size_t rank = dims(v).size();
+  if (!in || !axisValue || llvm::any_of(in->coef, [](int64_t c) { return c != 0; }))
+    return std::nullopt;
+  auto axisConstant = axisValue->offset.asConstant();
+  auto c = in->offset.asConstant();
+  if (!axisConstant || !c)
+    return std::nullopt;
+  const int64_t axis = *axisConstant < 0 ? *axisConstant + int64_t(rank) : *axisConstant;
+  if (axis < 0 || axis >= int64_t(rank))
+    return std::nullopt;
+  const DimExpr n = dims(v)[size_t(axis)];
+  const bool exclusive = cumsum.getExclusive() != 0, reverse = cumsum.getReverse() != 0;
+  Affine out = Affine::constant(rank, DimExpr::constant(0));
+  out.coef[size_t(axis)] = reverse ? -*c : *c;
+  const DimExpr count = reverse ? n - DimExpr::constant(exclusive ? 1 : 0) : DimExpr::constant(exclusive ? 0 : 1);
+  out.offset = times(*c, count);
+  return out;
+}
+
+// The index map of a gather_nd (batch_dims 0) whose index tuples are known: every tuple names
+// one element of the data, and the result has the tuples' dimensions.
+std::optional<IndexMap> MaskElements::gatherMap(Operation *op) const {
+  auto gather = cast<GatherNdOp>(op);
+  auto tuple = tupleOf(gather.getIndices());
+  if (gather.getBatchDims() != 0 || !tuple || tuple->size() != dims(gather.getData()).size() ||
+      dims(gather.getIndices()).size() != dims(gather.getResult()).size() + 1)
+    return std::nullopt;
+  return tuple;
+}
+
+// a - b for `equal(a, b)` of affine integers, in the index of its result v.
+std::optional<Affine> MaskElements::differenceOf(Operation *op, Value v) const {
+  if (!isa<EqualOp>(op) || !isInteger(op->getOperand(0)))
+    return std::nullopt;
+  auto a = affineOf(op->getOperand(0)), b = affineOf(op->getOperand(1));
+  auto amap = broadcastMap(op->getOperand(0), v), bmap = broadcastMap(op->getOperand(1), v);
+  if (!a || !b || !amap || !bmap)
+    return std::nullopt;
+  const size_t rank = dims(v).size();
+  return plus(compose(*a, *amap, rank), compose(*b, *bmap, rank), -1);
+}
+
+std::optional<bool> MaskElements::constantTruth(Value v) const {
+  if (!isBool(v))
+    return std::nullopt;
+  if (auto c = splatInteger(v))
+    return *c != 0;
+  Operation *op = v.getDefiningOp();
+  if (!op)
+    return std::nullopt;
+  if (auto neg = dyn_cast<NotOp>(op)) {
+    auto t = constantTruth(neg.getInput());
+    return t ? std::optional<bool>(!*t) : std::nullopt;
+  }
+  if (auto diff = differenceOf(op, v)) {
+    auto c = diff->offset.asConstant();
+    if (!c || llvm::any_of(diff->coef, [](int64_t k) { return k != 0; }))
+      return std::nullopt;
+    return *c == 0;
+  }
+  if (auto map = movementMap(op, v); map && isBool(op->getOperand(0)))
+    return constantTruth(op->getOperand(0));
   return std::nullopt;
 }
 
@@ -177,8 +341,21 @@ std::optional<Affine> MaskElements::affineOf(Value v) const {
       return std::nullopt;
     return plus(compose(*lhs, *lmap, rank), compose(*rhs, *rmap, rank), isa<AddOp>(op) ? 1 : -1);
   }
+  if (auto c = dyn_cast<CastOp>(op); c && isBool(c.getInput())) { // a bool the same everywhere: 0 or 1
+    auto t = constantTruth(c.getInput());
+    return t ? std::optional<Affine>(Affine::constant(rank, DimExpr::constant(*t ? 1 : 0))) : std::nullopt;
+  }
   if (isa<CastOp>(op) && cast<RankedTensorType>(v.getType()).getElementType().getIntOrFloatBitWidth() < 32)
     return std::nullopt; // positions may not fit: the cast is no longer the identity
+  if (isa<ConcatOp>(op))
+    return concatOf(op, v);
+  if (isa<CumSumOp>(op))
+    return cumSumOf(op, v);
+  if (auto gather = dyn_cast<GatherNdOp>(op)) {
+    auto data = affineOf(gather.getData());
+    auto tuple = gatherMap(gather);
+    return data && tuple ? std::optional<Affine>(compose(*data, *tuple, rank)) : std::nullopt;
+  }
   if (auto map = movementMap(op, v)) {
     auto inner = affineOf(op->getOperand(0));
     return inner ? std::optional<Affine>(compose(*inner, *map, rank)) : std::nullopt;
@@ -260,16 +437,20 @@ std::optional<Conjunction> MaskElements::conjunctionOf(Value v) const {
     return inner ? std::optional<Conjunction>(compose(*inner, *map, rank)) : std::nullopt;
   }
   if (auto gather = dyn_cast<GatherNdOp>(op)) {
-    // Every index tuple names one element of the data: the result has the tuples' dimensions.
     auto data = conjunctionOf(gather.getData());
-    auto tuple = tupleOf(gather.getIndices());
-    if (gather.getBatchDims() != 0 || !data || !tuple || tuple->size() != dims(gather.getData()).size() ||
-        dims(gather.getIndices()).size() != rank + 1)
-      return std::nullopt;
-    return compose(*data, *tuple, rank);
+    auto tuple = gatherMap(gather);
+    return data && tuple ? std::optional<Conjunction>(compose(*data, *tuple, rank)) : std::nullopt;
+  }
+  if (auto diff = differenceOf(op, v)) { // a == b: a - b <= 0 and b - a <= 0
+    Atom below, above;
+    below.diff = *diff;
+    above.diff = plus(Affine::constant(rank, DimExpr::constant(0)), *diff, -1);
+    return Conjunction{{below, above}};
   }
   if (isa<FusedElementwiseOp>(op))
     return regionResult(op);
+  if (constantTruth(v) == true)
+    return Conjunction{};
   return std::nullopt;
 }
 

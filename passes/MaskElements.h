@@ -1,7 +1,8 @@
 // What a boolean tensor built from index arithmetic computes, element by element: exporters
 // build an attention mask from ranges, comparisons, broadcasts and a gather of the
 // `attention_mask` input (Hugging Face's causal-and-padding mask is ~20 such ops). This analysis
-// writes each element as a conjunction of atoms over the element's index, so that
+// writes each element as a conjunction of atoms over the element's index (and integer tensors,
+// positions, as affine functions of it), so that
 // llmc-raise-attention-mask can prove what the mask is and replace it by `is_causal` and the
 // input itself. Anything it does not understand makes it answer "unknown" (no value).
 #pragma once
@@ -61,8 +62,17 @@ public:
   // that are 1 read index 0), or none when a dimension neither is 1 nor matches.
   std::optional<IndexMap> broadcastMap(mlir::Value inner, mlir::Value outer) const;
 
+  // Whether every element of a bool tensor is the same, and which: true or false (an equality
+  // of affine values that differ by a constant, its negation, ...); none where it may vary.
+  std::optional<bool> constantTruth(mlir::Value v) const;
+
 private:
   std::optional<IndexMap> unitReshapeMap(mlir::Value inner, mlir::Value outer) const;
+  std::optional<IndexMap> sliceMap(mlir::Operation *op, mlir::Value v) const;
+  std::optional<Affine> concatOf(mlir::Operation *op, mlir::Value v) const;
+  std::optional<Affine> cumSumOf(mlir::Operation *op, mlir::Value v) const;
+  std::optional<IndexMap> gatherMap(mlir::Operation *gather) const;
+  std::optional<Affine> differenceOf(mlir::Operation *op, mlir::Value v) const;
   std::optional<IndexMap> movementMap(mlir::Operation *op, mlir::Value v) const;
   std::optional<std::vector<Affine>> tupleOf(mlir::Value indices) const;
   std::optional<Conjunction> readOf(mlir::Value v) const;

@@ -245,3 +245,94 @@ func.func @sliding_window(%q: tensor<1x?x64xf32> {llmc.name = "q", llmc.dim_symb
   %b = llmc.fused_attention %q, %k, %k, %narrow4, %e, %e {kv_num_heads = 1 : i64, kv_time_major = 1 : i64, q_num_heads = 1 : i64} : (tensor<1x?x64xf32>, tensor<?x1x64xf32>, tensor<?x1x64xf32>, tensor<1x1x?x?xi1>, tensor<0xf32>, tensor<0xf32>) -> tensor<1x?x64xf32>
   return %a, %b : tensor<1x?x64xf32>, tensor<1x?x64xf32>
 }
+
+// -----
+
+// A decoder exported without attention_mask: transformers looks for packed sequences in its
+// position ids (a new sequence wherever a position is not the one before plus one: the cumsum of
+// `not(pos[t] - pos[t - 1] == 1)`, read at each query and key), then ANDs "the same sequence"
+// with the causal comparison of the positions, each gathered at [0, i] and [0, j]. Positions
+// that are a range make every step 1, the cumsum 0 everywhere: causal only. Negative: positions
+// that are an input (position_ids) may jump, and that mask stays.
+// CHECK-LABEL: func.func @packed_sequences
+// CHECK-NOT: llmc.cumsum %{{.*}} : (tensor<1x?xi64>
+// CHECK: %[[RANGE:.*]] = llmc.fused_attention %arg0, %arg1, %arg1, %{{.*}} {is_causal = 1 : i64, kv_num_heads = 1 : i64, q_num_heads = 1 : i64} : (tensor<1x?x64xf32>, tensor<1x?x64xf32>, tensor<1x?x64xf32>, tensor<0xf32>,
+// CHECK: llmc.cumsum
+// CHECK: %[[INPUT:.*]] = llmc.fused_attention %arg0, %arg1, %arg1, %{{.*}} {kv_num_heads = 1 : i64, q_num_heads = 1 : i64} : (tensor<1x?x64xf32>, tensor<1x?x64xf32>, tensor<1x?x64xf32>, tensor<1x1x?x?xf32>,
+func.func @packed_sequences(%q: tensor<1x?x64xf32> {llmc.name = "q", llmc.dim_symbols = ["", "seq", ""]},
+                            %k: tensor<1x?x64xf32> {llmc.name = "k", llmc.dim_symbols = ["", "seq", ""]},
+                            %ids: tensor<1x?xi64> {llmc.name = "position_ids", llmc.dim_symbols = ["", "seq"]})
+    -> (tensor<1x?x64xf32>, tensor<1x?x64xf32>) attributes {llmc.symbol_bounds = {seq = 32 : i64}} {
+  %e = llmc.constant dense<> : tensor<0xf32>
+  %i0 = llmc.constant dense<0> : tensor<i64>
+  %i1 = llmc.constant dense<1> : tensor<i64>
+  %m1 = llmc.constant dense<-1> : tensor<i64>
+  %z1 = llmc.constant dense<0> : tensor<1xi64>
+  %o1 = llmc.constant dense<1> : tensor<1xi64>
+  %flat = llmc.constant dense<-1> : tensor<1xi64>
+  %zero4 = llmc.constant dense<0> : tensor<1x1x1x1xi64>
+  %true = llmc.constant dense<true> : tensor<i1>
+  %f0 = llmc.constant dense<0.000000e+00> : tensor<f32>
+  %lowest = llmc.constant dense<-3.40282347E+38> : tensor<f32>
+  %seqShape = llmc.shape %q {end = 2 : i64, start = 1 : i64} : (tensor<1x?x64xf32>) -> tensor<1xi64>
+  %seq = llmc.squeeze %seqShape : (tensor<1xi64>) -> tensor<i64>
+  %r = llmc.range %i0, %seq, %i1 : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %range = llmc.unsqueeze %r {axes = array<i64: 0>} : (tensor<?xi64>) -> tensor<1x?xi64>
+  %seqPlus1 = llmc.add %i1, %seq : (tensor<i64>, tensor<i64>) -> tensor<i64>
+  %end1 = llmc.reshape %seqPlus1, %flat : (tensor<i64>, tensor<1xi64>) -> tensor<1xi64>
+  // Query positions [1, 1, seq, 1] and key positions [1, 1, 1, seq] as index tuples (0, t).
+  %r4 = llmc.unsqueeze %r {axes = array<i64: 0, 1>} : (tensor<?xi64>) -> tensor<1x1x?xi64>
+  %qi = llmc.unsqueeze %r4 {axes = array<i64: 3>} : (tensor<1x1x?xi64>) -> tensor<1x1x?x1xi64>
+  %kj = llmc.unsqueeze %r4 {axes = array<i64: 2>} : (tensor<1x1x?xi64>) -> tensor<1x1x1x?xi64>
+  %qShape = llmc.shape %qi : (tensor<1x1x?x1xi64>) -> tensor<4xi64>
+  %qb = llmc.expand %zero4, %qShape : (tensor<1x1x1x1xi64>, tensor<4xi64>) -> tensor<1x1x?x1xi64>
+  %qb5 = llmc.unsqueeze %qb {axes = array<i64: -1>} : (tensor<1x1x?x1xi64>) -> tensor<1x1x?x1x1xi64>
+  %qi5 = llmc.unsqueeze %qi {axes = array<i64: -1>} : (tensor<1x1x?x1xi64>) -> tensor<1x1x?x1x1xi64>
+  %qTuples = llmc.concat %qb5, %qi5 {axis = -1 : i64} : (tensor<1x1x?x1x1xi64>, tensor<1x1x?x1x1xi64>) -> tensor<1x1x?x1x2xi64>
+  %kShape = llmc.shape %kj : (tensor<1x1x1x?xi64>) -> tensor<4xi64>
+  %kb = llmc.expand %zero4, %kShape : (tensor<1x1x1x1xi64>, tensor<4xi64>) -> tensor<1x1x1x?xi64>
+  %kb5 = llmc.unsqueeze %kb {axes = array<i64: -1>} : (tensor<1x1x1x?xi64>) -> tensor<1x1x1x?x1xi64>
+  %kj5 = llmc.unsqueeze %kj {axes = array<i64: -1>} : (tensor<1x1x1x?xi64>) -> tensor<1x1x1x?x1xi64>
+  %kTuples = llmc.concat %kb5, %kj5 {axis = -1 : i64} : (tensor<1x1x1x?x1xi64>, tensor<1x1x1x?x1xi64>) -> tensor<1x1x1x?x2xi64>
+  // The mask of positions %range (a) and of %ids (b), op for op the same.
+  %first_a = llmc.slice %range {axes = array<i64: 1>, ends = array<i64: 1>, starts = array<i64: 0>, steps = array<i64: 1>} : (tensor<1x?xi64>) -> tensor<1x1xi64>
+  %before_a = llmc.sub %first_a, %i1 : (tensor<1x1xi64>, tensor<i64>) -> tensor<1x1xi64>
+  %prev_a = llmc.concat %before_a, %range {axis = -1 : i64} : (tensor<1x1xi64>, tensor<1x?xi64>) -> tensor<1x?xi64>
+  %lo_a = llmc.dynamic_slice %prev_a, %z1, %seqShape {axes = array<i64: -1>, steps = array<i64: 1>} : (tensor<1x?xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x?xi64>
+  %hi_a = llmc.dynamic_slice %prev_a, %o1, %end1 {axes = array<i64: -1>, steps = array<i64: 1>} : (tensor<1x?xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x?xi64>
+  %step_a = llmc.sub %hi_a, %lo_a : (tensor<1x?xi64>, tensor<1x?xi64>) -> tensor<1x?xi64>
+  %cont_a = llmc.equal %step_a, %i1 : (tensor<1x?xi64>, tensor<i64>) -> tensor<1x?xi1>
+  %new_a = llmc.not %cont_a : (tensor<1x?xi1>) -> tensor<1x?xi1>
+  %newI_a = llmc.cast %new_a {to = i64} : (tensor<1x?xi1>) -> tensor<1x?xi64>
+  %packed_a = llmc.cumsum %newI_a, %m1 : (tensor<1x?xi64>, tensor<i64>) -> tensor<1x?xi64>
+  %qpos_a = llmc.gather_nd %range, %qTuples : (tensor<1x?xi64>, tensor<1x1x?x1x2xi64>) -> tensor<1x1x?x1xi64>
+  %kpos_a = llmc.gather_nd %range, %kTuples : (tensor<1x?xi64>, tensor<1x1x1x?x2xi64>) -> tensor<1x1x1x?xi64>
+  %causal_a = llmc.less_equal %kpos_a, %qpos_a : (tensor<1x1x1x?xi64>, tensor<1x1x?x1xi64>) -> tensor<1x1x?x?xi1>
+  %qseq_a = llmc.gather_nd %packed_a, %qTuples : (tensor<1x?xi64>, tensor<1x1x?x1x2xi64>) -> tensor<1x1x?x1xi64>
+  %kseq_a = llmc.gather_nd %packed_a, %kTuples : (tensor<1x?xi64>, tensor<1x1x1x?x2xi64>) -> tensor<1x1x1x?xi64>
+  %same_a = llmc.equal %qseq_a, %kseq_a : (tensor<1x1x?x1xi64>, tensor<1x1x1x?xi64>) -> tensor<1x1x?x?xi1>
+  %both0_a = llmc.and %true, %causal_a : (tensor<i1>, tensor<1x1x?x?xi1>) -> tensor<1x1x?x?xi1>
+  %both_a = llmc.and %both0_a, %same_a : (tensor<1x1x?x?xi1>, tensor<1x1x?x?xi1>) -> tensor<1x1x?x?xi1>
+  %mask_a = llmc.where %both_a, %f0, %lowest : (tensor<1x1x?x?xi1>, tensor<f32>, tensor<f32>) -> tensor<1x1x?x?xf32>
+  %a = llmc.fused_attention %q, %k, %k, %mask_a, %e, %e {kv_num_heads = 1 : i64, q_num_heads = 1 : i64} : (tensor<1x?x64xf32>, tensor<1x?x64xf32>, tensor<1x?x64xf32>, tensor<1x1x?x?xf32>, tensor<0xf32>, tensor<0xf32>) -> tensor<1x?x64xf32>
+  %first_b = llmc.slice %ids {axes = array<i64: 1>, ends = array<i64: 1>, starts = array<i64: 0>, steps = array<i64: 1>} : (tensor<1x?xi64>) -> tensor<1x1xi64>
+  %before_b = llmc.sub %first_b, %i1 : (tensor<1x1xi64>, tensor<i64>) -> tensor<1x1xi64>
+  %prev_b = llmc.concat %before_b, %ids {axis = -1 : i64} : (tensor<1x1xi64>, tensor<1x?xi64>) -> tensor<1x?xi64>
+  %lo_b = llmc.dynamic_slice %prev_b, %z1, %seqShape {axes = array<i64: -1>, steps = array<i64: 1>} : (tensor<1x?xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x?xi64>
+  %hi_b = llmc.dynamic_slice %prev_b, %o1, %end1 {axes = array<i64: -1>, steps = array<i64: 1>} : (tensor<1x?xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<1x?xi64>
+  %step_b = llmc.sub %hi_b, %lo_b : (tensor<1x?xi64>, tensor<1x?xi64>) -> tensor<1x?xi64>
+  %cont_b = llmc.equal %step_b, %i1 : (tensor<1x?xi64>, tensor<i64>) -> tensor<1x?xi1>
+  %new_b = llmc.not %cont_b : (tensor<1x?xi1>) -> tensor<1x?xi1>
+  %newI_b = llmc.cast %new_b {to = i64} : (tensor<1x?xi1>) -> tensor<1x?xi64>
+  %packed_b = llmc.cumsum %newI_b, %m1 : (tensor<1x?xi64>, tensor<i64>) -> tensor<1x?xi64>
+  %qpos_b = llmc.gather_nd %ids, %qTuples : (tensor<1x?xi64>, tensor<1x1x?x1x2xi64>) -> tensor<1x1x?x1xi64>
+  %kpos_b = llmc.gather_nd %ids, %kTuples : (tensor<1x?xi64>, tensor<1x1x1x?x2xi64>) -> tensor<1x1x1x?xi64>
+  %causal_b = llmc.less_equal %kpos_b, %qpos_b : (tensor<1x1x1x?xi64>, tensor<1x1x?x1xi64>) -> tensor<1x1x?x?xi1>
+  %qseq_b = llmc.gather_nd %packed_b, %qTuples : (tensor<1x?xi64>, tensor<1x1x?x1x2xi64>) -> tensor<1x1x?x1xi64>
+  %kseq_b = llmc.gather_nd %packed_b, %kTuples : (tensor<1x?xi64>, tensor<1x1x1x?x2xi64>) -> tensor<1x1x1x?xi64>
+  %same_b = llmc.equal %qseq_b, %kseq_b : (tensor<1x1x?x1xi64>, tensor<1x1x1x?xi64>) -> tensor<1x1x?x?xi1>
+  %both_b = llmc.and %causal_b, %same_b : (tensor<1x1x?x?xi1>, tensor<1x1x?x?xi1>) -> tensor<1x1x?x?xi1>
+  %mask_b = llmc.where %both_b, %f0, %lowest : (tensor<1x1x?x?xi1>, tensor<f32>, tensor<f32>) -> tensor<1x1x?x?xf32>
+  %b = llmc.fused_attention %q, %k, %k, %mask_b, %e, %e {kv_num_heads = 1 : i64, q_num_heads = 1 : i64} : (tensor<1x?x64xf32>, tensor<1x?x64xf32>, tensor<1x?x64xf32>, tensor<1x1x?x?xf32>, tensor<0xf32>, tensor<0xf32>) -> tensor<1x?x64xf32>
+  return %a, %b : tensor<1x?x64xf32>, tensor<1x?x64xf32>
+}

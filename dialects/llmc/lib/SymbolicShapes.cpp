@@ -178,11 +178,12 @@ DimExpr DimAtoms::term(DimTermOp op, const DimExpr &lhs, const DimExpr &rhs) {
   case DimTermOp::Max: {
     if (lhs == rhs)
       return lhs;
-    // Decide by the ranges the symbols' bounds give, where they do not overlap.
-    const Range x = range(lhs), y = range(rhs);
-    if (x.hi <= y.lo)
+    // Decide by the range of the difference that the symbols' bounds give (terms common to both
+    // sides cancel first: min(seq, seq + 1) is seq).
+    const Range d = range(lhs - rhs);
+    if (d.hi <= 0)
       return op == DimTermOp::Min ? lhs : rhs;
-    if (y.hi <= x.lo)
+    if (d.lo >= 0)
       return op == DimTermOp::Min ? rhs : lhs;
     break;
   }
