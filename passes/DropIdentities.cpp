@@ -27,7 +27,9 @@ bool keepsEverything(SliceOp slice, const std::optional<SymbolicShapes> &shapes)
     return false;
   if (in.hasStaticShape())
     return true;
-  return shapes && shapes->shape(slice.getInput()).dims == shapes->shape(slice.getResult()).dims;
+  // (The analysis covers the function's own ops, not those of nested regions.)
+  return shapes && isa<func::FuncOp>(slice->getParentOp()) &&
+         shapes->shape(slice.getInput()).dims == shapes->shape(slice.getResult()).dims;
 }
 
 struct DropIdentities : impl::LlmcDropIdentitiesBase<DropIdentities> {

@@ -140,7 +140,8 @@ std::string prepareNorm(Executor &ex, const PlanOp &op, int k, PreparedOp &out) 
   if (!type || axis < 0 || axis >= rank)
     return "needs float operands of one type and an axis within the input's rank";
   const int64_t scales = ex.plan->values[size_t(op.inputs[size_t(scaleAt)])].shape.numel();
-  const bool hasBias = layer && int(op.inputs.size()) > biasAt && op.inputs[size_t(biasAt)] >= 0;
+  // (A layer norm without a bias, OLMo's, Cohere's or MPT's, may hold an empty one.)
+  const bool hasBias = layer && givenInput(*ex.plan, op, size_t(biasAt));
   if (hasBias && ex.plan->values[size_t(op.inputs[size_t(biasAt)])].shape.numel() != scales)
     return "needs as many biases as scales";
   const double eps = op.attrs.getFloat("epsilon", 1e-5);
