@@ -573,13 +573,48 @@ FailureOr<SmallVector<Value>> importSize(NodeContext &nc) {
                         {nc.builder.getNamedAttr("value", DenseElementsAttr::get(scalar, type.getNumElements()))}));
 }
 
-// Tile: the repeats input must be constant.
+// Tile: constant repeats make llmc.tile. Repeats computed at run time (from input shapes: Bloom
+// tiles its ALiBi slopes by the batch) become reshape(expand(x with a unit axis before each of
+// its axes, [r0, d0, r1, d1, ...]), [r0 * d0, r1 * d1, ...]), which dynamic shapes take.
 FailureOr<SmallVector<Value>> importTile(NodeContext &nc) {
-  auto repeats = constantInts(nc.input(1));
-  if (!repeats)
-    return nc.fail("'repeats' must be a constant (data-dependent repeats are not supported yet)");
-  return one(nc.create1("llmc.tile", {nc.input(0)},
-                        {nc.builder.getNamedAttr("repeats", nc.builder.getDenseI64ArrayAttr(*repeats))}));
+  Builder &b = nc.builder;
+  if (auto repeats = constantInts(nc.input(1)))
+    return one(nc.create1("llmc.tile", {nc.input(0)}, {b.getNamedAttr("repeats", b.getDenseI64ArrayAttr(*repeats))}));
+  Value x = nc.input(0), repeats = nc.input(1);
+  const int64_t rank = cast<RankedTensorType>(x.getType()).getRank();
+  auto repeatsType = cast<RankedTensorType>(repeats.getType());
+  if (rank == 0 || repeatsType.getRank() != 1 || repeatsType.getDimSize(0) != rank ||
+      !repeatsType.getElementType().isInteger(64))
+    return nc.fail("'repeats' must be a constant or an int64 tensor of one repeat per axis");
+  SmallVector<int64_t> unitAxes;
+  for (int64_t i = 0; i < rank; ++i)
+    unitAxes.push_back(2 * i);
+  auto spread = nc.create1("llmc.unsqueeze", {x}, {b.getNamedAttr("axes", b.getDenseI64ArrayAttr(unitAxes))});
+  auto shape = nc.create1("llmc.shape", {x});
+  if (failed(spread) || failed(shape))
+    return failure();
+  auto element = [&](Value v, int64_t i) {
+    return nc.create1("llmc.slice", {v},
+                      {b.getNamedAttr("starts", b.getDenseI64ArrayAttr({i})),
+                       b.getNamedAttr("ends", b.getDenseI64ArrayAttr({i + 1})),
+                       b.getNamedAttr("axes", b.getDenseI64ArrayAttr({0})),
+                       b.getNamedAttr("steps", b.getDenseI64ArrayAttr({1}))});
+  };
+  SmallVector<Value> target; // [r0, d0, r1, d1, ...]
+  for (int64_t i = 0; i < rank; ++i) {
+    auto r = element(repeats, i), d = element(*shape, i);
+    if (failed(r) || failed(d))
+      return failure();
+    target.append({*r, *d});
+  }
+  auto targetShape = nc.create1("llmc.concat", target, {b.getNamedAttr("axis", b.getI64IntegerAttr(0))});
+  if (failed(targetShape))
+    return failure();
+  auto expanded = nc.create1("llmc.expand", {*spread, *targetShape});
+  auto sizes = nc.create1("llmc.mul", {repeats, *shape});
+  if (failed(expanded) || failed(sizes))
+    return failure();
+  return one(nc.create1("llmc.reshape", {*expanded, *sizes}));
 }
 
 // TopK: K must be constant.
