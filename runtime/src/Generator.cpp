@@ -298,8 +298,12 @@ llmc_status llmc::rt::generation::runChunk(llmc_generator g, const std::vector<i
   for (CachePair &c : g->cache) {
     llmc_tensor present;
     llmc_context_output(g->context, c.presentOutput, &present);
-    if (present.dims[c.mode == CacheMode::Copy ? 2 : 0] != total)
-      return makeStatus(LLMC_RUNTIME_ERROR, "a present output does not have the expected length");
+    if (const int64_t length = present.dims[c.mode == CacheMode::Copy ? 2 : 0]; length != total)
+      return makeStatus(LLMC_RUNTIME_ERROR,
+                        "a present output holds " + std::to_string(length) + " positions where the cached and new "
+                        "tokens are " + std::to_string(total) + ": the generator needs a cache that keeps every "
+                        "position (a sliding-window cache drops the oldest ones; its plan generates while the "
+                        "compiled bounds keep past + seq below the window)");
     if (c.mode == CacheMode::Copy) {
       const size_t bytes = size_t(B * c.heads * total * c.width) * llmc::rt::dtypeSize(llmc::rt::DType(c.dtype));
       c.data.assign(static_cast<const char *>(present.data), static_cast<const char *>(present.data) + bytes);
