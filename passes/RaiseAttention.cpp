@@ -79,6 +79,19 @@ Value stripScores(Value v, double &scale, double &softcap) {
   return x;
 }
 
+// Erases what a pattern built in front of `anchor` since `before` (the op in front of it when the
+// build began, or null) and fails: a failed match leaves the IR as it was. Left behind, the dead
+// ops would count as progress to the greedy driver, which would try again without end ("the
+// attention rewrites did not converge").
+LogicalResult abandonBuilt(PatternRewriter &rewriter, Operation *anchor, Operation *before) {
+  for (Operation *op = anchor->getPrevNode(); op && op != before;) {
+    Operation *previous = op->getPrevNode();
+    rewriter.eraseOp(op);
+    op = previous;
+  }
+  return failure();
+}
+
 // [B, H, S, D] as transpose(perm) of a reshape that splits the last axis of a 3-D value into
 // [H, D]: returns that value and sets the head count, or null.
 Value splitHeads(Value v, ArrayRef<int64_t> perm, int64_t &heads) {
@@ -379,19 +392,11 @@ struct SdpaPattern : OpRewritePattern<SoftmaxOp> {
       if (table && type.getRank() != 3 && (type.getRank() != 4 || type.getDimSize(1) != 1))
         return failure();
     }
-    // Build: nothing above changed the IR, so a failure there left it as it was. A failure from
-    // here on erases what was built (ops between `before` and the root): left behind, the dead ops
-    // would count as progress to the greedy driver, which would try again without end.
+    // Build: nothing above changed the IR, so a failure there left it as it was; from here on a
+    // failure erases what was built (abandonBuilt).
     rewriter.setInsertionPoint(root);
     Operation *before = root->getPrevNode();
-    auto abandon = [&]() {
-      for (Operation *op = root->getPrevNode(); op && op != before;) {
-        Operation *previous = op->getPrevNode();
-        rewriter.eraseOp(op);
-        op = previous;
-      }
-      return failure();
-    };
+    auto abandon = [&] { return abandonBuilt(rewriter, root, before); };
     Location loc = root.getLoc();
     auto element = fusion::tensorType(q4).getElementType();
     Value none = fusion::emptyTensor(rewriter, loc, element);
@@ -484,6 +489,10 @@ struct NativeAttentionPattern : OpRewritePattern<AttentionOp> {
     const int64_t sq = q.getDimSize(split ? 2 : 1), sk = k.getDimSize(split ? 2 : 1);
     if (!cached && op.getIsCausal() && (ShapedType::isDynamic(sq) || sq != sk))
       return failure();
+    // Build in front of the op; a failure from here on erases what was built (abandonBuilt).
+    rewriter.setInsertionPoint(op);
+    Operation *before = op->getPrevNode();
+    auto abandon = [&] { return abandonBuilt(rewriter, op, before); };
     Location loc = op.getLoc();
     Value none = fusion::emptyTensor(rewriter, loc, q.getElementType());
     Value mask = op.getMask();
@@ -513,7 +522,7 @@ struct NativeAttentionPattern : OpRewritePattern<AttentionOp> {
     Value values = cached ? present(op.getPastValue(), op.getV()) : op.getV();
     if (!query || !keys || !values || (cached && (keys.getType() != op.getPresentKey().getType() ||
                                                    values.getType() != op.getPresentValue().getType())))
-      return failure();
+      return abandon();
     const float scale = op.getScale() ? op.getScale()->convertToFloat() : 0.0f;
     Operation *fused = fusion::create(rewriter, loc, "llmc.fused_attention", {query, keys, values, mask, none, none},
                                       {rewriter.getNamedAttr("q_num_heads", rewriter.getI64IntegerAttr(qHeads)),
@@ -522,12 +531,12 @@ struct NativeAttentionPattern : OpRewritePattern<AttentionOp> {
                                        rewriter.getNamedAttr("is_causal", op.getIsCausalAttr()),
                                        rewriter.getNamedAttr("softcap", op.getSoftcapAttr())});
     if (!fused)
-      return failure();
+      return abandon();
     Value result = fused->getResult(0);
     if (split)
       result = swapHeadsAndSeq(reshape(result, {0, 0, qHeads, head}));
     if (!result || result.getType() != op.getOutput().getType())
-      return failure();
+      return abandon();
     rewriter.replaceAllUsesWith(op.getOutput(), result);
     if (cached) {
       rewriter.replaceAllUsesWith(op.getPresentKey(), keys);
