@@ -300,6 +300,8 @@ def LlmcRaiseAttention : Pass<"llmc-raise-attention", "mlir::func::FuncOp"> {
     key/value heads repeated with unsqueeze/expand/reshape, and the rotate-half rotary embedding
     on Q and K (`x * cos + concat(-x2, x1) * sin`). A constant causal mask becomes `is_causal`.
     Native ONNX Attention (3-D and 4-D forms, with or without a KV cache) becomes the same op.
+    Rotations no attention took (keys into a cache; partial rotaries; neighbouring pairs,
+    GPT-J's rotate_every_two) then become llmc.rotary where the tables are provably each angle twice.
   }];
 }
 

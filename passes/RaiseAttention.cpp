@@ -186,19 +186,58 @@ Value unrepeat(Value v) {
   return u.getInput();
 }
 
-bool isSliceOfLast(Value v, Value of, int64_t start, int64_t end) {
+// x[..., start:end:step] on the last axis (an end at or past the last dimension counts as `end`
+// when `end` is that dimension).
+bool isSliceOfLast(Value v, Value of, int64_t start, int64_t end, int64_t step = 1) {
   auto s = def<SliceOp>(v);
   if (!s || s.getInput() != of || s.getStarts().size() != 1)
     return false;
   const int64_t rank = fusion::tensorType(of).getRank();
   const int64_t axis = s.getAxes()[0] < 0 ? s.getAxes()[0] + rank : s.getAxes()[0];
   const int64_t d = fusion::tensorType(of).getShape().back();
-  return axis == rank - 1 && s.getSteps()[0] == 1 && s.getStarts()[0] == start &&
+  return axis == rank - 1 && s.getSteps()[0] == step && s.getStarts()[0] == start &&
          (s.getEnds()[0] == end || (end == d && s.getEnds()[0] >= d));
 }
 
-// x * cos + concat(-x[..., D/2:], x[..., :D/2]) * sin: returns x and the tables.
-Value unrotate(Value v, Value &cos, Value &sin) {
+bool isLastAxis(ConcatOp cat) {
+  return cat.getAxis() == -1 || cat.getAxis() == fusion::tensorType(cat.getResult()).getRank() - 1;
+}
+
+// Which features a rotary embedding turns together: the two halves (i, i + D/2), Llama's
+// rotate_half; or neighbours (2i, 2i + 1), GPT-J's rotate_every_two (Cohere, CodeGen).
+enum class Pairing { Halves, Neighbours };
+
+// Whether `rotated` is x's partner in a rotation: concat(-x[..., D/2:], x[..., :D/2]) for halves;
+// for neighbours the stacked and flattened (-x[..., 1::2], x[..., 0::2]), as torch exports
+// stack(...).flatten(-2): reshape(concat(unsqueeze(-odd, -1), unsqueeze(even, -1), axis -1)).
+bool isPartner(Value rotated, Value x, Pairing pairing) {
+  auto xType = fusion::tensorType(x);
+  const int64_t d = xType.getShape().back();
+  if (pairing == Pairing::Halves) {
+    auto cat = def<ConcatOp>(rotated);
+    if (!cat || cat.getInputs().size() != 2 || !isLastAxis(cat))
+      return false;
+    auto neg = def<NegOp>(cat.getInputs()[0]);
+    return neg && isSliceOfLast(neg.getInput(), x, d / 2, d) && isSliceOfLast(cat.getInputs()[1], x, 0, d / 2);
+  }
+  auto flat = def<ReshapeOp>(rotated);
+  auto cat = flat ? def<ConcatOp>(flat.getInput()) : ConcatOp();
+  if (!cat || flat.getResult().getType() != x.getType() || cat.getInputs().size() != 2 || !isLastAxis(cat) ||
+      fusion::tensorType(cat.getResult()).getShape().back() != 2)
+    return false;
+  auto inner = [&](Value v) { // the slice that unsqueeze(., -1) stacks
+    auto u = def<UnsqueezeOp>(v);
+    const int64_t rank = xType.getRank();
+    return u && u.getAxes().size() == 1 && (u.getAxes()[0] == -1 || u.getAxes()[0] == rank) ? u.getInput() : Value();
+  };
+  Value odd = inner(cat.getInputs()[0]), even = inner(cat.getInputs()[1]);
+  auto neg = odd ? def<NegOp>(odd) : NegOp();
+  return neg && even && isSliceOfLast(neg.getInput(), x, 1, d, 2) && isSliceOfLast(even, x, 0, d, 2);
+}
+
+// x * cos + partner(x) * sin: returns x and the tables, and sets `pairing` (only halves, the form
+// fused_attention turns, where `pairing` is null).
+Value unrotate(Value v, Value &cos, Value &sin, Pairing *pairing = nullptr) {
   auto add = def<AddOp>(v);
   if (!add)
     return {};
@@ -209,20 +248,22 @@ Value unrotate(Value v, Value &cos, Value &sin) {
     for (int j = 0; j < 2; ++j)
       for (int k = 0; k < 2; ++k) {
         Value x = direct->getOperand(j), c = direct->getOperand(1 - j);
-        auto cat = def<ConcatOp>(rotated->getOperand(k));
-        Value s = rotated->getOperand(1 - k);
+        Value partner = rotated->getOperand(k), s = rotated->getOperand(1 - k);
         auto xType = fusion::tensorType(x);
-        if (!cat || cat.getInputs().size() != 2 || xType.getRank() < 1) // (a scalar has no last axis)
+        if (xType.getRank() < 1) // (a scalar has no last axis)
           continue;
         const int64_t d = xType.getShape().back();
-        if (d == ShapedType::kDynamic || d % 2 != 0 || (cat.getAxis() != -1 && cat.getAxis() != xType.getRank() - 1))
+        if (d == ShapedType::kDynamic || d % 2 != 0)
           continue;
-        auto neg = def<NegOp>(cat.getInputs()[0]);
-        if (!neg || !isSliceOfLast(neg.getInput(), x, d / 2, d) || !isSliceOfLast(cat.getInputs()[1], x, 0, d / 2))
-          continue;
-        cos = c;
-        sin = s;
-        return x;
+        for (Pairing p : {Pairing::Halves, Pairing::Neighbours}) {
+          if ((p == Pairing::Neighbours && !pairing) || !isPartner(partner, x, p))
+            continue;
+          cos = c;
+          sin = s;
+          if (pairing)
+            *pairing = p;
+          return x;
+        }
       }
   }
   return {};
@@ -589,70 +630,168 @@ struct NativeRotaryPattern : OpRewritePattern<FusedAttentionOp> {
   }
 };
 
-// A rotate-half rotation that no attention took (keys on their way into a KV cache, which the
-// attention then reads rotated): x * cos + concat(-x[..., D/2:], x[..., :D/2]) * sin on x [B, H,
-// S, D] becomes one llmc.rotary, when the tables are provably the same angles twice: cos/sin of
-// concat(a, a) on the last axis, unsqueezed to [B, 1, S, D]. The rotary op then takes cos(a) and
-// sin(a) [B, S, D/2], which CSE shares between layers. Five launches per layer become one.
-struct RotateHalfPattern : OpRewritePattern<AddOp> {
+// A rotation that no attention took (keys on their way into a KV cache, which the attention then
+// reads rotated; queries whose rotation fused_attention does not do) becomes one llmc.rotary:
+// x * cos + partner(x) * sin (unrotate) on x [B, H, S, D], or [B, S, H, D] before the heads
+// move (GPT-J, CodeGen), when the tables are provably each angle twice, the way the pairing
+// reads them. The rotary op then takes the half tables [B, S, D/2], which CSE shares between
+// layers. A partial rotary, concat(rotation of x[..., :R], x[..., R:]), becomes one llmc.rotary
+// of x with rotary_embedding_dim R. Five to eleven launches per rotation become one.
+struct RotationPattern : OpRewritePattern<AddOp> {
   RewriteCounter &count;
-  RotateHalfPattern(MLIRContext *ctx, RewriteCounter &count) : OpRewritePattern(ctx), count(count) {}
+  RotationPattern(MLIRContext *ctx, RewriteCounter &count) : OpRewritePattern(ctx), count(count) {}
 
-  // The angles behind a full table `F(concat(a, a))` unsqueezed on axis 1, with F the op
-  // `OpT` (cos or sin): `a` [batch, S, d / 2], or null when the table is not of that form. Only
-  // matches: nothing is created until both tables have matched.
-  template <typename OpT> static Value anglesOf(Value full, int64_t d, int64_t batch) {
-    auto unsqueeze = def<UnsqueezeOp>(full);
-    if (!unsqueeze || unsqueeze.getAxes().size() != 1 || unsqueeze.getAxes()[0] != 1)
+  // `a` where `v` is each angle of `a` twice on the last axis, as `pairing` reads it: concat(a, a)
+  // for halves; for neighbours torch's repeat_interleave(a, 2, -1),
+  // reshape(expand(unsqueeze(a, -1), [..., 2]), [..., 2 * n]), whose unsqueeze may also add the
+  // heads axis `headsAxis` of the 4-D table (canonicalization merges two unsqueezes), which then
+  // sets `heads`.
+  static Value undoubled(Value v, Pairing pairing, int64_t headsAxis, bool &heads) {
+    if (pairing == Pairing::Halves) {
+      auto cat = def<ConcatOp>(v);
+      return cat && cat.getInputs().size() == 2 && cat.getInputs()[0] == cat.getInputs()[1] && isLastAxis(cat)
+                 ? cat.getInputs()[0]
+                 : Value();
+    }
+    auto flat = def<ReshapeOp>(v);
+    auto e = flat ? def<ExpandOp>(flat.getInput()) : ExpandOp();
+    auto u = e ? def<UnsqueezeOp>(e.getInput()) : UnsqueezeOp();
+    if (!u)
       return {};
-    auto f = def<OpT>(unsqueeze.getInput());
-    auto cat = f ? def<ConcatOp>(f->getOperand(0)) : ConcatOp();
-    if (!cat || cat.getInputs().size() != 2 || cat.getInputs()[0] != cat.getInputs()[1] ||
-        (cat.getAxis() != -1 && cat.getAxis() != fusion::tensorType(cat.getResult()).getRank() - 1))
+    auto a = fusion::tensorType(u.getInput()), spread = fusion::tensorType(u.getResult()),
+         twice = fusion::tensorType(e.getResult()), out = fusion::tensorType(flat.getResult());
+    const int64_t m = spread.getRank();
+    SmallVector<int64_t> axes;
+    for (int64_t axis : u.getAxes())
+      axes.push_back(axis < 0 ? axis + m : axis);
+    llvm::sort(axes);
+    const bool withHeads = axes.size() == 2 && axes[0] == headsAxis && !heads;
+    if (a.getRank() < 1 || a.isDynamicDim(a.getRank() - 1) || axes.back() != m - 1 ||
+        axes.size() != (withHeads ? 2u : 1u) || twice.getRank() != m || twice.getShape().back() != 2 ||
+        out.getRank() != m - 1 || out.getShape().back() != 2 * a.getShape().back())
       return {};
-    const Value a = cat.getInputs()[0];
-    // The rotary op takes one table row per (batch, token): no broadcast over the batch (x's
-    // `batch`; two dynamic sizes are taken as the same symbol, as the exporters make them).
-    if (fusion::tensorType(a).getRank() != 3 || fusion::tensorType(a).getShape().back() != d / 2 ||
-        fusion::tensorType(a).getDimSize(0) != batch)
+    for (int64_t i = 0; i + 1 < m; ++i)
+      if (twice.getDimSize(i) != spread.getDimSize(i) || (i + 2 < m && out.getDimSize(i) != spread.getDimSize(i)))
+        return {};
+    heads |= withHeads;
+    return u.getInput();
+  }
+
+  // The half table behind a full one: the full table is the half one with each angle twice
+  // (undoubled), unsqueezed on the heads axis `headsAxis` of the 4-D result, and possibly taken
+  // the cosine or sine of (the op `OpT`, which `apply` says is still to be made on the half),
+  // in any order. Returns [batch, seq, r / 2], or null. Only matches: nothing is created.
+  template <typename OpT>
+  static Value halfTableOf(Value full, Pairing pairing, int64_t headsAxis, int64_t r, int64_t batch, int64_t seq,
+                           bool &apply) {
+    bool heads = false, doubled = false;
+    apply = false;
+    Value v = full;
+    while (v) {
+      if (auto u = def<UnsqueezeOp>(v); !heads && u && u.getAxes().size() == 1 &&
+                                        (u.getAxes()[0] == headsAxis || u.getAxes()[0] == headsAxis - 4)) {
+        heads = true;
+        v = u.getInput();
+      } else if (auto f = def<OpT>(v); !apply && f) {
+        apply = true;
+        v = f->getOperand(0);
+      } else if (Value a = doubled ? Value() : undoubled(v, pairing, headsAxis, heads)) {
+        doubled = true;
+        v = a;
+      } else {
+        break;
+      }
+    }
+    // The rotary op takes one table row per (batch, token): no broadcast over the batch or the
+    // tokens (x's `batch` and `seq`; two dynamic sizes are taken as the same symbol, as the
+    // exporters make them).
+    auto half = v ? fusion::tensorType(v) : RankedTensorType();
+    if (!heads || !doubled || half.getRank() != 3 || half.getShape().back() != r / 2 || half.getDimSize(0) != batch ||
+        half.getDimSize(1) != seq)
       return {};
-    return a;
+    return v;
+  }
+
+  // cos or sin (`op`) of a half table, made right after it, so that it comes before every
+  // layer's projections (the CUDA executor's split can then rotate the keys).
+  static Operation *tableOf(PatternRewriter &rewriter, Location loc, Value half, StringRef op) {
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPointAfterValue(half);
+    return fusion::create(rewriter, loc, op, {half});
   }
 
   LogicalResult matchAndRewrite(AddOp op, PatternRewriter &rewriter) const override {
     Value cos, sin;
-    Value x = unrotate(op.getResult(), cos, sin);
+    Pairing pairing = Pairing::Halves;
+    Value x = unrotate(op.getResult(), cos, sin, &pairing);
     if (!x || !fusion::isFusedFloat(x) || fusion::tensorType(x).getRank() != 4 ||
         fusion::tensorType(op.getResult()) != fusion::tensorType(x))
       return failure();
-    const int64_t d = fusion::tensorType(x).getShape().back(), batch = fusion::tensorType(x).getDimSize(0);
-    const Value cosAngles = anglesOf<CosOp>(cos, d, batch), sinAngles = anglesOf<SinOp>(sin, d, batch);
-    if (!cosAngles || !sinAngles)
-      return failure();
-    // The half tables depend on the angles alone: made right after them, so that they come
-    // before every layer's projections (the CUDA executor's split can then rotate the keys).
-    Operation *cosHalf, *sinHalf;
-    {
-      OpBuilder::InsertionGuard guard(rewriter);
-      rewriter.setInsertionPointAfterValue(cosAngles);
-      cosHalf = fusion::create(rewriter, op.getLoc(), "llmc.cos", {cosAngles});
-      rewriter.setInsertionPointAfterValue(sinAngles);
-      sinHalf = fusion::create(rewriter, op.getLoc(), "llmc.sin", {sinAngles});
+    // Partial: x = whole[..., :r] and the sum's one reader concat(sum, whole[..., r:]).
+    Value whole = x;
+    Operation *replaced = op;
+    int64_t r = fusion::tensorType(x).getShape().back();
+    if (auto s = def<SliceOp>(x); s && op.getResult().hasOneUse()) {
+      auto cat = dyn_cast<ConcatOp>(*op.getResult().getUsers().begin());
+      Value in = s.getInput();
+      const int64_t d = fusion::tensorType(in).getShape().back();
+      if (cat && cat.getInputs().size() == 2 && cat.getInputs()[0] == op.getResult() && isLastAxis(cat) &&
+          d != ShapedType::kDynamic && isSliceOfLast(x, in, 0, r) && isSliceOfLast(cat.getInputs()[1], in, r, d) &&
+          cat.getResult().getType() == in.getType()) {
+        whole = in;
+        replaced = cat;
+      }
     }
-    Operation *rotary =
-        cosHalf && sinHalf
-            ? fusion::create(rewriter, op.getLoc(), "llmc.rotary",
-                             {x, cosHalf->getResult(0), sinHalf->getResult(0),
-                              fusion::emptyTensor(rewriter, op.getLoc(), rewriter.getI64Type())},
-                             {rewriter.getNamedAttr("rotary_embedding_dim", rewriter.getI64IntegerAttr(d))})
-            : nullptr;
-    if (!rotary || rotary->getResult(0).getType() != op.getResult().getType()) { // leave the IR as it was
-      for (Operation *made : {rotary, sinHalf, cosHalf})
-        if (made)
-          rewriter.eraseOp(made);
-      return failure();
+    // The heads axis: where the tables broadcast, 1 ([B, H, S, D]) or 2 ([B, S, H, D]).
+    auto xType = fusion::tensorType(x);
+    Value cosHalf, sinHalf;
+    bool applyCos = false, applySin = false;
+    int64_t headsAxis = 1;
+    for (; headsAxis <= 2; ++headsAxis) {
+      const int64_t seq = xType.getDimSize(headsAxis == 1 ? 2 : 1);
+      cosHalf = halfTableOf<CosOp>(cos, pairing, headsAxis, r, xType.getDimSize(0), seq, applyCos);
+      sinHalf = halfTableOf<SinOp>(sin, pairing, headsAxis, r, xType.getDimSize(0), seq, applySin);
+      if (cosHalf && sinHalf)
+        break;
     }
-    rewriter.replaceOp(op, rotary->getResults());
+    if (!cosHalf || !sinHalf)
+      return failure();
+    Location loc = op.getLoc();
+    SmallVector<Operation *> made;
+    auto abandon = [&] {
+      for (Operation *m : llvm::reverse(made))
+        if (m && m->use_empty())
+          rewriter.eraseOp(m);
+      return failure();
+    };
+    auto keep = [&](Operation *m) {
+      made.push_back(m);
+      return m ? m->getResult(0) : Value();
+    };
+    const Value cosIn = applyCos ? keep(tableOf(rewriter, loc, cosHalf, "llmc.cos")) : cosHalf;
+    const Value sinIn = applySin ? keep(tableOf(rewriter, loc, sinHalf, "llmc.sin")) : sinHalf;
+    if (!cosIn || !sinIn)
+      return abandon();
+    // The rotary op reads [B, H, S, D]: a [B, S, H, D] value goes through transpose(0,2,1,3) and
+    // back (llmc-fold-transposes then rotates its rows [B, S, H * D] where they are).
+    auto swapHeads = [&](Value v) {
+      NamedAttribute perm = rewriter.getNamedAttr("perm", rewriter.getDenseI64ArrayAttr({0, 2, 1, 3}));
+      return v ? keep(fusion::create(rewriter, loc, "llmc.transpose", {v}, {perm})) : Value();
+    };
+    Value in = headsAxis == 2 ? swapHeads(whole) : whole;
+    Value rotated =
+        in ? keep(fusion::create(
+                 rewriter, loc, "llmc.rotary",
+                 {in, cosIn, sinIn, keep(fusion::emptyTensor(rewriter, loc, rewriter.getI64Type()).getDefiningOp())},
+                 {rewriter.getNamedAttr("interleaved", rewriter.getI64IntegerAttr(pairing == Pairing::Neighbours)),
+                  rewriter.getNamedAttr("rotary_embedding_dim", rewriter.getI64IntegerAttr(r))}))
+           : Value();
+    Value result = headsAxis == 2 ? swapHeads(rotated) : rotated;
+    if (!result || result.getType() != replaced->getResult(0).getType()) // leave the IR as it was
+      return abandon();
+    rewriter.replaceOp(replaced, result);
+    if (replaced != op)
+      rewriter.eraseOp(op);
     ++count;
     return success();
   }
@@ -662,7 +801,7 @@ struct RaiseAttention : impl::LlmcRaiseAttentionBase<RaiseAttention> {
   RewriteCounter attentions{"llmc-raise-attention", "attention blocks raised"};
   RewriteCounter rotaries{"llmc-raise-attention", "rotary embeddings folded in"};
   RewriteCounter causalMasks{"llmc-raise-attention", "causal masks turned into is_causal"};
-  RewriteCounter rotations{"llmc-raise-attention", "key rotations for a cache turned into llmc.rotary"};
+  RewriteCounter rotations{"llmc-raise-attention", "rotations no attention took turned into llmc.rotary"};
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<SdpaPattern>(&getContext(), attentions, rotaries, causalMasks);
@@ -674,7 +813,7 @@ struct RaiseAttention : impl::LlmcRaiseAttentionBase<RaiseAttention> {
     }
     // Then the rotations no attention took (after, so that attention raising sees them first).
     RewritePatternSet rotary(&getContext());
-    rotary.add<RotateHalfPattern>(&getContext(), rotations);
+    rotary.add<RotationPattern>(&getContext(), rotations);
     if (failed(applyPatternsGreedily(getOperation(), std::move(rotary)))) {
       getOperation().emitError("llmc-raise-attention: the rotary rewrites did not converge");
       signalPassFailure();

@@ -96,3 +96,210 @@ func.func @broadcast_batch(%x: tensor<2x2x7x16xf32>, %a: tensor<1x7x8xf32>) -> t
   %y = llmc.add %direct, %rotated : (tensor<2x2x7x16xf32>, tensor<2x2x7x16xf32>) -> tensor<2x2x7x16xf32>
   return %y : tensor<2x2x7x16xf32>
 }
+
+// -----
+
+// Neighbouring features paired (Cohere's rotate_half: stack(-x[..., 1::2], x[..., 0::2])
+// flattened), tables cos/sin of repeat_interleave(a, 2) unsqueezed on the heads axis: one
+// interleaved llmc.rotary on cos(a), sin(a).
+// CHECK-LABEL: func.func @neighbours
+// CHECK-DAG: %[[COS:.*]] = llmc.cos %arg1 : (tensor<1x7x8xf32>) -> tensor<1x7x8xf32>
+// CHECK-DAG: %[[SIN:.*]] = llmc.sin %arg1 : (tensor<1x7x8xf32>) -> tensor<1x7x8xf32>
+// CHECK: llmc.rotary %arg0, %[[COS]], %[[SIN]], %{{.*}} {interleaved = 1 : i64, rotary_embedding_dim = 16 : i64}
+// CHECK-NOT: llmc.neg
+func.func @neighbours(%x: tensor<1x2x7x16xf32>, %a: tensor<1x7x8xf32>) -> tensor<1x2x7x16xf32> {
+  %two = llmc.constant dense<[1, 1, 1, 2]> : tensor<4xi64>
+  %flat = llmc.constant dense<[1, 7, 16]> : tensor<3xi64>
+  %heads = llmc.constant dense<[1, 2, 7, 16]> : tensor<4xi64>
+  %a1 = llmc.unsqueeze %a {axes = array<i64: 3>} : (tensor<1x7x8xf32>) -> tensor<1x7x8x1xf32>
+  %a2 = llmc.expand %a1, %two : (tensor<1x7x8x1xf32>, tensor<4xi64>) -> tensor<1x7x8x2xf32>
+  %angles = llmc.reshape %a2, %flat : (tensor<1x7x8x2xf32>, tensor<3xi64>) -> tensor<1x7x16xf32>
+  %c = llmc.cos %angles : (tensor<1x7x16xf32>) -> tensor<1x7x16xf32>
+  %s = llmc.sin %angles : (tensor<1x7x16xf32>) -> tensor<1x7x16xf32>
+  %c4 = llmc.unsqueeze %c {axes = array<i64: 1>} : (tensor<1x7x16xf32>) -> tensor<1x1x7x16xf32>
+  %s4 = llmc.unsqueeze %s {axes = array<i64: 1>} : (tensor<1x7x16xf32>) -> tensor<1x1x7x16xf32>
+  %direct = llmc.mul %x, %c4 : (tensor<1x2x7x16xf32>, tensor<1x1x7x16xf32>) -> tensor<1x2x7x16xf32>
+  %even = llmc.slice %x {axes = array<i64: 3>, ends = array<i64: 9223372036854775807>, starts = array<i64: 0>, steps = array<i64: 2>} : (tensor<1x2x7x16xf32>) -> tensor<1x2x7x8xf32>
+  %odd = llmc.slice %x {axes = array<i64: 3>, ends = array<i64: 9223372036854775807>, starts = array<i64: 1>, steps = array<i64: 2>} : (tensor<1x2x7x16xf32>) -> tensor<1x2x7x8xf32>
+  %neg = llmc.neg %odd : (tensor<1x2x7x8xf32>) -> tensor<1x2x7x8xf32>
+  %n1 = llmc.unsqueeze %neg {axes = array<i64: -1>} : (tensor<1x2x7x8xf32>) -> tensor<1x2x7x8x1xf32>
+  %e1 = llmc.unsqueeze %even {axes = array<i64: -1>} : (tensor<1x2x7x8xf32>) -> tensor<1x2x7x8x1xf32>
+  %pairs = llmc.concat %n1, %e1 {axis = -1 : i64} : (tensor<1x2x7x8x1xf32>, tensor<1x2x7x8x1xf32>) -> tensor<1x2x7x8x2xf32>
+  %rot = llmc.reshape %pairs, %heads : (tensor<1x2x7x8x2xf32>, tensor<4xi64>) -> tensor<1x2x7x16xf32>
+  %rotated = llmc.mul %rot, %s4 : (tensor<1x2x7x16xf32>, tensor<1x1x7x16xf32>) -> tensor<1x2x7x16xf32>
+  %y = llmc.add %direct, %rotated : (tensor<1x2x7x16xf32>, tensor<1x2x7x16xf32>) -> tensor<1x2x7x16xf32>
+  return %y : tensor<1x2x7x16xf32>
+}
+
+// -----
+
+// GPT-J's: [B, S, H, D] before the heads move, the first 8 of 16 features turned (partial),
+// neighbours paired, the tables given (sin and cos gathered from a table, repeated with one
+// unsqueeze that also adds the heads axis). One interleaved llmc.rotary of the whole head with
+// rotary_embedding_dim 8 on the tables as they are, between transposes to [B, H, S, D] and back;
+// no slice, negation or concatenation left.
+// CHECK-LABEL: func.func @neighbours_partial_sequence_first
+// CHECK: %[[IN:.*]] = llmc.transpose %arg0 {perm = array<i64: 0, 2, 1, 3>}
+// CHECK: %[[R:.*]] = llmc.rotary %[[IN]], %arg1, %arg2, %{{.*}} {interleaved = 1 : i64, rotary_embedding_dim = 8 : i64} : (tensor<1x2x7x16xf32>
+// CHECK: %[[OUT:.*]] = llmc.transpose %[[R]] {perm = array<i64: 0, 2, 1, 3>}
+// CHECK: return %[[OUT]]
+// CHECK-NOT: llmc.concat
+func.func @neighbours_partial_sequence_first(%x: tensor<1x7x2x16xf32>, %cos: tensor<1x7x4xf32>, %sin: tensor<1x7x4xf32>) -> tensor<1x7x2x16xf32> {
+  %two = llmc.constant dense<[1, 7, 1, 4, 2]> : tensor<5xi64>
+  %table = llmc.constant dense<[1, 7, 1, 8]> : tensor<4xi64>
+  %heads = llmc.constant dense<[1, 7, 2, 8]> : tensor<4xi64>
+  %c1 = llmc.unsqueeze %cos {axes = array<i64: 2, 4>} : (tensor<1x7x4xf32>) -> tensor<1x7x1x4x1xf32>
+  %c2 = llmc.expand %c1, %two : (tensor<1x7x1x4x1xf32>, tensor<5xi64>) -> tensor<1x7x1x4x2xf32>
+  %c4 = llmc.reshape %c2, %table : (tensor<1x7x1x4x2xf32>, tensor<4xi64>) -> tensor<1x7x1x8xf32>
+  %s1 = llmc.unsqueeze %sin {axes = array<i64: 2, 4>} : (tensor<1x7x4xf32>) -> tensor<1x7x1x4x1xf32>
+  %s2 = llmc.expand %s1, %two : (tensor<1x7x1x4x1xf32>, tensor<5xi64>) -> tensor<1x7x1x4x2xf32>
+  %s4 = llmc.reshape %s2, %table : (tensor<1x7x1x4x2xf32>, tensor<4xi64>) -> tensor<1x7x1x8xf32>
+  %part = llmc.slice %x {axes = array<i64: 3>, ends = array<i64: 8>, starts = array<i64: 0>, steps = array<i64: 1>} : (tensor<1x7x2x16xf32>) -> tensor<1x7x2x8xf32>
+  %pass = llmc.slice %x {axes = array<i64: 3>, ends = array<i64: 9223372036854775807>, starts = array<i64: 8>, steps = array<i64: 1>} : (tensor<1x7x2x16xf32>) -> tensor<1x7x2x8xf32>
+  %direct = llmc.mul %part, %c4 : (tensor<1x7x2x8xf32>, tensor<1x7x1x8xf32>) -> tensor<1x7x2x8xf32>
+  %even = llmc.slice %part {axes = array<i64: 3>, ends = array<i64: 9223372036854775807>, starts = array<i64: 0>, steps = array<i64: 2>} : (tensor<1x7x2x8xf32>) -> tensor<1x7x2x4xf32>
+  %odd = llmc.slice %part {axes = array<i64: 3>, ends = array<i64: 9223372036854775807>, starts = array<i64: 1>, steps = array<i64: 2>} : (tensor<1x7x2x8xf32>) -> tensor<1x7x2x4xf32>
+  %neg = llmc.neg %odd : (tensor<1x7x2x4xf32>) -> tensor<1x7x2x4xf32>
+  %n1 = llmc.unsqueeze %neg {axes = array<i64: -1>} : (tensor<1x7x2x4xf32>) -> tensor<1x7x2x4x1xf32>
+  %e1 = llmc.unsqueeze %even {axes = array<i64: -1>} : (tensor<1x7x2x4xf32>) -> tensor<1x7x2x4x1xf32>
+  %pairs = llmc.concat %n1, %e1 {axis = -1 : i64} : (tensor<1x7x2x4x1xf32>, tensor<1x7x2x4x1xf32>) -> tensor<1x7x2x4x2xf32>
+  %rot = llmc.reshape %pairs, %heads : (tensor<1x7x2x4x2xf32>, tensor<4xi64>) -> tensor<1x7x2x8xf32>
+  %rotated = llmc.mul %rot, %s4 : (tensor<1x7x2x8xf32>, tensor<1x7x1x8xf32>) -> tensor<1x7x2x8xf32>
+  %y = llmc.add %direct, %rotated : (tensor<1x7x2x8xf32>, tensor<1x7x2x8xf32>) -> tensor<1x7x2x8xf32>
+  %whole = llmc.concat %y, %pass {axis = -1 : i64} : (tensor<1x7x2x8xf32>, tensor<1x7x2x8xf32>) -> tensor<1x7x2x16xf32>
+  return %whole : tensor<1x7x2x16xf32>
+}
+
+// -----
+
+// A partial rotate-half rotary (GPT-NeoX, Phi, StableLM): concat(rotation of x[..., :8],
+// x[..., 8:]) is one llmc.rotary of x with rotary_embedding_dim 8.
+// CHECK-LABEL: func.func @partial_halves
+// CHECK: %[[R:.*]] = llmc.rotary %arg0, %{{.*}}, %{{.*}}, %{{.*}} {rotary_embedding_dim = 8 : i64} : (tensor<1x2x7x16xf32>
+// CHECK: return %[[R]]
+// CHECK-NOT: llmc.concat
+func.func @partial_halves(%x: tensor<1x2x7x16xf32>, %a: tensor<1x7x4xf32>) -> tensor<1x2x7x16xf32> {
+  %angles = llmc.concat %a, %a {axis = -1 : i64} : (tensor<1x7x4xf32>, tensor<1x7x4xf32>) -> tensor<1x7x8xf32>
+  %c = llmc.cos %angles : (tensor<1x7x8xf32>) -> tensor<1x7x8xf32>
+  %s = llmc.sin %angles : (tensor<1x7x8xf32>) -> tensor<1x7x8xf32>
+  %c4 = llmc.unsqueeze %c {axes = array<i64: 1>} : (tensor<1x7x8xf32>) -> tensor<1x1x7x8xf32>
+  %s4 = llmc.unsqueeze %s {axes = array<i64: 1>} : (tensor<1x7x8xf32>) -> tensor<1x1x7x8xf32>
+  %part = llmc.slice %x {axes = array<i64: 3>, ends = array<i64: 8>, starts = array<i64: 0>, steps = array<i64: 1>} : (tensor<1x2x7x16xf32>) -> tensor<1x2x7x8xf32>
+  %pass = llmc.slice %x {axes = array<i64: 3>, ends = array<i64: 9223372036854775807>, starts = array<i64: 8>, steps = array<i64: 1>} : (tensor<1x2x7x16xf32>) -> tensor<1x2x7x8xf32>
+  %direct = llmc.mul %part, %c4 : (tensor<1x2x7x8xf32>, tensor<1x1x7x8xf32>) -> tensor<1x2x7x8xf32>
+  %lo = llmc.slice %part {axes = array<i64: 3>, ends = array<i64: 4>, starts = array<i64: 0>, steps = array<i64: 1>} : (tensor<1x2x7x8xf32>) -> tensor<1x2x7x4xf32>
+  %hi = llmc.slice %part {axes = array<i64: 3>, ends = array<i64: 9223372036854775807>, starts = array<i64: 4>, steps = array<i64: 1>} : (tensor<1x2x7x8xf32>) -> tensor<1x2x7x4xf32>
+  %neg = llmc.neg %hi : (tensor<1x2x7x4xf32>) -> tensor<1x2x7x4xf32>
+  %rot = llmc.concat %neg, %lo {axis = -1 : i64} : (tensor<1x2x7x4xf32>, tensor<1x2x7x4xf32>) -> tensor<1x2x7x8xf32>
+  %rotated = llmc.mul %rot, %s4 : (tensor<1x2x7x8xf32>, tensor<1x1x7x8xf32>) -> tensor<1x2x7x8xf32>
+  %y = llmc.add %direct, %rotated : (tensor<1x2x7x8xf32>, tensor<1x2x7x8xf32>) -> tensor<1x2x7x8xf32>
+  %whole = llmc.concat %y, %pass {axis = -1 : i64} : (tensor<1x2x7x8xf32>, tensor<1x2x7x8xf32>) -> tensor<1x2x7x16xf32>
+  return %whole : tensor<1x2x7x16xf32>
+}
+
+// -----
+
+// The rest appended from another tensor: only the rotation becomes llmc.rotary (of x[..., :8]);
+// the concatenation stays.
+// CHECK-LABEL: func.func @partial_rest_elsewhere
+// CHECK: %[[R:.*]] = llmc.rotary %{{.*}} {rotary_embedding_dim = 8 : i64} : (tensor<1x2x7x8xf32>
+// CHECK: llmc.concat %[[R]], %{{.*}}
+func.func @partial_rest_elsewhere(%x: tensor<1x2x7x16xf32>, %other: tensor<1x2x7x16xf32>, %a: tensor<1x7x4xf32>) -> tensor<1x2x7x16xf32> {
+  %angles = llmc.concat %a, %a {axis = -1 : i64} : (tensor<1x7x4xf32>, tensor<1x7x4xf32>) -> tensor<1x7x8xf32>
+  %c = llmc.cos %angles : (tensor<1x7x8xf32>) -> tensor<1x7x8xf32>
+  %s = llmc.sin %angles : (tensor<1x7x8xf32>) -> tensor<1x7x8xf32>
+  %c4 = llmc.unsqueeze %c {axes = array<i64: 1>} : (tensor<1x7x8xf32>) -> tensor<1x1x7x8xf32>
+  %s4 = llmc.unsqueeze %s {axes = array<i64: 1>} : (tensor<1x7x8xf32>) -> tensor<1x1x7x8xf32>
+  %part = llmc.slice %x {axes = array<i64: 3>, ends = array<i64: 8>, starts = array<i64: 0>, steps = array<i64: 1>} : (tensor<1x2x7x16xf32>) -> tensor<1x2x7x8xf32>
+  %pass = llmc.slice %other {axes = array<i64: 3>, ends = array<i64: 9223372036854775807>, starts = array<i64: 8>, steps = array<i64: 1>} : (tensor<1x2x7x16xf32>) -> tensor<1x2x7x8xf32>
+  %direct = llmc.mul %part, %c4 : (tensor<1x2x7x8xf32>, tensor<1x1x7x8xf32>) -> tensor<1x2x7x8xf32>
+  %lo = llmc.slice %part {axes = array<i64: 3>, ends = array<i64: 4>, starts = array<i64: 0>, steps = array<i64: 1>} : (tensor<1x2x7x8xf32>) -> tensor<1x2x7x4xf32>
+  %hi = llmc.slice %part {axes = array<i64: 3>, ends = array<i64: 9223372036854775807>, starts = array<i64: 4>, steps = array<i64: 1>} : (tensor<1x2x7x8xf32>) -> tensor<1x2x7x4xf32>
+  %neg = llmc.neg %hi : (tensor<1x2x7x4xf32>) -> tensor<1x2x7x4xf32>
+  %rot = llmc.concat %neg, %lo {axis = -1 : i64} : (tensor<1x2x7x4xf32>, tensor<1x2x7x4xf32>) -> tensor<1x2x7x8xf32>
+  %rotated = llmc.mul %rot, %s4 : (tensor<1x2x7x8xf32>, tensor<1x1x7x8xf32>) -> tensor<1x2x7x8xf32>
+  %y = llmc.add %direct, %rotated : (tensor<1x2x7x8xf32>, tensor<1x2x7x8xf32>) -> tensor<1x2x7x8xf32>
+  %whole = llmc.concat %y, %pass {axis = -1 : i64} : (tensor<1x2x7x8xf32>, tensor<1x2x7x8xf32>) -> tensor<1x2x7x16xf32>
+  return %whole : tensor<1x2x7x16xf32>
+}
+
+// -----
+
+// Neighbours paired with tables that double the angles the halves' way (concat(a, a)): the
+// angle of feature 2i + 1 would be a[2i + 1 mod 8], not a[i]. Left as it is.
+// CHECK-LABEL: func.func @neighbours_with_halves_tables
+// CHECK-NOT: llmc.rotary
+// CHECK: llmc.neg
+func.func @neighbours_with_halves_tables(%x: tensor<1x2x7x16xf32>, %a: tensor<1x7x8xf32>) -> tensor<1x2x7x16xf32> {
+  %heads = llmc.constant dense<[1, 2, 7, 16]> : tensor<4xi64>
+  %angles = llmc.concat %a, %a {axis = -1 : i64} : (tensor<1x7x8xf32>, tensor<1x7x8xf32>) -> tensor<1x7x16xf32>
+  %c = llmc.cos %angles : (tensor<1x7x16xf32>) -> tensor<1x7x16xf32>
+  %s = llmc.sin %angles : (tensor<1x7x16xf32>) -> tensor<1x7x16xf32>
+  %c4 = llmc.unsqueeze %c {axes = array<i64: 1>} : (tensor<1x7x16xf32>) -> tensor<1x1x7x16xf32>
+  %s4 = llmc.unsqueeze %s {axes = array<i64: 1>} : (tensor<1x7x16xf32>) -> tensor<1x1x7x16xf32>
+  %direct = llmc.mul %x, %c4 : (tensor<1x2x7x16xf32>, tensor<1x1x7x16xf32>) -> tensor<1x2x7x16xf32>
+  %even = llmc.slice %x {axes = array<i64: 3>, ends = array<i64: 9223372036854775807>, starts = array<i64: 0>, steps = array<i64: 2>} : (tensor<1x2x7x16xf32>) -> tensor<1x2x7x8xf32>
+  %odd = llmc.slice %x {axes = array<i64: 3>, ends = array<i64: 9223372036854775807>, starts = array<i64: 1>, steps = array<i64: 2>} : (tensor<1x2x7x16xf32>) -> tensor<1x2x7x8xf32>
+  %neg = llmc.neg %odd : (tensor<1x2x7x8xf32>) -> tensor<1x2x7x8xf32>
+  %n1 = llmc.unsqueeze %neg {axes = array<i64: -1>} : (tensor<1x2x7x8xf32>) -> tensor<1x2x7x8x1xf32>
+  %e1 = llmc.unsqueeze %even {axes = array<i64: -1>} : (tensor<1x2x7x8xf32>) -> tensor<1x2x7x8x1xf32>
+  %pairs = llmc.concat %n1, %e1 {axis = -1 : i64} : (tensor<1x2x7x8x1xf32>, tensor<1x2x7x8x1xf32>) -> tensor<1x2x7x8x2xf32>
+  %rot = llmc.reshape %pairs, %heads : (tensor<1x2x7x8x2xf32>, tensor<4xi64>) -> tensor<1x2x7x16xf32>
+  %rotated = llmc.mul %rot, %s4 : (tensor<1x2x7x16xf32>, tensor<1x1x7x16xf32>) -> tensor<1x2x7x16xf32>
+  %y = llmc.add %direct, %rotated : (tensor<1x2x7x16xf32>, tensor<1x2x7x16xf32>) -> tensor<1x2x7x16xf32>
+  return %y : tensor<1x2x7x16xf32>
+}
+
+// -----
+
+// The pairs stacked the other way round (x[..., 0::2] negated first): not a rotation by these
+// tables. Left as it is.
+// CHECK-LABEL: func.func @neighbours_swapped
+// CHECK-NOT: llmc.rotary
+// CHECK: llmc.neg
+func.func @neighbours_swapped(%x: tensor<1x2x7x16xf32>, %a: tensor<1x7x8xf32>) -> tensor<1x2x7x16xf32> {
+  %two = llmc.constant dense<[1, 1, 1, 2]> : tensor<4xi64>
+  %flat = llmc.constant dense<[1, 7, 16]> : tensor<3xi64>
+  %heads = llmc.constant dense<[1, 2, 7, 16]> : tensor<4xi64>
+  %a1 = llmc.unsqueeze %a {axes = array<i64: 3>} : (tensor<1x7x8xf32>) -> tensor<1x7x8x1xf32>
+  %a2 = llmc.expand %a1, %two : (tensor<1x7x8x1xf32>, tensor<4xi64>) -> tensor<1x7x8x2xf32>
+  %angles = llmc.reshape %a2, %flat : (tensor<1x7x8x2xf32>, tensor<3xi64>) -> tensor<1x7x16xf32>
+  %c = llmc.cos %angles : (tensor<1x7x16xf32>) -> tensor<1x7x16xf32>
+  %s = llmc.sin %angles : (tensor<1x7x16xf32>) -> tensor<1x7x16xf32>
+  %c4 = llmc.unsqueeze %c {axes = array<i64: 1>} : (tensor<1x7x16xf32>) -> tensor<1x1x7x16xf32>
+  %s4 = llmc.unsqueeze %s {axes = array<i64: 1>} : (tensor<1x7x16xf32>) -> tensor<1x1x7x16xf32>
+  %direct = llmc.mul %x, %c4 : (tensor<1x2x7x16xf32>, tensor<1x1x7x16xf32>) -> tensor<1x2x7x16xf32>
+  %even = llmc.slice %x {axes = array<i64: 3>, ends = array<i64: 9223372036854775807>, starts = array<i64: 0>, steps = array<i64: 2>} : (tensor<1x2x7x16xf32>) -> tensor<1x2x7x8xf32>
+  %odd = llmc.slice %x {axes = array<i64: 3>, ends = array<i64: 9223372036854775807>, starts = array<i64: 1>, steps = array<i64: 2>} : (tensor<1x2x7x16xf32>) -> tensor<1x2x7x8xf32>
+  %neg = llmc.neg %even : (tensor<1x2x7x8xf32>) -> tensor<1x2x7x8xf32>
+  %n1 = llmc.unsqueeze %neg {axes = array<i64: -1>} : (tensor<1x2x7x8xf32>) -> tensor<1x2x7x8x1xf32>
+  %o1 = llmc.unsqueeze %odd {axes = array<i64: -1>} : (tensor<1x2x7x8xf32>) -> tensor<1x2x7x8x1xf32>
+  %pairs = llmc.concat %n1, %o1 {axis = -1 : i64} : (tensor<1x2x7x8x1xf32>, tensor<1x2x7x8x1xf32>) -> tensor<1x2x7x8x2xf32>
+  %rot = llmc.reshape %pairs, %heads : (tensor<1x2x7x8x2xf32>, tensor<4xi64>) -> tensor<1x2x7x16xf32>
+  %rotated = llmc.mul %rot, %s4 : (tensor<1x2x7x16xf32>, tensor<1x1x7x16xf32>) -> tensor<1x2x7x16xf32>
+  %y = llmc.add %direct, %rotated : (tensor<1x2x7x16xf32>, tensor<1x2x7x16xf32>) -> tensor<1x2x7x16xf32>
+  return %y : tensor<1x2x7x16xf32>
+}
+
+// -----
+
+// One table row for seven tokens (broadcast over the sequence): the rotary op takes a row per
+// token, so this is left as it is.
+// CHECK-LABEL: func.func @broadcast_sequence
+// CHECK-NOT: llmc.rotary
+// CHECK: llmc.neg
+func.func @broadcast_sequence(%x: tensor<1x2x7x16xf32>, %a: tensor<1x1x8xf32>) -> tensor<1x2x7x16xf32> {
+  %angles = llmc.concat %a, %a {axis = -1 : i64} : (tensor<1x1x8xf32>, tensor<1x1x8xf32>) -> tensor<1x1x16xf32>
+  %c = llmc.cos %angles : (tensor<1x1x16xf32>) -> tensor<1x1x16xf32>
+  %s = llmc.sin %angles : (tensor<1x1x16xf32>) -> tensor<1x1x16xf32>
+  %c4 = llmc.unsqueeze %c {axes = array<i64: 1>} : (tensor<1x1x16xf32>) -> tensor<1x1x1x16xf32>
+  %s4 = llmc.unsqueeze %s {axes = array<i64: 1>} : (tensor<1x1x16xf32>) -> tensor<1x1x1x16xf32>
+  %direct = llmc.mul %x, %c4 : (tensor<1x2x7x16xf32>, tensor<1x1x1x16xf32>) -> tensor<1x2x7x16xf32>
+  %lo = llmc.slice %x {axes = array<i64: 3>, ends = array<i64: 8>, starts = array<i64: 0>, steps = array<i64: 1>} : (tensor<1x2x7x16xf32>) -> tensor<1x2x7x8xf32>
+  %hi = llmc.slice %x {axes = array<i64: 3>, ends = array<i64: 9223372036854775807>, starts = array<i64: 8>, steps = array<i64: 1>} : (tensor<1x2x7x16xf32>) -> tensor<1x2x7x8xf32>
+  %neg = llmc.neg %hi : (tensor<1x2x7x8xf32>) -> tensor<1x2x7x8xf32>
+  %rot = llmc.concat %neg, %lo {axis = -1 : i64} : (tensor<1x2x7x8xf32>, tensor<1x2x7x8xf32>) -> tensor<1x2x7x16xf32>
+  %rotated = llmc.mul %rot, %s4 : (tensor<1x2x7x16xf32>, tensor<1x1x1x16xf32>) -> tensor<1x2x7x16xf32>
+  %y = llmc.add %direct, %rotated : (tensor<1x2x7x16xf32>, tensor<1x2x7x16xf32>) -> tensor<1x2x7x16xf32>
+  return %y : tensor<1x2x7x16xf32>
+}

@@ -15,11 +15,16 @@ masks and length-major caches are counted.
 
     architectures.py --llmc BIN --llmc-run BIN [--kv] [--cuda] [--only NAME]
 
+The rotations that no attention takes (keys on their way into a cache; queries whose rotary is
+partial or pairs neighbouring features) are counted too: each becomes one llmc.rotary.
+
 The exports (transformers and torch, about two minutes; two more with --kv) are cached in
-~/.cache/llmc/models-arch/, keyed by this file.
+~/.cache/llmc/models-arch/, keyed by what makes them (export_key): editing the checks here does
+not export again.
 """
 import argparse
 import hashlib
+import inspect
 import os
 import re
 import subprocess
@@ -62,7 +67,7 @@ ARCHITECTURES = {
     "olmo2": ("Olmo2ForCausalLM", "Olmo2Config", dict(num_key_value_heads=2), 2),
     "cohere": ("CohereForCausalLM", "CohereConfig", dict(num_key_value_heads=2), 2),
     "starcoder2": ("Starcoder2ForCausalLM", "Starcoder2Config", dict(num_key_value_heads=2), 2),
-    # Rotary on interleaved pairs (rotate_every_two): raised, its rotations ops of their own.
+    # Rotary on neighbouring pairs (rotate_every_two), partial, before the heads move: one llmc.rotary.
     "gptj": ("GPTJForCausalLM", "GPTJConfig", dict(n_embd=64, n_layer=2, n_head=4, rotary_dim=8, n_positions=128), 2),
     "codegen": ("CodeGenForCausalLM", "CodeGenConfig",
                 dict(n_embd=64, n_layer=2, n_head=4, rotary_dim=8, n_positions=128, n_ctx=128), 2),
@@ -73,6 +78,14 @@ ARCHITECTURES = {
 }
 # Not exported with a KV cache: torch.export fails on MPT's.
 NO_KV = {"mpt"}
+# Rotations that llmc-raise-attention turns into llmc.rotary because no attention takes them:
+# (without a cache, with one). A rotate-half rotary over the whole head turns inside the
+# attention, keys too where there is no cache (0, 2); a partial one (GPT-NeoX, Phi, StableLM) or
+# one pairing neighbouring features (Cohere, GPT-J, CodeGen) turns apart, queries too (4, 4).
+# Gemma 3's two rotary tables (local and global layers) leave one layer's queries apart.
+ROTATIONS = dict({name: (0, 2) for name in ARCHITECTURES},
+                 gpt_neox=(4, 4), phi=(4, 4), stablelm=(4, 4), cohere=(4, 4), gptj=(4, 4), codegen=(4, 4),
+                 gemma3=(2, 2), opt=(0, 0), gpt_bigcode=(0, 0), mpt=(0, 0), bloom=(0, 0))
 
 
 def build(name, use_cache):
@@ -105,9 +118,20 @@ def export(name, path, kv):
         os.replace(os.path.join(tmp, name + ".onnx"), path)
 
 
+def export_key():
+    """What the exports depend on: the configurations, build and export here, and the exporter
+    modules they call (not the checks, whose expectations change more often)."""
+    models = os.path.join(HERE, "..", "..", "models")
+    made_by = [repr(COMMON), repr({name: spec[:3] for name, spec in ARCHITECTURES.items()}),
+               inspect.getsource(build), inspect.getsource(export)]
+    made_by += [open(os.path.join(models, f), encoding="utf-8").read()
+                for f in ("export_test_models.py", "export_kv_models.py")]
+    return hashlib.sha256("\n".join(made_by).encode()).hexdigest()[:12]
+
+
 def cached_export(name, kv=False):
     cache = os.environ.get("LLMC_CACHE_DIR", os.path.join(os.path.expanduser("~"), ".cache", "llmc"))
-    key = hashlib.sha256(open(__file__, "rb").read()).hexdigest()[:12]
+    key = export_key()
     folder = os.path.join(cache, "models-arch", key)
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, name + ("_kv" if kv else "") + ".onnx")
@@ -150,6 +174,10 @@ def check(args, name, tmp):
         if attentions != ARCHITECTURES[name][3]:
             ok = False
             lines.append(f"  {precision}: {attentions} attention blocks raised, {ARCHITECTURES[name][3]} expected")
+        rotations = counted(stats, ROTARY_OPS)
+        if rotations != ROTATIONS[name][0]:
+            ok = False
+            lines.append(f"  {precision}: {rotations} {ROTARY_OPS}, {ROTATIONS[name][0]} expected")
         outputs = {}
         for device in ["cpu", "cuda"] if args.cuda else ["cpu"]:
             out_dir = os.path.join(tmp, f"{name}-{precision}-{device}")
@@ -171,8 +199,12 @@ def check(args, name, tmp):
             ok = ok and good
             lines.append(f"  {precision} {got_name} vs {want_name}: max abs error {err:.3g}, cosine {cosine:.6f} "
                          f"({'ok' if good else 'MISMATCH'}, atol {atol:.3g})")
-        lines.append(f"  {precision}: {kernels} kernels, {attentions} attention blocks raised")
+        lines.append(f"  {precision}: {kernels} kernels, {attentions} attention blocks raised, "
+                     f"{rotations} {ROTARY_OPS}")
     return ok, lines
+
+
+ROTARY_OPS = "rotations no attention took turned into llmc.rotary"
 
 
 def counted(stats, what):
@@ -199,12 +231,13 @@ def check_kv(args, name, tmp):
         stats = run([args.llmc, model, "-o", plan, "--target", "cuda", "--precision", precision, "--last-position",
                      "logits", "--print-stats"] + KV_SHAPES)
         found = {what: counted(stats, what) for what in
-                 ("attention blocks raised", "masks raised to is_causal", "past/present pairs turned length-major")}
+                 ("attention blocks raised", "masks raised to is_causal", "past/present pairs turned length-major",
+                  ROTARY_OPS)}
         # Every raised attention causal, reading the attention_mask input; each layer's key and
         # value caches length-major (what the decode attention reads; also where ALiBi leaves the
         # attention unraised).
         want = {"attention blocks raised": expected, "masks raised to is_causal": expected,
-                "past/present pairs turned length-major": 4}
+                "past/present pairs turned length-major": 4, ROTARY_OPS: ROTATIONS[name][1]}
         for what, count in found.items():
             if count != want[what]:
                 ok = False
