@@ -64,6 +64,43 @@ struct MatMulToLinear : OpRewritePattern<MatMulOp> {
   }
 };
 
+// squeeze(matmul(gather_nd(W, ids), unsqueeze(x, -1)), -1)  ->  expert_linear(x, W, ids): a mixture
+// of experts' projection as transformers' "batched_mm" experts export it, W [E, M, K] the
+// experts' matrices, ids [N, 1] each row's expert. The gather copied a matrix per row; the
+// expert_linear reads each where it is.
+struct GatheredMatVecToExpertLinear : OpRewritePattern<SqueezeOp> {
+  RewriteCounter &count;
+  GatheredMatVecToExpertLinear(MLIRContext *ctx, RewriteCounter &count) : OpRewritePattern(ctx), count(count) {}
+
+  static bool isLastAxis(ArrayRef<int64_t> axes, int64_t rank) {
+    return axes.size() == 1 && (axes[0] == -1 || axes[0] == rank - 1);
+  }
+
+  LogicalResult matchAndRewrite(SqueezeOp op, PatternRewriter &rewriter) const override {
+    auto product = def<MatMulOp>(op.getInput());
+    auto gather = product ? def<GatherNdOp>(product.getLhs()) : GatherNdOp();
+    auto column = product ? def<UnsqueezeOp>(product.getRhs()) : UnsqueezeOp();
+    if (!gather || !column || !product.getResult().hasOneUse() || !gather.getResult().hasOneUse() ||
+        gather.getBatchDims() != 0 || !fusion::isFusedFloat(column.getInput()))
+      return failure();
+    auto w = fusion::tensorType(gather.getData()), ids = fusion::tensorType(gather.getIndices()),
+         x = fusion::tensorType(column.getInput()), y = fusion::tensorType(product.getResult());
+    if (w.getRank() != 3 || ids.getRank() != 2 || ids.getDimSize(1) != 1 || x.getRank() != 2 || y.getRank() != 3 ||
+        !isLastAxis(column.getAxes(), 3) || (!op.getAxes().empty() && !isLastAxis(op.getAxes(), 3)))
+      return failure();
+    Operation *expert = fusion::create(rewriter, op.getLoc(), "llmc.expert_linear",
+                                       {column.getInput(), gather.getData(), gather.getIndices()});
+    if (!expert || expert->getResult(0).getType() != op.getType()) {
+      if (expert)
+        rewriter.eraseOp(expert);
+      return failure();
+    }
+    rewriter.replaceOp(op, expert->getResults());
+    ++count;
+    return success();
+  }
+};
+
 // [reshape to 2-D ->] gemm(a, W[, c]) [-> reshape back]  ->  linear(x, W, bias = c)
 struct GemmToLinear : OpRewritePattern<GemmOp> {
   RewriteCounter &count;
@@ -177,9 +214,11 @@ struct Epilogue : RewritePattern {
 struct FuseLinear : impl::LlmcFuseLinearBase<FuseLinear> {
   RewriteCounter linears{"llmc-fuse-linear", "matmuls turned into linear"};
   RewriteCounter epilogues{"llmc-fuse-linear", "epilogue ops fused"};
+  RewriteCounter experts{"llmc-fuse-linear", "products of gathered experts turned into expert_linear"};
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<MatMulToLinear, GemmToLinear>(&getContext(), linears);
+    patterns.add<GatheredMatVecToExpertLinear>(&getContext(), experts);
     patterns.add<Epilogue>(&getContext(), epilogues);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();

@@ -339,7 +339,9 @@ def LlmcFuseLinear : Pass<"llmc-fuse-linear", "mlir::func::FuncOp"> {
     A matmul (or gemm, with the reshapes exporters put around it) by a constant matrix becomes
     `llmc.linear`; then a constant bias add, an activation (ReLU, GELU, SiLU), a multiplication
     by another tensor of the result's shape (SwiGLU's gate) and a residual add fold into it, in
-    that order, each when the intermediate has no other use.
+    that order, each when the intermediate has no other use. A product of gathered experts'
+    matrices by the rows that chose them (squeeze(matmul(gather_nd(W, ids), unsqueeze(x, -1))))
+    becomes llmc.expert_linear.
   }];
 }
 

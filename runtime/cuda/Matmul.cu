@@ -50,7 +50,52 @@ template <typename T> __global__ void matmulKernel(const T *__restrict__ a, cons
   }
 }
 
+// Expert linear: one warp per (row n, output m), the dot product of the chosen matrix's row and
+// the input row, lanes striding along K; an id out of range sets `error` and yields 0. Correct
+// first: every matrix is read in place (no copy per row), but by one warp per output.
+template <typename T>
+__global__ void expertLinearKernel(const T *__restrict__ x, const T *__restrict__ w, const int64_t *__restrict__ ids,
+                                   T *__restrict__ y, int64_t N, int64_t M, int64_t K, int64_t E, int *error) {
+  const int64_t warp = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  const int lane = threadIdx.x % 32;
+  if (warp >= N * M)
+    return;
+  const int64_t n = warp / M, m = warp % M;
+  int64_t e = ids[n];
+  if (e < -E || e >= E) {
+    if (lane == 0) {
+      atomicExch(error, 1);
+      y[warp] = narrow<T>(0.0f);
+    }
+    return;
+  }
+  e = e < 0 ? e + E : e;
+  const T *row = w + (e * M + m) * K, *in = x + n * K;
+  float acc = 0.0f;
+  for (int64_t k = lane; k < K; k += 32)
+    acc += float(widen(row[k])) * float(widen(in[k]));
+  acc = warpReduce<false>(acc);
+  if (lane == 0)
+    y[warp] = narrow<T>(acc);
+}
+
 } // namespace
+
+std::string expertLinear(int type, const void *x, const void *w, const int64_t *ids, void *y, int64_t N, int64_t M,
+                         int64_t K, int64_t E, int *error, void *stream) {
+  if (N * M == 0)
+    return {};
+  constexpr int kThreads = 256;
+  const int64_t blocks = (N * M * 32 + kThreads - 1) / kThreads;
+  if (blocks > 0x7fffffff)
+    return "expert_linear: too many outputs";
+  const bool known = type != F64 && dispatchFloat(type, [&](auto tag) {
+    using T = decltype(tag);
+    expertLinearKernel<T><<<static_cast<unsigned>(blocks), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+        static_cast<const T *>(x), static_cast<const T *>(w), ids, static_cast<T *>(y), N, M, K, E, error);
+  });
+  return known ? launched("expert_linear") : "expert_linear: supports f32, f16 and bf16";
+}
 
 std::string matmulArgsOf(int aRank, const int64_t *aDims, int bRank, const int64_t *bDims, MatmulArgs &m) {
   if (aRank < 1 || bRank < 1)

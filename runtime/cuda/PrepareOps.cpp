@@ -644,6 +644,8 @@ std::string prepareOp(Executor &ex, int k, PreparedOp &p, size_t &scratch) {
     err = prepareGemm(ex, op, p);
   else if (op.kernel == "einsum")
     err = prepareEinsum(ex, op, p);
+  else if (op.kernel == "expert_linear")
+    err = prepareExpertLinear(ex, op, p);
   else if (op.kernel == "fused_attention")
     err = prepareAttention(ex, op, p, k);
   else if (op.kernel == "rotary")

@@ -4,6 +4,7 @@
 
 #include <cblas.h>
 
+#include <algorithm>
 #include <atomic>
 
 namespace llmc::rt {
@@ -145,6 +146,36 @@ std::string gemmKernel(const KernelArgs &args) {
   return err;
 }
 
+// expert_linear: input [N, K], weight [E, M, K], ids [N] or [N, 1] (int64, negative from the end)
+// -> [N, M], row n = weight[ids[n]] · input[n] (a mixture of experts' projection).
+std::string expertLinearKernel(const KernelArgs &args) {
+  if (args.numInputs != 3 || args.numOutputs != 1)
+    return "expects 3 inputs and 1 output";
+  const TensorRef &x = args.in(0), &w = args.in(1), &ids = args.in(2);
+  TensorRef &out = args.out(0);
+  if (x.dtype != DType::F32 || w.dtype != DType::F32 || out.dtype != DType::F32 || ids.dtype != DType::I64)
+    return "takes float rows and matrices and int64 ids";
+  if (x.shape.rank != 2 || w.shape.rank != 3 || w.shape[2] != x.shape[1] || ids.numel() != x.shape[0] ||
+      out.numel() != x.shape[0] * w.shape[1])
+    return "operands do not agree: input " + x.shape.str() + ", weight " + w.shape.str() + ", ids " + ids.shape.str();
+  const int64_t N = x.shape[0], K = x.shape[1], E = w.shape[0], M = w.shape[1];
+  const int64_t *id = ids.as<const int64_t>();
+  for (int64_t n = 0; n < N; ++n)
+    if (id[n] < -E || id[n] >= E)
+      return "expert id " + std::to_string(id[n]) + " is out of range for " + std::to_string(E) + " experts";
+  const float *px = x.as<const float>(), *pw = w.as<const float>();
+  float *py = out.as<float>();
+  for (int64_t n = 0; n < N; ++n) {
+    const int64_t e = id[n] < 0 ? id[n] + E : id[n];
+    if (M > 0 && K > 0)
+      cblas_sgemv(CblasRowMajor, CblasNoTrans, int(M), int(K), 1.0f, pw + e * M * K, int(K), px + n * K, 1, 0.0f,
+                  py + n * M, 1);
+    else
+      std::fill(py + n * M, py + (n + 1) * M, 0.0f);
+  }
+  return {};
+}
+
 } // namespace
 
 void gemmF32(bool transA, bool transB, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
@@ -163,6 +194,7 @@ void setGemmThreads(int threads) {
 extern const KernelEntry kMatMulKernels[] = {
     {"matmul", withHalf<matmulKernel>},
     {"gemm", withHalf<gemmKernel>},
+    {"expert_linear", withHalf<expertLinearKernel>},
     {nullptr, nullptr},
 };
 

@@ -1895,6 +1895,35 @@ TEST(Cuda, MatmulMatchesTheCpu) {
   EXPECT_EQ(cu::matmulArgsOf(2, c, 3, b, m), "inner dimensions differ");
 }
 
+// expert_linear against the CPU's: 6 rows picking among 3 experts' [M, K] matrices (a negative id
+// from the end), K past one warp's stride and not a multiple of it; an id out of range sets the
+// error flag.
+TEST(Cuda, ExpertLinearMatchesTheCpuAndFlagsBadIds) {
+  const int64_t N = 6, K = 77, E = 3, M = 5;
+  for (cu::Storage s : kStorages) {
+    Buf<float> x(DType::F32, {N, K}, rounded(randomFloats(N * K, 96), s)),
+        w(DType::F32, {E, M, K}, rounded(randomFloats(E * M * K, 97), s)), want(DType::F32, {N, M});
+    Buf<int64_t> ids(DType::I64, {N, 1}, {2, 0, -1, 1, 2, -3});
+    ASSERT_EQ(call("expert_linear", {}, {x.ref(), w.ref(), ids.ref()}, {want.ref()}), "");
+    auto dx = upload(x.data, s), dw = upload(w.data, s), di = uploadRaw(ids.data), error = uploadRaw(std::vector<int>{0});
+    Device out(size_t(N * M) * cu::storageBytes(s));
+    ASSERT_EQ(cu::expertLinear(int(storageDType(s)), dx->p, dw->p, di->as<int64_t>(), out.p, N, M, K, E,
+                               error->as<int>(), nullptr),
+              "");
+    expectClose(download(out, size_t(N * M), s), want.data, std::max(tolerance(s), 1e-5f) * 8,
+                std::string("expert_linear ") + name(s));
+    int flag = 0;
+    cudaMemcpy(&flag, error->p, sizeof flag, cudaMemcpyDeviceToHost);
+    EXPECT_EQ(flag, 0);
+    auto bad = uploadRaw(std::vector<int64_t>{3});
+    ASSERT_EQ(cu::expertLinear(int(storageDType(s)), dx->p, dw->p, bad->as<int64_t>(), out.p, 1, M, K, E,
+                               error->as<int>(), nullptr),
+              "");
+    cudaMemcpy(&flag, error->p, sizeof flag, cudaMemcpyDeviceToHost);
+    EXPECT_EQ(flag, 1);
+  }
+}
+
 // gemm against the CPU's: each of transA and transB, alpha and beta not 1, an addend C of every
 // rank that broadcasts ([M, N], [M, 1], [N], a scalar), and none; M and N past one tile.
 TEST(Cuda, GemmMatchesTheCpu) {

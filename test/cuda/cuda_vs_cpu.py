@@ -58,6 +58,15 @@ CASES = [
     ("gemma2-bf16", "arch_gemma2", ["--input-shape", "input_ids=1x16", "--precision", "bf16"], "run"),
     ("gemma2_kv-bf16-cuda", "arch_gemma2_kv",
      KV_SHAPES + ["--precision", "bf16", "--last-position", "logits", "--target", "cuda"], "generate"),
+    # GPT-J: queries and keys rotated by neighbouring pairs on their first 8 of 16 features, one
+    # llmc.rotary each since session 26 (the keys' by the QKV split on the way into the cache).
+    ("gptj_kv-bf16-cuda", "arch_gptj_kv",
+     KV_SHAPES + ["--precision", "bf16", "--last-position", "logits", "--target", "cuda"], "generate"),
+    # Mixtral's mixture of experts (top-2 of 4 per token: TopK, each token's experts' weights
+    # gathered, batched products), as architectures.py exports it (session 26).
+    ("mixtral-bf16", "arch_mixtral", ["--input-shape", "input_ids=1x16", "--precision", "bf16"], "run"),
+    ("mixtral_kv-bf16-cuda", "arch_mixtral_kv",
+     KV_SHAPES + ["--precision", "bf16", "--last-position", "logits", "--target", "cuda"], "generate"),
     ("tiny_gpt2", "tiny_gpt2", ["--input-shape", "input_ids=1x16"], "run"),
     ("tiny_gpt2-unmerged", "tiny_gpt2", ["--input-shape", "input_ids=1x16", "--skip-pass", "llmc-merge-parallel-linears"], "run"),
     ("tiny_bert", "tiny_bert", ["--input-shape", "input_ids=2x16,attention_mask=2x16"], "run"),

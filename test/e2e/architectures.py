@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Tiny random-weight exports of decoder architectures beyond the test models (Qwen2, Qwen3,
 Mistral, Phi-3, Gemma, Gemma 2, GPT-NeoX, Falcon, OPT, Phi, StableLM, Granite, Llama 3's rope
-scaling, Gemma 3, OLMo, OLMo 2, Cohere, StarCoder2, GPT-J, CodeGen, GPTBigCode, MPT, Bloom), each compiled once
+scaling, Gemma 3, OLMo, OLMo 2, Cohere, StarCoder2, GPT-J, CodeGen, GPTBigCode, MPT, Bloom, and
+the mixtures of experts Mixtral, Qwen3-MoE and OLMoE), each compiled once
 on a dynamic sequence and run at 19 tokens: the CPU against ONNX Runtime, and with --cuda the
 CUDA executor against the CPU, in f32 and bf16 (on the CPU emulation where LLMC_CUDA_BACKEND
 names it). Each architecture's raised attentions are counted too, so that a pattern that stops
@@ -75,7 +76,21 @@ ARCHITECTURES = {
     # ALiBi's position bias: no attention raised (fused_attention has no bias by position).
     "mpt": ("MptForCausalLM", "MptConfig", dict(d_model=64, n_layers=2, n_heads=4, max_seq_len=128), 0),
     "bloom": ("BloomForCausalLM", "BloomConfig", dict(n_layer=2, n_head=4), 0),
+    # Mixtures of experts (a router's top-2 of 4 experts), exported with transformers'
+    # "batched_mm" experts (see MOE).
+    "mixtral": ("MixtralForCausalLM", "MixtralConfig", dict(num_key_value_heads=2, num_local_experts=4,
+                                                            num_experts_per_tok=2), 2),
+    "qwen3_moe": ("Qwen3MoeForCausalLM", "Qwen3MoeConfig", dict(num_key_value_heads=2, head_dim=16, num_experts=4,
+                                                                num_experts_per_tok=2, moe_intermediate_size=32), 2),
+    "olmoe": ("OlmoeForCausalLM", "OlmoeConfig", dict(num_key_value_heads=2, num_experts=4, num_experts_per_tok=2), 2),
 }
+# Their experts as transformers' "batched_mm" computes them (each token's chosen experts'
+# weights gathered, then batched products). The default, "grouped_mm", runs a custom op on the
+# CPU (transformers::grouped_mm_fallback) that torch.onnx.export cannot convert ("No ONNX function
+# found"; torch 2.15, transformers 5.25).
+MOE = {"mixtral", "qwen3_moe", "olmoe"}
+# Each expert projection (two per layer: gate/up and down) becomes one llmc.expert_linear.
+EXPERT_LINEARS = "products of gathered experts turned into expert_linear"
 # Not exported with a KV cache: torch.export fails on MPT's.
 NO_KV = {"mpt"}
 # Rotations that llmc-raise-attention turns into llmc.rotary because no attention takes them:
@@ -101,7 +116,10 @@ def build(name, use_cache):
     if name in ("falcon", "gptj", "codegen", "gpt_bigcode", "mpt", "bloom"):          # or not at all
         settings.pop("max_position_embeddings")
     torch.manual_seed(export_test_models.SEED)
-    return getattr(transformers, model_class)(getattr(transformers, config_class)(**settings))
+    model = getattr(transformers, model_class)(getattr(transformers, config_class)(**settings))
+    if name in MOE:
+        model.set_experts_implementation("batched_mm")
+    return model
 
 
 def export(name, path, kv):
@@ -118,12 +136,13 @@ def export(name, path, kv):
         os.replace(os.path.join(tmp, name + ".onnx"), path)
 
 
-def export_key():
-    """What the exports depend on: the configurations, build and export here, and the exporter
-    modules they call (not the checks, whose expectations change more often)."""
+def export_key(name):
+    """What one architecture's exports depend on: its configuration, build and export here, and
+    the exporter modules they call (not the checks, whose expectations change more often, nor the
+    other architectures)."""
     models = os.path.join(HERE, "..", "..", "models")
-    made_by = [repr(COMMON), repr({name: spec[:3] for name, spec in ARCHITECTURES.items()}),
-               inspect.getsource(build), inspect.getsource(export)]
+    made_by = [repr(COMMON), repr(ARCHITECTURES[name][:3]), repr(name in MOE), inspect.getsource(build),
+               inspect.getsource(export)]
     made_by += [open(os.path.join(models, f), encoding="utf-8").read()
                 for f in ("export_test_models.py", "export_kv_models.py")]
     return hashlib.sha256("\n".join(made_by).encode()).hexdigest()[:12]
@@ -131,7 +150,7 @@ def export_key():
 
 def cached_export(name, kv=False):
     cache = os.environ.get("LLMC_CACHE_DIR", os.path.join(os.path.expanduser("~"), ".cache", "llmc"))
-    key = export_key()
+    key = export_key(name)
     folder = os.path.join(cache, "models-arch", key)
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, name + ("_kv" if kv else "") + ".onnx")
@@ -174,10 +193,13 @@ def check(args, name, tmp):
         if attentions != ARCHITECTURES[name][3]:
             ok = False
             lines.append(f"  {precision}: {attentions} attention blocks raised, {ARCHITECTURES[name][3]} expected")
-        rotations = counted(stats, ROTARY_OPS)
+        rotations, experts = counted(stats, ROTARY_OPS), counted(stats, EXPERT_LINEARS)
         if rotations != ROTATIONS[name][0]:
             ok = False
             lines.append(f"  {precision}: {rotations} {ROTARY_OPS}, {ROTATIONS[name][0]} expected")
+        if experts != (4 if name in MOE else 0):
+            ok = False
+            lines.append(f"  {precision}: {experts} {EXPERT_LINEARS}, {4 if name in MOE else 0} expected")
         outputs = {}
         for device in ["cpu", "cuda"] if args.cuda else ["cpu"]:
             out_dir = os.path.join(tmp, f"{name}-{precision}-{device}")
@@ -200,7 +222,7 @@ def check(args, name, tmp):
             lines.append(f"  {precision} {got_name} vs {want_name}: max abs error {err:.3g}, cosine {cosine:.6f} "
                          f"({'ok' if good else 'MISMATCH'}, atol {atol:.3g})")
         lines.append(f"  {precision}: {kernels} kernels, {attentions} attention blocks raised, "
-                     f"{rotations} {ROTARY_OPS}")
+                     f"{rotations} {ROTARY_OPS}" + (f", {experts} {EXPERT_LINEARS}" if name in MOE else ""))
     return ok, lines
 
 
@@ -232,12 +254,13 @@ def check_kv(args, name, tmp):
                      "logits", "--print-stats"] + KV_SHAPES)
         found = {what: counted(stats, what) for what in
                  ("attention blocks raised", "masks raised to is_causal", "past/present pairs turned length-major",
-                  ROTARY_OPS)}
+                  ROTARY_OPS, EXPERT_LINEARS)}
         # Every raised attention causal, reading the attention_mask input; each layer's key and
         # value caches length-major (what the decode attention reads; also where ALiBi leaves the
         # attention unraised).
         want = {"attention blocks raised": expected, "masks raised to is_causal": expected,
-                "past/present pairs turned length-major": 4, ROTARY_OPS: ROTATIONS[name][1]}
+                "past/present pairs turned length-major": 4, ROTARY_OPS: ROTATIONS[name][1],
+                EXPERT_LINEARS: 4 if name in MOE else 0}
         for what, count in found.items():
             if count != want[what]:
                 ok = False

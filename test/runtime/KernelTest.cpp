@@ -182,6 +182,27 @@ TEST(Kernels, MatMul) {
   EXPECT_NE(call("matmul", {}, {x.ref(), y.ref()}, {z.ref()}), "");
 }
 
+// Each row times the matrix its id picks (a negative id from the end), against a plain loop; an
+// id out of range is an error.
+TEST(Kernels, ExpertLinear) {
+  const int64_t N = 5, K = 7, E = 3, M = 4;
+  Buf<float> x(DType::F32, {N, K}, randomFloats(N * K, 11)), w(DType::F32, {E, M, K}, randomFloats(E * M * K, 12));
+  Buf<int64_t> ids(DType::I64, {N, 1}, {2, 0, -1, 1, 2});
+  Buf<float> y(DType::F32, {N, M});
+  ASSERT_EQ(call("expert_linear", {}, {x.ref(), w.ref(), ids.ref()}, {y.ref()}), "");
+  for (int64_t n = 0; n < N; ++n) {
+    const int64_t e = ids.data[n] < 0 ? ids.data[n] + E : ids.data[n];
+    for (int64_t m = 0; m < M; ++m) {
+      double acc = 0;
+      for (int64_t k = 0; k < K; ++k)
+        acc += double(w.data[(e * M + m) * K + k]) * x.data[n * K + k];
+      EXPECT_NEAR(y.data[n * M + m], acc, 1e-5) << n << "," << m;
+    }
+  }
+  Buf<int64_t> bad(DType::I64, {N}, {0, 1, 3, 0, 0});
+  EXPECT_NE(call("expert_linear", {}, {x.ref(), w.ref(), bad.ref()}, {y.ref()}).find("out of range"), std::string::npos);
+}
+
 TEST(Kernels, Gemm) {
   const int64_t M = 4, N = 3, K = 5;
   for (int transA = 0; transA < 2; ++transA)

@@ -774,6 +774,17 @@ LogicalResult inferLinear(Inference &in) {
   return in.result(out, in.elem(0));
 }
 
+LogicalResult inferExpertLinear(Inference &in) {
+  ArrayRef<int64_t> x = in.shape(0), w = in.shape(1), ids = in.shape(2);
+  if (x.size() != 2 || w.size() != 3 || ids.empty() || ids.size() > 2 || (ids.size() == 2 && ids[1] != 1))
+    return in.fail("expert_linear needs an input [N, K], a weight [E, M, K] and ids [N] or [N, 1]");
+  if (!in.elem(2).isInteger(64) || in.elem(1) != in.elem(0))
+    return in.fail("expert_linear needs int64 ids and a weight of the input's element type");
+  if ((w[2] != kDyn && x[1] != kDyn && w[2] != x[1]) || (ids[0] != kDyn && x[0] != kDyn && ids[0] != x[0]))
+    return in.fail("expert_linear operands do not agree: " + shapeStr(x) + ", " + shapeStr(w) + ", " + shapeStr(ids));
+  return in.result({x[0], w[1]}, in.elem(0));
+}
+
 LogicalResult inferAddNorm(Inference &in) {
   if (failed(verifyCompatibleShape(in.type(0), in.type(1))) || in.elem(0) != in.elem(1))
     return in.fail("the residual's type " + shapeStr(in.shape(1)) + " differs from the input's " + shapeStr(in.shape(0)));
@@ -855,6 +866,7 @@ LogicalResult inferResultTypes(StringRef opName, MLIRContext *context, std::opti
                                    .Case("add_layer_norm", 4)
                                    .Case("add_rms_norm", 3)
                                    .Case("rotary", 4)
+                                   .Case("expert_linear", 3)
                                    .Case("batch_norm", 5)
                                    .Cases({"where", "range", "scatter_elements", "scatter_nd", "instance_norm", "dynamic_slice",
                                            "group_norm"},
@@ -868,7 +880,8 @@ LogicalResult inferResultTypes(StringRef opName, MLIRContext *context, std::opti
   if (failed(in.expectOperands(minOperands)))
     return failure();
   // The fused ops (and ONNX's RotaryEmbedding, which allows no more): isFusedFloatType.
-  if (llvm::is_contained({"linear", "add_layer_norm", "add_rms_norm", "fused_attention", "rotary"}, name) &&
+  if (llvm::is_contained({"linear", "add_layer_norm", "add_rms_norm", "fused_attention", "rotary", "expert_linear"},
+                         name) &&
       !isFusedFloatType(in.elem(0)))
     return in.fail(name + " takes f32, f16 or bf16 operands");
   using Fn = LogicalResult (*)(Inference &);
@@ -905,6 +918,7 @@ LogicalResult inferResultTypes(StringRef opName, MLIRContext *context, std::opti
               .Case("einsum", inferEinsum)
               .Case("attention", inferAttention)
               .Case("linear", inferLinear)
+              .Case("expert_linear", inferExpertLinear)
               .Cases({"add_layer_norm", "add_rms_norm"}, inferAddNorm)
               .Case("fused_attention", inferFusedAttention)
               .Case("latent_attention", inferLatentAttention)

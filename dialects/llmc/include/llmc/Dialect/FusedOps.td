@@ -21,6 +21,18 @@ def Llmc_LinearOp : Llmc_Op<"linear"> {
   let results = (outs Llmc_Tensor:$result);
 }
 
+def Llmc_ExpertLinearOp : Llmc_Op<"expert_linear"> {
+  let summary = "each row times the matrix its id picks (a mixture of experts' projections)";
+  let description = [{
+    `input` [N, K], `weight` [E, M, K], `ids` [N] or [N, 1] (int64; a negative id counts from the
+    end, as GatherND's): row n of the result [N, M] is `weight[ids[n]] · input[n]`. Raised from
+    `gather_nd(weight, ids)` multiplied by the rows (llmc-fuse-linear), so that the chosen
+    matrices are read where they are instead of copied once per row.
+  }];
+  let arguments = (ins Llmc_Tensor:$input, Llmc_Tensor:$weight, Llmc_Tensor:$ids);
+  let results = (outs Llmc_Tensor:$result);
+}
+
 def Llmc_AddLayerNormOp : Llmc_Op<"add_layer_norm"> {
   let summary = "residual add followed by layer normalization";
   let description = [{
