@@ -279,7 +279,8 @@ def LlmcRaiseNorms : Pass<"llmc-raise-norms", "mlir::func::FuncOp"> {
     `x / sqrt(mean(x^2) + eps) [* w]` (pow or x*x; division or a reciprocal) becomes
     `llmc.rms_norm`; `(x - mean(x)) / sqrt(mean((x - mean(x))^2) + eps) [* g] [+ b]` becomes
     `llmc.layer_norm`, both over the last axis. Intermediates with other uses, a mean over
-    another axis or a non-constant scale leave the ops as they are.
+    another axis or a non-constant scale leave the ops as they are. A norm over the last axis of a
+    transpose that keeps that axis last moves in front of it (per-head norms after the heads move).
   }];
 }
 

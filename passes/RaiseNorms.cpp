@@ -178,13 +178,48 @@ struct LayerNormPattern : RewritePattern {
   }
 };
 
+// norm(transpose(x)) over the last axis, the transpose keeping that axis last and read by the
+// norm alone  ->  transpose(norm(x)): each row is normalized alone, wherever the transpose puts
+// it. Gemma 3 normalizes its queries and keys per head after the heads move ([B, H, S, D]);
+// moved in front, the heads move last, as Qwen3's, and llmc-raise-attention reads the keys as
+// the rows [B, S, H * D] they were (rotating them in the attention, without a copy).
+template <typename NormOp> struct NormBeforeTranspose : OpRewritePattern<NormOp> {
+  RewriteCounter &count;
+  NormBeforeTranspose(MLIRContext *ctx, RewriteCounter &count) : OpRewritePattern<NormOp>(ctx), count(count) {}
+
+  LogicalResult matchAndRewrite(NormOp op, PatternRewriter &rewriter) const override {
+    auto t = def<TransposeOp>(op.getInput());
+    const int64_t rank = fusion::tensorType(op.getInput()).getRank();
+    if (!t || !t.getResult().hasOneUse() || rank < 1 || t.getPerm().back() != rank - 1 ||
+        (op.getAxis() != -1 && op.getAxis() != rank - 1) || fusion::tensorType(op.getScale()).getRank() > 1)
+      return failure();
+    SmallVector<Value> operands(op->getOperands());
+    operands[0] = t.getInput();
+    Operation *norm = fusion::create(rewriter, op.getLoc(), op->getName().getStringRef(), operands, op->getAttrs());
+    Operation *moved = norm ? fusion::create(rewriter, op.getLoc(), "llmc.transpose", {norm->getResult(0)},
+                                             {rewriter.getNamedAttr("perm", t.getPermAttr())})
+                            : nullptr;
+    if (!moved || moved->getResult(0).getType() != op.getType()) {
+      for (Operation *made : {moved, norm})
+        if (made)
+          rewriter.eraseOp(made);
+      return failure();
+    }
+    rewriter.replaceOp(op, moved->getResults());
+    ++count;
+    return success();
+  }
+};
+
 struct RaiseNorms : impl::LlmcRaiseNormsBase<RaiseNorms> {
   RewriteCounter rmsNorms{"llmc-raise-norms", "RMSNorms raised"};
   RewriteCounter layerNorms{"llmc-raise-norms", "LayerNorms raised"};
+  RewriteCounter moved{"llmc-raise-norms", "norms moved in front of a transpose"};
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<RmsNormPattern>(&getContext(), rmsNorms);
     patterns.add<LayerNormPattern>(&getContext(), layerNorms);
+    patterns.add<NormBeforeTranspose<RmsNormOp>, NormBeforeTranspose<LayerNormOp>>(&getContext(), moved);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }

@@ -2,13 +2,13 @@
 """Tiny random-weight exports of decoder architectures beyond the test models (Qwen2, Qwen3,
 Mistral, Phi-3, Gemma, Gemma 2, GPT-NeoX, Falcon, OPT, Phi, StableLM, Granite, Llama 3's rope
 scaling, Gemma 3, OLMo, OLMo 2, Cohere, StarCoder2, GPT-J, CodeGen, GPTBigCode, MPT, Bloom, and
-the mixtures of experts Mixtral, Qwen3-MoE and OLMoE), each compiled once
+the mixtures of experts Mixtral, Qwen3-MoE, OLMoE, Qwen2-MoE and DeepSeek-V3), each compiled once
 on a dynamic sequence and run at 19 tokens: the CPU against ONNX Runtime, and with --cuda the
 CUDA executor against the CPU, in f32 and bf16 (on the CPU emulation where LLMC_CUDA_BACKEND
 names it). Each architecture's raised attentions are counted too, so that a pattern that stops
 matching shows.
 
-With --kv the same models (but MPT) are exported with their KV cache (models/export_kv_models.py's form)
+With --kv the same models (but MPT and DeepSeek-V3) are exported with their KV cache (models/export_kv_models.py's form)
 and generate greedily: the CPU against ONNX Runtime's decode loop step by step
 (generate_vs_ort.py), and with --cuda the CUDA executor against the CPU in f32 and bf16, CUDA
 graphs on (one graph replayed by every decode step). The decode plan's raised attentions, causal
@@ -83,24 +83,37 @@ ARCHITECTURES = {
     "qwen3_moe": ("Qwen3MoeForCausalLM", "Qwen3MoeConfig", dict(num_key_value_heads=2, head_dim=16, num_experts=4,
                                                                 num_experts_per_tok=2, moe_intermediate_size=32), 2),
     "olmoe": ("OlmoeForCausalLM", "OlmoeConfig", dict(num_key_value_heads=2, num_experts=4, num_experts_per_tok=2), 2),
+    # A shared expert beside the routed ones, its output gated by a sigmoid.
+    "qwen2_moe": ("Qwen2MoeForCausalLM", "Qwen2MoeConfig", dict(num_key_value_heads=2, num_experts=4, num_experts_per_tok=2,
+                                                                moe_intermediate_size=32,
+                                                                shared_expert_intermediate_size=64), 2),
+    # DeepSeek-V3: multi-head latent attention (as transformers computes it: keys and values
+    # expanded from the latent, no absorption), its first layer dense, then routed experts chosen
+    # by groups (sigmoid scores, a correction bias, the best group's top 2) and a shared expert.
+    "deepseek_v3": ("DeepseekV3ForCausalLM", "DeepseekV3Config",
+                    dict(num_key_value_heads=4, n_routed_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
+                         n_shared_experts=1, first_k_dense_replace=1, n_group=2, topk_group=1, q_lora_rank=32,
+                         kv_lora_rank=16, qk_rope_head_dim=8, qk_nope_head_dim=16, v_head_dim=16), 2),
 }
 # Their experts as transformers' "batched_mm" computes them (each token's chosen experts'
 # weights gathered, then batched products). The default, "grouped_mm", runs a custom op on the
 # CPU (transformers::grouped_mm_fallback) that torch.onnx.export cannot convert ("No ONNX function
 # found"; torch 2.15, transformers 5.25).
-MOE = {"mixtral", "qwen3_moe", "olmoe"}
-# Each expert projection (two per layer: gate/up and down) becomes one llmc.expert_linear.
+MOE = {"mixtral", "qwen3_moe", "olmoe", "qwen2_moe", "deepseek_v3"}
+# Each routed expert projection (two per layer with experts: gate/up and down; DeepSeek-V3's first
+# layer is dense) becomes one llmc.expert_linear.
 EXPERT_LINEARS = "products of gathered experts turned into expert_linear"
-# Not exported with a KV cache: torch.export fails on MPT's.
-NO_KV = {"mpt"}
+EXPERT_PROJECTIONS = dict({name: 4 for name in MOE}, deepseek_v3=2)
+# Not exported with a KV cache: torch.export fails on MPT's, and on DeepSeek-V3's (its keys
+# and values of different widths; models/export_kv_models.py's MLA export is the latent one).
+NO_KV = {"mpt", "deepseek_v3"}
 # Rotations that llmc-raise-attention turns into llmc.rotary because no attention takes them:
 # (without a cache, with one). A rotate-half rotary over the whole head turns inside the
 # attention, keys too where there is no cache (0, 2); a partial one (GPT-NeoX, Phi, StableLM) or
 # one pairing neighbouring features (Cohere, GPT-J, CodeGen) turns apart, queries too (4, 4).
-# Gemma 3's two rotary tables (local and global layers) leave one layer's queries apart.
 ROTATIONS = dict({name: (0, 2) for name in ARCHITECTURES},
                  gpt_neox=(4, 4), phi=(4, 4), stablelm=(4, 4), cohere=(4, 4), gptj=(4, 4), codegen=(4, 4),
-                 gemma3=(2, 2), opt=(0, 0), gpt_bigcode=(0, 0), mpt=(0, 0), bloom=(0, 0))
+                 opt=(0, 0), gpt_bigcode=(0, 0), mpt=(0, 0), bloom=(0, 0))
 
 
 def build(name, use_cache):
@@ -197,9 +210,9 @@ def check(args, name, tmp):
         if rotations != ROTATIONS[name][0]:
             ok = False
             lines.append(f"  {precision}: {rotations} {ROTARY_OPS}, {ROTATIONS[name][0]} expected")
-        if experts != (4 if name in MOE else 0):
+        if experts != EXPERT_PROJECTIONS.get(name, 0):
             ok = False
-            lines.append(f"  {precision}: {experts} {EXPERT_LINEARS}, {4 if name in MOE else 0} expected")
+            lines.append(f"  {precision}: {experts} {EXPERT_LINEARS}, {EXPERT_PROJECTIONS.get(name, 0)} expected")
         outputs = {}
         for device in ["cpu", "cuda"] if args.cuda else ["cpu"]:
             out_dir = os.path.join(tmp, f"{name}-{precision}-{device}")
@@ -260,7 +273,7 @@ def check_kv(args, name, tmp):
         # attention unraised).
         want = {"attention blocks raised": expected, "masks raised to is_causal": expected,
                 "past/present pairs turned length-major": 4, ROTARY_OPS: ROTATIONS[name][1],
-                EXPERT_LINEARS: 4 if name in MOE else 0}
+                EXPERT_LINEARS: EXPERT_PROJECTIONS.get(name, 0)}
         for what, count in found.items():
             if count != want[what]:
                 ok = False
