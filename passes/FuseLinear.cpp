@@ -90,12 +90,8 @@ struct GatheredMatVecToExpertLinear : OpRewritePattern<SqueezeOp> {
       return failure();
     Operation *expert = fusion::create(rewriter, op.getLoc(), "llmc.expert_linear",
                                        {column.getInput(), gather.getData(), gather.getIndices()});
-    if (!expert || expert->getResult(0).getType() != op.getType()) {
-      if (expert)
-        rewriter.eraseOp(expert);
+    if (failed(fusion::replaceByLastBuilt(rewriter, op, {expert})))
       return failure();
-    }
-    rewriter.replaceOp(op, expert->getResults());
     ++count;
     return success();
   }

@@ -89,6 +89,22 @@ inline mlir::Operation *create(mlir::OpBuilder &b, mlir::Location loc, llvm::Str
   return b.create(state);
 }
 
+// `root` replaced by the last of `made` (the ops a pattern built, in order; null where a build
+// failed) when that op exists and its results have root's types; otherwise every op of `made`
+// erased, last first, and failure: the IR as it was.
+inline mlir::LogicalResult replaceByLastBuilt(mlir::PatternRewriter &rewriter, mlir::Operation *root,
+                                              llvm::ArrayRef<mlir::Operation *> made) {
+  mlir::Operation *last = made.empty() ? nullptr : made.back();
+  if (last && last->getResultTypes() == root->getResultTypes()) {
+    rewriter.replaceOp(root, last->getResults());
+    return mlir::success();
+  }
+  for (mlir::Operation *op : llvm::reverse(made))
+    if (op)
+      rewriter.eraseOp(op);
+  return mlir::failure();
+}
+
 // create() for ops of one result: that result, or null when inference refuses the operands.
 inline mlir::Value createValue(mlir::OpBuilder &b, mlir::Location loc, llvm::StringRef name, mlir::ValueRange operands,
                                llvm::ArrayRef<mlir::NamedAttribute> attrs = {}) {

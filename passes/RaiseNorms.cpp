@@ -199,13 +199,8 @@ template <typename NormOp> struct NormBeforeTranspose : OpRewritePattern<NormOp>
     Operation *moved = norm ? fusion::create(rewriter, op.getLoc(), "llmc.transpose", {norm->getResult(0)},
                                              {rewriter.getNamedAttr("perm", t.getPermAttr())})
                             : nullptr;
-    if (!moved || moved->getResult(0).getType() != op.getType()) {
-      for (Operation *made : {moved, norm})
-        if (made)
-          rewriter.eraseOp(made);
+    if (failed(fusion::replaceByLastBuilt(rewriter, op, {norm, moved})))
       return failure();
-    }
-    rewriter.replaceOp(op, moved->getResults());
     ++count;
     return success();
   }
