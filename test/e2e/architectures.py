@@ -17,7 +17,8 @@ masks and length-major caches are counted.
     architectures.py --llmc BIN --llmc-run BIN [--kv] [--cuda] [--only NAME]
 
 The rotations that no attention takes (keys on their way into a cache; queries whose rotary is
-partial or pairs neighbouring features) are counted too: each becomes one llmc.rotary.
+partial or pairs neighbouring features) are counted too: each becomes one llmc.rotary; so are
+the mixtures of experts' projections, each one llmc.expert_linear.
 
 The exports (transformers and torch, about two minutes; two more with --kv) are cached in
 ~/.cache/llmc/models-arch/, keyed by what makes them (export_key): editing the checks here does
@@ -111,6 +112,7 @@ NO_KV = {"mpt", "deepseek_v3"}
 # (without a cache, with one). A rotate-half rotary over the whole head turns inside the
 # attention, keys too where there is no cache (0, 2); a partial one (GPT-NeoX, Phi, StableLM) or
 # one pairing neighbouring features (Cohere, GPT-J, CodeGen) turns apart, queries too (4, 4).
+ROTARY_OPS = "rotations no attention took turned into llmc.rotary"
 ROTATIONS = dict({name: (0, 2) for name in ARCHITECTURES},
                  gpt_neox=(4, 4), phi=(4, 4), stablelm=(4, 4), cohere=(4, 4), gptj=(4, 4), codegen=(4, 4),
                  opt=(0, 0), gpt_bigcode=(0, 0), mpt=(0, 0), bloom=(0, 0))
@@ -237,9 +239,6 @@ def check(args, name, tmp):
         lines.append(f"  {precision}: {kernels} kernels, {attentions} attention blocks raised, "
                      f"{rotations} {ROTARY_OPS}" + (f", {experts} {EXPERT_LINEARS}" if name in MOE else ""))
     return ok, lines
-
-
-ROTARY_OPS = "rotations no attention took turned into llmc.rotary"
 
 
 def counted(stats, what):
