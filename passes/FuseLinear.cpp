@@ -97,6 +97,65 @@ struct GatheredMatVecToExpertLinear : OpRewritePattern<SqueezeOp> {
   }
 };
 
+// silu(a) * b of the two halves [a | b] of an expert_linear's rows  ->  that expert_linear with
+// activation "swiglu" (a mixture of experts' gate/up projection: the split and the product were two
+// more kernels).
+struct ExpertSwiglu : OpRewritePattern<MulOp> {
+  RewriteCounter &count;
+  ExpertSwiglu(MLIRContext *ctx, RewriteCounter &count) : OpRewritePattern(ctx), count(count) {}
+
+  LogicalResult matchAndRewrite(MulOp op, PatternRewriter &rewriter) const override {
+    for (int i = 0; i < 2; ++i) {
+      auto silu = def<SiluOp>(op->getOperand(i));
+      auto split = silu ? def<SplitOp>(silu.getInput()) : SplitOp();
+      auto expert = split ? def<ExpertLinearOp>(split.getInput()) : ExpertLinearOp();
+      if (!expert || split->getNumResults() != 2 || silu.getInput() != split->getResult(0) ||
+          op->getOperand(1 - i) != split->getResult(1) || !silu.getResult().hasOneUse() ||
+          !split->getResult(0).hasOneUse() || !split->getResult(1).hasOneUse() || !expert.getResult().hasOneUse() ||
+          expert.getActivation() != "none" || (split.getAxis() != 1 && split.getAxis() != -1) ||
+          split->getResult(0).getType() != split->getResult(1).getType() ||
+          fusion::tensorType(expert.getResult()).isDynamicDim(1))
+        continue;
+      NamedAttrList attrs(expert->getAttrs());
+      attrs.set("activation", rewriter.getStringAttr("swiglu"));
+      Operation *gated = fusion::create(rewriter, op.getLoc(), "llmc.expert_linear", expert->getOperands(), attrs);
+      if (failed(fusion::replaceByLastBuilt(rewriter, op, {gated})))
+        return failure();
+      ++count;
+      return success();
+    }
+    return failure();
+  }
+};
+
+// expert_linear of a token's rows repeated once per chosen expert, reshape(expand(unsqueeze(x, 1),
+// [T, k, K]), [T * k, K])  ->  expert_linear of x with repeat k: each row read by its k ids, not
+// copied k times first.
+struct ExpertSharedRows : OpRewritePattern<ExpertLinearOp> {
+  RewriteCounter &count;
+  ExpertSharedRows(MLIRContext *ctx, RewriteCounter &count) : OpRewritePattern(ctx), count(count) {}
+
+  LogicalResult matchAndRewrite(ExpertLinearOp op, PatternRewriter &rewriter) const override {
+    auto flat = def<ReshapeOp>(op.getInput());
+    auto spread = flat ? def<ExpandOp>(flat.getInput()) : ExpandOp();
+    auto column = spread ? def<UnsqueezeOp>(spread.getInput()) : UnsqueezeOp();
+    if (!column || column.getAxes() != ArrayRef<int64_t>{1} || op.getRepeat() != 1)
+      return failure();
+    auto x = fusion::tensorType(column.getInput()), copies = fusion::tensorType(spread.getResult());
+    if (x.getRank() != 2 || copies.getRank() != 3 || copies.isDynamicDim(1) || copies.getDimSize(0) != x.getDimSize(0) ||
+        copies.getDimSize(2) != x.getDimSize(1))
+      return failure();
+    NamedAttrList attrs(op->getAttrs());
+    attrs.set("repeat", rewriter.getI64IntegerAttr(copies.getDimSize(1)));
+    Operation *shared = fusion::create(rewriter, op.getLoc(), "llmc.expert_linear",
+                                       {column.getInput(), op.getWeight(), op.getIds()}, attrs);
+    if (failed(fusion::replaceByLastBuilt(rewriter, op, {shared})))
+      return failure();
+    ++count;
+    return success();
+  }
+};
+
 // [reshape to 2-D ->] gemm(a, W[, c]) [-> reshape back]  ->  linear(x, W, bias = c)
 struct GemmToLinear : OpRewritePattern<GemmOp> {
   RewriteCounter &count;
@@ -211,10 +270,12 @@ struct FuseLinear : impl::LlmcFuseLinearBase<FuseLinear> {
   RewriteCounter linears{"llmc-fuse-linear", "matmuls turned into linear"};
   RewriteCounter epilogues{"llmc-fuse-linear", "epilogue ops fused"};
   RewriteCounter experts{"llmc-fuse-linear", "products of gathered experts turned into expert_linear"};
+  RewriteCounter expertEpilogues{"llmc-fuse-linear", "swiglus and repeated rows fused into expert_linear"};
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<MatMulToLinear, GemmToLinear>(&getContext(), linears);
     patterns.add<GatheredMatVecToExpertLinear>(&getContext(), experts);
+    patterns.add<ExpertSwiglu, ExpertSharedRows>(&getContext(), expertEpilogues);
     patterns.add<Epilogue>(&getContext(), epilogues);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();

@@ -366,10 +366,15 @@ std::string matmul(int type, const void *a, const void *b, void *c, const Matmul
 std::string gemmArgsOf(const int64_t *aDims, const int64_t *bDims, bool transA, bool transB, int addRank,
                        const int64_t *addDims, MatmulArgs &m);
 // A mixture of experts' projection (Matmul.cu; the op expert_linear): y [N, M] row n =
-// w[ids[n]] · x[n], x [N, K], w [E, M, K], elements of DType number `type` (f32, f16 or bf16;
-// f32 accumulation); an id outside [-E, E) sets *error. Correct first: a warp per output.
-std::string expertLinear(int type, const void *x, const void *w, const int64_t *ids, void *y, int64_t N, int64_t M,
-                         int64_t K, int64_t E, int *error, void *stream);
+// w[ids[n]] · x[n / repeat], x [N / repeat, K], w [E, M, K]; with swiglu y [N, M / 2] =
+// silu(first half) * second half. Elements of DType number `type` (f32, f16 or bf16; f32
+// accumulation); an id outside [-E, E) sets *error. Correct first: a warp per output.
+struct ExpertLinearArgs {
+  int64_t N = 0, M = 0, K = 0, E = 0, repeat = 1;
+  bool swiglu = false;
+};
+std::string expertLinear(int type, const void *x, const void *w, const int64_t *ids, void *y, const ExpertLinearArgs &a,
+                         int *error, void *stream);
 // The arguments of A [aDims] x B [bDims] as numpy broadcasts them (a rank-1 A is [1, K], a rank-1
 // B [K, 1]; C's shape leaves those out), or why they do not multiply.
 std::string matmulArgsOf(int aRank, const int64_t *aDims, int bRank, const int64_t *bDims, MatmulArgs &m);

@@ -50,49 +50,81 @@ template <typename T> __global__ void matmulKernel(const T *__restrict__ a, cons
   }
 }
 
-// Expert linear: one warp per (row n, output m), the dot product of the chosen matrix's row and
-// the input row, lanes striding along K; an id out of range sets `error` and yields 0. Correct
-// first: every matrix is read in place (no copy per row), but by one warp per output.
+// The dot product of a matrix row and an input row of K elements, summed over the warp: 16 bytes
+// per lane and load where `vectors` (both rows 16-byte aligned, K a multiple of the elements in
+// 16 bytes), else an element per lane and load.
+template <typename T>
+__device__ __forceinline__ float warpDot(const T *__restrict__ row, const T *__restrict__ in, int64_t K, bool vectors,
+                                         int lane) {
+  float acc = 0.0f;
+  if (vectors) {
+    constexpr int kPer = Lanes<T>::kCount;
+    for (int64_t k = int64_t(lane) * kPer; k < K; k += 32 * kPer) {
+      Lanes<T> a, b;
+      widen(*reinterpret_cast<const uint4 *>(row + k), a);
+      widen(*reinterpret_cast<const uint4 *>(in + k), b);
+#pragma unroll
+      for (int i = 0; i < kPer; ++i)
+        acc += a.v[i] * b.v[i];
+    }
+  } else {
+    for (int64_t k = lane; k < K; k += 32)
+      acc += float(widen(row[k])) * float(widen(in[k]));
+  }
+  return warpReduce<false>(acc);
+}
+
+// Expert linear: one warp per (row n, output m), the dot product of the chosen matrix's row m and
+// input row n / repeat (warpDot); with `swiglu`, silu of that product times row m + width's. An
+// id out of range sets `error` and yields 0. Correct first: every matrix is read in place (no
+// copy per row), but by one warp per output.
 template <typename T>
 __global__ void expertLinearKernel(const T *__restrict__ x, const T *__restrict__ w, const int64_t *__restrict__ ids,
-                                   T *__restrict__ y, int64_t N, int64_t M, int64_t K, int64_t E, int *error) {
+                                   T *__restrict__ y, ExpertLinearArgs a, bool vectors, int *error) {
   const int64_t warp = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
   const int lane = threadIdx.x % 32;
-  if (warp >= N * M)
+  const int64_t width = a.swiglu ? a.M / 2 : a.M;
+  if (warp >= a.N * width)
     return;
-  const int64_t n = warp / M, m = warp % M;
+  const int64_t n = warp / width, m = warp % width;
   int64_t e = ids[n];
-  if (e < -E || e >= E) {
+  if (e < -a.E || e >= a.E) {
     if (lane == 0) {
       atomicExch(error, 1);
       y[warp] = narrow<T>(0.0f);
     }
     return;
   }
-  e = e < 0 ? e + E : e;
-  const T *row = w + (e * M + m) * K, *in = x + n * K;
-  float acc = 0.0f;
-  for (int64_t k = lane; k < K; k += 32)
-    acc += float(widen(row[k])) * float(widen(in[k]));
-  acc = warpReduce<false>(acc);
+  e = e < 0 ? e + a.E : e;
+  const T *matrix = w + e * a.M * a.K, *in = x + (n / a.repeat) * a.K;
+  float v = warpDot(matrix + m * a.K, in, a.K, vectors, lane);
+  if (a.swiglu)
+    v = v / (1.0f + __expf(-v)) * warpDot(matrix + (m + width) * a.K, in, a.K, vectors, lane);
   if (lane == 0)
-    y[warp] = narrow<T>(acc);
+    y[warp] = narrow<T>(v);
 }
 
 } // namespace
 
-std::string expertLinear(int type, const void *x, const void *w, const int64_t *ids, void *y, int64_t N, int64_t M,
-                         int64_t K, int64_t E, int *error, void *stream) {
-  if (N * M == 0)
+std::string expertLinear(int type, const void *x, const void *w, const int64_t *ids, void *y, const ExpertLinearArgs &a,
+                         int *error, void *stream) {
+  const int64_t outputs = a.N * (a.swiglu ? a.M / 2 : a.M);
+  if (outputs == 0)
     return {};
+  if (a.repeat < 1 || (a.swiglu && a.M % 2 != 0))
+    return "expert_linear: bad repeat or swiglu width";
   constexpr int kThreads = 256;
-  const int64_t blocks = (N * M * 32 + kThreads - 1) / kThreads;
+  const int64_t blocks = (outputs * 32 + kThreads - 1) / kThreads;
   if (blocks > 0x7fffffff)
     return "expert_linear: too many outputs";
   const bool known = type != F64 && dispatchFloat(type, [&](auto tag) {
     using T = decltype(tag);
-    expertLinearKernel<T><<<static_cast<unsigned>(blocks), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-        static_cast<const T *>(x), static_cast<const T *>(w), ids, static_cast<T *>(y), N, M, K, E, error);
+    if constexpr (!std::is_same_v<T, double>) { // (f32, f16, bf16: the 16-byte loads' types)
+      const bool vectors = a.K % Lanes<T>::kCount == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0 &&
+                           reinterpret_cast<uintptr_t>(w) % 16 == 0;
+      expertLinearKernel<T><<<static_cast<unsigned>(blocks), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+          static_cast<const T *>(x), static_cast<const T *>(w), ids, static_cast<T *>(y), a, vectors, error);
+    }
   });
   return known ? launched("expert_linear") : "expert_linear: supports f32, f16 and bf16";
 }

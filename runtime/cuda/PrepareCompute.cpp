@@ -344,20 +344,29 @@ std::string prepareMatmul(Executor &ex, const PlanOp &op, PreparedOp &out) {
   return {};
 }
 
-// expert_linear (a mixture of experts' projection, llmc-fuse-linear): rows [N, K], matrices
-// [E, M, K] and int64 ids of N elements, each row times the matrix its id picks (Matmul.cu).
+// expert_linear (a mixture of experts' projection, llmc-fuse-linear): rows [T, K], matrices
+// [E, M, K] and int64 ids of T * repeat elements, each id's row times the matrix it picks, with
+// a swiglu or none (Matmul.cu).
 std::string prepareExpertLinear(Executor &ex, const PlanOp &op, PreparedOp &out) {
   if (op.inputs.size() != 3 || op.outputs.size() != 1 || std::count(op.inputs.begin(), op.inputs.end(), -1))
     return "takes rows, matrices and ids";
   const int type = commonFloatType(ex, {op.inputs[0], op.inputs[1], op.outputs[0]});
   if (!type || type == int(DType::F64) || ex.plan->values[size_t(op.inputs[2])].dtype != DType::I64)
     return "supports f32, f16 or bf16 rows and matrices of one type and int64 ids";
-  out.launch = [&op, type](Executor &e, const std::vector<TensorRef> &t) -> std::string {
+  const std::string_view activation = op.attrs.getString("activation");
+  const int64_t repeat = op.attrs.getInt("repeat", 1);
+  if ((!activation.empty() && activation != "none" && activation != "swiglu") || repeat < 1)
+    return "takes an activation \"none\" or \"swiglu\" and a repeat of 1 or more";
+  out.launch = [&op, type, repeat, swiglu = activation == "swiglu"](Executor &e,
+                                                                    const std::vector<TensorRef> &t) -> std::string {
     const Shape &x = t[size_t(op.inputs[0])].shape, &w = t[size_t(op.inputs[1])].shape;
-    if (x.rank != 2 || w.rank != 3 || w.dims[2] != x.dims[1] || t[size_t(op.inputs[2])].numel() != x.dims[0])
+    ExpertLinearArgs a;
+    a.N = t[size_t(op.inputs[2])].numel(), a.repeat = repeat, a.swiglu = swiglu;
+    if (x.rank != 2 || w.rank != 3 || w.dims[2] != x.dims[1] || a.N != x.dims[0] * repeat)
       return "operands do not agree: input " + x.str() + ", weight " + w.str();
+    a.M = w.dims[1], a.K = w.dims[2], a.E = w.dims[0];
     return expertLinear(type, e.at(op.inputs[0]), e.at(op.inputs[1]), static_cast<const int64_t *>(e.at(op.inputs[2])),
-                        e.at(op.outputs[0]), x.dims[0], w.dims[1], x.dims[1], w.dims[0], e.errorFlag, e.stream);
+                        e.at(op.outputs[0]), a, e.errorFlag, e.stream);
   };
   return {};
 }

@@ -55,3 +55,53 @@ func.func @two_columns(%w: tensor<4x32x64xf32>, %x: tensor<6x64x2xf32>, %ids: te
   %p = llmc.matmul %g, %x : (tensor<6x32x64xf32>, tensor<6x64x2xf32>) -> tensor<6x32x2xf32>
   return %p : tensor<6x32x2xf32>
 }
+
+// -----
+
+// A gate/up projection: silu of the first half of the rows times the second half, and the
+// tokens' rows repeated once per chosen expert (top 2): one expert_linear with activation
+// "swiglu" that reads each token's row for both of its ids (repeat 2).
+// CHECK-LABEL: func.func @gate_up_of_top2
+// CHECK: %[[Y:.*]] = llmc.expert_linear %arg1, %arg0, %arg2 {activation = "swiglu", repeat = 2 : i64} : (tensor<3x64xf32>, tensor<4x32x64xf32>, tensor<6x1xi64>) -> tensor<6x16xf32>
+// CHECK-NOT: llmc.split
+// CHECK-NOT: llmc.expand
+// CHECK: return %[[Y]]
+func.func @gate_up_of_top2(%w: tensor<4x32x64xf32>, %h: tensor<3x64xf32>, %ids: tensor<6x1xi64>) -> tensor<6x16xf32> {
+  %shape3 = llmc.constant dense<[3, 2, 64]> : tensor<3xi64>
+  %shape2 = llmc.constant dense<[6, 64]> : tensor<2xi64>
+  %h1 = llmc.unsqueeze %h {axes = array<i64: 1>} : (tensor<3x64xf32>) -> tensor<3x1x64xf32>
+  %h2 = llmc.expand %h1, %shape3 : (tensor<3x1x64xf32>, tensor<3xi64>) -> tensor<3x2x64xf32>
+  %x = llmc.reshape %h2, %shape2 : (tensor<3x2x64xf32>, tensor<2xi64>) -> tensor<6x64xf32>
+  %g = llmc.gather_nd %w, %ids : (tensor<4x32x64xf32>, tensor<6x1xi64>) -> tensor<6x32x64xf32>
+  %col = llmc.unsqueeze %x {axes = array<i64: -1>} : (tensor<6x64xf32>) -> tensor<6x64x1xf32>
+  %p = llmc.matmul %g, %col : (tensor<6x32x64xf32>, tensor<6x64x1xf32>) -> tensor<6x32x1xf32>
+  %y = llmc.squeeze %p {axes = array<i64: -1>} : (tensor<6x32x1xf32>) -> tensor<6x32xf32>
+  %parts:2 = llmc.split %y {axis = 1 : i64, split = array<i64: 16, 16>} : (tensor<6x32xf32>) -> (tensor<6x16xf32>, tensor<6x16xf32>)
+  %gate = llmc.silu %parts#0 : (tensor<6x16xf32>) -> tensor<6x16xf32>
+  %z = llmc.mul %gate, %parts#1 : (tensor<6x16xf32>, tensor<6x16xf32>) -> tensor<6x16xf32>
+  return %z : tensor<6x16xf32>
+}
+
+// -----
+
+// silu of the second half times the first: not the gate/up order swiglu computes, left as it
+// is; the rows repeated along another axis (unsqueeze on axis 0): not a token's copies, left too.
+// CHECK-LABEL: func.func @other_orders
+// CHECK: %[[Y:.*]] = llmc.expert_linear %{{.*}}, %arg0, %arg2 : (tensor<6x64xf32>, tensor<4x32x64xf32>, tensor<6x1xi64>) -> tensor<6x32xf32>
+// CHECK: llmc.split %[[Y]]
+// CHECK: llmc.silu
+func.func @other_orders(%w: tensor<4x32x64xf32>, %h: tensor<3x64xf32>, %ids: tensor<6x1xi64>) -> tensor<6x16xf32> {
+  %shape3 = llmc.constant dense<[2, 3, 64]> : tensor<3xi64>
+  %shape2 = llmc.constant dense<[6, 64]> : tensor<2xi64>
+  %h1 = llmc.unsqueeze %h {axes = array<i64: 0>} : (tensor<3x64xf32>) -> tensor<1x3x64xf32>
+  %h2 = llmc.expand %h1, %shape3 : (tensor<1x3x64xf32>, tensor<3xi64>) -> tensor<2x3x64xf32>
+  %x = llmc.reshape %h2, %shape2 : (tensor<2x3x64xf32>, tensor<2xi64>) -> tensor<6x64xf32>
+  %g = llmc.gather_nd %w, %ids : (tensor<4x32x64xf32>, tensor<6x1xi64>) -> tensor<6x32x64xf32>
+  %col = llmc.unsqueeze %x {axes = array<i64: -1>} : (tensor<6x64xf32>) -> tensor<6x64x1xf32>
+  %p = llmc.matmul %g, %col : (tensor<6x32x64xf32>, tensor<6x64x1xf32>) -> tensor<6x32x1xf32>
+  %y = llmc.squeeze %p {axes = array<i64: -1>} : (tensor<6x32x1xf32>) -> tensor<6x32xf32>
+  %parts:2 = llmc.split %y {axis = 1 : i64, split = array<i64: 16, 16>} : (tensor<6x32xf32>) -> (tensor<6x16xf32>, tensor<6x16xf32>)
+  %gate = llmc.silu %parts#1 : (tensor<6x16xf32>) -> tensor<6x16xf32>
+  %z = llmc.mul %gate, %parts#0 : (tensor<6x16xf32>, tensor<6x16xf32>) -> tensor<6x16xf32>
+  return %z : tensor<6x16xf32>
+}

@@ -1895,33 +1895,44 @@ TEST(Cuda, MatmulMatchesTheCpu) {
   EXPECT_EQ(cu::matmulArgsOf(2, c, 3, b, m), "inner dimensions differ");
 }
 
-// expert_linear against the CPU's: 6 rows picking among 3 experts' [M, K] matrices (a negative id
-// from the end), K past one warp's stride and not a multiple of it; an id out of range sets the
-// error flag.
+// expert_linear against the CPU's: 6 ids picking among 3 experts' [M, K] matrices (a negative id
+// from the end), each input row read by one id, or by 2 (repeat, a token's top 2), with no
+// activation or a swiglu; K = 77 (an element per lane and load), K = 264 (16 bytes per lane and
+// load, past one warp's stride and not a multiple of it); an id out of range sets the error flag.
 TEST(Cuda, ExpertLinearMatchesTheCpuAndFlagsBadIds) {
-  const int64_t N = 6, K = 77, E = 3, M = 5;
-  for (cu::Storage s : kStorages) {
-    Buf<float> x(DType::F32, {N, K}, rounded(randomFloats(N * K, 96), s)),
-        w(DType::F32, {E, M, K}, rounded(randomFloats(E * M * K, 97), s)), want(DType::F32, {N, M});
-    Buf<int64_t> ids(DType::I64, {N, 1}, {2, 0, -1, 1, 2, -3});
-    ASSERT_EQ(call("expert_linear", {}, {x.ref(), w.ref(), ids.ref()}, {want.ref()}), "");
-    auto dx = upload(x.data, s), dw = upload(w.data, s), di = uploadRaw(ids.data), error = uploadRaw(std::vector<int>{0});
-    Device out(size_t(N * M) * cu::storageBytes(s));
-    ASSERT_EQ(cu::expertLinear(int(storageDType(s)), dx->p, dw->p, di->as<int64_t>(), out.p, N, M, K, E,
-                               error->as<int>(), nullptr),
-              "");
-    expectClose(download(out, size_t(N * M), s), want.data, std::max(tolerance(s), 1e-5f) * 8,
-                std::string("expert_linear ") + name(s));
-    int flag = 0;
-    cudaMemcpy(&flag, error->p, sizeof flag, cudaMemcpyDeviceToHost);
-    EXPECT_EQ(flag, 0);
-    auto bad = uploadRaw(std::vector<int64_t>{3});
-    ASSERT_EQ(cu::expertLinear(int(storageDType(s)), dx->p, dw->p, bad->as<int64_t>(), out.p, 1, M, K, E,
-                               error->as<int>(), nullptr),
-              "");
-    cudaMemcpy(&flag, error->p, sizeof flag, cudaMemcpyDeviceToHost);
-    EXPECT_EQ(flag, 1);
-  }
+  const int64_t N = 6, E = 3, M = 10;
+  for (int64_t K : {77, 264})
+    for (int64_t repeat : {1, 2})
+      for (bool swiglu : {false, true})
+        for (cu::Storage s : kStorages) {
+          const int64_t T = N / repeat, width = swiglu ? M / 2 : M;
+          Buf<float> x(DType::F32, {T, K}, rounded(randomFloats(T * K, 96), s)),
+              w(DType::F32, {E, M, K}, rounded(randomFloats(E * M * K, 97), s)), want(DType::F32, {N, width});
+          Buf<int64_t> ids(DType::I64, {N, 1}, {2, 0, -1, 1, 2, -3});
+          const AttrList at = attrs({intAttr("repeat", repeat), stringAttr("activation", swiglu ? "swiglu" : "none")});
+          ASSERT_EQ(call("expert_linear", at, {x.ref(), w.ref(), ids.ref()}, {want.ref()}), "");
+          auto dx = upload(x.data, s), dw = upload(w.data, s), di = uploadRaw(ids.data),
+               error = uploadRaw(std::vector<int>{0});
+          Device out(size_t(N * width) * cu::storageBytes(s));
+          cu::ExpertLinearArgs a;
+          a.N = N, a.M = M, a.K = K, a.E = E, a.repeat = repeat, a.swiglu = swiglu;
+          ASSERT_EQ(cu::expertLinear(int(storageDType(s)), dx->p, dw->p, di->as<int64_t>(), out.p, a, error->as<int>(),
+                                     nullptr),
+                    "");
+          expectClose(download(out, size_t(N * width), s), want.data, std::max(tolerance(s), 1e-5f) * 8,
+                      std::string("expert_linear ") + name(s) + " K " + std::to_string(K) + " repeat " +
+                          std::to_string(repeat) + (swiglu ? " swiglu" : ""));
+          int flag = 0;
+          cudaMemcpy(&flag, error->p, sizeof flag, cudaMemcpyDeviceToHost);
+          EXPECT_EQ(flag, 0);
+          auto bad = uploadRaw(std::vector<int64_t>{3});
+          a.N = 1, a.repeat = 1;
+          ASSERT_EQ(cu::expertLinear(int(storageDType(s)), dx->p, dw->p, bad->as<int64_t>(), out.p, a, error->as<int>(),
+                                     nullptr),
+                    "");
+          cudaMemcpy(&flag, error->p, sizeof flag, cudaMemcpyDeviceToHost);
+          EXPECT_EQ(flag, 1);
+        }
 }
 
 // gemm against the CPU's: each of transA and transB, alpha and beta not 1, an addend C of every

@@ -101,10 +101,13 @@ ARCHITECTURES = {
 # CPU (transformers::grouped_mm_fallback) that torch.onnx.export cannot convert ("No ONNX function
 # found"; torch 2.15, transformers 5.25).
 MOE = {"mixtral", "qwen3_moe", "olmoe", "qwen2_moe", "deepseek_v3"}
-# Each routed expert projection (two per layer with experts: gate/up and down; DeepSeek-V3's first
-# layer is dense) becomes one llmc.expert_linear.
+# Layers with routed experts: both but DeepSeek-V3's first, which is dense. Each layer's two expert
+# projections (gate/up, down) become llmc.expert_linear, the gate/up one with its swiglu and the
+# token's row read by each of its experts' ids (two fusions per layer).
+MOE_LAYERS = dict({name: 2 for name in MOE}, deepseek_v3=1)
 EXPERT_LINEARS = "products of gathered experts turned into expert_linear"
-EXPERT_PROJECTIONS = dict({name: 4 for name in MOE}, deepseek_v3=2)
+EXPERT_FUSIONS = "swiglus and repeated rows fused into expert_linear"
+EXPERT_COUNTS = {EXPERT_LINEARS: 2, EXPERT_FUSIONS: 2}  # per layer with experts
 # Not exported with a KV cache: torch.export fails on MPT's, and on DeepSeek-V3's (its keys
 # and values of different widths; models/export_kv_models.py's MLA export is the latent one).
 NO_KV = {"mpt", "deepseek_v3"}
@@ -208,13 +211,15 @@ def check(args, name, tmp):
         if attentions != ARCHITECTURES[name][3]:
             ok = False
             lines.append(f"  {precision}: {attentions} attention blocks raised, {ARCHITECTURES[name][3]} expected")
-        rotations, experts = counted(stats, ROTARY_OPS), counted(stats, EXPERT_LINEARS)
+        rotations = counted(stats, ROTARY_OPS)
         if rotations != ROTATIONS[name][0]:
             ok = False
             lines.append(f"  {precision}: {rotations} {ROTARY_OPS}, {ROTATIONS[name][0]} expected")
-        if experts != EXPERT_PROJECTIONS.get(name, 0):
-            ok = False
-            lines.append(f"  {precision}: {experts} {EXPERT_LINEARS}, {EXPERT_PROJECTIONS.get(name, 0)} expected")
+        experts = {what: counted(stats, what) for what in EXPERT_COUNTS}
+        for what, count in experts.items():
+            if count != EXPERT_COUNTS[what] * MOE_LAYERS.get(name, 0):
+                ok = False
+                lines.append(f"  {precision}: {count} {what}, {EXPERT_COUNTS[what] * MOE_LAYERS.get(name, 0)} expected")
         outputs = {}
         for device in ["cpu", "cuda"] if args.cuda else ["cpu"]:
             out_dir = os.path.join(tmp, f"{name}-{precision}-{device}")
@@ -237,7 +242,8 @@ def check(args, name, tmp):
             lines.append(f"  {precision} {got_name} vs {want_name}: max abs error {err:.3g}, cosine {cosine:.6f} "
                          f"({'ok' if good else 'MISMATCH'}, atol {atol:.3g})")
         lines.append(f"  {precision}: {kernels} kernels, {attentions} attention blocks raised, "
-                     f"{rotations} {ROTARY_OPS}" + (f", {experts} {EXPERT_LINEARS}" if name in MOE else ""))
+                     f"{rotations} {ROTARY_OPS}" +
+                     "".join(f", {count} {what}" for what, count in experts.items() if name in MOE))
     return ok, lines
 
 
@@ -266,13 +272,13 @@ def check_kv(args, name, tmp):
                      "logits", "--print-stats"] + KV_SHAPES)
         found = {what: counted(stats, what) for what in
                  ("attention blocks raised", "masks raised to is_causal", "past/present pairs turned length-major",
-                  ROTARY_OPS, EXPERT_LINEARS)}
+                  ROTARY_OPS, EXPERT_LINEARS, EXPERT_FUSIONS)}
         # Every raised attention causal, reading the attention_mask input; each layer's key and
         # value caches length-major (what the decode attention reads; also where ALiBi leaves the
         # attention unraised).
         want = {"attention blocks raised": expected, "masks raised to is_causal": expected,
                 "past/present pairs turned length-major": 4, ROTARY_OPS: ROTATIONS[name][1],
-                EXPERT_LINEARS: EXPERT_PROJECTIONS.get(name, 0)}
+                **{what: per * MOE_LAYERS.get(name, 0) for what, per in EXPERT_COUNTS.items()}}
         for what, count in found.items():
             if count != want[what]:
                 ok = False

@@ -389,8 +389,8 @@ LogicalResult ShapeRules::resultDims(Operation *op, StringRef name, std::vector<
   } else if (name == "linear") {
     r = operandDims(0);
     r.back() = DimExpr::constant(cast<RankedTensorType>(op->getResult(0).getType()).getShape().back());
-  } else if (name == "expert_linear") { // [N, K] rows -> [N, M]
-    r = {operandDims(0)[0], operandDims(1)[1]};
+  } else if (name == "expert_linear") { // a row per id, of M (or M / 2 with swiglu) features
+    r = {operandDims(2)[0], DimExpr::constant(cast<RankedTensorType>(op->getResult(0).getType()).getShape().back())};
   } else if (name == "fused_attention") {
     const auto &q = operandDims(0);
     r = {q[0], q[1], DimExpr::constant(cast<RankedTensorType>(op->getResult(0).getType()).getShape().back())};

@@ -777,12 +777,21 @@ LogicalResult inferLinear(Inference &in) {
 LogicalResult inferExpertLinear(Inference &in) {
   ArrayRef<int64_t> x = in.shape(0), w = in.shape(1), ids = in.shape(2);
   if (x.size() != 2 || w.size() != 3 || ids.empty() || ids.size() > 2 || (ids.size() == 2 && ids[1] != 1))
-    return in.fail("expert_linear needs an input [N, K], a weight [E, M, K] and ids [N] or [N, 1]");
+    return in.fail("expert_linear needs an input [T, K], a weight [E, M, K] and ids [N] or [N, 1]");
   if (!in.elem(2).isInteger(64) || in.elem(1) != in.elem(0))
     return in.fail("expert_linear needs int64 ids and a weight of the input's element type");
-  if ((w[2] != kDyn && x[1] != kDyn && w[2] != x[1]) || (ids[0] != kDyn && x[0] != kDyn && ids[0] != x[0]))
+  const int64_t repeat = in.intAttr("repeat", 1);
+  const bool swiglu = in.attrs && in.attrs.getAs<StringAttr>("activation") &&
+                      in.attrs.getAs<StringAttr>("activation").getValue() == "swiglu";
+  const bool none = !in.attrs || !in.attrs.getAs<StringAttr>("activation") ||
+                    in.attrs.getAs<StringAttr>("activation").getValue() == "none";
+  if (repeat < 1 || (!swiglu && !none) || (swiglu && (w[1] == kDyn || w[1] % 2 != 0)))
+    return in.fail("expert_linear takes a repeat of 1 or more and an activation \"none\" or \"swiglu\" (of an even, "
+                   "static width)");
+  if ((w[2] != kDyn && x[1] != kDyn && w[2] != x[1]) ||
+      (ids[0] != kDyn && x[0] != kDyn && ids[0] != x[0] * repeat))
     return in.fail("expert_linear operands do not agree: " + shapeStr(x) + ", " + shapeStr(w) + ", " + shapeStr(ids));
-  return in.result({x[0], w[1]}, in.elem(0));
+  return in.result({ids[0], swiglu ? w[1] / 2 : w[1]}, in.elem(0));
 }
 
 LogicalResult inferAddNorm(Inference &in) {

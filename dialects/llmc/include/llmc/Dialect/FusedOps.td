@@ -24,12 +24,16 @@ def Llmc_LinearOp : Llmc_Op<"linear"> {
 def Llmc_ExpertLinearOp : Llmc_Op<"expert_linear"> {
   let summary = "each row times the matrix its id picks (a mixture of experts' projections)";
   let description = [{
-    `input` [N, K], `weight` [E, M, K], `ids` [N] or [N, 1] (int64; a negative id counts from the
-    end, as GatherND's): row n of the result [N, M] is `weight[ids[n]] · input[n]`. Raised from
-    `gather_nd(weight, ids)` multiplied by the rows (llmc-fuse-linear), so that the chosen
-    matrices are read where they are instead of copied once per row.
+    `input` [T, K], `weight` [E, M, K], `ids` [N] or [N, 1] with N = T * `repeat` (int64; a
+    negative id counts from the end, as GatherND's): row n of the result [N, M] is
+    `weight[ids[n]] · input[n / repeat]` (each input row serves `repeat` consecutive ids: a token's
+    top-k experts). With `activation` "swiglu" the result is [N, M / 2], `silu(y[:, :M/2]) *
+    y[:, M/2:]` of those rows (a gate/up projection). Raised from `gather_nd(weight, ids)`
+    multiplied by the rows (llmc-fuse-linear), so that the chosen matrices are read where they
+    are instead of copied once per row.
   }];
-  let arguments = (ins Llmc_Tensor:$input, Llmc_Tensor:$weight, Llmc_Tensor:$ids);
+  let arguments = (ins Llmc_Tensor:$input, Llmc_Tensor:$weight, Llmc_Tensor:$ids,
+                   DefaultValuedStrAttr<StrAttr, "none">:$activation, DefaultValuedAttr<I64Attr, "1">:$repeat);
   let results = (outs Llmc_Tensor:$result);
 }
 
