@@ -68,9 +68,8 @@ struct MatMulToLinear : OpRewritePattern<MatMulOp> {
 // of experts' projection as transformers' "batched_mm" experts export it, W [E, M, K] the
 // experts' matrices, ids [N, 1] each row's expert. The gather copied a matrix per row; the
 // expert_linear reads each where it is.
-struct GatheredMatVecToExpertLinear : OpRewritePattern<SqueezeOp> {
-  RewriteCounter &count;
-  GatheredMatVecToExpertLinear(MLIRContext *ctx, RewriteCounter &count) : OpRewritePattern(ctx), count(count) {}
+struct GatheredMatVecToExpertLinear : fusion::CountedPattern<SqueezeOp, RewriteCounter> {
+  using CountedPattern::CountedPattern;
 
   static bool isLastAxis(ArrayRef<int64_t> axes, int64_t rank) {
     return axes.size() == 1 && (axes[0] == -1 || axes[0] == rank - 1);
@@ -100,9 +99,8 @@ struct GatheredMatVecToExpertLinear : OpRewritePattern<SqueezeOp> {
 // silu(a) * b of the two halves [a | b] of an expert_linear's rows  ->  that expert_linear with
 // activation "swiglu" (a mixture of experts' gate/up projection: the split and the product were two
 // more kernels).
-struct ExpertSwiglu : OpRewritePattern<MulOp> {
-  RewriteCounter &count;
-  ExpertSwiglu(MLIRContext *ctx, RewriteCounter &count) : OpRewritePattern(ctx), count(count) {}
+struct ExpertSwiglu : fusion::CountedPattern<MulOp, RewriteCounter> {
+  using CountedPattern::CountedPattern;
 
   LogicalResult matchAndRewrite(MulOp op, PatternRewriter &rewriter) const override {
     for (int i = 0; i < 2; ++i) {
@@ -131,9 +129,8 @@ struct ExpertSwiglu : OpRewritePattern<MulOp> {
 // expert_linear of a token's rows repeated once per chosen expert, reshape(expand(unsqueeze(x, 1),
 // [T, k, K]), [T * k, K])  ->  expert_linear of x with repeat k: each row read by its k ids, not
 // copied k times first.
-struct ExpertSharedRows : OpRewritePattern<ExpertLinearOp> {
-  RewriteCounter &count;
-  ExpertSharedRows(MLIRContext *ctx, RewriteCounter &count) : OpRewritePattern(ctx), count(count) {}
+struct ExpertSharedRows : fusion::CountedPattern<ExpertLinearOp, RewriteCounter> {
+  using CountedPattern::CountedPattern;
 
   LogicalResult matchAndRewrite(ExpertLinearOp op, PatternRewriter &rewriter) const override {
     auto flat = def<ReshapeOp>(op.getInput());
@@ -153,6 +150,43 @@ struct ExpertSharedRows : OpRewritePattern<ExpertLinearOp> {
       return failure();
     ++count;
     return success();
+  }
+};
+
+// The weighted sum of a down projection's rows over each token's experts, reduce_sum(reshape(
+// expert_linear(...) * unsqueeze(reshape(weights [T, k], [N]), -1), [T, k, M]), axis 1)  ->  the
+// expert_linear with combine = weights (two kernels fewer; each result row one warp's sum).
+struct ExpertCombine : fusion::CountedPattern<ReduceSumOp, RewriteCounter> {
+  using CountedPattern::CountedPattern;
+
+  LogicalResult matchAndRewrite(ReduceSumOp op, PatternRewriter &rewriter) const override {
+    auto grouped = def<ReshapeOp>(op.getInput());
+    auto product = grouped ? def<MulOp>(grouped.getInput()) : MulOp();
+    auto groups = fusion::tensorType(op.getInput());
+    if (!product || !grouped.getResult().hasOneUse() || !product.getResult().hasOneUse() || op.getKeepdims() ||
+        op.getAxes() != ArrayRef<int64_t>{1} || groups.getRank() != 3 || groups.isDynamicDim(1))
+      return failure();
+    for (int i = 0; i < 2; ++i) {
+      auto expert = def<ExpertLinearOp>(product->getOperand(i));
+      auto column = def<UnsqueezeOp>(product->getOperand(1 - i));
+      auto flat = column ? def<ReshapeOp>(column.getInput()) : ReshapeOp();
+      if (!expert || !flat || expert.getCombine() || !expert.getResult().hasOneUse() ||
+          (column.getAxes() != ArrayRef<int64_t>{-1} && column.getAxes() != ArrayRef<int64_t>{1}))
+        continue;
+      Value weights = flat.getInput();
+      auto w = fusion::tensorType(weights), rows = fusion::tensorType(expert.getResult());
+      if (w.getRank() != 2 || w.getDimSize(1) != groups.getDimSize(1) || fusion::tensorType(flat.getResult()).getRank() != 1 ||
+          groups.getDimSize(2) != rows.getDimSize(1) || w.getElementType() != rows.getElementType())
+        continue;
+      SmallVector<Value> operands(expert->getOperands());
+      operands.push_back(weights);
+      Operation *combined = fusion::create(rewriter, op.getLoc(), "llmc.expert_linear", operands, expert->getAttrs());
+      if (failed(fusion::replaceByLastBuilt(rewriter, op, {combined})))
+        return failure();
+      ++count;
+      return success();
+    }
+    return failure();
   }
 };
 
@@ -270,12 +304,12 @@ struct FuseLinear : impl::LlmcFuseLinearBase<FuseLinear> {
   RewriteCounter linears{"llmc-fuse-linear", "matmuls turned into linear"};
   RewriteCounter epilogues{"llmc-fuse-linear", "epilogue ops fused"};
   RewriteCounter experts{"llmc-fuse-linear", "products of gathered experts turned into expert_linear"};
-  RewriteCounter expertEpilogues{"llmc-fuse-linear", "swiglus and repeated rows fused into expert_linear"};
+  RewriteCounter expertEpilogues{"llmc-fuse-linear", "swiglus, repeated rows and weighted sums fused into expert_linear"};
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<MatMulToLinear, GemmToLinear>(&getContext(), linears);
     patterns.add<GatheredMatVecToExpertLinear>(&getContext(), experts);
-    patterns.add<ExpertSwiglu, ExpertSharedRows>(&getContext(), expertEpilogues);
+    patterns.add<ExpertSwiglu, ExpertSharedRows, ExpertCombine>(&getContext(), expertEpilogues);
     patterns.add<Epilogue>(&getContext(), epilogues);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();

@@ -342,8 +342,8 @@ def LlmcFuseLinear : Pass<"llmc-fuse-linear", "mlir::func::FuncOp"> {
     by another tensor of the result's shape (SwiGLU's gate) and a residual add fold into it, in
     that order, each when the intermediate has no other use. A product of gathered experts'
     matrices by the rows that chose them (squeeze(matmul(gather_nd(W, ids), unsqueeze(x, -1))))
-    becomes llmc.expert_linear, which then takes the swiglu of a gate/up projection and rows
-    repeated once per chosen expert.
+    becomes llmc.expert_linear, which then takes the swiglu of a gate/up projection, rows
+    repeated once per chosen expert and a down projection's weighted sum over a token's experts.
   }];
 }
 

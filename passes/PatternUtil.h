@@ -89,6 +89,13 @@ inline mlir::Operation *create(mlir::OpBuilder &b, mlir::Location loc, llvm::Str
   return b.create(state);
 }
 
+// A pattern on OpT that counts its rewrites (`++count`), for the patterns that need nothing else
+// in their constructor.
+template <typename OpT, typename Counter> struct CountedPattern : mlir::OpRewritePattern<OpT> {
+  Counter &count;
+  CountedPattern(mlir::MLIRContext *ctx, Counter &count) : mlir::OpRewritePattern<OpT>(ctx), count(count) {}
+};
+
 // `root` replaced by the last of `made` (the ops a pattern built, in order; null where a build
 // failed) when that op exists and its results have root's types; otherwise every op of `made`
 // erased, last first, and failure: the IR as it was.

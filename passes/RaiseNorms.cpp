@@ -183,9 +183,8 @@ struct LayerNormPattern : RewritePattern {
 // it. Gemma 3 normalizes its queries and keys per head after the heads move ([B, H, S, D]);
 // moved in front, the heads move last, as Qwen3's, and llmc-raise-attention reads the keys as
 // the rows [B, S, H * D] they were (rotating them in the attention, without a copy).
-template <typename NormOp> struct NormBeforeTranspose : OpRewritePattern<NormOp> {
-  RewriteCounter &count;
-  NormBeforeTranspose(MLIRContext *ctx, RewriteCounter &count) : OpRewritePattern<NormOp>(ctx), count(count) {}
+template <typename NormOp> struct NormBeforeTranspose : fusion::CountedPattern<NormOp, RewriteCounter> {
+  using fusion::CountedPattern<NormOp, RewriteCounter>::CountedPattern;
 
   LogicalResult matchAndRewrite(NormOp op, PatternRewriter &rewriter) const override {
     auto t = def<TransposeOp>(op.getInput());
@@ -201,7 +200,7 @@ template <typename NormOp> struct NormBeforeTranspose : OpRewritePattern<NormOp>
                             : nullptr;
     if (failed(fusion::replaceByLastBuilt(rewriter, op, {norm, moved})))
       return failure();
-    ++count;
+    ++this->count;
     return success();
   }
 };

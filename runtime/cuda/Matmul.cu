@@ -74,45 +74,50 @@ __device__ __forceinline__ float warpDot(const T *__restrict__ row, const T *__r
   return warpReduce<false>(acc);
 }
 
-// Expert linear: one warp per (row n, output m), the dot product of the chosen matrix's row m and
-// input row n / repeat (warpDot); with `swiglu`, silu of that product times row m + width's. An
-// id out of range sets `error` and yields 0. Correct first: every matrix is read in place (no
-// copy per row), but by one warp per output.
+// Expert linear: one warp per (result row r, output m): for each of its ids n (r alone, or the
+// `group` ids r * group + j that a combine weighs), the dot product of the chosen matrix's row m
+// and input row n / repeat (warpDot); with `swiglu`, silu of that product times row m + width's;
+// weighted by combine[n] and summed where there is a combine. An id out of range sets `error`
+// and counts 0. Correct first: every matrix is read in place (no copy per row), but by one warp
+// per output.
 template <typename T>
 __global__ void expertLinearKernel(const T *__restrict__ x, const T *__restrict__ w, const int64_t *__restrict__ ids,
-                                   T *__restrict__ y, ExpertLinearArgs a, bool vectors, int *error) {
+                                   const T *__restrict__ combine, T *__restrict__ y, ExpertLinearArgs a, bool vectors,
+                                   int *error) {
   const int64_t warp = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
   const int lane = threadIdx.x % 32;
-  const int64_t width = a.swiglu ? a.M / 2 : a.M;
-  if (warp >= a.N * width)
+  const int64_t width = a.swiglu ? a.M / 2 : a.M, group = combine ? a.group : 1;
+  if (warp >= a.N / group * width)
     return;
-  const int64_t n = warp / width, m = warp % width;
-  int64_t e = ids[n];
-  if (e < -a.E || e >= a.E) {
-    if (lane == 0) {
-      atomicExch(error, 1);
-      y[warp] = narrow<T>(0.0f);
+  const int64_t r = warp / width, m = warp % width;
+  float sum = 0.0f;
+  for (int64_t n = r * group; n < (r + 1) * group; ++n) {
+    int64_t e = ids[n];
+    if (e < -a.E || e >= a.E) {
+      if (lane == 0)
+        atomicExch(error, 1);
+      continue;
     }
-    return;
+    e = e < 0 ? e + a.E : e;
+    const T *matrix = w + e * a.M * a.K, *in = x + (n / a.repeat) * a.K;
+    float v = warpDot(matrix + m * a.K, in, a.K, vectors, lane);
+    if (a.swiglu)
+      v = v / (1.0f + __expf(-v)) * warpDot(matrix + (m + width) * a.K, in, a.K, vectors, lane);
+    sum += combine ? float(widen(combine[n])) * v : v;
   }
-  e = e < 0 ? e + a.E : e;
-  const T *matrix = w + e * a.M * a.K, *in = x + (n / a.repeat) * a.K;
-  float v = warpDot(matrix + m * a.K, in, a.K, vectors, lane);
-  if (a.swiglu)
-    v = v / (1.0f + __expf(-v)) * warpDot(matrix + (m + width) * a.K, in, a.K, vectors, lane);
   if (lane == 0)
-    y[warp] = narrow<T>(v);
+    y[warp] = narrow<T>(sum);
 }
 
 } // namespace
 
-std::string expertLinear(int type, const void *x, const void *w, const int64_t *ids, void *y, const ExpertLinearArgs &a,
-                         int *error, void *stream) {
-  const int64_t outputs = a.N * (a.swiglu ? a.M / 2 : a.M);
+std::string expertLinear(int type, const void *x, const void *w, const int64_t *ids, const void *combine, void *y,
+                         const ExpertLinearArgs &a, int *error, void *stream) {
+  if (a.repeat < 1 || (a.swiglu && a.M % 2 != 0) || (combine && (a.group < 1 || a.N % a.group != 0)))
+    return "expert_linear: bad repeat, group or swiglu width";
+  const int64_t outputs = a.N / (combine ? a.group : 1) * (a.swiglu ? a.M / 2 : a.M);
   if (outputs == 0)
     return {};
-  if (a.repeat < 1 || (a.swiglu && a.M % 2 != 0))
-    return "expert_linear: bad repeat or swiglu width";
   constexpr int kThreads = 256;
   const int64_t blocks = (outputs * 32 + kThreads - 1) / kThreads;
   if (blocks > 0x7fffffff)
@@ -123,7 +128,8 @@ std::string expertLinear(int type, const void *x, const void *w, const int64_t *
       const bool vectors = a.K % Lanes<T>::kCount == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0 &&
                            reinterpret_cast<uintptr_t>(w) % 16 == 0;
       expertLinearKernel<T><<<static_cast<unsigned>(blocks), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-          static_cast<const T *>(x), static_cast<const T *>(w), ids, static_cast<T *>(y), a, vectors, error);
+          static_cast<const T *>(x), static_cast<const T *>(w), ids, static_cast<const T *>(combine),
+          static_cast<T *>(y), a, vectors, error);
     }
   });
   return known ? launched("expert_linear") : "expert_linear: supports f32, f16 and bf16";

@@ -345,28 +345,40 @@ std::string prepareMatmul(Executor &ex, const PlanOp &op, PreparedOp &out) {
 }
 
 // expert_linear (a mixture of experts' projection, llmc-fuse-linear): rows [T, K], matrices
-// [E, M, K] and int64 ids of T * repeat elements, each id's row times the matrix it picks, with
-// a swiglu or none (Matmul.cu).
+// [E, M, K], int64 ids of T * repeat elements and perhaps combine weights [R, g], each id's row
+// times the matrix it picks, with a swiglu or none, weighed and summed by groups of g where
+// combined (Matmul.cu).
 std::string prepareExpertLinear(Executor &ex, const PlanOp &op, PreparedOp &out) {
-  if (op.inputs.size() != 3 || op.outputs.size() != 1 || std::count(op.inputs.begin(), op.inputs.end(), -1))
-    return "takes rows, matrices and ids";
-  const int type = commonFloatType(ex, {op.inputs[0], op.inputs[1], op.outputs[0]});
+  const bool combined = op.inputs.size() == 4 && op.inputs[3] >= 0;
+  if (op.inputs.size() < 3 || op.inputs.size() > 4 || op.outputs.size() != 1 ||
+      std::count(op.inputs.begin(), op.inputs.begin() + 3, -1))
+    return "takes rows, matrices, ids and perhaps combine weights";
+  std::vector<int> floats = {op.inputs[0], op.inputs[1], op.outputs[0]};
+  if (combined)
+    floats.push_back(op.inputs[3]);
+  const int type = commonFloatType(ex, floats);
   if (!type || type == int(DType::F64) || ex.plan->values[size_t(op.inputs[2])].dtype != DType::I64)
-    return "supports f32, f16 or bf16 rows and matrices of one type and int64 ids";
+    return "supports f32, f16 or bf16 rows, matrices and weights of one type and int64 ids";
   const std::string_view activation = op.attrs.getString("activation");
   const int64_t repeat = op.attrs.getInt("repeat", 1);
   if ((!activation.empty() && activation != "none" && activation != "swiglu") || repeat < 1)
     return "takes an activation \"none\" or \"swiglu\" and a repeat of 1 or more";
-  out.launch = [&op, type, repeat, swiglu = activation == "swiglu"](Executor &e,
-                                                                    const std::vector<TensorRef> &t) -> std::string {
+  out.launch = [&op, type, repeat, combined, swiglu = activation == "swiglu"](
+                   Executor &e, const std::vector<TensorRef> &t) -> std::string {
     const Shape &x = t[size_t(op.inputs[0])].shape, &w = t[size_t(op.inputs[1])].shape;
     ExpertLinearArgs a;
     a.N = t[size_t(op.inputs[2])].numel(), a.repeat = repeat, a.swiglu = swiglu;
     if (x.rank != 2 || w.rank != 3 || w.dims[2] != x.dims[1] || a.N != x.dims[0] * repeat)
       return "operands do not agree: input " + x.str() + ", weight " + w.str();
+    if (combined) {
+      const Shape &c = t[size_t(op.inputs[3])].shape;
+      if (c.rank != 2 || c.numel() != a.N)
+        return "combine weights " + c.str() + " do not have a weight per id";
+      a.group = c.dims[1];
+    }
     a.M = w.dims[1], a.K = w.dims[2], a.E = w.dims[0];
     return expertLinear(type, e.at(op.inputs[0]), e.at(op.inputs[1]), static_cast<const int64_t *>(e.at(op.inputs[2])),
-                        e.at(op.outputs[0]), a, e.errorFlag, e.stream);
+                        combined ? e.at(op.inputs[3]) : nullptr, e.at(op.outputs[0]), a, e.errorFlag, e.stream);
   };
   return {};
 }

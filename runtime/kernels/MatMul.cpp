@@ -151,33 +151,42 @@ std::string gemmKernel(const KernelArgs &args) {
 
 // expert_linear: input [T, K], weight [E, M, K], ids [N] or [N, 1] (int64, negative from the end)
 // with N = T * repeat -> [N, M], row n = weight[ids[n]] · input[n / repeat] (a mixture of
-// experts' projection); with activation "swiglu" [N, M / 2], silu(first half) * second half.
+// experts' projection); with activation "swiglu" [N, M / 2], silu(first half) * second half;
+// with a combine [R, g] (R * g = N) [R, .], row r = sum over j of combine[r, j] * row r * g + j.
 std::string expertLinearKernel(const KernelArgs &args) {
-  if (args.numInputs != 3 || args.numOutputs != 1)
-    return "expects 3 inputs and 1 output";
+  if (args.numInputs < 3 || args.numInputs > 4 || args.numOutputs != 1)
+    return "expects 3 or 4 inputs and 1 output";
   const TensorRef &x = args.in(0), &w = args.in(1), &ids = args.in(2);
   TensorRef &out = args.out(0);
+  const bool combined = args.hasInput(3);
   const int64_t repeat = args.attrs.getInt("repeat", 1);
   const std::string_view activation = args.attrs.getString("activation"); // (empty: "none")
   const bool swiglu = activation == "swiglu";
-  if (x.dtype != DType::F32 || w.dtype != DType::F32 || out.dtype != DType::F32 || ids.dtype != DType::I64)
-    return "takes float rows and matrices and int64 ids";
+  if (x.dtype != DType::F32 || w.dtype != DType::F32 || out.dtype != DType::F32 || ids.dtype != DType::I64 ||
+      (combined && args.in(3).dtype != DType::F32))
+    return "takes float rows, matrices and combine weights and int64 ids";
   if ((!swiglu && !activation.empty() && activation != "none") || repeat < 1)
     return "takes an activation \"none\" or \"swiglu\" and a repeat of 1 or more";
-  if (x.shape.rank != 2 || w.shape.rank != 3 || w.shape[2] != x.shape[1] || ids.numel() != x.shape[0] * repeat ||
-      (swiglu && w.shape[1] % 2 != 0) || out.numel() != ids.numel() * (swiglu ? w.shape[1] / 2 : w.shape[1]))
+  const int64_t N = ids.numel(), M = w.shape.rank == 3 ? w.shape[1] : 0, width = swiglu ? M / 2 : M;
+  const int64_t group = combined && args.in(3).shape.rank == 2 ? args.in(3).shape[1] : 1;
+  if (x.shape.rank != 2 || w.shape.rank != 3 || w.shape[2] != x.shape[1] || N != x.shape[0] * repeat ||
+      (swiglu && M % 2 != 0) || (combined && (args.in(3).shape.rank != 2 || args.in(3).numel() != N)) ||
+      out.numel() != N / std::max<int64_t>(group, 1) * width)
     return "operands do not agree: input " + x.shape.str() + ", weight " + w.shape.str() + ", ids " + ids.shape.str();
-  const int64_t N = ids.numel(), K = x.shape[1], E = w.shape[0], M = w.shape[1], width = swiglu ? M / 2 : M;
+  const int64_t K = x.shape[1], E = w.shape[0];
   const int64_t *id = ids.as<const int64_t>();
   for (int64_t n = 0; n < N; ++n)
     if (id[n] < -E || id[n] >= E)
       return "expert id " + std::to_string(id[n]) + " is out of range for " + std::to_string(E) + " experts";
   const float *px = x.as<const float>(), *pw = w.as<const float>();
+  const float *weights = combined ? args.in(3).as<const float>() : nullptr;
   float *py = out.as<float>();
+  if (combined)
+    std::fill(py, py + out.numel(), 0.0f);
   std::vector<float> row(size_t(M), 0.0f);
   for (int64_t n = 0; n < N; ++n) {
     const int64_t e = id[n] < 0 ? id[n] + E : id[n];
-    float *y = swiglu ? row.data() : py + n * M;
+    float *y = swiglu || combined ? row.data() : py + n * M;
     if (M > 0 && K > 0)
       cblas_sgemv(CblasRowMajor, CblasNoTrans, int(M), int(K), 1.0f, pw + e * M * K, int(K), px + (n / repeat) * K, 1,
                   0.0f, y, 1);
@@ -185,7 +194,12 @@ std::string expertLinearKernel(const KernelArgs &args) {
       std::fill(y, y + M, 0.0f);
     if (swiglu)
       for (int64_t m = 0; m < width; ++m)
-        py[n * width + m] = y[m] / (1.0f + std::exp(-y[m])) * y[width + m];
+        y[m] = y[m] / (1.0f + std::exp(-y[m])) * y[width + m];
+    if (combined)
+      for (int64_t m = 0; m < width; ++m)
+        py[(n / group) * width + m] += weights[n] * y[m];
+    else if (swiglu)
+      std::copy(y, y + width, py + n * width);
   }
   return {};
 }

@@ -105,3 +105,48 @@ func.func @other_orders(%w: tensor<4x32x64xf32>, %h: tensor<3x64xf32>, %ids: ten
   %z = llmc.mul %gate, %parts#0 : (tensor<6x16xf32>, tensor<6x16xf32>) -> tensor<6x16xf32>
   return %z : tensor<6x16xf32>
 }
+
+// -----
+
+// A down projection's rows weighed by the router's weights [T, k] and summed over each token's
+// k experts: the expert_linear takes the weights as its combine, [T, M] out.
+// CHECK-LABEL: func.func @weighted_sum_of_top2
+// CHECK: %[[Y:.*]] = llmc.expert_linear %arg1, %arg0, %arg2, %arg3 : (tensor<6x16xf32>, tensor<4x32x16xf32>, tensor<6x1xi64>, tensor<3x2xf32>) -> tensor<3x32xf32>
+// CHECK-NOT: llmc.reduce_sum
+// CHECK: return %[[Y]]
+func.func @weighted_sum_of_top2(%w: tensor<4x32x16xf32>, %x: tensor<6x16xf32>, %ids: tensor<6x1xi64>, %weights: tensor<3x2xf32>) -> tensor<3x32xf32> {
+  %flat = llmc.constant dense<[6]> : tensor<1xi64>
+  %shape3 = llmc.constant dense<[3, 2, 32]> : tensor<3xi64>
+  %g = llmc.gather_nd %w, %ids : (tensor<4x32x16xf32>, tensor<6x1xi64>) -> tensor<6x32x16xf32>
+  %col = llmc.unsqueeze %x {axes = array<i64: -1>} : (tensor<6x16xf32>) -> tensor<6x16x1xf32>
+  %p = llmc.matmul %g, %col : (tensor<6x32x16xf32>, tensor<6x16x1xf32>) -> tensor<6x32x1xf32>
+  %y = llmc.squeeze %p {axes = array<i64: -1>} : (tensor<6x32x1xf32>) -> tensor<6x32xf32>
+  %wf = llmc.reshape %weights, %flat : (tensor<3x2xf32>, tensor<1xi64>) -> tensor<6xf32>
+  %wc = llmc.unsqueeze %wf {axes = array<i64: -1>} : (tensor<6xf32>) -> tensor<6x1xf32>
+  %weighed = llmc.mul %y, %wc : (tensor<6x32xf32>, tensor<6x1xf32>) -> tensor<6x32xf32>
+  %grouped = llmc.reshape %weighed, %shape3 : (tensor<6x32xf32>, tensor<3xi64>) -> tensor<3x2x32xf32>
+  %z = llmc.reduce_sum %grouped {axes = array<i64: 1>, keepdims = 0 : i64} : (tensor<3x2x32xf32>) -> tensor<3x32xf32>
+  return %z : tensor<3x32xf32>
+}
+
+// -----
+
+// Summed over the rows of one expert choice instead (axis 2 of [T, k, M]): not a weighted sum
+// over a token's experts, left as it is.
+// CHECK-LABEL: func.func @summed_over_features
+// CHECK: llmc.expert_linear %arg1, %arg0, %arg2 :
+// CHECK: llmc.reduce_sum
+func.func @summed_over_features(%w: tensor<4x32x16xf32>, %x: tensor<6x16xf32>, %ids: tensor<6x1xi64>, %weights: tensor<3x2xf32>) -> tensor<3x2xf32> {
+  %flat = llmc.constant dense<[6]> : tensor<1xi64>
+  %shape3 = llmc.constant dense<[3, 2, 32]> : tensor<3xi64>
+  %g = llmc.gather_nd %w, %ids : (tensor<4x32x16xf32>, tensor<6x1xi64>) -> tensor<6x32x16xf32>
+  %col = llmc.unsqueeze %x {axes = array<i64: -1>} : (tensor<6x16xf32>) -> tensor<6x16x1xf32>
+  %p = llmc.matmul %g, %col : (tensor<6x32x16xf32>, tensor<6x16x1xf32>) -> tensor<6x32x1xf32>
+  %y = llmc.squeeze %p {axes = array<i64: -1>} : (tensor<6x32x1xf32>) -> tensor<6x32xf32>
+  %wf = llmc.reshape %weights, %flat : (tensor<3x2xf32>, tensor<1xi64>) -> tensor<6xf32>
+  %wc = llmc.unsqueeze %wf {axes = array<i64: -1>} : (tensor<6xf32>) -> tensor<6x1xf32>
+  %weighed = llmc.mul %y, %wc : (tensor<6x32xf32>, tensor<6x1xf32>) -> tensor<6x32xf32>
+  %grouped = llmc.reshape %weighed, %shape3 : (tensor<6x32xf32>, tensor<3xi64>) -> tensor<3x2x32xf32>
+  %z = llmc.reduce_sum %grouped {axes = array<i64: 2>, keepdims = 0 : i64} : (tensor<3x2x32xf32>) -> tensor<3x2xf32>
+  return %z : tensor<3x2xf32>
+}

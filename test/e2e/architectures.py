@@ -103,11 +103,12 @@ ARCHITECTURES = {
 MOE = {"mixtral", "qwen3_moe", "olmoe", "qwen2_moe", "deepseek_v3"}
 # Layers with routed experts: both but DeepSeek-V3's first, which is dense. Each layer's two expert
 # projections (gate/up, down) become llmc.expert_linear, the gate/up one with its swiglu and the
-# token's row read by each of its experts' ids (two fusions per layer).
+# token's row read by each of its experts' ids, the down one with the weighted sum over the
+# token's experts (three fusions per layer).
 MOE_LAYERS = dict({name: 2 for name in MOE}, deepseek_v3=1)
 EXPERT_LINEARS = "products of gathered experts turned into expert_linear"
-EXPERT_FUSIONS = "swiglus and repeated rows fused into expert_linear"
-EXPERT_COUNTS = {EXPERT_LINEARS: 2, EXPERT_FUSIONS: 2}  # per layer with experts
+EXPERT_FUSIONS = "swiglus, repeated rows and weighted sums fused into expert_linear"
+EXPERT_COUNTS = {EXPERT_LINEARS: 2, EXPERT_FUSIONS: 3}  # per layer with experts
 # Not exported with a KV cache: torch.export fails on MPT's, and on DeepSeek-V3's (its keys
 # and values of different widths; models/export_kv_models.py's MLA export is the latent one).
 NO_KV = {"mpt", "deepseek_v3"}

@@ -389,8 +389,9 @@ LogicalResult ShapeRules::resultDims(Operation *op, StringRef name, std::vector<
   } else if (name == "linear") {
     r = operandDims(0);
     r.back() = DimExpr::constant(cast<RankedTensorType>(op->getResult(0).getType()).getShape().back());
-  } else if (name == "expert_linear") { // a row per id, of M (or M / 2 with swiglu) features
-    r = {operandDims(2)[0], DimExpr::constant(cast<RankedTensorType>(op->getResult(0).getType()).getShape().back())};
+  } else if (name == "expert_linear") { // a row per id (per combine row), of M or M / 2 features
+    r = {operandDims(op->getNumOperands() > 3 ? 3 : 2)[0],
+         DimExpr::constant(cast<RankedTensorType>(op->getResult(0).getType()).getShape().back())};
   } else if (name == "fused_attention") {
     const auto &q = operandDims(0);
     r = {q[0], q[1], DimExpr::constant(cast<RankedTensorType>(op->getResult(0).getType()).getShape().back())};

@@ -791,7 +791,14 @@ LogicalResult inferExpertLinear(Inference &in) {
   if ((w[2] != kDyn && x[1] != kDyn && w[2] != x[1]) ||
       (ids[0] != kDyn && x[0] != kDyn && ids[0] != x[0] * repeat))
     return in.fail("expert_linear operands do not agree: " + shapeStr(x) + ", " + shapeStr(w) + ", " + shapeStr(ids));
-  return in.result({ids[0], swiglu ? w[1] / 2 : w[1]}, in.elem(0));
+  const int64_t width = swiglu ? w[1] / 2 : w[1];
+  if (in.operands.size() < 4)
+    return in.result({ids[0], width}, in.elem(0));
+  ArrayRef<int64_t> combine = in.shape(3);
+  if (combine.size() != 2 || combine[1] == kDyn || in.elem(3) != in.elem(0) ||
+      (combine[0] != kDyn && ids[0] != kDyn && combine[0] * combine[1] != ids[0]))
+    return in.fail("expert_linear's combine must be [R, g] of the input's type, R * g ids: " + shapeStr(combine));
+  return in.result({combine[0], width}, in.elem(0));
 }
 
 LogicalResult inferAddNorm(Inference &in) {

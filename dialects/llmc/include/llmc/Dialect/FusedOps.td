@@ -28,11 +28,13 @@ def Llmc_ExpertLinearOp : Llmc_Op<"expert_linear"> {
     negative id counts from the end, as GatherND's): row n of the result [N, M] is
     `weight[ids[n]] · input[n / repeat]` (each input row serves `repeat` consecutive ids: a token's
     top-k experts). With `activation` "swiglu" the result is [N, M / 2], `silu(y[:, :M/2]) *
-    y[:, M/2:]` of those rows (a gate/up projection). Raised from `gather_nd(weight, ids)`
-    multiplied by the rows (llmc-fuse-linear), so that the chosen matrices are read where they
-    are instead of copied once per row.
+    y[:, M/2:]` of those rows (a gate/up projection). With `combine` [R, g] (R * g = N: a token's
+    routing weights) the result is [R, M or M / 2], row r the sum over j < g of `combine[r, j]`
+    times row r * g + j (a down projection's weighted sum over the token's experts). Raised from
+    `gather_nd(weight, ids)` multiplied by the rows (llmc-fuse-linear), so that the chosen
+    matrices are read where they are instead of copied once per row.
   }];
-  let arguments = (ins Llmc_Tensor:$input, Llmc_Tensor:$weight, Llmc_Tensor:$ids,
+  let arguments = (ins Llmc_Tensor:$input, Llmc_Tensor:$weight, Llmc_Tensor:$ids, Llmc_OptionalTensor:$combine,
                    DefaultValuedStrAttr<StrAttr, "none">:$activation, DefaultValuedAttr<I64Attr, "1">:$repeat);
   let results = (outs Llmc_Tensor:$result);
 }
