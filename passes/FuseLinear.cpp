@@ -98,7 +98,7 @@ struct GatheredMatVecToExpertLinear : fusion::CountedPattern<SqueezeOp, RewriteC
 
 // silu(a) * b of the two halves [a | b] of an expert_linear's rows  ->  that expert_linear with
 // activation "swiglu" (a mixture of experts' gate/up projection: the split and the product were two
-// more kernels).
+// more kernels). Not after a combine: the swiglu of a weighted sum is not the weighted sum of swiglus.
 struct ExpertSwiglu : fusion::CountedPattern<MulOp, RewriteCounter> {
   using CountedPattern::CountedPattern;
 
@@ -110,7 +110,7 @@ struct ExpertSwiglu : fusion::CountedPattern<MulOp, RewriteCounter> {
       if (!expert || split->getNumResults() != 2 || silu.getInput() != split->getResult(0) ||
           op->getOperand(1 - i) != split->getResult(1) || !silu.getResult().hasOneUse() ||
           !split->getResult(0).hasOneUse() || !split->getResult(1).hasOneUse() || !expert.getResult().hasOneUse() ||
-          expert.getActivation() != "none" || (split.getAxis() != 1 && split.getAxis() != -1) ||
+          expert.getActivation() != "none" || expert.getCombine() || (split.getAxis() != 1 && split.getAxis() != -1) ||
           split->getResult(0).getType() != split->getResult(1).getType() ||
           fusion::tensorType(expert.getResult()).isDynamicDim(1))
         continue;
@@ -144,8 +144,9 @@ struct ExpertSharedRows : fusion::CountedPattern<ExpertLinearOp, RewriteCounter>
       return failure();
     NamedAttrList attrs(op->getAttrs());
     attrs.set("repeat", rewriter.getI64IntegerAttr(copies.getDimSize(1)));
-    Operation *shared = fusion::create(rewriter, op.getLoc(), "llmc.expert_linear",
-                                       {column.getInput(), op.getWeight(), op.getIds()}, attrs);
+    SmallVector<Value> operands(op->getOperands()); // (a combine, if any, stays)
+    operands[0] = column.getInput();
+    Operation *shared = fusion::create(rewriter, op.getLoc(), "llmc.expert_linear", operands, attrs);
     if (failed(fusion::replaceByLastBuilt(rewriter, op, {shared})))
       return failure();
     ++count;

@@ -150,3 +150,29 @@ func.func @summed_over_features(%w: tensor<4x32x16xf32>, %x: tensor<6x16xf32>, %
   %z = llmc.reduce_sum %grouped {axes = array<i64: 2>, keepdims = 0 : i64} : (tensor<3x2x32xf32>) -> tensor<3x2xf32>
   return %z : tensor<3x2xf32>
 }
+
+// -----
+
+// The weighted sum first, then the halves' silu * b: the swiglu of a weighted sum is not the
+// weighted sum of swiglus, so the combine is taken and the swiglu is not.
+// CHECK-LABEL: func.func @swiglu_after_weighted_sum
+// CHECK: %[[Y:.*]] = llmc.expert_linear %arg1, %arg0, %arg2, %arg3 : (tensor<6x16xf32>, tensor<4x32x16xf32>, tensor<6x1xi64>, tensor<3x2xf32>) -> tensor<3x32xf32>
+// CHECK: llmc.split %[[Y]]
+// CHECK: llmc.silu
+func.func @swiglu_after_weighted_sum(%w: tensor<4x32x16xf32>, %x: tensor<6x16xf32>, %ids: tensor<6x1xi64>, %weights: tensor<3x2xf32>) -> tensor<3x16xf32> {
+  %flat = llmc.constant dense<[6]> : tensor<1xi64>
+  %shape3 = llmc.constant dense<[3, 2, 32]> : tensor<3xi64>
+  %g = llmc.gather_nd %w, %ids : (tensor<4x32x16xf32>, tensor<6x1xi64>) -> tensor<6x32x16xf32>
+  %col = llmc.unsqueeze %x {axes = array<i64: -1>} : (tensor<6x16xf32>) -> tensor<6x16x1xf32>
+  %p = llmc.matmul %g, %col : (tensor<6x32x16xf32>, tensor<6x16x1xf32>) -> tensor<6x32x1xf32>
+  %y = llmc.squeeze %p {axes = array<i64: -1>} : (tensor<6x32x1xf32>) -> tensor<6x32xf32>
+  %wf = llmc.reshape %weights, %flat : (tensor<3x2xf32>, tensor<1xi64>) -> tensor<6xf32>
+  %wc = llmc.unsqueeze %wf {axes = array<i64: -1>} : (tensor<6xf32>) -> tensor<6x1xf32>
+  %weighed = llmc.mul %y, %wc : (tensor<6x32xf32>, tensor<6x1xf32>) -> tensor<6x32xf32>
+  %grouped = llmc.reshape %weighed, %shape3 : (tensor<6x32xf32>, tensor<3xi64>) -> tensor<3x2x32xf32>
+  %z = llmc.reduce_sum %grouped {axes = array<i64: 1>, keepdims = 0 : i64} : (tensor<3x2x32xf32>) -> tensor<3x32xf32>
+  %parts:2 = llmc.split %z {axis = 1 : i64, split = array<i64: 16, 16>} : (tensor<3x32xf32>) -> (tensor<3x16xf32>, tensor<3x16xf32>)
+  %gate = llmc.silu %parts#0 : (tensor<3x16xf32>) -> tensor<3x16xf32>
+  %out = llmc.mul %gate, %parts#1 : (tensor<3x16xf32>, tensor<3x16xf32>) -> tensor<3x16xf32>
+  return %out : tensor<3x16xf32>
+}
