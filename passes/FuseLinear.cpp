@@ -64,12 +64,27 @@ struct MatMulToLinear : OpRewritePattern<MatMulOp> {
   }
 };
 
+// The expert patterns' last step: the root replaced by an llmc.expert_linear of `operands` and
+// `attrs` and counted, or failure with the IR as it was.
+template <typename OpT> struct ExpertPattern : fusion::CountedPattern<OpT, RewriteCounter> {
+  using fusion::CountedPattern<OpT, RewriteCounter>::CountedPattern;
+
+  LogicalResult replaceByExpert(PatternRewriter &rewriter, Operation *root, ValueRange operands,
+                                ArrayRef<NamedAttribute> attrs = {}) const {
+    Operation *expert = fusion::create(rewriter, root->getLoc(), "llmc.expert_linear", operands, attrs);
+    if (failed(fusion::replaceByLastBuilt(rewriter, root, {expert})))
+      return failure();
+    ++this->count;
+    return success();
+  }
+};
+
 // squeeze(matmul(gather_nd(W, ids), unsqueeze(x, -1)), -1)  ->  expert_linear(x, W, ids): a mixture
 // of experts' projection as transformers' "batched_mm" experts export it, W [E, M, K] the
 // experts' matrices, ids [N, 1] each row's expert. The gather copied a matrix per row; the
 // expert_linear reads each where it is.
-struct GatheredMatVecToExpertLinear : fusion::CountedPattern<SqueezeOp, RewriteCounter> {
-  using CountedPattern::CountedPattern;
+struct GatheredMatVecToExpertLinear : ExpertPattern<SqueezeOp> {
+  using ExpertPattern::ExpertPattern;
 
   static bool isLastAxis(ArrayRef<int64_t> axes, int64_t rank) {
     return axes.size() == 1 && (axes[0] == -1 || axes[0] == rank - 1);
@@ -87,20 +102,15 @@ struct GatheredMatVecToExpertLinear : fusion::CountedPattern<SqueezeOp, RewriteC
     if (w.getRank() != 3 || ids.getRank() != 2 || ids.getDimSize(1) != 1 || x.getRank() != 2 || y.getRank() != 3 ||
         !isLastAxis(column.getAxes(), 3) || (!op.getAxes().empty() && !isLastAxis(op.getAxes(), 3)))
       return failure();
-    Operation *expert = fusion::create(rewriter, op.getLoc(), "llmc.expert_linear",
-                                       {column.getInput(), gather.getData(), gather.getIndices()});
-    if (failed(fusion::replaceByLastBuilt(rewriter, op, {expert})))
-      return failure();
-    ++count;
-    return success();
+    return replaceByExpert(rewriter, op, {column.getInput(), gather.getData(), gather.getIndices()});
   }
 };
 
 // silu(a) * b of the two halves [a | b] of an expert_linear's rows  ->  that expert_linear with
 // activation "swiglu" (a mixture of experts' gate/up projection: the split and the product were two
 // more kernels). Not after a combine: the swiglu of a weighted sum is not the weighted sum of swiglus.
-struct ExpertSwiglu : fusion::CountedPattern<MulOp, RewriteCounter> {
-  using CountedPattern::CountedPattern;
+struct ExpertSwiglu : ExpertPattern<MulOp> {
+  using ExpertPattern::ExpertPattern;
 
   LogicalResult matchAndRewrite(MulOp op, PatternRewriter &rewriter) const override {
     for (int i = 0; i < 2; ++i) {
@@ -116,11 +126,7 @@ struct ExpertSwiglu : fusion::CountedPattern<MulOp, RewriteCounter> {
         continue;
       NamedAttrList attrs(expert->getAttrs());
       attrs.set("activation", rewriter.getStringAttr("swiglu"));
-      Operation *gated = fusion::create(rewriter, op.getLoc(), "llmc.expert_linear", expert->getOperands(), attrs);
-      if (failed(fusion::replaceByLastBuilt(rewriter, op, {gated})))
-        return failure();
-      ++count;
-      return success();
+      return replaceByExpert(rewriter, op, expert->getOperands(), attrs);
     }
     return failure();
   }
@@ -129,8 +135,8 @@ struct ExpertSwiglu : fusion::CountedPattern<MulOp, RewriteCounter> {
 // expert_linear of a token's rows repeated once per chosen expert, reshape(expand(unsqueeze(x, 1),
 // [T, k, K]), [T * k, K])  ->  expert_linear of x with repeat k: each row read by its k ids, not
 // copied k times first.
-struct ExpertSharedRows : fusion::CountedPattern<ExpertLinearOp, RewriteCounter> {
-  using CountedPattern::CountedPattern;
+struct ExpertSharedRows : ExpertPattern<ExpertLinearOp> {
+  using ExpertPattern::ExpertPattern;
 
   LogicalResult matchAndRewrite(ExpertLinearOp op, PatternRewriter &rewriter) const override {
     auto flat = def<ReshapeOp>(op.getInput());
@@ -146,19 +152,15 @@ struct ExpertSharedRows : fusion::CountedPattern<ExpertLinearOp, RewriteCounter>
     attrs.set("repeat", rewriter.getI64IntegerAttr(copies.getDimSize(1)));
     SmallVector<Value> operands(op->getOperands()); // (a combine, if any, stays)
     operands[0] = column.getInput();
-    Operation *shared = fusion::create(rewriter, op.getLoc(), "llmc.expert_linear", operands, attrs);
-    if (failed(fusion::replaceByLastBuilt(rewriter, op, {shared})))
-      return failure();
-    ++count;
-    return success();
+    return replaceByExpert(rewriter, op, operands, attrs);
   }
 };
 
 // The weighted sum of a down projection's rows over each token's experts, reduce_sum(reshape(
 // expert_linear(...) * unsqueeze(reshape(weights [T, k], [N]), -1), [T, k, M]), axis 1)  ->  the
 // expert_linear with combine = weights (two kernels fewer; each result row one warp's sum).
-struct ExpertCombine : fusion::CountedPattern<ReduceSumOp, RewriteCounter> {
-  using CountedPattern::CountedPattern;
+struct ExpertCombine : ExpertPattern<ReduceSumOp> {
+  using ExpertPattern::ExpertPattern;
 
   LogicalResult matchAndRewrite(ReduceSumOp op, PatternRewriter &rewriter) const override {
     auto grouped = def<ReshapeOp>(op.getInput());
@@ -181,11 +183,7 @@ struct ExpertCombine : fusion::CountedPattern<ReduceSumOp, RewriteCounter> {
         continue;
       SmallVector<Value> operands(expert->getOperands());
       operands.push_back(weights);
-      Operation *combined = fusion::create(rewriter, op.getLoc(), "llmc.expert_linear", operands, expert->getAttrs());
-      if (failed(fusion::replaceByLastBuilt(rewriter, op, {combined})))
-        return failure();
-      ++count;
-      return success();
+      return replaceByExpert(rewriter, op, operands, expert->getAttrs());
     }
     return failure();
   }

@@ -102,7 +102,7 @@ __global__ void expertLinearKernel(const T *__restrict__ x, const T *__restrict_
     const T *matrix = w + e * a.M * a.K, *in = x + (n / a.repeat) * a.K;
     float v = warpDot(matrix + m * a.K, in, a.K, vectors, lane);
     if (a.swiglu)
-      v = v / (1.0f + __expf(-v)) * warpDot(matrix + (m + width) * a.K, in, a.K, vectors, lane);
+      v = swigluOf(v, warpDot(matrix + (m + width) * a.K, in, a.K, vectors, lane));
     sum += combine ? float(widen(combine[n])) * v : v;
   }
   if (lane == 0)

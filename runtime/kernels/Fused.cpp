@@ -54,7 +54,7 @@ std::string swigluLinear(const KernelArgs &args, int64_t M, int64_t N, int64_t K
       for (int64_t n = 0; n < N; ++n)
         row[n] += bias[n];
     for (int64_t n = 0; n < half; ++n)
-      o[m * half + n] = row[n] / (1.0f + fastExp(-row[n])) * row[half + n];
+      o[m * half + n] = swigluOf(row[n], row[half + n]);
   }
   return {};
 }

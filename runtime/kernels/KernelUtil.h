@@ -153,6 +153,10 @@ inline float fastExp(float x) {
   return p * scale;
 }
 
+// SwiGLU of a gate and an up projection's value, silu(gate) * up (the swiglu linear's and
+// expert_linear's gating).
+inline float swigluOf(float gate, float up) { return gate / (1.0f + fastExp(-gate)) * up; }
+
 // Max and sum of a row with eight independent accumulators: without -ffast-math the compiler
 // keeps a reduction sequential, and one dependency chain runs several times slower.
 inline float rowMax(const float *x, int64_t n) {

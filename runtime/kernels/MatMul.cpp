@@ -5,7 +5,6 @@
 #include <cblas.h>
 
 #include <algorithm>
-#include <cmath>
 #include <atomic>
 #include <string_view>
 #include <vector>
@@ -194,7 +193,7 @@ std::string expertLinearKernel(const KernelArgs &args) {
       std::fill(y, y + M, 0.0f);
     if (swiglu)
       for (int64_t m = 0; m < width; ++m)
-        y[m] = y[m] / (1.0f + std::exp(-y[m])) * y[width + m];
+        y[m] = swigluOf(y[m], y[width + m]);
     if (combined)
       for (int64_t m = 0; m < width; ++m)
         py[(n / group) * width + m] += weights[n] * y[m];

@@ -38,6 +38,11 @@ struct Inference {
       return a.getInt();
     return fallback;
   }
+  StringRef stringAttr(StringRef name, StringRef fallback) const {
+    if (auto a = attrs ? attrs.getAs<StringAttr>(name) : StringAttr())
+      return a.getValue();
+    return fallback;
+  }
   SmallVector<int64_t> arrayAttr(StringRef name) const {
     if (auto a = attrs ? attrs.getAs<DenseI64ArrayAttr>(name) : DenseI64ArrayAttr())
       return SmallVector<int64_t>(a.asArrayRef());
@@ -763,8 +768,7 @@ LogicalResult inferLinear(Inference &in) {
   if (k != kDyn && x.back() != kDyn && k != x.back())
     return in.fail("linear contracting dimensions differ: " + shapeStr(x) + " x " + shapeStr(w));
   SmallVector<int64_t> out(x.drop_back());
-  const bool swiglu = in.attrs && in.attrs.getAs<StringAttr>("activation") &&
-                      in.attrs.getAs<StringAttr>("activation").getValue() == "swiglu";
+  const bool swiglu = in.stringAttr("activation", "none") == "swiglu";
   if (swiglu && n != kDyn && n % 2 != 0)
     return in.fail("a swiglu linear needs an even output width");
   out.push_back(swiglu && n != kDyn ? n / 2 : n);
@@ -781,10 +785,8 @@ LogicalResult inferExpertLinear(Inference &in) {
   if (!in.elem(2).isInteger(64) || in.elem(1) != in.elem(0))
     return in.fail("expert_linear needs int64 ids and a weight of the input's element type");
   const int64_t repeat = in.intAttr("repeat", 1);
-  const bool swiglu = in.attrs && in.attrs.getAs<StringAttr>("activation") &&
-                      in.attrs.getAs<StringAttr>("activation").getValue() == "swiglu";
-  const bool none = !in.attrs || !in.attrs.getAs<StringAttr>("activation") ||
-                    in.attrs.getAs<StringAttr>("activation").getValue() == "none";
+  const StringRef activation = in.stringAttr("activation", "none");
+  const bool swiglu = activation == "swiglu", none = activation == "none";
   if (repeat < 1 || (!swiglu && !none) || (swiglu && (w[1] == kDyn || w[1] % 2 != 0)))
     return in.fail("expert_linear takes a repeat of 1 or more and an activation \"none\" or \"swiglu\" (of an even, "
                    "static width)");
