@@ -34,7 +34,9 @@ class WithCache(torch.nn.Module):
         self.model, self.layers = model, layers
 
     def run(self, input_ids, attention_mask, position_ids, *past):
-        cache = transformers.DynamicCache(config=self.model.config)
+        # A cache that keeps every position, sliding-window layers too (their window is the
+        # mask's): the generator appends to each layer's cache and never drops the oldest keys.
+        cache = transformers.DynamicCache()
         for i in range(self.layers):
             cache.update(past[2 * i], past[2 * i + 1], i)
         out = self.model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,

@@ -319,7 +319,10 @@ def LlmcRaiseAttentionMask : Pass<"llmc-raise-attention-mask", "mlir::func::Func
     ([batch, 1, 1, keys], i1 or i64, non-zero keeps). An additive mask `where(m, 0, v)` with
     v <= -1e30 counts as its boolean `m`. A comparison that holds for every score up to the
     plan's bounds is dropped (a sliding window wider than the longest key sequence the plan
-    takes). Masks it cannot prove stay as they are. At run time
+    takes); one that hides the keys W or more positions before the query, by the causal
+    frontier's alignment (Hugging Face's `kv_idx > q_idx - W`), becomes the fused attention's
+    `sliding_window = W` (the smaller where the attention has one already; a latent attention,
+    which has none, keeps its mask). Masks it cannot prove stay as they are. At run time
     the input's length must then equal the key count (the mask's broadcast check), where the
     gather would have read its first keys; a row whose every key is hidden (a left-padded
     query) yields zeros instead of the additive mask's average over all keys.

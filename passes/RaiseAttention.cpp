@@ -489,8 +489,9 @@ struct SdpaPattern : OpRewritePattern<SoftmaxOp> {
   }
 };
 
-// Native ONNX Attention with no score output read and no sliding window is the same
-// computation: it becomes llmc.fused_attention too (one kernel family to optimize). The 3-D form
+// Native ONNX Attention with no score output read is the same computation: it becomes
+// llmc.fused_attention too (one kernel family to optimize); a left window of L keys becomes
+// `sliding_window = L + 1`, a right window only where the causal frontier makes it moot. The 3-D form
 // ([batch, seq, heads * head]) as it is; the 4-D form ([batch, heads, seq, head]) with its query
 // turned to the 3-D form and the result back. Keys and values of the 4-D form stay 4-D, which
 // fused_attention reads as a KV cache holds them. With a KV cache (past keys and values), the
@@ -505,8 +506,10 @@ struct NativeAttentionPattern : OpRewritePattern<AttentionOp> {
   LogicalResult matchAndRewrite(AttentionOp op, PatternRewriter &rewriter) const override {
     auto q = fusion::tensorType(op.getQ()), k = fusion::tensorType(op.getK()), v = fusion::tensorType(op.getV());
     const bool cached = !fusion::isEmpty(op.getPastKey());
+    // (The window getters return the attributes as unsigned.)
+    const int64_t left = int64_t(op.getLeftWindowSize()), right = int64_t(op.getRightWindowSize());
     if (cached == fusion::isEmpty(op.getPastValue()) || !fusion::isEmpty(op.getNonpadKvSeqlen()) ||
-        op.getSoftcap().convertToDouble() < 0.0 || op.getLeftWindowSize() != -1 || op.getRightWindowSize() != -1 ||
+        op.getSoftcap().convertToDouble() < 0.0 || left < -1 || right < -1 || (right >= 0 && !op.getIsCausal()) ||
         (!cached && (!op.getPresentKey().use_empty() || !op.getPresentValue().use_empty())) ||
         !op.getQkOutput().use_empty() || !fusion::isFusedFloat(op.getQ()))
       return failure();
@@ -525,10 +528,11 @@ struct NativeAttentionPattern : OpRewritePattern<AttentionOp> {
     if (ShapedType::isDynamic(qHeads) || ShapedType::isDynamic(kvHeads) || ShapedType::isDynamic(head) ||
         k.getShape().back() != (split ? head : kvHeads * head) || v.getShape().back() != k.getShape().back())
       return failure();
-    // Without a cache ONNX aligns its causal frontier top-left (key j <= query i), fused_attention
-    // bottom-right; they agree when the query and key lengths are one and the same.
+    // Without a cache ONNX aligns its causal frontier and its window top-left (query i at key
+    // position i), fused_attention bottom-right; they agree when the query and key lengths are
+    // one and the same.
     const int64_t sq = q.getDimSize(split ? 2 : 1), sk = k.getDimSize(split ? 2 : 1);
-    if (!cached && op.getIsCausal() && (ShapedType::isDynamic(sq) || sq != sk))
+    if (!cached && (op.getIsCausal() || left >= 0) && (ShapedType::isDynamic(sq) || sq != sk))
       return failure();
     // Build in front of the op; a failure from here on erases what was built (abandonBuilt).
     rewriter.setInsertionPoint(op);
@@ -570,7 +574,8 @@ struct NativeAttentionPattern : OpRewritePattern<AttentionOp> {
                                        rewriter.getNamedAttr("kv_num_heads", rewriter.getI64IntegerAttr(kvHeads)),
                                        rewriter.getNamedAttr("scale", rewriter.getF32FloatAttr(scale)),
                                        rewriter.getNamedAttr("is_causal", op.getIsCausalAttr()),
-                                       rewriter.getNamedAttr("softcap", op.getSoftcapAttr())});
+                                       rewriter.getNamedAttr("softcap", op.getSoftcapAttr()),
+                                       rewriter.getNamedAttr("sliding_window", rewriter.getI64IntegerAttr(left + 1))});
     if (!fused)
       return abandon();
     Value result = fused->getResult(0);

@@ -17,10 +17,12 @@ namespace {
 using namespace mlir;
 using mask::Affine;
 
-// What a mask was proven to be: keys after each query's causal frontier hidden, and/or keys
-// where `keep` (a graph input [batch or 1, keys], i1 or i64) is 0 hidden.
+// What a mask was proven to be: keys after each query's causal frontier hidden, keys `window`
+// or more positions before the query hidden (a sliding window; 0: none), and/or keys where `keep`
+// (a graph input [batch or 1, keys], i1 or i64) is 0 hidden.
 struct RaisedMask {
   bool causal = false;
+  int64_t window = 0;
   Value keep;
 };
 
@@ -65,6 +67,16 @@ bool holdsEverywhere(const Affine &diff, const std::vector<DimExpr> &scores, con
   return atoms.range(largest).hi <= 0;
 }
 
+// `diff <= 0` as a sliding window: (i + Sk - Sq) - j - (window - 1) <= 0, the keys `window` or
+// more positions before the query (at i + Sk - Sq, as the causal frontier aligns it) hidden.
+// Returns the window, or 0 where the comparison is not one.
+int64_t slidingWindow(const Affine &diff, const std::vector<DimExpr> &scores) {
+  if (diff.coef != std::vector<int64_t>{0, 0, 1, -1})
+    return 0;
+  std::optional<int64_t> rest = (diff.offset - (scores[3] - scores[2])).asConstant();
+  return rest && *rest <= 0 ? 1 - *rest : 0;
+}
+
 std::optional<RaisedMask> raise(Value attentionMask, const std::vector<DimExpr> &scores, const SymbolicShapes &shapes,
                                 const mask::MaskElements &elements) {
   Value boolean = booleanMask(attentionMask);
@@ -103,6 +115,10 @@ std::optional<RaisedMask> raise(Value attentionMask, const std::vector<DimExpr> 
       }
       if (holdsEverywhere(atom.diff, scores, shapes.atoms()))
         continue;
+      if (int64_t window = slidingWindow(atom.diff, scores); window > 0) {
+        raised.window = raised.window ? std::min(raised.window, window) : window;
+        continue;
+      }
       return std::nullopt;
     }
     // keep[b, j] (or keep[0, j] of a single row): the key padding of each sequence.
@@ -122,6 +138,7 @@ std::optional<RaisedMask> raise(Value attentionMask, const std::vector<DimExpr> 
 struct RaiseAttentionMask : impl::LlmcRaiseAttentionMaskBase<RaiseAttentionMask> {
   RewriteCounter causal{"llmc-raise-attention-mask", "masks raised to is_causal"};
   RewriteCounter padding{"llmc-raise-attention-mask", "masks read from an input"};
+  RewriteCounter windows{"llmc-raise-attention-mask", "masks raised to sliding_window"};
 
   void runOnOperation() override {
     func::FuncOp func = getOperation();
@@ -144,7 +161,7 @@ struct RaiseAttentionMask : impl::LlmcRaiseAttentionMaskBase<RaiseAttentionMask>
       if (fusion::isEmpty(current))
         continue;
       auto raised = raise(current, fused ? scoreDims(fused, *shapes) : scoreDims(latent, *shapes), *shapes, elements);
-      if (!raised)
+      if (!raised || (raised->window && !fused)) // (latent_attention has no window)
         continue;
       Value mask;
       if (raised->keep) {
@@ -165,6 +182,12 @@ struct RaiseAttentionMask : impl::LlmcRaiseAttentionMaskBase<RaiseAttentionMask>
       if (raised->causal) {
         op->setAttr("is_causal", OpBuilder(op).getI64IntegerAttr(1));
         ++causal;
+      }
+      if (raised->window) { // (narrowing a window the attention may have already)
+        const int64_t had = fused.getSlidingWindow();
+        op->setAttr("sliding_window", OpBuilder(op).getI64IntegerAttr(had ? std::min(had, raised->window)
+                                                                          : raised->window));
+        ++windows;
       }
       changed = true;
     }

@@ -473,10 +473,14 @@ std::string writePlan(ModuleOp module, const std::string &path, const PlanOption
 
   fb::Header header{};
   std::memcpy(header.magic, fb::kMagic, sizeof header.magic);
-  // Version 3 only where a reader of 2 would misread the plan: a softcapped attention.
-  bool softcapped = false;
-  module.walk([&](FusedAttentionOp op) { softcapped |= op.getSoftcap().convertToDouble() != 0.0; });
-  header.formatVersion = softcapped ? 3 : 2;
+  // A later version only where an older reader would misread the plan: 3 for a softcapped
+  // attention, 4 for one with a sliding window (the attributes a reader of 2 or 3 would skip).
+  bool softcapped = false, windowed = false;
+  module.walk([&](FusedAttentionOp op) {
+    softcapped |= op.getSoftcap().convertToDouble() != 0.0;
+    windowed |= op.getSlidingWindow() != 0;
+  });
+  header.formatVersion = windowed ? 4 : softcapped ? 3 : 2;
   header.headerSize = sizeof header;
   header.target = uint32_t(cuda ? fb::Target::Cuda : fb::Target::Cpu);
   if (cuda) // the preferred architecture's compute capability times 10 ("sm_90a" -> 90)

@@ -82,7 +82,8 @@ struct HeadStrides {
 // query i) scores over the Sk keys, scale, the softcap, then the mask ([B, H, Sq, Sk] broadcast through
 // `maskStrides`, 0 where it broadcasts; added in the storage type, or bool bytes or int64 values
 // keeping where non-zero: an attention_mask input, see llmc-raise-attention-mask), causal
-// hiding of keys after i + Sk - Sq, softmax, weighted sum of values into out [B, Sq, Hq * Dv]. With
+// hiding of keys after i + Sk - Sq, the sliding window's hiding of keys `window` or more positions
+// before it, softmax, weighted sum of values into out [B, Sq, Hq * Dv]. With
 // cos/sin ([B or 1, Sq, D] in the storage type, `tablesPerBatch`) q is rotated (rotate-half), and k too with `rotateKeys`
 // (then Sk == Sq). A fully masked row is zeros. One block per query row, which takes its keys 4096
 // at a time (an online softmax: any Sk); head sizes at most 12288.
@@ -93,6 +94,7 @@ struct AttentionArgs {
   float scale;
   bool causal;
   float softcap = 0.0f; // > 0: each scaled score s is softcap * tanh(s / softcap) before the mask
+  int64_t window = 0;   // > 0: keys `window` or more positions before the query hidden (sliding_window)
   const void *mask = nullptr; // null: none
   enum class Mask : uint8_t { Additive, Bool, Int64 } maskType = Mask::Additive;
   int64_t maskStrides[4] = {};
@@ -130,10 +132,13 @@ std::string attention(Storage s, const AttentionArgs &a, void *stream);
 // key length is split across `splits` blocks per head (0: chosen from Sk), whose partial results
 // `workspace` holds (decodeAttentionWorkspaceBytes; zeroed before its first use, and left so),
 // and the last block of each head to finish combines them (DecodeAttention.cu). With
-// a.skOnDevice the blocks divide the keys that it counts (at most a.Sk) among themselves.
+// a.skOnDevice the blocks divide the keys that it counts (at most a.Sk) among themselves; with a
+// window, the last a.window of them (the splits: decodeAttentionSplits(decodeKeysSeen(a))).
 constexpr int64_t kMaxDecodeHeadDim = 256;
 size_t decodeAttentionWorkspaceBytes(int64_t B, int64_t Hq, int64_t Dv, int splits);
 int decodeAttentionSplits(int64_t T);
+// The most keys one decode query attends to: Sk (a bound where skOnDevice), or the window.
+inline int64_t decodeKeysSeen(const AttentionArgs &a) { return a.window > 0 && a.window < a.Sk ? a.window : a.Sk; }
 std::string decodeAttention(Storage s, const AttentionArgs &a, int splits, void *workspace, void *stream);
 
 // The same on tensor cores, flash-attention style (FlashAttention.cu): 64 query rows per block,

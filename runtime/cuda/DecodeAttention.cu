@@ -21,7 +21,7 @@ size_t decodeAttentionWorkspaceBytes(int64_t B, int64_t Hq, int64_t Dv, int spli
 
 std::string decodeAttention(Storage s, const AttentionArgs &a, int splits, void *workspace, void *stream) {
   if (splits <= 0)
-    splits = decodeAttentionSplits(a.Sk);
+    splits = decodeAttentionSplits(decodeKeysSeen(a));
   if (!decodeAttentionFits(a, splits))
     return "decodeAttention: needs one query, Hq a multiple of Hkv, keys, D <= " + std::to_string(kMaxDecodeHeadDim) +
            " (even with rotary), no key rotation, at most " + std::to_string(kMaxDecodeChunk) +

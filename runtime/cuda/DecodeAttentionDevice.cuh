@@ -93,7 +93,8 @@ __device__ void finishSplit(const AttentionArgs &a, float *ws, unsigned *arrived
 }
 
 // How the launch's blocks of a head share its keys: the key count (with skOnDevice the count a
-// graph's replay finds there, a.Sk being its bound, which sized the launch) in chunks of at least
+// graph's replay finds there, a.Sk being its bound, which sized the launch), or with a sliding
+// window its last a.window keys (the query is the last position), in chunks of at least
 // kMinDecodeChunk keys; split s takes keys [t0, t1), and the first `active` splits have keys (a
 // cache shorter than the bound leaves the others idle, and the combine reads fewer partials).
 struct DecodeChunk {
@@ -102,9 +103,10 @@ struct DecodeChunk {
 };
 __device__ __forceinline__ DecodeChunk decodeChunk(const AttentionArgs &a, int split, int splits) {
   const int64_t keys = a.skOnDevice && *a.skOnDevice < a.Sk ? *a.skOnDevice : a.Sk;
-  int64_t chunk = (keys + splits - 1) / splits;
+  const int64_t first = a.window > 0 && keys > a.window ? keys - a.window : 0;
+  int64_t chunk = (keys - first + splits - 1) / splits;
   chunk = chunk < kMinDecodeChunk ? kMinDecodeChunk : chunk;
-  const int64_t active = (keys + chunk - 1) / chunk, t0 = split * chunk;
+  const int64_t active = (keys - first + chunk - 1) / chunk, t0 = first + split * chunk;
   return {keys, t0, t0 + chunk < keys ? t0 + chunk : keys, active > 1 ? int(active) : 1};
 }
 
@@ -247,7 +249,8 @@ __device__ __forceinline__ void tiledDecodeBlock(const AttentionArgs &a, float *
   // Where the launch's bound gives every split kMinDecodeChunk keys, a split's first key does not
   // depend on the key count: its first tile is loaded before the count is known (up to the
   // bound), in the same round as the count and the queries, and the keys past the count dropped.
-  const bool early = (a.Sk + splits - 1) / splits <= kMinDecodeChunk;
+  // (A sliding window's first key follows the count.)
+  const bool early = (a.Sk + splits - 1) / splits <= kMinDecodeChunk && (a.window <= 0 || a.window >= a.Sk);
   if (early)
     loadTile(int64_t(split) * kMinDecodeChunk, a.Sk - 1);
 #pragma unroll
@@ -401,7 +404,7 @@ int tiledPieces(Storage s, const AttentionArgs &a) {
 
 // Whether decodeAttention takes `a` in `splits` blocks per head (its message says what it needs).
 bool decodeAttentionFits(const AttentionArgs &a, int splits) {
-  const int64_t chunk = (a.Sk + splits - 1) / splits;
+  const int64_t chunk = (decodeKeysSeen(a) + splits - 1) / splits;
   return a.Sq == 1 && a.B > 0 && a.Hkv > 0 && a.Hq % a.Hkv == 0 && a.Sk > 0 && a.D <= kMaxDecodeHeadDim &&
          !(a.cos && a.D % 2) && !a.rotateKeys && chunk <= kMaxDecodeChunk && splits <= kMaxDecodeChunk &&
          a.B * a.Hq <= kSplitCounters;

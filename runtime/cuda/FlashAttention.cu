@@ -166,13 +166,15 @@ __global__ void __launch_bounds__(kWarps * 32, kChunks == 4 ? 3 : 1) // head 64:
   const int split = int(blockIdx.x % splits);
   const int64_t qt = tileIndex % tiles, h = (tileIndex / tiles) % a.Hq, b = tileIndex / (tiles * a.Hq);
   const int64_t kvh = h / (a.Hq / a.Hkv), i0 = qt * kTile;
-  // Causal: no key after the last row's diagonal. This block's keys: [jBegin, jEnd); the first
-  // `active` splits of the tile have keys (with causality, fewer for the first query tiles).
+  // Causal: no key after the last row's diagonal; a sliding window: none before the first row's
+  // window. This block's keys: [jBegin, jEnd); the first `active` splits of the tile's keys
+  // [kBegin, kEnd) have keys (with causality, fewer for the first query tiles).
   const int64_t lastRow = (i0 + kTile < a.Sq ? i0 + kTile : a.Sq) - 1;
   const int64_t kEnd = a.causal ? std::min<int64_t>(a.Sk, std::max<int64_t>(0, lastRow + (a.Sk - a.Sq) + 1)) : a.Sk;
-  const int64_t chunk = keysPerSplit(a.Sk, splits), jBegin = split * chunk;
+  const int64_t kBegin = a.window > 0 ? std::max<int64_t>(0, i0 + (a.Sk - a.Sq) - a.window + 1) : 0;
+  const int64_t chunk = keysPerSplit(a.Sk, splits), jBegin = kBegin + split * chunk;
   const int64_t jEnd = std::min(kEnd, jBegin + chunk);
-  const int active = int(std::max<int64_t>(1, (kEnd + chunk - 1) / chunk));
+  const int active = int(std::max<int64_t>(1, (kEnd - kBegin + chunk - 1) / chunk));
   if (split >= active) // no keys: nothing to add
     return;
   const T *cosT = static_cast<const T *>(a.cos), *sinT = static_cast<const T *>(a.sin);
@@ -273,7 +275,7 @@ __global__ void __launch_bounds__(kWarps * 32, kChunks == 4 ? 3 : 1) // head 64:
         const int c = column(k);
         const int64_t j = j0 + c;
         s[k] = sw[r * W + c] * a.scale;
-        if (i >= a.Sq || j >= a.Sk || (a.causal && j > i + (a.Sk - a.Sq)))
+        if (i >= a.Sq || j >= a.Sk || hiddenByPosition(a, i, j))
           s[k] = -INFINITY;
         else
           s[k] = masked<T>(a, s[k], b * a.maskStrides[0] + h * a.maskStrides[1] + i * a.maskStrides[2] + j * a.maskStrides[3]);

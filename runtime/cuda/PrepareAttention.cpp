@@ -70,6 +70,12 @@ bool maskRowPerBatch(const PlanOp &op, const std::vector<TensorRef> &t, size_t i
   return m && m->rank == 4 && m->dims[0] > 1;
 }
 
+// The most keys a query of a fused_attention over `keys` keys attends to (its sliding window).
+int64_t keysSeen(const PlanOp &op, int64_t keys) {
+  const int64_t window = op.attrs.getInt("sliding_window", 0);
+  return window > 0 && window < keys ? window : keys;
+}
+
 // The key count of a fused_attention run that the decode kernel can read from the length table
 // (one query; keys and values in the cache layout [Sk, B, Hkv * D], whose strides do not
 // involve Sk; a mask, if any, along the keys alone or a row per sequence; the kernel's limits at the
@@ -84,7 +90,8 @@ int64_t decodeKeyCount(const PlanOp &op, const std::vector<TensorRef> &t, int64_
   const int64_t D = q.shape.dims[2] / Hq, Sk = k.shape.dims[0];
   const bool rotary = op.inputs.size() > 4 && op.inputs[4] >= 0 && t[size_t(op.inputs[4])].numel() > 0;
   if (k.shape.rank != 3 || v.shape.rank != 3 || Hq % Hkv || D > kMaxDecodeHeadDim || (rotary && D % 2) || Sk > skBound ||
-      decodeAttentionWorkspaceBytes(q.shape.dims[0], Hq, v.shape.dims[2] / Hkv, decodeAttentionSplits(skBound)) >
+      decodeAttentionWorkspaceBytes(q.shape.dims[0], Hq, v.shape.dims[2] / Hkv,
+                                    decodeAttentionSplits(keysSeen(op, skBound))) >
           kGemmWorkspace)
     return -1;
   return maskFollowsKeys(op, t, 3, Sk) ? Sk : -1;
@@ -160,6 +167,9 @@ std::string prepareAttention(Executor &ex, const PlanOp &op, PreparedOp &out, in
     a.scale = float(scale != 0.0 ? scale : 1.0 / std::sqrt(double(a.D)));
     a.causal = op.attrs.getInt("is_causal", 0) != 0;
     a.softcap = float(op.attrs.getFloat("softcap", 0.0));
+    a.window = op.attrs.getInt("sliding_window", 0);
+    if (a.window < 0)
+      return std::string("sliding_window must be 0 (none) or positive");
     if (has(3)) {
       const int64_t scores[4] = {a.B, a.Hq, a.Sq, a.Sk};
       const TensorRef &m = t[size_t(op.inputs[3])];
@@ -192,10 +202,10 @@ std::string prepareAttention(Executor &ex, const PlanOp &op, PreparedOp &out, in
         const int w = e.plan->ops[size_t(linear)].inputs[1];
         a.prefetchL2 = e.at(w), a.prefetchL2Bytes = deviceBytesOf(e, w, e.plan->values[size_t(w)].shape);
       }
-      return attentionOrChain(e, st, a, decodeAttentionSplits(skBound));
+      return attentionOrChain(e, st, a, decodeAttentionSplits(decodeKeysSeen(a)));
     }
     if (a.Sq == 1 && !packed && !a.rotateKeys && a.D <= kMaxDecodeHeadDim) {
-      const int splits = decodeAttentionSplits(a.Sk);
+      const int splits = decodeAttentionSplits(decodeKeysSeen(a));
       if (decodeAttentionWorkspaceBytes(a.B, a.Hq, a.Dv, splits) <= e.workspaceBytes)
         return decodeAttention(st, a, splits, e.attentionWorkspace, e.stream);
     }

@@ -133,7 +133,7 @@ template <typename T> __global__ void attentionKernel(AttentionArgs a) {
       dot += qrow[d] * rotated(kj, ck, sk, d, a.D, a.halfTables);
     const float s = masked<T>(a, dot * a.scale,
                               b * a.maskStrides[0] + h * a.maskStrides[1] + i * a.maskStrides[2] + j * a.maskStrides[3]);
-    return a.causal && j > i + (a.Sk - a.Sq) ? -INFINITY : s;
+    return hiddenByPosition(a, i, j) ? -INFINITY : s;
   };
   auto value = [&](int64_t j, int64_t dv) { return toF(vb[j * a.vs.token + dv]); };
   float best;

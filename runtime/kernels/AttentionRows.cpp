@@ -46,12 +46,16 @@ void ScoreMask::apply(float *row, int64_t b, int64_t h, int64_t i, int64_t Sk) c
 }
 
 void maskedSoftmaxRows(float *scores, int64_t Sq, int64_t Sk, const ScoreMask &mask, int64_t b, int64_t h,
-                       bool causal) {
+                       bool causal, int64_t window) {
   for (int64_t i = 0; i < Sq; ++i) {
     float *row = scores + i * Sk;
     mask.apply(row, b, h, i, Sk);
-    if (causal) // keys after the frontier i + (Sk - Sq) are hidden
-      for (int64_t j = std::max<int64_t>(0, i + (Sk - Sq) + 1); j < Sk; ++j)
+    const int64_t at = i + (Sk - Sq); // the query's position among the keys
+    if (causal) // keys after the frontier are hidden
+      for (int64_t j = std::max<int64_t>(0, at + 1); j < Sk; ++j)
+        row[j] = kMinusInf;
+    if (window > 0) // and those the window has left behind
+      for (int64_t j = 0; j < std::min(Sk, at - window + 1); ++j)
         row[j] = kMinusInf;
     const float best = rowMax(row, Sk);
     if (best == kMinusInf) { // every key masked: the row attends to nothing

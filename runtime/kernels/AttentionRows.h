@@ -22,8 +22,10 @@ private:
 };
 
 // Softmax over each of the Sq rows of `scores` (row length Sk) after the mask and, with `causal`,
-// hiding the keys after each query (bottom-right aligned). A fully masked row becomes zeros.
+// hiding the keys after each query (bottom-right aligned: query i is at position i + Sk - Sq);
+// with `window` > 0, hiding the keys `window` or more positions before the query (a sliding
+// window: a query sees at most `window` keys up to itself). A fully masked row becomes zeros.
 void maskedSoftmaxRows(float *scores, int64_t Sq, int64_t Sk, const ScoreMask &mask, int64_t b, int64_t h,
-                       bool causal);
+                       bool causal, int64_t window = 0);
 
 } // namespace llmc::rt

@@ -192,7 +192,8 @@ void rotateHalf(const float *x, float *out, int64_t B, int64_t S, int64_t H, int
 // attention), an optional mask broadcastable to [B, Hq, Sq, Sk] (additive float, or bool where
 // true keeps), optional rotary tables cos/sin [B or 1, S, D] applied to q and k, `is_causal`
 // (bottom-right aligned), `scale` (0: 1/sqrt(D)), `softcap` (> 0: each scaled score s becomes
-// softcap * tanh(s / softcap) before the mask). Output [B, Sq, Hq*D]; a fully masked row is 0.
+// softcap * tanh(s / softcap) before the mask), `sliding_window` (> 0: keys that many positions or
+// more before the query hidden). Output [B, Sq, Hq*D]; a fully masked row is 0.
 std::string fusedAttentionUnpacked(const KernelArgs &args);
 
 // packed_qkv: Q, K and V side by side in input 0 ([B, S, (Hq + 2 Hkv) * D], a merged QKV
@@ -267,6 +268,9 @@ std::string fusedAttentionUnpacked(const KernelArgs &args) {
     scale = 1.0 / std::sqrt(double(D));
   const bool causal = args.attrs.getInt("is_causal", 0) != 0;
   const float softcap = float(args.attrs.getFloat("softcap", 0.0));
+  const int64_t window = args.attrs.getInt("sliding_window", 0);
+  if (window < 0)
+    return "sliding_window must be 0 (none) or positive";
 
   // Rotary embedding into copies of q and k.
   const float *qp = q.as<const float>(), *kp = k.as<const float>();
@@ -304,7 +308,7 @@ std::string fusedAttentionUnpacked(const KernelArgs &args) {
       if (softcap > 0.0f)
         for (float &score : scores)
           score = softcap * std::tanh(score / softcap);
-      maskedSoftmaxRows(scores.data(), Sq, Sk, mask, b, h, causal);
+      maskedSoftmaxRows(scores.data(), Sq, Sk, mask, b, h, causal, window);
       gemmF32(false, false, Sq, Dv, Sk, 1.0f, scores.data(), Sk, args.in(2).as<const float>() + vBase(b, kvh),
               vRowStride, 0.0f, o + b * Sq * oRow + h * Dv, oRow);
     }

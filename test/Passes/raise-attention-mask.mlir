@@ -210,14 +210,19 @@ func.func @narrow_positions(%q: tensor<1x4x64xf32>, %k: tensor<1x7x64xf32>) -> t
 
 // A sliding window (Mistral's: key j after position i - window) with a cache: with the plan's
 // bounds (at most 64 cached and 16 new tokens) no query reaches 4096 keys back, so the window
-// hides nothing and the mask is causal. A window of 8 hides keys at those bounds: that mask
-// stays as it is.
+// hides nothing and the mask is causal. A window of 8 hides keys at those bounds: it becomes
+// sliding_window = 8 (since session 27). Negative: a comparison with the query's place among the
+// new tokens (top-left, not its position after the past) and one that hides the query itself
+// and 8 keys behind it (`j > i + 8`) stay masks.
 // CHECK-LABEL: func.func @sliding_window
 // CHECK: %[[WIDE:.*]] = llmc.fused_attention %arg0, %arg1, %arg1, %{{.*}}, %{{.*}}, %{{.*}} {is_causal = 1 : i64, kv_num_heads = 1 : i64, kv_time_major = 1 : i64, q_num_heads = 1 : i64} : (tensor<1x?x64xf32>, tensor<?x1x64xf32>, tensor<?x1x64xf32>, tensor<0xf32>,
-// CHECK: %[[NARROW:.*]] = llmc.fused_attention %arg0, %arg1, %arg1, %{{.*}}, %{{.*}}, %{{.*}} {kv_num_heads = 1 : i64, kv_time_major = 1 : i64, q_num_heads = 1 : i64} : (tensor<1x?x64xf32>, tensor<?x1x64xf32>, tensor<?x1x64xf32>, tensor<1x1x?x?xi1>,
+// CHECK: %[[NARROW:.*]] = llmc.fused_attention %arg0, %arg1, %arg1, %{{.*}}, %{{.*}}, %{{.*}} {is_causal = 1 : i64, kv_num_heads = 1 : i64, kv_time_major = 1 : i64, q_num_heads = 1 : i64, sliding_window = 8 : i64} : (tensor<1x?x64xf32>, tensor<?x1x64xf32>, tensor<?x1x64xf32>, tensor<0xf32>,
+// CHECK: %[[TOPLEFT:.*]] = llmc.fused_attention %arg0, %arg1, %arg1, %{{.*}}, %{{.*}}, %{{.*}} {kv_num_heads = 1 : i64, kv_time_major = 1 : i64, q_num_heads = 1 : i64} : (tensor<1x?x64xf32>, tensor<?x1x64xf32>, tensor<?x1x64xf32>, tensor<1x1x?x?xi1>,
+// CHECK: %[[AHEAD:.*]] = llmc.fused_attention %arg0, %arg1, %arg1, %{{.*}}, %{{.*}}, %{{.*}} {kv_num_heads = 1 : i64, kv_time_major = 1 : i64, q_num_heads = 1 : i64} : (tensor<1x?x64xf32>, tensor<?x1x64xf32>, tensor<?x1x64xf32>, tensor<1x1x?x?xi1>,
 func.func @sliding_window(%q: tensor<1x?x64xf32> {llmc.name = "q", llmc.dim_symbols = ["", "seq", ""]},
                           %k: tensor<?x1x64xf32> {llmc.name = "k", llmc.dim_symbols = ["total", "", ""]})
-    -> (tensor<1x?x64xf32>, tensor<1x?x64xf32>) attributes {llmc.symbol_bounds = {seq = 16 : i64, total = 80 : i64}} {
+    -> (tensor<1x?x64xf32>, tensor<1x?x64xf32>, tensor<1x?x64xf32>, tensor<1x?x64xf32>)
+    attributes {llmc.symbol_bounds = {seq = 16 : i64, total = 80 : i64}} {
   %e = llmc.constant dense<> : tensor<0xf32>
   %i0 = llmc.constant dense<0> : tensor<i64>
   %i1 = llmc.constant dense<1> : tensor<i64>
@@ -243,7 +248,17 @@ func.func @sliding_window(%q: tensor<1x?x64xf32> {llmc.name = "q", llmc.dim_symb
   %narrow = llmc.and %causal, %in8 : (tensor<?x?xi1>, tensor<?x?xi1>) -> tensor<?x?xi1>
   %narrow4 = llmc.unsqueeze %narrow {axes = array<i64: 0, 1>} : (tensor<?x?xi1>) -> tensor<1x1x?x?xi1>
   %b = llmc.fused_attention %q, %k, %k, %narrow4, %e, %e {kv_num_heads = 1 : i64, kv_time_major = 1 : i64, q_num_heads = 1 : i64} : (tensor<1x?x64xf32>, tensor<?x1x64xf32>, tensor<?x1x64xf32>, tensor<1x1x?x?xi1>, tensor<0xf32>, tensor<0xf32>) -> tensor<1x?x64xf32>
-  return %a, %b : tensor<1x?x64xf32>, tensor<1x?x64xf32>
+  %places = llmc.unsqueeze %r {axes = array<i64: 1>} : (tensor<?xi64>) -> tensor<?x1xi64>
+  %fromPlace = llmc.sub %places, %w8 : (tensor<?x1xi64>, tensor<i64>) -> tensor<?x1xi64>
+  %inPlace = llmc.greater %keys, %fromPlace : (tensor<?xi64>, tensor<?x1xi64>) -> tensor<?x?xi1>
+  %topLeft = llmc.and %causal, %inPlace : (tensor<?x?xi1>, tensor<?x?xi1>) -> tensor<?x?xi1>
+  %topLeft4 = llmc.unsqueeze %topLeft {axes = array<i64: 0, 1>} : (tensor<?x?xi1>) -> tensor<1x1x?x?xi1>
+  %c = llmc.fused_attention %q, %k, %k, %topLeft4, %e, %e {kv_num_heads = 1 : i64, kv_time_major = 1 : i64, q_num_heads = 1 : i64} : (tensor<1x?x64xf32>, tensor<?x1x64xf32>, tensor<?x1x64xf32>, tensor<1x1x?x?xi1>, tensor<0xf32>, tensor<0xf32>) -> tensor<1x?x64xf32>
+  %past8 = llmc.add %rows, %w8 : (tensor<?x1xi64>, tensor<i64>) -> tensor<?x1xi64>
+  %beyond = llmc.greater %keys, %past8 : (tensor<?xi64>, tensor<?x1xi64>) -> tensor<?x?xi1>
+  %beyond4 = llmc.unsqueeze %beyond {axes = array<i64: 0, 1>} : (tensor<?x?xi1>) -> tensor<1x1x?x?xi1>
+  %d = llmc.fused_attention %q, %k, %k, %beyond4, %e, %e {kv_num_heads = 1 : i64, kv_time_major = 1 : i64, q_num_heads = 1 : i64} : (tensor<1x?x64xf32>, tensor<?x1x64xf32>, tensor<?x1x64xf32>, tensor<1x1x?x?xi1>, tensor<0xf32>, tensor<0xf32>) -> tensor<1x?x64xf32>
+  return %a, %b, %c, %d : tensor<1x?x64xf32>, tensor<1x?x64xf32>, tensor<1x?x64xf32>, tensor<1x?x64xf32>
 }
 
 // -----

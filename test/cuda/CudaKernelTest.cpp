@@ -250,6 +250,26 @@ TEST(Cuda, GatherRowsMatchesTheCpuAndFlagsBadIds) {
   }
 }
 
+// A decode attention's cache as a graph replayed for every cache length reads it: `a` gets the
+// key count `keys` on the device and a launch bound of `bound` rows, of which those past the
+// count are NaN (what a row not yet written may hold: the kernel may load, not use them). The
+// uploads live as long as the result.
+struct CacheAtBound {
+  std::unique_ptr<Device> count, k, v;
+};
+CacheAtBound cacheAtBound(cu::AttentionArgs &a, const std::vector<float> &k, const std::vector<float> &v, int64_t keys,
+                          int64_t bound, int64_t rowElements, cu::Storage s) {
+  CacheAtBound c;
+  c.count = uploadRaw(std::vector<int64_t>{keys});
+  a.Sk = bound, a.skOnDevice = static_cast<const int64_t *>(c.count->p);
+  std::vector<float> kBound(size_t(bound * rowElements), NAN), vBound(kBound.size(), NAN);
+  std::copy(k.begin(), k.end(), kBound.begin());
+  std::copy(v.begin(), v.end(), vBound.begin());
+  c.k = upload(kBound, s), c.v = upload(vBound, s);
+  a.k = c.k->p, a.v = c.v->p;
+  return c;
+}
+
 // Decode steps: one query over T keys split across blocks, in the layouts a decoder's plan has: a
 // length-major cache with a bool keep-mask; the same with the query rotated (tables [1, 1, D]) and
 // an additive mask; rotated, with the attention_mask input (i64) as the mask, as SmolLM2's KV plan
@@ -333,15 +353,8 @@ TEST(Cuda, DecodeAttentionMatchesFusedAttention) {
         if (!timeMajor)
           continue;
         // The key count read from the device, the launch sized for a longer cache (a graph
-        // replayed for every cache length): the same result. The cache holds the bound's rows, those
-        // past the count NaN (what a row not yet written may hold: the kernel may load, not use them).
-        auto keys = uploadRaw(std::vector<int64_t>{T});
-        a.Sk = 1536, a.skOnDevice = static_cast<const int64_t *>(keys->p);
-        std::vector<float> kBound(size_t(a.Sk * B * Hkv * D), NAN), vBound(kBound.size(), NAN);
-        std::copy(k.data.begin(), k.data.end(), kBound.begin());
-        std::copy(v.data.begin(), v.data.end(), vBound.begin());
-        auto dkBound = upload(kBound, s), dvBound = upload(vBound, s);
-        a.k = dkBound->p, a.v = dvBound->p;
+        // replayed for every cache length): the same result.
+        const CacheAtBound cache = cacheAtBound(a, k.data, v.data, T, 1536, B * Hkv * D, s);
         if (inputMask) // a row per sequence: its stride is the key count, not what a capture saw
           a.maskRowPerBatch = true, a.maskStrides[0] = 1;
         const int boundSplits = cu::decodeAttentionSplits(a.Sk);
@@ -578,6 +591,40 @@ TEST(Cuda, AttentionMatchesFusedAttention) {
     }
 }
 
+// `a` (writing `elements` of `out`, its a.out) on every fused attention kernel that takes it, each
+// result against `want`: a prompt on the row kernel and, in 16 bits, on the tensor-core one with
+// its keys in 1 and 3 splits; a decode step (Sq == 1) on the tiled and plain kernels, in the
+// splits its keys get and in one.
+void expectEveryAttentionKernelGives(cu::Storage s, cu::AttentionArgs a, const Device &out, size_t elements,
+                                     const std::vector<float> &want, const std::string &what) {
+  if (a.Sq > 1) {
+    ASSERT_EQ(cu::attention(s, a, nullptr), "");
+    expectClose(download(out, elements, s), want, tolerance(s) * 2, "row attention, " + what);
+    if (s == cu::Storage::F32)
+      return;
+    ASSERT_TRUE(cu::flashAttentionFits(s, a.D, a.Dv, allowFlashSharedMemory()));
+    Device workspace(size_t(2) << 20);
+    cudaMemset(workspace.p, 0, workspace.bytes);
+    for (int splits : {1, 3}) {
+      ASSERT_EQ(cudaMemset(out.p, 0, out.bytes), cudaSuccess);
+      ASSERT_EQ(cu::flashAttention(s, a, nullptr, splits, workspace.p), "");
+      expectClose(download(out, elements, s), want, tolerance(s) * 4,
+                  "flash attention, " + what + " splits=" + std::to_string(splits));
+    }
+    return;
+  }
+  for (bool plain : {false, true})
+    for (int splits : {cu::decodeAttentionSplits(cu::decodeKeysSeen(a)), 1}) {
+      Device ws(cu::decodeAttentionWorkspaceBytes(a.B, a.Hq, a.Dv, splits));
+      cudaMemset(ws.p, 0, ws.bytes);
+      a.plainDecode = plain;
+      ASSERT_EQ(cudaMemset(out.p, 0, out.bytes), cudaSuccess);
+      ASSERT_EQ(cu::decodeAttention(s, a, splits, ws.p, nullptr), "");
+      expectClose(download(out, elements, s), want, tolerance(s),
+                  std::string(plain ? "plain " : "tiled ") + what + " splits=" + std::to_string(splits));
+    }
+}
+
 // fused_attention's softcap (Gemma 2: each scaled score s becomes c * tanh(s / c) before the
 // mask) in every kernel that runs it, against the CPU: the row kernel and the tensor-core one over
 // a causal prompt of 70 tokens with an additive mask; the decode kernels (plain and tiled, the
@@ -626,27 +673,70 @@ TEST(Cuda, AttentionSoftcapMatchesTheCpu) {
         a.mask = dadd->p;
         a.maskStrides[0] = Sq * Sk, a.maskStrides[2] = Sk, a.maskStrides[3] = 1;
       }
+      expectEveryAttentionKernelGives(s, a, out, size_t(B * Sq * Hq * D), want.data,
+                                      std::string(decode ? "decode " : "prompt ") + name(s));
+    }
+}
+
+// A sliding window on every fused attention kernel, against the CPU's: a causal prompt of 150
+// queries after 50 cached keys (3 tiles of queries, 4 of keys: the first key tiles fall outside
+// the last query tiles' windows) on the row kernel and the tensor-core one, its keys in 1 and 3
+// splits; a decode step over 700 keys on the plain and tiled kernels, in the splits the window's
+// keys get and in one, then with the key count on the device (a launch sized for 1536 keys,
+// those past the count NaN: the window starts from the count). Sequence 1 is left-padded.
+TEST(Cuda, AttentionSlidingWindowMatchesTheCpu) {
+  const int64_t B = 2, Hq = 4, Hkv = 2, D = 64, window = 70;
+  const float scale = 0.125f;
+  for (cu::Storage s : kStorages)
+    for (bool decode : {false, true}) {
+      const int64_t Sq = decode ? 1 : 150, Sk = decode ? 700 : 200;
+      const std::vector<int64_t> kvShape = decode ? std::vector<int64_t>{Sk, B, Hkv * D} : std::vector<int64_t>{B, Sk, Hkv * D};
+      Buf<float> none(DType::F32, {0}), q(DType::F32, {B, Sq, Hq * D}, rounded(randomFloats(B * Sq * Hq * D, 70), s)),
+          k(DType::F32, kvShape, rounded(randomFloats(B * Sk * Hkv * D, 71), s)),
+          v(DType::F32, kvShape, rounded(randomFloats(B * Sk * Hkv * D, 72), s)), want(DType::F32, {B, Sq, Hq * D}),
+          unwindowed(DType::F32, {B, Sq, Hq * D});
+      Buf<int64_t> padding(DType::I64, {B, 1, 1, Sk});
+      for (int64_t i = 0; i < B * Sk; ++i)
+        padding.data[size_t(i)] = i >= Sk && i < Sk + 3 ? 0 : 1;
+      for (int64_t w : {window, int64_t(0)})
+        ASSERT_EQ(call("fused_attention",
+                       attrs({intAttr("q_num_heads", Hq), intAttr("kv_num_heads", Hkv), floatAttr("scale", scale),
+                              intAttr("is_causal", !decode), intAttr("kv_time_major", decode),
+                              intAttr("sliding_window", w)}),
+                       {q.ref(), k.ref(), v.ref(), padding.ref(), none.ref(), none.ref()},
+                       {w ? want.ref() : unwindowed.ref()}),
+                  "");
+      float apart = 0.0f;
+      for (size_t i = 0; i < want.data.size(); ++i)
+        apart = std::max(apart, std::fabs(want.data[i] - unwindowed.data[i]));
+      ASSERT_GT(apart, 0.01f) << "the window changes the result";
+      auto dq = upload(q.data, s), dk = upload(k.data, s), dv = upload(v.data, s), dpadding = uploadRaw(padding.data);
+      Device out(size_t(B * Sq * Hq * D) * cu::storageBytes(s));
+      cu::AttentionArgs a;
+      a.B = B, a.Hq = Hq, a.Hkv = Hkv, a.Sq = Sq, a.Sk = Sk, a.D = D, a.Dv = D, a.scale = scale, a.causal = !decode;
+      a.window = window, a.q = dq->p, a.k = dk->p, a.v = dv->p, a.out = out.p;
+      a.qs = {Sq * Hq * D, Hq * D, D};
+      a.ks = a.vs = decode ? cu::HeadStrides{Hkv * D, B * Hkv * D, D} : cu::HeadStrides{Sk * Hkv * D, Hkv * D, D};
+      a.mask = dpadding->p, a.maskType = cu::AttentionArgs::Mask::Int64;
+      a.maskStrides[0] = Sk, a.maskStrides[3] = 1;
       const std::string what = std::string(decode ? "decode " : "prompt ") + name(s);
-      if (!decode) {
-        ASSERT_EQ(cu::attention(s, a, nullptr), "");
-        expectClose(download(out, size_t(B * Sq * Hq * D), s), want.data, tolerance(s) * 2, "row attention, " + what);
-        if (s == cu::Storage::F32)
-          continue;
-        ASSERT_TRUE(cu::flashAttentionFits(s, D, D, allowFlashSharedMemory()));
-        ASSERT_EQ(cudaMemset(out.p, 0, out.bytes), cudaSuccess);
-        ASSERT_EQ(cu::flashAttention(s, a, nullptr), "");
-        expectClose(download(out, size_t(B * Sq * Hq * D), s), want.data, tolerance(s) * 4, "flash attention, " + what);
+      const size_t elements = size_t(B * Sq * Hq * D);
+      expectEveryAttentionKernelGives(s, a, out, elements, want.data, what);
+      if (!decode)
         continue;
+      EXPECT_EQ(cu::decodeKeysSeen(a), window);
+      const CacheAtBound cache = cacheAtBound(a, k.data, v.data, Sk, 1536, B * Hkv * D, s);
+      a.maskRowPerBatch = true, a.maskStrides[0] = 1;
+      const int splits = cu::decodeAttentionSplits(cu::decodeKeysSeen(a));
+      Device ws(cu::decodeAttentionWorkspaceBytes(B, Hq, D, splits));
+      cudaMemset(ws.p, 0, ws.bytes);
+      for (bool plain : {false, true}) {
+        a.plainDecode = plain;
+        cudaMemset(out.p, 0, out.bytes);
+        ASSERT_EQ(cu::decodeAttention(s, a, splits, ws.p, nullptr), "");
+        expectClose(download(out, elements, s), want.data, tolerance(s),
+                    std::string(plain ? "plain " : "tiled ") + what + ", key count on the device");
       }
-      for (bool plain : {false, true})
-        for (int splits : {cu::decodeAttentionSplits(Sk), 1}) {
-          Device ws(cu::decodeAttentionWorkspaceBytes(B, Hq, D, splits));
-          cudaMemset(ws.p, 0, ws.bytes);
-          a.plainDecode = plain;
-          ASSERT_EQ(cu::decodeAttention(s, a, splits, ws.p, nullptr), "");
-          expectClose(download(out, size_t(B * Hq * D), s), want.data, tolerance(s),
-                      std::string(plain ? "plain " : "tiled ") + what + " splits=" + std::to_string(splits));
-        }
     }
 }
 

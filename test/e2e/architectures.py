@@ -12,7 +12,8 @@ With --kv the same models (but MPT and DeepSeek-V3) are exported with their KV c
 and generate greedily: the CPU against ONNX Runtime's decode loop step by step
 (generate_vs_ort.py), and with --cuda the CUDA executor against the CPU in f32 and bf16, CUDA
 graphs on (one graph replayed by every decode step). The decode plan's raised attentions, causal
-masks and length-major caches are counted.
+masks, sliding windows (Mistral's, Gemma 2's and 3's, of 8 keys: inside the bounds) and
+length-major caches are counted.
 
     architectures.py --llmc BIN --llmc-run BIN [--kv] [--cuda] [--only NAME]
 
@@ -49,11 +50,11 @@ COMMON = dict(vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_
 ARCHITECTURES = {
     "qwen2": ("Qwen2ForCausalLM", "Qwen2Config", dict(num_key_value_heads=2), 2),
     "qwen3": ("Qwen3ForCausalLM", "Qwen3Config", dict(num_key_value_heads=2, head_dim=16), 2),
-    "mistral": ("MistralForCausalLM", "MistralConfig", dict(num_key_value_heads=2), 2),
+    "mistral": ("MistralForCausalLM", "MistralConfig", dict(num_key_value_heads=2, sliding_window=8), 2),
     "phi3": ("Phi3ForCausalLM", "Phi3Config", dict(num_key_value_heads=2, pad_token_id=0), 2),
     "gemma": ("GemmaForCausalLM", "GemmaConfig", dict(num_key_value_heads=2, head_dim=16), 2),
     # Softcapped scores (fused_attention's softcap) and a sliding window on every other layer.
-    "gemma2": ("Gemma2ForCausalLM", "Gemma2Config", dict(num_key_value_heads=2, head_dim=16), 2),
+    "gemma2": ("Gemma2ForCausalLM", "Gemma2Config", dict(num_key_value_heads=2, head_dim=16, sliding_window=8), 2),
     "gpt_neox": ("GPTNeoXForCausalLM", "GPTNeoXConfig", dict(rotary_pct=0.25), 2),
     "falcon": ("FalconForCausalLM", "FalconConfig", dict(new_decoder_architecture=False, multi_query=True), 2),
     "opt": ("OPTForCausalLM", "OPTConfig", dict(ffn_dim=128, word_embed_proj_dim=64), 2),
@@ -64,7 +65,7 @@ ARCHITECTURES = {
                dict(num_key_value_heads=2, rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
                                                          "high_freq_factor": 4.0,
                                                          "original_max_position_embeddings": 64}), 2),
-    "gemma3": ("Gemma3ForCausalLM", "Gemma3TextConfig", dict(num_key_value_heads=2, head_dim=16, sliding_window=4096), 2),
+    "gemma3": ("Gemma3ForCausalLM", "Gemma3TextConfig", dict(num_key_value_heads=2, head_dim=16, sliding_window=8), 2),
     "olmo": ("OlmoForCausalLM", "OlmoConfig", dict(num_key_value_heads=2), 2),
     "olmo2": ("Olmo2ForCausalLM", "Olmo2Config", dict(num_key_value_heads=2), 2),
     "cohere": ("CohereForCausalLM", "CohereConfig", dict(num_key_value_heads=2), 2),
@@ -112,6 +113,11 @@ EXPERT_COUNTS = {EXPERT_LINEARS: 2, EXPERT_FUSIONS: 3}  # per layer with experts
 # Not exported with a KV cache: torch.export fails on MPT's, and on DeepSeek-V3's (its keys
 # and values of different widths; models/export_kv_models.py's MLA export is the latent one).
 NO_KV = {"mpt", "deepseek_v3"}
+# Sliding windows of 8 keys (Mistral's layers, Gemma 2's first, both of Gemma 3's: its first five
+# of every six), inside the plans' bounds: llmc-raise-attention-mask makes each the attention's
+# sliding_window.
+WINDOWS_RAISED = "masks raised to sliding_window"
+WINDOWS = dict({name: 0 for name in ARCHITECTURES}, mistral=2, gemma2=1, gemma3=2)
 # Rotations that llmc-raise-attention turns into llmc.rotary because no attention takes them:
 # (without a cache, with one). A rotate-half rotary over the whole head turns inside the
 # attention, keys too where there is no cache (0, 2); a partial one (GPT-NeoX, Phi, StableLM) or
@@ -216,6 +222,9 @@ def check(args, name, tmp):
         if rotations != ROTATIONS[name][0]:
             ok = False
             lines.append(f"  {precision}: {rotations} {ROTARY_OPS}, {ROTATIONS[name][0]} expected")
+        if counted(stats, WINDOWS_RAISED) != WINDOWS[name]:
+            ok = False
+            lines.append(f"  {precision}: {counted(stats, WINDOWS_RAISED)} {WINDOWS_RAISED}, {WINDOWS[name]} expected")
         experts = {what: counted(stats, what) for what in EXPERT_COUNTS}
         for what, count in experts.items():
             if count != EXPERT_COUNTS[what] * MOE_LAYERS.get(name, 0):
@@ -243,7 +252,7 @@ def check(args, name, tmp):
             lines.append(f"  {precision} {got_name} vs {want_name}: max abs error {err:.3g}, cosine {cosine:.6f} "
                          f"({'ok' if good else 'MISMATCH'}, atol {atol:.3g})")
         lines.append(f"  {precision}: {kernels} kernels, {attentions} attention blocks raised, "
-                     f"{rotations} {ROTARY_OPS}" +
+                     f"{counted(stats, WINDOWS_RAISED)} {WINDOWS_RAISED}, {rotations} {ROTARY_OPS}" +
                      "".join(f", {count} {what}" for what, count in experts.items() if name in MOE))
     return ok, lines
 
@@ -273,12 +282,12 @@ def check_kv(args, name, tmp):
                      "logits", "--print-stats"] + KV_SHAPES)
         found = {what: counted(stats, what) for what in
                  ("attention blocks raised", "masks raised to is_causal", "past/present pairs turned length-major",
-                  ROTARY_OPS, EXPERT_LINEARS, EXPERT_FUSIONS)}
+                  WINDOWS_RAISED, ROTARY_OPS, EXPERT_LINEARS, EXPERT_FUSIONS)}
         # Every raised attention causal, reading the attention_mask input; each layer's key and
         # value caches length-major (what the decode attention reads; also where ALiBi leaves the
         # attention unraised).
         want = {"attention blocks raised": expected, "masks raised to is_causal": expected,
-                "past/present pairs turned length-major": 4, ROTARY_OPS: ROTATIONS[name][1],
+                "past/present pairs turned length-major": 4, WINDOWS_RAISED: WINDOWS[name], ROTARY_OPS: ROTATIONS[name][1],
                 **{what: per * MOE_LAYERS.get(name, 0) for what, per in EXPERT_COUNTS.items()}}
         for what, count in found.items():
             if count != want[what]:

@@ -224,6 +224,56 @@ TEST(Kernels, FusedAttentionMatchesRotaryThenAttention) {
             "");
 }
 
+// sliding_window W hides the keys W or more positions before the query, bottom-right aligned as
+// is_causal: ONNX Attention's left window of W - 1 keys, over a past (its frontier then
+// bottom-right too) and without one (one length: both alignments agree).
+TEST(Kernels, FusedAttentionSlidingWindowMatchesOnnxLeftWindow) {
+  const int64_t B = 2, P = 5, Sq = 3, Hq = 4, Hkv = 2, D = 4;
+  Buf<float> q(DType::F32, {B, Sq, Hq * D}, randomFloats(B * Sq * Hq * D, 20)),
+      k(DType::F32, {B, Sq, Hkv * D}, randomFloats(B * Sq * Hkv * D, 21)),
+      v(DType::F32, {B, Sq, Hkv * D}, randomFloats(B * Sq * Hkv * D, 22)),
+      pastK(DType::F32, {B, Hkv, P, D}, randomFloats(B * Hkv * P * D, 23)),
+      pastV(DType::F32, {B, Hkv, P, D}, randomFloats(B * Hkv * P * D, 24)), empty(DType::F32, {0});
+  Buf<int64_t> emptyI(DType::I64, {0});
+  // Padding: the second sequence's first key hidden.
+  Buf<uint8_t> keep(DType::Bool, {B, 1, 1, P + Sq}, std::vector<uint8_t>(size_t(B * (P + Sq)), 1));
+  keep.data[size_t(P + Sq)] = 0;
+  Buf<uint8_t> keepNew(DType::Bool, {B, 1, 1, Sq}, std::vector<uint8_t>(size_t(B * Sq), 1));
+  for (int causal : {0, 1})
+    for (int64_t window : {1, 2, 4, 8}) {
+      auto onnx = attrs({intAttr("q_num_heads", Hq), intAttr("kv_num_heads", Hkv), intAttr("is_causal", causal),
+                         intAttr("left_window_size", window - 1)});
+      auto fused = attrs({intAttr("q_num_heads", Hq), intAttr("kv_num_heads", Hkv), intAttr("is_causal", causal),
+                          intAttr("sliding_window", window)});
+      SCOPED_TRACE("causal " + std::to_string(causal) + ", window " + std::to_string(window));
+      Buf<float> want(DType::F32, {B, Sq, Hq * D}), presentK(DType::F32, {B, Hkv, P + Sq, D}),
+          presentV(DType::F32, {B, Hkv, P + Sq, D}), qk(DType::F32, {B, Hq, Sq, P + Sq}),
+          got(DType::F32, {B, Sq, Hq * D});
+      ASSERT_EQ(call("attention", onnx, {q.ref(), k.ref(), v.ref(), keep.ref(), pastK.ref(), pastV.ref(), emptyI.ref()},
+                     {want.ref(), presentK.ref(), presentV.ref(), qk.ref()}),
+                "");
+      // Over the present keys and values (the cache layout), Sq < Sk.
+      ASSERT_EQ(call("fused_attention", fused,
+                     {q.ref(), presentK.ref(), presentV.ref(), keep.ref(), empty.ref(), empty.ref()}, {got.ref()}),
+                "");
+      expectNear(got.data, want.data, 1e-5f);
+      // Without a past.
+      Buf<float> wantNew(DType::F32, {B, Sq, Hq * D}), pk(DType::F32, {B, Hkv, Sq, D}), pv(DType::F32, {B, Hkv, Sq, D}),
+          qkNew(DType::F32, {B, Hq, Sq, Sq});
+      ASSERT_EQ(call("attention", onnx, {q.ref(), k.ref(), v.ref(), keepNew.ref(), empty.ref(), empty.ref(), emptyI.ref()},
+                     {wantNew.ref(), pk.ref(), pv.ref(), qkNew.ref()}),
+                "");
+      ASSERT_EQ(call("fused_attention", fused, {q.ref(), k.ref(), v.ref(), keepNew.ref(), empty.ref(), empty.ref()},
+                     {got.ref()}),
+                "");
+      expectNear(got.data, wantNew.data, 1e-5f);
+    }
+  EXPECT_NE(call("fused_attention", attrs({intAttr("q_num_heads", Hq), intAttr("kv_num_heads", Hkv),
+                                           intAttr("sliding_window", -1)}),
+                 {q.ref(), k.ref(), v.ref(), empty.ref(), empty.ref(), empty.ref()}, {Buf<float>(DType::F32, {B, Sq, Hq * D}).ref()}),
+            "");
+}
+
 // fused_elementwise runs a serialized region: here gelu_tanh written out, and a where/cast tree.
 TEST(Kernels, FusedElementwiseMatchesTheOpsItFuses) {
   Buf<float> x(DType::F32, {3, 4}, randomFloats(12, 14)), c(DType::F32, {4}, randomFloats(4, 15));

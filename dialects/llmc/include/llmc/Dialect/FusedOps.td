@@ -83,14 +83,18 @@ def Llmc_FusedAttentionOp : Llmc_Op<"fused_attention"> {
     added when float, keeps where non-zero when bool or integer (an attention_mask input, see
     llmc-raise-attention-mask). `is_causal` hides keys after each query
     (bottom-right aligned); `scale` 0 means 1/sqrt(head). `softcap` > 0 caps each scaled score s
-    to `softcap * tanh(s / softcap)` before the mask (Gemma 2). Result [batch, seq_q,
-    q_num_heads * head]; a fully masked row yields zeros.
+    to `softcap * tanh(s / softcap)` before the mask (Gemma 2). `sliding_window` > 0 hides the
+    keys that many positions or more before each query (query i at position i + seq_k - seq_q,
+    as `is_causal` aligns it): with `is_causal` each query sees at most `sliding_window` keys, up
+    to itself (Mistral, Gemma 2 and 3). Result [batch, seq_q, q_num_heads * head]; a fully masked
+    row yields zeros.
   }];
   let arguments = (ins Llmc_Tensor:$q, Llmc_Tensor:$k, Llmc_Tensor:$v, Llmc_Tensor:$mask, Llmc_Tensor:$cos,
                    Llmc_Tensor:$sin, I64Attr:$q_num_heads, I64Attr:$kv_num_heads,
                    DefaultValuedAttr<F32Attr, "0.0">:$scale, DefaultValuedAttr<I64Attr, "0">:$is_causal,
                    DefaultValuedAttr<I64Attr, "1">:$rotate_keys, DefaultValuedAttr<I64Attr, "0">:$kv_time_major,
-                   DefaultValuedAttr<I64Attr, "0">:$packed_qkv, DefaultValuedAttr<F32Attr, "0.0">:$softcap);
+                   DefaultValuedAttr<I64Attr, "0">:$packed_qkv, DefaultValuedAttr<F32Attr, "0.0">:$softcap,
+                   DefaultValuedAttr<I64Attr, "0">:$sliding_window);
   let results = (outs Llmc_Tensor:$result);
 }
 
