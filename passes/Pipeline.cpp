@@ -29,6 +29,7 @@ void buildDefaultPipeline(mlir::OpPassManager &pm, const PipelineOptions &option
     add(createLlmcRaiseAttentionMask());
     add(createLlmcFuseResidualNorm());
     add(createLlmcFuseLinear());
+    add(createLlmcFuseRouting()); // before llmc-fuse-elementwise takes the weights' division
     if (options.merging)
       add(createLlmcMergeParallelLinears());
     add(createLlmcFuseElementwise());
@@ -53,11 +54,11 @@ void buildPlanPreparation(mlir::OpPassManager &pm) {
 }
 
 std::vector<std::string> optionalPassNames() {
-  return {"llmc-kv-cache-layout",        "llmc-absorb-mla",         "llmc-fold-conv-affine",
-          "llmc-raise-norms",            "llmc-raise-activations",  "llmc-raise-attention",
-          "llmc-raise-attention-mask",   "llmc-fuse-residual-norm", "llmc-fuse-linear",
-          "llmc-merge-parallel-linears", "llmc-fuse-elementwise",   "llmc-fold-transposes",
-          "llmc-transpose-linear-weights"};
+  return {"llmc-kv-cache-layout",          "llmc-absorb-mla",         "llmc-fold-conv-affine",
+          "llmc-raise-norms",              "llmc-raise-activations",  "llmc-raise-attention",
+          "llmc-raise-attention-mask",     "llmc-fuse-residual-norm", "llmc-fuse-linear",
+          "llmc-fuse-routing",             "llmc-merge-parallel-linears", "llmc-fuse-elementwise",
+          "llmc-fold-transposes",          "llmc-transpose-linear-weights"};
 }
 
 namespace {

@@ -551,6 +551,13 @@ std::string argReduce(int type, bool max, const void *in, int64_t *out, int64_t 
 std::string topK(int type, const void *x, void *values, int64_t *indices, int64_t outer, int64_t n, int64_t inner,
                  int64_t k, bool largest, void *stream);
 
+// softmax_top_k of logits [rows, n] in storage `s`: per row the k largest softmax probabilities,
+// the largest first and equal ones by index (topK's order), into values [rows, k] (divided by
+// their sum with `normalize`) and their indices [rows, k]; k at most kMaxSoftmaxTopK. (TopK.cu)
+constexpr int64_t kMaxSoftmaxTopK = 8192;
+std::string softmaxTopK(Storage s, const void *logits, void *values, int64_t *indices, int64_t rows, int64_t n,
+                        int64_t k, bool normalize, void *stream);
+
 // The product of n dims (the elements of a window's plane, its taps, a shape's elements).
 int64_t productOf(const int64_t *dims, int n);
 

@@ -541,6 +541,27 @@ std::string prepareTopK(Executor &ex, const PlanOp &op, PreparedOp &out) {
   return {};
 }
 
+// softmax_top_k over the last axis (llmc-fuse-routing's router), as the CPU's.
+std::string prepareSoftmaxTopK(Executor &ex, const PlanOp &op, PreparedOp &out) {
+  Storage st;
+  if (op.inputs.size() != 1 || op.outputs.size() != 2 || !isFloat(ex.plan->values[size_t(op.inputs[0])]) ||
+      ex.plan->values[size_t(op.outputs[1])].dtype != DType::I64)
+    return "needs float logits and int64 indices";
+  if (std::string err = floatStorage(ex, op, st); !err.empty())
+    return err;
+  const int64_t k = op.attrs.getInt("k", -1);
+  const bool normalize = op.attrs.getInt("normalize", 0) != 0;
+  out.launch = [&op, st, k, normalize](Executor &e, const std::vector<TensorRef> &t) -> std::string {
+    const Shape &s = t[size_t(op.inputs[0])].shape;
+    if (s.rank == 0)
+      return std::string("needs logits of rank 1 or more");
+    const int64_t n = s.dims[s.rank - 1];
+    return softmaxTopK(st, e.at(op.inputs[0]), e.at(op.outputs[0]), static_cast<int64_t *>(e.at(op.outputs[1])),
+                       n ? t[size_t(op.inputs[0])].numel() / n : 0, n, k, normalize, e.stream);
+  };
+  return {};
+}
+
 std::string prepareReduce(Executor &ex, const PlanOp &op, PreparedOp &out) {
   const std::string kind = op.kernel.substr(strlen("reduce_"));
   const int type = numericTypeOf(ex, op.inputs[0]);
@@ -672,6 +693,8 @@ std::string prepareOp(Executor &ex, int k, PreparedOp &p, size_t &scratch) {
     err = prepareReduce(ex, op, p);
   else if (op.kernel == "arg_max" || op.kernel == "arg_min")
     err = prepareArgReduce(ex, op, p);
+  else if (op.kernel == "softmax_top_k")
+    err = prepareSoftmaxTopK(ex, op, p);
   else if (op.kernel == "top_k")
     err = prepareTopK(ex, op, p);
   else if (op.kernel == "conv")

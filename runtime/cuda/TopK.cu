@@ -1,4 +1,5 @@
-// top_k (ONNX TopK): a block per line along the axis, which picks the k values one after another;
+// top_k (ONNX TopK), and softmax_top_k (a router's softmax and top-k): a block per line along the
+// axis, which picks the k values one after another;
 // each pick is the block's best among the elements that come after the one picked before, in an
 // order without ties (value, then index). So it keeps no sorted copy and no state but the last
 // pick: k passes over the line, fine for the lines plans have (a mixture of experts' router picks
@@ -86,7 +87,66 @@ __global__ void topKKernel(const T *__restrict__ x, T *__restrict__ values, int6
   }
 }
 
+// softmax_top_k: a block per row of n logits takes the row's max and its exponentials' sum, then
+// picks k times as topKKernel does, over the probabilities exp(x - max) / sum (computed the same
+// way at every pass: one order); thread 0 keeps the picks in `picked` (k floats of shared memory)
+// and writes them, divided by their sum with `normalize`. A row of -inf logits counts from 0 as
+// the CPU's softmax (its probabilities NaN, as there).
+template <typename T>
+__global__ void softmaxTopKKernel(const T *__restrict__ x, T *__restrict__ values, int64_t *__restrict__ indices,
+                                  int64_t rows, int64_t n, int64_t k, bool normalize) {
+  extern __shared__ float picked[];
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const T *in = x + row * n;
+    float best = -INFINITY;
+    for (int64_t e = threadIdx.x; e < n; e += blockDim.x)
+      best = fmaxf(best, toF(in[e]));
+    best = blockReduce<true>(best);
+    if (best == -INFINITY)
+      best = 0.0f;
+    float sum = 0.0f;
+    for (int64_t e = threadIdx.x; e < n; e += blockDim.x)
+      sum += expf(toF(in[e]) - best);
+    const float inv = 1.0f / blockReduce<false>(sum);
+    Pick<float> last{0.0f, -1};
+    for (int64_t j = 0; j < k; ++j) {
+      Pick<float> mine{0.0f, -1};
+      for (int64_t e = threadIdx.x; e < n; e += blockDim.x) {
+        const float p = expf(toF(in[e]) - best) * inv;
+        if (last.index < 0 || comesFirst(last.value, last.index, p, e, true))
+          mine = firstOf(mine, Pick<float>{p, e}, true);
+      }
+      last = blockFirst(mine, true);
+      if (threadIdx.x == 0)
+        picked[j] = last.value, indices[row * k + j] = last.index;
+    }
+    if (threadIdx.x == 0) {
+      float total = 0.0f;
+      for (int64_t j = 0; j < k; ++j)
+        total += picked[j];
+      for (int64_t j = 0; j < k; ++j)
+        values[row * k + j] = fromF<T>(normalize ? picked[j] / total : picked[j]);
+    }
+  }
+}
+
 } // namespace
+
+std::string softmaxTopK(Storage s, const void *logits, void *values, int64_t *indices, int64_t rows, int64_t n,
+                        int64_t k, bool normalize, void *stream) {
+  if (k < 0 || k > n || k > kMaxSoftmaxTopK)
+    return "softmaxTopK: k must be 0 to the row's length, at most " + std::to_string(kMaxSoftmaxTopK);
+  if (rows * k == 0)
+    return {};
+  const unsigned blocks = unsigned(std::min<int64_t>(rows, 65535 * 8));
+  const int threads = int(std::min<int64_t>((n + 31) / 32 * 32, kTopKThreads));
+  dispatch(s, [&](auto tag) {
+    using T = decltype(tag);
+    softmaxTopKKernel<T><<<blocks, threads, size_t(k) * sizeof(float), static_cast<cudaStream_t>(stream)>>>(
+        static_cast<const T *>(logits), static_cast<T *>(values), indices, rows, n, k, normalize);
+  });
+  return launched("softmaxTopK");
+}
 
 std::string topK(int type, const void *x, void *values, int64_t *indices, int64_t outer, int64_t n, int64_t inner,
                  int64_t k, bool largest, void *stream) {

@@ -299,6 +299,37 @@ std::string topKKernel(const KernelArgs &args) {
   return err;
 }
 
+// softmax_top_k: top_k (the k largest, sorted) of softmax(logits) over the last axis, by those two
+// kernels, so that it is the unfused ops' result to the bit; with `normalize`, the values divided
+// by their sum (summed in doubles, as reduce_sum sums).
+std::string softmaxTopKKernel(const KernelArgs &args) {
+  if (args.numInputs != 1 || args.numOutputs != 2)
+    return "expects logits, and values and indices outputs";
+  const TensorRef &logits = args.in(0);
+  if (logits.dtype != DType::F32 || logits.shape.rank == 0)
+    return "expects float logits of rank 1 or more";
+  std::vector<float> probabilities(size_t(logits.numel()));
+  TensorRef softmaxOut = logits;
+  softmaxOut.data = probabilities.data();
+  if (std::string err = softmaxKernel<false>(KernelArgs{args.attrs, &logits, 1, &softmaxOut, 1}); !err.empty())
+    return err;
+  if (std::string err = topKKernel(KernelArgs{args.attrs, &softmaxOut, 1, args.outputs, 2}); !err.empty())
+    return err;
+  if (!args.attrs.getInt("normalize", 0))
+    return {};
+  const int64_t k = args.attrs.getInt("k", 0);
+  float *values = args.out(0).as<float>();
+  for (int64_t row = 0; k > 0 && row < args.out(0).numel() / k; ++row) {
+    double sum = 0;
+    for (int64_t j = 0; j < k; ++j)
+      sum += double(values[row * k + j]);
+    const float total = float(sum);
+    for (int64_t j = 0; j < k; ++j)
+      values[row * k + j] /= total;
+  }
+  return {};
+}
+
 // instance_norm: each (batch, channel) plane normalized over its elements, then scale and bias.
 std::string instanceNormKernel(const KernelArgs &args) {
   const TensorRef &x = args.in(0), &scale = args.in(1), &bias = args.in(2);
@@ -420,6 +451,7 @@ extern const KernelEntry kReductionKernels[] = {
     {"arg_max", withHalf<argKernel<true>>},
     {"arg_min", withHalf<argKernel<false>>},
     {"top_k", withHalf<topKKernel>},
+    {"softmax_top_k", withHalf<softmaxTopKKernel>},
     {"instance_norm", withHalf<instanceNormKernel>},
     {"group_norm", withHalf<groupNormKernel>},
     {nullptr, nullptr},

@@ -2230,6 +2230,43 @@ TEST(Cuda, ArgReduceMatchesTheCpu) {
     }
 }
 
+// softmax_top_k (a router: softmax over the last axis, its top k, normalized or not) against the
+// CPU's: rows of 4, 60 and 300 logits (a block of 32 to 256 threads), k 1, 2 and 8, in f32, f16
+// and bf16, with two equal logits at the top of the first row (picked by index).
+TEST(Cuda, SoftmaxTopKMatchesTheCpu) {
+  const int64_t rows = 5;
+  for (int64_t n : {4, 60, 300})
+    for (cu::Storage s : kStorages) {
+      std::vector<float> logits = rounded(randomFloats(size_t(rows * n), 40, -4, 4), s);
+      logits[1] = logits[n - 1] = 6.0f;
+      Buf<float> x(DType::F32, {rows, n}, logits);
+      auto dx = upload(x.data, s);
+      for (int64_t k : {int64_t(1), int64_t(2), int64_t(8)})
+        for (bool normalize : {false, true}) {
+          if (k > n)
+            continue;
+          Buf<float> want(DType::F32, {rows, k});
+          Buf<int64_t> wantIds(DType::I64, {rows, k});
+          ASSERT_EQ(call("softmax_top_k", attrs({intAttr("k", k), intAttr("normalize", normalize)}), {x.ref()},
+                         {want.ref(), wantIds.ref()}),
+                    "");
+          Device got(size_t(rows * k) * cu::storageBytes(s)), gotIds(size_t(rows * k) * 8);
+          ASSERT_EQ(cu::softmaxTopK(s, dx->p, got.p, static_cast<int64_t *>(gotIds.p), rows, n, k, normalize, nullptr),
+                    "");
+          const std::string what = "softmax_top_k n " + std::to_string(n) + " k " + std::to_string(k) +
+                                   (normalize ? " normalized " : " ") + name(s);
+          EXPECT_EQ(downloadRaw<int64_t>(gotIds, size_t(rows * k)), wantIds.data) << what;
+          const std::vector<int64_t> ids = downloadRaw<int64_t>(gotIds, size_t(rows * k));
+          EXPECT_EQ(ids[0], 1) << what;
+          if (k > 1)
+            EXPECT_EQ(ids[1], n - 1) << what;
+          expectClose(download(got, size_t(rows * k), s), want.data, s == cu::Storage::F32 ? 1e-6f : 1e-2f, what);
+        }
+    }
+  Device none(8);
+  EXPECT_NE(cu::softmaxTopK(cu::Storage::F32, none.p, none.p, nullptr, 1, 4, 5, false, nullptr), "");
+}
+
 // top_k against the CPU's: values with many ties (exact in every storage type), so that equal
 // values must come in index order; a line longer than the kernel's block (300) with k of 1 and 40,
 // a line sorted whole (k = n = 5); the largest and the smallest; along each axis.

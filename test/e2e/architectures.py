@@ -110,6 +110,21 @@ MOE_LAYERS = dict({name: 2 for name in MOE}, deepseek_v3=1)
 EXPERT_LINEARS = "products of gathered experts turned into expert_linear"
 EXPERT_FUSIONS = "swiglus, repeated rows and weighted sums fused into expert_linear"
 EXPERT_COUNTS = {EXPERT_LINEARS: 2, EXPERT_FUSIONS: 3}  # per layer with experts
+# Each router's softmax and top-k become llmc.softmax_top_k (DeepSeek-V3's sigmoid and grouped
+# choice stay ops), and Mixtral's weights divided by their sum its `normalize` (the others'
+# configs leave norm_topk_prob off).
+ROUTERS = "softmaxes and their top-k turned into softmax_top_k"
+NORMALIZED = "routing weights' normalizations fused into softmax_top_k"
+ROUTING = {"mixtral": {ROUTERS: 1, NORMALIZED: 1}, "qwen3_moe": {ROUTERS: 1}, "olmoe": {ROUTERS: 1},
+           "qwen2_moe": {ROUTERS: 1}}
+
+
+def expert_counts(name):
+    """The expert and routing fusions an architecture's plan should count."""
+    per_layer = {**EXPERT_COUNTS, ROUTERS: 0, NORMALIZED: 0, **ROUTING.get(name, {})}
+    return {what: per * MOE_LAYERS.get(name, 0) for what, per in per_layer.items()}
+
+
 # Not exported with a KV cache: torch.export fails on MPT's, and on DeepSeek-V3's (its keys
 # and values of different widths; models/export_kv_models.py's MLA export is the latent one).
 NO_KV = {"mpt", "deepseek_v3"}
@@ -225,11 +240,12 @@ def check(args, name, tmp):
         if counted(stats, WINDOWS_RAISED) != WINDOWS[name]:
             ok = False
             lines.append(f"  {precision}: {counted(stats, WINDOWS_RAISED)} {WINDOWS_RAISED}, {WINDOWS[name]} expected")
-        experts = {what: counted(stats, what) for what in EXPERT_COUNTS}
+        want = expert_counts(name)
+        experts = {what: counted(stats, what) for what in want}
         for what, count in experts.items():
-            if count != EXPERT_COUNTS[what] * MOE_LAYERS.get(name, 0):
+            if count != want[what]:
                 ok = False
-                lines.append(f"  {precision}: {count} {what}, {EXPERT_COUNTS[what] * MOE_LAYERS.get(name, 0)} expected")
+                lines.append(f"  {precision}: {count} {what}, {want[what]} expected")
         outputs = {}
         for device in ["cpu", "cuda"] if args.cuda else ["cpu"]:
             out_dir = os.path.join(tmp, f"{name}-{precision}-{device}")
@@ -282,13 +298,13 @@ def check_kv(args, name, tmp):
                      "logits", "--print-stats"] + KV_SHAPES)
         found = {what: counted(stats, what) for what in
                  ("attention blocks raised", "masks raised to is_causal", "past/present pairs turned length-major",
-                  WINDOWS_RAISED, ROTARY_OPS, EXPERT_LINEARS, EXPERT_FUSIONS)}
+                  WINDOWS_RAISED, ROTARY_OPS, *expert_counts(name))}
         # Every raised attention causal, reading the attention_mask input; each layer's key and
         # value caches length-major (what the decode attention reads; also where ALiBi leaves the
         # attention unraised).
         want = {"attention blocks raised": expected, "masks raised to is_causal": expected,
                 "past/present pairs turned length-major": 4, WINDOWS_RAISED: WINDOWS[name], ROTARY_OPS: ROTATIONS[name][1],
-                **{what: per * MOE_LAYERS.get(name, 0) for what, per in EXPERT_COUNTS.items()}}
+                **expert_counts(name)}
         for what, count in found.items():
             if count != want[what]:
                 ok = False

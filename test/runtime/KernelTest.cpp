@@ -779,6 +779,38 @@ TEST(Kernels, ArgAndTopK) {
             "");
 }
 
+// softmax_top_k is softmax, top_k over the last axis (and, with normalize, the weights divided
+// by their reduce_sum) to the bit: rows of 3 dimensions, k 1 to 3, equal logits picked by index.
+TEST(Kernels, SoftmaxTopKMatchesItsParts) {
+  const int64_t A = 2, B = 3, n = 7;
+  std::vector<float> logits = randomFloats(size_t(A * B * n), 30, -3, 3);
+  logits[2] = logits[5] = 9.0f; // a tie at the top of the first row
+  Buf<float> x(DType::F32, {A, B, n}, logits), probabilities(DType::F32, {A, B, n});
+  ASSERT_EQ(call("softmax", {}, {x.ref()}, {probabilities.ref()}), "");
+  for (int64_t k : {1, 2, 3})
+    for (int normalize : {0, 1}) {
+      SCOPED_TRACE("k " + std::to_string(k) + (normalize ? ", normalized" : ""));
+      Buf<float> want(DType::F32, {A, B, k}), got(DType::F32, {A, B, k}), sum(DType::F32, {A, B, 1});
+      Buf<int64_t> wantIds(DType::I64, {A, B, k}), gotIds(DType::I64, {A, B, k});
+      ASSERT_EQ(call("top_k", attrs({intAttr("k", k)}), {probabilities.ref()}, {want.ref(), wantIds.ref()}), "");
+      if (normalize) {
+        ASSERT_EQ(call("reduce_sum", attrs({intsAttr("axes", {-1})}), {want.ref()}, {sum.ref()}), "");
+        ASSERT_EQ(call("div", {}, {want.ref(), sum.ref()}, {want.ref()}), "");
+      }
+      ASSERT_EQ(call("softmax_top_k", attrs({intAttr("k", k), intAttr("normalize", normalize)}), {x.ref()},
+                     {got.ref(), gotIds.ref()}),
+                "");
+      EXPECT_EQ(got.data, want.data);
+      EXPECT_EQ(gotIds.data, wantIds.data);
+      EXPECT_EQ(gotIds.data[0], 2);
+      if (k > 1)
+        EXPECT_EQ(gotIds.data[1], 5);
+    }
+  Buf<float> tooMany(DType::F32, {A, B, n + 1});
+  Buf<int64_t> tooManyIds(DType::I64, {A, B, n + 1});
+  EXPECT_NE(call("softmax_top_k", attrs({intAttr("k", n + 1)}), {x.ref()}, {tooMany.ref(), tooManyIds.ref()}), "");
+}
+
 TEST(Kernels, TileScatterInstanceNorm) {
   Buf<float> x(DType::F32, {1, 2}, {1, 2}), t(DType::F32, {2, 4});
   ASSERT_EQ(call("tile", {}, {x.ref()}, {t.ref()}), "");

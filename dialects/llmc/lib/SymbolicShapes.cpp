@@ -458,7 +458,7 @@ LogicalResult ShapeRules::resultDims(Operation *op, StringRef name, std::vector<
             dim = operandDims(i)[d];
       r.push_back(dim);
     }
-  } else if (name == "top_k") { // values and indices: the input's dims with k along the axis
+  } else if (name == "top_k" || name == "softmax_top_k") { // values and indices: the input's dims with k along the axis
     r = operandDims(0);
     const int64_t rank = int64_t(r.size()), axis = intAttr(op, "axis", -1) + (intAttr(op, "axis", -1) < 0 ? rank : 0);
     if (axis < 0 || axis >= rank)

@@ -898,7 +898,8 @@ LogicalResult inferResultTypes(StringRef opName, MLIRContext *context, std::opti
   if (failed(in.expectOperands(minOperands)))
     return failure();
   // The fused ops (and ONNX's RotaryEmbedding, which allows no more): isFusedFloatType.
-  if (llvm::is_contained({"linear", "add_layer_norm", "add_rms_norm", "fused_attention", "rotary", "expert_linear"},
+  if (llvm::is_contained({"linear", "add_layer_norm", "add_rms_norm", "fused_attention", "rotary", "expert_linear",
+                          "softmax_top_k"},
                          name) &&
       !isFusedFloatType(in.elem(0)))
     return in.fail(name + " takes f32, f16 or bf16 operands");
@@ -943,7 +944,7 @@ LogicalResult inferResultTypes(StringRef opName, MLIRContext *context, std::opti
               .Case("quantize_linear", inferQuantize)
               .Case("dequantize_linear", [](Inference &i) { return i.result(i.shape(0), i.elem(1)); })
               .Cases({"arg_max", "arg_min"}, inferArg)
-              .Case("top_k", inferTopK)
+              .Cases({"top_k", "softmax_top_k"}, inferTopK) // (softmax_top_k: over the last axis)
               .Case("tile", inferTile)
               .Cases({"scatter_elements", "scatter_nd"}, inferScatter)
               .Case("pad", inferPad)

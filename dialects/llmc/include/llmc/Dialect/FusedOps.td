@@ -123,6 +123,19 @@ def Llmc_LatentAttentionOp : Llmc_Op<"latent_attention"> {
   let results = (outs Llmc_Tensor:$result);
 }
 
+def Llmc_SoftmaxTopKOp : Llmc_Op<"softmax_top_k"> {
+  let summary = "the k largest probabilities of a softmax over the last axis, and their indices";
+  let description = [{
+    A mixture of experts' router, raised from top_k(softmax(logits)) by llmc-fuse-routing:
+    per row of `logits` [..., n] the softmax's probabilities, of which the k largest (the largest
+    first, equal ones by index) as `values` [..., k] of the logits' type and their indices as
+    `indices` [..., k] i64; with `normalize`, the k values are divided by their sum (Mixtral's
+    routing weights, `w / w.sum(-1, keepdim=True)`).
+  }];
+  let arguments = (ins Llmc_Tensor:$logits, I64Attr:$k, DefaultValuedAttr<I64Attr, "0">:$normalize);
+  let results = (outs Llmc_Tensor:$values, Llmc_Tensor:$indices);
+}
+
 def Llmc_FusedElementwiseOp : Op<Llmc_Dialect, "fused_elementwise",
                                  [Pure, IsolatedFromAbove, SingleBlockImplicitTerminator<"YieldOp">]> {
   let summary = "a chain or tree of elementwise ops run in one pass";
