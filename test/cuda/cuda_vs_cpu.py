@@ -54,7 +54,8 @@ CASES = [
     ("tiny_neox-bf16", "tiny_neox", ["--input-shape", "input_ids=1x16", "--precision", "bf16"], "run"),
     # Gemma 2 (test/e2e/architectures.py's tiny export): softcapped scores, which fused_attention
     # takes since session 25, in the prompt's tensor-core attention and the decode attention;
-    # its sliding window (4096) wider than the bounds, so that the masks are causal.
+    # since session 27 its first layer's sliding window of 8 keys is fused_attention's too (a
+    # 16-token prompt and a decode past it: the window's keys in both kernels).
     ("gemma2-bf16", "arch_gemma2", ["--input-shape", "input_ids=1x16", "--precision", "bf16"], "run"),
     ("gemma2_kv-bf16-cuda", "arch_gemma2_kv",
      KV_SHAPES + ["--precision", "bf16", "--last-position", "logits", "--target", "cuda"], "generate"),
@@ -63,7 +64,8 @@ CASES = [
     ("gptj_kv-bf16-cuda", "arch_gptj_kv",
      KV_SHAPES + ["--precision", "bf16", "--last-position", "logits", "--target", "cuda"], "generate"),
     # Mixtral's mixture of experts (top-2 of 4 per token: TopK, each token's experts' weights
-    # gathered, batched products), as architectures.py exports it (session 26).
+    # gathered, batched products), as architectures.py exports it (session 26); its router one
+    # softmax_top_k since session 27.
     ("mixtral-bf16", "arch_mixtral", ["--input-shape", "input_ids=1x16", "--precision", "bf16"], "run"),
     ("mixtral_kv-bf16-cuda", "arch_mixtral_kv",
      KV_SHAPES + ["--precision", "bf16", "--last-position", "logits", "--target", "cuda"], "generate"),
