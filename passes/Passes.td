@@ -360,6 +360,19 @@ def LlmcFuseRouting : Pass<"llmc-fuse-routing", "mlir::func::FuncOp"> {
   }];
 }
 
+def LlmcFuseQueryRotary : Pass<"llmc-fuse-query-rotary", "mlir::func::FuncOp"> {
+  let summary = "Moves a query's own llmc.rotary into the fused_attention that reads it";
+  let description = [{
+    A fused_attention without rotary tables whose query is an llmc.rotary (no position ids, on
+    [batch, seq, heads * head] rows of the query's type), through reshapes that give it back its
+    shape, each value on the way read once, takes the rotary's input and tables instead, with
+    `rotary_dim` (the rotary's, or the head) and `rotary_interleaved`, and `rotate_keys = 0`: the
+    partial or neighbour-paired rotations that llmc-raise-attention leaves to an llmc.rotary
+    (GPT-J, CodeGen, Cohere, Phi, StableLM). It runs after llmc-fold-transposes, which brings such
+    a rotary to the query's rows.
+  }];
+}
+
 def LlmcFuseElementwise : Pass<"llmc-fuse-elementwise", "mlir::func::FuncOp"> {
   let summary = "Fuses chains and trees of elementwise ops into llmc.fused_elementwise";
   let description = [{

@@ -42,6 +42,8 @@ void buildDefaultPipeline(mlir::OpPassManager &pm, const PipelineOptions &option
         LlmcLastPositionOptions{llvm::SmallVector<std::string>(options.lastPosition.begin(), options.lastPosition.end())}));
   // After attention raising, which looks for the transposes of the head split and of K.
   add(createLlmcFoldTransposes());
+  if (options.fusion) // after the transposes fold: the query's rotary then turns its rows
+    add(createLlmcFuseQueryRotary());
   // Last: the merged and absorbed weights are final.
   if (options.linearWeightsByOutput)
     add(createLlmcTransposeLinearWeights());
@@ -58,7 +60,7 @@ std::vector<std::string> optionalPassNames() {
           "llmc-raise-norms",              "llmc-raise-activations",  "llmc-raise-attention",
           "llmc-raise-attention-mask",     "llmc-fuse-residual-norm", "llmc-fuse-linear",
           "llmc-fuse-routing",             "llmc-merge-parallel-linears", "llmc-fuse-elementwise",
-          "llmc-fold-transposes",          "llmc-transpose-linear-weights"};
+          "llmc-fold-transposes",          "llmc-fuse-query-rotary",  "llmc-transpose-linear-weights"};
 }
 
 namespace {

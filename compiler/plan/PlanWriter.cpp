@@ -473,14 +473,18 @@ std::string writePlan(ModuleOp module, const std::string &path, const PlanOption
 
   fb::Header header{};
   std::memcpy(header.magic, fb::kMagic, sizeof header.magic);
-  // A later version only where an older reader would misread the plan: 3 for a softcapped
-  // attention, 4 for one with a sliding window (the attributes a reader of 2 or 3 would skip).
-  bool softcapped = false, windowed = false;
+  // A later version only where an older reader would misread the plan, the attention's attributes
+  // that it would skip: 3 for a softcap, 4 for a sliding window, 5 for a query's own rotation.
+  uint32_t version = 2;
   module.walk([&](FusedAttentionOp op) {
-    softcapped |= op.getSoftcap().convertToDouble() != 0.0;
-    windowed |= op.getSlidingWindow() != 0;
+    if (op.getSoftcap().convertToDouble() != 0.0)
+      version = std::max<uint32_t>(version, 3);
+    if (op.getSlidingWindow() != 0)
+      version = std::max<uint32_t>(version, 4);
+    if (op.getRotaryDim() != 0)
+      version = std::max<uint32_t>(version, 5);
   });
-  header.formatVersion = windowed ? 4 : softcapped ? 3 : 2;
+  header.formatVersion = version;
   header.headerSize = sizeof header;
   header.target = uint32_t(cuda ? fb::Target::Cuda : fb::Target::Cpu);
   if (cuda) // the preferred architecture's compute capability times 10 ("sm_90a" -> 90)

@@ -103,6 +103,11 @@ struct AttentionArgs {
   // The tables have D / 2 columns, which both halves of a head share (tables that are a
   // concatenation of one table with itself, as a Hugging Face export makes them, read once).
   bool halfTables = false;
+  // > 0: q turns as llmc.rotary turns it (fused_attention's rotary_dim): its first rotaryDim
+  // features in pairs (i, i + rotaryDim / 2), or (2i, 2i + 1) with `interleaved`, by tables of
+  // rotaryDim / 2 columns; the keys are not rotated (rotateKeys false).
+  int64_t rotaryDim = 0;
+  bool interleaved = false;
   void *out;
   // decodeAttention only: the key count in device memory, Sk being its upper bound (a graph
   // replayed for every cache length launches with the same arguments). The keys' and values'

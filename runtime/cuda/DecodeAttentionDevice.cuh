@@ -114,11 +114,11 @@ __device__ __forceinline__ DecodeChunk decodeChunk(const AttentionArgs &a, int s
 // scaled, by the whole block (the caller's barrier publishes it).
 template <typename T> __device__ void loadQuery(const AttentionArgs &a, int64_t b, int64_t h, float *qs) {
   const T *q = static_cast<const T *>(a.q) + b * a.qs.batch + h * a.qs.head;
-  const int64_t width = a.halfTables ? a.D / 2 : a.D; // of a table row
+  const int64_t width = tableWidth(a); // of a table row
   const T *cq = a.cos ? static_cast<const T *>(a.cos) + (a.tablesPerBatch ? b : 0) * width : nullptr;
   const T *sq = a.sin ? static_cast<const T *>(a.sin) + (a.tablesPerBatch ? b : 0) * width : nullptr;
   for (int64_t d = threadIdx.x; d < a.D; d += blockDim.x)
-    qs[d] = rotated(q, cq, sq, d, a.D, a.halfTables) * a.scale;
+    qs[d] = rotatedBy(a, q, cq, sq, d) * a.scale;
 }
 
 // Block (sequence b and head h, split) of the plain kernel: each warp scores kDecodeKeysPerStep

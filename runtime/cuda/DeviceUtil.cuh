@@ -56,6 +56,27 @@ __device__ __forceinline__ float rotated(const T *row, const T *cosRow, const T 
   return x * toF(cosRow[column]) + partner * toF(sinRow[column]);
 }
 
+// Element d of a head row turned by an attention's tables (row and table rows given; no table: as
+// it is): rotate-half over the head (rotated), or with a.rotaryDim llmc.rotary's rotation of the
+// first rotaryDim features. tableWidth: the columns of a table row.
+template <typename A> __host__ __device__ __forceinline__ int64_t tableWidth(const A &a) {
+  return a.rotaryDim ? a.rotaryDim / 2 : a.halfTables ? a.D / 2 : a.D;
+}
+template <typename T, typename A>
+__device__ __forceinline__ float rotatedBy(const A &a, const T *row, const T *cosRow, const T *sinRow, int64_t d) {
+  if (!a.rotaryDim)
+    return rotated(row, cosRow, sinRow, d, a.D, a.halfTables);
+  const float x = toF(row[d]);
+  if (!cosRow || d >= a.rotaryDim)
+    return x;
+  const int64_t half = a.rotaryDim / 2;
+  const bool first = a.interleaved ? d % 2 == 0 : d < half;
+  const int64_t i = a.interleaved ? d / 2 : first ? d : d - half;
+  const float partner = toF(row[a.interleaved ? (first ? d + 1 : d - 1) : (first ? d + half : d - half)]);
+  const float c = toF(cosRow[i]), s = toF(sinRow[i]);
+  return first ? x * c - partner * s : x * c + partner * s;
+}
+
 // The 16 / sizeof(T) elements of a 16-byte load, widened.
 template <typename T> struct Lanes {
   static constexpr int kCount = 16 / int(sizeof(T));

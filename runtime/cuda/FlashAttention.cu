@@ -179,7 +179,7 @@ __global__ void __launch_bounds__(kWarps * 32, kChunks == 4 ? 3 : 1) // head 64:
     return;
   const T *cosT = static_cast<const T *>(a.cos), *sinT = static_cast<const T *>(a.sin);
   auto tableRow = [&](const T *table, int64_t i) {
-    return table ? table + ((a.tablesPerBatch ? b : 0) * a.Sq + i) * (a.halfTables ? a.D / 2 : a.D) : nullptr;
+    return table ? table + ((a.tablesPerBatch ? b : 0) * a.Sq + i) * tableWidth(a) : nullptr;
   };
   // Rows first .. first + kTile of `from` (row i at from + i * stride, `width` elements) into
   // `to` [kTile][ld] element by element, by the whole block, rotated by the tables with
@@ -191,21 +191,21 @@ __global__ void __launch_bounds__(kWarps * 32, kChunks == 4 ? 3 : 1) // head 64:
       const int64_t i = first + r;
       float x = 0.0f;
       if (i < rows)
-        x = rotated(from + i * stride, rotate ? tableRow(cosT, i) : nullptr, rotate ? tableRow(sinT, i) : nullptr, d,
-                    width, a.halfTables);
+        x = rotatedBy(a, from + i * stride, rotate ? tableRow(cosT, i) : nullptr, rotate ? tableRow(sinT, i) : nullptr,
+                      int64_t(d));
       to[r * ld + d] = fromF<T>(x);
     }
   };
 
   // Q, rotated; rows past the end are zeros. 16 bytes per load where the rows and the tables
   // allow it (the chunk of 16 / sizeof(T) elements, its rotation partner half a head away, and
-  // their cos and sin), else element by element.
+  // their cos and sin: rotate-half over the head), else element by element.
   const T *qb = static_cast<const T *>(a.q) + b * a.qs.batch + h * a.qs.head;
-  const int64_t tableWidth = a.halfTables ? a.D / 2 : a.D;
+  const int64_t columns = tableWidth(a);
   const bool wideQ = aligned16(qb) && (a.qs.token * sizeof(T)) % 16 == 0 &&
-                     (!cosT || (aligned16(cosT) && aligned16(sinT) && (tableWidth * sizeof(T)) % 16 == 0));
+                     (!cosT || (!a.rotaryDim && aligned16(cosT) && aligned16(sinT) && (columns * sizeof(T)) % 16 == 0));
   if (wideQ)
-    stageRotatedRows(qs, ldq, qb, a.qs.token, i0, a.Sq, D, tableRow(cosT, i0), tableRow(sinT, i0), tableWidth,
+    stageRotatedRows(qs, ldq, qb, a.qs.token, i0, a.Sq, D, tableRow(cosT, i0), tableRow(sinT, i0), columns,
                      a.halfTables);
   else
     stageElements(qs, ldq, qb, a.qs.token, i0, a.Sq, D, true);

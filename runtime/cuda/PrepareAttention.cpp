@@ -178,7 +178,17 @@ std::string prepareAttention(Executor &ex, const PlanOp &op, PreparedOp &out, in
         return err;
       a.mask = e.at(op.inputs[3]);
     }
-    if (has(4)) {
+    if (has(4) && op.attrs.getInt("rotary_dim", 0) != 0) { // llmc.rotary's turn of the queries alone
+      a.rotaryDim = op.attrs.getInt("rotary_dim", 0), a.interleaved = op.attrs.getInt("rotary_interleaved", 0) != 0;
+      const int64_t perRow = a.Sq * (a.rotaryDim / 2), cells = t[size_t(op.inputs[4])].numel();
+      a.tablesPerBatch = a.B > 1 && cells == a.B * perRow;
+      if (a.rotaryDim < 0 || a.rotaryDim % 2 || a.rotaryDim > a.D || (cells != perRow && !a.tablesPerBatch) ||
+          t[size_t(op.inputs[5])].numel() != cells)
+        return std::string("rotary_dim needs an even size up to the head and tables [batch or 1, seq, rotary_dim / 2]");
+      if ((packed || t[size_t(op.inputs[1])].shape.rank != 4) && !timeMajor && op.attrs.getInt("rotate_keys", 1) != 0)
+        return std::string("rotary_dim turns the queries only: rotate_keys must be 0");
+      a.cos = e.at(op.inputs[4]), a.sin = e.at(op.inputs[5]);
+    } else if (has(4)) {
       // Tables that concatenate one table with itself: that one (their concatenation is not
       // launched: unneededOnDevice).
       a.halfTables = readsHalfTables(op, e.halfOf);

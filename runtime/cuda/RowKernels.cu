@@ -116,11 +116,11 @@ template <typename T> __global__ void attentionKernel(AttentionArgs a) {
   const int64_t kvh = h / (a.Hq / a.Hkv);
   const T *q = static_cast<const T *>(a.q) + b * a.qs.batch + i * a.qs.token + h * a.qs.head;
   const T *cosT = static_cast<const T *>(a.cos), *sinT = static_cast<const T *>(a.sin);
-  const int64_t width = a.halfTables ? a.D / 2 : a.D; // of a table row
+  const int64_t width = tableWidth(a); // of a table row
   const T *cq = cosT ? cosT + ((a.tablesPerBatch ? b : 0) * a.Sq + i) * width : nullptr;
   const T *sq = sinT ? sinT + ((a.tablesPerBatch ? b : 0) * a.Sq + i) * width : nullptr;
   for (int64_t d = threadIdx.x; d < a.D; d += blockDim.x)
-    qrow[d] = rotated(q, cq, sq, d, a.D, a.halfTables);
+    qrow[d] = rotatedBy(a, q, cq, sq, d);
   __syncthreads();
   const T *kb = static_cast<const T *>(a.k) + b * a.ks.batch + kvh * a.ks.head;
   const T *vb = static_cast<const T *>(a.v) + b * a.vs.batch + kvh * a.vs.head;
@@ -130,7 +130,7 @@ template <typename T> __global__ void attentionKernel(AttentionArgs a) {
     const T *sk = a.rotateKeys ? sinT + ((a.tablesPerBatch ? b : 0) * a.Sq + j) * width : nullptr;
     float dot = 0.0f;
     for (int64_t d = 0; d < a.D; ++d)
-      dot += qrow[d] * rotated(kj, ck, sk, d, a.D, a.halfTables);
+      dot += qrow[d] * rotatedBy(a, kj, ck, sk, d);
     const float s = masked<T>(a, dot * a.scale,
                               b * a.maskStrides[0] + h * a.maskStrides[1] + i * a.maskStrides[2] + j * a.maskStrides[3]);
     return hiddenByPosition(a, i, j) ? -INFINITY : s;

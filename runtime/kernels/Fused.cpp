@@ -188,12 +188,36 @@ void rotateHalf(const float *x, float *out, int64_t B, int64_t S, int64_t H, int
     }
 }
 
+// llmc.rotary's rotation (no position ids) on [B, S, H*D] rows: the first R features of each head
+// in pairs (i, i + R/2), or (2i, 2i + 1) with `interleaved`, by cos/sin [B or 1, S, R/2]; the rest
+// as they are.
+void rotateLikeRotary(const float *x, float *out, int64_t B, int64_t S, int64_t H, int64_t D, int64_t R,
+                      bool interleaved, const float *cos, const float *sin, bool tablesPerBatch) {
+  const int64_t half = R / 2;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t s = 0; s < S; ++s) {
+      const int64_t t = ((tablesPerBatch ? b : 0) * S + s) * half;
+      for (int64_t h = 0; h < H; ++h) {
+        const float *in = x + ((b * S + s) * H + h) * D;
+        float *o = out + ((b * S + s) * H + h) * D;
+        std::copy(in + R, in + D, o + R);
+        for (int64_t i = 0; i < half; ++i) {
+          const int64_t first = interleaved ? 2 * i : i, second = interleaved ? 2 * i + 1 : i + half;
+          o[first] = in[first] * cos[t + i] - in[second] * sin[t + i];
+          o[second] = in[second] * cos[t + i] + in[first] * sin[t + i];
+        }
+      }
+    }
+}
+
 // fused_attention: q [B, Sq, Hq*D], k/v [B, Sk, Hkv*D] (Hq a multiple of Hkv: grouped-query
 // attention), an optional mask broadcastable to [B, Hq, Sq, Sk] (additive float, or bool where
 // true keeps), optional rotary tables cos/sin [B or 1, S, D] applied to q and k, `is_causal`
 // (bottom-right aligned), `scale` (0: 1/sqrt(D)), `softcap` (> 0: each scaled score s becomes
 // softcap * tanh(s / softcap) before the mask), `sliding_window` (> 0: keys that many positions or
-// more before the query hidden). Output [B, Sq, Hq*D]; a fully masked row is 0.
+// more before the query hidden), `rotary_dim` R > 0 (q alone turns as llmc.rotary turns it, its
+// first R features, `rotary_interleaved` or not, by tables [B or 1, S, R/2]). Output [B, Sq,
+// Hq*D]; a fully masked row is 0.
 std::string fusedAttentionUnpacked(const KernelArgs &args);
 
 // packed_qkv: Q, K and V side by side in input 0 ([B, S, (Hq + 2 Hkv) * D], a merged QKV
@@ -275,7 +299,20 @@ std::string fusedAttentionUnpacked(const KernelArgs &args) {
   // Rotary embedding into copies of q and k.
   const float *qp = q.as<const float>(), *kp = k.as<const float>();
   std::vector<float> qr, kr;
-  if (!absent(args, 4)) {
+  const int64_t rotaryDim = args.attrs.getInt("rotary_dim", 0);
+  if (rotaryDim != 0 && !absent(args, 4)) { // llmc.rotary's rotation of the queries alone
+    const TensorRef &cos = args.in(4), &sin = args.in(5);
+    const bool perBatch = B > 1 && cos.numel() == B * Sq * (rotaryDim / 2);
+    if (rotaryDim < 0 || rotaryDim % 2 || rotaryDim > D || !(cos.shape == sin.shape) ||
+        cos.numel() != (perBatch ? B : 1) * Sq * (rotaryDim / 2))
+      return "rotary_dim needs an even size up to the head and tables [batch or 1, seq, rotary_dim / 2]";
+    if (!cacheLayout && !timeMajor && args.attrs.getInt("rotate_keys", 1) != 0)
+      return "rotary_dim turns the queries only: rotate_keys must be 0";
+    qr.resize(size_t(q.numel()));
+    rotateLikeRotary(qp, qr.data(), B, Sq, Hq, D, rotaryDim, args.attrs.getInt("rotary_interleaved", 0) != 0,
+                     cos.as<const float>(), sin.as<const float>(), perBatch);
+    qp = qr.data();
+  } else if (!absent(args, 4)) {
     const TensorRef &cos = args.in(4), &sin = args.in(5);
     // With the cache layout the keys were rotated when they were cached: only q turns here.
     const bool rotateKeys = !cacheLayout && !timeMajor && args.attrs.getInt("rotate_keys", 1) != 0;

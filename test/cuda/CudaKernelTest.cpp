@@ -740,6 +740,48 @@ TEST(Cuda, AttentionSlidingWindowMatchesTheCpu) {
     }
 }
 
+// rotary_dim on every fused attention kernel, against the CPU's: the query turned as llmc.rotary
+// turns it (its first 32 of 64 features or all, halves or neighbours, tables [B, S, R/2]); a
+// causal prompt of 70 tokens (the tensor-core kernel stages such a query element by element) and
+// a decode step over 300 cached keys.
+TEST(Cuda, AttentionRotaryDimMatchesTheCpu) {
+  const int64_t B = 2, Hq = 4, Hkv = 2, D = 64;
+  for (int64_t R : {int64_t(32), D})
+    for (bool interleaved : {false, true})
+      for (cu::Storage s : kStorages)
+        for (bool decode : {false, true}) {
+          const int64_t Sq = decode ? 1 : 70, Sk = decode ? 300 : 70;
+          const std::vector<int64_t> kvShape =
+              decode ? std::vector<int64_t>{Sk, B, Hkv * D} : std::vector<int64_t>{B, Sk, Hkv * D};
+          Buf<float> none(DType::F32, {0}),
+              q(DType::F32, {B, Sq, Hq * D}, rounded(randomFloats(B * Sq * Hq * D, 80), s)),
+              k(DType::F32, kvShape, rounded(randomFloats(B * Sk * Hkv * D, 81), s)),
+              v(DType::F32, kvShape, rounded(randomFloats(B * Sk * Hkv * D, 82), s)),
+              cos(DType::F32, {B, Sq, R / 2}, rounded(randomFloats(size_t(B * Sq * R / 2), 83, -1, 1), s)),
+              sin(DType::F32, {B, Sq, R / 2}, rounded(randomFloats(size_t(B * Sq * R / 2), 84, -1, 1), s)),
+              want(DType::F32, {B, Sq, Hq * D});
+          ASSERT_EQ(call("fused_attention",
+                         attrs({intAttr("q_num_heads", Hq), intAttr("kv_num_heads", Hkv), floatAttr("scale", 0.125),
+                                intAttr("is_causal", !decode), intAttr("kv_time_major", decode),
+                                intAttr("rotary_dim", R), intAttr("rotary_interleaved", interleaved),
+                                intAttr("rotate_keys", 0)}),
+                         {q.ref(), k.ref(), v.ref(), none.ref(), cos.ref(), sin.ref()}, {want.ref()}),
+                    "");
+          auto dq = upload(q.data, s), dk = upload(k.data, s), dv = upload(v.data, s), dcos = upload(cos.data, s),
+               dsin = upload(sin.data, s);
+          Device out(size_t(B * Sq * Hq * D) * cu::storageBytes(s));
+          cu::AttentionArgs a;
+          a.B = B, a.Hq = Hq, a.Hkv = Hkv, a.Sq = Sq, a.Sk = Sk, a.D = D, a.Dv = D, a.scale = 0.125f;
+          a.causal = !decode, a.q = dq->p, a.k = dk->p, a.v = dv->p, a.out = out.p;
+          a.cos = dcos->p, a.sin = dsin->p, a.tablesPerBatch = true, a.rotaryDim = R, a.interleaved = interleaved;
+          a.qs = {Sq * Hq * D, Hq * D, D};
+          a.ks = a.vs = decode ? cu::HeadStrides{Hkv * D, B * Hkv * D, D} : cu::HeadStrides{Sk * Hkv * D, Hkv * D, D};
+          expectEveryAttentionKernelGives(s, a, out, size_t(B * Sq * Hq * D), want.data,
+                                          std::string(decode ? "decode " : "prompt ") + name(s) + " rotary_dim " +
+                                              std::to_string(R) + (interleaved ? " interleaved" : ""));
+        }
+}
+
 // The kernels of a block per query row over more keys than one chunk (kAttendChunk, 4096) holds:
 // 9000 keys in three chunks, against the CPU. fused_attention's over a 4-D cache with an additive
 // mask, causal (the first query sees all but the last key); ONNX Attention's over a past of 6000

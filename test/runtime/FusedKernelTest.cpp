@@ -274,6 +274,55 @@ TEST(Kernels, FusedAttentionSlidingWindowMatchesOnnxLeftWindow) {
             "");
 }
 
+// rotary_dim: the query turns inside the attention as llmc.rotary turns it (its first R
+// features, halves or neighbours, tables [B, S, R/2]), the keys not at all: the same as the
+// rotary op and then the attention, over keys [B, S, Hkv * D] and over a cache [B, Hkv, S, D].
+TEST(Kernels, FusedAttentionTurnsItsQueryAsRotaryDoes) {
+  const int64_t B = 2, S = 5, Hq = 4, Hkv = 2, D = 8;
+  Buf<float> q(DType::F32, {B, S, Hq * D}, randomFloats(B * S * Hq * D, 40)),
+      k(DType::F32, {B, S, Hkv * D}, randomFloats(B * S * Hkv * D, 41)),
+      v(DType::F32, {B, S, Hkv * D}, randomFloats(B * S * Hkv * D, 42)), empty(DType::F32, {0});
+  Buf<float> kc(DType::F32, {B, Hkv, S, D}), vc(DType::F32, {B, Hkv, S, D});
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t s = 0; s < S; ++s)
+      for (int64_t c = 0; c < Hkv * D; ++c) {
+        const size_t flat = size_t((b * S + s) * Hkv * D + c), cache = size_t(((b * Hkv + c / D) * S + s) * D + c % D);
+        kc.data[cache] = k.data[flat], vc.data[cache] = v.data[flat];
+      }
+  Buf<int64_t> noPositions(DType::I64, {0});
+  for (int64_t R : {D, D / 2})
+    for (int interleaved : {0, 1}) {
+      SCOPED_TRACE("rotary_dim " + std::to_string(R) + (interleaved ? ", interleaved" : ""));
+      Buf<float> cos(DType::F32, {B, S, R / 2}, randomFloats(size_t(B * S * R / 2), 43, -1, 1)),
+          sin(DType::F32, {B, S, R / 2}, randomFloats(size_t(B * S * R / 2), 44, -1, 1)), qr(DType::F32, {B, S, Hq * D});
+      ASSERT_EQ(call("rotary", attrs({intAttr("num_heads", Hq), intAttr("rotary_embedding_dim", R),
+                                      intAttr("interleaved", interleaved)}),
+                     {q.ref(), cos.ref(), sin.ref(), noPositions.ref()}, {qr.ref()}),
+                "");
+      for (bool cached : {false, true}) {
+        const TensorRef keys = cached ? kc.ref() : k.ref(), values = cached ? vc.ref() : v.ref();
+        Buf<float> want(DType::F32, {B, S, Hq * D}), got(DType::F32, {B, S, Hq * D});
+        auto plain = attrs({intAttr("q_num_heads", Hq), intAttr("kv_num_heads", Hkv), intAttr("is_causal", 1)});
+        ASSERT_EQ(call("fused_attention", plain, {qr.ref(), keys, values, empty.ref(), empty.ref(), empty.ref()},
+                       {want.ref()}),
+                  "");
+        auto turning = attrs({intAttr("q_num_heads", Hq), intAttr("kv_num_heads", Hkv), intAttr("is_causal", 1),
+                              intAttr("rotary_dim", R), intAttr("rotary_interleaved", interleaved),
+                              intAttr("rotate_keys", 0)});
+        ASSERT_EQ(call("fused_attention", turning, {q.ref(), keys, values, empty.ref(), cos.ref(), sin.ref()},
+                       {got.ref()}),
+                  "");
+        expectNear(got.data, want.data, 1e-6f);
+      }
+      // Keys [B, S, Hkv * D] that the attention would turn too: refused.
+      Buf<float> got(DType::F32, {B, S, Hq * D});
+      EXPECT_NE(call("fused_attention",
+                     attrs({intAttr("q_num_heads", Hq), intAttr("kv_num_heads", Hkv), intAttr("rotary_dim", R)}),
+                     {q.ref(), k.ref(), v.ref(), empty.ref(), cos.ref(), sin.ref()}, {got.ref()}),
+                "");
+    }
+}
+
 // fused_elementwise runs a serialized region: here gelu_tanh written out, and a where/cast tree.
 TEST(Kernels, FusedElementwiseMatchesTheOpsItFuses) {
   Buf<float> x(DType::F32, {3, 4}, randomFloats(12, 14)), c(DType::F32, {4}, randomFloats(4, 15));

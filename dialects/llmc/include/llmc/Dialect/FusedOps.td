@@ -86,15 +86,19 @@ def Llmc_FusedAttentionOp : Llmc_Op<"fused_attention"> {
     to `softcap * tanh(s / softcap)` before the mask (Gemma 2). `sliding_window` > 0 hides the
     keys that many positions or more before each query (query i at position i + seq_k - seq_q,
     as `is_causal` aligns it): with `is_causal` each query sees at most `sliding_window` keys, up
-    to itself (Mistral, Gemma 2 and 3). Result [batch, seq_q, q_num_heads * head]; a fully masked
-    row yields zeros.
+    to itself (Mistral, Gemma 2 and 3). With `rotary_dim` R > 0, q turns as llmc.rotary turns it
+    instead: its first R features, in pairs (i, i + R/2), or (2i, 2i + 1) with `rotary_interleaved`,
+    by tables `cos`/`sin` of llmc.rotary's form [batch or 1, seq_q, R / 2], and the keys are not
+    rotated (`rotate_keys` 0; llmc-fuse-query-rotary makes it from a query's own llmc.rotary).
+    Result [batch, seq_q, q_num_heads * head]; a fully masked row yields zeros.
   }];
   let arguments = (ins Llmc_Tensor:$q, Llmc_Tensor:$k, Llmc_Tensor:$v, Llmc_Tensor:$mask, Llmc_Tensor:$cos,
                    Llmc_Tensor:$sin, I64Attr:$q_num_heads, I64Attr:$kv_num_heads,
                    DefaultValuedAttr<F32Attr, "0.0">:$scale, DefaultValuedAttr<I64Attr, "0">:$is_causal,
                    DefaultValuedAttr<I64Attr, "1">:$rotate_keys, DefaultValuedAttr<I64Attr, "0">:$kv_time_major,
                    DefaultValuedAttr<I64Attr, "0">:$packed_qkv, DefaultValuedAttr<F32Attr, "0.0">:$softcap,
-                   DefaultValuedAttr<I64Attr, "0">:$sliding_window);
+                   DefaultValuedAttr<I64Attr, "0">:$sliding_window, DefaultValuedAttr<I64Attr, "0">:$rotary_dim,
+                   DefaultValuedAttr<I64Attr, "0">:$rotary_interleaved);
   let results = (outs Llmc_Tensor:$result);
 }
 
