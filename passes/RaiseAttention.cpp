@@ -497,8 +497,9 @@ struct SdpaPattern : OpRewritePattern<SoftmaxOp> {
 // fused_attention reads as a KV cache holds them. With a KV cache (past keys and values), the
 // present ones become concatenations of the past and the new (made 4-D first in the 3-D form),
 // which the attention reads: the form of Hugging Face's exports, which llmc-kv-cache-layout and
-// the executors' in-place appends know. ONNX's causal frontier is then bottom-right, as
-// fused_attention's.
+// the executors' in-place appends know. A causal frontier or a window is raised only where the
+// queries and the new keys are equally many (static lengths): ONNX aligns them at the past's
+// end, fused_attention at the end of all keys.
 struct NativeAttentionPattern : OpRewritePattern<AttentionOp> {
   RewriteCounter &count;
   NativeAttentionPattern(MLIRContext *ctx, RewriteCounter &count) : OpRewritePattern(ctx), count(count) {}
@@ -528,11 +529,11 @@ struct NativeAttentionPattern : OpRewritePattern<AttentionOp> {
     if (ShapedType::isDynamic(qHeads) || ShapedType::isDynamic(kvHeads) || ShapedType::isDynamic(head) ||
         k.getShape().back() != (split ? head : kvHeads * head) || v.getShape().back() != k.getShape().back())
       return failure();
-    // Without a cache ONNX aligns its causal frontier and its window top-left (query i at key
-    // position i), fused_attention bottom-right; they agree when the query and key lengths are
-    // one and the same.
+    // ONNX places query i at key position i + past (i without a cache) for its causal frontier and
+    // its window, fused_attention at i + (all keys - queries): they agree when there are as many
+    // new keys as queries (k's length, past or not), which the types must show.
     const int64_t sq = q.getDimSize(split ? 2 : 1), sk = k.getDimSize(split ? 2 : 1);
-    if (!cached && (op.getIsCausal() || left >= 0) && (ShapedType::isDynamic(sq) || sq != sk))
+    if ((op.getIsCausal() || left >= 0) && (ShapedType::isDynamic(sq) || sq != sk))
       return failure();
     // Build in front of the op; a failure from here on erases what was built (abandonBuilt).
     rewriter.setInsertionPoint(op);
