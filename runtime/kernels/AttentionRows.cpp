@@ -26,10 +26,10 @@ std::string ScoreMask::init(const TensorRef *mask, int64_t B, int64_t H, int64_t
   return {};
 }
 
-void ScoreMask::apply(float *row, int64_t b, int64_t h, int64_t i, int64_t Sk) const {
+void ScoreMask::apply(float *row, int64_t b, int64_t h, int64_t i, int64_t Sk, int64_t firstKey) const {
   if (!mask_)
     return;
-  const int64_t base = b * strides_[0] + h * strides_[1] + i * strides_[2], step = strides_[3];
+  const int64_t step = strides_[3], base = b * strides_[0] + h * strides_[1] + i * strides_[2] + firstKey * step;
   if (mask_->dtype == DType::Bool) {
     const uint8_t *keep = mask_->as<const uint8_t>() + base;
     for (int64_t j = 0; j < Sk; ++j)
@@ -46,26 +46,27 @@ void ScoreMask::apply(float *row, int64_t b, int64_t h, int64_t i, int64_t Sk) c
 }
 
 void maskedSoftmaxRows(float *scores, int64_t Sq, int64_t Sk, const ScoreMask &mask, int64_t b, int64_t h,
-                       bool causal, int64_t window) {
+                       bool causal, int64_t window, int64_t firstKey) {
+  const int64_t n = Sk - firstKey; // a row's scores: keys firstKey .. Sk - 1
   for (int64_t i = 0; i < Sq; ++i) {
-    float *row = scores + i * Sk;
-    mask.apply(row, b, h, i, Sk);
+    float *row = scores + i * n;
+    mask.apply(row, b, h, i, n, firstKey);
     const int64_t at = i + (Sk - Sq); // the query's position among the keys
     if (causal) // keys after the frontier are hidden
-      for (int64_t j = std::max<int64_t>(0, at + 1); j < Sk; ++j)
-        row[j] = kMinusInf;
+      for (int64_t j = std::max<int64_t>(firstKey, at + 1); j < Sk; ++j)
+        row[j - firstKey] = kMinusInf;
     if (window > 0) // and those the window has left behind
-      for (int64_t j = 0; j < std::min(Sk, at - window + 1); ++j)
-        row[j] = kMinusInf;
-    const float best = rowMax(row, Sk);
+      for (int64_t j = firstKey; j < std::min(Sk, at - window + 1); ++j)
+        row[j - firstKey] = kMinusInf;
+    const float best = rowMax(row, n);
     if (best == kMinusInf) { // every key masked: the row attends to nothing
-      std::fill(row, row + Sk, 0.0f);
+      std::fill(row, row + n, 0.0f);
       continue;
     }
-    for (int64_t j = 0; j < Sk; ++j) // separate from the sum, so that it vectorizes
+    for (int64_t j = 0; j < n; ++j) // separate from the sum, so that it vectorizes
       row[j] = row[j] == kMinusInf ? 0.0f : fastExp(row[j] - best);
-    const float inv = 1.0f / rowSum(row, Sk);
-    for (int64_t j = 0; j < Sk; ++j)
+    const float inv = 1.0f / rowSum(row, n);
+    for (int64_t j = 0; j < n; ++j)
       row[j] *= inv;
   }
 }

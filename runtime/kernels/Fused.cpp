@@ -5,6 +5,7 @@
 #include "AttentionRows.h"
 #include "KernelUtil.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -334,20 +335,24 @@ std::string fusedAttentionUnpacked(const KernelArgs &args) {
   ScoreMask mask;
   if (std::string err = mask.init(absent(args, 3) ? nullptr : &args.in(3), B, Hq, Sq, Sk); !err.empty())
     return err;
-  std::vector<float> scores(size_t(Sq * Sk));
+  // With a sliding window no query sees a key before the first query's window: the scores and
+  // the weighted sums take keys firstKey .. Sk - 1 (a decode step's window, not its whole cache).
+  const int64_t firstKey = window > 0 ? std::clamp<int64_t>(Sk - Sq - window + 1, 0, Sk) : 0, seen = Sk - firstKey;
+  std::vector<float> scores(size_t(Sq * seen));
   const int64_t group = Hq / Hkv, qRow = Hq * D, oRow = Hq * Dv;
   float *o = args.out(0).as<float>();
   for (int64_t b = 0; b < B; ++b)
     for (int64_t h = 0; h < Hq; ++h) {
       const int64_t kvh = h / group;
-      gemmF32(false, true, Sq, Sk, D, float(scale), qp + b * Sq * qRow + h * D, qRow, kp + kBase(b, kvh), kRowStride,
-              0.0f, scores.data(), Sk);
+      gemmF32(false, true, Sq, seen, D, float(scale), qp + b * Sq * qRow + h * D, qRow,
+              kp + kBase(b, kvh) + firstKey * kRowStride, kRowStride, 0.0f, scores.data(), seen);
       if (softcap > 0.0f)
         for (float &score : scores)
           score = softcap * std::tanh(score / softcap);
-      maskedSoftmaxRows(scores.data(), Sq, Sk, mask, b, h, causal, window);
-      gemmF32(false, false, Sq, Dv, Sk, 1.0f, scores.data(), Sk, args.in(2).as<const float>() + vBase(b, kvh),
-              vRowStride, 0.0f, o + b * Sq * oRow + h * Dv, oRow);
+      maskedSoftmaxRows(scores.data(), Sq, Sk, mask, b, h, causal, window, firstKey);
+      gemmF32(false, false, Sq, Dv, seen, 1.0f, scores.data(), seen,
+              args.in(2).as<const float>() + vBase(b, kvh) + firstKey * vRowStride, vRowStride, 0.0f,
+              o + b * Sq * oRow + h * Dv, oRow);
     }
   return {};
 }
