@@ -140,9 +140,11 @@ std::vector<int> weightsAfterAttention(const llmc_plan_t &plan) {
 }
 
 // Whether attention op `op` reads the first halves of its rotation tables (inputs 4 and 5), each a
-// concatenation of one table with itself (halfOf).
+// concatenation of one table with itself (halfOf). Not with rotary_dim, whose tables are read as
+// they are.
 bool readsHalfTables(const PlanOp &op, const std::vector<int> &halfOf) {
-  return op.kernel == "fused_attention" && op.inputs.size() > 5 && op.inputs[4] >= 0 && op.inputs[5] >= 0 &&
+  return op.kernel == "fused_attention" && op.attrs.getInt("rotary_dim", 0) == 0 && op.inputs.size() > 5 &&
+         op.inputs[4] >= 0 && op.inputs[5] >= 0 &&
          halfOf[size_t(op.inputs[4])] >= 0 && halfOf[size_t(op.inputs[5])] >= 0;
 }
 
