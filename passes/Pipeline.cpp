@@ -56,11 +56,14 @@ void buildPlanPreparation(mlir::OpPassManager &pm) {
 }
 
 std::vector<std::string> optionalPassNames() {
-  return {"llmc-kv-cache-layout",          "llmc-absorb-mla",         "llmc-fold-conv-affine",
-          "llmc-raise-norms",              "llmc-raise-activations",  "llmc-raise-attention",
-          "llmc-raise-attention-mask",     "llmc-fuse-residual-norm", "llmc-fuse-linear",
-          "llmc-fuse-routing",             "llmc-merge-parallel-linears", "llmc-fuse-elementwise",
-          "llmc-fold-transposes",          "llmc-fuse-query-rotary",  "llmc-transpose-linear-weights"};
+  return {"llmc-kv-cache-layout",        "llmc-absorb-mla",
+          "llmc-fold-conv-affine",       "llmc-raise-norms",
+          "llmc-raise-activations",      "llmc-raise-attention",
+          "llmc-raise-attention-mask",   "llmc-fuse-residual-norm",
+          "llmc-fuse-linear",            "llmc-fuse-routing",
+          "llmc-merge-parallel-linears", "llmc-fuse-elementwise",
+          "llmc-fold-transposes",        "llmc-fuse-query-rotary",
+          "llmc-transpose-linear-weights"};
 }
 
 namespace {

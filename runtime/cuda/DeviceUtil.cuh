@@ -161,14 +161,14 @@ __device__ __forceinline__ S maskedBy(const void *mask, AttentionArgs::Mask type
   }
   return score + S(widen(static_cast<const T *>(mask)[at]));
 }
-// A fused attention's scaled score as its softmax takes it: capped (a.softcap), then after the
-// mask of `a`, if any (`at` from its maskStrides).
 // Whether a fused attention's causal frontier or sliding window hides key j from query i (at
 // position i + Sk - Sq among the keys: bottom-right aligned).
 __device__ __forceinline__ bool hiddenByPosition(const AttentionArgs &a, int64_t i, int64_t j) {
   const int64_t at = i + (a.Sk - a.Sq);
   return (a.causal && j > at) || (a.window > 0 && at - j >= a.window);
 }
+// A fused attention's scaled score as its softmax takes it: capped (a.softcap), then after the
+// mask of `a`, if any (`at` from its maskStrides).
 template <typename T> __device__ __forceinline__ float masked(const AttentionArgs &a, float score, int64_t at) {
   if (a.softcap > 0.0f)
     score = a.softcap * tanhf(score / a.softcap);
