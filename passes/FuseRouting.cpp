@@ -37,7 +37,8 @@ struct SoftmaxTopK : fusion::CountedPattern<TopKOp, RewriteCounter> {
 };
 
 // values / reduce_sum(values, last axis, keepdims) of a softmax_top_k that nothing else reads
-// ->  that softmax_top_k with normalize = 1 (Mixtral's and Qwen3-MoE's norm_topk_prob).
+// ->  that softmax_top_k with normalize = 1 (Mixtral's and Qwen3-MoE's norm_topk_prob), its
+// values read where the quotient was.
 struct NormalizedWeights : fusion::CountedPattern<DivOp, RewriteCounter> {
   using CountedPattern::CountedPattern;
 
@@ -48,19 +49,9 @@ struct NormalizedWeights : fusion::CountedPattern<DivOp, RewriteCounter> {
         !sum.getResult().hasOneUse() || !fusion::reducesLastAxisKeepingIt(sum) ||
         !llvm::hasNItems(routing.getValues().getUses(), 2) || op.getType() != routing.getValues().getType())
       return failure();
-    NamedAttrList attrs(routing->getAttrs());
-    attrs.set("normalize", rewriter.getI64IntegerAttr(1));
-    Operation *fused = fusion::create(rewriter, op.getLoc(), "llmc.softmax_top_k", {routing.getLogits()},
-                                      attrs.getAttrs());
-    if (!fused || fused->getResultTypes() != routing->getResultTypes()) {
-      if (fused)
-        rewriter.eraseOp(fused);
-      return failure();
-    }
-    rewriter.replaceAllUsesWith(routing.getIndices(), fused->getResult(1));
-    rewriter.replaceOp(op, fused->getResult(0));
+    rewriter.replaceOp(op, routing.getValues());
     rewriter.eraseOp(sum);
-    rewriter.eraseOp(routing);
+    rewriter.modifyOpInPlace(routing, [&] { routing->setAttr("normalize", rewriter.getI64IntegerAttr(1)); });
     ++count;
     return success();
   }

@@ -225,14 +225,7 @@ std::string rotaryKernel(const KernelArgs &args) {
       const float *c = cosT.as<const float>() + row * half, *sn = sinT.as<const float>() + row * half;
       for (int64_t h = 0; h < H; ++h) {
         const int64_t base = flat ? (b * S + s) * H * D + h * D : ((b * H + h) * S + s) * D;
-        for (int64_t d = rot; d < D; ++d)
-          py[base + d] = px[base + d];
-        for (int64_t i = 0; i < half; ++i) {
-          const int64_t a = interleaved ? 2 * i : i, bIdx = interleaved ? 2 * i + 1 : i + half;
-          const float x1 = px[base + a], x2 = px[base + bIdx];
-          py[base + a] = x1 * c[i] - x2 * sn[i];
-          py[base + bIdx] = x2 * c[i] + x1 * sn[i];
-        }
+        rotateHeadRow(px + base, py + base, D, rot, interleaved, c, sn);
       }
     }
   return {};

@@ -194,20 +194,12 @@ void rotateHalf(const float *x, float *out, int64_t B, int64_t S, int64_t H, int
 // as they are.
 void rotateLikeRotary(const float *x, float *out, int64_t B, int64_t S, int64_t H, int64_t D, int64_t R,
                       bool interleaved, const float *cos, const float *sin, bool tablesPerBatch) {
-  const int64_t half = R / 2;
   for (int64_t b = 0; b < B; ++b)
     for (int64_t s = 0; s < S; ++s) {
-      const int64_t t = ((tablesPerBatch ? b : 0) * S + s) * half;
-      for (int64_t h = 0; h < H; ++h) {
-        const float *in = x + ((b * S + s) * H + h) * D;
-        float *o = out + ((b * S + s) * H + h) * D;
-        std::copy(in + R, in + D, o + R);
-        for (int64_t i = 0; i < half; ++i) {
-          const int64_t first = interleaved ? 2 * i : i, second = interleaved ? 2 * i + 1 : i + half;
-          o[first] = in[first] * cos[t + i] - in[second] * sin[t + i];
-          o[second] = in[second] * cos[t + i] + in[first] * sin[t + i];
-        }
-      }
+      const int64_t t = ((tablesPerBatch ? b : 0) * S + s) * (R / 2);
+      for (int64_t h = 0; h < H; ++h)
+        rotateHeadRow(x + ((b * S + s) * H + h) * D, out + ((b * S + s) * H + h) * D, D, R, interleaved, cos + t,
+                      sin + t);
     }
 }
 

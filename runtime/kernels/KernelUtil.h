@@ -157,6 +157,22 @@ inline float fastExp(float x) {
 // expert_linear's gating).
 inline float swigluOf(float gate, float up) { return gate / (1.0f + fastExp(-gate)) * up; }
 
+// One head's row of D features turned as llmc.rotary (ONNX RotaryEmbedding) turns it: the first R
+// in pairs (i, i + R/2), or (2i, 2i + 1) with `interleaved`, by cos/sin[i] (R/2 of each); the
+// rest as they are. `out` may be `in` (each pair is read before it is written).
+inline void rotateHeadRow(const float *in, float *out, int64_t D, int64_t R, bool interleaved, const float *cos,
+                          const float *sin) {
+  const int64_t half = R / 2;
+  for (int64_t d = R; d < D; ++d)
+    out[d] = in[d];
+  for (int64_t i = 0; i < half; ++i) {
+    const int64_t first = interleaved ? 2 * i : i, second = interleaved ? 2 * i + 1 : i + half;
+    const float x1 = in[first], x2 = in[second];
+    out[first] = x1 * cos[i] - x2 * sin[i];
+    out[second] = x2 * cos[i] + x1 * sin[i];
+  }
+}
+
 // Max and sum of a row with eight independent accumulators: without -ffast-math the compiler
 // keeps a reduction sequential, and one dependency chain runs several times slower.
 inline float rowMax(const float *x, int64_t n) {

@@ -591,6 +591,52 @@ TEST(Cuda, AttentionMatchesFusedAttention) {
     }
 }
 
+// A fused attention test's operands: q [B, Sq, Hq * D], keys and values [B, Sk, Hkv * D] for a
+// prompt, or a length-major cache [Sk, B, Hkv * D] for a decode step (Sq == 1), random (seeds
+// seed, seed + 1, seed + 2) and rounded to storage `s`; uploaded, with `out` for the result, and
+// the kernel arguments that read and write them (causal for a prompt). Each test adds its
+// feature (and a mask) to `a`.
+struct AttentionOperands {
+  AttentionOperands(cu::Storage s, int64_t B, int64_t Hq, int64_t Hkv, int64_t D, int64_t Sq, int64_t Sk, float scale,
+                    uint64_t seed)
+      : q(DType::F32, {B, Sq, Hq * D}, rounded(randomFloats(size_t(B * Sq * Hq * D), seed), s)),
+        k(DType::F32, kvShape(B, Hkv, D, Sq, Sk), rounded(randomFloats(size_t(B * Sk * Hkv * D), seed + 1), s)),
+        v(DType::F32, kvShape(B, Hkv, D, Sq, Sk), rounded(randomFloats(size_t(B * Sk * Hkv * D), seed + 2), s)),
+        dq(upload(q.data, s)), dk(upload(k.data, s)), dv(upload(v.data, s)),
+        out(size_t(B * Sq * Hq * D) * cu::storageBytes(s)) {
+    const bool decode = Sq == 1;
+    a.B = B, a.Hq = Hq, a.Hkv = Hkv, a.Sq = Sq, a.Sk = Sk, a.D = D, a.Dv = D, a.scale = scale, a.causal = !decode;
+    a.q = dq->p, a.k = dk->p, a.v = dv->p, a.out = out.p;
+    a.qs = {Sq * Hq * D, Hq * D, D};
+    a.ks = a.vs = decode ? cu::HeadStrides{Hkv * D, B * Hkv * D, D} : cu::HeadStrides{Sk * Hkv * D, Hkv * D, D};
+  }
+  static std::vector<int64_t> kvShape(int64_t B, int64_t Hkv, int64_t D, int64_t Sq, int64_t Sk) {
+    return Sq == 1 ? std::vector<int64_t>{Sk, B, Hkv * D} : std::vector<int64_t>{B, Sk, Hkv * D};
+  }
+  size_t elements() const { return q.data.size(); }
+
+  Buf<float> q, k, v;
+  std::unique_ptr<Device> dq, dk, dv;
+  Device out;
+  cu::AttentionArgs a;
+};
+
+// An attention_mask input [B, 1, 1, Sk] of sequences whose second starts with 3 padding keys.
+Buf<int64_t> leftPadded(int64_t B, int64_t Sk) {
+  Buf<int64_t> padding(DType::I64, {B, 1, 1, Sk});
+  for (int64_t i = 0; i < B * Sk; ++i)
+    padding.data[size_t(i)] = i >= Sk && i < Sk + 3 ? 0 : 1;
+  return padding;
+}
+
+// The largest difference between two results (a feature's CPU result with and without it).
+float largestDifference(const std::vector<float> &a, const std::vector<float> &b) {
+  float apart = 0.0f;
+  for (size_t i = 0; i < a.size(); ++i)
+    apart = std::max(apart, std::fabs(a[i] - b[i]));
+  return apart;
+}
+
 // `a` (writing `elements` of `out`, its a.out) on every fused attention kernel that takes it, each
 // result against `want`: a prompt on the row kernel and, in 16 bits, on the tensor-core one with
 // its keys in 1 and 3 splits; a decode step (Sq == 1) on the tiled and plain kernels, in the
@@ -637,35 +683,24 @@ TEST(Cuda, AttentionSoftcapMatchesTheCpu) {
   for (cu::Storage s : kStorages)
     for (bool decode : {false, true}) {
       const int64_t Sq = decode ? 1 : 70, Sk = decode ? 37 : 70;
-      const std::vector<int64_t> kvShape = decode ? std::vector<int64_t>{Sk, B, Hkv * D} : std::vector<int64_t>{B, Sk, Hkv * D};
-      Buf<float> none(DType::F32, {0}), q(DType::F32, {B, Sq, Hq * D}, rounded(randomFloats(B * Sq * Hq * D, 60), s)),
-          k(DType::F32, kvShape, rounded(randomFloats(B * Sk * Hkv * D, 61), s)),
-          v(DType::F32, kvShape, rounded(randomFloats(B * Sk * Hkv * D, 62), s)),
+      AttentionOperands o(s, B, Hq, Hkv, D, Sq, Sk, scale, 60);
+      Buf<float> none(DType::F32, {0}),
           additive(DType::F32, {B, 1, Sq, Sk}, rounded(randomFloats(B * Sq * Sk, 63), s)),
           want(DType::F32, {B, Sq, Hq * D}), uncapped(DType::F32, {B, Sq, Hq * D});
-      Buf<int64_t> padding(DType::I64, {B, 1, 1, Sk});
-      for (int64_t i = 0; i < B * Sk; ++i)
-        padding.data[size_t(i)] = i >= Sk && i < Sk + 3 ? 0 : 1; // sequence 1 starts with 3 padding keys
+      Buf<int64_t> padding = leftPadded(B, Sk);
       const TensorRef mask = decode ? padding.ref() : additive.ref();
       for (float cap : {softcap, 0.0f})
         ASSERT_EQ(call("fused_attention",
                        attrs({intAttr("q_num_heads", Hq), intAttr("kv_num_heads", Hkv), floatAttr("scale", scale),
                               intAttr("is_causal", !decode), intAttr("kv_time_major", decode),
                               floatAttr("softcap", cap)}),
-                       {q.ref(), k.ref(), v.ref(), mask, none.ref(), none.ref()}, {cap > 0 ? want.ref() : uncapped.ref()}),
+                       {o.q.ref(), o.k.ref(), o.v.ref(), mask, none.ref(), none.ref()},
+                       {cap > 0 ? want.ref() : uncapped.ref()}),
                   "");
-      float apart = 0.0f;
-      for (size_t i = 0; i < want.data.size(); ++i)
-        apart = std::max(apart, std::fabs(want.data[i] - uncapped.data[i]));
-      ASSERT_GT(apart, 0.1f) << "the cap changes the result";
-      auto dq = upload(q.data, s), dk = upload(k.data, s), dv = upload(v.data, s), dadd = upload(additive.data, s),
-           dpadding = uploadRaw(padding.data);
-      Device out(size_t(B * Sq * Hq * D) * cu::storageBytes(s));
-      cu::AttentionArgs a;
-      a.B = B, a.Hq = Hq, a.Hkv = Hkv, a.Sq = Sq, a.Sk = Sk, a.D = D, a.Dv = D, a.scale = scale, a.causal = !decode;
-      a.softcap = softcap, a.q = dq->p, a.k = dk->p, a.v = dv->p, a.out = out.p;
-      a.qs = {Sq * Hq * D, Hq * D, D};
-      a.ks = a.vs = decode ? cu::HeadStrides{Hkv * D, B * Hkv * D, D} : cu::HeadStrides{Sk * Hkv * D, Hkv * D, D};
+      ASSERT_GT(largestDifference(want.data, uncapped.data), 0.1f) << "the cap changes the result";
+      auto dadd = upload(additive.data, s), dpadding = uploadRaw(padding.data);
+      cu::AttentionArgs &a = o.a;
+      a.softcap = softcap;
       if (decode) {
         a.mask = dpadding->p, a.maskType = cu::AttentionArgs::Mask::Int64;
         a.maskStrides[0] = Sk, a.maskStrides[3] = 1;
@@ -673,7 +708,7 @@ TEST(Cuda, AttentionSoftcapMatchesTheCpu) {
         a.mask = dadd->p;
         a.maskStrides[0] = Sq * Sk, a.maskStrides[2] = Sk, a.maskStrides[3] = 1;
       }
-      expectEveryAttentionKernelGives(s, a, out, size_t(B * Sq * Hq * D), want.data,
+      expectEveryAttentionKernelGives(s, a, o.out, o.elements(), want.data,
                                       std::string(decode ? "decode " : "prompt ") + name(s));
     }
 }
@@ -690,51 +725,38 @@ TEST(Cuda, AttentionSlidingWindowMatchesTheCpu) {
   for (cu::Storage s : kStorages)
     for (bool decode : {false, true}) {
       const int64_t Sq = decode ? 1 : 150, Sk = decode ? 700 : 200;
-      const std::vector<int64_t> kvShape = decode ? std::vector<int64_t>{Sk, B, Hkv * D} : std::vector<int64_t>{B, Sk, Hkv * D};
-      Buf<float> none(DType::F32, {0}), q(DType::F32, {B, Sq, Hq * D}, rounded(randomFloats(B * Sq * Hq * D, 70), s)),
-          k(DType::F32, kvShape, rounded(randomFloats(B * Sk * Hkv * D, 71), s)),
-          v(DType::F32, kvShape, rounded(randomFloats(B * Sk * Hkv * D, 72), s)), want(DType::F32, {B, Sq, Hq * D}),
-          unwindowed(DType::F32, {B, Sq, Hq * D});
-      Buf<int64_t> padding(DType::I64, {B, 1, 1, Sk});
-      for (int64_t i = 0; i < B * Sk; ++i)
-        padding.data[size_t(i)] = i >= Sk && i < Sk + 3 ? 0 : 1;
+      AttentionOperands o(s, B, Hq, Hkv, D, Sq, Sk, scale, 70);
+      Buf<float> none(DType::F32, {0}), want(DType::F32, {B, Sq, Hq * D}), unwindowed(DType::F32, {B, Sq, Hq * D});
+      Buf<int64_t> padding = leftPadded(B, Sk);
       for (int64_t w : {window, int64_t(0)})
         ASSERT_EQ(call("fused_attention",
                        attrs({intAttr("q_num_heads", Hq), intAttr("kv_num_heads", Hkv), floatAttr("scale", scale),
                               intAttr("is_causal", !decode), intAttr("kv_time_major", decode),
                               intAttr("sliding_window", w)}),
-                       {q.ref(), k.ref(), v.ref(), padding.ref(), none.ref(), none.ref()},
+                       {o.q.ref(), o.k.ref(), o.v.ref(), padding.ref(), none.ref(), none.ref()},
                        {w ? want.ref() : unwindowed.ref()}),
                   "");
-      float apart = 0.0f;
-      for (size_t i = 0; i < want.data.size(); ++i)
-        apart = std::max(apart, std::fabs(want.data[i] - unwindowed.data[i]));
-      ASSERT_GT(apart, 0.01f) << "the window changes the result";
-      auto dq = upload(q.data, s), dk = upload(k.data, s), dv = upload(v.data, s), dpadding = uploadRaw(padding.data);
-      Device out(size_t(B * Sq * Hq * D) * cu::storageBytes(s));
-      cu::AttentionArgs a;
-      a.B = B, a.Hq = Hq, a.Hkv = Hkv, a.Sq = Sq, a.Sk = Sk, a.D = D, a.Dv = D, a.scale = scale, a.causal = !decode;
-      a.window = window, a.q = dq->p, a.k = dk->p, a.v = dv->p, a.out = out.p;
-      a.qs = {Sq * Hq * D, Hq * D, D};
-      a.ks = a.vs = decode ? cu::HeadStrides{Hkv * D, B * Hkv * D, D} : cu::HeadStrides{Sk * Hkv * D, Hkv * D, D};
+      ASSERT_GT(largestDifference(want.data, unwindowed.data), 0.01f) << "the window changes the result";
+      auto dpadding = uploadRaw(padding.data);
+      cu::AttentionArgs &a = o.a;
+      a.window = window;
       a.mask = dpadding->p, a.maskType = cu::AttentionArgs::Mask::Int64;
       a.maskStrides[0] = Sk, a.maskStrides[3] = 1;
       const std::string what = std::string(decode ? "decode " : "prompt ") + name(s);
-      const size_t elements = size_t(B * Sq * Hq * D);
-      expectEveryAttentionKernelGives(s, a, out, elements, want.data, what);
+      expectEveryAttentionKernelGives(s, a, o.out, o.elements(), want.data, what);
       if (!decode)
         continue;
       EXPECT_EQ(cu::decodeKeysSeen(a), window);
-      const CacheAtBound cache = cacheAtBound(a, k.data, v.data, Sk, 1536, B * Hkv * D, s);
+      const CacheAtBound cache = cacheAtBound(a, o.k.data, o.v.data, Sk, 1536, B * Hkv * D, s);
       a.maskRowPerBatch = true, a.maskStrides[0] = 1;
       const int splits = cu::decodeAttentionSplits(cu::decodeKeysSeen(a));
       Device ws(cu::decodeAttentionWorkspaceBytes(B, Hq, D, splits));
       cudaMemset(ws.p, 0, ws.bytes);
       for (bool plain : {false, true}) {
         a.plainDecode = plain;
-        cudaMemset(out.p, 0, out.bytes);
+        cudaMemset(o.out.p, 0, o.out.bytes);
         ASSERT_EQ(cu::decodeAttention(s, a, splits, ws.p, nullptr), "");
-        expectClose(download(out, elements, s), want.data, tolerance(s),
+        expectClose(download(o.out, o.elements(), s), want.data, tolerance(s),
                     std::string(plain ? "plain " : "tiled ") + what + ", key count on the device");
       }
     }
@@ -751,12 +773,8 @@ TEST(Cuda, AttentionRotaryDimMatchesTheCpu) {
       for (cu::Storage s : kStorages)
         for (bool decode : {false, true}) {
           const int64_t Sq = decode ? 1 : 70, Sk = decode ? 300 : 70;
-          const std::vector<int64_t> kvShape =
-              decode ? std::vector<int64_t>{Sk, B, Hkv * D} : std::vector<int64_t>{B, Sk, Hkv * D};
+          AttentionOperands o(s, B, Hq, Hkv, D, Sq, Sk, 0.125f, 80);
           Buf<float> none(DType::F32, {0}),
-              q(DType::F32, {B, Sq, Hq * D}, rounded(randomFloats(B * Sq * Hq * D, 80), s)),
-              k(DType::F32, kvShape, rounded(randomFloats(B * Sk * Hkv * D, 81), s)),
-              v(DType::F32, kvShape, rounded(randomFloats(B * Sk * Hkv * D, 82), s)),
               cos(DType::F32, {B, Sq, R / 2}, rounded(randomFloats(size_t(B * Sq * R / 2), 83, -1, 1), s)),
               sin(DType::F32, {B, Sq, R / 2}, rounded(randomFloats(size_t(B * Sq * R / 2), 84, -1, 1), s)),
               want(DType::F32, {B, Sq, Hq * D});
@@ -765,18 +783,12 @@ TEST(Cuda, AttentionRotaryDimMatchesTheCpu) {
                                 intAttr("is_causal", !decode), intAttr("kv_time_major", decode),
                                 intAttr("rotary_dim", R), intAttr("rotary_interleaved", interleaved),
                                 intAttr("rotate_keys", 0)}),
-                         {q.ref(), k.ref(), v.ref(), none.ref(), cos.ref(), sin.ref()}, {want.ref()}),
+                         {o.q.ref(), o.k.ref(), o.v.ref(), none.ref(), cos.ref(), sin.ref()}, {want.ref()}),
                     "");
-          auto dq = upload(q.data, s), dk = upload(k.data, s), dv = upload(v.data, s), dcos = upload(cos.data, s),
-               dsin = upload(sin.data, s);
-          Device out(size_t(B * Sq * Hq * D) * cu::storageBytes(s));
-          cu::AttentionArgs a;
-          a.B = B, a.Hq = Hq, a.Hkv = Hkv, a.Sq = Sq, a.Sk = Sk, a.D = D, a.Dv = D, a.scale = 0.125f;
-          a.causal = !decode, a.q = dq->p, a.k = dk->p, a.v = dv->p, a.out = out.p;
+          auto dcos = upload(cos.data, s), dsin = upload(sin.data, s);
+          cu::AttentionArgs &a = o.a;
           a.cos = dcos->p, a.sin = dsin->p, a.tablesPerBatch = true, a.rotaryDim = R, a.interleaved = interleaved;
-          a.qs = {Sq * Hq * D, Hq * D, D};
-          a.ks = a.vs = decode ? cu::HeadStrides{Hkv * D, B * Hkv * D, D} : cu::HeadStrides{Sk * Hkv * D, Hkv * D, D};
-          expectEveryAttentionKernelGives(s, a, out, size_t(B * Sq * Hq * D), want.data,
+          expectEveryAttentionKernelGives(s, a, o.out, o.elements(), want.data,
                                           std::string(decode ? "decode " : "prompt ") + name(s) + " rotary_dim " +
                                               std::to_string(R) + (interleaved ? " interleaved" : ""));
         }
