@@ -1,4 +1,5 @@
 #include "MaskElements.h"
+#include "PatternUtil.h"
 
 #include "llmc/Dialect/LlmcDialect.h"
 
@@ -35,6 +36,20 @@ std::optional<int64_t> splatInteger(Value v) {
       (!attr.isSplat() && attr.getNumElements() != 1))
     return std::nullopt;
   return attr.getSplatValue<APInt>().getSExtValue();
+}
+
+// m where the bool `b` is its negation: not(m), or where(m, 0, c) with c non-zero cast to a bool
+// (an additive mask turned back into the scores it hides, as MPT's masked_fill takes it).
+Value negated(Value b) {
+  Operation *op = b.getDefiningOp();
+  if (auto n = dyn_cast_or_null<NotOp>(op))
+    return n.getInput();
+  auto c = dyn_cast_or_null<CastOp>(op);
+  auto where = c && isBool(b) ? c.getInput().getDefiningOp<WhereOp>() : WhereOp();
+  if (!where || !isBool(where.getCondition()) || !fusion::isScalar(where.getX(), 0.0))
+    return {};
+  auto hidden = fusion::scalarValue(where.getY());
+  return hidden && *hidden != 0.0 ? where.getCondition() : Value();
 }
 
 // `lhs <op> rhs` as `diff <= 0`, integers compared.
@@ -410,6 +425,10 @@ std::optional<Conjunction> MaskElements::conjunctionOf(Value v) const {
   if (isa<BlockArgument>(v))
     return readOf(v);
   Operation *op = v.getDefiningOp();
+  if (auto n = dyn_cast<NotOp>(op)) { // (a negated conjunction is not one, but a double negation is)
+    Value m = negated(n.getInput());
+    return m ? conjunctionOf(m) : std::nullopt;
+  }
   if (auto cast = dyn_cast<CastOp>(op))
     return isBool(cast.getInput()) ? conjunctionOf(cast.getInput()) : readOf(cast.getInput());
   if (isa<AndOp>(op) || isComparison(op)) {

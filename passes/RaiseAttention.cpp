@@ -139,6 +139,20 @@ SequenceForm toSequence(Value v4, bool anyLayout) {
   return {};
 }
 
+// The same for a value already [B, S, H, D]: the 3-D value it was split from, or itself reshaped.
+SequenceForm positionMajorToSequence(Value v) {
+  auto type = fusion::tensorType(v);
+  if (type.getRank() != 4 || type.isDynamicDim(2) || type.isDynamicDim(3))
+    return {};
+  if (auto r = def<ReshapeOp>(v)) {
+    auto in = fusion::tensorType(r.getInput());
+    if (in.getRank() == 3 && !in.isDynamicDim(2) && in.getDimSize(2) == type.getDimSize(2) * type.getDimSize(3) &&
+        in.getDimSize(1) == type.getDimSize(1))
+      return {r.getInput(), type.getDimSize(2), SequenceForm::Nothing};
+  }
+  return {v, type.getDimSize(2), SequenceForm::Reshape};
+}
+
 Value buildSequence(PatternRewriter &rewriter, Location loc, const SequenceForm &f) {
   Value x = f.v;
   if (f.build == SequenceForm::Nothing || !x)
@@ -289,12 +303,99 @@ bool isCausalMask(Value mask, int64_t sq, int64_t sk) {
   return true;
 }
 
+// Whether `merged` [B*H, X, Y] is `split` [B, H, X, Y] with its first two axes merged, or the
+// other way round, as Bloom's attention runs its batched products on [B*H, ...] operands. The
+// heads must be static; a dynamic batch is taken as the rest of a dynamic first axis.
+bool mergesHeads(RankedTensorType split, RankedTensorType merged) {
+  if (split.getRank() != 4 || merged.getRank() != 3 || split.isDynamicDim(1))
+    return false;
+  for (int64_t d : {2, 3})
+    if (split.getDimSize(d) != merged.getDimSize(d - 1))
+      return false;
+  if (split.isDynamicDim(0) || merged.isDynamicDim(0))
+    return split.isDynamicDim(0) && merged.isDynamicDim(0);
+  return split.getDimSize(0) * split.getDimSize(1) == merged.getDimSize(0);
+}
+
+// [B, H, X, D] for a [B*H, X, D] operand of the merged-heads form: the value it was reshaped
+// from, or null.
+Value unmergeHeads(Value v3) {
+  auto r = def<ReshapeOp>(v3);
+  if (!r || !mergesHeads(fusion::tensorType(r.getInput()), fusion::tensorType(r.getResult())) ||
+      fusion::tensorType(v3).isDynamicDim(2))
+    return {};
+  return r.getInput();
+}
+
+// What the softmax's scores are below the mask: scale * (Q · Kᵀ), capped or not (stripScores),
+// plus a float `bias` where one is added (ALiBi's position bias: MPT's, Bloom's), the sum
+// reshaped from [B*H, Sq, Sk] where the product runs on merged heads (Bloom's baddbmm).
+// Multiplies `scale` and sets `softcap` as stripScores does.
+struct ScoreTerms {
+  MatMulOp qk;
+  Value bias;
+  bool mergedHeads = false;
+};
+
+std::optional<ScoreTerms> scoreTerms(Value v, double &scale, double &softcap) {
+  ScoreTerms t;
+  if (auto r = def<ReshapeOp>(v);
+      r && mergesHeads(fusion::tensorType(r.getResult()), fusion::tensorType(r.getInput()))) {
+    if (!r.getInput().hasOneUse())
+      return std::nullopt;
+    v = r.getInput();
+    t.mergedHeads = true;
+  }
+  if (auto add = def<AddOp>(v)) {
+    for (int i = 0; i < 2 && !t.bias; ++i) {
+      double s = 1.0, cap = 0.0;
+      Value x = add->getOperand(i), bias = add->getOperand(1 - i);
+      if (x.hasOneUse() && def<MatMulOp>(stripScores(x, s, cap)) && fusion::isFusedFloat(bias)) {
+        t.bias = bias;
+        v = x;
+      }
+    }
+    if (!t.bias)
+      return std::nullopt;
+  }
+  t.qk = def<MatMulOp>(stripScores(v, scale, softcap));
+  if (!t.qk || !t.qk.getResult().hasOneUse())
+    return std::nullopt;
+  return t;
+}
+
+// A bias added to merged-heads scores [B*H or 1, Sq or 1, Sk or 1] (or of lower rank) as one that
+// broadcasts to the scores [B, H, Sq, Sk]: with a [B*H] axis, unsqueezed and reshaped to
+// [B, H, ., .] (B from the scores where it is static).
+Value biasPerHead(PatternRewriter &rewriter, Location loc, Value bias, RankedTensorType scores) {
+  const int64_t heads = scores.getDimSize(1), batch = scores.isDynamicDim(0) ? -1 : scores.getDimSize(0);
+  auto type = fusion::tensorType(bias);
+  if (type.getRank() < 3 || type.getDimSize(0) == 1)
+    return bias; // broadcasts the same way over [B, H, Sq, Sk] as over [B*H, Sq, Sk]
+  Value wide = fusion::createValue(rewriter, loc, "llmc.unsqueeze", {bias},
+                                   {rewriter.getNamedAttr("axes", rewriter.getDenseI64ArrayAttr({1}))});
+  return reshapeTo(rewriter, loc, wide, {batch, heads, 0, 0});
+}
+
 struct Raised {
-  Value q, k, v, mask, cos, sin;
+  Value q, k, v, mask, cos, sin, bias;
+  Value hidden; // where a boolean mask selects: the value its hidden scores take
   int64_t qHeads = 0, kvHeads = 0;
   double scale = 1.0, softcap = 0.0;
   bool causal = false, negateMask = false, rotateKeys = true, timeMajor = false;
 };
+
+// The one mask fused_attention reads for a mask and a bias beside it: the bias alone, the two
+// added (an additive mask), or the bias where a boolean mask keeps a score and its hidden value
+// elsewhere. `merged`: the bias was added to [B*H, Sq, Sk] scores, the softmax's of `scores`.
+Value maskWithBias(PatternRewriter &rewriter, Location loc, const Raised &r, bool merged, RankedTensorType scores) {
+  Value bias = merged ? biasPerHead(rewriter, loc, r.bias, scores) : r.bias;
+  if (!bias || !r.mask)
+    return bias;
+  if (fusion::isFusedFloat(r.mask))
+    return fusion::createValue(rewriter, loc, "llmc.add", {r.mask, bias});
+  return r.hidden ? fusion::createValue(rewriter, loc, "llmc.where", {r.mask, bias, r.hidden}) : Value();
+}
 
 struct SdpaPattern : OpRewritePattern<SoftmaxOp> {
   RewriteCounter &count, &rotaries, &causalMasks;
@@ -307,14 +408,14 @@ struct SdpaPattern : OpRewritePattern<SoftmaxOp> {
         !fusion::isFusedFloat(softmax.getResult()))
       return failure();
     Raised r;
-    // Scores: [mask +] scale * (Q · Kᵀ); the mask is the addend that is not the product.
+    // Scores: [mask +] the score terms; the mask is the addend that is not them.
     Value scores = softmax.getInput();
     if (!scores.hasOneUse())
       return failure();
     if (auto add = def<AddOp>(scores)) {
       for (int i = 0; i < 2 && !r.mask; ++i) {
         double s = 1.0, cap = 0.0;
-        if (def<MatMulOp>(stripScores(add->getOperand(i), s, cap)) && add->getOperand(i).hasOneUse()) {
+        if (add->getOperand(i).hasOneUse() && scoreTerms(add->getOperand(i), s, cap)) {
           scores = add->getOperand(i);
           r.mask = add->getOperand(1 - i);
         }
@@ -330,22 +431,45 @@ struct SdpaPattern : OpRewritePattern<SoftmaxOp> {
       };
       if (big(where.getY()) && where.getX().hasOneUse()) {
         r.mask = where.getCondition();
+        r.hidden = where.getY();
         scores = where.getX();
       } else if (big(where.getX()) && where.getY().hasOneUse()) {
         r.mask = where.getCondition();
+        r.hidden = where.getX();
         r.negateMask = true; // built with the fused op, once the whole pattern matched
         scores = where.getY();
       }
     }
-    auto qk = def<MatMulOp>(stripScores(scores, r.scale, r.softcap));
-    if (!qk || !qk.getResult().hasOneUse())
+    auto terms = scoreTerms(scores, r.scale, r.softcap);
+    if (!terms)
       return failure();
+    MatMulOp qk = terms->qk;
+    r.bias = terms->bias;
+    const bool merged = terms->mergedHeads;
+    // Merged heads: Q, Kᵀ (transpose(0,2,1)) and V are [B*H, ., .] reshapes of [B, H, ., .] values.
     Value q4 = stripScale(qk.getLhs(), r.scale);
-    Value k4 = untranspose(stripScale(qk.getRhs(), r.scale));
-    if (!k4)
+    Value k4 = stripScale(qk.getRhs(), r.scale);
+    Value kByPosition; // or K as [B, Sk, H, D], not rotated here, where Kᵀ is made from it
+    if (merged) {
+      auto kt = def<TransposeOp>(k4);
+      q4 = unmergeHeads(q4);
+      k4 = kt && isPerm(kt, {0, 2, 1}) ? unmergeHeads(kt.getInput()) : Value();
+    } else if (auto t = def<TransposeOp>(k4); t && isPerm(t, {0, 2, 3, 1})) {
+      kByPosition = t.getInput(); // Kᵀ straight from [B, Sk, H, D] (MPT)
+    } else {
+      k4 = untranspose(k4);
+    }
+    if (!q4 || !(k4 || kByPosition))
       return failure();
-    // Output: softmax [-> where(is_nan(p), 0, p)] -> · V -> transpose(0,2,1,3) -> reshape to 3-D.
+    // Output: softmax [-> where(is_nan(p), 0, p)] -> · V -> transpose(0,2,1,3) -> reshape to 3-D;
+    // with merged heads the probabilities reshaped to [B*H, Sq, Sk] and the product back to 4-D.
     Value probs = softmax.getResult();
+    if (merged) {
+      auto toMerged = probs.hasOneUse() ? dyn_cast<ReshapeOp>(*probs.getUsers().begin()) : ReshapeOp();
+      if (!toMerged || !mergesHeads(probsType, fusion::tensorType(toMerged.getResult())))
+        return failure();
+      probs = toMerged.getResult();
+    }
     Operation *pv = nullptr;
     for (Operation *user : probs.getUsers()) {
       if (auto where = dyn_cast<WhereOp>(user); where && where.getY() == probs && fusion::isScalar(where.getX(), 0.0) &&
@@ -366,6 +490,14 @@ struct SdpaPattern : OpRewritePattern<SoftmaxOp> {
     // (Through a reshape to the product's own shape, which a dynamic export keeps: with at most one
     // dynamic dimension the element count fixes it, so it moves nothing.)
     Operation *merger = *pvMatmul.getResult().getUsers().begin();
+    if (merged) {
+      auto split = dyn_cast<ReshapeOp>(merger);
+      if (!split || !split.getResult().hasOneUse() ||
+          !mergesHeads(fusion::tensorType(split.getResult()), fusion::tensorType(pvMatmul.getResult())) ||
+          fusion::tensorType(split.getResult()).getDimSize(1) != probsType.getDimSize(1))
+        return failure();
+      merger = *split.getResult().getUsers().begin();
+    }
     if (auto same = dyn_cast<ReshapeOp>(merger); same && same.getResult().hasOneUse() &&
                                                  same.getResult().getType() == same.getInput().getType() &&
                                                  fusion::tensorType(same.getResult()).getNumDynamicDims() <= 1)
@@ -379,11 +511,17 @@ struct SdpaPattern : OpRewritePattern<SoftmaxOp> {
     if (!root || (rootRank != 3 && rootRank != 2))
       return failure();
     // Inputs: strip the rotary embedding, repeated KV heads and the head split.
-    Value v4 = unrepeat(pvMatmul.getRhs());
-    k4 = unrepeat(k4);
+    Value v4 = merged ? unmergeHeads(pvMatmul.getRhs()) : unrepeat(pvMatmul.getRhs());
+    if (!v4)
+      return failure();
+    if (kByPosition) {
+      k4 = Value(); // (nothing to unrepeat or unrotate: the keys' form is known, or nothing)
+    } else {
+      k4 = unrepeat(k4);
+    }
     Value qCos, qSin, kCos, kSin;
     Value qPlain = unrotate(q4, qCos, qSin);
-    Value kPlain = qPlain ? unrotate(k4, kCos, kSin) : Value();
+    Value kPlain = qPlain && k4 ? unrotate(k4, kCos, kSin) : Value();
     const bool bothRotated = qPlain && kPlain && kCos == qCos && kSin == qSin;
     if (qPlain) {
       r.cos = qCos;
@@ -396,8 +534,11 @@ struct SdpaPattern : OpRewritePattern<SoftmaxOp> {
     // K and V split from [B, S, H*D] like Q; or else (a KV cache: past keys concatenated with the
     // new ones) taken as [B, Hkv, Sk, D], in which case only Q turns by the rotary tables.
     // Keys rotated together with Q, or not at all here (a cache holds them rotated already).
-    const SequenceForm kForm = toSequence(bothRotated ? kPlain : k4, /*anyLayout=*/false);
+    const SequenceForm kForm =
+        kByPosition ? positionMajorToSequence(kByPosition) : toSequence(bothRotated ? kPlain : k4, /*anyLayout=*/false);
     const SequenceForm vForm = kForm.v ? toSequence(v4, /*anyLayout=*/false) : SequenceForm();
+    if (kByPosition && !(vForm.v && vForm.heads == kForm.heads))
+      return failure();
     r.rotateKeys = bothRotated;
     int64_t tmHeads = 0, tmvHeads = 0;
     Value kt = kForm.v ? Value() : timeMajorToHeads(k4, tmHeads), vt = kt ? timeMajorToHeads(v4, tmvHeads) : Value();
@@ -450,6 +591,8 @@ struct SdpaPattern : OpRewritePattern<SoftmaxOp> {
       return abandon();
     if (r.negateMask)
       r.mask = fusion::create(rewriter, loc, "llmc.not", {r.mask})->getResult(0);
+    if (r.bias && !(r.mask = maskWithBias(rewriter, loc, r, merged, probsType)))
+      return abandon();
     for (Value *table : {&r.cos, &r.sin}) {
       if (!*table)
         continue;

@@ -38,6 +38,30 @@ Value booleanMask(Value mask) {
   return hidden && *hidden <= -1e30 ? where.getCondition() : Value();
 }
 
+// A float mask split into its boolean part and a bias added beside it (ALiBi's position bias, see
+// llmc-raise-attention): where(m, bias, -huge), or bias + where(m, 0, -huge) in either order;
+// without a bias, booleanMask's. `hidden` is the -huge a hidden score takes.
+struct MaskParts {
+  Value boolean, bias, hidden;
+};
+
+std::optional<MaskParts> maskParts(Value mask) {
+  if (Value boolean = booleanMask(mask))
+    return MaskParts{boolean, {}, {}};
+  auto huge = [](Value v) {
+    auto c = fusion::scalarValue(v);
+    return c && *c <= -1e30;
+  };
+  if (auto where = fusion::def<WhereOp>(mask);
+      where && huge(where.getY()) && fusion::tensorType(where.getCondition()).getElementType().isInteger(1))
+    return MaskParts{where.getCondition(), where.getX(), where.getY()};
+  if (auto add = fusion::def<AddOp>(mask))
+    for (int i = 0; i < 2; ++i)
+      if (Value boolean = booleanMask(add->getOperand(i)); boolean && fusion::isFusedFloat(add->getOperand(1 - i)))
+        return MaskParts{boolean, add->getOperand(1 - i), fusion::def<WhereOp>(add->getOperand(i)).getY()};
+  return std::nullopt;
+}
+
 // The attention's score dimensions [batch, heads, queries, keys] as symbolic expressions.
 std::vector<DimExpr> scoreDims(FusedAttentionOp op, const SymbolicShapes &shapes) {
   const auto &q = shapes.shape(op.getQ()).dims;
@@ -77,11 +101,8 @@ int64_t slidingWindow(const Affine &diff, const std::vector<DimExpr> &scores) {
   return rest && *rest <= 0 ? 1 - *rest : 0;
 }
 
-std::optional<RaisedMask> raise(Value attentionMask, const std::vector<DimExpr> &scores, const SymbolicShapes &shapes,
+std::optional<RaisedMask> raise(Value boolean, const std::vector<DimExpr> &scores, const SymbolicShapes &shapes,
                                 const mask::MaskElements &elements) {
-  Value boolean = booleanMask(attentionMask);
-  if (!boolean)
-    return std::nullopt;
   auto conjunction = elements.conjunctionOf(boolean);
   if (!conjunction)
     return std::nullopt;
@@ -160,11 +181,31 @@ struct RaiseAttentionMask : impl::LlmcRaiseAttentionMaskBase<RaiseAttentionMask>
       Value current = fused ? fused.getMask() : latent.getMask();
       if (fusion::isEmpty(current))
         continue;
-      auto raised = raise(current, fused ? scoreDims(fused, *shapes) : scoreDims(latent, *shapes), *shapes, elements);
+      auto parts = maskParts(current);
+      if (!parts || (parts->bias && !fused)) // (latent_attention's masks carry no bias)
+        continue;
+      auto raised =
+          raise(parts->boolean, fused ? scoreDims(fused, *shapes) : scoreDims(latent, *shapes), *shapes, elements);
       if (!raised || (raised->window && !fused)) // (latent_attention has no window)
         continue;
       Value mask;
-      if (raised->keep) {
+      if (parts->bias) {
+        // The bias stays the mask, hiding the padded keys where the input says so.
+        mask = parts->bias;
+        if (raised->keep) {
+          OpBuilder b(op);
+          Value keep = fusion::createValue(b, op->getLoc(), "llmc.unsqueeze", {raised->keep},
+                                           {b.getNamedAttr("axes", b.getDenseI64ArrayAttr({1, 2}))});
+          if (keep && !fusion::tensorType(keep).getElementType().isInteger(1))
+            keep = fusion::createValue(b, op->getLoc(), "llmc.cast", {keep},
+                                       {b.getNamedAttr("to", TypeAttr::get(b.getI1Type()))});
+          mask = keep ? fusion::createValue(b, op->getLoc(), "llmc.where", {keep, parts->bias, parts->hidden})
+                      : Value();
+          if (!mask) // a type that could not be inferred: leave this mask alone
+            continue;
+          ++padding;
+        }
+      } else if (raised->keep) {
         if (!views.count(raised->keep)) {
           OpBuilder b = OpBuilder::atBlockBegin(&func.getBody().front());
           views[raised->keep] = fusion::createValue(b, op->getLoc(), "llmc.unsqueeze", {raised->keep},

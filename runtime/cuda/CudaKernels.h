@@ -112,10 +112,12 @@ struct AttentionArgs {
   // decodeAttention only: the key count in device memory, Sk being its upper bound (a graph
   // replayed for every cache length launches with the same arguments). The keys' and values'
   // memory must hold Sk rows (a cache at its bound): a launch may load rows past the count
-  // before it knows it (it uses none of them). With maskRowPerBatch the mask is [B, 1, 1, keys]
-  // and its batch stride that count, whatever maskStrides[0] says.
+  // before it knows it (it uses none of them). Where the mask's batch or head stride is rows of
+  // that count (a mask [B, 1, 1, keys] or [B or 1, Hq, 1, keys]: a batch's attention_mask, ALiBi's
+  // bias per head), maskRowsPerBatch and maskRowsPerHead > 0 give it in rows, and maskStrides[0]
+  // and [1] do not count there.
   const int64_t *skOnDevice = nullptr;
-  bool maskRowPerBatch = false;
+  int64_t maskRowsPerBatch = 0, maskRowsPerHead = 0;
   // decodeAttention only: its plain kernel even where the tiled one takes the call, and one
   // block per query head even where the tiled kernel takes the heads that share a key/value
   // head together (tests and benchmarks compare them; DecodeAttention.cu).

@@ -138,7 +138,8 @@ __global__ void __launch_bounds__(kDecodeThreads)
   if (split >= c.active) // no keys (a launch sized for a longer cache): nothing to add
     return;
   const int64_t t0 = c.t0, t1 = c.t1;
-  const int64_t maskBatch = a.maskRowPerBatch ? c.keys : a.maskStrides[0];
+  const int64_t maskBatch = a.maskRowsPerBatch ? a.maskRowsPerBatch * c.keys : a.maskStrides[0];
+  const int64_t maskHead = a.maskRowsPerHead ? a.maskRowsPerHead * c.keys : a.maskStrides[1];
   loadQuery<T>(a, b, h, qs);
   __syncthreads();
   const T *kb = static_cast<const T *>(a.k) + b * a.ks.batch + kvh * a.ks.head;
@@ -166,7 +167,7 @@ __global__ void __launch_bounds__(kDecodeThreads)
 #pragma unroll
       for (int u = 0; u < kDecodeKeysPerStep; ++u)
         if (t + u < t1)
-          p[t + u - t0] = masked<T>(a, dot[u], b * maskBatch + h * a.maskStrides[1] + (t + u) * a.maskStrides[3]);
+          p[t + u - t0] = masked<T>(a, dot[u], b * maskBatch + h * maskHead + (t + u) * a.maskStrides[3]);
     }
   }
   __syncthreads();
@@ -260,7 +261,8 @@ __device__ __forceinline__ void tiledDecodeBlock(const AttentionArgs &a, float *
   if (split >= c.active) // no keys (a launch sized for a longer cache): nothing to add
     return;
   const int64_t t0 = c.t0, t1 = c.t1;
-  const int64_t maskBatch = a.maskRowPerBatch ? c.keys : a.maskStrides[0];
+  const int64_t maskBatch = a.maskRowsPerBatch ? a.maskRowsPerBatch * c.keys : a.maskStrides[0];
+  const int64_t maskHead = a.maskRowsPerHead ? a.maskRowsPerHead * c.keys : a.maskStrides[1];
   float o[kGroup][V] = {}, runningMax[kGroup], runningSum[kGroup] = {};
 #pragma unroll
   for (int g = 0; g < kGroup; ++g)
@@ -302,7 +304,7 @@ __device__ __forceinline__ void tiledDecodeBlock(const AttentionArgs &a, float *
         const int64_t t = tile + key;
 #pragma unroll
         for (int g = 0; g < kGroup; ++g)
-          p[g][key] = t < t1 ? masked<T>(a, dot[j][g], b * maskBatch + (h0 + g) * a.maskStrides[1] + t * a.maskStrides[3])
+          p[g][key] = t < t1 ? masked<T>(a, dot[j][g], b * maskBatch + (h0 + g) * maskHead + t * a.maskStrides[3])
                              : -INFINITY;
       }
     __syncthreads();

@@ -43,10 +43,6 @@ std::string maskLayout(const TensorRef &m, DType floatType, const int64_t scores
   return {};
 }
 
-// Whether the mask operand `input` of an attention op, if present, varies along its Sk keys alone
-// (every other dimension 1), or is a row of Sk keys per sequence ([B, 1, 1, Sk]: a batch's
-// attention_mask, see llmc-raise-attention-mask): then the kernels can work out its strides from
-// the key count (maskRowPerBatch).
 // The shape of an attention op's mask operand `input` in this run, or null when it has none.
 const Shape *maskShape(const PlanOp &op, const std::vector<TensorRef> &t, size_t input) {
   if (op.inputs.size() <= input || op.inputs[input] < 0 || t[size_t(op.inputs[input])].numel() == 0)
@@ -54,20 +50,27 @@ const Shape *maskShape(const PlanOp &op, const std::vector<TensorRef> &t, size_t
   return &t[size_t(op.inputs[input])].shape;
 }
 
-bool maskFollowsKeys(const PlanOp &op, const std::vector<TensorRef> &t, size_t input, int64_t Sk) {
+// How the kernels find a mask's rows from the key count alone: a mask whose last axis is the Sk
+// keys and whose query axis is 1, [B or 1, H or 1, 1, Sk] or of a lower rank (a batch's
+// attention_mask, see llmc-raise-attention-mask; with `perHead`, ALiBi's bias per head). Its batch
+// and head strides in rows of keys (0 where it broadcasts: AttentionArgs::maskRowsPerBatch).
+struct MaskRows {
+  bool follows = false; // also true without a mask
+  int64_t perBatch = 0, perHead = 0;
+};
+
+MaskRows maskRows(const PlanOp &op, const std::vector<TensorRef> &t, size_t input, int64_t Sk, bool perHead) {
   const Shape *m = maskShape(op, t, input);
   if (!m)
-    return true;
-  for (int d = m->rank == 4 ? 1 : 0; d + 1 < m->rank; ++d)
-    if (m->dims[d] != 1)
-      return false;
-  return m->rank > 0 && m->dims[m->rank - 1] == Sk;
-}
-
-// A mask of one row of keys per sequence ([B > 1, 1, 1, Sk]), whose batch stride is the key count.
-bool maskRowPerBatch(const PlanOp &op, const std::vector<TensorRef> &t, size_t input) {
-  const Shape *m = maskShape(op, t, input);
-  return m && m->rank == 4 && m->dims[0] > 1;
+    return {true};
+  if (m->rank < 1 || m->rank > 4)
+    return {};
+  int64_t dims[4] = {1, 1, 1, 1}; // [batch, heads, queries, keys]
+  for (int d = 0; d < m->rank; ++d)
+    dims[4 - m->rank + d] = m->dims[d];
+  if (dims[3] != Sk || dims[2] != 1 || (dims[1] != 1 && !perHead))
+    return {};
+  return {true, dims[0] > 1 ? dims[1] : 0, dims[1] > 1 ? 1 : 0};
 }
 
 // The most keys a query of a fused_attention over `keys` keys attends to (its sliding window).
@@ -94,7 +97,7 @@ int64_t decodeKeyCount(const PlanOp &op, const std::vector<TensorRef> &t, int64_
                                     decodeAttentionSplits(keysSeen(op, skBound))) >
           kGemmWorkspace)
     return -1;
-  return maskFollowsKeys(op, t, 3, Sk) ? Sk : -1;
+  return maskRows(op, t, 3, Sk, /*perHead=*/true).follows ? Sk : -1;
 }
 
 // The key count of a latent_attention run that its kernel can read from the length table (a
@@ -106,7 +109,7 @@ int64_t latentKeyCount(const PlanOp &op, const std::vector<TensorRef> &t, int64_
       latentAttentionSharedBytes(cache.dims[2] - op.attrs.getInt("rope_dim", 0), op.attrs.getInt("rope_dim", 0), skBound) >
           kMaxLatentAttentionShared)
     return -1;
-  return maskFollowsKeys(op, t, 4, cache.dims[0]) ? cache.dims[0] : -1;
+  return maskRows(op, t, 4, cache.dims[0], /*perHead=*/false).follows ? cache.dims[0] : -1;
 }
 
 } // namespace
@@ -204,9 +207,10 @@ std::string prepareAttention(Executor &ex, const PlanOp &op, PreparedOp &out, in
     // A decode step: the key length split across blocks (the one-block-per-query kernel would
     // read the whole cache from B * Hq blocks); over a cache, as many blocks as the longest
     // cache needs, each taking its share of the key count that the length table holds.
-    if (decodeKeyCount(op, t, skBound) >= 0) {
+    if (const int64_t keys = decodeKeyCount(op, t, skBound); keys >= 0) {
+      const MaskRows rows = maskRows(op, t, 3, keys, /*perHead=*/true);
+      a.maskRowsPerBatch = rows.perBatch, a.maskRowsPerHead = rows.perHead;
       a.Sk = skBound, a.skOnDevice = e.lengths + slot;
-      a.maskRowPerBatch = maskRowPerBatch(op, t, 3);
       a.overlapPrevious = e.overlapLaunches;
       if (const int linear = e.prefetchWeightOf.empty() ? -1 : e.prefetchWeightOf[size_t(index)]; linear >= 0) {
         const int w = e.plan->ops[size_t(linear)].inputs[1];
@@ -255,7 +259,7 @@ std::string prepareLatentAttention(Executor &ex, const PlanOp &op, PreparedOp &o
       mask.data = e.at(op.inputs[4]);
     }
     const bool fromTable = latentKeyCount(op, t, skBound) >= 0;
-    mask.rowPerBatch = fromTable && maskRowPerBatch(op, t, 4);
+    mask.rowPerBatch = fromTable && maskRows(op, t, 4, Sk, /*perHead=*/false).perBatch > 0;
     return latentAttention(st, e.at(op.inputs[0]), e.at(op.inputs[1]), hasUk ? e.at(op.inputs[2]) : nullptr,
                            hasUv ? e.at(op.inputs[3]) : nullptr, mask, e.at(op.outputs[0]), B, H, Sq, fromTable ? skBound : Sk, hasUk ? uk.shape.dims[1] : 0, rope,
                            latent, hasUv ? uv.shape.dims[2] : latent, float(op.attrs.getFloat("scale", 1.0)),

@@ -351,3 +351,90 @@ func.func @packed_sequences(%q: tensor<1x?x64xf32> {llmc.name = "q", llmc.dim_sy
   %b = llmc.fused_attention %q, %k, %k, %mask_b, %e, %e {kv_num_heads = 1 : i64, q_num_heads = 1 : i64} : (tensor<1x?x64xf32>, tensor<1x?x64xf32>, tensor<1x?x64xf32>, tensor<1x1x?x?xf32>, tensor<0xf32>, tensor<0xf32>) -> tensor<1x?x64xf32>
   return %a, %b : tensor<1x?x64xf32>, tensor<1x?x64xf32>
 }
+
+// -----
+
+// A bias per head beside a causal and padding mask (ALiBi's, as llmc-raise-attention leaves it:
+// Bloom's bias + where(m, 0, -huge)): is_causal, and the bias where attention_mask keeps a key.
+// CHECK-LABEL: func.func @bias_beside_padding
+// CHECK: %[[VIEW:.*]] = llmc.unsqueeze %arg2 {axes = array<i64: 1, 2>} : (tensor<2x7xi64>) -> tensor<2x1x1x7xi64>
+// CHECK: %[[KEEP:.*]] = llmc.cast %[[VIEW]] {to = i1} : (tensor<2x1x1x7xi64>) -> tensor<2x1x1x7xi1>
+// CHECK: %[[MASK:.*]] = llmc.where %[[KEEP]], %arg3, %{{.*}} : (tensor<2x1x1x7xi1>, tensor<1x2x1x7xf32>, tensor<f32>) -> tensor<2x2x1x7xf32>
+// CHECK: llmc.fused_attention %arg0, %arg1, %arg1, %[[MASK]], %{{.*}}, %{{.*}} {is_causal = 1 : i64
+func.func @bias_beside_padding(%q: tensor<2x4x64xf32>, %k: tensor<2x7x32xf32>, %am: tensor<2x7xi64>,
+                               %bias: tensor<1x2x1x7xf32>) -> tensor<2x4x64xf32> {
+  %e = llmc.constant dense<> : tensor<0xf32>
+  %i0 = llmc.constant dense<0> : tensor<i64>
+  %i1 = llmc.constant dense<1> : tensor<i64>
+  %i3 = llmc.constant dense<3> : tensor<i64>
+  %i4 = llmc.constant dense<4> : tensor<i64>
+  %i7 = llmc.constant dense<7> : tensor<i64>
+  %f0 = llmc.constant dense<0.000000e+00> : tensor<f32>
+  %lowest = llmc.constant dense<-3.40282347E+38> : tensor<f32>
+  %r = llmc.range %i0, %i4, %i1 : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<4xi64>
+  %pos = llmc.add %r, %i3 : (tensor<4xi64>, tensor<i64>) -> tensor<4xi64>
+  %rows = llmc.unsqueeze %pos {axes = array<i64: 1>} : (tensor<4xi64>) -> tensor<4x1xi64>
+  %keys = llmc.range %i0, %i7, %i1 : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<7xi64>
+  %causal = llmc.less_equal %keys, %rows : (tensor<7xi64>, tensor<4x1xi64>) -> tensor<4x7xi1>
+  %keep = llmc.cast %am {to = i1} : (tensor<2x7xi64>) -> tensor<2x7xi1>
+  %keep4 = llmc.unsqueeze %keep {axes = array<i64: 1, 2>} : (tensor<2x7xi1>) -> tensor<2x1x1x7xi1>
+  %both = llmc.and %causal, %keep4 : (tensor<4x7xi1>, tensor<2x1x1x7xi1>) -> tensor<2x1x4x7xi1>
+  %additive = llmc.where %both, %f0, %lowest : (tensor<2x1x4x7xi1>, tensor<f32>, tensor<f32>) -> tensor<2x1x4x7xf32>
+  %mask = llmc.add %additive, %bias : (tensor<2x1x4x7xf32>, tensor<1x2x1x7xf32>) -> tensor<2x2x4x7xf32>
+  %out = llmc.fused_attention %q, %k, %k, %mask, %e, %e {kv_num_heads = 1 : i64, q_num_heads = 2 : i64} : (tensor<2x4x64xf32>, tensor<2x7x32xf32>, tensor<2x7x32xf32>, tensor<2x2x4x7xf32>, tensor<0xf32>, tensor<0xf32>) -> tensor<2x4x64xf32>
+  return %out : tensor<2x4x64xf32>
+}
+
+// -----
+
+// MPT's form: the scores kept where a causal mask, made additive and cast back to a boolean that
+// says "hidden", says not hidden; elsewhere -huge: is_causal, and the bias alone as the mask.
+// CHECK-LABEL: func.func @bias_where_not_hidden
+// CHECK-NOT: llmc.where
+// CHECK: llmc.fused_attention %arg0, %arg1, %arg1, %arg2, %{{.*}}, %{{.*}} {is_causal = 1 : i64
+func.func @bias_where_not_hidden(%q: tensor<1x4x64xf32>, %k: tensor<1x4x32xf32>, %bias: tensor<2x1x4xf32>)
+    -> tensor<1x4x64xf32> {
+  %e = llmc.constant dense<> : tensor<0xf32>
+  %i0 = llmc.constant dense<0> : tensor<i64>
+  %i1 = llmc.constant dense<1> : tensor<i64>
+  %i4 = llmc.constant dense<4> : tensor<i64>
+  %f0 = llmc.constant dense<0.000000e+00> : tensor<f32>
+  %lowest = llmc.constant dense<-3.40282347E+38> : tensor<f32>
+  %r = llmc.range %i0, %i4, %i1 : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<4xi64>
+  %rows = llmc.unsqueeze %r {axes = array<i64: 1>} : (tensor<4xi64>) -> tensor<4x1xi64>
+  %causal = llmc.less_equal %r, %rows : (tensor<4xi64>, tensor<4x1xi64>) -> tensor<4x4xi1>
+  %additive = llmc.where %causal, %f0, %lowest : (tensor<4x4xi1>, tensor<f32>, tensor<f32>) -> tensor<4x4xf32>
+  %hidden = llmc.cast %additive {to = i1} : (tensor<4x4xf32>) -> tensor<4x4xi1>
+  %shown = llmc.not %hidden : (tensor<4x4xi1>) -> tensor<4x4xi1>
+  %mask = llmc.where %shown, %bias, %lowest : (tensor<4x4xi1>, tensor<2x1x4xf32>, tensor<f32>) -> tensor<2x4x4xf32>
+  %out = llmc.fused_attention %q, %k, %k, %mask, %e, %e {kv_num_heads = 1 : i64, q_num_heads = 2 : i64} : (tensor<1x4x64xf32>, tensor<1x4x32xf32>, tensor<1x4x32xf32>, tensor<2x4x4xf32>, tensor<0xf32>, tensor<0xf32>) -> tensor<1x4x64xf32>
+  return %out : tensor<1x4x64xf32>
+}
+
+// -----
+
+// Not raised: a bias beside a boolean mask that is a graph input (no index arithmetic to prove),
+// and a bias beside a negated mask that is not a double negation (not(m) of a causal m hides the
+// keys up to each query: no conjunction says so).
+// CHECK-LABEL: func.func @bias_not_raised
+// CHECK: %[[INPUT:.*]] = llmc.where %arg2, %arg3, %{{.*}} : (tensor<1x1x4x4xi1>
+// CHECK: %[[NEGATED:.*]] = llmc.where %{{.*}}, %arg3, %{{.*}} : (tensor<4x4xi1>
+// CHECK: llmc.fused_attention %arg0, %arg1, %arg1, %[[INPUT]], %{{.*}}, %{{.*}} {kv_num_heads = 1 : i64, q_num_heads = 2 : i64}
+// CHECK: llmc.fused_attention %arg0, %arg1, %arg1, %[[NEGATED]], %{{.*}}, %{{.*}} {kv_num_heads = 1 : i64, q_num_heads = 2 : i64}
+func.func @bias_not_raised(%q: tensor<1x4x64xf32>, %k: tensor<1x4x32xf32>, %keep: tensor<1x1x4x4xi1>,
+                           %bias: tensor<2x1x4xf32>) -> (tensor<1x4x64xf32>, tensor<1x4x64xf32>) {
+  %e = llmc.constant dense<> : tensor<0xf32>
+  %i0 = llmc.constant dense<0> : tensor<i64>
+  %i1 = llmc.constant dense<1> : tensor<i64>
+  %i4 = llmc.constant dense<4> : tensor<i64>
+  %lowest = llmc.constant dense<-3.40282347E+38> : tensor<f32>
+  %input = llmc.where %keep, %bias, %lowest : (tensor<1x1x4x4xi1>, tensor<2x1x4xf32>, tensor<f32>) -> tensor<1x2x4x4xf32>
+  %r = llmc.range %i0, %i4, %i1 : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<4xi64>
+  %rows = llmc.unsqueeze %r {axes = array<i64: 1>} : (tensor<4xi64>) -> tensor<4x1xi64>
+  %causal = llmc.less_equal %r, %rows : (tensor<4xi64>, tensor<4x1xi64>) -> tensor<4x4xi1>
+  %after = llmc.not %causal : (tensor<4x4xi1>) -> tensor<4x4xi1>
+  %negated = llmc.where %after, %bias, %lowest : (tensor<4x4xi1>, tensor<2x1x4xf32>, tensor<f32>) -> tensor<2x4x4xf32>
+  %a = llmc.fused_attention %q, %k, %k, %input, %e, %e {kv_num_heads = 1 : i64, q_num_heads = 2 : i64} : (tensor<1x4x64xf32>, tensor<1x4x32xf32>, tensor<1x4x32xf32>, tensor<1x2x4x4xf32>, tensor<0xf32>, tensor<0xf32>) -> tensor<1x4x64xf32>
+  %b = llmc.fused_attention %q, %k, %k, %negated, %e, %e {kv_num_heads = 1 : i64, q_num_heads = 2 : i64} : (tensor<1x4x64xf32>, tensor<1x4x32xf32>, tensor<1x4x32xf32>, tensor<2x4x4xf32>, tensor<0xf32>, tensor<0xf32>) -> tensor<1x4x64xf32>
+  return %a, %b : tensor<1x4x64xf32>, tensor<1x4x64xf32>
+}

@@ -274,7 +274,7 @@ CacheAtBound cacheAtBound(cu::AttentionArgs &a, const std::vector<float> &k, con
 // length-major cache with a bool keep-mask; the same with the query rotated (tables [1, 1, D]) and
 // an additive mask; rotated, with the attention_mask input (i64) as the mask, as SmolLM2's KV plan
 // has it (llmc-raise-attention-mask); keys [B, T, Hkv * D] without a mask, and values one element
-// off 16 bytes.
+// off 16 bytes; a length-major cache with a bias per head (ALiBi's, MPT's and Bloom's mask).
 // Groups of 4 and of 3 query heads per key/value head (Llama-1B's and SmolLM2's), which the
 // tiled kernel takes in one block each, of 8 (in two blocks of 4), and one block per head.
 TEST(Cuda, DecodeAttentionMatchesFusedAttention) {
@@ -283,19 +283,21 @@ TEST(Cuda, DecodeAttentionMatchesFusedAttention) {
   for (cu::Storage s : kStorages)
     for (int64_t T : {1, 37, 700})
       for (const char *layout :
-           {"time-major-keep", "time-major-rotary-additive", "time-major-rotary-input-mask", "3d"}) {
+           {"time-major-keep", "time-major-rotary-additive", "time-major-rotary-input-mask", "time-major-alibi", "3d"}) {
         if (Hq == 16 && (s != cu::Storage::BF16 || T == 1)) // two blocks per group: bf16 is enough
           continue;
         const std::string l = layout;
         const bool timeMajor = l != "3d", inputMask = l == "time-major-rotary-input-mask",
-                   rotary = l == "time-major-rotary-additive" || inputMask, keepMask = l == "time-major-keep";
+                   rotary = l == "time-major-rotary-additive" || inputMask, keepMask = l == "time-major-keep",
+                   alibi = l == "time-major-alibi";
         const std::vector<int64_t> kvShape =
             timeMajor ? std::vector<int64_t>{T, B, Hkv * D} : std::vector<int64_t>{B, T, Hkv * D};
         Buf<float> q(DType::F32, {B, 1, Hq * D}, rounded(randomFloats(B * Hq * D, 12), s)),
             k(DType::F32, kvShape, rounded(randomFloats(T * B * Hkv * D, 13), s)),
             v(DType::F32, kvShape, rounded(randomFloats(T * B * Hkv * Dv, 14), s)), want(DType::F32, {B, 1, Hq * Dv}),
             additive(DType::F32, {B, 1, 1, T}), cosT(DType::F32, {1, 1, D}, rounded(randomFloats(D, 15), s)),
-            sinT(DType::F32, {1, 1, D}, rounded(randomFloats(D, 16), s)), none(DType::F32, {0});
+            sinT(DType::F32, {1, 1, D}, rounded(randomFloats(D, 16), s)), none(DType::F32, {0}),
+            bias(DType::F32, {B, Hq, 1, T});
         Buf<uint8_t> keep(DType::Bool, {B, 1, 1, T});
         Buf<int64_t> attentionMask(DType::I64, {B, 1, 1, T});
         for (int64_t i = 0; i < B * T; ++i) {
@@ -304,12 +306,21 @@ TEST(Cuda, DecodeAttentionMatchesFusedAttention) {
           attentionMask.data[size_t(i)] = i % T < 3 && T > 3 ? 0 : 1; // left padding
         }
         additive.data[0] = 0.0f; // T = 1: keep the one key
+        for (int64_t b = 0; b < B; ++b) // a slope per head over the keys' distances, a key of each row hidden
+          for (int64_t h = 0; h < Hq; ++h)
+            for (int64_t t = 0; t < T; ++t)
+              bias.data[size_t((b * Hq + h) * T + t)] =
+                  t == 1 + b ? -INFINITY : -std::ldexp(1.0f, -int(h % 8) - 1) * float(T - 1 - t);
         const float scale = 0.125f;
         ASSERT_EQ(call("fused_attention",
                        attrs({intAttr("q_num_heads", Hq), intAttr("kv_num_heads", Hkv), floatAttr("scale", scale),
                               intAttr("kv_time_major", timeMajor), intAttr("rotate_keys", 0)}),
                        {q.ref(), k.ref(), v.ref(),
-                        keepMask ? keep.ref() : inputMask ? attentionMask.ref() : rotary ? additive.ref() : none.ref(),
+                        keepMask    ? keep.ref()
+                        : inputMask ? attentionMask.ref()
+                        : rotary    ? additive.ref()
+                        : alibi     ? bias.ref()
+                                    : none.ref(),
                         rotary ? cosT.ref() : none.ref(), rotary ? sinT.ref() : none.ref()},
                        {want.ref()}),
                   "");
@@ -318,7 +329,7 @@ TEST(Cuda, DecodeAttentionMatchesFusedAttention) {
         auto dq = upload(q.data, s), dk = upload(k.data, s), dv = upload(timeMajor ? v.data : valuesOffByOne, s),
              dkeep = uploadRaw(keep.data),
              dadd = upload(additive.data, s), dcos = upload(cosT.data, s), dsin = upload(sinT.data, s),
-             dinput = uploadRaw(attentionMask.data);
+             dinput = uploadRaw(attentionMask.data), dbias = upload(bias.data, s);
         Device out(size_t(B * Hq * Dv) * cu::storageBytes(s));
         cu::AttentionArgs a;
         a.B = B, a.Hq = Hq, a.Hkv = Hkv, a.Sq = 1, a.Sk = T, a.D = D, a.Dv = Dv, a.scale = scale, a.causal = false;
@@ -332,6 +343,10 @@ TEST(Cuda, DecodeAttentionMatchesFusedAttention) {
                        : inputMask ? cu::AttentionArgs::Mask::Int64
                                    : cu::AttentionArgs::Mask::Additive;
           a.maskStrides[0] = T, a.maskStrides[3] = 1;
+        }
+        if (alibi) {
+          a.mask = dbias->p, a.maskType = cu::AttentionArgs::Mask::Additive;
+          a.maskStrides[0] = Hq * T, a.maskStrides[1] = T, a.maskStrides[3] = 1;
         }
         if (rotary)
           a.cos = dcos->p, a.sin = dsin->p;
@@ -356,7 +371,9 @@ TEST(Cuda, DecodeAttentionMatchesFusedAttention) {
         // replayed for every cache length): the same result.
         const CacheAtBound cache = cacheAtBound(a, k.data, v.data, T, 1536, B * Hkv * D, s);
         if (inputMask) // a row per sequence: its stride is the key count, not what a capture saw
-          a.maskRowPerBatch = true, a.maskStrides[0] = 1;
+          a.maskRowsPerBatch = 1, a.maskStrides[0] = 1;
+        if (alibi) // a row per sequence and head
+          a.maskRowsPerBatch = Hq, a.maskRowsPerHead = 1, a.maskStrides[0] = a.maskStrides[1] = 1;
         const int boundSplits = cu::decodeAttentionSplits(a.Sk);
         Device boundWs(cu::decodeAttentionWorkspaceBytes(B, Hq, Dv, boundSplits));
         cudaMemset(boundWs.p, 0, boundWs.bytes);
@@ -748,7 +765,7 @@ TEST(Cuda, AttentionSlidingWindowMatchesTheCpu) {
         continue;
       EXPECT_EQ(cu::decodeKeysSeen(a), window);
       const CacheAtBound cache = cacheAtBound(a, o.k.data, o.v.data, Sk, 1536, B * Hkv * D, s);
-      a.maskRowPerBatch = true, a.maskStrides[0] = 1;
+      a.maskRowsPerBatch = 1, a.maskStrides[0] = 1;
       const int splits = cu::decodeAttentionSplits(cu::decodeKeysSeen(a));
       Device ws(cu::decodeAttentionWorkspaceBytes(B, Hq, D, splits));
       cudaMemset(ws.p, 0, ws.bytes);

@@ -75,9 +75,10 @@ ARCHITECTURES = {
     "codegen": ("CodeGenForCausalLM", "CodeGenConfig",
                 dict(n_embd=64, n_layer=2, n_head=4, rotary_dim=8, n_positions=128, n_ctx=128), 2),
     "gpt_bigcode": ("GPTBigCodeForCausalLM", "GPTBigCodeConfig", dict(n_embd=64, n_layer=2, n_head=4, n_positions=128), 2),
-    # ALiBi's position bias: no attention raised (fused_attention has no bias by position).
-    "mpt": ("MptForCausalLM", "MptConfig", dict(d_model=64, n_layers=2, n_heads=4, max_seq_len=128), 0),
-    "bloom": ("BloomForCausalLM", "BloomConfig", dict(n_layer=2, n_head=4), 0),
+    # ALiBi's position bias, read by the attention as its mask (a [heads, 1, keys] bias); Bloom's
+    # products on merged [batch * heads] operands.
+    "mpt": ("MptForCausalLM", "MptConfig", dict(d_model=64, n_layers=2, n_heads=4, max_seq_len=128), 2),
+    "bloom": ("BloomForCausalLM", "BloomConfig", dict(n_layer=2, n_head=4), 2),
     # Mixtures of experts (a router's top-2 of 4 experts), exported with transformers'
     # "batched_mm" experts (see MOE).
     "mixtral": ("MixtralForCausalLM", "MixtralConfig", dict(num_key_value_heads=2, num_local_experts=4,
@@ -307,8 +308,7 @@ def check_kv(args, name, tmp):
                  ("attention blocks raised", "masks raised to is_causal", "past/present pairs turned length-major",
                   WINDOWS_RAISED, ROTARY_OPS, QUERY_ROTARY, *expert_counts(name))}
         # Every raised attention causal, reading the attention_mask input; each layer's key and
-        # value caches length-major (what the decode attention reads; also where ALiBi leaves the
-        # attention unraised).
+        # value caches length-major (what the decode attention reads).
         want = {"attention blocks raised": expected, "masks raised to is_causal": expected,
                 "past/present pairs turned length-major": 4, WINDOWS_RAISED: WINDOWS[name], ROTARY_OPS: ROTATIONS[name][1],
                 QUERY_ROTARY: QUERY_ROTATIONS[name],
@@ -330,8 +330,8 @@ def check_kv(args, name, tmp):
             if device == "cuda":
                 same = out.split("\n")[0].split() == tokens
                 # One graph for every decode step needs the attention raised (an unraised one's
-                # shapes hold the cache length: ALiBi's), and is required there. In 16 bits another
-                # token whose logit is close may win.
+                # shapes hold the cache length), and is required there. In 16 bits another token
+                # whose logit is close may win.
                 replayed = "CUDA graphs captured: 2\n" in out
                 ok = ok and (replayed or expected == 0) and (same or precision == "bf16")
                 lines.append(f"  {precision} cuda: tokens {'the same as' if same else 'differ from'} the cpu's; "

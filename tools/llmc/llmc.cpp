@@ -136,12 +136,14 @@ static int fail(const std::string &message) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  // Passes first: --mlir-print-ir-after=llmc-... names them, and the pass manager's options take
+  // the names registered when they are made.
+  llmc::registerAllPasses();
   mlir::registerAsmPrinterCLOptions();
   mlir::registerMLIRContextCLOptions();
   mlir::registerPassManagerCLOptions();
   mlir::registerDefaultTimingManagerCLOptions();
   cl::AddExtraVersionPrinter([](llvm::raw_ostream &os) { os << "llmc " LLMC_VERSION_STRING "\n"; });
-  llmc::registerAllPasses(); // so that --mlir-print-ir-after=llmc-... can name them
   // Weights never reach IR dumps: elide large constants and resource blobs unless the user asks
   // otherwise (a later occurrence of the same option wins).
   std::vector<const char *> args(argv, argv + argc);
