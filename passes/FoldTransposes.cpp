@@ -90,16 +90,79 @@ Value withoutDataMovement(OpBuilder &b, Location loc, Value x, ArrayRef<int64_t>
   return out ? out->getResult(0) : Value();
 }
 
+bool staticHeads(Value x) {
+  auto type = fusion::tensorType(x);
+  return type.getRank() == 4 && !type.isDynamicDim(2) && !type.isDynamicDim(3);
+}
+
+// [B, S, H * D] for x [B, S, H, D] with static heads: the 3-D value x was split from, or x
+// reshaped (a view).
+Value sequenceRows(OpBuilder &b, Location loc, Value x) {
+  auto type = fusion::tensorType(x);
+  const int64_t width = type.getDimSize(2) * type.getDimSize(3);
+  if (auto r = def<ReshapeOp>(x)) {
+    auto in = fusion::tensorType(r.getInput());
+    if (in.getRank() == 3 && in.getDimSize(2) == width && in.getDimSize(0) == type.getDimSize(0) &&
+        in.getDimSize(1) == type.getDimSize(1))
+      return r.getInput();
+  }
+  return fusion::createValue(b, loc, "llmc.reshape", {x, fusion::i64Constant(b, loc, {0, 0, width})});
+}
+
+// A fused_attention that reads its keys and values as [B, H, S, D] transposes (0, 2, 1, 3) of
+// [B, S, H, D] values reads those values' [B, S, H * D] rows instead, the transposes gone: keys
+// read that way with tables are not rotated then either (`rotate_keys = 0`, as they were not in
+// the 4-D layout). GPT-NeoX's keys, rotated apart, and values without a cache. False, and nothing
+// made, when the attention is not of that form.
+bool readRowsInPlace(FusedAttentionOp op) {
+  if (op.getPackedQkv() || op.getKvTimeMajor())
+    return false;
+  Value xs[2];
+  Value operands[2] = {op.getK(), op.getV()};
+  for (int i = 0; i < 2; ++i) {
+    auto t = def<TransposeOp>(operands[i]);
+    if (!t || fusion::tensorType(operands[i]).getRank() != 4 || permutationOf(t) != ArrayRef<int64_t>{0, 2, 1, 3} ||
+        fusion::tensorType(t.getInput()).getDimSize(2) != int64_t(op.getKvNumHeads()))
+      return false;
+    xs[i] = t.getInput();
+    if (!staticHeads(xs[i]))
+      return false;
+  }
+  OpBuilder b(op);
+  Value k = sequenceRows(b, op.getLoc(), xs[0]), v = sequenceRows(b, op.getLoc(), xs[1]);
+  if (!k || !v) // (a reshape of such a value to [B, S, H * D] always infers)
+    return false;
+  op.getKMutable().assign(k);
+  op.getVMutable().assign(v);
+  if (!fusion::isEmpty(op.getCos()))
+    op->setAttr("rotate_keys", b.getI64IntegerAttr(0));
+  for (Value old : operands) { // the transposes, and the reshapes to heads that only they read
+    if (!old.use_empty())
+      continue;
+    Operation *t = old.getDefiningOp();
+    Value in = t->getOperand(0);
+    t->erase();
+    if (in.use_empty() && in.getDefiningOp<ReshapeOp>())
+      in.getDefiningOp()->erase();
+  }
+  return true;
+}
+
 struct FoldTransposes : impl::LlmcFoldTransposesBase<FoldTransposes> {
   RewriteCounter composed{"llmc-fold-transposes", "transpose pairs composed"};
   RewriteCounter moved{"llmc-fold-transposes", "transposes of unit dimensions turned into squeeze/unsqueeze"};
   RewriteCounter sunk{"llmc-fold-transposes", "heads/sequence transposes moved below a rotary"};
+  RewriteCounter rowsInPlace{"llmc-fold-transposes", "attentions reading keys and values without their transposes"};
 
   void runOnOperation() override {
     SmallVector<RotaryOp> rotaries;
     getOperation().walk([&](RotaryOp r) { rotaries.push_back(r); });
     for (RotaryOp r : rotaries)
       sunk += sinkBelowRotary(r) ? 1 : 0;
+    SmallVector<FusedAttentionOp> attentions;
+    getOperation().walk([&](FusedAttentionOp a) { attentions.push_back(a); });
+    for (FusedAttentionOp a : attentions)
+      rowsInPlace += readRowsInPlace(a) ? 1 : 0;
     SmallVector<TransposeOp> transposes;
     getOperation().walk([&](TransposeOp t) { transposes.push_back(t); });
     for (TransposeOp t : transposes) {

@@ -145,7 +145,9 @@ def LlmcFoldTransposes : Pass<"llmc-fold-transposes", "mlir::func::FuncOp"> {
     KV-cache export meet both: heads split `(0, 2, 1, 3)` then cache layout `(2, 0, 1, 3)` is
     `(1, 0, 2, 3)`, which on a batch of 1 only moves the unit batch dimension. Its keys meet all
     three: split, rotated, laid out for the cache, they move no data either (two launches fewer
-    per layer).
+    per layer). A fused_attention whose keys and values are both read as [B, H, S, D] transposes
+    (0, 2, 1, 3) of [B, S, H, D] values reads those values' rows [B, S, H * D] instead (keys read
+    so are not rotated by its tables: `rotate_keys = 0`).
 
     Before:
     ```mlir
@@ -236,6 +238,19 @@ def LlmcLastPosition : Pass<"llmc-last-position", "mlir::func::FuncOp"> {
   let options = [
     ListOption<"outputs", "outputs", "std::string", "The names of the function results to cut to the last position">
   ];
+}
+
+def LlmcDeinterleaveQkv : Pass<"llmc-deinterleave-qkv", "mlir::func::FuncOp"> {
+  let summary = "Reorders a QKV projection whose output keeps each head's query, key and value together";
+  let description = [{
+    A projection `x · W (+ b)` (W [K, H * G * D] and b constants read once) whose output is
+    reshaped to [..., H, G, D] and read as G gathers on the G axis (Bloom's query_key_value), or
+    reshaped to [B, S, H, G * D], transposed to [B, H, S, G * D] and split into its G parts of D
+    (GPT-NeoX's), gets W's columns and b reordered from (head, part, d) to (part, head, d): each
+    part is then a split of the projection reshaped to [..., H, D] (transposed back in the second
+    form), the form of a merged QKV projection, which the attention, KV cache and QKV-split
+    passes and kernels know. Runs before llmc-kv-cache-layout.
+  }];
 }
 
 def LlmcMergeParallelLinears : Pass<"llmc-merge-parallel-linears", "mlir::func::FuncOp"> {

@@ -16,6 +16,8 @@ void buildDefaultPipeline(mlir::OpPassManager &pm, const PipelineOptions &option
   add(createLlmcSplitEinsum()); // einsums the CUDA kernel takes whole: five operands at most
   add(mlir::createCSEPass());
   add(mlir::createCanonicalizerPass());
+  if (options.merging) // before the cache layout, which moves the parts' keys and values
+    add(createLlmcDeinterleaveQkv());
   add(createLlmcKvCacheLayout());
   if (options.merging) {
     add(createLlmcAbsorbMla(LlmcAbsorbMlaOptions{options.mlaFactors}));
@@ -56,13 +58,11 @@ void buildPlanPreparation(mlir::OpPassManager &pm) {
 }
 
 std::vector<std::string> optionalPassNames() {
-  return {"llmc-kv-cache-layout",        "llmc-absorb-mla",
-          "llmc-fold-conv-affine",       "llmc-raise-norms",
-          "llmc-raise-activations",      "llmc-raise-attention",
-          "llmc-raise-attention-mask",   "llmc-fuse-residual-norm",
-          "llmc-fuse-linear",            "llmc-fuse-routing",
-          "llmc-merge-parallel-linears", "llmc-fuse-elementwise",
-          "llmc-fold-transposes",        "llmc-fuse-query-rotary",
+  return {"llmc-deinterleave-qkv",         "llmc-kv-cache-layout",        "llmc-absorb-mla",
+          "llmc-fold-conv-affine",         "llmc-raise-norms",            "llmc-raise-activations",
+          "llmc-raise-attention",          "llmc-raise-attention-mask",   "llmc-fuse-residual-norm",
+          "llmc-fuse-linear",              "llmc-fuse-routing",           "llmc-merge-parallel-linears",
+          "llmc-fuse-elementwise",         "llmc-fold-transposes",        "llmc-fuse-query-rotary",
           "llmc-transpose-linear-weights"};
 }
 

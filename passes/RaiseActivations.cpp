@@ -77,8 +77,38 @@ template <typename OpT> OpT onePlus(Value v) {
   return OpT();
 }
 
+// The x of sqrt(2/pi) * x * (1 + 0.044715 * x * x), the tanh approximation's argument factored
+// (Bloom's bloom_gelu_forward), or null.
+Value factoredTanhArgument(Value u) {
+  if (!def<MulOp>(u) || !u.hasOneUse())
+    return {};
+  const Type t = fusion::tensorType(u).getElementType();
+  SmallVector<Value> values;
+  double c1;
+  splitFactors(u, values, c1);
+  if (values.size() != 2 || !fusion::nearConstant(c1, 0.7978845608028654, 1e-4, t))
+    return {};
+  for (int i = 0; i < 2; ++i) {
+    Value x = values[i];
+    auto add = values[1 - i].hasOneUse() ? def<AddOp>(values[1 - i]) : AddOp();
+    for (int j = 0; add && j < 2; ++j) {
+      Value square = add->getOperand(j);
+      if (!fusion::isScalar(add->getOperand(1 - j), 1.0) || !def<MulOp>(square) || !square.hasOneUse())
+        continue;
+      SmallVector<Value> xs;
+      double c2;
+      splitFactors(square, xs, c2);
+      if (xs.size() == 2 && xs[0] == x && xs[1] == x && fusion::nearConstant(c2, 0.044715, 1e-5, t))
+        return x;
+    }
+  }
+  return {};
+}
+
 // The x of a tanh-approximation argument sqrt(2/pi) * (x + 0.044715 * x^3), or null.
 Value tanhArgument(Value u) {
+  if (Value x = factoredTanhArgument(u))
+    return x;
   double c1;
   Value inner = scaled(u, c1);
   auto add = def<AddOp>(inner);

@@ -88,3 +88,37 @@ func.func @other_transposes(%a: tensor<1x3x64x7xf32>, %b: tensor<1x7x?x64xf32>, 
   %3 = llmc.rotary %2, %cos, %sin, %ids : (tensor<1x?x7x64xf32>, tensor<64x32xf32>, tensor<64x32xf32>, tensor<1x7xi64>) -> tensor<1x?x7x64xf32>
   return %1, %3 : tensor<1x3x7x64xf32>, tensor<1x?x7x64xf32>
 }
+
+// -----
+
+// An attention that reads its keys and values as [B, H, S, D] transposes of [B, S, H, D] values
+// reads their rows [B, S, H * D] in place: the values' 3-D source, the keys (a rotation's rows,
+// not split from a 3-D value here) reshaped; the tables it has turn the query only
+// (rotate_keys = 0, as the 4-D keys were not turned).
+// CHECK-LABEL: func.func @attention_rows
+// CHECK-NOT: llmc.reshape %arg2
+// CHECK: %[[KROWS:.*]] = llmc.reshape %arg1, %{{.*}} : (tensor<1x5x2x4xf32>, tensor<3xi64>) -> tensor<1x5x8xf32>
+// CHECK: llmc.fused_attention %arg0, %[[KROWS]], %arg2, %{{.*}}, %arg4, %arg4 {{{.*}}rotary_dim = 2 : i64, rotate_keys = 0 : i64}
+// CHECK-NOT: llmc.transpose
+func.func @attention_rows(%q: tensor<1x5x8xf32>, %k: tensor<1x5x2x4xf32>, %v: tensor<1x5x8xf32>, %shape: tensor<4xi64>,
+                          %table: tensor<1x5x1xf32>) -> tensor<1x5x8xf32> {
+  %e = llmc.constant dense<> : tensor<0xf32>
+  %kt = llmc.transpose %k {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x5x2x4xf32>) -> tensor<1x2x5x4xf32>
+  %v4 = llmc.reshape %v, %shape : (tensor<1x5x8xf32>, tensor<4xi64>) -> tensor<1x5x2x4xf32>
+  %vt = llmc.transpose %v4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x5x2x4xf32>) -> tensor<1x2x5x4xf32>
+  %o = llmc.fused_attention %q, %kt, %vt, %e, %table, %table {is_causal = 1 : i64, kv_num_heads = 2 : i64, q_num_heads = 2 : i64, rotary_dim = 2 : i64} : (tensor<1x5x8xf32>, tensor<1x2x5x4xf32>, tensor<1x2x5x4xf32>, tensor<0xf32>, tensor<1x5x1xf32>, tensor<1x5x1xf32>) -> tensor<1x5x8xf32>
+  return %o : tensor<1x5x8xf32>
+}
+
+// -----
+
+// Kept: the values read 4-D as they are (no transpose to take), so the keys stay 4-D too.
+// CHECK-LABEL: func.func @attention_values_4d
+// CHECK: %[[KT:.*]] = llmc.transpose %arg1
+// CHECK: llmc.fused_attention %arg0, %[[KT]], %arg2,
+func.func @attention_values_4d(%q: tensor<1x5x8xf32>, %k: tensor<1x5x2x4xf32>, %v: tensor<1x2x5x4xf32>) -> tensor<1x5x8xf32> {
+  %e = llmc.constant dense<> : tensor<0xf32>
+  %kt = llmc.transpose %k {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x5x2x4xf32>) -> tensor<1x2x5x4xf32>
+  %o = llmc.fused_attention %q, %kt, %v, %e, %e, %e {kv_num_heads = 2 : i64, q_num_heads = 2 : i64} : (tensor<1x5x8xf32>, tensor<1x2x5x4xf32>, tensor<1x2x5x4xf32>, tensor<0xf32>, tensor<0xf32>, tensor<0xf32>) -> tensor<1x5x8xf32>
+  return %o : tensor<1x5x8xf32>
+}

@@ -211,6 +211,49 @@ func.func @gelu_tanh_bf16_other_constant(%x: tensor<4xbf16>) -> tensor<4xbf16> {
 
 // -----
 
+// Bloom's tanh GELU, its argument factored: x * 0.5 * (1 + tanh(0.79788456 * x * (1 + 0.044715 *
+// x * x))). Not raised with the square's factor off (0.045).
+// ACT-LABEL: func.func @gelu_tanh_factored
+// ACT: llmc.gelu %arg0 {approximate = "tanh"} : (tensor<4xf32>) -> tensor<4xf32>
+// ACT-NOT: llmc.tanh
+// ACT-LABEL: func.func @gelu_tanh_factored_other_constant
+// ACT-NOT: llmc.gelu
+// ACT: llmc.tanh
+func.func @gelu_tanh_factored(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %k2 = llmc.constant dense<0.044715> : tensor<f32>
+  %k1 = llmc.constant dense<0.79788456> : tensor<f32>
+  %one = llmc.constant dense<1.0> : tensor<f32>
+  %half = llmc.constant dense<0.5> : tensor<f32>
+  %s = llmc.mul %x, %k2 : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  %sq = llmc.mul %s, %x : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %a = llmc.add %sq, %one : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  %kx = llmc.mul %x, %k1 : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  %u = llmc.mul %kx, %a : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %t = llmc.tanh %u : (tensor<4xf32>) -> tensor<4xf32>
+  %p = llmc.add %t, %one : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  %h = llmc.mul %x, %half : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  %y = llmc.mul %h, %p : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+func.func @gelu_tanh_factored_other_constant(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %k2 = llmc.constant dense<0.045> : tensor<f32>
+  %k1 = llmc.constant dense<0.79788456> : tensor<f32>
+  %one = llmc.constant dense<1.0> : tensor<f32>
+  %half = llmc.constant dense<0.5> : tensor<f32>
+  %s = llmc.mul %x, %k2 : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  %sq = llmc.mul %s, %x : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %a = llmc.add %sq, %one : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  %kx = llmc.mul %x, %k1 : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  %u = llmc.mul %kx, %a : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %t = llmc.tanh %u : (tensor<4xf32>) -> tensor<4xf32>
+  %p = llmc.add %t, %one : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  %h = llmc.mul %x, %half : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  %y = llmc.mul %h, %p : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
 // EW-LABEL: func.func @chain
 // EW: llmc.fused_elementwise %arg0, %arg1 : (tensor<2x4xf32>, tensor<4xf32>) -> tensor<2x4xf32>
 // EW: llmc.tanh

@@ -143,10 +143,12 @@ ROTATIONS = dict({name: (0, 2) for name in ARCHITECTURES},
                  gpt_neox=(4, 4), phi=(4, 4), stablelm=(4, 4), cohere=(4, 4), gptj=(4, 4), codegen=(4, 4),
                  opt=(0, 0), gpt_bigcode=(0, 0), mpt=(0, 0), bloom=(0, 0))
 # Of those, the queries' then move into their attention (llmc-fuse-query-rotary, with and without
-# a cache): all but GPT-NeoX's, whose rotary turns [B, H, S, D] values that its per-head QKV
-# split leaves behind transposes.
+# a cache); GPT-NeoX's since its per-head QKV projection is reordered (llmc-deinterleave-qkv).
 QUERY_ROTARY = "query rotations moved into fused_attention"
-QUERY_ROTATIONS = dict({name: 0 for name in ARCHITECTURES}, phi=2, stablelm=2, cohere=2, gptj=2, codegen=2)
+QUERY_ROTATIONS = dict({name: 0 for name in ARCHITECTURES}, phi=2, stablelm=2, cohere=2, gptj=2, codegen=2, gpt_neox=2)
+# Per-head interleaved QKV projections reordered (llmc-deinterleave-qkv), with and without a cache.
+DEINTERLEAVED = "projections with heads' parts interleaved reordered"
+DEINTERLEAVINGS = dict({name: 0 for name in ARCHITECTURES}, gpt_neox=2, bloom=2)
 
 
 def build(name, use_cache):
@@ -243,7 +245,8 @@ def check(args, name, tmp):
         if rotations != ROTATIONS[name][0]:
             ok = False
             lines.append(f"  {precision}: {rotations} {ROTARY_OPS}, {ROTATIONS[name][0]} expected")
-        for what, want in ((WINDOWS_RAISED, WINDOWS[name]), (QUERY_ROTARY, QUERY_ROTATIONS[name])):
+        for what, want in ((WINDOWS_RAISED, WINDOWS[name]), (QUERY_ROTARY, QUERY_ROTATIONS[name]),
+                           (DEINTERLEAVED, DEINTERLEAVINGS[name])):
             if counted(stats, what) != want:
                 ok = False
                 lines.append(f"  {precision}: {counted(stats, what)} {what}, {want} expected")
@@ -306,12 +309,12 @@ def check_kv(args, name, tmp):
                      "logits", "--print-stats"] + KV_SHAPES)
         found = {what: counted(stats, what) for what in
                  ("attention blocks raised", "masks raised to is_causal", "past/present pairs turned length-major",
-                  WINDOWS_RAISED, ROTARY_OPS, QUERY_ROTARY, *expert_counts(name))}
+                  WINDOWS_RAISED, ROTARY_OPS, QUERY_ROTARY, DEINTERLEAVED, *expert_counts(name))}
         # Every raised attention causal, reading the attention_mask input; each layer's key and
         # value caches length-major (what the decode attention reads).
         want = {"attention blocks raised": expected, "masks raised to is_causal": expected,
                 "past/present pairs turned length-major": 4, WINDOWS_RAISED: WINDOWS[name], ROTARY_OPS: ROTATIONS[name][1],
-                QUERY_ROTARY: QUERY_ROTATIONS[name],
+                QUERY_ROTARY: QUERY_ROTATIONS[name], DEINTERLEAVED: DEINTERLEAVINGS[name],
                 **expert_counts(name)}
         for what, count in found.items():
             if count != want[what]:
