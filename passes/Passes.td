@@ -304,7 +304,8 @@ def LlmcRaiseActivations : Pass<"llmc-raise-activations", "mlir::func::FuncOp"> 
   let description = [{
     `0.5 * x * (1 + erf(x / sqrt(2)))` becomes `llmc.gelu`, the tanh approximation
     `0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))` becomes `llmc.gelu` with
-    `approximate = "tanh"`, and `x * sigmoid(x)` becomes `llmc.silu`.
+    `approximate = "tanh"` (also with its argument factored, `sqrt(2/pi) * x * (1 + 0.044715 *
+    x * x)`, Bloom's), and `x * sigmoid(x)` becomes `llmc.silu`.
   }];
 }
 
@@ -315,7 +316,10 @@ def LlmcRaiseAttention : Pass<"llmc-raise-attention", "mlir::func::FuncOp"> {
     transposes around it, scales on Q, K or the scores, a NaN guard after the softmax, grouped
     key/value heads repeated with unsqueeze/expand/reshape, and the rotate-half rotary embedding
     on Q and K (`x * cos + concat(-x2, x1) * sin`). A constant causal mask becomes `is_causal`.
-    Native ONNX Attention (3-D and 4-D forms, with or without a KV cache) becomes the same op.
+    A float bias added to the scaled scores (ALiBi's: MPT's, and Bloom's on merged [B*H, S, D]
+    operands) becomes the mask, beside the one the scores had.
+    Native ONNX Attention (3-D and 4-D forms, with or without a KV cache) becomes the same op;
+    a causal or windowed one only where its queries and new keys are provably as many.
     Rotations no attention took (keys into a cache; partial rotaries; neighbouring pairs,
     GPT-J's rotate_every_two) then become llmc.rotary where the tables are provably each angle twice.
   }];

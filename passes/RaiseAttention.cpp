@@ -6,6 +6,9 @@
 #include "RewriteStats.h"
 
 #include "llmc/Dialect/KernelBridge.h"
+#include "llmc/Dialect/SymbolicShapes.h"
+
+#include "llvm/ADT/DenseSet.h"
 
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
@@ -641,11 +644,13 @@ struct SdpaPattern : OpRewritePattern<SoftmaxOp> {
 // present ones become concatenations of the past and the new (made 4-D first in the 3-D form),
 // which the attention reads: the form of Hugging Face's exports, which llmc-kv-cache-layout and
 // the executors' in-place appends know. A causal frontier or a window is raised only where the
-// queries and the new keys are equally many (static lengths): ONNX aligns them at the past's
-// end, fused_attention at the end of all keys.
+// queries and the new keys are equally many (static lengths, or one symbolic length: `sameLength`):
+// ONNX aligns them at the past's end, fused_attention at the end of all keys.
 struct NativeAttentionPattern : OpRewritePattern<AttentionOp> {
   RewriteCounter &count;
-  NativeAttentionPattern(MLIRContext *ctx, RewriteCounter &count) : OpRewritePattern(ctx), count(count) {}
+  const llvm::DenseSet<Operation *> &sameLength;
+  NativeAttentionPattern(MLIRContext *ctx, RewriteCounter &count, const llvm::DenseSet<Operation *> &sameLength)
+      : OpRewritePattern(ctx), count(count), sameLength(sameLength) {}
 
   LogicalResult matchAndRewrite(AttentionOp op, PatternRewriter &rewriter) const override {
     auto q = fusion::tensorType(op.getQ()), k = fusion::tensorType(op.getK()), v = fusion::tensorType(op.getV());
@@ -674,9 +679,10 @@ struct NativeAttentionPattern : OpRewritePattern<AttentionOp> {
       return failure();
     // ONNX places query i at key position i + past (i without a cache) for its causal frontier and
     // its window, fused_attention at i + (all keys - queries): they agree when there are as many
-    // new keys as queries (k's length, past or not), which the types must show.
+    // new keys as queries (k's length, past or not), which the types or the symbolic shapes must
+    // show.
     const int64_t sq = q.getDimSize(split ? 2 : 1), sk = k.getDimSize(split ? 2 : 1);
-    if ((op.getIsCausal() || left >= 0) && (ShapedType::isDynamic(sq) || sq != sk))
+    if ((op.getIsCausal() || left >= 0) && !sameLength.contains(op) && (ShapedType::isDynamic(sq) || sq != sk))
       return failure();
     // Build in front of the op; a failure from here on erases what was built (abandonBuilt).
     rewriter.setInsertionPoint(op);
@@ -946,15 +952,34 @@ struct RotationPattern : OpRewritePattern<AddOp> {
   }
 };
 
+// The native Attention ops whose queries and new keys have one length by the symbolic shapes
+// (the same symbol, a dynamic sequence: NativeAttentionPattern's causal frontier); none where the
+// analysis fails.
+llvm::DenseSet<Operation *> queriesAsManyAsNewKeys(func::FuncOp func) {
+  llvm::DenseSet<Operation *> out;
+  std::string error;
+  FailureOr<SymbolicShapes> shapes = SymbolicShapes::analyze(func, error);
+  if (failed(shapes))
+    return out;
+  func.walk([&](AttentionOp op) {
+    const ValueShape *q = shapes->find(op.getQ()), *k = shapes->find(op.getK());
+    const size_t axis = fusion::tensorType(op.getQ()).getRank() == 4 ? 2 : 1;
+    if (q && k && q->dims.size() > axis && k->dims.size() > axis && q->dims[axis] == k->dims[axis])
+      out.insert(op);
+  });
+  return out;
+}
+
 struct RaiseAttention : impl::LlmcRaiseAttentionBase<RaiseAttention> {
   RewriteCounter attentions{"llmc-raise-attention", "attention blocks raised"};
   RewriteCounter rotaries{"llmc-raise-attention", "rotary embeddings folded in"};
   RewriteCounter causalMasks{"llmc-raise-attention", "causal masks turned into is_causal"};
   RewriteCounter rotations{"llmc-raise-attention", "rotations no attention took turned into llmc.rotary"};
   void runOnOperation() override {
+    const llvm::DenseSet<Operation *> sameLength = queriesAsManyAsNewKeys(getOperation());
     RewritePatternSet patterns(&getContext());
     patterns.add<SdpaPattern>(&getContext(), attentions, rotaries, causalMasks);
-    patterns.add<NativeAttentionPattern>(&getContext(), attentions);
+    patterns.add<NativeAttentionPattern>(&getContext(), attentions, sameLength);
     patterns.add<NativeRotaryPattern>(&getContext(), rotaries);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns)))) {
       getOperation().emitError("llmc-raise-attention: the attention rewrites did not converge");

@@ -5,7 +5,8 @@ Prints one line:
 
     fusion: K fused kernels vs U unfused, max abs diff D: same|DIFFERENT
 
-    fusion_check.py --llmc BIN --llmc-run BIN MODEL.onnx [--atol 1e-5] [--merging] [-- extra llmc options]
+    fusion_check.py --llmc BIN --llmc-run BIN MODEL.onnx [--atol 1e-5] [--merging] [--dim SYMBOL=N]...
+                    [-- extra llmc options]
 """
 import argparse
 import os
@@ -23,6 +24,8 @@ def main():
     p.add_argument("--llmc-run", required=True)
     p.add_argument("--atol", type=float, default=1e-5)
     p.add_argument("--merging", action="store_true", help="compare with --disable-merging instead")
+    p.add_argument("--dim", action="append", default=[],
+                   help="SYMBOL=N: a dynamic dimension's size for the random inputs (repeatable)")
     p.add_argument("model")
     argv = sys.argv[1:]
     extra = argv[argv.index("--") + 1:] if "--" in argv else []
@@ -40,8 +43,9 @@ def main():
                 return 1
             kernels[name] = int(re.search(r"plan: (\d+) kernels", stats.stderr).group(1))
             out = os.path.join(tmp, name)
+            dims = [a for d in args.dim for a in ("--dim", d)]
             run = subprocess.run([args.llmc_run, plan, "--random", "--seed", "7", "--int-max", "4", "--quiet",
-                                  "--output-dir", out], capture_output=True, text=True)
+                                  "--output-dir", out] + dims, capture_output=True, text=True)
             if run.returncode != 0:
                 sys.stderr.write(run.stderr)
                 return 1

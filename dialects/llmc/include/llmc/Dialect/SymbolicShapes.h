@@ -96,6 +96,11 @@ public:
 
   const std::vector<SymbolInfo> &symbols() const { return symbols_; }
   const ValueShape &shape(mlir::Value v) const { return shapes_.at(v); }
+  // The shape of `v`, or null for a value the analysis did not see (made after it).
+  const ValueShape *find(mlir::Value v) const {
+    auto it = shapes_.find(v);
+    return it == shapes_.end() ? nullptr : &it->second;
+  }
   const DimAtoms &atoms() const { return atoms_; }
   std::string str(const DimExpr &e) const;
 
