@@ -98,14 +98,10 @@ bool staticHeads(Value x) {
 // [B, S, H * D] for x [B, S, H, D] with static heads: the 3-D value x was split from, or x
 // reshaped (a view).
 Value sequenceRows(OpBuilder &b, Location loc, Value x) {
+  if (Value rows = fusion::rowsSplitInto(x))
+    return rows;
   auto type = fusion::tensorType(x);
   const int64_t width = type.getDimSize(2) * type.getDimSize(3);
-  if (auto r = def<ReshapeOp>(x)) {
-    auto in = fusion::tensorType(r.getInput());
-    if (in.getRank() == 3 && in.getDimSize(2) == width && in.getDimSize(0) == type.getDimSize(0) &&
-        in.getDimSize(1) == type.getDimSize(1))
-      return r.getInput();
-  }
   return fusion::createValue(b, loc, "llmc.reshape", {x, fusion::i64Constant(b, loc, {0, 0, width})});
 }
 

@@ -119,6 +119,20 @@ inline mlir::Value createValue(mlir::OpBuilder &b, mlir::Location loc, llvm::Str
   return op ? op->getResult(0) : mlir::Value();
 }
 
+// The rows [B, S, H * D] that x [B, S, H, D] (static H and D) is a reshape of, or null: the value
+// a head split came from.
+inline mlir::Value rowsSplitInto(mlir::Value x) {
+  auto type = tensorType(x);
+  auto r = def<ReshapeOp>(x);
+  if (!r || type.getRank() != 4 || type.isDynamicDim(2) || type.isDynamicDim(3))
+    return {};
+  auto in = tensorType(r.getInput());
+  if (in.getRank() != 3 || in.getDimSize(2) != type.getDimSize(2) * type.getDimSize(3) ||
+      in.getDimSize(0) != type.getDimSize(0) || in.getDimSize(1) != type.getDimSize(1))
+    return {};
+  return r.getInput();
+}
+
 // A 1-D i64 constant: the shape operand of a reshape, the axes of a slice.
 inline mlir::Value i64Constant(mlir::OpBuilder &b, mlir::Location loc, llvm::ArrayRef<int64_t> values) {
   auto type = mlir::RankedTensorType::get({int64_t(values.size())}, b.getI64Type());

@@ -147,12 +147,8 @@ SequenceForm positionMajorToSequence(Value v) {
   auto type = fusion::tensorType(v);
   if (type.getRank() != 4 || type.isDynamicDim(2) || type.isDynamicDim(3))
     return {};
-  if (auto r = def<ReshapeOp>(v)) {
-    auto in = fusion::tensorType(r.getInput());
-    if (in.getRank() == 3 && !in.isDynamicDim(2) && in.getDimSize(2) == type.getDimSize(2) * type.getDimSize(3) &&
-        in.getDimSize(1) == type.getDimSize(1))
-      return {r.getInput(), type.getDimSize(2), SequenceForm::Nothing};
-  }
+  if (Value rows = fusion::rowsSplitInto(v))
+    return {rows, type.getDimSize(2), SequenceForm::Nothing};
   return {v, type.getDimSize(2), SequenceForm::Reshape};
 }
 
