@@ -117,6 +117,15 @@ SmallVector<Value> projectedParts(PatternRewriter &rewriter, Projection p, Value
   return {};
 }
 
+// Whether `split` keeps the leading dimensions of `in` (all but `in`'s last): a reshape that only
+// cuts the last axis.
+bool keepsLeading(RankedTensorType in, RankedTensorType split) {
+  for (int64_t d = 0; d + 1 < in.getRank(); ++d)
+    if (split.getDimSize(d) != in.getDimSize(d))
+      return false;
+  return true;
+}
+
 // Bloom: reshape(p) to [..., H, G, D], each part a gather of index g on the G axis.
 struct GatheredParts : fusion::CountedPattern<ReshapeOp, RewriteCounter> {
   using CountedPattern::CountedPattern;
@@ -124,11 +133,13 @@ struct GatheredParts : fusion::CountedPattern<ReshapeOp, RewriteCounter> {
   LogicalResult matchAndRewrite(ReshapeOp op, PatternRewriter &rewriter) const override {
     auto in = fusion::tensorType(op.getInput()), out = fusion::tensorType(op.getResult());
     const int64_t rank = out.getRank();
-    if (rank != in.getRank() + 2 || rank < 4 || in.isDynamicDim(in.getRank() - 1) ||
+    if (rank != in.getRank() + 2 || rank < 4 || in.isDynamicDim(in.getRank() - 1) || !keepsLeading(in, out) ||
         llvm::any_of(out.getShape().take_back(3), ShapedType::isDynamic) ||
         out.getDimSize(rank - 3) * out.getDimSize(rank - 2) * out.getDimSize(rank - 1) != in.getShape().back())
       return failure();
     const int64_t heads = out.getDimSize(rank - 3), parts = out.getDimSize(rank - 2), d = out.getDimSize(rank - 1);
+    if (heads < 2) // (one head: the parts are one after the other already)
+      return failure();
     SmallVector<std::pair<GatherOp, int64_t>> gathers;
     for (Operation *user : op.getResult().getUsers()) {
       auto g = dyn_cast<GatherOp>(user);
@@ -152,23 +163,28 @@ struct GatheredParts : fusion::CountedPattern<ReshapeOp, RewriteCounter> {
 };
 
 // GPT-NeoX: reshape(p) to [B, S, H, G * D], transposed to [B, H, S, G * D] and split into its G
-// parts along the last axis.
+// parts along the last axis; CodeGen: reshape(p) to [..., M, G * D] split so, untransposed (its
+// M model-parallel groups of heads).
 struct SplitParts : fusion::CountedPattern<SplitOp, RewriteCounter> {
   using CountedPattern::CountedPattern;
 
   LogicalResult matchAndRewrite(SplitOp op, PatternRewriter &rewriter) const override {
     auto t = def<TransposeOp>(op.getInput());
-    auto r = t && t.getResult().hasOneUse() && t.getPerm() == ArrayRef<int64_t>{0, 2, 1, 3} ? def<ReshapeOp>(t.getInput())
-                                                                                             : ReshapeOp();
-    if (!r || !r.getResult().hasOneUse() || (op.getAxis() != 3 && op.getAxis() != -1))
+    const bool transposed = t && t.getResult().hasOneUse() && t.getPerm() == ArrayRef<int64_t>{0, 2, 1, 3};
+    auto r = def<ReshapeOp>(transposed ? t.getInput() : op.getInput());
+    if (!r || !r.getResult().hasOneUse())
       return failure();
     auto in = fusion::tensorType(r.getInput()), split = fusion::tensorType(r.getResult());
-    const int64_t parts = op.getNumResults();
-    if (in.getRank() != 3 || split.getRank() != 4 || split.isDynamicDim(2) || split.isDynamicDim(3) ||
-        in.isDynamicDim(2) || split.getDimSize(2) * split.getDimSize(3) != in.getDimSize(2) || parts < 2 ||
-        split.getDimSize(3) % parts != 0)
+    const int64_t rank = split.getRank(), parts = op.getNumResults();
+    if (rank != in.getRank() + 1 || rank < 3 || (transposed && rank != 4) ||
+        (op.getAxis() != rank - 1 && op.getAxis() != -1) || split.isDynamicDim(rank - 2) ||
+        split.isDynamicDim(rank - 1) || in.isDynamicDim(rank - 2) ||
+        split.getDimSize(rank - 2) * split.getDimSize(rank - 1) != in.getDimSize(rank - 2) ||
+        !keepsLeading(in, split) || parts < 2 || split.getDimSize(rank - 1) % parts != 0)
       return failure();
-    const int64_t heads = split.getDimSize(2), d = split.getDimSize(3) / parts;
+    const int64_t heads = split.getDimSize(rank - 2), d = split.getDimSize(rank - 1) / parts;
+    if (heads < 2) // (one group: the parts are one after the other already)
+      return failure();
     for (Value part : op.getResults())
       if (fusion::tensorType(part).getShape().back() != d)
         return failure();
@@ -180,8 +196,9 @@ struct SplitParts : fusion::CountedPattern<SplitOp, RewriteCounter> {
       return failure();
     SmallVector<Value> replacements;
     for (Value part : made) {
-      Operation *back = fusion::create(rewriter, part.getLoc(), "llmc.transpose", {part},
-                                       {rewriter.getNamedAttr("perm", rewriter.getDenseI64ArrayAttr({0, 2, 1, 3}))});
+      Operation *back = transposed ? fusion::create(rewriter, part.getLoc(), "llmc.transpose", {part},
+                                                    {rewriter.getNamedAttr("perm", rewriter.getDenseI64ArrayAttr({0, 2, 1, 3}))})
+                                   : part.getDefiningOp();
       if (!back) // (a transpose of a 4-D value always infers)
         return failure();
       replacements.push_back(back->getResult(0));

@@ -246,10 +246,11 @@ def LlmcDeinterleaveQkv : Pass<"llmc-deinterleave-qkv", "mlir::func::FuncOp"> {
     A projection `x · W (+ b)` (W [K, H * G * D] and b constants read once) whose output is
     reshaped to [..., H, G, D] and read as G gathers on the G axis (Bloom's query_key_value), or
     reshaped to [B, S, H, G * D], transposed to [B, H, S, G * D] and split into its G parts of D
-    (GPT-NeoX's), gets W's columns and b reordered from (head, part, d) to (part, head, d): each
-    part is then a split of the projection reshaped to [..., H, D] (transposed back in the second
-    form), the form of a merged QKV projection, which the attention, KV cache and QKV-split
-    passes and kernels know. Runs before llmc-kv-cache-layout.
+    (GPT-NeoX's), or so split without the transpose (CodeGen's groups of heads), gets W's columns
+    and b reordered from (head, part, d) to (part, head, d) (H > 1): each part is then a split of
+    the projection reshaped to [..., H, D] (transposed back in the second form), the form of a
+    merged QKV projection, which the attention, KV cache and QKV-split passes and kernels know.
+    Runs before llmc-kv-cache-layout.
   }];
 }
 

@@ -56,6 +56,32 @@ func.func @split_heads(%x: tensor<1x?x4xf32>, %shape: tensor<4xi64>)
 
 // -----
 
+// CodeGen's: [B, S, M, 3 * D] (M model-parallel groups) split into its parts without a transpose;
+// each part is a split of the reordered projection reshaped to [B, S, M, D]. One group is kept:
+// its parts are one after the other already.
+// CHECK-LABEL: func.func @groups
+// CHECK: %[[PARTS:.*]]:3 = llmc.split %{{.*}} {axis = 2 : i64, split = array<i64: 4, 4, 4>}
+// CHECK: %[[A:.*]] = llmc.reshape %[[PARTS]]#0
+// CHECK: %[[B:.*]] = llmc.reshape %[[PARTS]]#1
+// CHECK: %[[C:.*]] = llmc.reshape %[[PARTS]]#2
+// CHECK: %[[ONE:.*]] = llmc.reshape %{{.*}}, %arg2 : (tensor<1x?x12xf32>, tensor<4xi64>) -> tensor<1x?x1x12xf32>
+// CHECK: llmc.split %[[ONE]] {axis = 3 : i64, num_outputs = 3 : i64}
+// CHECK: return %[[A]], %[[B]], %[[C]]
+func.func @groups(%x: tensor<1x?x4xf32>, %shape: tensor<4xi64>, %one: tensor<4xi64>)
+    -> (tensor<1x?x2x2xf32>, tensor<1x?x2x2xf32>, tensor<1x?x2x2xf32>, tensor<1x?x1x4xf32>) {
+  %w = llmc.constant dense<[[0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0], [12.0, 13.0, 14.0, 15.0, 16.0, 17.0, 18.0, 19.0, 20.0, 21.0, 22.0, 23.0], [24.0, 25.0, 26.0, 27.0, 28.0, 29.0, 30.0, 31.0, 32.0, 33.0, 34.0, 35.0], [36.0, 37.0, 38.0, 39.0, 40.0, 41.0, 42.0, 43.0, 44.0, 45.0, 46.0, 47.0]]> : tensor<4x12xf32>
+  %w1 = llmc.constant dense<1.0> : tensor<4x12xf32>
+  %p = llmc.matmul %x, %w : (tensor<1x?x4xf32>, tensor<4x12xf32>) -> tensor<1x?x12xf32>
+  %r = llmc.reshape %p, %shape : (tensor<1x?x12xf32>, tensor<4xi64>) -> tensor<1x?x2x6xf32>
+  %parts:3 = llmc.split %r {axis = 3 : i64, num_outputs = 3 : i64} : (tensor<1x?x2x6xf32>) -> (tensor<1x?x2x2xf32>, tensor<1x?x2x2xf32>, tensor<1x?x2x2xf32>)
+  %p1 = llmc.matmul %x, %w1 : (tensor<1x?x4xf32>, tensor<4x12xf32>) -> tensor<1x?x12xf32>
+  %r1 = llmc.reshape %p1, %one : (tensor<1x?x12xf32>, tensor<4xi64>) -> tensor<1x?x1x12xf32>
+  %g:3 = llmc.split %r1 {axis = 3 : i64, num_outputs = 3 : i64} : (tensor<1x?x1x12xf32>) -> (tensor<1x?x1x4xf32>, tensor<1x?x1x4xf32>, tensor<1x?x1x4xf32>)
+  return %parts#0, %parts#1, %parts#2, %g#0 : tensor<1x?x2x2xf32>, tensor<1x?x2x2xf32>, tensor<1x?x2x2xf32>, tensor<1x?x1x4xf32>
+}
+
+// -----
+
 // Not reordered: a weight that is not a constant; a constant weight that another op reads too
 // (its reordered copy would double it); a gather on another axis; the reshaped projection read
 // by something else than its parts.

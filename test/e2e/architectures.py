@@ -148,7 +148,7 @@ QUERY_ROTARY = "query rotations moved into fused_attention"
 QUERY_ROTATIONS = dict({name: 0 for name in ARCHITECTURES}, phi=2, stablelm=2, cohere=2, gptj=2, codegen=2, gpt_neox=2)
 # Per-head interleaved QKV projections reordered (llmc-deinterleave-qkv), with and without a cache.
 DEINTERLEAVED = "projections with heads' parts interleaved reordered"
-DEINTERLEAVINGS = dict({name: 0 for name in ARCHITECTURES}, gpt_neox=2, bloom=2)
+DEINTERLEAVINGS = dict({name: 0 for name in ARCHITECTURES}, gpt_neox=2, bloom=2, codegen=2)
 
 
 def build(name, use_cache):
