@@ -194,16 +194,12 @@ struct SplitParts : fusion::CountedPattern<SplitOp, RewriteCounter> {
     SmallVector<Value> made = projectedParts(rewriter, *p, r.getInput(), heads, parts, d);
     if (made.empty())
       return failure();
-    SmallVector<Value> replacements;
-    for (Value part : made) {
-      Operation *back = transposed ? fusion::create(rewriter, part.getLoc(), "llmc.transpose", {part},
-                                                    {rewriter.getNamedAttr("perm", rewriter.getDenseI64ArrayAttr({0, 2, 1, 3}))})
-                                   : part.getDefiningOp();
-      if (!back) // (a transpose of a 4-D value always infers)
-        return failure();
-      replacements.push_back(back->getResult(0));
-    }
-    rewriter.replaceOp(op, replacements);
+    if (transposed) // back to heads first
+      for (Value &part : made)
+        if (!(part = fusion::createValue(rewriter, part.getLoc(), "llmc.transpose", {part},
+                                         {rewriter.getNamedAttr("perm", rewriter.getDenseI64ArrayAttr({0, 2, 1, 3}))})))
+          return failure(); // (a transpose of a 4-D value always infers)
+    rewriter.replaceOp(op, made);
     ++count;
     return success();
   }

@@ -953,6 +953,8 @@ struct RotationPattern : OpRewritePattern<AddOp> {
 // analysis fails.
 llvm::DenseSet<Operation *> queriesAsManyAsNewKeys(func::FuncOp func) {
   llvm::DenseSet<Operation *> out;
+  if (!func.walk([](AttentionOp) { return WalkResult::interrupt(); }).wasInterrupted())
+    return out; // (no native Attention: no analysis to run)
   std::string error;
   FailureOr<SymbolicShapes> shapes = SymbolicShapes::analyze(func, error);
   if (failed(shapes))

@@ -188,34 +188,29 @@ struct RaiseAttentionMask : impl::LlmcRaiseAttentionMaskBase<RaiseAttentionMask>
           raise(parts->boolean, fused ? scoreDims(fused, *shapes) : scoreDims(latent, *shapes), *shapes, elements);
       if (!raised || (raised->window && !fused)) // (latent_attention has no window)
         continue;
-      Value mask;
-      if (parts->bias) {
-        // The bias stays the mask, hiding the padded keys where the input says so.
-        mask = parts->bias;
-        if (raised->keep) {
-          OpBuilder b(op);
-          Value keep = fusion::createValue(b, op->getLoc(), "llmc.unsqueeze", {raised->keep},
-                                           {b.getNamedAttr("axes", b.getDenseI64ArrayAttr({1, 2}))});
-          if (keep && !fusion::tensorType(keep).getElementType().isInteger(1))
-            keep = fusion::createValue(b, op->getLoc(), "llmc.cast", {keep},
-                                       {b.getNamedAttr("to", TypeAttr::get(b.getI1Type()))});
-          mask = keep ? fusion::createValue(b, op->getLoc(), "llmc.where", {keep, parts->bias, parts->hidden})
-                      : Value();
-          if (!mask) // a type that could not be inferred: leave this mask alone
-            continue;
-          ++padding;
-        }
-      } else if (raised->keep) {
+      // The mask left: the input's view where it reads one (the bias kept where it keeps a key),
+      // else the bias, else none.
+      Value mask = parts->bias;
+      if (raised->keep) {
         if (!views.count(raised->keep)) {
           OpBuilder b = OpBuilder::atBlockBegin(&func.getBody().front());
           views[raised->keep] = fusion::createValue(b, op->getLoc(), "llmc.unsqueeze", {raised->keep},
                                                     {b.getNamedAttr("axes", b.getDenseI64ArrayAttr({1, 2}))});
         }
-        mask = views[raised->keep];
-        if (!mask) // the view's type could not be inferred: leave this mask alone
+        Value keep = views[raised->keep];
+        if (keep && parts->bias) {
+          OpBuilder b(op);
+          if (!fusion::tensorType(keep).getElementType().isInteger(1))
+            keep = fusion::createValue(b, op->getLoc(), "llmc.cast", {keep},
+                                       {b.getNamedAttr("to", TypeAttr::get(b.getI1Type()))});
+          keep = keep ? fusion::createValue(b, op->getLoc(), "llmc.where", {keep, parts->bias, parts->hidden})
+                      : Value();
+        }
+        mask = keep;
+        if (!mask) // a type that could not be inferred: leave this mask alone
           continue;
         ++padding;
-      } else {
+      } else if (!mask) {
         OpBuilder b(op);
         mask = fusion::emptyTensor(b, op->getLoc(), b.getF32Type());
       }

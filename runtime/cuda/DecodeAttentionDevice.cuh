@@ -100,6 +100,7 @@ __device__ void finishSplit(const AttentionArgs &a, float *ws, unsigned *arrived
 struct DecodeChunk {
   int64_t keys, t0, t1;
   int active;
+  int64_t maskBatch, maskHead; // the mask's batch and head strides for this key count
 };
 __device__ __forceinline__ DecodeChunk decodeChunk(const AttentionArgs &a, int split, int splits) {
   const int64_t keys = a.skOnDevice && *a.skOnDevice < a.Sk ? *a.skOnDevice : a.Sk;
@@ -107,7 +108,9 @@ __device__ __forceinline__ DecodeChunk decodeChunk(const AttentionArgs &a, int s
   int64_t chunk = (keys - first + splits - 1) / splits;
   chunk = chunk < kMinDecodeChunk ? kMinDecodeChunk : chunk;
   const int64_t active = (keys - first + chunk - 1) / chunk, t0 = first + split * chunk;
-  return {keys, t0, t0 + chunk < keys ? t0 + chunk : keys, active > 1 ? int(active) : 1};
+  return {keys, t0, t0 + chunk < keys ? t0 + chunk : keys, active > 1 ? int(active) : 1,
+          a.maskRowsPerBatch ? a.maskRowsPerBatch * keys : a.maskStrides[0],
+          a.maskRowsPerHead ? a.maskRowsPerHead * keys : a.maskStrides[1]};
 }
 
 // qs[d] = the query of sequence b and head h, rotated by the tables where the op has them and
@@ -138,8 +141,6 @@ __global__ void __launch_bounds__(kDecodeThreads)
   if (split >= c.active) // no keys (a launch sized for a longer cache): nothing to add
     return;
   const int64_t t0 = c.t0, t1 = c.t1;
-  const int64_t maskBatch = a.maskRowsPerBatch ? a.maskRowsPerBatch * c.keys : a.maskStrides[0];
-  const int64_t maskHead = a.maskRowsPerHead ? a.maskRowsPerHead * c.keys : a.maskStrides[1];
   loadQuery<T>(a, b, h, qs);
   __syncthreads();
   const T *kb = static_cast<const T *>(a.k) + b * a.ks.batch + kvh * a.ks.head;
@@ -167,7 +168,7 @@ __global__ void __launch_bounds__(kDecodeThreads)
 #pragma unroll
       for (int u = 0; u < kDecodeKeysPerStep; ++u)
         if (t + u < t1)
-          p[t + u - t0] = masked<T>(a, dot[u], b * maskBatch + h * maskHead + (t + u) * a.maskStrides[3]);
+          p[t + u - t0] = masked<T>(a, dot[u], b * c.maskBatch + h * c.maskHead + (t + u) * a.maskStrides[3]);
     }
   }
   __syncthreads();
@@ -261,8 +262,6 @@ __device__ __forceinline__ void tiledDecodeBlock(const AttentionArgs &a, float *
   if (split >= c.active) // no keys (a launch sized for a longer cache): nothing to add
     return;
   const int64_t t0 = c.t0, t1 = c.t1;
-  const int64_t maskBatch = a.maskRowsPerBatch ? a.maskRowsPerBatch * c.keys : a.maskStrides[0];
-  const int64_t maskHead = a.maskRowsPerHead ? a.maskRowsPerHead * c.keys : a.maskStrides[1];
   float o[kGroup][V] = {}, runningMax[kGroup], runningSum[kGroup] = {};
 #pragma unroll
   for (int g = 0; g < kGroup; ++g)
@@ -304,7 +303,7 @@ __device__ __forceinline__ void tiledDecodeBlock(const AttentionArgs &a, float *
         const int64_t t = tile + key;
 #pragma unroll
         for (int g = 0; g < kGroup; ++g)
-          p[g][key] = t < t1 ? masked<T>(a, dot[j][g], b * maskBatch + (h0 + g) * maskHead + t * a.maskStrides[3])
+          p[g][key] = t < t1 ? masked<T>(a, dot[j][g], b * c.maskBatch + (h0 + g) * c.maskHead + t * a.maskStrides[3])
                              : -INFINITY;
       }
     __syncthreads();
