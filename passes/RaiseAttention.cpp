@@ -863,6 +863,59 @@ struct RotationPattern : OpRewritePattern<AddOp> {
     return v;
   }
 
+  // The half table [batch, seq, r / 2] of a constant full one (a static sequence's tables,
+  // folded from the angles at import): the table broadcast over the heads (axis `headsAxis` of
+  // x's [B, H, S, D] or [B, S, H, D]) and over a batch of 1, each angle twice as `pairing` reads
+  // them, bit for bit. Only reads: halvedConstantOf makes the constant.
+  static std::optional<std::vector<float>> halfOfConstant(Value full, Pairing pairing, int64_t headsAxis, int64_t r,
+                                                          int64_t batch, int64_t seq) {
+    auto type = fusion::tensorType(full);
+    if (type.getRank() > 4 || type.getRank() < 2 || ShapedType::isDynamic(batch) || ShapedType::isDynamic(seq) ||
+        !type.hasStaticShape())
+      return std::nullopt;
+    SmallVector<int64_t> dims(4 - type.getRank(), 1); // right-aligned against x's rank 4
+    llvm::append_range(dims, type.getShape());
+    const int64_t seqAxis = headsAxis == 1 ? 2 : 1;
+    if (dims[headsAxis] != 1 || dims[seqAxis] != seq || dims[3] != r || (dims[0] != 1 && dims[0] != batch))
+      return std::nullopt;
+    std::optional<std::vector<float>> values = fusion::floatValues(full);
+    if (!values)
+      return std::nullopt;
+    const int64_t half = r / 2;
+    std::vector<float> out(size_t(batch * seq * half));
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t s = 0; s < seq; ++s) {
+        const float *row = values->data() + ((dims[0] == 1 ? 0 : b) * seq + s) * r;
+        for (int64_t i = 0; i < half; ++i) {
+          const float angle = pairing == Pairing::Halves ? row[i] : row[2 * i];
+          const float twin = pairing == Pairing::Halves ? row[i + half] : row[2 * i + 1];
+          if (std::memcmp(&angle, &twin, sizeof(float)) != 0)
+            return std::nullopt;
+          out[size_t((b * seq + s) * half + i)] = angle;
+        }
+      }
+    return out;
+  }
+
+  // A constant holding `half` right after the full table's constant: the one made there for an
+  // earlier rotation where it holds the same values (the layers share their tables), or a new one.
+  static Value halvedConstantOf(PatternRewriter &rewriter, Location loc, Value full, int64_t batch, int64_t seq,
+                                const std::vector<float> &half) {
+    auto type = RankedTensorType::get({batch, seq, int64_t(half.size()) / (batch * seq)},
+                                      fusion::tensorType(full).getElementType());
+    Operation *fullOp = full.getDefiningOp();
+    for (Operation *n = fullOp->getNextNode(); n && isa<ConstantOp>(n); n = n->getNextNode()) {
+      if (n->getResult(0).getType() != type)
+        continue;
+      std::optional<std::vector<float>> made = fusion::floatValues(n->getResult(0));
+      if (made && std::memcmp(made->data(), half.data(), half.size() * sizeof(float)) == 0)
+        return n->getResult(0);
+    }
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPointAfter(fullOp);
+    return fusion::floatConstant(rewriter, loc, type, half);
+  }
+
   // cos or sin (`op`) of a half table, made right after it, so that it comes before every
   // layer's projections (the CUDA executor's split can then rotate the keys).
   static Operation *tableOf(PatternRewriter &rewriter, Location loc, Value half, StringRef op) {
@@ -896,18 +949,31 @@ struct RotationPattern : OpRewritePattern<AddOp> {
     // The heads axis: where the tables broadcast, 1 ([B, H, S, D]) or 2 ([B, S, H, D]).
     auto xType = fusion::tensorType(x);
     Value cosHalf, sinHalf;
+    std::optional<std::vector<float>> cosValues, sinValues; // (constant tables)
     bool applyCos = false, applySin = false;
-    int64_t headsAxis = 1;
+    const int64_t batch = xType.getDimSize(0);
+    int64_t headsAxis = 1, seq = 0;
     for (; headsAxis <= 2; ++headsAxis) {
-      const int64_t seq = xType.getDimSize(headsAxis == 1 ? 2 : 1);
-      cosHalf = halfTableOf<CosOp>(cos, pairing, headsAxis, r, xType.getDimSize(0), seq, applyCos);
-      sinHalf = halfTableOf<SinOp>(sin, pairing, headsAxis, r, xType.getDimSize(0), seq, applySin);
+      seq = xType.getDimSize(headsAxis == 1 ? 2 : 1);
+      cosHalf = halfTableOf<CosOp>(cos, pairing, headsAxis, r, batch, seq, applyCos);
+      sinHalf = halfTableOf<SinOp>(sin, pairing, headsAxis, r, batch, seq, applySin);
       if (cosHalf && sinHalf)
         break;
+      if (fusion::isFloatConstant(cos) && fusion::isFloatConstant(sin)) {
+        cosValues = halfOfConstant(cos, pairing, headsAxis, r, batch, seq);
+        sinValues = halfOfConstant(sin, pairing, headsAxis, r, batch, seq);
+        if (cosValues && sinValues)
+          break;
+      }
     }
-    if (!cosHalf || !sinHalf)
+    if (!(cosHalf && sinHalf) && !(cosValues && sinValues))
       return failure();
     Location loc = op.getLoc();
+    if (cosValues) { // (shared, so not among `made`: an abandoned rewrite leaves them to DCE)
+      applyCos = applySin = false;
+      cosHalf = halvedConstantOf(rewriter, loc, cos, batch, seq, *cosValues);
+      sinHalf = halvedConstantOf(rewriter, loc, sin, batch, seq, *sinValues);
+    }
     SmallVector<Operation *> made;
     auto abandon = [&] {
       for (Operation *m : llvm::reverse(made))
