@@ -553,7 +553,8 @@ struct SdpaPattern : OpRewritePattern<SoftmaxOp> {
       auto kt = fusion::tensorType(k4), vt = fusion::tensorType(v4);
       const int64_t d = fusion::tensorType(q4).getShape().back();
       if (kt.getRank() != 4 || vt.getRank() != 4 || kt.isDynamicDim(1) || kt.getDimSize(1) != vt.getDimSize(1) ||
-          kt.getDimSize(3) != d || vt.isDynamicDim(3))
+          kt.getDimSize(3) != d || vt.isDynamicDim(3) || kt.getDimSize(0) != vt.getDimSize(0) ||
+          kt.getDimSize(2) != vt.getDimSize(2))
         return failure();
       r.k = k4;
       r.v = v4;
@@ -619,9 +620,11 @@ struct SdpaPattern : OpRewritePattern<SoftmaxOp> {
     if (!fused)
       return abandon();
     Value result = fused->getResult(0);
-    if (rootRank == 2)
-      result = fusion::create(rewriter, loc, "llmc.reshape", {result, root.getShape()})->getResult(0);
-    if (result.getType() != root.getType())
+    if (rootRank == 2) {
+      Operation *flat = fusion::create(rewriter, loc, "llmc.reshape", {result, root.getShape()});
+      result = flat ? flat->getResult(0) : Value();
+    }
+    if (!result || result.getType() != root.getType())
       return abandon();
     rewriter.replaceOp(root, result);
     ++count;

@@ -71,4 +71,7 @@ std::vector<std::string> supportedOpTypes();
 // The importer for (op type, opset) in the default domain; null when unsupported.
 ImportFn findImporter(const std::string &opType, int64_t opset);
 
+// How many leading inputs (op type, opset)'s importer needs present (ONNX's required ones).
+int requiredInputs(const std::string &opType, int64_t opset);
+
 } // namespace llmc::importer

@@ -403,6 +403,12 @@ struct GraphImporter {
       }
       nc.inputs.push_back(it->second);
     }
+    for (int i = 0, n = importer::requiredInputs(node.op_type(), nc.opset); i < n; ++i)
+      if (!nc.input(size_t(i))) {
+        error = where + " has no input " + std::to_string(i) + "; " + node.op_type() + " needs at least " +
+                std::to_string(n);
+        return false;
+      }
     // Type-inference diagnostics from op creation become this node's error.
     std::string diagnostic;
     ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &diag) {

@@ -706,10 +706,14 @@ FailureOr<SmallVector<Value>> importRotary(NodeContext &nc) {
                                         b.getI64IntegerAttr(nc.attrInt("rotary_embedding_dim", 0)))}));
 }
 
+// An op type's importer of its own, from opset `sinceOpset` on, and how many leading inputs it
+// reads unchecked: ONNX's required ones, which the driver makes sure are there first (its schema
+// check stops at the ONNX library's newest opset; past it, this count still holds).
 struct Entry {
   const char *opType;
   ImportFn fn;
   int64_t sinceOpset = 13;
+  int requiredInputs = 1;
 };
 
 const Entry kCustom[] = {
@@ -718,28 +722,28 @@ const Entry kCustom[] = {
     {"Sum", importVariadic},
     {"Mean", importVariadic},
     {"Cast", importCast},
-    {"CastLike", importCast, 15},
+    {"CastLike", importCast, 15, 2},
     {"Dropout", importDropout},
-    {"Pow", importPow},
+    {"Pow", importPow, 13, 2},
     {"Clip", importClip},
-    {"Pad", importPad},
+    {"Pad", importPad, 13, 2},
     {"Size", importSize},
-    {"Tile", importTile},
-    {"TopK", importTopK, 11},
-    {"QuantizeLinear", importQuantize},
-    {"Attention", importAttention, 23},
-    {"RotaryEmbedding", importRotary, 23},
-    {"Conv", importWindowOp, 11},
+    {"Tile", importTile, 13, 2},
+    {"TopK", importTopK, 11, 2},
+    {"QuantizeLinear", importQuantize, 13, 2},
+    {"Attention", importAttention, 23, 3},
+    {"RotaryEmbedding", importRotary, 23, 3},
+    {"Conv", importWindowOp, 11, 2},
     {"MaxPool", importWindowOp, 12},
     {"AveragePool", importWindowOp, 11},
     {"GlobalAveragePool", importGlobalPool, 1},
     {"GlobalMaxPool", importGlobalPool, 1},
-    {"BatchNormalization", importBatchNorm, 15},
-    {"LayerNormalization", importLayerNorm, 17},
-    {"Constant", importConstant},
+    {"BatchNormalization", importBatchNorm, 15, 5},
+    {"LayerNormalization", importLayerNorm, 17, 2},
+    {"Constant", importConstant, 13, 0},
     {"ConstantOfShape", importConstantOfShape},
     {"Squeeze", importSqueezeLike},
-    {"Unsqueeze", importSqueezeLike},
+    {"Unsqueeze", importSqueezeLike, 13, 2},
     {"ReduceSum", importReduce},
     {"ReduceMean", importReduce},
     {"ReduceMax", importReduce},
@@ -747,7 +751,7 @@ const Entry kCustom[] = {
     {"ReduceProd", importReduce},
     {"ReduceSumSquare", importReduce},
     {"ReduceL2", importReduce},
-    {"Slice", importSlice},
+    {"Slice", importSlice, 13, 3},
     {"Split", importSplit},
 };
 
@@ -762,6 +766,13 @@ std::vector<std::string> supportedOpTypes() {
   std::sort(names.begin(), names.end());
   names.erase(std::unique(names.begin(), names.end()), names.end());
   return names;
+}
+
+int requiredInputs(const std::string &opType, int64_t opset) {
+  for (const Entry &e : kCustom)
+    if (opType == e.opType && opset >= e.sinceOpset)
+      return e.requiredInputs;
+  return 0; // (a direct op: creating it refuses an absent operand)
 }
 
 ImportFn findImporter(const std::string &opType, int64_t opset) {

@@ -374,6 +374,28 @@ func.func @sdpa(%q: tensor<1x4x4xf32>, %k: tensor<1x4x4xf32>, %v: tensor<1x4x4xf
 
 // -----
 
+// Values whose batch is not the keys' (a broadcast the product allows: a damaged export, a
+// transpose that lost its perm), with the heads merged straight to 2-D: nothing is raised (the
+// rewrite built an attention, then failed to reshape its result and crashed until session 29).
+// ATT-LABEL: func.func @sdpa_values_other_batch
+// ATT-NOT: llmc.fused_attention
+// ATT: llmc.softmax
+func.func @sdpa_values_other_batch(%q: tensor<1x4x4xf32>, %kh: tensor<1x2x4x2xf32>, %v: tensor<2x2x4x2xf32>) -> tensor<8x4xf32> {
+  %split = llmc.constant dense<[1, 4, 2, 2]> : tensor<4xi64>
+  %flat = llmc.constant dense<[8, 4]> : tensor<2xi64>
+  %q4 = llmc.reshape %q, %split : (tensor<1x4x4xf32>, tensor<4xi64>) -> tensor<1x4x2x2xf32>
+  %qt = llmc.transpose %q4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x4x2x2xf32>) -> tensor<1x2x4x2xf32>
+  %kt = llmc.transpose %kh {perm = array<i64: 0, 1, 3, 2>} : (tensor<1x2x4x2xf32>) -> tensor<1x2x2x4xf32>
+  %s = llmc.matmul %qt, %kt : (tensor<1x2x4x2xf32>, tensor<1x2x2x4xf32>) -> tensor<1x2x4x4xf32>
+  %p = llmc.softmax %s : (tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %o = llmc.matmul %p, %v : (tensor<1x2x4x4xf32>, tensor<2x2x4x2xf32>) -> tensor<2x2x4x2xf32>
+  %ot = llmc.transpose %o {perm = array<i64: 0, 2, 1, 3>} : (tensor<2x2x4x2xf32>) -> tensor<2x4x2x2xf32>
+  %y = llmc.reshape %ot, %flat : (tensor<2x4x2x2xf32>, tensor<2xi64>) -> tensor<8x4xf32>
+  return %y : tensor<8x4xf32>
+}
+
+// -----
+
 // The same attention of doubles stays as it is.
 // ATT-LABEL: func.func @sdpa_f64
 // ATT-NOT: llmc.fused_attention

@@ -16,7 +16,8 @@ import tempfile
 import onnx
 
 SHAPES = {"tiny_gpt2": "input_ids=1x8", "tiny_llama": "input_ids=1x8",
-          "tiny_bert": "input_ids=1x8,attention_mask=1x8"}
+          "tiny_bert": "input_ids=1x8,attention_mask=1x8", "tiny_qwen3": "input_ids=1x8",
+          "tiny_neox": "input_ids=1x8"}
 
 
 def mutate(model, rng):
