@@ -1,5 +1,6 @@
 // llmc-fuse-routing: a mixture of experts' router, softmax then top-k (then the chosen weights
-// divided by their sum), becomes one llmc.softmax_top_k.
+// divided by their sum), becomes one llmc.softmax_top_k; DeepSeek-V3's (sigmoid scores, experts
+// chosen within the best groups) one llmc.grouped_top_k.
 #include "PatternUtil.h"
 #include "Passes.h"
 #include "RewriteStats.h"
@@ -57,11 +58,212 @@ struct NormalizedWeights : fusion::CountedPattern<DivOp, RewriteCounter> {
   }
 };
 
+bool isLastAxisOf(ArrayRef<int64_t> axes, Value v) { return axes.size() == 1 && isLastAxis(axes[0], v); }
+
+// The value every element of `v` holds where `v` is provably filled with one constant: a splat
+// constant, constant_of_shape, or a scalar constant expanded.
+std::optional<double> filledWith(Value v) {
+  if (auto c = def<ConstantOfShapeOp>(v))
+    return c.getValue().convertToDouble();
+  if (auto e = def<ExpandOp>(v))
+    v = e.getInput();
+  auto c = def<ConstantOp>(v);
+  auto dense = c ? dyn_cast<DenseElementsAttr>(c.getValue()) : DenseElementsAttr();
+  if (!dense || !dense.isSplat())
+    return std::nullopt;
+  if (isa<FloatType>(dense.getElementType()))
+    return dense.getSplatValue<APFloat>().convertToDouble();
+  if (dense.getElementType().isInteger(64))
+    return double(dense.getSplatValue<int64_t>());
+  return std::nullopt;
+}
+
+// The top_k of `v`'s rows, largest first (sorted or not), whose indices `indices` are.
+TopKOp topKOfRows(Value indices) {
+  auto t = def<TopKOp>(indices);
+  return t && t.getIndices() == indices && t.getLargest() == 1 && isLastAxis(t.getAxis(), t.getInput()) ? t : TopKOp();
+}
+
+// DeepSeek-V3's router (transformers' DeepseekV3TopkRouter: sigmoid scores with a correction
+// bias, experts chosen within the best groups) as the export writes it, from the weights that
+// gather the chosen experts' sigmoid scores back:
+//   s = sigmoid(logits); c = s + bias
+//   groups = reduce_sum(top_k(reshape(c, [N, G, n / G]), top).values, last axis)
+//   kept = scatter_elements(zeros [N, G], top_k(groups, kept_groups).indices, ones, axis 1)
+//   mask = reshape(expand(unsqueeze(kept, -1), [N, G, n / G]), [N, n])
+//   chosen = top_k(where(not(cast(mask to i1)), fill, c), k).indices
+//   weights = gather_elements(s, chosen, axis 1) [/ (reduce_sum(., last axis) [+ epsilon])] [* scale]
+// ->  grouped_top_k(logits, bias). Nothing is made unless the whole chain matches.
+struct GroupedTopK : fusion::CountedPattern<GatherElementsOp, RewriteCounter> {
+  using CountedPattern::CountedPattern;
+
+  struct Router {
+    Value logits, bias, weights;
+    TopKOp chosen;
+    int64_t groups = 0, kept = 0, top = 0;
+    double fill = 0, epsilon = 0, scale = 1;
+    bool normalize = false;
+  };
+
+  // The mask [N, n] of the kept groups: the kept groups' top_k (set), and G.
+  static TopKOp keptGroupsOf(Value mask, int64_t n, int64_t &groups) {
+    auto flat = def<ReshapeOp>(mask);
+    auto spread = flat ? def<ExpandOp>(flat.getInput()) : ExpandOp();
+    auto column = spread ? def<UnsqueezeOp>(spread.getInput()) : UnsqueezeOp();
+    auto kept = column ? def<ScatterElementsOp>(column.getInput()) : ScatterElementsOp();
+    if (!kept || column.getAxes().size() != 1 || kept.getReduction() != "none")
+      return {};
+    auto keptType = fusion::tensorType(kept.getResult()), spreadType = fusion::tensorType(spread.getResult());
+    const int64_t axis = column.getAxes()[0];
+    if (keptType.getRank() != 2 || (axis != -1 && axis != 2) || !isLastAxis(kept.getAxis(), kept.getResult()) ||
+        keptType.isDynamicDim(1) || spreadType.getRank() != 3 || spreadType.getDimSize(1) != keptType.getDimSize(1) ||
+        keptType.getDimSize(1) <= 0 || spreadType.getDimSize(2) * keptType.getDimSize(1) != n)
+      return {};
+    if (filledWith(kept.getData()) != 0.0 || filledWith(kept.getUpdates()) != 1.0)
+      return {};
+    groups = keptType.getDimSize(1);
+    return topKOfRows(kept.getIndices());
+  }
+
+  // Whether `scores` [N, G] are the sums of the `top` largest of c's groups of n / G, setting top.
+  static bool groupSumsOf(Value scores, Value c, int64_t groups, int64_t &top) {
+    auto sum = def<ReduceSumOp>(scores);
+    auto best = sum ? def<TopKOp>(sum.getInput()) : TopKOp();
+    auto grouped = best ? def<ReshapeOp>(best.getInput()) : ReshapeOp();
+    if (!grouped || sum.getInput() != best.getValues() || grouped.getInput() != c || best.getLargest() != 1 ||
+        !isLastAxis(best.getAxis(), best.getInput()) || !isLastAxisOf(sum.getAxes(), sum.getInput()) ||
+        sum.getKeepdims() != 0)
+      return false;
+    auto type = fusion::tensorType(grouped.getResult());
+    if (type.getRank() != 3 || type.getDimSize(1) != groups || type.isDynamicDim(2))
+      return false;
+    top = best.getK();
+    return true;
+  }
+
+  // c's masked copy: where(not(cast(mask, i1)), fill, c) or where(cast(mask, i1), c, fill); the
+  // mask and fill.
+  static Value maskedScores(Value v, Value &c, double &fill) {
+    auto where = def<WhereOp>(v);
+    if (!where)
+      return {};
+    Value condition = where.getCondition();
+    bool negated = false;
+    if (auto n = def<NotOp>(condition)) {
+      negated = true;
+      condition = n.getInput();
+    }
+    auto cast = def<CastOp>(condition);
+    Value filler = negated ? where.getX() : where.getY();
+    c = negated ? where.getY() : where.getX();
+    std::optional<double> value = filledWith(filler);
+    if (!cast || !cast.getTo().isInteger(1) || !value || fusion::tensorType(filler).getNumElements() != 1)
+      return {};
+    fill = *value;
+    return cast.getInput();
+  }
+
+  static bool match(GatherElementsOp gather, Router &r) {
+    auto sigmoid = def<SigmoidOp>(gather.getData());
+    r.chosen = topKOfRows(gather.getIndices());
+    if (!sigmoid || !r.chosen || !isLastAxis(gather.getAxis(), gather.getData()) || !r.chosen.getValues().use_empty())
+      return false;
+    r.logits = sigmoid.getInput();
+    auto type = fusion::tensorType(r.logits);
+    if (!fusion::isFusedFloat(r.logits) || type.getRank() != 2 || type.isDynamicDim(1))
+      return false;
+    const int64_t n = type.getDimSize(1);
+    Value c, mask;
+    if (!(mask = maskedScores(r.chosen.getInput(), c, r.fill)))
+      return false;
+    if (auto add = def<AddOp>(c)) { // (without a correction, c is s itself)
+      r.bias = add.getLhs() == sigmoid.getResult() ? add.getRhs() : add.getLhs();
+      if (fusion::other(add, r.bias) != sigmoid.getResult() || fusion::tensorType(r.bias).getRank() != 1 ||
+          fusion::tensorType(r.bias).getDimSize(0) != n || fusion::tensorType(r.bias).getElementType() != type.getElementType())
+        return false;
+    } else if (c != sigmoid.getResult()) {
+      return false;
+    }
+    TopKOp keptGroups = keptGroupsOf(mask, n, r.groups);
+    if (!keptGroups || !groupSumsOf(keptGroups.getInput(), c, r.groups, r.top) || r.top > n / r.groups)
+      return false;
+    r.kept = keptGroups.getK();
+    // The weights: the gathered scores, normalized (divided by their sum, plus epsilon or not),
+    // scaled. A division of another form leaves the chain alone.
+    r.weights = gather.getResult();
+    DivOp div;
+    for (Operation *user : r.weights.getUsers())
+      if (auto d = dyn_cast<DivOp>(user); d && d.getLhs() == r.weights)
+        div = d;
+    if (div) {
+      Value denominator = div.getRhs();
+      if (auto add = def<AddOp>(denominator)) {
+        auto sum = def<ReduceSumOp>(add.getLhs()) ? def<ReduceSumOp>(add.getLhs()) : def<ReduceSumOp>(add.getRhs());
+        Value eps = sum ? fusion::other(add, sum.getResult()) : Value();
+        std::optional<double> epsilon = eps ? filledWith(eps) : std::nullopt;
+        if (!epsilon || fusion::tensorType(eps).getNumElements() != 1)
+          return false;
+        r.epsilon = *epsilon;
+        denominator = sum.getResult();
+      }
+      auto sum = def<ReduceSumOp>(denominator);
+      if (!sum || sum.getInput() != r.weights || !fusion::reducesLastAxisKeepingIt(sum) ||
+          !llvm::hasNItems(r.weights.getUses(), 2) || div.getType() != r.weights.getType())
+        return false;
+      r.normalize = true;
+      r.weights = div.getResult();
+    }
+    if (auto mul = r.weights.hasOneUse() ? dyn_cast<MulOp>(*r.weights.getUsers().begin()) : MulOp()) {
+      Value factor = fusion::other(mul, r.weights);
+      std::optional<double> scale = factor ? filledWith(factor) : std::nullopt;
+      if (scale && fusion::tensorType(factor).getNumElements() == 1 && mul.getType() == r.weights.getType()) {
+        r.scale = *scale;
+        r.weights = mul.getResult();
+      }
+    }
+    return true;
+  }
+
+  LogicalResult matchAndRewrite(GatherElementsOp op, PatternRewriter &rewriter) const override {
+    Router r;
+    if (!match(op, r))
+      return failure();
+    rewriter.setInsertionPointAfter(r.weights.getDefiningOp());
+    Location loc = op.getLoc();
+    auto element = fusion::tensorType(r.logits).getElementType();
+    if (!r.bias) {
+      auto type = RankedTensorType::get({fusion::tensorType(r.logits).getDimSize(1)}, element);
+      r.bias = fusion::floatConstant(rewriter, loc, type, std::vector<float>(size_t(type.getNumElements()), 0.0f));
+    }
+    auto f32 = [&](double x) { return rewriter.getF32FloatAttr(float(x)); };
+    Operation *fused = fusion::create(
+        rewriter, loc, "llmc.grouped_top_k", {r.logits, r.bias},
+        {rewriter.getNamedAttr("k", r.chosen.getKAttr()),
+         rewriter.getNamedAttr("groups", rewriter.getI64IntegerAttr(r.groups)),
+         rewriter.getNamedAttr("kept_groups", rewriter.getI64IntegerAttr(r.kept)),
+         rewriter.getNamedAttr("group_top", rewriter.getI64IntegerAttr(r.top)),
+         rewriter.getNamedAttr("fill", f32(r.fill)), rewriter.getNamedAttr("normalize", rewriter.getI64IntegerAttr(r.normalize)),
+         rewriter.getNamedAttr("epsilon", f32(r.epsilon)), rewriter.getNamedAttr("scale", f32(r.scale))});
+    if (!fused || fused->getResult(0).getType() != r.weights.getType() ||
+        fused->getResult(1).getType() != r.chosen.getIndices().getType()) {
+      if (fused)
+        rewriter.eraseOp(fused);
+      return failure();
+    }
+    rewriter.replaceAllUsesWith(r.weights, fused->getResult(0));
+    rewriter.replaceAllUsesWith(r.chosen.getIndices(), fused->getResult(1));
+    ++count;
+    return success();
+  }
+};
+
 struct FuseRouting : impl::LlmcFuseRoutingBase<FuseRouting> {
   RewriteCounter routers{"llmc-fuse-routing", "softmaxes and their top-k turned into softmax_top_k"};
   RewriteCounter normalized{"llmc-fuse-routing", "routing weights' normalizations fused into softmax_top_k"};
+  RewriteCounter grouped{"llmc-fuse-routing", "routers choosing experts by groups turned into grouped_top_k"};
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
+    patterns.add<GroupedTopK>(&getContext(), grouped);
     patterns.add<SoftmaxTopK>(&getContext(), routers);
     patterns.add<NormalizedWeights>(&getContext(), normalized);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))

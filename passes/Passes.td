@@ -371,12 +371,14 @@ def LlmcFuseLinear : Pass<"llmc-fuse-linear", "mlir::func::FuncOp"> {
 }
 
 def LlmcFuseRouting : Pass<"llmc-fuse-routing", "mlir::func::FuncOp"> {
-  let summary = "Fuses a mixture of experts' router (softmax, top-k, normalized weights) into llmc.softmax_top_k";
+  let summary = "Fuses a mixture of experts' router into llmc.softmax_top_k or llmc.grouped_top_k";
   let description = [{
     `top_k(softmax(logits))` over the last axis, the largest first and sorted, with the softmax
     read by nothing else, becomes `llmc.softmax_top_k(logits)`; then the chosen weights divided by
     their sum (`reduce_sum` over the last axis, kept), where nothing else reads them, become its
-    `normalize`. Three to four kernels of a router become one.
+    `normalize`. Three to four kernels of a router become one. DeepSeek-V3's router (sigmoid
+    scores and a correction bias, experts chosen within the best groups, the chosen scores
+    gathered, normalized and scaled) becomes `llmc.grouped_top_k(logits, bias)`.
   }];
 }
 

@@ -562,6 +562,34 @@ std::string prepareSoftmaxTopK(Executor &ex, const PlanOp &op, PreparedOp &out) 
   return {};
 }
 
+// grouped_top_k (llmc-fuse-routing's DeepSeek-V3 router), as the CPU's.
+std::string prepareGroupedTopK(Executor &ex, const PlanOp &op, PreparedOp &out) {
+  Storage st;
+  if (op.inputs.size() != 2 || op.outputs.size() != 2 || !isFloat(ex.plan->values[size_t(op.inputs[0])]) ||
+      ex.plan->values[size_t(op.outputs[1])].dtype != DType::I64)
+    return "needs float logits and bias, and int64 indices";
+  if (std::string err = floatStorage(ex, op, st); !err.empty())
+    return err;
+  GroupedTopKArgs a;
+  a.k = op.attrs.getInt("k", -1);
+  a.groups = op.attrs.getInt("groups", 0);
+  a.keptGroups = op.attrs.getInt("kept_groups", 0);
+  a.top = op.attrs.getInt("group_top", 2);
+  a.fill = float(op.attrs.getFloat("fill", 0.0));
+  a.epsilon = float(op.attrs.getFloat("epsilon", 0.0));
+  a.scale = float(op.attrs.getFloat("scale", 1.0));
+  a.normalize = op.attrs.getInt("normalize", 0) != 0;
+  out.launch = [&op, st, a](Executor &e, const std::vector<TensorRef> &t) mutable -> std::string {
+    const Shape &s = t[size_t(op.inputs[0])].shape;
+    if (s.rank != 2 || t[size_t(op.inputs[1])].numel() != s.dims[1])
+      return std::string("needs logits [rows, n] and a bias [n]");
+    a.n = s.dims[1];
+    return groupedTopK(st, e.at(op.inputs[0]), e.at(op.inputs[1]), e.at(op.outputs[0]),
+                       static_cast<int64_t *>(e.at(op.outputs[1])), s.dims[0], a, e.stream);
+  };
+  return {};
+}
+
 std::string prepareReduce(Executor &ex, const PlanOp &op, PreparedOp &out) {
   const std::string kind = op.kernel.substr(strlen("reduce_"));
   const int type = numericTypeOf(ex, op.inputs[0]);
@@ -695,6 +723,8 @@ std::string prepareOp(Executor &ex, int k, PreparedOp &p, size_t &scratch) {
     err = prepareArgReduce(ex, op, p);
   else if (op.kernel == "softmax_top_k")
     err = prepareSoftmaxTopK(ex, op, p);
+  else if (op.kernel == "grouped_top_k")
+    err = prepareGroupedTopK(ex, op, p);
   else if (op.kernel == "top_k")
     err = prepareTopK(ex, op, p);
   else if (op.kernel == "conv")

@@ -1,4 +1,4 @@
-// top_k (ONNX TopK), and softmax_top_k (a router's softmax and top-k): a block per line along the
+// top_k (ONNX TopK), softmax_top_k and grouped_top_k (routers): a block per line along the
 // axis, which picks the k values one after another;
 // each pick is the block's best among the elements that come after the one picked before, in an
 // order without ties (value, then index). So it keeps no sorted copy and no state but the last
@@ -130,7 +130,106 @@ __global__ void softmaxTopKKernel(const T *__restrict__ x, T *__restrict__ value
   }
 }
 
+// The sigmoid kernel's formula (kernels/KernelUtil.h, sigmoidOf), in floats.
+__device__ __forceinline__ float sigmoidOf(float x) {
+  return x >= 0.0f ? 1.0f / (1.0f + expf(-x)) : expf(x) / (1.0f + expf(x));
+}
+
+// The first `count` of `n` floats at `v` (shared memory), largest first and equal ones by index,
+// picked by the whole block one after another (topKKernel's order); `take(j, pick)` sees each.
+template <typename Take> __device__ void pickLargest(const float *v, int64_t n, int64_t count, Take take) {
+  Pick<float> last{0.0f, -1};
+  for (int64_t j = 0; j < count; ++j) {
+    Pick<float> mine{0.0f, -1};
+    for (int64_t e = threadIdx.x; e < n; e += blockDim.x)
+      if (last.index < 0 || comesFirst(last.value, last.index, v[e], e, true))
+        mine = firstOf(mine, Pick<float>{v[e], e}, true);
+    last = blockFirst(mine, true);
+    take(j, last);
+  }
+}
+
+// grouped_top_k: a block per row. The biased scores go to shared memory (`choice`, n floats),
+// then each group's sum of its `top` largest (a thread per group, in doubles, largest first),
+// the kept groups (`keep`), the others' scores replaced by `fill`, and the k picks, whose
+// sigmoid scores thread 0 weighs as the CPU does.
+template <typename T>
+__global__ void groupedTopKKernel(const T *__restrict__ logits, const T *__restrict__ bias, T *__restrict__ weights,
+                                  int64_t *__restrict__ indices, int64_t rows, GroupedTopKArgs a) {
+  extern __shared__ float shared[];
+  float *choice = shared, *groupScores = shared + a.n, *picked = groupScores + a.groups;
+  int *keep = reinterpret_cast<int *>(picked + a.k);
+  const int64_t size = a.n / a.groups;
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const T *x = logits + row * a.n;
+    for (int64_t e = threadIdx.x; e < a.n; e += blockDim.x)
+      choice[e] = sigmoidOf(toF(x[e])) + toF(bias[e]);
+    for (int64_t g = threadIdx.x; g < a.groups; g += blockDim.x)
+      keep[g] = 0;
+    __syncthreads();
+    for (int64_t g = threadIdx.x; g < a.groups; g += blockDim.x) {
+      const float *member = choice + g * size;
+      double sum = 0.0;
+      Pick<float> last{0.0f, -1};
+      for (int64_t j = 0; j < a.top; ++j) {
+        Pick<float> best{0.0f, -1};
+        for (int64_t e = 0; e < size; ++e)
+          if (last.index < 0 || comesFirst(last.value, last.index, member[e], e, true))
+            best = firstOf(best, Pick<float>{member[e], e}, true);
+        sum += double(best.value);
+        last = best;
+      }
+      groupScores[g] = float(sum);
+    }
+    __syncthreads();
+    pickLargest(groupScores, a.groups, a.keptGroups, [&](int64_t, Pick<float> p) {
+      if (threadIdx.x == 0)
+        keep[p.index] = 1;
+    });
+    __syncthreads();
+    for (int64_t e = threadIdx.x; e < a.n; e += blockDim.x)
+      if (!keep[e / size])
+        choice[e] = a.fill;
+    __syncthreads();
+    pickLargest(choice, a.n, a.k, [&](int64_t j, Pick<float> p) {
+      if (threadIdx.x == 0) {
+        indices[row * a.k + j] = p.index;
+        picked[j] = sigmoidOf(toF(x[p.index]));
+      }
+    });
+    if (threadIdx.x == 0) {
+      double sum = 0.0;
+      for (int64_t j = 0; j < a.k; ++j)
+        sum += double(picked[j]);
+      const float denominator = float(sum) + a.epsilon;
+      for (int64_t j = 0; j < a.k; ++j)
+        weights[row * a.k + j] = fromF<T>((a.normalize ? picked[j] / denominator : picked[j]) * a.scale);
+    }
+    __syncthreads(); // before the next row writes `choice` and `keep`
+  }
+}
+
 } // namespace
+
+std::string groupedTopK(Storage s, const void *logits, const void *bias, void *weights, int64_t *indices, int64_t rows,
+                        const GroupedTopKArgs &a, void *stream) {
+  if (a.groups <= 0 || a.n % a.groups != 0 || a.keptGroups <= 0 || a.keptGroups > a.groups || a.top <= 0 ||
+      a.top > a.n / a.groups || a.k < 0 || a.k > a.n)
+    return "groupedTopK: groups, kept groups, group top or k do not fit the experts";
+  const size_t shared = size_t(a.n + a.groups + a.k) * sizeof(float) + size_t(a.groups) * sizeof(int);
+  if (shared > kMaxGroupedTopKShared)
+    return "groupedTopK: " + std::to_string(a.n) + " experts take more shared memory than a block has";
+  if (rows * a.k == 0)
+    return {};
+  const unsigned blocks = unsigned(std::min<int64_t>(rows, 65535 * 8));
+  const int threads = int(std::min<int64_t>((a.n + 31) / 32 * 32, kTopKThreads));
+  dispatch(s, [&](auto tag) {
+    using T = decltype(tag);
+    groupedTopKKernel<T><<<blocks, threads, shared, static_cast<cudaStream_t>(stream)>>>(
+        static_cast<const T *>(logits), static_cast<const T *>(bias), static_cast<T *>(weights), indices, rows, a);
+  });
+  return launched("groupedTopK");
+}
 
 std::string softmaxTopK(Storage s, const void *logits, void *values, int64_t *indices, int64_t rows, int64_t n,
                         int64_t k, bool normalize, void *stream) {

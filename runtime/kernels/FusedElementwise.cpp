@@ -51,7 +51,7 @@ float apply(const Instruction &in, float x, float y, float z) {
   case Op::Log: return std::log(x);
   case Op::Tanh: return std::tanh(x);
   case Op::Erf: return std::erf(x);
-  case Op::Sigmoid: return x >= 0 ? 1.0f / (1.0f + std::exp(-x)) : std::exp(x) / (1.0f + std::exp(x));
+  case Op::Sigmoid: return sigmoidOf(x);
   case Op::Silu: return x >= 0 ? x / (1.0f + std::exp(-x)) : x * std::exp(x) / (1.0f + std::exp(x));
   case Op::Relu: return x > 0 ? x : 0.0f;
   case Op::Cos: return std::cos(x);

@@ -153,6 +153,12 @@ inline float fastExp(float x) {
   return p * scale;
 }
 
+// The logistic sigmoid as the sigmoid kernel computes it (one side of zero each, no overflow);
+// what the fused region's interpreter and grouped_top_k compute too.
+template <typename T> inline T sigmoidOf(T x) {
+  return x >= 0 ? T(1) / (T(1) + std::exp(-x)) : std::exp(x) / (T(1) + std::exp(x));
+}
+
 // SwiGLU of a gate and an up projection's value, silu(gate) * up (the swiglu linear's and
 // expert_linear's gating).
 inline float swigluOf(float gate, float up) { return gate / (1.0f + fastExp(-gate)) * up; }

@@ -330,6 +330,78 @@ std::string softmaxTopKKernel(const KernelArgs &args) {
   return {};
 }
 
+// The first `count` of `order` (indices into `values`) by value, largest first, equal values by
+// index: top_k's order (its stable sort), picked one after another.
+void pickLargest(const std::vector<float> &values, int64_t count, std::vector<int64_t> &order) {
+  order.assign(size_t(count), -1);
+  for (int64_t j = 0; j < count; ++j) {
+    int64_t best = -1;
+    for (int64_t e = 0; e < int64_t(values.size()); ++e) {
+      const bool taken = std::find(order.begin(), order.begin() + j, e) != order.begin() + j;
+      if (!taken && (best < 0 || values[size_t(e)] > values[size_t(best)]))
+        best = e;
+    }
+    order[size_t(j)] = best;
+  }
+}
+
+// grouped_top_k (llmc-fuse-routing's DeepSeek-V3 router): the ops it replaces, row by row, in
+// their arithmetic (sigmoid as the sigmoid kernel, group sums and the weights' sum in doubles as
+// reduce_sum, the rest in floats).
+std::string groupedTopKKernel(const KernelArgs &args) {
+  if (args.numInputs != 2 || args.numOutputs != 2)
+    return "expects logits and a bias, and weights and indices outputs";
+  const TensorRef &logits = args.in(0), &bias = args.in(1);
+  const int64_t k = args.attrs.getInt("k", -1), groups = args.attrs.getInt("groups", 0),
+                kept = args.attrs.getInt("kept_groups", 0), top = args.attrs.getInt("group_top", 2);
+  if (logits.dtype != DType::F32 || bias.dtype != DType::F32 || logits.shape.rank != 2 || args.out(1).dtype != DType::I64)
+    return "expects float logits [rows, n], a float bias and int64 indices";
+  const int64_t rows = logits.shape[0], n = logits.shape[1];
+  if (bias.numel() != n || groups <= 0 || n % groups != 0 || kept <= 0 || kept > groups || top <= 0 ||
+      top > n / groups || k < 0 || k > n || args.out(0).numel() != rows * k || args.out(1).numel() != rows * k)
+    return "bias, groups, kept_groups, group_top or k do not fit the logits";
+  const float fill = float(args.attrs.getFloat("fill", 0.0)), epsilon = float(args.attrs.getFloat("epsilon", 0.0)),
+              scale = float(args.attrs.getFloat("scale", 1.0));
+  const bool normalize = args.attrs.getInt("normalize", 0);
+  const int64_t size = n / groups;
+  std::vector<float> scores(static_cast<size_t>(n)), choice(static_cast<size_t>(n)),
+      groupScores(static_cast<size_t>(groups)), member(static_cast<size_t>(size));
+  std::vector<int64_t> order;
+  float *weights = args.out(0).as<float>();
+  int64_t *indices = args.out(1).as<int64_t>();
+  for (int64_t row = 0; row < rows; ++row) {
+    const float *x = logits.as<const float>() + row * n;
+    for (int64_t e = 0; e < n; ++e) {
+      scores[size_t(e)] = sigmoidOf(x[e]);
+      choice[size_t(e)] = scores[size_t(e)] + bias.as<const float>()[e];
+    }
+    for (int64_t g = 0; g < groups; ++g) {
+      std::copy(choice.begin() + g * size, choice.begin() + (g + 1) * size, member.begin());
+      pickLargest(member, top, order);
+      double sum = 0;
+      for (int64_t i : order)
+        sum += double(member[size_t(i)]);
+      groupScores[size_t(g)] = float(sum);
+    }
+    pickLargest(groupScores, kept, order);
+    for (int64_t g = 0; g < groups; ++g)
+      if (std::find(order.begin(), order.end(), g) == order.end())
+        std::fill(choice.begin() + g * size, choice.begin() + (g + 1) * size, fill);
+    pickLargest(choice, k, order);
+    double sum = 0;
+    for (int64_t j = 0; j < k; ++j) {
+      indices[row * k + j] = order[size_t(j)];
+      sum += double(scores[size_t(order[size_t(j)])]);
+    }
+    const float denominator = float(sum) + epsilon;
+    for (int64_t j = 0; j < k; ++j) {
+      const float w = scores[size_t(order[size_t(j)])];
+      weights[row * k + j] = (normalize ? w / denominator : w) * scale;
+    }
+  }
+  return {};
+}
+
 // instance_norm: each (batch, channel) plane normalized over its elements, then scale and bias.
 std::string instanceNormKernel(const KernelArgs &args) {
   const TensorRef &x = args.in(0), &scale = args.in(1), &bias = args.in(2);
@@ -452,6 +524,7 @@ extern const KernelEntry kReductionKernels[] = {
     {"arg_min", withHalf<argKernel<false>>},
     {"top_k", withHalf<topKKernel>},
     {"softmax_top_k", withHalf<softmaxTopKKernel>},
+    {"grouped_top_k", withHalf<groupedTopKKernel>},
     {"instance_norm", withHalf<instanceNormKernel>},
     {"group_norm", withHalf<groupNormKernel>},
     {nullptr, nullptr},

@@ -67,3 +67,226 @@ func.func @unnormalized(%logits: tensor<4x8xf32>) -> (tensor<4x2xf32>, tensor<4x
   %x = llmc.div %u, %all : (tensor<4x2xf32>, tensor<1x1xf32>) -> tensor<4x2xf32>
   return %v, %w, %x : tensor<4x2xf32>, tensor<4x2xf32>, tensor<4x2xf32>
 }
+
+// -----
+
+// DeepSeek-V3's router as transformers 5 writes it (sigmoid scores, a correction bias, the experts
+// of the 2 best of 4 groups, masked_fill with -inf, weights normalized with + 1e-20 and scaled):
+// one llmc.grouped_top_k, nothing of the chain left.
+// CHECK-LABEL: func.func @deepseek_v3
+// CHECK: %[[W:.*]], %[[IDS:.*]] = llmc.grouped_top_k %arg0, %arg1 {epsilon = 9.99999968E-21 : f32, fill = 0xFF800000 : f32, groups = 4 : i64, k = 3 : i64, kept_groups = 2 : i64, normalize = 1 : i64, scale = 2.500000e+00 : f32}
+// CHECK: return %[[W]], %[[IDS]]
+// CHECK-NOT: llmc.top_k
+// CHECK-NOT: llmc.scatter_elements
+func.func @deepseek_v3(%logits: tensor<3x8xf32>, %bias: tensor<8xf32>) -> (tensor<3x3xf32>, tensor<3x3xi64>) {
+  %groups_shape = llmc.constant dense<[-1, 4, 2]> : tensor<3xi64>
+  %spread_shape = llmc.constant dense<[1, 4, 2]> : tensor<3xi64>
+  %flat_shape = llmc.constant dense<[-1, 8]> : tensor<2xi64>
+  %zero = llmc.constant dense<0.000000e+00> : tensor<3x4xf32>
+  %ones = llmc.constant dense<1.000000e+00> : tensor<3x2xf32>
+  %fill = llmc.constant dense<0xFF800000> : tensor<f32>
+  %scale = llmc.constant dense<2.500000e+00> : tensor<f32>
+  %eps = llmc.constant dense<9.99999968E-21> : tensor<f32>
+  %s = llmc.sigmoid %logits : (tensor<3x8xf32>) -> tensor<3x8xf32>
+  %c = llmc.add %s, %bias : (tensor<3x8xf32>, tensor<8xf32>) -> tensor<3x8xf32>
+  %grouped = llmc.reshape %c, %groups_shape : (tensor<3x8xf32>, tensor<3xi64>) -> tensor<3x4x2xf32>
+  %best, %best_ids = llmc.top_k %grouped {k = 2 : i64, largest = 1 : i64} : (tensor<3x4x2xf32>) -> (tensor<3x4x2xf32>, tensor<3x4x2xi64>)
+  %group_scores = llmc.reduce_sum %best {axes = array<i64: -1>, keepdims = 0 : i64} : (tensor<3x4x2xf32>) -> tensor<3x4xf32>
+  %kept_scores, %kept_ids = llmc.top_k %group_scores {k = 2 : i64, sorted = 0 : i64} : (tensor<3x4xf32>) -> (tensor<3x2xf32>, tensor<3x2xi64>)
+  %kept = llmc.scatter_elements %zero, %kept_ids, %ones {axis = 1 : i64} : (tensor<3x4xf32>, tensor<3x2xi64>, tensor<3x2xf32>) -> tensor<3x4xf32>
+  %column = llmc.unsqueeze %kept {axes = array<i64: -1>} : (tensor<3x4xf32>) -> tensor<3x4x1xf32>
+  %spread = llmc.expand %column, %spread_shape : (tensor<3x4x1xf32>, tensor<3xi64>) -> tensor<3x4x2xf32>
+  %mask = llmc.reshape %spread, %flat_shape : (tensor<3x4x2xf32>, tensor<2xi64>) -> tensor<3x8xf32>
+  %flags = llmc.cast %mask {to = i1} : (tensor<3x8xf32>) -> tensor<3x8xi1>
+  %hidden = llmc.not %flags : (tensor<3x8xi1>) -> tensor<3x8xi1>
+  %masked = llmc.where %hidden, %fill, %c : (tensor<3x8xi1>, tensor<f32>, tensor<3x8xf32>) -> tensor<3x8xf32>
+  %chosen, %ids = llmc.top_k %masked {k = 3 : i64, sorted = 0 : i64} : (tensor<3x8xf32>) -> (tensor<3x3xf32>, tensor<3x3xi64>)
+  %w = llmc.gather_elements %s, %ids {axis = 1 : i64} : (tensor<3x8xf32>, tensor<3x3xi64>) -> tensor<3x3xf32>
+  %sum = llmc.reduce_sum %w {axes = array<i64: -1>} : (tensor<3x3xf32>) -> tensor<3x1xf32>
+  %denominator = llmc.add %sum, %eps : (tensor<3x1xf32>, tensor<f32>) -> tensor<3x1xf32>
+  %normalized = llmc.div %w, %denominator : (tensor<3x3xf32>, tensor<3x1xf32>) -> tensor<3x3xf32>
+  %scaled = llmc.mul %normalized, %scale : (tensor<3x3xf32>, tensor<f32>) -> tensor<3x3xf32>
+  return %scaled, %ids : tensor<3x3xf32>, tensor<3x3xi64>
+}
+
+// -----
+
+// Without a correction bias (c is the sigmoid scores), the mask as where(mask, c, fill), no
+// epsilon and no scale: a zero bias, the defaults.
+// CHECK-LABEL: func.func @without_bias_epsilon_scale
+// CHECK: %[[ZERO:.*]] = llmc.constant dense<0.000000e+00> : tensor<8xf32>
+// CHECK: llmc.grouped_top_k %arg0, %[[ZERO]] {fill = 0xFF800000 : f32, groups = 4 : i64, k = 3 : i64, kept_groups = 2 : i64, normalize = 1 : i64}
+// CHECK-NOT: llmc.top_k
+func.func @without_bias_epsilon_scale(%logits: tensor<3x8xf32>) -> (tensor<3x3xf32>, tensor<3x3xi64>) {
+  %groups_shape = llmc.constant dense<[-1, 4, 2]> : tensor<3xi64>
+  %spread_shape = llmc.constant dense<[1, 4, 2]> : tensor<3xi64>
+  %flat_shape = llmc.constant dense<[-1, 8]> : tensor<2xi64>
+  %zero = llmc.constant dense<0.000000e+00> : tensor<3x4xf32>
+  %ones = llmc.constant dense<1.000000e+00> : tensor<3x2xf32>
+  %fill = llmc.constant dense<0xFF800000> : tensor<f32>
+  %scale = llmc.constant dense<2.500000e+00> : tensor<f32>
+  %eps = llmc.constant dense<9.99999968E-21> : tensor<f32>
+  %s = llmc.sigmoid %logits : (tensor<3x8xf32>) -> tensor<3x8xf32>
+  %grouped = llmc.reshape %s, %groups_shape : (tensor<3x8xf32>, tensor<3xi64>) -> tensor<3x4x2xf32>
+  %best, %best_ids = llmc.top_k %grouped {k = 2 : i64, largest = 1 : i64} : (tensor<3x4x2xf32>) -> (tensor<3x4x2xf32>, tensor<3x4x2xi64>)
+  %group_scores = llmc.reduce_sum %best {axes = array<i64: -1>, keepdims = 0 : i64} : (tensor<3x4x2xf32>) -> tensor<3x4xf32>
+  %kept_scores, %kept_ids = llmc.top_k %group_scores {k = 2 : i64, sorted = 0 : i64} : (tensor<3x4xf32>) -> (tensor<3x2xf32>, tensor<3x2xi64>)
+  %kept = llmc.scatter_elements %zero, %kept_ids, %ones {axis = 1 : i64} : (tensor<3x4xf32>, tensor<3x2xi64>, tensor<3x2xf32>) -> tensor<3x4xf32>
+  %column = llmc.unsqueeze %kept {axes = array<i64: -1>} : (tensor<3x4xf32>) -> tensor<3x4x1xf32>
+  %spread = llmc.expand %column, %spread_shape : (tensor<3x4x1xf32>, tensor<3xi64>) -> tensor<3x4x2xf32>
+  %mask = llmc.reshape %spread, %flat_shape : (tensor<3x4x2xf32>, tensor<2xi64>) -> tensor<3x8xf32>
+  %flags = llmc.cast %mask {to = i1} : (tensor<3x8xf32>) -> tensor<3x8xi1>
+  %masked = llmc.where %flags, %s, %fill : (tensor<3x8xi1>, tensor<3x8xf32>, tensor<f32>) -> tensor<3x8xf32>
+  %chosen, %ids = llmc.top_k %masked {k = 3 : i64, sorted = 0 : i64} : (tensor<3x8xf32>) -> (tensor<3x3xf32>, tensor<3x3xi64>)
+  %w = llmc.gather_elements %s, %ids {axis = 1 : i64} : (tensor<3x8xf32>, tensor<3x3xi64>) -> tensor<3x3xf32>
+  %sum = llmc.reduce_sum %w {axes = array<i64: -1>} : (tensor<3x3xf32>) -> tensor<3x1xf32>
+  %normalized = llmc.div %w, %sum : (tensor<3x3xf32>, tensor<3x1xf32>) -> tensor<3x3xf32>
+  return %normalized, %ids : tensor<3x3xf32>, tensor<3x3xi64>
+}
+
+// -----
+
+// Kept groups marked with 2 (still true as a mask, but not the form matched), the groups' smallest
+// scores summed, the chosen experts' scores read too, the kept groups' flags spread across the
+// groups rather than along them: each leaves the chain as it is.
+// CHECK-LABEL: func.func @groups_not_marked_with_ones
+// CHECK-NOT: llmc.grouped_top_k
+// CHECK: llmc.scatter_elements
+func.func @groups_not_marked_with_ones(%logits: tensor<3x8xf32>, %bias: tensor<8xf32>) -> (tensor<3x3xf32>, tensor<3x3xi64>) {
+  %groups_shape = llmc.constant dense<[-1, 4, 2]> : tensor<3xi64>
+  %spread_shape = llmc.constant dense<[1, 4, 2]> : tensor<3xi64>
+  %flat_shape = llmc.constant dense<[-1, 8]> : tensor<2xi64>
+  %zero = llmc.constant dense<0.000000e+00> : tensor<3x4xf32>
+  %ones = llmc.constant dense<2.000000e+00> : tensor<3x2xf32>
+  %fill = llmc.constant dense<0xFF800000> : tensor<f32>
+  %scale = llmc.constant dense<2.500000e+00> : tensor<f32>
+  %eps = llmc.constant dense<9.99999968E-21> : tensor<f32>
+  %s = llmc.sigmoid %logits : (tensor<3x8xf32>) -> tensor<3x8xf32>
+  %c = llmc.add %s, %bias : (tensor<3x8xf32>, tensor<8xf32>) -> tensor<3x8xf32>
+  %grouped = llmc.reshape %c, %groups_shape : (tensor<3x8xf32>, tensor<3xi64>) -> tensor<3x4x2xf32>
+  %best, %best_ids = llmc.top_k %grouped {k = 2 : i64, largest = 1 : i64} : (tensor<3x4x2xf32>) -> (tensor<3x4x2xf32>, tensor<3x4x2xi64>)
+  %group_scores = llmc.reduce_sum %best {axes = array<i64: -1>, keepdims = 0 : i64} : (tensor<3x4x2xf32>) -> tensor<3x4xf32>
+  %kept_scores, %kept_ids = llmc.top_k %group_scores {k = 2 : i64, sorted = 0 : i64} : (tensor<3x4xf32>) -> (tensor<3x2xf32>, tensor<3x2xi64>)
+  %kept = llmc.scatter_elements %zero, %kept_ids, %ones {axis = 1 : i64} : (tensor<3x4xf32>, tensor<3x2xi64>, tensor<3x2xf32>) -> tensor<3x4xf32>
+  %column = llmc.unsqueeze %kept {axes = array<i64: -1>} : (tensor<3x4xf32>) -> tensor<3x4x1xf32>
+  %spread = llmc.expand %column, %spread_shape : (tensor<3x4x1xf32>, tensor<3xi64>) -> tensor<3x4x2xf32>
+  %mask = llmc.reshape %spread, %flat_shape : (tensor<3x4x2xf32>, tensor<2xi64>) -> tensor<3x8xf32>
+  %flags = llmc.cast %mask {to = i1} : (tensor<3x8xf32>) -> tensor<3x8xi1>
+  %hidden = llmc.not %flags : (tensor<3x8xi1>) -> tensor<3x8xi1>
+  %masked = llmc.where %hidden, %fill, %c : (tensor<3x8xi1>, tensor<f32>, tensor<3x8xf32>) -> tensor<3x8xf32>
+  %chosen, %ids = llmc.top_k %masked {k = 3 : i64, sorted = 0 : i64} : (tensor<3x8xf32>) -> (tensor<3x3xf32>, tensor<3x3xi64>)
+  %w = llmc.gather_elements %s, %ids {axis = 1 : i64} : (tensor<3x8xf32>, tensor<3x3xi64>) -> tensor<3x3xf32>
+  %sum = llmc.reduce_sum %w {axes = array<i64: -1>} : (tensor<3x3xf32>) -> tensor<3x1xf32>
+  %denominator = llmc.add %sum, %eps : (tensor<3x1xf32>, tensor<f32>) -> tensor<3x1xf32>
+  %normalized = llmc.div %w, %denominator : (tensor<3x3xf32>, tensor<3x1xf32>) -> tensor<3x3xf32>
+  %scaled = llmc.mul %normalized, %scale : (tensor<3x3xf32>, tensor<f32>) -> tensor<3x3xf32>
+  return %scaled, %ids : tensor<3x3xf32>, tensor<3x3xi64>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @groups_smallest_summed
+// CHECK-NOT: llmc.grouped_top_k
+// CHECK: llmc.scatter_elements
+func.func @groups_smallest_summed(%logits: tensor<3x8xf32>, %bias: tensor<8xf32>) -> (tensor<3x3xf32>, tensor<3x3xi64>) {
+  %groups_shape = llmc.constant dense<[-1, 4, 2]> : tensor<3xi64>
+  %spread_shape = llmc.constant dense<[1, 4, 2]> : tensor<3xi64>
+  %flat_shape = llmc.constant dense<[-1, 8]> : tensor<2xi64>
+  %zero = llmc.constant dense<0.000000e+00> : tensor<3x4xf32>
+  %ones = llmc.constant dense<1.000000e+00> : tensor<3x2xf32>
+  %fill = llmc.constant dense<0xFF800000> : tensor<f32>
+  %scale = llmc.constant dense<2.500000e+00> : tensor<f32>
+  %eps = llmc.constant dense<9.99999968E-21> : tensor<f32>
+  %s = llmc.sigmoid %logits : (tensor<3x8xf32>) -> tensor<3x8xf32>
+  %c = llmc.add %s, %bias : (tensor<3x8xf32>, tensor<8xf32>) -> tensor<3x8xf32>
+  %grouped = llmc.reshape %c, %groups_shape : (tensor<3x8xf32>, tensor<3xi64>) -> tensor<3x4x2xf32>
+  %best, %best_ids = llmc.top_k %grouped {k = 2 : i64, largest = 0 : i64} : (tensor<3x4x2xf32>) -> (tensor<3x4x2xf32>, tensor<3x4x2xi64>)
+  %group_scores = llmc.reduce_sum %best {axes = array<i64: -1>, keepdims = 0 : i64} : (tensor<3x4x2xf32>) -> tensor<3x4xf32>
+  %kept_scores, %kept_ids = llmc.top_k %group_scores {k = 2 : i64, sorted = 0 : i64} : (tensor<3x4xf32>) -> (tensor<3x2xf32>, tensor<3x2xi64>)
+  %kept = llmc.scatter_elements %zero, %kept_ids, %ones {axis = 1 : i64} : (tensor<3x4xf32>, tensor<3x2xi64>, tensor<3x2xf32>) -> tensor<3x4xf32>
+  %column = llmc.unsqueeze %kept {axes = array<i64: -1>} : (tensor<3x4xf32>) -> tensor<3x4x1xf32>
+  %spread = llmc.expand %column, %spread_shape : (tensor<3x4x1xf32>, tensor<3xi64>) -> tensor<3x4x2xf32>
+  %mask = llmc.reshape %spread, %flat_shape : (tensor<3x4x2xf32>, tensor<2xi64>) -> tensor<3x8xf32>
+  %flags = llmc.cast %mask {to = i1} : (tensor<3x8xf32>) -> tensor<3x8xi1>
+  %hidden = llmc.not %flags : (tensor<3x8xi1>) -> tensor<3x8xi1>
+  %masked = llmc.where %hidden, %fill, %c : (tensor<3x8xi1>, tensor<f32>, tensor<3x8xf32>) -> tensor<3x8xf32>
+  %chosen, %ids = llmc.top_k %masked {k = 3 : i64, sorted = 0 : i64} : (tensor<3x8xf32>) -> (tensor<3x3xf32>, tensor<3x3xi64>)
+  %w = llmc.gather_elements %s, %ids {axis = 1 : i64} : (tensor<3x8xf32>, tensor<3x3xi64>) -> tensor<3x3xf32>
+  %sum = llmc.reduce_sum %w {axes = array<i64: -1>} : (tensor<3x3xf32>) -> tensor<3x1xf32>
+  %denominator = llmc.add %sum, %eps : (tensor<3x1xf32>, tensor<f32>) -> tensor<3x1xf32>
+  %normalized = llmc.div %w, %denominator : (tensor<3x3xf32>, tensor<3x1xf32>) -> tensor<3x3xf32>
+  %scaled = llmc.mul %normalized, %scale : (tensor<3x3xf32>, tensor<f32>) -> tensor<3x3xf32>
+  return %scaled, %ids : tensor<3x3xf32>, tensor<3x3xi64>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @chosen_scores_read
+// CHECK-NOT: llmc.grouped_top_k
+// CHECK: llmc.scatter_elements
+func.func @chosen_scores_read(%logits: tensor<3x8xf32>, %bias: tensor<8xf32>) -> (tensor<3x3xf32>, tensor<3x3xi64>, tensor<3x3xf32>) {
+  %groups_shape = llmc.constant dense<[-1, 4, 2]> : tensor<3xi64>
+  %spread_shape = llmc.constant dense<[1, 4, 2]> : tensor<3xi64>
+  %flat_shape = llmc.constant dense<[-1, 8]> : tensor<2xi64>
+  %zero = llmc.constant dense<0.000000e+00> : tensor<3x4xf32>
+  %ones = llmc.constant dense<1.000000e+00> : tensor<3x2xf32>
+  %fill = llmc.constant dense<0xFF800000> : tensor<f32>
+  %scale = llmc.constant dense<2.500000e+00> : tensor<f32>
+  %eps = llmc.constant dense<9.99999968E-21> : tensor<f32>
+  %s = llmc.sigmoid %logits : (tensor<3x8xf32>) -> tensor<3x8xf32>
+  %c = llmc.add %s, %bias : (tensor<3x8xf32>, tensor<8xf32>) -> tensor<3x8xf32>
+  %grouped = llmc.reshape %c, %groups_shape : (tensor<3x8xf32>, tensor<3xi64>) -> tensor<3x4x2xf32>
+  %best, %best_ids = llmc.top_k %grouped {k = 2 : i64, largest = 1 : i64} : (tensor<3x4x2xf32>) -> (tensor<3x4x2xf32>, tensor<3x4x2xi64>)
+  %group_scores = llmc.reduce_sum %best {axes = array<i64: -1>, keepdims = 0 : i64} : (tensor<3x4x2xf32>) -> tensor<3x4xf32>
+  %kept_scores, %kept_ids = llmc.top_k %group_scores {k = 2 : i64, sorted = 0 : i64} : (tensor<3x4xf32>) -> (tensor<3x2xf32>, tensor<3x2xi64>)
+  %kept = llmc.scatter_elements %zero, %kept_ids, %ones {axis = 1 : i64} : (tensor<3x4xf32>, tensor<3x2xi64>, tensor<3x2xf32>) -> tensor<3x4xf32>
+  %column = llmc.unsqueeze %kept {axes = array<i64: -1>} : (tensor<3x4xf32>) -> tensor<3x4x1xf32>
+  %spread = llmc.expand %column, %spread_shape : (tensor<3x4x1xf32>, tensor<3xi64>) -> tensor<3x4x2xf32>
+  %mask = llmc.reshape %spread, %flat_shape : (tensor<3x4x2xf32>, tensor<2xi64>) -> tensor<3x8xf32>
+  %flags = llmc.cast %mask {to = i1} : (tensor<3x8xf32>) -> tensor<3x8xi1>
+  %hidden = llmc.not %flags : (tensor<3x8xi1>) -> tensor<3x8xi1>
+  %masked = llmc.where %hidden, %fill, %c : (tensor<3x8xi1>, tensor<f32>, tensor<3x8xf32>) -> tensor<3x8xf32>
+  %chosen, %ids = llmc.top_k %masked {k = 3 : i64, sorted = 0 : i64} : (tensor<3x8xf32>) -> (tensor<3x3xf32>, tensor<3x3xi64>)
+  %w = llmc.gather_elements %s, %ids {axis = 1 : i64} : (tensor<3x8xf32>, tensor<3x3xi64>) -> tensor<3x3xf32>
+  %sum = llmc.reduce_sum %w {axes = array<i64: -1>} : (tensor<3x3xf32>) -> tensor<3x1xf32>
+  %denominator = llmc.add %sum, %eps : (tensor<3x1xf32>, tensor<f32>) -> tensor<3x1xf32>
+  %normalized = llmc.div %w, %denominator : (tensor<3x3xf32>, tensor<3x1xf32>) -> tensor<3x3xf32>
+  %scaled = llmc.mul %normalized, %scale : (tensor<3x3xf32>, tensor<f32>) -> tensor<3x3xf32>
+  return %scaled, %ids, %chosen : tensor<3x3xf32>, tensor<3x3xi64>, tensor<3x3xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @mask_over_other_groups
+// CHECK-NOT: llmc.grouped_top_k
+// CHECK: llmc.scatter_elements
+func.func @mask_over_other_groups(%logits: tensor<3x8xf32>, %bias: tensor<8xf32>) -> (tensor<3x3xf32>, tensor<3x3xi64>) {
+  %groups_shape = llmc.constant dense<[-1, 4, 2]> : tensor<3xi64>
+  %spread_shape = llmc.constant dense<[1, 2, 4]> : tensor<3xi64>
+  %flat_shape = llmc.constant dense<[-1, 8]> : tensor<2xi64>
+  %zero = llmc.constant dense<0.000000e+00> : tensor<3x4xf32>
+  %ones = llmc.constant dense<1.000000e+00> : tensor<3x2xf32>
+  %fill = llmc.constant dense<0xFF800000> : tensor<f32>
+  %scale = llmc.constant dense<2.500000e+00> : tensor<f32>
+  %eps = llmc.constant dense<9.99999968E-21> : tensor<f32>
+  %s = llmc.sigmoid %logits : (tensor<3x8xf32>) -> tensor<3x8xf32>
+  %c = llmc.add %s, %bias : (tensor<3x8xf32>, tensor<8xf32>) -> tensor<3x8xf32>
+  %grouped = llmc.reshape %c, %groups_shape : (tensor<3x8xf32>, tensor<3xi64>) -> tensor<3x4x2xf32>
+  %best, %best_ids = llmc.top_k %grouped {k = 2 : i64, largest = 1 : i64} : (tensor<3x4x2xf32>) -> (tensor<3x4x2xf32>, tensor<3x4x2xi64>)
+  %group_scores = llmc.reduce_sum %best {axes = array<i64: -1>, keepdims = 0 : i64} : (tensor<3x4x2xf32>) -> tensor<3x4xf32>
+  %kept_scores, %kept_ids = llmc.top_k %group_scores {k = 2 : i64, sorted = 0 : i64} : (tensor<3x4xf32>) -> (tensor<3x2xf32>, tensor<3x2xi64>)
+  %kept = llmc.scatter_elements %zero, %kept_ids, %ones {axis = 1 : i64} : (tensor<3x4xf32>, tensor<3x2xi64>, tensor<3x2xf32>) -> tensor<3x4xf32>
+  %column = llmc.unsqueeze %kept {axes = array<i64: 1>} : (tensor<3x4xf32>) -> tensor<3x1x4xf32>
+  %spread = llmc.expand %column, %spread_shape : (tensor<3x1x4xf32>, tensor<3xi64>) -> tensor<3x2x4xf32>
+  %mask = llmc.reshape %spread, %flat_shape : (tensor<3x2x4xf32>, tensor<2xi64>) -> tensor<3x8xf32>
+  %flags = llmc.cast %mask {to = i1} : (tensor<3x8xf32>) -> tensor<3x8xi1>
+  %hidden = llmc.not %flags : (tensor<3x8xi1>) -> tensor<3x8xi1>
+  %masked = llmc.where %hidden, %fill, %c : (tensor<3x8xi1>, tensor<f32>, tensor<3x8xf32>) -> tensor<3x8xf32>
+  %chosen, %ids = llmc.top_k %masked {k = 3 : i64, sorted = 0 : i64} : (tensor<3x8xf32>) -> (tensor<3x3xf32>, tensor<3x3xi64>)
+  %w = llmc.gather_elements %s, %ids {axis = 1 : i64} : (tensor<3x8xf32>, tensor<3x3xi64>) -> tensor<3x3xf32>
+  %sum = llmc.reduce_sum %w {axes = array<i64: -1>} : (tensor<3x3xf32>) -> tensor<3x1xf32>
+  %denominator = llmc.add %sum, %eps : (tensor<3x1xf32>, tensor<f32>) -> tensor<3x1xf32>
+  %normalized = llmc.div %w, %denominator : (tensor<3x3xf32>, tensor<3x1xf32>) -> tensor<3x3xf32>
+  %scaled = llmc.mul %normalized, %scale : (tensor<3x3xf32>, tensor<f32>) -> tensor<3x3xf32>
+  return %scaled, %ids : tensor<3x3xf32>, tensor<3x3xi64>
+}

@@ -2338,6 +2338,56 @@ TEST(Cuda, SoftmaxTopKMatchesTheCpu) {
   EXPECT_NE(cu::softmaxTopK(cu::Storage::F32, none.p, none.p, nullptr, 1, 4, 5, false, nullptr), "");
 }
 
+// grouped_top_k (DeepSeek-V3's router) against the CPU's: 4 experts in 2 groups keeping 1 (the
+// architecture test's), 64 in 8 keeping 3, and DeepSeek-V3's 256 in 8 keeping 4 with k 8 (a block
+// of 256 threads); the top 2 or 3 of each group summed; a fill of -inf or 0, normalized with an
+// epsilon or not, scaled; in f32, f16 and bf16; two equal groups at the top of row 0 (the lower
+// one kept first). Too many experts for a block's shared memory is an error.
+TEST(Cuda, GroupedTopKMatchesTheCpu) {
+  struct Config {
+    int64_t n, groups, kept, k, top;
+    float fill;
+  };
+  const int64_t rows = 6;
+  for (Config c : {Config{4, 2, 1, 2, 2, -INFINITY}, Config{64, 8, 3, 5, 3, 0.0f}, Config{256, 8, 4, 8, 2, -INFINITY}})
+    for (cu::Storage s : kStorages)
+      for (bool normalize : {false, true}) {
+        const int64_t size = c.n / c.groups;
+        std::vector<float> logits = rounded(randomFloats(size_t(rows * c.n), 50, -4, 4), s);
+        std::vector<float> biasValues = rounded(randomFloats(size_t(c.n), 51, -0.25f, 0.25f), s);
+        for (int64_t e = 0; e < size; ++e) { // row 0: groups 0 and 1 alike and the best
+          logits[size_t(e)] = logits[size_t(size + e)] = 5.0f;
+          biasValues[size_t(e)] = biasValues[size_t(size + e)] = 0.25f;
+        }
+        Buf<float> x(DType::F32, {rows, c.n}, logits), bias(DType::F32, {c.n}, biasValues);
+        Buf<float> want(DType::F32, {rows, c.k});
+        Buf<int64_t> wantIds(DType::I64, {rows, c.k});
+        const double epsilon = normalize ? 1e-20 : 0.0;
+        ASSERT_EQ(call("grouped_top_k",
+                       attrs({intAttr("k", c.k), intAttr("groups", c.groups), intAttr("kept_groups", c.kept),
+                              intAttr("group_top", c.top), floatAttr("fill", c.fill), intAttr("normalize", normalize),
+                              floatAttr("epsilon", epsilon), floatAttr("scale", 2.5)}),
+                       {x.ref(), bias.ref()}, {want.ref(), wantIds.ref()}),
+                  "");
+        auto dx = upload(x.data, s), dbias = upload(bias.data, s);
+        Device got(size_t(rows * c.k) * cu::storageBytes(s)), gotIds(size_t(rows * c.k) * 8);
+        cu::GroupedTopKArgs a;
+        a.n = c.n, a.k = c.k, a.groups = c.groups, a.keptGroups = c.kept, a.top = c.top;
+        a.fill = c.fill, a.epsilon = float(epsilon), a.scale = 2.5f, a.normalize = normalize;
+        ASSERT_EQ(cu::groupedTopK(s, dx->p, dbias->p, got.p, static_cast<int64_t *>(gotIds.p), rows, a, nullptr), "");
+        const std::string what = "grouped_top_k n " + std::to_string(c.n) + " groups " + std::to_string(c.groups) +
+                                 " k " + std::to_string(c.k) + (normalize ? " normalized " : " ") + name(s);
+        const std::vector<int64_t> ids = downloadRaw<int64_t>(gotIds, size_t(rows * c.k));
+        EXPECT_EQ(ids, wantIds.data) << what;
+        EXPECT_LT(ids[0], size) << what; // the lower of the two equal groups comes first
+        expectClose(download(got, size_t(rows * c.k), s), want.data, s == cu::Storage::F32 ? 1e-6f : 1e-2f, what);
+      }
+  cu::GroupedTopKArgs tooMany;
+  tooMany.n = 16384, tooMany.k = 2, tooMany.groups = 8, tooMany.keptGroups = 4;
+  Device none(8);
+  EXPECT_NE(cu::groupedTopK(cu::Storage::F32, none.p, none.p, none.p, nullptr, 1, tooMany, nullptr), "");
+}
+
 // top_k against the CPU's: values with many ties (exact in every storage type), so that equal
 // values must come in index order; a line longer than the kernel's block (300) with k of 1 and 40,
 // a line sorted whole (k = n = 5); the largest and the smallest; along each axis.

@@ -111,18 +111,19 @@ MOE_LAYERS = dict({name: 2 for name in MOE}, deepseek_v3=1)
 EXPERT_LINEARS = "products of gathered experts turned into expert_linear"
 EXPERT_FUSIONS = "swiglus, repeated rows and weighted sums fused into expert_linear"
 EXPERT_COUNTS = {EXPERT_LINEARS: 2, EXPERT_FUSIONS: 3}  # per layer with experts
-# Each router's softmax and top-k become llmc.softmax_top_k (DeepSeek-V3's sigmoid and grouped
-# choice stay ops), and Mixtral's weights divided by their sum its `normalize` (the others'
-# configs leave norm_topk_prob off).
+# Each router's softmax and top-k become llmc.softmax_top_k, and Mixtral's weights divided by
+# their sum its `normalize` (the others' configs leave norm_topk_prob off); DeepSeek-V3's sigmoid
+# scores chosen within the best groups become llmc.grouped_top_k (since session 29).
 ROUTERS = "softmaxes and their top-k turned into softmax_top_k"
 NORMALIZED = "routing weights' normalizations fused into softmax_top_k"
+GROUPED = "routers choosing experts by groups turned into grouped_top_k"
 ROUTING = {"mixtral": {ROUTERS: 1, NORMALIZED: 1}, "qwen3_moe": {ROUTERS: 1}, "olmoe": {ROUTERS: 1},
-           "qwen2_moe": {ROUTERS: 1}}
+           "qwen2_moe": {ROUTERS: 1}, "deepseek_v3": {GROUPED: 1}}
 
 
 def expert_counts(name):
     """The expert and routing fusions an architecture's plan should count."""
-    per_layer = {**EXPERT_COUNTS, ROUTERS: 0, NORMALIZED: 0, **ROUTING.get(name, {})}
+    per_layer = {**EXPERT_COUNTS, ROUTERS: 0, NORMALIZED: 0, GROUPED: 0, **ROUTING.get(name, {})}
     return {what: per * MOE_LAYERS.get(name, 0) for what, per in per_layer.items()}
 
 

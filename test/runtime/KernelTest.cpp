@@ -811,6 +811,79 @@ TEST(Kernels, SoftmaxTopKMatchesItsParts) {
   EXPECT_NE(call("softmax_top_k", attrs({intAttr("k", n + 1)}), {x.ref()}, {tooMany.ref(), tooManyIds.ref()}), "");
 }
 
+// grouped_top_k (DeepSeek-V3's router) is the ops llmc-fuse-routing replaces, to the bit: sigmoid,
+// add the bias, top_k in each group and reduce_sum, top_k of the groups, the other groups' scores
+// filled, top_k, gather_elements of the sigmoid scores, reduce_sum, add epsilon, div, mul. 16
+// experts in 4 groups of 4, 2 kept, k 1 to 8 (k 8: every kept expert, and with a fill of 0 the
+// filled ones compete); two equal group sums in row 0 (the lower group kept).
+TEST(Kernels, GroupedTopKMatchesItsParts) {
+  const int64_t rows = 5, n = 16, groups = 4, size = 4, kept = 2;
+  std::vector<float> logits = randomFloats(size_t(rows * n), 31, -3, 3), biasValues = randomFloats(size_t(n), 32, -0.2f, 0.2f);
+  for (int64_t e = 0; e < size; ++e) { // groups 1 and 2 of row 0: the same scores, the best ones
+    logits[size_t(size + e)] = logits[size_t(2 * size + e)] = 4.0f + float(e);
+    biasValues[size_t(size + e)] = biasValues[size_t(2 * size + e)] = 0.0f;
+  }
+  Buf<float> x(DType::F32, {rows, n}, logits), bias(DType::F32, {n}, biasValues);
+  Buf<float> scores(DType::F32, {rows, n}), choice(DType::F32, {rows, n});
+  ASSERT_EQ(call("sigmoid", {}, {x.ref()}, {scores.ref()}), "");
+  ASSERT_EQ(call("add", {}, {scores.ref(), bias.ref()}, {choice.ref()}), "");
+  Buf<float> grouped(DType::F32, {rows, groups, size}, choice.data), best(DType::F32, {rows, groups, 2});
+  Buf<int64_t> bestIds(DType::I64, {rows, groups, 2});
+  ASSERT_EQ(call("top_k", attrs({intAttr("k", 2)}), {grouped.ref()}, {best.ref(), bestIds.ref()}), "");
+  Buf<float> groupScores(DType::F32, {rows, groups}), keptScores(DType::F32, {rows, kept});
+  ASSERT_EQ(call("reduce_sum", attrs({intsAttr("axes", {-1}), intAttr("keepdims", 0)}), {best.ref()}, {groupScores.ref()}),
+            "");
+  Buf<int64_t> keptIds(DType::I64, {rows, kept});
+  ASSERT_EQ(call("top_k", attrs({intAttr("k", kept), intAttr("sorted", 0)}), {groupScores.ref()},
+                 {keptScores.ref(), keptIds.ref()}),
+            "");
+  EXPECT_EQ(keptIds.data[0], 1);
+  EXPECT_EQ(keptIds.data[1], 2);
+  for (float fill : {-INFINITY, 0.0f})
+    for (int64_t k : {1, 3, 8})
+      for (int normalize : {0, 1}) {
+        SCOPED_TRACE("fill " + std::to_string(fill) + ", k " + std::to_string(k) + (normalize ? ", normalized" : ""));
+        Buf<float> masked(DType::F32, {rows, n}, std::vector<float>(size_t(rows * n), fill));
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t j = 0; j < kept; ++j)
+            for (int64_t e = 0; e < size; ++e) {
+              const int64_t at = r * n + keptIds.data[size_t(r * kept + j)] * size + e;
+              masked.data[size_t(at)] = choice.data[size_t(at)];
+            }
+        Buf<float> chosen(DType::F32, {rows, k}), want(DType::F32, {rows, k}), sum(DType::F32, {rows, 1});
+        Buf<int64_t> wantIds(DType::I64, {rows, k});
+        ASSERT_EQ(call("top_k", attrs({intAttr("k", k), intAttr("sorted", 0)}), {masked.ref()}, {chosen.ref(), wantIds.ref()}),
+                  "");
+        ASSERT_EQ(call("gather_elements", attrs({intAttr("axis", 1)}), {scores.ref(), wantIds.ref()}, {want.ref()}), "");
+        if (normalize) {
+          Buf<float> epsilon(DType::F32, {}, {1e-20f});
+          ASSERT_EQ(call("reduce_sum", attrs({intsAttr("axes", {-1})}), {want.ref()}, {sum.ref()}), "");
+          ASSERT_EQ(call("add", {}, {sum.ref(), epsilon.ref()}, {sum.ref()}), "");
+          ASSERT_EQ(call("div", {}, {want.ref(), sum.ref()}, {want.ref()}), "");
+        }
+        Buf<float> scale(DType::F32, {}, {2.5f});
+        ASSERT_EQ(call("mul", {}, {want.ref(), scale.ref()}, {want.ref()}), "");
+        Buf<float> got(DType::F32, {rows, k});
+        Buf<int64_t> gotIds(DType::I64, {rows, k});
+        ASSERT_EQ(call("grouped_top_k",
+                       attrs({intAttr("k", k), intAttr("groups", groups), intAttr("kept_groups", kept),
+                              floatAttr("fill", fill), intAttr("normalize", normalize),
+                              floatAttr("epsilon", normalize ? 1e-20 : 0.0), floatAttr("scale", 2.5)}),
+                       {x.ref(), bias.ref()}, {got.ref(), gotIds.ref()}),
+                  "");
+        EXPECT_EQ(gotIds.data, wantIds.data);
+        EXPECT_EQ(got.data, want.data);
+      }
+  Buf<float> out(DType::F32, {rows, 2});
+  Buf<int64_t> ids(DType::I64, {rows, 2});
+  EXPECT_NE(call("grouped_top_k", attrs({intAttr("k", 2), intAttr("groups", 3), intAttr("kept_groups", 1)}),
+                 {x.ref(), bias.ref()}, {out.ref(), ids.ref()}),
+            ""); // 16 experts in 3 groups
+  EXPECT_NE(call("grouped_top_k", attrs({intAttr("k", 2), intAttr("groups", 4), intAttr("kept_groups", 5)}),
+                 {x.ref(), bias.ref()}, {out.ref(), ids.ref()}),
+            "");
+}
+
 TEST(Kernels, TileScatterInstanceNorm) {
   Buf<float> x(DType::F32, {1, 2}, {1, 2}), t(DType::F32, {2, 4});
   ASSERT_EQ(call("tile", {}, {x.ref()}, {t.ref()}), "");

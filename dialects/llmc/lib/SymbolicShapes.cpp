@@ -458,6 +458,13 @@ LogicalResult ShapeRules::resultDims(Operation *op, StringRef name, std::vector<
             dim = operandDims(i)[d];
       r.push_back(dim);
     }
+  } else if (name == "grouped_top_k") { // [rows, k], both results
+    r = operandDims(0);
+    if (r.size() != 2)
+      return fail(op, "the logits must be [rows, n]");
+    r[1] = DimExpr::constant(intAttr(op, "k", 0));
+    out.assign(op->getNumResults(), r);
+    return success();
   } else if (name == "top_k" || name == "softmax_top_k") { // values and indices: the input's dims with k along the axis
     r = operandDims(0);
     const int64_t rank = int64_t(r.size()), axis = intAttr(op, "axis", -1) + (intAttr(op, "axis", -1) < 0 ? rank : 0);

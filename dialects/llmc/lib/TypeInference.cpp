@@ -311,6 +311,24 @@ LogicalResult inferTopK(Inference &in) {
   return in.result(out, IntegerType::get(in.context, 64));
 }
 
+// grouped_top_k: logits [rows, n] and a bias [n], n a multiple of `groups`, k of the experts in
+// the kept groups at most.
+LogicalResult inferGroupedTopK(Inference &in) {
+  ArrayRef<int64_t> s = in.shape(0), bias = in.shape(1);
+  if (s.size() != 2 || bias.size() != 1 || in.elem(1) != in.elem(0))
+    return in.fail("grouped_top_k takes logits [rows, n] and a bias [n] of their type");
+  const int64_t n = s[1], k = in.intAttr("k", -1), groups = in.intAttr("groups", 0),
+                kept = in.intAttr("kept_groups", 0), top = in.intAttr("group_top", 2);
+  if (n == kDyn || (bias[0] != kDyn && bias[0] != n))
+    return in.fail("grouped_top_k needs a static number of experts and a bias for each");
+  if (groups <= 0 || n % groups != 0 || kept <= 0 || kept > groups || top <= 0 || top > n / groups)
+    return in.fail("grouped_top_k's groups must divide the experts, and kept_groups and group_top fit them");
+  if (k < 0 || k > n)
+    return in.fail("grouped_top_k's k must be between 0 and the number of experts");
+  in.inferred.push_back(RankedTensorType::get({s[0], k}, in.elem(0)));
+  return in.result({s[0], k}, IntegerType::get(in.context, 64));
+}
+
 LogicalResult inferTile(Inference &in) {
   ArrayRef<int64_t> s = in.shape(0);
   SmallVector<int64_t> repeats = in.arrayAttr("repeats");
@@ -885,6 +903,7 @@ LogicalResult inferResultTypes(StringRef opName, MLIRContext *context, std::opti
                                    .Case("add_rms_norm", 3)
                                    .Case("rotary", 4)
                                    .Case("expert_linear", 3)
+                                   .Case("grouped_top_k", 2)
                                    .Case("batch_norm", 5)
                                    .Cases({"where", "range", "scatter_elements", "scatter_nd", "instance_norm", "dynamic_slice",
                                            "group_norm"},
@@ -899,7 +918,7 @@ LogicalResult inferResultTypes(StringRef opName, MLIRContext *context, std::opti
     return failure();
   // The fused ops (and ONNX's RotaryEmbedding, which allows no more): isFusedFloatType.
   if (llvm::is_contained({"linear", "add_layer_norm", "add_rms_norm", "fused_attention", "rotary", "expert_linear",
-                          "softmax_top_k"},
+                          "softmax_top_k", "grouped_top_k"},
                          name) &&
       !isFusedFloatType(in.elem(0)))
     return in.fail(name + " takes f32, f16 or bf16 operands");
@@ -945,6 +964,7 @@ LogicalResult inferResultTypes(StringRef opName, MLIRContext *context, std::opti
               .Case("dequantize_linear", [](Inference &i) { return i.result(i.shape(0), i.elem(1)); })
               .Cases({"arg_max", "arg_min"}, inferArg)
               .Cases({"top_k", "softmax_top_k"}, inferTopK) // (softmax_top_k: over the last axis)
+              .Case("grouped_top_k", inferGroupedTopK)
               .Case("tile", inferTile)
               .Cases({"scatter_elements", "scatter_nd"}, inferScatter)
               .Case("pad", inferPad)

@@ -140,6 +140,25 @@ def Llmc_SoftmaxTopKOp : Llmc_Op<"softmax_top_k"> {
   let results = (outs Llmc_Tensor:$values, Llmc_Tensor:$indices);
 }
 
+def Llmc_GroupedTopKOp : Llmc_Op<"grouped_top_k"> {
+  let summary = "a router's sigmoid scores, its experts chosen within the best groups, and their top k";
+  let description = [{
+    DeepSeek-V3's router (transformers' DeepseekV3TopkRouter, also Kimi K2's and GLM-4.5's),
+    raised by llmc-fuse-routing. Per row of `logits` [rows, n]: s = sigmoid(logits) and
+    c = s + `bias` [n] (the score correction); the n experts form `groups` groups of n / groups
+    in order, each scored by the sum of its `group_top` largest c (largest first, summed in
+    doubles); the `kept_groups` best groups are kept (largest first, equal ones by index) and the
+    c of every other group becomes `fill`; of those, the k largest (equal ones by index, the
+    largest first) give `indices` [rows, k] i64 and their s the `weights` [rows, k] (logits'
+    type): divided by (their sum in doubles + `epsilon`) with `normalize`, then times `scale`.
+  }];
+  let arguments = (ins Llmc_Tensor:$logits, Llmc_Tensor:$bias, I64Attr:$k, I64Attr:$groups, I64Attr:$kept_groups,
+                   DefaultValuedAttr<I64Attr, "2">:$group_top, F32Attr:$fill,
+                   DefaultValuedAttr<I64Attr, "0">:$normalize, DefaultValuedAttr<F32Attr, "0.0f">:$epsilon,
+                   DefaultValuedAttr<F32Attr, "1.0f">:$scale);
+  let results = (outs Llmc_Tensor:$weights, Llmc_Tensor:$indices);
+}
+
 def Llmc_FusedElementwiseOp : Op<Llmc_Dialect, "fused_elementwise",
                                  [Pure, IsolatedFromAbove, SingleBlockImplicitTerminator<"YieldOp">]> {
   let summary = "a chain or tree of elementwise ops run in one pass";
