@@ -31,11 +31,11 @@ struct PipelineOptions {
 std::vector<std::string> optionalPassNames();
 
 // fold shapes (canonicalization with the ops' kernel-backed folders plus type refinement, to a
-// fixed point; removes dead code) -> drop identities -> split einsums -> CSE -> canonicalize ->
-// [fusion: raise norms, activations, attention -> fuse residual+norm -> fuse linear epilogues ->
-// fuse routing -> fuse elementwise -> canonicalize] -> fold transposes -> [fusion: fuse query
-// rotary] -> [CUDA targets: transpose linear weights] -> verify static shapes. docs/passes.md
-// explains each.
+// fixed point; removes dead code) -> drop identities -> fold slice assignments -> split einsums
+// -> CSE -> canonicalize -> [fusion: raise norms, activations, attention -> fuse residual+norm ->
+// fuse linear epilogues -> fuse routing -> fuse elementwise -> canonicalize] -> fold transposes
+// -> [fusion: fuse query rotary] -> [CUDA targets: transpose linear weights] -> verify static
+// shapes. docs/passes.md explains each.
 void buildDefaultPipeline(mlir::OpPassManager &pm, const PipelineOptions &options);
 
 // What llmc runs after the pipeline, on the way to a plan: annotations for the runtime (mark

@@ -254,6 +254,32 @@ def LlmcDeinterleaveQkv : Pass<"llmc-deinterleave-qkv", "mlir::func::FuncOp"> {
   }];
 }
 
+def LlmcFoldSliceAssignments : Pass<"llmc-fold-slice-assignments", "mlir::func::FuncOp"> {
+  let summary = "Turns slice assignments (scatters of contiguous rows) into concatenations";
+  let description = [{
+    torch exports `x[..., a:b] = y` by moving the assigned axis to the front, scattering rows
+    a..b-1 with `scatter_nd` (constant indices [b - a, 1]) and moving the axis back (DeepSeek-V3's
+    keys: a new tensor filled with the keys' shared part, then their rotated part). Three rewrites
+    take it apart: such a scatter is the concatenation of the data's rows before a, the updates and
+    the data's rows from b; a slice that takes whole pieces of a concatenation on its axis is
+    those pieces; a transpose that undoes the transposes of every piece of a concatenation is the
+    concatenation of the pieces on the corresponding axis. A tensor filled and then written whole
+    leaves nothing of its filling.
+
+    Before:
+    ```mlir
+    %t = llmc.transpose %empty {perm = array<i64: 3, 1, 2, 0>} : ... -> tensor<24x4x16x1xf32>
+    %a = llmc.scatter_nd %t, %rows0to15, %nopeT : ... -> tensor<24x4x16x1xf32>
+    %b = llmc.scatter_nd %a, %rows16to23, %ropeT : ... -> tensor<24x4x16x1xf32>
+    %k = llmc.transpose %b {perm = array<i64: 3, 1, 2, 0>} : ... -> tensor<1x4x16x24xf32>
+    ```
+    After:
+    ```mlir
+    %k = llmc.concat %nope, %rope {axis = 3 : i64} : ... -> tensor<1x4x16x24xf32>
+    ```
+  }];
+}
+
 def LlmcMergeParallelLinears : Pass<"llmc-merge-parallel-linears", "mlir::func::FuncOp"> {
   let summary = "Merges linears with constant weights that read the same input";
   let description = [{

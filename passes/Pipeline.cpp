@@ -13,6 +13,7 @@ void buildDefaultPipeline(mlir::OpPassManager &pm, const PipelineOptions &option
   };
   add(createLlmcFoldShapes());
   add(createLlmcDropIdentities());
+  add(createLlmcFoldSliceAssignments());
   add(createLlmcSplitEinsum()); // einsums the CUDA kernel takes whole: five operands at most
   add(mlir::createCSEPass());
   add(mlir::createCanonicalizerPass());
@@ -58,8 +59,9 @@ void buildPlanPreparation(mlir::OpPassManager &pm) {
 }
 
 std::vector<std::string> optionalPassNames() {
-  return {"llmc-deinterleave-qkv",         "llmc-kv-cache-layout",        "llmc-absorb-mla",
-          "llmc-fold-conv-affine",         "llmc-raise-norms",            "llmc-raise-activations",
+  return {"llmc-fold-slice-assignments",   "llmc-deinterleave-qkv",       "llmc-kv-cache-layout",
+          "llmc-absorb-mla",               "llmc-fold-conv-affine",       "llmc-raise-norms",
+          "llmc-raise-activations",
           "llmc-raise-attention",          "llmc-raise-attention-mask",   "llmc-fuse-residual-norm",
           "llmc-fuse-linear",              "llmc-fuse-routing",           "llmc-merge-parallel-linears",
           "llmc-fuse-elementwise",         "llmc-fold-transposes",        "llmc-fuse-query-rotary",
