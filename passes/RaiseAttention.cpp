@@ -1017,6 +1017,105 @@ struct RotationPattern : OpRewritePattern<AddOp> {
   }
 };
 
+// DeepSeek's rotation of de-interleaved pairs (apply_rotary_pos_emb_interleave): the even and the
+// odd features of x [B, H, S, D] taken apart, e = x[..., 0::2] and o = x[..., 1::2], and
+// concat(e * cos - o * sin, o * cos + e * sin), tables [B, 1, S, D/2] (one angle per pair). That is
+// the interleaved rotation of x (pairs 2i, 2i + 1) with its result de-interleaved: one
+// llmc.rotary (interleaved) and one transpose, [.., D/2, 2] to [.., 2, D/2], where there were two
+// strided slices, two elementwise kernels and a concatenation.
+struct DeinterleavedRotationPattern : OpRewritePattern<ConcatOp> {
+  RewriteCounter &count;
+  DeinterleavedRotationPattern(MLIRContext *ctx, RewriteCounter &count) : OpRewritePattern(ctx), count(count) {}
+
+  // m = a * b with `a` one factor: the other, or null.
+  static Value otherFactor(Value m, Value a) {
+    auto mul = def<MulOp>(m);
+    return mul && (mul.getLhs() == a || mul.getRhs() == a) ? fusion::other(mul, a) : Value();
+  }
+
+  // The half table [B, S, D/2] a table [B, 1, S, D/2] was unsqueezed from on the heads axis.
+  static Value halfTable(Value table, int64_t batch, int64_t seq, int64_t half) {
+    auto u = def<UnsqueezeOp>(table);
+    if (!u || u.getAxes().size() != 1 || (u.getAxes()[0] != 1 && u.getAxes()[0] != -3))
+      return {};
+    auto t = fusion::tensorType(u.getInput());
+    return t.getRank() == 3 && t.getDimSize(0) == batch && t.getDimSize(1) == seq && t.getDimSize(2) == half
+               ? u.getInput()
+               : Value();
+  }
+
+  LogicalResult matchAndRewrite(ConcatOp op, PatternRewriter &rewriter) const override {
+    if (op.getInputs().size() != 2 || !isLastAxis(op))
+      return failure();
+    auto first = def<SubOp>(op.getInputs()[0]);
+    auto second = def<AddOp>(op.getInputs()[1]);
+    auto direct = first ? def<MulOp>(first.getLhs()) : MulOp();
+    if (!second || !direct)
+      return failure();
+    // e * cos: e is the even slice of some x (the factor that is one).
+    Value x, e, o, cos, sin;
+    for (Value candidate : {direct.getLhs(), direct.getRhs()}) {
+      auto slice = def<SliceOp>(candidate);
+      if (slice && isSliceOfLast(candidate, slice.getInput(), 0, fusion::tensorType(slice.getInput()).getShape().back(), 2)) {
+        x = slice.getInput();
+        e = candidate;
+        cos = fusion::other(direct, e);
+      }
+    }
+    if (!x || !fusion::isFusedFloat(x))
+      return failure();
+    auto xType = fusion::tensorType(x);
+    const int64_t d = xType.getShape().back();
+    if (xType.getRank() != 4 || d == ShapedType::kDynamic || d % 2 != 0 || op.getType() != xType)
+      return failure();
+    // o * sin beside it, then o * cos + e * sin.
+    auto rotated = def<MulOp>(first.getRhs());
+    for (Value candidate : rotated ? SmallVector<Value>{rotated.getLhs(), rotated.getRhs()} : SmallVector<Value>{})
+      if (isSliceOfLast(candidate, x, 1, d, 2)) {
+        o = candidate;
+        sin = fusion::other(rotated, o);
+      }
+    if (!o)
+      return failure();
+    const bool ordered = otherFactor(second.getLhs(), o) == cos && otherFactor(second.getRhs(), e) == sin;
+    const bool swapped = otherFactor(second.getRhs(), o) == cos && otherFactor(second.getLhs(), e) == sin;
+    if (!ordered && !swapped)
+      return failure();
+    Value cosHalf = halfTable(cos, xType.getDimSize(0), xType.getDimSize(2), d / 2);
+    Value sinHalf = halfTable(sin, xType.getDimSize(0), xType.getDimSize(2), d / 2);
+    if (!cosHalf || !sinHalf)
+      return failure();
+    Location loc = op.getLoc();
+    SmallVector<Operation *> made;
+    auto keep = [&](Operation *m) {
+      made.push_back(m);
+      return m ? m->getResult(0) : Value();
+    };
+    Value positions = keep(fusion::emptyTensor(rewriter, loc, rewriter.getI64Type()).getDefiningOp());
+    Value y = keep(fusion::create(rewriter, loc, "llmc.rotary", {x, cosHalf, sinHalf, positions},
+                                 {rewriter.getNamedAttr("interleaved", rewriter.getI64IntegerAttr(1)),
+                                  rewriter.getNamedAttr("rotary_embedding_dim", rewriter.getI64IntegerAttr(d))}));
+    Value pairs = y ? reshapeTo(rewriter, loc, y, {0, 0, 0, d / 2, 2}) : Value();
+    if (pairs)
+      made.push_back(pairs.getDefiningOp());
+    Value apart = pairs ? keep(fusion::create(rewriter, loc, "llmc.transpose", {pairs},
+                                              {rewriter.getNamedAttr("perm", rewriter.getDenseI64ArrayAttr({0, 1, 2, 4, 3}))}))
+                        : Value();
+    Value result = apart ? reshapeTo(rewriter, loc, apart, {0, 0, 0, d}) : Value();
+    if (!result || result.getType() != op.getType()) { // leave the IR as it was
+      if (result && result.use_empty())
+        rewriter.eraseOp(result.getDefiningOp());
+      for (Operation *m : llvm::reverse(made))
+        if (m && m->use_empty())
+          rewriter.eraseOp(m);
+      return failure();
+    }
+    rewriter.replaceOp(op, result);
+    ++count;
+    return success();
+  }
+};
+
 // The native Attention ops whose queries and new keys have one length by the symbolic shapes
 // (the same symbol, a dynamic sequence: NativeAttentionPattern's causal frontier); none where the
 // analysis fails.
@@ -1042,6 +1141,8 @@ struct RaiseAttention : impl::LlmcRaiseAttentionBase<RaiseAttention> {
   RewriteCounter rotaries{"llmc-raise-attention", "rotary embeddings folded in"};
   RewriteCounter causalMasks{"llmc-raise-attention", "causal masks turned into is_causal"};
   RewriteCounter rotations{"llmc-raise-attention", "rotations no attention took turned into llmc.rotary"};
+  RewriteCounter deinterleavedRotations{"llmc-raise-attention",
+                                        "rotations of de-interleaved pairs turned into llmc.rotary and a transpose"};
   void runOnOperation() override {
     const llvm::DenseSet<Operation *> sameLength = queriesAsManyAsNewKeys(getOperation());
     RewritePatternSet patterns(&getContext());
@@ -1055,6 +1156,7 @@ struct RaiseAttention : impl::LlmcRaiseAttentionBase<RaiseAttention> {
     // Then the rotations no attention took (after, so that attention raising sees them first).
     RewritePatternSet rotary(&getContext());
     rotary.add<RotationPattern>(&getContext(), rotations);
+    rotary.add<DeinterleavedRotationPattern>(&getContext(), deinterleavedRotations);
     if (failed(applyPatternsGreedily(getOperation(), std::move(rotary)))) {
       getOperation().emitError("llmc-raise-attention: the rotary rewrites did not converge");
       signalPassFailure();

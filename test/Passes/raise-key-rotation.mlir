@@ -303,3 +303,73 @@ func.func @broadcast_sequence(%x: tensor<1x2x7x16xf32>, %a: tensor<1x1x8xf32>) -
   %y = llmc.add %direct, %rotated : (tensor<1x2x7x16xf32>, tensor<1x2x7x16xf32>) -> tensor<1x2x7x16xf32>
   return %y : tensor<1x2x7x16xf32>
 }
+
+// -----
+
+// DeepSeek's rotation of de-interleaved pairs (apply_rotary_pos_emb_interleave): e = x[..., 0::2],
+// o = x[..., 1::2], concat(e * cos - o * sin, o * cos + e * sin), one angle per pair (tables
+// [1, 1, S, D/2]). The interleaved rotation of x, its result de-interleaved by a transpose of
+// [.., D/2, 2]; no slice or concatenation left.
+// CHECK-LABEL: func.func @deinterleaved_pairs
+// CHECK: %[[R:.*]] = llmc.rotary %arg0, %arg1, %arg2, %{{.*}} {interleaved = 1 : i64, rotary_embedding_dim = 8 : i64}
+// CHECK: %[[P:.*]] = llmc.reshape %[[R]], %{{.*}} : (tensor<1x2x5x8xf32>, tensor<5xi64>) -> tensor<1x2x5x4x2xf32>
+// CHECK: %[[T:.*]] = llmc.transpose %[[P]] {perm = array<i64: 0, 1, 2, 4, 3>} : (tensor<1x2x5x4x2xf32>) -> tensor<1x2x5x2x4xf32>
+// CHECK: %[[Y:.*]] = llmc.reshape %[[T]], %{{.*}} : (tensor<1x2x5x2x4xf32>, tensor<4xi64>) -> tensor<1x2x5x8xf32>
+// CHECK: return %[[Y]]
+// CHECK-NOT: llmc.slice
+func.func @deinterleaved_pairs(%x: tensor<1x2x5x8xf32>, %a: tensor<1x5x4xf32>, %b: tensor<1x5x4xf32>, %other: tensor<1x2x5x8xf32>) -> tensor<1x2x5x8xf32> {
+  %c = llmc.unsqueeze %a {axes = array<i64: 1>} : (tensor<1x5x4xf32>) -> tensor<1x1x5x4xf32>
+  %s = llmc.unsqueeze %b {axes = array<i64: 1>} : (tensor<1x5x4xf32>) -> tensor<1x1x5x4xf32>
+  %e = llmc.slice %x {axes = array<i64: 3>, ends = array<i64: 9223372036854775807>, starts = array<i64: 0>, steps = array<i64: 2>} : (tensor<1x2x5x8xf32>) -> tensor<1x2x5x4xf32>
+  %o = llmc.slice %x {axes = array<i64: 3>, ends = array<i64: 9223372036854775807>, starts = array<i64: 1>, steps = array<i64: 2>} : (tensor<1x2x5x8xf32>) -> tensor<1x2x5x4xf32>
+  %ec = llmc.mul %e, %c : (tensor<1x2x5x4xf32>, tensor<1x1x5x4xf32>) -> tensor<1x2x5x4xf32>
+  %os = llmc.mul %o, %s : (tensor<1x2x5x4xf32>, tensor<1x1x5x4xf32>) -> tensor<1x2x5x4xf32>
+  %first = llmc.sub %ec, %os : (tensor<1x2x5x4xf32>, tensor<1x2x5x4xf32>) -> tensor<1x2x5x4xf32>
+  %oc = llmc.mul %o, %c : (tensor<1x2x5x4xf32>, tensor<1x1x5x4xf32>) -> tensor<1x2x5x4xf32>
+  %es = llmc.mul %s, %e : (tensor<1x1x5x4xf32>, tensor<1x2x5x4xf32>) -> tensor<1x2x5x4xf32>
+  %second = llmc.add %oc, %es : (tensor<1x2x5x4xf32>, tensor<1x2x5x4xf32>) -> tensor<1x2x5x4xf32>
+  %y = llmc.concat %first, %second {axis = -1 : i64} : (tensor<1x2x5x4xf32>, tensor<1x2x5x4xf32>) -> tensor<1x2x5x8xf32>
+  return %y : tensor<1x2x5x8xf32>
+}
+
+// -----
+
+// Left as they are: the second half e * cos + o * sin (not a rotation), and the odd features of
+// another tensor.
+// CHECK-LABEL: func.func @not_a_rotation
+// CHECK-NOT: llmc.rotary
+// CHECK: llmc.concat
+func.func @not_a_rotation(%x: tensor<1x2x5x8xf32>, %a: tensor<1x5x4xf32>, %b: tensor<1x5x4xf32>, %other: tensor<1x2x5x8xf32>) -> tensor<1x2x5x8xf32> {
+  %c = llmc.unsqueeze %a {axes = array<i64: 1>} : (tensor<1x5x4xf32>) -> tensor<1x1x5x4xf32>
+  %s = llmc.unsqueeze %b {axes = array<i64: 1>} : (tensor<1x5x4xf32>) -> tensor<1x1x5x4xf32>
+  %e = llmc.slice %x {axes = array<i64: 3>, ends = array<i64: 9223372036854775807>, starts = array<i64: 0>, steps = array<i64: 2>} : (tensor<1x2x5x8xf32>) -> tensor<1x2x5x4xf32>
+  %o = llmc.slice %x {axes = array<i64: 3>, ends = array<i64: 9223372036854775807>, starts = array<i64: 1>, steps = array<i64: 2>} : (tensor<1x2x5x8xf32>) -> tensor<1x2x5x4xf32>
+  %ec = llmc.mul %e, %c : (tensor<1x2x5x4xf32>, tensor<1x1x5x4xf32>) -> tensor<1x2x5x4xf32>
+  %os = llmc.mul %o, %s : (tensor<1x2x5x4xf32>, tensor<1x1x5x4xf32>) -> tensor<1x2x5x4xf32>
+  %first = llmc.sub %ec, %os : (tensor<1x2x5x4xf32>, tensor<1x2x5x4xf32>) -> tensor<1x2x5x4xf32>
+  %ec2 = llmc.mul %e, %c : (tensor<1x2x5x4xf32>, tensor<1x1x5x4xf32>) -> tensor<1x2x5x4xf32>
+  %os2 = llmc.mul %o, %s : (tensor<1x2x5x4xf32>, tensor<1x1x5x4xf32>) -> tensor<1x2x5x4xf32>
+  %second = llmc.add %ec2, %os2 : (tensor<1x2x5x4xf32>, tensor<1x2x5x4xf32>) -> tensor<1x2x5x4xf32>
+  %y = llmc.concat %first, %second {axis = -1 : i64} : (tensor<1x2x5x4xf32>, tensor<1x2x5x4xf32>) -> tensor<1x2x5x8xf32>
+  return %y : tensor<1x2x5x8xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @odd_of_another
+// CHECK-NOT: llmc.rotary
+// CHECK: llmc.concat
+func.func @odd_of_another(%x: tensor<1x2x5x8xf32>, %a: tensor<1x5x4xf32>, %b: tensor<1x5x4xf32>, %other: tensor<1x2x5x8xf32>) -> tensor<1x2x5x8xf32> {
+  %c = llmc.unsqueeze %a {axes = array<i64: 1>} : (tensor<1x5x4xf32>) -> tensor<1x1x5x4xf32>
+  %s = llmc.unsqueeze %b {axes = array<i64: 1>} : (tensor<1x5x4xf32>) -> tensor<1x1x5x4xf32>
+  %e = llmc.slice %x {axes = array<i64: 3>, ends = array<i64: 9223372036854775807>, starts = array<i64: 0>, steps = array<i64: 2>} : (tensor<1x2x5x8xf32>) -> tensor<1x2x5x4xf32>
+  %o = llmc.slice %other {axes = array<i64: 3>, ends = array<i64: 9223372036854775807>, starts = array<i64: 1>, steps = array<i64: 2>} : (tensor<1x2x5x8xf32>) -> tensor<1x2x5x4xf32>
+  %ec = llmc.mul %e, %c : (tensor<1x2x5x4xf32>, tensor<1x1x5x4xf32>) -> tensor<1x2x5x4xf32>
+  %os = llmc.mul %o, %s : (tensor<1x2x5x4xf32>, tensor<1x1x5x4xf32>) -> tensor<1x2x5x4xf32>
+  %first = llmc.sub %ec, %os : (tensor<1x2x5x4xf32>, tensor<1x2x5x4xf32>) -> tensor<1x2x5x4xf32>
+  %oc = llmc.mul %o, %c : (tensor<1x2x5x4xf32>, tensor<1x1x5x4xf32>) -> tensor<1x2x5x4xf32>
+  %es = llmc.mul %s, %e : (tensor<1x1x5x4xf32>, tensor<1x2x5x4xf32>) -> tensor<1x2x5x4xf32>
+  %second = llmc.add %oc, %es : (tensor<1x2x5x4xf32>, tensor<1x2x5x4xf32>) -> tensor<1x2x5x4xf32>
+  %y = llmc.concat %first, %second {axis = -1 : i64} : (tensor<1x2x5x4xf32>, tensor<1x2x5x4xf32>) -> tensor<1x2x5x8xf32>
+  return %y : tensor<1x2x5x8xf32>
+}
