@@ -135,7 +135,8 @@ struct GroupedTopK : fusion::CountedPattern<GatherElementsOp, RewriteCounter> {
         sum.getKeepdims() != 0)
       return false;
     auto type = fusion::tensorType(grouped.getResult());
-    if (type.getRank() != 3 || type.getDimSize(1) != groups || type.isDynamicDim(2))
+    if (type.getRank() != 3 || type.getDimSize(1) != groups || type.isDynamicDim(2) ||
+        type.getDimSize(2) * groups != fusion::tensorType(c).getShape().back())
       return false;
     top = best.getK();
     return true;
@@ -228,7 +229,8 @@ struct GroupedTopK : fusion::CountedPattern<GatherElementsOp, RewriteCounter> {
     Router r;
     if (!match(op, r))
       return failure();
-    rewriter.setInsertionPointAfter(r.weights.getDefiningOp());
+    // Where the chosen experts' top_k was: its indices may be read before the weights are made.
+    rewriter.setInsertionPoint(r.chosen);
     Location loc = op.getLoc();
     auto element = fusion::tensorType(r.logits).getElementType();
     if (!r.bias) {

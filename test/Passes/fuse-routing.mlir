@@ -290,3 +290,42 @@ func.func @mask_over_other_groups(%logits: tensor<3x8xf32>, %bias: tensor<8xf32>
   %scaled = llmc.mul %normalized, %scale : (tensor<3x3xf32>, tensor<f32>) -> tensor<3x3xf32>
   return %scaled, %ids : tensor<3x3xf32>, tensor<3x3xi64>
 }
+
+// -----
+
+// The chosen experts' indices read before their weights are gathered (an op between the top_k and
+// the gather): the fused op takes the top_k's place, before that reader.
+// CHECK-LABEL: func.func @indices_read_early
+// CHECK: %[[W:.*]], %[[IDS:.*]] = llmc.grouped_top_k
+// CHECK-NEXT: llmc.cast %[[IDS]]
+func.func @indices_read_early(%logits: tensor<3x8xf32>, %bias: tensor<8xf32>) -> (tensor<3x3xf32>, tensor<3x3xi64>, tensor<3x3xf32>) {
+  %groups_shape = llmc.constant dense<[-1, 4, 2]> : tensor<3xi64>
+  %spread_shape = llmc.constant dense<[1, 4, 2]> : tensor<3xi64>
+  %flat_shape = llmc.constant dense<[-1, 8]> : tensor<2xi64>
+  %zero = llmc.constant dense<0.000000e+00> : tensor<3x4xf32>
+  %ones = llmc.constant dense<1.000000e+00> : tensor<3x2xf32>
+  %fill = llmc.constant dense<0xFF800000> : tensor<f32>
+  %scale = llmc.constant dense<2.500000e+00> : tensor<f32>
+  %eps = llmc.constant dense<9.99999968E-21> : tensor<f32>
+  %s = llmc.sigmoid %logits : (tensor<3x8xf32>) -> tensor<3x8xf32>
+  %c = llmc.add %s, %bias : (tensor<3x8xf32>, tensor<8xf32>) -> tensor<3x8xf32>
+  %grouped = llmc.reshape %c, %groups_shape : (tensor<3x8xf32>, tensor<3xi64>) -> tensor<3x4x2xf32>
+  %best, %best_ids = llmc.top_k %grouped {k = 2 : i64, largest = 1 : i64} : (tensor<3x4x2xf32>) -> (tensor<3x4x2xf32>, tensor<3x4x2xi64>)
+  %group_scores = llmc.reduce_sum %best {axes = array<i64: -1>, keepdims = 0 : i64} : (tensor<3x4x2xf32>) -> tensor<3x4xf32>
+  %kept_scores, %kept_ids = llmc.top_k %group_scores {k = 2 : i64, sorted = 0 : i64} : (tensor<3x4xf32>) -> (tensor<3x2xf32>, tensor<3x2xi64>)
+  %kept = llmc.scatter_elements %zero, %kept_ids, %ones {axis = 1 : i64} : (tensor<3x4xf32>, tensor<3x2xi64>, tensor<3x2xf32>) -> tensor<3x4xf32>
+  %column = llmc.unsqueeze %kept {axes = array<i64: -1>} : (tensor<3x4xf32>) -> tensor<3x4x1xf32>
+  %spread = llmc.expand %column, %spread_shape : (tensor<3x4x1xf32>, tensor<3xi64>) -> tensor<3x4x2xf32>
+  %mask = llmc.reshape %spread, %flat_shape : (tensor<3x4x2xf32>, tensor<2xi64>) -> tensor<3x8xf32>
+  %flags = llmc.cast %mask {to = i1} : (tensor<3x8xf32>) -> tensor<3x8xi1>
+  %hidden = llmc.not %flags : (tensor<3x8xi1>) -> tensor<3x8xi1>
+  %masked = llmc.where %hidden, %fill, %c : (tensor<3x8xi1>, tensor<f32>, tensor<3x8xf32>) -> tensor<3x8xf32>
+  %chosen, %ids = llmc.top_k %masked {k = 3 : i64, sorted = 0 : i64} : (tensor<3x8xf32>) -> (tensor<3x3xf32>, tensor<3x3xi64>)
+  %early = llmc.cast %ids {to = f32} : (tensor<3x3xi64>) -> tensor<3x3xf32>
+  %w = llmc.gather_elements %s, %ids {axis = 1 : i64} : (tensor<3x8xf32>, tensor<3x3xi64>) -> tensor<3x3xf32>
+  %sum = llmc.reduce_sum %w {axes = array<i64: -1>} : (tensor<3x3xf32>) -> tensor<3x1xf32>
+  %denominator = llmc.add %sum, %eps : (tensor<3x1xf32>, tensor<f32>) -> tensor<3x1xf32>
+  %normalized = llmc.div %w, %denominator : (tensor<3x3xf32>, tensor<3x1xf32>) -> tensor<3x3xf32>
+  %scaled = llmc.mul %normalized, %scale : (tensor<3x3xf32>, tensor<f32>) -> tensor<3x3xf32>
+  return %scaled, %ids, %early : tensor<3x3xf32>, tensor<3x3xi64>, tensor<3x3xf32>
+}
