@@ -114,12 +114,12 @@ ARCHITECTURES = {
 # weights gathered, then batched products). The default, "grouped_mm", runs a custom op on the
 # CPU (transformers::grouped_mm_fallback) that torch.onnx.export cannot convert ("No ONNX function
 # found"; torch 2.15, transformers 5.25).
-MOE = {"mixtral", "qwen3_moe", "olmoe", "qwen2_moe", "deepseek_v3"}
+MOE = {"mixtral", "qwen3_moe", "olmoe", "qwen2_moe", "deepseek_v3", "gpt_oss"}
 # Layers with routed experts: both but DeepSeek-V3's first, which is dense. Each layer's two expert
 # projections (gate/up, down) become llmc.expert_linear, the gate/up one with its swiglu and the
 # token's row read by each of its experts' ids, the down one with the weighted sum over the
 # token's experts (three fusions per layer).
-MOE_LAYERS = dict({name: 2 for name in MOE}, deepseek_v3=1)
+MOE_LAYERS = dict({name: 2 for name in MOE}, deepseek_v3=1, gpt_oss=0)  # (GPT-OSS's experts stay ops)
 EXPERT_LINEARS = "products of gathered experts turned into expert_linear"
 EXPERT_FUSIONS = "swiglus, repeated rows and weighted sums fused into expert_linear"
 EXPERT_COUNTS = {EXPERT_LINEARS: 2, EXPERT_FUSIONS: 3}  # per layer with experts
@@ -181,7 +181,7 @@ def build(name, use_cache):
         settings.pop("max_position_embeddings")
     torch.manual_seed(export_test_models.SEED)
     model = getattr(transformers, model_class)(getattr(transformers, config_class)(**settings))
-    if name in MOE or name == "gpt_oss":
+    if name in MOE:
         model.set_experts_implementation("batched_mm")
     return model
 
