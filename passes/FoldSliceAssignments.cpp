@@ -39,28 +39,34 @@ std::optional<int64_t> contiguousRows(Value indices, int64_t rows) {
   return first;
 }
 
-// x[from:to] on axis 0 (to a static size).
-Value rowsOf(PatternRewriter &rewriter, Location loc, Value x, int64_t from, int64_t to) {
-  return fusion::createValue(rewriter, loc, "llmc.slice", {x},
+// x[from:to] on axis 0 (to a static size), or null.
+Operation *rowsOf(PatternRewriter &rewriter, Location loc, Value x, int64_t from, int64_t to) {
+  return fusion::create(rewriter, loc, "llmc.slice", {x},
                              {rewriter.getNamedAttr("starts", rewriter.getDenseI64ArrayAttr({from})),
                               rewriter.getNamedAttr("ends", rewriter.getDenseI64ArrayAttr({to})),
                               rewriter.getNamedAttr("axes", rewriter.getDenseI64ArrayAttr({0})),
                               rewriter.getNamedAttr("steps", rewriter.getDenseI64ArrayAttr({1}))});
 }
 
-// `op` replaced by `result` where that has op's type (and counted); otherwise the values built for
-// it (`made`, in order) erased where nothing reads them, and failure: the IR as it was.
-LogicalResult replaceOrUndo(PatternRewriter &rewriter, Operation *op, Value result, ArrayRef<Value> made,
-                            RewriteCounter &count) {
-  if (result && result.getType() == op->getResult(0).getType()) {
-    rewriter.replaceOp(op, result);
+// `op` replaced by `v`, a value the IR already has (the updates, a piece), where it has op's type.
+LogicalResult replaceByExisting(PatternRewriter &rewriter, Operation *op, Value v) {
+  if (v.getType() != op->getResult(0).getType())
+    return failure();
+  rewriter.replaceOp(op, v);
+  return success();
+}
+
+// The concatenation of `pieces` on `axis`, built in front of the rewriter's op, or null.
+Operation *concatOf(PatternRewriter &rewriter, Location loc, ValueRange pieces, int64_t axis) {
+  return fusion::create(rewriter, loc, "llmc.concat", pieces,
+                        {rewriter.getNamedAttr("axis", rewriter.getI64IntegerAttr(axis))});
+}
+
+// A rewrite's result, counted where it succeeded.
+LogicalResult counted(LogicalResult result, RewriteCounter &count) {
+  if (succeeded(result))
     ++count;
-    return success();
-  }
-  for (Value v : llvm::reverse(made))
-    if (v && v.use_empty())
-      rewriter.eraseOp(v.getDefiningOp());
-  return failure();
+  return result;
 }
 
 // scatter_nd(data, rows [first, first + m) as [m, 1] constants, updates [m, ...])  ->
@@ -79,24 +85,22 @@ struct ScatterRowsToConcat : fusion::CountedPattern<ScatterNdOp, RewriteCounter>
     std::optional<int64_t> first = contiguousRows(op.getIndices(), rows);
     if (!first || *first + m > rows || fusion::tensorType(op.getIndices()).getDimSize(0) != m)
       return failure();
+    if (*first == 0 && m == rows) // (every row written)
+      return counted(replaceByExisting(rewriter, op, op.getUpdates()), count);
     Location loc = op.getLoc();
-    SmallVector<Value> pieces, made;
+    SmallVector<Operation *> made;
+    SmallVector<Value> pieces;
     auto keepRows = [&](int64_t from, int64_t to) {
       made.push_back(rowsOf(rewriter, loc, op.getData(), from, to));
-      pieces.push_back(made.back());
+      pieces.push_back(made.back() ? made.back()->getResult(0) : Value());
     };
     if (*first > 0)
       keepRows(0, *first);
     pieces.push_back(op.getUpdates());
     if (*first + m < rows)
       keepRows(*first + m, rows);
-    Value result = op.getUpdates();
-    if (pieces.size() > 1 && llvm::all_of(made, [](Value v) { return bool(v); })) {
-      made.push_back(fusion::createValue(rewriter, loc, "llmc.concat", pieces,
-                                         {rewriter.getNamedAttr("axis", rewriter.getI64IntegerAttr(0))}));
-      result = made.back();
-    }
-    return replaceOrUndo(rewriter, op, result, made, count);
+    made.push_back(llvm::all_of(pieces, [](Value v) { return bool(v); }) ? concatOf(rewriter, loc, pieces, 0) : nullptr);
+    return counted(fusion::replaceByLastBuilt(rewriter, op, made), count);
   }
 };
 
@@ -135,10 +139,8 @@ struct SliceOfWholePieces : fusion::CountedPattern<SliceOp, RewriteCounter> {
     if (taken.empty() || covered != to - from) // (a piece cut by the range)
       return failure();
     if (taken.size() == 1)
-      return replaceOrUndo(rewriter, op, taken[0], {}, count);
-    Value joined = fusion::createValue(rewriter, op.getLoc(), "llmc.concat", taken,
-                                       {rewriter.getNamedAttr("axis", concat.getAxisAttr())});
-    return replaceOrUndo(rewriter, op, joined, {joined}, count);
+      return counted(replaceByExisting(rewriter, op, taken[0]), count);
+    return counted(fusion::replaceByLastBuilt(rewriter, op, {concatOf(rewriter, op.getLoc(), taken, concatAxis)}), count);
   }
 };
 
@@ -168,9 +170,7 @@ struct TransposedConcatOfTransposes : fusion::CountedPattern<TransposeOp, Rewrit
       if (q[j] < 0 || q[j] >= rank || p[q[j]] != j)
         return failure();
     const int64_t c = concat.getAxis() < 0 ? concat.getAxis() + rank : concat.getAxis();
-    Value joined = fusion::createValue(rewriter, op.getLoc(), "llmc.concat", inner,
-                                       {rewriter.getNamedAttr("axis", rewriter.getI64IntegerAttr(p[c]))});
-    return replaceOrUndo(rewriter, op, joined, {joined}, count);
+    return counted(fusion::replaceByLastBuilt(rewriter, op, {concatOf(rewriter, op.getLoc(), inner, p[c])}), count);
   }
 };
 

@@ -67,15 +67,7 @@ std::optional<double> filledWith(Value v) {
     return c.getValue().convertToDouble();
   if (auto e = def<ExpandOp>(v))
     v = e.getInput();
-  auto c = def<ConstantOp>(v);
-  auto dense = c ? dyn_cast<DenseElementsAttr>(c.getValue()) : DenseElementsAttr();
-  if (!dense || !dense.isSplat())
-    return std::nullopt;
-  if (isa<FloatType>(dense.getElementType()))
-    return dense.getSplatValue<APFloat>().convertToDouble();
-  if (dense.getElementType().isInteger(64))
-    return double(dense.getSplatValue<int64_t>());
-  return std::nullopt;
+  return fusion::scalarValue(v);
 }
 
 // The top_k of `v`'s rows, largest first (sorted or not), whose indices `indices` are.
@@ -230,7 +222,9 @@ struct GroupedTopK : fusion::CountedPattern<GatherElementsOp, RewriteCounter> {
     if (!match(op, r))
       return failure();
     // Where the chosen experts' top_k was: its indices may be read before the weights are made.
+    // A failure erases what was built (abandonBuilt).
     rewriter.setInsertionPoint(r.chosen);
+    Operation *before = r.chosen->getPrevNode();
     Location loc = op.getLoc();
     auto element = fusion::tensorType(r.logits).getElementType();
     if (!r.bias) {
@@ -247,11 +241,8 @@ struct GroupedTopK : fusion::CountedPattern<GatherElementsOp, RewriteCounter> {
          rewriter.getNamedAttr("fill", f32(r.fill)), rewriter.getNamedAttr("normalize", rewriter.getI64IntegerAttr(r.normalize)),
          rewriter.getNamedAttr("epsilon", f32(r.epsilon)), rewriter.getNamedAttr("scale", f32(r.scale))});
     if (!fused || fused->getResult(0).getType() != r.weights.getType() ||
-        fused->getResult(1).getType() != r.chosen.getIndices().getType()) {
-      if (fused)
-        rewriter.eraseOp(fused);
-      return failure();
-    }
+        fused->getResult(1).getType() != r.chosen.getIndices().getType())
+      return fusion::abandonBuilt(rewriter, r.chosen, before);
     rewriter.replaceAllUsesWith(r.weights, fused->getResult(0));
     rewriter.replaceAllUsesWith(r.chosen.getIndices(), fused->getResult(1));
     ++count;

@@ -112,6 +112,20 @@ inline mlir::LogicalResult replaceByLastBuilt(mlir::PatternRewriter &rewriter, m
   return mlir::failure();
 }
 
+// Erases what a pattern built in front of `anchor` since `before` (the op in front of it when the
+// build began, or null) and fails: a failed match leaves the IR as it was. Left behind, the dead
+// ops would count as progress to the greedy driver, which would try again without end ("the
+// attention rewrites did not converge").
+inline mlir::LogicalResult abandonBuilt(mlir::PatternRewriter &rewriter, mlir::Operation *anchor,
+                                        mlir::Operation *before) {
+  for (mlir::Operation *op = anchor->getPrevNode(); op && op != before;) {
+    mlir::Operation *previous = op->getPrevNode();
+    rewriter.eraseOp(op);
+    op = previous;
+  }
+  return mlir::failure();
+}
+
 // create() for ops of one result: that result, or null when inference refuses the operands.
 inline mlir::Value createValue(mlir::OpBuilder &b, mlir::Location loc, llvm::StringRef name, mlir::ValueRange operands,
                                llvm::ArrayRef<mlir::NamedAttribute> attrs = {}) {

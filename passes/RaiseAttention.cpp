@@ -82,18 +82,7 @@ Value stripScores(Value v, double &scale, double &softcap) {
   return x;
 }
 
-// Erases what a pattern built in front of `anchor` since `before` (the op in front of it when the
-// build began, or null) and fails: a failed match leaves the IR as it was. Left behind, the dead
-// ops would count as progress to the greedy driver, which would try again without end ("the
-// attention rewrites did not converge").
-LogicalResult abandonBuilt(PatternRewriter &rewriter, Operation *anchor, Operation *before) {
-  for (Operation *op = anchor->getPrevNode(); op && op != before;) {
-    Operation *previous = op->getPrevNode();
-    rewriter.eraseOp(op);
-    op = previous;
-  }
-  return failure();
-}
+using fusion::abandonBuilt;
 
 // [B, H, S, D] as transpose(perm) of a reshape that splits the last axis of a 3-D value into
 // [H, D]: returns that value and sets the head count, or null.
@@ -1085,31 +1074,20 @@ struct DeinterleavedRotationPattern : OpRewritePattern<ConcatOp> {
     Value sinHalf = halfTable(sin, xType.getDimSize(0), xType.getDimSize(2), d / 2);
     if (!cosHalf || !sinHalf)
       return failure();
+    // Built in front of the concatenation; a failure erases what was built (abandonBuilt).
     Location loc = op.getLoc();
-    SmallVector<Operation *> made;
-    auto keep = [&](Operation *m) {
-      made.push_back(m);
-      return m ? m->getResult(0) : Value();
-    };
-    Value positions = keep(fusion::emptyTensor(rewriter, loc, rewriter.getI64Type()).getDefiningOp());
-    Value y = keep(fusion::create(rewriter, loc, "llmc.rotary", {x, cosHalf, sinHalf, positions},
-                                 {rewriter.getNamedAttr("interleaved", rewriter.getI64IntegerAttr(1)),
-                                  rewriter.getNamedAttr("rotary_embedding_dim", rewriter.getI64IntegerAttr(d))}));
-    Value pairs = y ? reshapeTo(rewriter, loc, y, {0, 0, 0, d / 2, 2}) : Value();
-    if (pairs)
-      made.push_back(pairs.getDefiningOp());
-    Value apart = pairs ? keep(fusion::create(rewriter, loc, "llmc.transpose", {pairs},
-                                              {rewriter.getNamedAttr("perm", rewriter.getDenseI64ArrayAttr({0, 1, 2, 4, 3}))}))
+    Operation *before = op->getPrevNode();
+    Value positions = fusion::emptyTensor(rewriter, loc, rewriter.getI64Type());
+    Value y = fusion::createValue(rewriter, loc, "llmc.rotary", {x, cosHalf, sinHalf, positions},
+                                  {rewriter.getNamedAttr("interleaved", rewriter.getI64IntegerAttr(1)),
+                                   rewriter.getNamedAttr("rotary_embedding_dim", rewriter.getI64IntegerAttr(d))});
+    Value pairs = reshapeTo(rewriter, loc, y, {0, 0, 0, d / 2, 2});
+    Value apart = pairs ? fusion::createValue(rewriter, loc, "llmc.transpose", {pairs},
+                                              {rewriter.getNamedAttr("perm", rewriter.getDenseI64ArrayAttr({0, 1, 2, 4, 3}))})
                         : Value();
-    Value result = apart ? reshapeTo(rewriter, loc, apart, {0, 0, 0, d}) : Value();
-    if (!result || result.getType() != op.getType()) { // leave the IR as it was
-      if (result && result.use_empty())
-        rewriter.eraseOp(result.getDefiningOp());
-      for (Operation *m : llvm::reverse(made))
-        if (m && m->use_empty())
-          rewriter.eraseOp(m);
-      return failure();
-    }
+    Value result = reshapeTo(rewriter, loc, apart, {0, 0, 0, d});
+    if (!result || result.getType() != op.getType())
+      return abandonBuilt(rewriter, op, before);
     rewriter.replaceOp(op, result);
     ++count;
     return success();
