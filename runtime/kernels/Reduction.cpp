@@ -3,6 +3,7 @@
 #include "KernelUtil.h"
 
 #include <algorithm>
+#include <numeric>
 #include <limits>
 
 namespace llmc::rt {
@@ -330,19 +331,13 @@ std::string softmaxTopKKernel(const KernelArgs &args) {
   return {};
 }
 
-// The first `count` of `order` (indices into `values`) by value, largest first, equal values by
-// index: top_k's order (its stable sort), picked one after another.
+// The indices of the `count` largest of `values`, largest first, equal values by index: top_k's
+// order, by its stable sort.
 void pickLargest(const std::vector<float> &values, int64_t count, std::vector<int64_t> &order) {
-  order.assign(size_t(count), -1);
-  for (int64_t j = 0; j < count; ++j) {
-    int64_t best = -1;
-    for (int64_t e = 0; e < int64_t(values.size()); ++e) {
-      const bool taken = std::find(order.begin(), order.begin() + j, e) != order.begin() + j;
-      if (!taken && (best < 0 || values[size_t(e)] > values[size_t(best)]))
-        best = e;
-    }
-    order[size_t(j)] = best;
-  }
+  order.resize(values.size());
+  std::iota(order.begin(), order.end(), int64_t(0));
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return values[size_t(a)] > values[size_t(b)]; });
+  order.resize(size_t(count));
 }
 
 // grouped_top_k (llmc-fuse-routing's DeepSeek-V3 router): the ops it replaces, row by row, in
