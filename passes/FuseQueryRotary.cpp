@@ -48,7 +48,8 @@ struct QueryRotary : fusion::CountedPattern<FusedAttentionOp, RewriteCounter> {
     attrs.set("rotary_interleaved", rewriter.getI64IntegerAttr(int64_t(rotary.getInterleaved())));
     attrs.set("rotate_keys", rewriter.getI64IntegerAttr(0));
     Operation *fused = fusion::create(rewriter, op.getLoc(), "llmc.fused_attention",
-                                      {x, op.getK(), op.getV(), op.getMask(), rotary.getCos(), rotary.getSin()},
+                                      fusion::attentionOperands(op, x, op.getK(), op.getV(), op.getMask(), rotary.getCos(),
+                                                                rotary.getSin()),
                                       attrs.getAttrs());
     if (failed(fusion::replaceByLastBuilt(rewriter, op, {fused})))
       return failure();

@@ -136,7 +136,8 @@ struct MergeParallelLinears : impl::LlmcMergeParallelLinearsBase<MergeParallelLi
       NamedAttrList attrs(op->getAttrs()); // set, not append: the op may hold the default already
       attrs.set("packed_qkv", b.getI64IntegerAttr(1));
       Operation *fused = fusion::create(b, op.getLoc(), "llmc.fused_attention",
-                                        {split.getInput(), none, none, op.getMask(), op.getCos(), op.getSin()},
+                                        fusion::attentionOperands(op, split.getInput(), none, none, op.getMask(),
+                                                                  op.getCos(), op.getSin()),
                                         attrs.getAttrs());
       if (!fused || fused->getResult(0).getType() != op.getType()) {
         if (fused)

@@ -219,6 +219,17 @@ inline mlir::Value emptyTensor(mlir::OpBuilder &b, mlir::Location loc, mlir::Typ
 
 inline bool isEmpty(mlir::Value v) { return tensorType(v).hasStaticShape() && tensorType(v).getNumElements() == 0; }
 
+// The operands of a fused_attention rebuilt from `op` with these six: op's sinks follow where it
+// has them (the one optional operand a rebuild must not drop).
+inline llvm::SmallVector<mlir::Value, 7> attentionOperands(FusedAttentionOp op, mlir::Value q, mlir::Value k,
+                                                           mlir::Value v, mlir::Value mask, mlir::Value cos,
+                                                           mlir::Value sin) {
+  llvm::SmallVector<mlir::Value, 7> operands{q, k, v, mask, cos, sin};
+  if (mlir::Value sinks = op.getSinks())
+    operands.push_back(sinks);
+  return operands;
+}
+
 // A reduction over the last dimension only, keeping it.
 inline bool reducesLastAxisKeepingIt(mlir::Operation *op) {
   auto axes = op->getAttrOfType<mlir::DenseI64ArrayAttr>("axes");

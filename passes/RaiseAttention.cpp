@@ -365,8 +365,74 @@ Value biasPerHead(PatternRewriter &rewriter, Location loc, Value bias, RankedTen
   return reshapeTo(rewriter, loc, wide, {batch, heads, 0, 0});
 }
 
+// GPT-OSS's attention sinks: softmax(concat(scores, sinks) [- its row max]) with the sinks'
+// column sliced off the result, the sinks a logit per head broadcast to [B, H, Sq, 1] (an expand
+// of [1, H, 1, 1], or that folded into a constant at static lengths). (The row max is what the
+// softmax subtracts anyway.) Fills the scores inside, the sinks' column and the slice that reads
+// the probabilities of the keys; false where the softmax's input is not of this form.
+struct SinkColumn {
+  Value scores, column;
+  SliceOp keys;
+};
+
+bool lastAxis(int64_t axis, int64_t rank) { return axis == -1 || axis == rank - 1; }
+
+// x where `v` is x less its row max (reduce_max over the last axis, kept), which a softmax of v
+// takes anyway, and nothing else reads x; else v.
+Value unshifted(Value v) {
+  auto sub = def<SubOp>(v);
+  auto max = sub ? def<ReduceMaxOp>(sub.getRhs()) : ReduceMaxOp();
+  if (!max || max.getInput() != sub.getLhs() || !fusion::reducesLastAxisKeepingIt(max) ||
+      !llvm::all_of(sub.getLhs().getUsers(), [&](Operation *u) { return u == sub || u == max; }))
+    return v;
+  return sub.getLhs();
+}
+
+std::optional<SinkColumn> sinkColumn(SoftmaxOp softmax) {
+  auto concat = def<ConcatOp>(unshifted(softmax.getInput()));
+  if (!concat || concat.getInputs().size() != 2 || !lastAxis(concat.getAxis(), 4) ||
+      !concat.getInputs()[0].hasOneUse() || !softmax.getResult().hasOneUse())
+    return std::nullopt;
+  auto column = fusion::tensorType(concat.getInputs()[1]), scores = fusion::tensorType(concat.getInputs()[0]);
+  auto keys = dyn_cast<SliceOp>(*softmax.getResult().getUsers().begin());
+  if (column.getRank() != 4 || column.getDimSize(3) != 1 || !keys || keys.getAxes().size() != 1 ||
+      !lastAxis(keys.getAxes()[0], 4) || keys.getStarts()[0] != 0 || keys.getSteps()[0] != 1 ||
+      keys.getResult().getType() != scores)
+    return std::nullopt;
+  return SinkColumn{concat.getInputs()[0], concat.getInputs()[1], keys};
+}
+
+// The sinks [H] of a column [B, H, Sq, 1] that holds one logit per head: the value it is an
+// expand of, where that is [1, H, 1, 1], reshaped; or a constant whose every row of a head is
+// the same. Null where the column is not of either form; `build` false: checks only.
+Value sinksPerHead(PatternRewriter &rewriter, Location loc, Value column, int64_t heads, bool build) {
+  if (auto expand = def<ExpandOp>(column))
+    column = expand.getInput();
+  auto type = fusion::tensorType(column);
+  if (!type.hasStaticShape() || type.getRank() != 4 || type.getDimSize(1) != heads || type.getDimSize(3) != 1)
+    return {};
+  if (type.getDimSize(0) == 1 && type.getDimSize(2) == 1)
+    return build ? reshapeTo(rewriter, loc, column, {heads}) : column;
+  DenseElementsAttr attr;
+  if (!matchPattern(column, m_Constant(&attr)) || !isa<FloatType>(attr.getElementType()))
+    return {};
+  // [B, H, Sq, 1]: element (b, h, i) at (b * H + h) * Sq + i must equal (0, h, 0)'s.
+  const int64_t rows = type.getDimSize(2);
+  auto values = attr.getValues<APFloat>();
+  SmallVector<APFloat> perHead;
+  for (int64_t h = 0; h < heads; ++h)
+    perHead.push_back(values[h * rows]);
+  for (int64_t e = 0; e < type.getNumElements(); ++e)
+    if (!values[e].bitwiseIsEqual(perHead[(e / rows) % heads]))
+      return {};
+  if (!build)
+    return column;
+  auto result = RankedTensorType::get({heads}, attr.getElementType());
+  return ConstantOp::create(rewriter, loc, result, DenseElementsAttr::get(result, perHead));
+}
+
 struct Raised {
-  Value q, k, v, mask, cos, sin, bias;
+  Value q, k, v, mask, cos, sin, bias, sinks;
   Value hidden; // where a boolean mask selects: the value its hidden scores take
   int64_t qHeads = 0, kvHeads = 0;
   double scale = 1.0, softcap = 0.0;
@@ -391,15 +457,23 @@ struct SdpaPattern : OpRewritePattern<SoftmaxOp> {
       : OpRewritePattern(ctx), count(count), rotaries(rotaries), causalMasks(causalMasks) {}
 
   LogicalResult matchAndRewrite(SoftmaxOp softmax, PatternRewriter &rewriter) const override {
-    auto probsType = fusion::tensorType(softmax.getResult());
+    RankedTensorType probsType = fusion::tensorType(softmax.getResult());
     if (probsType.getRank() != 4 || (softmax.getAxis() != -1 && softmax.getAxis() != 3) ||
         !fusion::isFusedFloat(softmax.getResult()))
       return failure();
     Raised r;
-    // Scores: [mask +] the score terms; the mask is the addend that is not them.
+    // Scores: [mask +] the score terms; the mask is the addend that is not them; with sinks, those
+    // inside the concatenation with the sinks' column.
     Value scores = softmax.getInput();
     if (!scores.hasOneUse())
       return failure();
+    std::optional<SinkColumn> sinks = sinkColumn(softmax);
+    if (sinks) {
+      scores = sinks->scores;
+      probsType = fusion::tensorType(sinks->keys.getResult());
+      if (!sinksPerHead(rewriter, softmax.getLoc(), sinks->column, probsType.getDimSize(1), /*build=*/false))
+        return failure();
+    }
     if (auto add = def<AddOp>(scores)) {
       for (int i = 0; i < 2 && !r.mask; ++i) {
         double s = 1.0, cap = 0.0;
@@ -451,7 +525,10 @@ struct SdpaPattern : OpRewritePattern<SoftmaxOp> {
       return failure();
     // Output: softmax [-> where(is_nan(p), 0, p)] -> · V -> transpose(0,2,1,3) -> reshape to 3-D;
     // with merged heads the probabilities reshaped to [B*H, Sq, Sk] and the product back to 4-D.
-    Value probs = softmax.getResult();
+    // With sinks, the keys' probabilities are the slice that leaves the sinks' column.
+    Value probs = sinks ? sinks->keys.getResult() : softmax.getResult();
+    if (merged && sinks)
+      return failure();
     if (merged) {
       auto toMerged = probs.hasOneUse() ? dyn_cast<ReshapeOp>(*probs.getUsers().begin()) : ReshapeOp();
       if (!toMerged || !mergesHeads(probsType, fusion::tensorType(toMerged.getResult())))
@@ -582,6 +659,8 @@ struct SdpaPattern : OpRewritePattern<SoftmaxOp> {
       r.mask = fusion::create(rewriter, loc, "llmc.not", {r.mask})->getResult(0);
     if (r.bias && !(r.mask = maskWithBias(rewriter, loc, r, merged, probsType)))
       return abandon();
+    if (sinks && !(r.sinks = sinksPerHead(rewriter, loc, sinks->column, r.qHeads, /*build=*/true)))
+      return abandon();
     for (Value *table : {&r.cos, &r.sin}) {
       if (!*table)
         continue;
@@ -594,9 +673,11 @@ struct SdpaPattern : OpRewritePattern<SoftmaxOp> {
         return abandon();
     }
     const double defaultScale = 1.0 / std::sqrt(double(fusion::tensorType(q4).getShape().back()));
+    SmallVector<Value, 7> operands{r.q, r.k, r.v, r.mask ? r.mask : none, r.cos ? r.cos : none, r.sin ? r.sin : none};
+    if (r.sinks)
+      operands.push_back(r.sinks);
     Operation *fused = fusion::create(
-        rewriter, loc, "llmc.fused_attention",
-        {r.q, r.k, r.v, r.mask ? r.mask : none, r.cos ? r.cos : none, r.sin ? r.sin : none},
+        rewriter, loc, "llmc.fused_attention", operands,
         {rewriter.getNamedAttr("q_num_heads", rewriter.getI64IntegerAttr(r.qHeads)),
          rewriter.getNamedAttr("kv_num_heads", rewriter.getI64IntegerAttr(r.kvHeads)),
          rewriter.getNamedAttr("scale", rewriter.getF32FloatAttr(std::fabs(r.scale - defaultScale) < 1e-7 * defaultScale
@@ -765,7 +846,8 @@ struct NativeRotaryPattern : OpRewritePattern<FusedAttentionOp> {
                            ->getResult(0));
     }
     Operation *fused = fusion::create(rewriter, op.getLoc(), "llmc.fused_attention",
-                                      {q.getInput(), k.getInput(), op.getV(), op.getMask(), tables[0], tables[1]},
+                                      fusion::attentionOperands(op, q.getInput(), k.getInput(), op.getV(), op.getMask(),
+                                                                tables[0], tables[1]),
                                       op->getAttrs());
     rewriter.replaceOp(op, fused->getResults());
     ++count;

@@ -474,7 +474,8 @@ std::string writePlan(ModuleOp module, const std::string &path, const PlanOption
   fb::Header header{};
   std::memcpy(header.magic, fb::kMagic, sizeof header.magic);
   // A later version only where an older reader would misread the plan, the attention's attributes
-  // that it would skip: 3 for a softcap, 4 for a sliding window, 5 for a query's own rotation.
+  // that it would skip: 3 for a softcap, 4 for a sliding window, 5 for a query's own rotation, 6
+  // for sinks (an input that a reader of 5 would not read).
   uint32_t version = 2;
   module.walk([&](FusedAttentionOp op) {
     if (op.getSoftcap().convertToDouble() != 0.0)
@@ -483,6 +484,8 @@ std::string writePlan(ModuleOp module, const std::string &path, const PlanOption
       version = std::max<uint32_t>(version, 4);
     if (op.getRotaryDim() != 0)
       version = std::max<uint32_t>(version, 5);
+    if (op.getSinks())
+      version = std::max<uint32_t>(version, 6);
   });
   header.formatVersion = version;
   header.headerSize = sizeof header;

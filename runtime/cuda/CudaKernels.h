@@ -108,6 +108,9 @@ struct AttentionArgs {
   // rotaryDim / 2 columns; the keys are not rotated (rotateKeys false).
   int64_t rotaryDim = 0;
   bool interleaved = false;
+  // [Hq] in the storage type, or null: a logit per query head that joins each row's softmax
+  // with no value (fused_attention's sinks, GPT-OSS): the row's weights sum to less than 1.
+  const void *sinks = nullptr;
   void *out;
   // decodeAttention only: the key count in device memory, Sk being its upper bound (a graph
   // replayed for every cache length launches with the same arguments). The keys' and values'

@@ -59,7 +59,8 @@ __device__ void arriveAndCombine(const AttentionArgs &a, const float *ws, unsign
     return;
   for (int64_t i = threadIdx.x; i < heads * a.Dv; i += blockDim.x) {
     const int64_t row = bh + i / a.Dv, dv = i % a.Dv;
-    const float merged = mergeSplits([&](int s) { return ws + partialAt(row, s, splits, a.Dv); }, active, dv);
+    const float merged =
+        mergeSplits([&](int s) { return ws + partialAt(row, s, splits, a.Dv); }, active, dv, sinkOf<T>(a, row % a.Hq));
     static_cast<T *>(a.out)[row * a.Dv + dv] = fromF<T>(merged);
   }
 }
@@ -71,7 +72,8 @@ template <typename T>
 __device__ __forceinline__ void storeElement(const AttentionArgs &a, float *ws, int64_t bh, int split, int splits,
                                              int active, int64_t dv, float sum, float best, float total) {
   if (active == 1)
-    static_cast<T *>(a.out)[bh * a.Dv + dv] = fromF<T>(best == -INFINITY ? 0.0f : sum / total); // every key masked: zeros
+    static_cast<T *>(a.out)[bh * a.Dv + dv] = // every key masked: zeros
+        fromF<T>(best == -INFINITY ? 0.0f : sum / (total + sinkWeight(sinkOf<T>(a, bh % a.Hq), best)));
   else
     ws[partialAt(bh, split, splits, a.Dv) + 2 + dv] = sum;
 }

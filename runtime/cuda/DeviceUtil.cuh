@@ -167,6 +167,15 @@ __device__ __forceinline__ bool hiddenByPosition(const AttentionArgs &a, int64_t
   const int64_t at = i + (a.Sk - a.Sq);
   return (a.causal && j > at) || (a.window > 0 && at - j >= a.window);
 }
+// Head h's sink logit (AttentionArgs::sinks), -inf where the attention has none.
+template <typename T> __device__ __forceinline__ float sinkOf(const AttentionArgs &a, int64_t h) {
+  return a.sinks ? toF(static_cast<const T *>(a.sinks)[h]) : -INFINITY;
+}
+// What a sink logit adds to the denominator of a softmax whose scores' max is `best`:
+// exp(sink - best); 0 without a sink or where every key is hidden (the row is zeros then).
+__device__ __forceinline__ float sinkWeight(float sink, float best) {
+  return sink == -INFINITY || best == -INFINITY ? 0.0f : __expf(sink - best);
+}
 // A fused attention's scaled score as its softmax takes it: capped (a.softcap), then after the
 // mask of `a`, if any (`at` from its maskStrides).
 template <typename T> __device__ __forceinline__ float masked(const AttentionArgs &a, float score, int64_t at) {
@@ -277,8 +286,9 @@ constexpr int kMergeLoads = 8; // splits whose partial results a merging thread 
 // split s's [max, sum, Dv sums] of the row), rescaled to a running max as they come (online
 // softmax): the row's attention output, 0 where every key was masked. Loads kMergeLoads splits at
 // a time (one round of loads for up to kMergeLoads splits), through L2 (__ldcg): other blocks of
-// this launch wrote them.
-template <typename PartialOf> __device__ float mergeSplits(PartialOf partialOf, int active, int64_t dv) {
+// this launch wrote them. `sink`: the row's sink logit (sinkOf), whose weight joins the sum.
+template <typename PartialOf>
+__device__ float mergeSplits(PartialOf partialOf, int active, int64_t dv, float sink = -INFINITY) {
   float best = -INFINITY, total = 0.0f, o = 0.0f;
   for (int s0 = 0; s0 < active; s0 += kMergeLoads) {
     float m[kMergeLoads], t[kMergeLoads], x[kMergeLoads];
@@ -295,7 +305,7 @@ template <typename PartialOf> __device__ float mergeSplits(PartialOf partialOf, 
       total = total * keep + w * t[j], o = o * keep + w * x[j], best = next;
     }
   }
-  return best == -INFINITY ? 0.0f : o / total;
+  return best == -INFINITY ? 0.0f : o / (total + sinkWeight(sink, best));
 }
 
 // Turns the n scores in p (shared memory, written before the call) into exp(score - max) in place

@@ -322,7 +322,7 @@ __global__ void __launch_bounds__(kWarps * 32, kChunks == 4 ? 3 : 1) // head 64:
   auto outRow = [&](int64_t qi) { return out + ((b * a.Sq + qi) * a.Hq + h) * a.Dv; };
   if (active == 1) {
     if ((lane & 1) == 0)
-      rowSum[lane >> 1] = runningSum;
+      rowSum[lane >> 1] = runningSum + sinkWeight(sinkOf<T>(a, h), runningMax);
     __syncwarp();
     for (int e = lane; e < 16 * Dv; e += 32) {
       const int r = e / Dv;
@@ -347,7 +347,8 @@ __global__ void __launch_bounds__(kWarps * 32, kChunks == 4 ? 3 : 1) // head 64:
   for (int e = threadIdx.x; e < kTile * Dv; e += blockDim.x) {
     const int row = e / Dv;
     if (i0 + row < a.Sq)
-      outRow(i0 + row)[e % Dv] = fromF<T>(mergeSplits([&](int s) { return partialRow(s, row); }, active, e % Dv));
+      outRow(i0 + row)[e % Dv] =
+          fromF<T>(mergeSplits([&](int s) { return partialRow(s, row); }, active, e % Dv, sinkOf<T>(a, h)));
   }
 }
 

@@ -115,10 +115,10 @@ int64_t latentKeyCount(const PlanOp &op, const std::vector<TensorRef> &t, int64_
 } // namespace
 
 std::string prepareAttention(Executor &ex, const PlanOp &op, PreparedOp &out, int index) {
-  for (int i : {0, 1, 2, 4, 5})
+  for (int i : {0, 1, 2, 4, 5, 6})
     if (givenInput(*ex.plan, op, size_t(i)) &&
         !isFloat(ex.plan->values[size_t(op.inputs[size_t(i)])]))
-      return "needs float q, k, v and rotary tables";
+      return "needs float q, k, v, rotary tables and sinks";
   Storage st;
   if (std::string err = floatStorage(ex, op, st); !err.empty())
     return err;
@@ -202,6 +202,11 @@ std::string prepareAttention(Executor &ex, const PlanOp &op, PreparedOp &out, in
       a.tablesPerBatch = a.B > 1 && c.numel() == a.B * a.Sq * (a.halfTables ? a.D / 2 : a.D);
       const bool cacheLayout = !packed && t[size_t(op.inputs[1])].shape.rank == 4;
       a.rotateKeys = !cacheLayout && !timeMajor && op.attrs.getInt("rotate_keys", 1) != 0;
+    }
+    if (has(6)) {
+      if (t[size_t(op.inputs[6])].numel() != a.Hq)
+        return std::string("sinks must be [q_num_heads]");
+      a.sinks = e.at(op.inputs[6]);
     }
     a.out = e.at(op.outputs[0]);
     // A decode step: the key length split across blocks (the one-block-per-query kernel would

@@ -137,7 +137,8 @@ template <typename T> __global__ void attentionKernel(AttentionArgs a) {
   };
   auto value = [&](int64_t j, int64_t dv) { return toF(vb[j * a.vs.token + dv]); };
   float best;
-  const float total = attendRow(a.Sk, a.Dv, chunk, acc, &best, score, value);
+  const float keys = attendRow(a.Sk, a.Dv, chunk, acc, &best, score, value);
+  const float total = keys + sinkWeight(sinkOf<T>(a, h), best);
   const float inv = total > 0.0f ? 1.0f / total : 0.0f; // a fully masked row attends to nothing
   T *out = static_cast<T *>(a.out) + ((b * a.Sq + i) * a.Hq + h) * a.Dv;
   for (int64_t dv = threadIdx.x; dv < a.Dv; dv += blockDim.x)

@@ -46,7 +46,7 @@ void ScoreMask::apply(float *row, int64_t b, int64_t h, int64_t i, int64_t Sk, i
 }
 
 void maskedSoftmaxRows(float *scores, int64_t Sq, int64_t Sk, const ScoreMask &mask, int64_t b, int64_t h,
-                       bool causal, int64_t window, int64_t firstKey) {
+                       bool causal, int64_t window, int64_t firstKey, const float *sink) {
   const int64_t n = Sk - firstKey; // a row's scores: keys firstKey .. Sk - 1
   for (int64_t i = 0; i < Sq; ++i) {
     float *row = scores + i * n;
@@ -58,14 +58,15 @@ void maskedSoftmaxRows(float *scores, int64_t Sq, int64_t Sk, const ScoreMask &m
     if (window > 0) // and those the window has left behind
       for (int64_t j = firstKey; j < std::min(Sk, at - window + 1); ++j)
         row[j - firstKey] = kMinusInf;
-    const float best = rowMax(row, n);
-    if (best == kMinusInf) { // every key masked: the row attends to nothing
+    const float keysBest = rowMax(row, n);
+    if (keysBest == kMinusInf) { // every key masked: the row attends to nothing (a sink takes all)
       std::fill(row, row + n, 0.0f);
       continue;
     }
+    const float best = sink ? std::max(keysBest, *sink) : keysBest;
     for (int64_t j = 0; j < n; ++j) // separate from the sum, so that it vectorizes
       row[j] = row[j] == kMinusInf ? 0.0f : fastExp(row[j] - best);
-    const float inv = 1.0f / rowSum(row, n);
+    const float inv = 1.0f / (rowSum(row, n) + (sink ? fastExp(*sink - best) : 0.0f));
     for (int64_t j = 0; j < n; ++j)
       row[j] *= inv;
   }

@@ -26,7 +26,9 @@ private:
 // with `window` > 0, hiding the keys `window` or more positions before the query (a sliding
 // window: a query sees at most `window` keys up to itself). A fully masked row becomes zeros.
 // Rows of Sk - firstKey scores hold keys firstKey .. Sk - 1 only (those a window leaves).
+// `sink` (or null): a logit that joins each row's softmax with no score of its own, so that the
+// row's weights sum to less than 1 (an attention sink).
 void maskedSoftmaxRows(float *scores, int64_t Sq, int64_t Sk, const ScoreMask &mask, int64_t b, int64_t h,
-                       bool causal, int64_t window = 0, int64_t firstKey = 0);
+                       bool causal, int64_t window = 0, int64_t firstKey = 0, const float *sink = nullptr);
 
 } // namespace llmc::rt

@@ -210,15 +210,16 @@ void rotateLikeRotary(const float *x, float *out, int64_t B, int64_t S, int64_t 
 // softcap * tanh(s / softcap) before the mask), `sliding_window` (> 0: keys that many positions or
 // more before the query hidden), `rotary_dim` R > 0 (q alone turns as llmc.rotary turns it, its
 // first R features, `rotary_interleaved` or not, by tables [B or 1, S, R/2]). Output [B, Sq,
-// Hq*D]; a fully masked row is 0.
+// Hq*D]; a fully masked row is 0. An optional seventh input, sinks [Hq], joins each row of head
+// h's softmax with the logit sinks[h] and no value (GPT-OSS).
 std::string fusedAttentionUnpacked(const KernelArgs &args);
 
 // packed_qkv: Q, K and V side by side in input 0 ([B, S, (Hq + 2 Hkv) * D], a merged QKV
 // projection) are copied apart, then attention runs as usual. The copies are rows of one
 // projection; the launch (and the split it replaces) goes away.
 std::string fusedAttentionKernel(const KernelArgs &args) {
-  if (args.numInputs != 6 || args.numOutputs != 1)
-    return "expects 6 inputs (q, k, v, mask, cos, sin) and 1 output";
+  if ((args.numInputs != 6 && args.numInputs != 7) || args.numOutputs != 1)
+    return "expects 6 or 7 inputs (q, k, v, mask, cos, sin[, sinks]) and 1 output";
   if (args.attrs.getInt("packed_qkv", 0) == 0)
     return fusedAttentionUnpacked(args);
   const TensorRef &packed = args.in(0);
@@ -230,7 +231,9 @@ std::string fusedAttentionKernel(const KernelArgs &args) {
   const int64_t D = width / (Hq + 2 * Hkv);
   const int64_t widths[3] = {Hq * D, Hkv * D, Hkv * D};
   std::vector<float> parts[3];
-  TensorRef refs[6] = {args.in(0), args.in(0), args.in(0), args.in(3), args.in(4), args.in(5)};
+  TensorRef refs[7] = {args.in(0), args.in(0), args.in(0), args.in(3), args.in(4), args.in(5), {}};
+  if (args.numInputs > 6)
+    refs[6] = args.in(6);
   for (int p = 0, offset = 0; p < 3; offset += int(widths[p]), ++p) {
     parts[p].resize(size_t(rows * widths[p]));
     for (int64_t r = 0; r < rows; ++r)
@@ -239,15 +242,15 @@ std::string fusedAttentionKernel(const KernelArgs &args) {
     refs[p].shape.dims[2] = widths[p];
     refs[p].data = parts[p].data();
   }
-  KernelArgs unpacked{args.attrs, refs, 6, args.outputs, args.numOutputs};
+  KernelArgs unpacked{args.attrs, refs, args.numInputs, args.outputs, args.numOutputs};
   return fusedAttentionUnpacked(unpacked);
 }
 
 std::string fusedAttentionUnpacked(const KernelArgs &args) {
   const TensorRef &q = args.in(0), &k = args.in(1), &v = args.in(2);
-  for (int i : {0, 1, 2, 4, 5})
-    if (!absent(args, i) && args.in(i).dtype != DType::F32)
-      return "expects f32 q, k, v and rotary tables";
+  for (int i : {0, 1, 2, 4, 5, 6})
+    if (i < args.numInputs && !absent(args, i) && args.in(i).dtype != DType::F32)
+      return "expects f32 q, k, v, rotary tables and sinks";
   // K and V are [B, Sk, Hkv*D] like q, or [B, Hkv, Sk, D] as a KV cache holds them.
   const bool cacheLayout = k.shape.rank == 4;
   const bool timeMajor = args.attrs.getInt("kv_time_major", 0) != 0; // [Sk, B, Hkv*D]
@@ -327,6 +330,9 @@ std::string fusedAttentionUnpacked(const KernelArgs &args) {
   ScoreMask mask;
   if (std::string err = mask.init(absent(args, 3) ? nullptr : &args.in(3), B, Hq, Sq, Sk); !err.empty())
     return err;
+  const float *sinks = args.numInputs > 6 && !absent(args, 6) ? args.in(6).as<const float>() : nullptr;
+  if (sinks && args.in(6).numel() != Hq)
+    return "sinks must be [q_num_heads]";
   // With a sliding window no query sees a key before the first query's window: the scores and
   // the weighted sums take keys firstKey .. Sk - 1 (a decode step's window, not its whole cache).
   const int64_t firstKey = window > 0 ? std::clamp<int64_t>(Sk - Sq - window + 1, 0, Sk) : 0, seen = Sk - firstKey;
@@ -341,7 +347,7 @@ std::string fusedAttentionUnpacked(const KernelArgs &args) {
       if (softcap > 0.0f)
         for (float &score : scores)
           score = softcap * std::tanh(score / softcap);
-      maskedSoftmaxRows(scores.data(), Sq, Sk, mask, b, h, causal, window, firstKey);
+      maskedSoftmaxRows(scores.data(), Sq, Sk, mask, b, h, causal, window, firstKey, sinks ? sinks + h : nullptr);
       gemmF32(false, false, Sq, Dv, seen, 1.0f, scores.data(), seen,
               args.in(2).as<const float>() + vBase(b, kvh) + firstKey * vRowStride, vRowStride, 0.0f,
               o + b * Sq * oRow + h * Dv, oRow);

@@ -9,9 +9,10 @@ namespace llmc::plan {
 
 inline constexpr char kMagic[8] = {'L', 'L', 'M', 'C', 'P', 'L', 'A', 'N'};
 // 2: symbolic dimensions; 3: a fused_attention with a softcap, which a reader of version 2 would
-// ignore; 4: one with a sliding window, 5: one with rotary_dim, which readers of 3 and 4 would
-// ignore. A writer marks a plan 3 to 5 only where it has one (readers accept 1 to 5).
-inline constexpr uint32_t kFormatVersion = 5;
+// ignore; 4: one with a sliding window, 5: one with rotary_dim, 6: one with sinks (a seventh
+// input), which readers of 3 to 5 would ignore. A writer marks a plan 3 to 6 only where it has
+// one (readers accept 1 to 6).
+inline constexpr uint32_t kFormatVersion = 6;
 inline constexpr uint64_t kWeightsAlignment = 4096; // section start: page aligned, so it can be mmapped
 inline constexpr uint64_t kTensorAlignment = 64;    // every weight inside the section
 

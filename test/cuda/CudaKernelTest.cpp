@@ -779,6 +779,46 @@ TEST(Cuda, AttentionSlidingWindowMatchesTheCpu) {
     }
 }
 
+// fused_attention's sinks (GPT-OSS: a logit per query head in each row's softmax, with no value)
+// on every fused attention kernel, against the CPU's: a causal prompt of 70 tokens, then with a
+// window of 20 keys, whose second sequence is left-padded (its first query sees no key: zeros);
+// a decode step over 300 cached keys, its splits merged with the sink, and in one split. The
+// sinks, 2 to 6, are near the scores' max and above it: the result without them is checked to
+// be far from the one with them.
+TEST(Cuda, AttentionSinksMatchTheCpu) {
+  const int64_t B = 2, Hq = 4, Hkv = 2, D = 64;
+  const float scale = 0.125f;
+  for (cu::Storage s : kStorages)
+    for (int64_t window : {int64_t(0), int64_t(20)})
+      for (bool decode : {false, true}) {
+        const int64_t Sq = decode ? 1 : 70, Sk = decode ? 300 : 70;
+        AttentionOperands o(s, B, Hq, Hkv, D, Sq, Sk, scale, 90);
+        Buf<float> none(DType::F32, {0}), sinks(DType::F32, {Hq}, rounded({2.0f, 6.0f, 3.0f, 5.0f}, s)),
+            want(DType::F32, {B, Sq, Hq * D}), unsunk(DType::F32, {B, Sq, Hq * D});
+        Buf<int64_t> padding = leftPadded(B, Sk);
+        for (bool withSinks : {true, false}) {
+          std::vector<TensorRef> operands{o.q.ref(), o.k.ref(), o.v.ref(), padding.ref(), none.ref(), none.ref()};
+          if (withSinks)
+            operands.push_back(sinks.ref());
+          ASSERT_EQ(call("fused_attention",
+                         attrs({intAttr("q_num_heads", Hq), intAttr("kv_num_heads", Hkv), floatAttr("scale", scale),
+                                intAttr("is_causal", !decode), intAttr("kv_time_major", decode),
+                                intAttr("sliding_window", window)}),
+                         operands, {withSinks ? want.ref() : unsunk.ref()}),
+                    "");
+        }
+        ASSERT_GT(largestDifference(want.data, unsunk.data), 0.05f) << "the sinks change the result";
+        auto dsinks = upload(sinks.data, s), dpadding = uploadRaw(padding.data);
+        cu::AttentionArgs &a = o.a;
+        a.sinks = dsinks->p, a.window = window;
+        a.mask = dpadding->p, a.maskType = cu::AttentionArgs::Mask::Int64;
+        a.maskStrides[0] = Sk, a.maskStrides[3] = 1;
+        expectEveryAttentionKernelGives(s, a, o.out, o.elements(), want.data,
+                                        std::string(decode ? "decode " : "prompt ") + name(s) + " window " +
+                                            std::to_string(window));
+      }
+}
+
 // rotary_dim on every fused attention kernel, against the CPU's: the query turned as llmc.rotary
 // turns it (its first 32 of 64 features or all, halves or neighbours, tables [B, S, R/2]); a
 // causal prompt of 70 tokens (the tensor-core kernel stages such a query element by element) and

@@ -102,13 +102,13 @@ ARCHITECTURES = {
                     dict(num_key_value_heads=4, n_routed_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
                          n_shared_experts=1, first_k_dense_replace=1, n_group=2, topk_group=1, q_lora_rank=32,
                          kv_lora_rank=16, qk_rope_head_dim=8, qk_nope_head_dim=16, v_head_dim=16), 2),
-    # GPT-OSS: attention sinks (a learned logit per head in the softmax's denominator), a sliding
-    # window on every other layer, experts whose gate and up columns alternate, a clamped SwiGLU
-    # and a router's softmax over its top-k logits. Correct, not yet fast: no attention is raised
-    # (fused_attention has no sinks) and its experts stay ops.
+    # GPT-OSS: attention sinks (a learned logit per head in the softmax's denominator, which
+    # fused_attention takes since session 30), a sliding window on every other layer, experts
+    # whose gate and up columns alternate, a clamped SwiGLU and a router's softmax over its top-k
+    # logits. Its experts stay ops.
     "gpt_oss": ("GptOssForCausalLM", "GptOssConfig",
                 dict(num_key_value_heads=2, head_dim=16, num_local_experts=4, num_experts_per_tok=2,
-                     sliding_window=8), 0),
+                     sliding_window=8), 2),
 }
 # Their experts as transformers' "batched_mm" computes them (each token's chosen experts'
 # weights gathered, then batched products). The default, "grouped_mm", runs a custom op on the
@@ -143,10 +143,10 @@ def expert_counts(name):
 # and values of different widths; models/export_kv_models.py's MLA export is the latent one).
 NO_KV = {"mpt", "deepseek_v3"}
 # Sliding windows of 8 keys (Mistral's layers, Gemma 2's first, both of Gemma 3's: its first five
-# of every six), inside the plans' bounds: llmc-raise-attention-mask makes each the attention's
+# of every six, GPT-OSS's first), inside the plans' bounds: llmc-raise-attention-mask makes each the attention's
 # sliding_window.
 WINDOWS_RAISED = "masks raised to sliding_window"
-WINDOWS = dict({name: 0 for name in ARCHITECTURES}, mistral=2, gemma2=1, gemma3=2)
+WINDOWS = dict({name: 0 for name in ARCHITECTURES}, mistral=2, gemma2=1, gemma3=2, gpt_oss=1)
 # Rotations that llmc-raise-attention turns into llmc.rotary because no attention takes them:
 # (without a cache, with one). A rotate-half rotary over the whole head turns inside the
 # attention, keys too where there is no cache (0, 2); a partial one (GPT-NeoX, Phi, StableLM) or

@@ -274,6 +274,79 @@ TEST(Kernels, FusedAttentionSlidingWindowMatchesOnnxLeftWindow) {
             "");
 }
 
+// sinks [Hq]: a logit per head in each row's softmax with no value behind it, as GPT-OSS writes
+// it (softmax(concat(scores, sink)) less the sink's column), written out here: grouped-query,
+// causal, with and without a sliding window, over keys [B, S, Hkv * D] and packed QKV; a sink
+// far above the scores (the row gives the keys almost nothing), one far below (an attention
+// without sinks), and a row whose every key is masked (zeros).
+TEST(Kernels, FusedAttentionWithSinksMatchesTheSinksColumnSoftmax) {
+  const int64_t B = 2, S = 5, Hq = 4, Hkv = 2, D = 4;
+  Buf<float> q(DType::F32, {B, S, Hq * D}, randomFloats(B * S * Hq * D, 60)),
+      k(DType::F32, {B, S, Hkv * D}, randomFloats(B * S * Hkv * D, 61)),
+      v(DType::F32, {B, S, Hkv * D}, randomFloats(B * S * Hkv * D, 62)), empty(DType::F32, {0});
+  Buf<float> sinks(DType::F32, {Hq}, {0.5f, -1.0f, 40.0f, -60.0f});
+  // The first sequence's first query sees no key: the mask hides key 0 there.
+  Buf<uint8_t> keep(DType::Bool, {B, 1, S, S}, std::vector<uint8_t>(size_t(B * S * S), 1));
+  keep.data[0] = 0;
+  const double scale = 1.0 / std::sqrt(double(D));
+  for (int64_t window : {0, 2}) {
+    SCOPED_TRACE("window " + std::to_string(window));
+    std::vector<float> want(size_t(B * S * Hq * D), 0.0f);
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t h = 0; h < Hq; ++h)
+        for (int64_t i = 0; i < S; ++i) {
+          std::vector<double> score(size_t(S), -INFINITY);
+          double best = sinks.data[size_t(h)];
+          bool any = false;
+          for (int64_t j = 0; j <= i; ++j) {
+            if ((window > 0 && i - j >= window) || !keep.data[size_t((b * S + i) * S + j)])
+              continue;
+            double dot = 0.0;
+            for (int64_t d = 0; d < D; ++d)
+              dot += double(q.data[size_t((b * S + i) * Hq * D + h * D + d)]) *
+                     k.data[size_t((b * S + j) * Hkv * D + (h / 2) * D + d)];
+            score[size_t(j)] = dot * scale, best = std::max(best, dot * scale), any = true;
+          }
+          if (!any)
+            continue; // zeros
+          double total = std::exp(sinks.data[size_t(h)] - best);
+          for (double x : score)
+            total += std::exp(x - best);
+          for (int64_t j = 0; j <= i; ++j)
+            for (int64_t d = 0; d < D; ++d)
+              want[size_t((b * S + i) * Hq * D + h * D + d)] +=
+                  float(std::exp(score[size_t(j)] - best) / total * v.data[size_t((b * S + j) * Hkv * D + (h / 2) * D + d)]);
+        }
+    auto at = attrs({intAttr("q_num_heads", Hq), intAttr("kv_num_heads", Hkv), intAttr("is_causal", 1),
+                     intAttr("sliding_window", window)});
+    Buf<float> got(DType::F32, {B, S, Hq * D});
+    ASSERT_EQ(call("fused_attention", at, {q.ref(), k.ref(), v.ref(), keep.ref(), empty.ref(), empty.ref(), sinks.ref()},
+                   {got.ref()}),
+              "");
+    expectNear(got.data, want, 1e-5f);
+    // Packed QKV carries the sinks through.
+    Buf<float> packed(DType::F32, {B, S, (Hq + 2 * Hkv) * D}), gotPacked(DType::F32, {B, S, Hq * D});
+    for (int64_t r = 0; r < B * S; ++r)
+      for (int64_t c = 0; c < (Hq + 2 * Hkv) * D; ++c)
+        packed.data[size_t(r * (Hq + 2 * Hkv) * D + c)] =
+            c < Hq * D ? q.data[size_t(r * Hq * D + c)]
+            : c < (Hq + Hkv) * D ? k.data[size_t(r * Hkv * D + c - Hq * D)]
+                                 : v.data[size_t(r * Hkv * D + c - (Hq + Hkv) * D)];
+    auto packedAttrs = attrs({intAttr("q_num_heads", Hq), intAttr("kv_num_heads", Hkv), intAttr("is_causal", 1),
+                              intAttr("sliding_window", window), intAttr("packed_qkv", 1)});
+    ASSERT_EQ(call("fused_attention", packedAttrs,
+                   {packed.ref(), empty.ref(), empty.ref(), keep.ref(), empty.ref(), empty.ref(), sinks.ref()},
+                   {gotPacked.ref()}),
+              "");
+    expectNear(gotPacked.data, want, 1e-5f);
+  }
+  // Sinks of another length: refused.
+  Buf<float> three(DType::F32, {3}, {0.0f, 0.0f, 0.0f}), got(DType::F32, {B, S, Hq * D});
+  EXPECT_NE(call("fused_attention", attrs({intAttr("q_num_heads", Hq), intAttr("kv_num_heads", Hkv)}),
+                 {q.ref(), k.ref(), v.ref(), empty.ref(), empty.ref(), empty.ref(), three.ref()}, {got.ref()}),
+            "");
+}
+
 // rotary_dim: the query turns inside the attention as llmc.rotary turns it (its first R
 // features, halves or neighbours, tables [B, S, R/2]), the keys not at all: the same as the
 // rotary op and then the attention, over keys [B, S, Hkv * D] and over a cache [B, Hkv, S, D].

@@ -835,6 +835,9 @@ LogicalResult inferAddNorm(Inference &in) {
 LogicalResult inferFusedAttention(Inference &in) {
   ArrayRef<int64_t> q = in.shape(0), v = in.shape(2);
   const int64_t hq = in.intAttr("q_num_heads", 0), hkv = in.intAttr("kv_num_heads", 0);
+  if (in.operands.size() > 6 && (in.shape(6).size() != 1 || (in.shape(6)[0] != hq && in.shape(6)[0] != kDyn) ||
+                                 in.elem(6) != in.elem(0)))
+    return in.fail("fused_attention's sinks must be [q_num_heads] of q's element type");
   if (in.intAttr("packed_qkv", 0)) { // q carries Q, K and V side by side
     if (q.size() != 3 || hq <= 0 || hkv <= 0 || hq % hkv != 0)
       return in.fail("packed fused_attention needs q [batch, seq, (q_heads + 2 * kv_heads) * head]");

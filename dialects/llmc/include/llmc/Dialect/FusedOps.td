@@ -90,10 +90,14 @@ def Llmc_FusedAttentionOp : Llmc_Op<"fused_attention"> {
     instead: its first R features, in pairs (i, i + R/2), or (2i, 2i + 1) with `rotary_interleaved`,
     by tables `cos`/`sin` of llmc.rotary's form [batch or 1, seq_q, R / 2], and the keys are not
     rotated (`rotate_keys` 0; llmc-fuse-query-rotary makes it from a query's own llmc.rotary).
+    The optional seventh operand `sinks` [q_num_heads] is a logit per head that joins each row's
+    softmax with no value behind it (GPT-OSS's attention sinks): the weights become
+    exp(s_j) / (exp(sink) + sum_j exp(s_j)), so a row may give less than all of its weight to keys.
+    (Optional rather than an empty tensor, so that the attentions without sinks keep their form.)
     Result [batch, seq_q, q_num_heads * head]; a fully masked row yields zeros.
   }];
   let arguments = (ins Llmc_Tensor:$q, Llmc_Tensor:$k, Llmc_Tensor:$v, Llmc_Tensor:$mask, Llmc_Tensor:$cos,
-                   Llmc_Tensor:$sin, I64Attr:$q_num_heads, I64Attr:$kv_num_heads,
+                   Llmc_Tensor:$sin, Llmc_OptionalTensor:$sinks, I64Attr:$q_num_heads, I64Attr:$kv_num_heads,
                    DefaultValuedAttr<F32Attr, "0.0">:$scale, DefaultValuedAttr<I64Attr, "0">:$is_causal,
                    DefaultValuedAttr<I64Attr, "1">:$rotate_keys, DefaultValuedAttr<I64Attr, "0">:$kv_time_major,
                    DefaultValuedAttr<I64Attr, "0">:$packed_qkv, DefaultValuedAttr<F32Attr, "0.0">:$softcap,
