@@ -106,6 +106,59 @@ struct GatheredMatVecToExpertLinear : ExpertPattern<SqueezeOp> {
   }
 };
 
+// The [E, M, K] bytes of each [E, K, M] expert weight that GatheredVecMatToExpertLinear moved,
+// by the weight's attribute (uniqued: never dangling), so that every use of a weight shares one
+// (CSE merges the constants) and the pass can release the old bytes once nothing reads them.
+using TransposedWeights = llvm::DenseMap<Attribute, ElementsAttr>;
+
+// squeeze(matmul(unsqueeze(x, 1), gather_nd(W, ids)), 1)  ->  expert_linear(x, W', ids): the same
+// projection with each expert's matrix on the right, W [E, K, M] (GPT-OSS's experts), a constant
+// that becomes W' [E, M, K], the layout expert_linear reads.
+struct GatheredVecMatToExpertLinear : ExpertPattern<SqueezeOp> {
+  TransposedWeights &transposed;
+  GatheredVecMatToExpertLinear(MLIRContext *ctx, RewriteCounter &count, TransposedWeights &transposed)
+      : ExpertPattern(ctx, count), transposed(transposed) {}
+
+  static bool isAxis(ArrayRef<int64_t> axes, int64_t axis, int64_t rank) {
+    return axes.size() == 1 && (axes[0] == axis || axes[0] == axis - rank);
+  }
+
+  // W's matrices turned, made once per weight.
+  ElementsAttr turned(Value w) const {
+    ElementsAttr &made = transposed[def<ConstantOp>(w).getValue()];
+    if (made)
+      return made;
+    auto type = fusion::tensorType(w);
+    std::vector<char> storage;
+    ArrayRef<char> bytes = *fusion::floatBytes(w, storage);
+    const int64_t experts = type.getDimSize(0), k = type.getDimSize(1), m = type.getDimSize(2);
+    const size_t size = fusion::elementSize(type.getElementType()), matrix = size_t(k * m) * size;
+    auto result = RankedTensorType::get({experts, m, k}, type.getElementType());
+    made = makeElements(result, bytes.size(), [&](MutableArrayRef<char> out) {
+      for (int64_t e = 0; e < experts; ++e)
+        fusion::transposeMatrix(bytes.data() + e * matrix, out.data() + e * matrix, k, m, size);
+    });
+    return made;
+  }
+
+  LogicalResult matchAndRewrite(SqueezeOp op, PatternRewriter &rewriter) const override {
+    auto product = def<MatMulOp>(op.getInput());
+    auto row = product ? def<UnsqueezeOp>(product.getLhs()) : UnsqueezeOp();
+    auto gather = product ? def<GatherNdOp>(product.getRhs()) : GatherNdOp();
+    if (!gather || !row || !product.getResult().hasOneUse() || !gather.getResult().hasOneUse() ||
+        gather.getBatchDims() != 0 || !fusion::isFusedFloat(row.getInput()) || !fusion::isFloatConstant(gather.getData()))
+      return failure();
+    auto w = fusion::tensorType(gather.getData()), ids = fusion::tensorType(gather.getIndices()),
+         x = fusion::tensorType(row.getInput()), y = fusion::tensorType(product.getResult());
+    if (w.getRank() != 3 || !w.hasStaticShape() || ids.getRank() != 2 || ids.getDimSize(1) != 1 || x.getRank() != 2 ||
+        y.getRank() != 3 || !isAxis(row.getAxes(), 1, 3) || !isAxis(op.getAxes(), 1, 3))
+      return failure();
+    ElementsAttr values = turned(gather.getData());
+    Value weight = ConstantOp::create(rewriter, op.getLoc(), cast<RankedTensorType>(values.getType()), values);
+    return replaceByExpert(rewriter, op, {row.getInput(), weight, gather.getIndices()});
+  }
+};
+
 // silu(a) * b of the two halves [a | b] of an expert_linear's rows  ->  that expert_linear with
 // activation "swiglu" (a mixture of experts' gate/up projection: the split and the product were two
 // more kernels). Not after a combine: the swiglu of a weighted sum is not the weighted sum of swiglus.
@@ -307,11 +360,15 @@ struct FuseLinear : impl::LlmcFuseLinearBase<FuseLinear> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<MatMulToLinear, GemmToLinear>(&getContext(), linears);
+    TransposedWeights transposed;
     patterns.add<GatheredMatVecToExpertLinear>(&getContext(), experts);
+    patterns.add<GatheredVecMatToExpertLinear>(&getContext(), experts, transposed);
     patterns.add<ExpertSwiglu, ExpertSharedRows, ExpertCombine>(&getContext(), expertEpilogues);
     patterns.add<Epilogue>(&getContext(), epilogues);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
+    for (auto &[old, made] : transposed) // the weights' old layouts, where nothing reads them now
+      releaseUnusedElements(getOperation(), old);
   }
 };
 

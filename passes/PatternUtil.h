@@ -172,6 +172,25 @@ inline bool isFloatConstant(mlir::Value v) {
 
 inline size_t elementSize(mlir::Type t) { return t.getIntOrFloatBitWidth() / 8; }
 
+// `in` [rows, cols] of kSize-byte elements into `out` [cols, rows], in tiles that stay in cache
+// (a weight has up to ~10^9 values); `in` may be unaligned.
+template <size_t kSize> void transposeTiles(const char *in, char *out, int64_t rows, int64_t cols) {
+  constexpr int64_t kTile = 64;
+  for (int64_t r0 = 0; r0 < rows; r0 += kTile)
+    for (int64_t c0 = 0; c0 < cols; c0 += kTile)
+      for (int64_t r = r0; r < std::min(rows, r0 + kTile); ++r)
+        for (int64_t c = c0; c < std::min(cols, c0 + kTile); ++c)
+          std::memcpy(out + size_t(c * rows + r) * kSize, in + size_t(r * cols + c) * kSize, kSize);
+}
+
+// The same for f32 (`size` 4) or f16 and bf16 (2): a weight matrix to the other layout.
+inline void transposeMatrix(const char *in, char *out, int64_t rows, int64_t cols, size_t size) {
+  if (size == 2)
+    transposeTiles<2>(in, out, rows, cols);
+  else
+    transposeTiles<4>(in, out, rows, cols);
+}
+
 // Element i of floatBytes' `bytes` of type `t`, as a float.
 inline float floatAt(llvm::ArrayRef<char> bytes, mlir::Type t, int64_t i) {
   return rt::floatAt(bytes.data(), toKernelDType(t), i);

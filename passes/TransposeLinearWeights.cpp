@@ -25,25 +25,6 @@ bool onlyPlainLinearWeight(Value weight) {
   });
 }
 
-// `in` [rows, cols] of kSize-byte elements into `out` [cols, rows], in tiles that stay in cache
-// (a weight has up to ~10^9 values); `in` may be unaligned.
-template <size_t kSize> void transposeTiles(const char *in, char *out, int64_t rows, int64_t cols) {
-  constexpr int64_t kTile = 64;
-  for (int64_t r0 = 0; r0 < rows; r0 += kTile)
-    for (int64_t c0 = 0; c0 < cols; c0 += kTile)
-      for (int64_t r = r0; r < std::min(rows, r0 + kTile); ++r)
-        for (int64_t c = c0; c < std::min(cols, c0 + kTile); ++c)
-          std::memcpy(out + size_t(c * rows + r) * kSize, in + size_t(r * cols + c) * kSize, kSize);
-}
-
-// The same for f32 (4 bytes) or f16 and bf16 (2).
-void transpose2d(const char *in, char *out, int64_t rows, int64_t cols, size_t size) {
-  if (size == 2)
-    transposeTiles<2>(in, out, rows, cols);
-  else
-    transposeTiles<4>(in, out, rows, cols);
-}
-
 struct TransposeLinearWeights : impl::LlmcTransposeLinearWeightsBase<TransposeLinearWeights> {
   RewriteCounter transposed{"llmc-transpose-linear-weights", "linear weights stored [N, K]"};
   RewriteCounter kept{"llmc-transpose-linear-weights", "linear weights kept [K, N] (shared with other ops)"};
@@ -68,7 +49,7 @@ struct TransposeLinearWeights : impl::LlmcTransposeLinearWeightsBase<TransposeLi
       const int64_t k = type.getDimSize(0), n = type.getDimSize(1);
       auto newType = RankedTensorType::get({n, k}, type.getElementType());
       ElementsAttr values = makeElements(newType, bytes->size(), [&](MutableArrayRef<char> out) {
-        transpose2d(bytes->data(), out.data(), k, n, fusion::elementSize(type.getElementType()));
+        fusion::transposeMatrix(bytes->data(), out.data(), k, n, fusion::elementSize(type.getElementType()));
       });
       OpBuilder b(constant);
       Value result = ConstantOp::create(b, constant.getLoc(), newType, values);

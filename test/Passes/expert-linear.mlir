@@ -176,3 +176,58 @@ func.func @swiglu_after_weighted_sum(%w: tensor<4x32x16xf32>, %x: tensor<6x16xf3
   %out = llmc.mul %gate, %parts#1 : (tensor<3x16xf32>, tensor<3x16xf32>) -> tensor<3x16xf32>
   return %out : tensor<3x16xf32>
 }
+
+// -----
+
+// GPT-OSS's experts: each row times its expert's matrix [K, M] on the right, W [E, K, M] a
+// constant. The expert_linear reads W turned to [E, M, K] (each expert's matrix transposed):
+// a constant made once per weight, which both projections of the same weight share.
+// CHECK-LABEL: func.func @gathered_experts_on_the_right
+// CHECK: %[[W:.*]] = llmc.constant dense<{{\[\[\[}}1.000000e+00, 4.000000e+00], [2.000000e+00, 5.000000e+00], [3.000000e+00, 6.000000e+00]], {{\[\[}}7.000000e+00, 1.000000e+01], [8.000000e+00, 1.100000e+01], [9.000000e+00, 1.200000e+01]]]> : tensor<2x3x2xf32>
+// CHECK-NOT: llmc.constant
+// CHECK: %[[Y:.*]] = llmc.expert_linear %arg0, %[[W]], %arg1 : (tensor<5x2xf32>, tensor<2x3x2xf32>, tensor<5x1xi64>) -> tensor<5x3xf32>
+// CHECK: %[[Z:.*]] = llmc.expert_linear %arg2, %[[W]], %arg1 : (tensor<5x2xf32>, tensor<2x3x2xf32>, tensor<5x1xi64>) -> tensor<5x3xf32>
+// CHECK-NOT: llmc.gather_nd
+// CHECK-NOT: llmc.matmul
+// CHECK: return %[[Y]], %[[Z]]
+func.func @gathered_experts_on_the_right(%x: tensor<5x2xf32>, %ids: tensor<5x1xi64>, %x2: tensor<5x2xf32>) -> (tensor<5x3xf32>, tensor<5x3xf32>) {
+  %w = llmc.constant dense<[[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], [[7.0, 8.0, 9.0], [10.0, 11.0, 12.0]]]> : tensor<2x2x3xf32>
+  %g = llmc.gather_nd %w, %ids : (tensor<2x2x3xf32>, tensor<5x1xi64>) -> tensor<5x2x3xf32>
+  %row = llmc.unsqueeze %x {axes = array<i64: 1>} : (tensor<5x2xf32>) -> tensor<5x1x2xf32>
+  %p = llmc.matmul %row, %g : (tensor<5x1x2xf32>, tensor<5x2x3xf32>) -> tensor<5x1x3xf32>
+  %y = llmc.squeeze %p {axes = array<i64: 1>} : (tensor<5x1x3xf32>) -> tensor<5x3xf32>
+  %g2 = llmc.gather_nd %w, %ids : (tensor<2x2x3xf32>, tensor<5x1xi64>) -> tensor<5x2x3xf32>
+  %row2 = llmc.unsqueeze %x2 {axes = array<i64: -2>} : (tensor<5x2xf32>) -> tensor<5x1x2xf32>
+  %p2 = llmc.matmul %row2, %g2 : (tensor<5x1x2xf32>, tensor<5x2x3xf32>) -> tensor<5x1x3xf32>
+  %z = llmc.squeeze %p2 {axes = array<i64: -2>} : (tensor<5x1x3xf32>) -> tensor<5x3xf32>
+  return %y, %z : tensor<5x3xf32>, tensor<5x3xf32>
+}
+
+// -----
+
+// The experts' matrices a function argument (not a constant to turn): left as it is.
+// CHECK-LABEL: func.func @experts_on_the_right_not_constant
+// CHECK-NOT: llmc.expert_linear
+// CHECK: llmc.matmul
+func.func @experts_on_the_right_not_constant(%w: tensor<2x2x3xf32>, %x: tensor<5x2xf32>, %ids: tensor<5x1xi64>) -> tensor<5x3xf32> {
+  %g = llmc.gather_nd %w, %ids : (tensor<2x2x3xf32>, tensor<5x1xi64>) -> tensor<5x2x3xf32>
+  %row = llmc.unsqueeze %x {axes = array<i64: 1>} : (tensor<5x2xf32>) -> tensor<5x1x2xf32>
+  %p = llmc.matmul %row, %g : (tensor<5x1x2xf32>, tensor<5x2x3xf32>) -> tensor<5x1x3xf32>
+  %y = llmc.squeeze %p {axes = array<i64: 1>} : (tensor<5x1x3xf32>) -> tensor<5x3xf32>
+  return %y : tensor<5x3xf32>
+}
+
+// -----
+
+// The gathered matrices read elsewhere too: left as it is.
+// CHECK-LABEL: func.func @experts_on_the_right_gathered_twice
+// CHECK-NOT: llmc.expert_linear
+// CHECK: llmc.matmul
+func.func @experts_on_the_right_gathered_twice(%x: tensor<5x2xf32>, %ids: tensor<5x1xi64>) -> (tensor<5x3xf32>, tensor<5x2x3xf32>) {
+  %w = llmc.constant dense<[[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], [[7.0, 8.0, 9.0], [10.0, 11.0, 12.0]]]> : tensor<2x2x3xf32>
+  %g = llmc.gather_nd %w, %ids : (tensor<2x2x3xf32>, tensor<5x1xi64>) -> tensor<5x2x3xf32>
+  %row = llmc.unsqueeze %x {axes = array<i64: 1>} : (tensor<5x2xf32>) -> tensor<5x1x2xf32>
+  %p = llmc.matmul %row, %g : (tensor<5x1x2xf32>, tensor<5x2x3xf32>) -> tensor<5x1x3xf32>
+  %y = llmc.squeeze %p {axes = array<i64: 1>} : (tensor<5x1x3xf32>) -> tensor<5x3xf32>
+  return %y, %g : tensor<5x3xf32>, tensor<5x2x3xf32>
+}
