@@ -32,6 +32,31 @@ bool keepsEverything(SliceOp slice, const std::optional<SymbolicShapes> &shapes)
          shapes->shape(slice.getInput()).dims == shapes->shape(slice.getResult()).dims;
 }
 
+// The axes of a squeeze or unsqueeze of result or input rank `rank`, non-negative and sorted.
+SmallVector<int64_t> normalizedAxes(ArrayRef<int64_t> axes, int64_t rank) {
+  SmallVector<int64_t> out;
+  for (int64_t a : axes)
+    out.push_back(a < 0 ? a + rank : a);
+  llvm::sort(out);
+  return out;
+}
+
+// The value a squeeze hands on unchanged: x where it takes out the axes that an unsqueeze of x
+// put in (torch's exports of GPT-OSS's experts view each [N, M] result as [N, 1, M] and back),
+// or any size-1 axes where x's static shape comes back; else null.
+Value unsqueezedBefore(SqueezeOp squeeze) {
+  auto unsqueeze = squeeze.getInput().getDefiningOp<UnsqueezeOp>();
+  if (!unsqueeze || squeeze.getAxes().empty())
+    return {};
+  const int64_t rank = cast<RankedTensorType>(unsqueeze.getType()).getRank();
+  // (Views keep the elements' order: a static shape that comes back is the same tensor.)
+  const bool sameAxes = normalizedAxes(squeeze.getAxes(), rank) == normalizedAxes(unsqueeze.getAxes(), rank);
+  if (unsqueeze.getInput().getType() != squeeze.getType() ||
+      !(sameAxes || cast<RankedTensorType>(squeeze.getType()).hasStaticShape()))
+    return {};
+  return unsqueeze.getInput();
+}
+
 struct DropIdentities : impl::LlmcDropIdentitiesBase<DropIdentities> {
   void runOnOperation() override {
     func::FuncOp func = getOperation();
@@ -46,6 +71,12 @@ struct DropIdentities : impl::LlmcDropIdentitiesBase<DropIdentities> {
         shapes = std::move(*analyzed);
     }
     func.walk([&](Operation *op) {
+      if (auto squeeze = dyn_cast<SqueezeOp>(op))
+        if (Value x = unsqueezedBefore(squeeze)) {
+          squeeze.getResult().replaceAllUsesWith(x);
+          squeeze->erase(); // (the unsqueeze goes with the dead code, where nothing else reads it)
+          return;
+        }
       bool drop = isa<IdentityOp>(op);
       if (auto cast = dyn_cast<CastOp>(op))
         drop = cast.getInput().getType() == cast.getType();

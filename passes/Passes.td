@@ -51,7 +51,9 @@ def LlmcDropIdentities : Pass<"llmc-drop-identities", "mlir::func::FuncOp"> {
     Exporters leave Identity and Dropout nodes (imported as `llmc.identity`) and no-op casts.
     A slice with positive steps whose result has its input's shape for every input size up to
     the plan's bounds (symbolic shapes) goes too: Hugging Face's sliding-window KV caches keep
-    the last `window - 1` positions, all of them when the bounds are below the window.
+    the last `window - 1` positions, all of them when the bounds are below the window. So does a
+    squeeze of the axes that an unsqueeze just put in (since session 30: GPT-OSS's experts' results
+    viewed as [N, 1, M] and back).
 
     Before:
     ```mlir

@@ -36,3 +36,25 @@ func.func @slices(%short: tensor<?x8xf32> {llmc.name = "short", llmc.dim_symbols
   %r = llmc.slice %s {axes = array<i64: 0>, ends = array<i64: -5>, starts = array<i64: 3>, steps = array<i64: -1>} : (tensor<4xf32>) -> tensor<4xf32>
   return %a, %b, %c, %d, %r : tensor<?x8xf32>, tensor<?x8xf32>, tensor<4xf32>, tensor<3xf32>, tensor<4xf32>
 }
+
+// A squeeze of the axis an unsqueeze just put in hands its input on (GPT-OSS's experts' results
+// viewed as [N, 1, M] and back), with the axis written either way, on a dynamic row count too;
+// so does a squeeze of another size-1 axis where the static shape comes back. Negative: a
+// squeeze of every size-1 axis (no axes given), which changes the shape, stays.
+// CHECK-LABEL: func.func @squeeze_unsqueeze
+// CHECK-NOT: llmc.squeeze %{{.*}} {axes
+// CHECK: %[[V:.*]] = llmc.unsqueeze %arg1 {axes = array<i64: 0>}
+// CHECK: %[[ALL:.*]] = llmc.squeeze %[[V]] :
+// CHECK: return %arg0, %arg0, %arg1, %[[ALL]]
+func.func @squeeze_unsqueeze(%x: tensor<?x8xf32> {llmc.name = "x", llmc.dim_symbols = ["n", ""]}, %one: tensor<1x8xf32>)
+    -> (tensor<?x8xf32>, tensor<?x8xf32>, tensor<1x8xf32>, tensor<8xf32>) {
+  %u = llmc.unsqueeze %x {axes = array<i64: 1>} : (tensor<?x8xf32>) -> tensor<?x1x8xf32>
+  %a = llmc.squeeze %u {axes = array<i64: 1>} : (tensor<?x1x8xf32>) -> tensor<?x8xf32>
+  %u2 = llmc.unsqueeze %x {axes = array<i64: -2>} : (tensor<?x8xf32>) -> tensor<?x1x8xf32>
+  %b = llmc.squeeze %u2 {axes = array<i64: 1>} : (tensor<?x1x8xf32>) -> tensor<?x8xf32>
+  %u3 = llmc.unsqueeze %one {axes = array<i64: 1>} : (tensor<1x8xf32>) -> tensor<1x1x8xf32>
+  %c = llmc.squeeze %u3 {axes = array<i64: 0>} : (tensor<1x1x8xf32>) -> tensor<1x8xf32>
+  %u4 = llmc.unsqueeze %one {axes = array<i64: 0>} : (tensor<1x8xf32>) -> tensor<1x1x8xf32>
+  %d = llmc.squeeze %u4 : (tensor<1x1x8xf32>) -> tensor<8xf32>
+  return %a, %b, %c, %d : tensor<?x8xf32>, tensor<?x8xf32>, tensor<1x8xf32>, tensor<8xf32>
+}
