@@ -1,5 +1,6 @@
 // llmc-fuse-routing: a mixture of experts' router, softmax then top-k (then the chosen weights
-// divided by their sum), becomes one llmc.softmax_top_k; DeepSeek-V3's (sigmoid scores, experts
+// divided by their sum), or top-k then a softmax of the chosen logits (GPT-OSS's), becomes one
+// llmc.softmax_top_k; DeepSeek-V3's (sigmoid scores, experts
 // chosen within the best groups) one llmc.grouped_top_k.
 #include "PatternUtil.h"
 #include "Passes.h"
@@ -32,6 +33,35 @@ struct SoftmaxTopK : fusion::CountedPattern<TopKOp, RewriteCounter> {
                                       {rewriter.getNamedAttr("k", op.getKAttr())});
     if (failed(fusion::replaceByLastBuilt(rewriter, op, {fused})))
       return failure();
+    ++count;
+    return success();
+  }
+};
+
+// softmax(top_k(logits, k).values) over the last axis, largest first and sorted, where nothing
+// else reads the values  ->  softmax_top_k(logits, k, normalize = 1): GPT-OSS's router, the
+// softmax of the chosen logits, which is the chosen probabilities divided by their sum.
+struct SoftmaxOfTopK : fusion::CountedPattern<SoftmaxOp, RewriteCounter> {
+  using CountedPattern::CountedPattern;
+
+  LogicalResult matchAndRewrite(SoftmaxOp op, PatternRewriter &rewriter) const override {
+    auto topK = def<TopKOp>(op.getInput());
+    if (!topK || op.getInput() != topK.getValues() || !topK.getValues().hasOneUse() ||
+        !fusion::isFusedFloat(topK.getInput()) || !isLastAxis(int64_t(op.getAxis()), op.getInput()) ||
+        !isLastAxis(int64_t(topK.getAxis()), topK.getInput()) || topK.getLargest() != 1 || topK.getSorted() != 1)
+      return failure();
+    rewriter.setInsertionPoint(topK); // where the indices' readers, which may precede the softmax, find it
+    Operation *fused = fusion::create(rewriter, op.getLoc(), "llmc.softmax_top_k", {topK.getInput()},
+                                      {rewriter.getNamedAttr("k", topK.getKAttr()),
+                                       rewriter.getNamedAttr("normalize", rewriter.getI64IntegerAttr(1))});
+    if (!fused || fused->getResultTypes() != topK->getResultTypes()) {
+      if (fused)
+        rewriter.eraseOp(fused);
+      return failure();
+    }
+    rewriter.replaceAllUsesWith(topK.getIndices(), fused->getResult(1));
+    rewriter.replaceOp(op, fused->getResult(0));
+    rewriter.eraseOp(topK);
     ++count;
     return success();
   }
@@ -257,7 +287,7 @@ struct FuseRouting : impl::LlmcFuseRoutingBase<FuseRouting> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<GroupedTopK>(&getContext(), grouped);
-    patterns.add<SoftmaxTopK>(&getContext(), routers);
+    patterns.add<SoftmaxTopK, SoftmaxOfTopK>(&getContext(), routers);
     patterns.add<NormalizedWeights>(&getContext(), normalized);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();

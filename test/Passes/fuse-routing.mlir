@@ -329,3 +329,36 @@ func.func @indices_read_early(%logits: tensor<3x8xf32>, %bias: tensor<8xf32>) ->
   %scaled = llmc.mul %normalized, %scale : (tensor<3x3xf32>, tensor<f32>) -> tensor<3x3xf32>
   return %scaled, %ids, %early : tensor<3x3xf32>, tensor<3x3xi64>, tensor<3x3xf32>
 }
+
+// -----
+
+// GPT-OSS's router: the top 4 logits, then a softmax of those, which is the chosen probabilities
+// divided by their sum: one softmax_top_k with normalize. The ids are read before the softmax
+// (the fused op is made where the top_k was, so that it comes before that reader).
+// CHECK-LABEL: func.func @softmax_of_top_k
+// CHECK-NEXT: %[[W:.*]], %[[IDS:.*]] = llmc.softmax_top_k %arg0 {k = 4 : i64, normalize = 1 : i64} : (tensor<?x32xf32>) -> (tensor<?x4xf32>, tensor<?x4xi64>)
+// CHECK-NEXT: %[[E:.*]] = llmc.add %[[IDS]], %[[IDS]]
+// CHECK-NEXT: return %[[W]], %[[E]]
+func.func @softmax_of_top_k(%logits: tensor<?x32xf32>) -> (tensor<?x4xf32>, tensor<?x4xi64>) {
+  %values, %indices = llmc.top_k %logits {k = 4 : i64} : (tensor<?x32xf32>) -> (tensor<?x4xf32>, tensor<?x4xi64>)
+  %early = llmc.add %indices, %indices : (tensor<?x4xi64>, tensor<?x4xi64>) -> tensor<?x4xi64>
+  %w = llmc.softmax %values : (tensor<?x4xf32>) -> tensor<?x4xf32>
+  return %w, %early : tensor<?x4xf32>, tensor<?x4xi64>
+}
+
+// -----
+
+// The chosen logits read elsewhere too, and the top_k unsorted: both stay.
+// CHECK-LABEL: func.func @softmax_of_top_k_not
+// CHECK-NOT: llmc.softmax_top_k
+// CHECK: llmc.top_k
+// CHECK: llmc.softmax
+// CHECK: llmc.top_k
+// CHECK: llmc.softmax
+func.func @softmax_of_top_k_not(%logits: tensor<3x32xf32>) -> (tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>) {
+  %values, %indices = llmc.top_k %logits {k = 4 : i64} : (tensor<3x32xf32>) -> (tensor<3x4xf32>, tensor<3x4xi64>)
+  %w = llmc.softmax %values : (tensor<3x4xf32>) -> tensor<3x4xf32>
+  %v2, %i2 = llmc.top_k %logits {k = 4 : i64, sorted = 0 : i64} : (tensor<3x32xf32>) -> (tensor<3x4xf32>, tensor<3x4xi64>)
+  %w2 = llmc.softmax %v2 : (tensor<3x4xf32>) -> tensor<3x4xf32>
+  return %w, %values, %w2 : tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>
+}

@@ -130,12 +130,13 @@ EXPERT_COUNTS = {EXPERT_LINEARS: 2, EXPERT_FUSIONS: 3}  # per layer with experts
 EXPERT_OVERRIDES = {"gpt_oss": {EXPERT_FUSIONS: 1}}
 # Each router's softmax and top-k become llmc.softmax_top_k, and Mixtral's weights divided by
 # their sum its `normalize` (the others' configs leave norm_topk_prob off); DeepSeek-V3's sigmoid
-# scores chosen within the best groups become llmc.grouped_top_k (since session 29).
+# scores chosen within the best groups become llmc.grouped_top_k (since session 29); GPT-OSS's
+# softmax of its top-k logits a normalized softmax_top_k (since session 30).
 ROUTERS = "softmaxes and their top-k turned into softmax_top_k"
 NORMALIZED = "routing weights' normalizations fused into softmax_top_k"
 GROUPED = "routers choosing experts by groups turned into grouped_top_k"
 ROUTING = {"mixtral": {ROUTERS: 1, NORMALIZED: 1}, "qwen3_moe": {ROUTERS: 1}, "olmoe": {ROUTERS: 1},
-           "qwen2_moe": {ROUTERS: 1}, "deepseek_v3": {GROUPED: 1}}
+           "qwen2_moe": {ROUTERS: 1}, "deepseek_v3": {GROUPED: 1}, "gpt_oss": {ROUTERS: 1}}
 
 
 def expert_counts(name):
