@@ -63,6 +63,13 @@ CASES = [
     # llmc.rotary each since session 26 (the keys' by the QKV split on the way into the cache).
     ("gptj_kv-bf16-cuda", "arch_gptj_kv",
      KV_SHAPES + ["--precision", "bf16", "--last-position", "logits", "--target", "cuda"], "generate"),
+    # GPT-OSS (session 30): attention sinks in fused_attention (the prompt's tensor-core kernel,
+    # a sliding window on its first layer; the decode kernel's splits merged with the sink), its
+    # router one normalized softmax_top_k, its experts' products expert_linear (matrices [K, M]
+    # turned at compile time), their biases and clamped SwiGLU as ops.
+    ("gpt_oss-bf16", "arch_gpt_oss", ["--input-shape", "input_ids=1x16", "--precision", "bf16"], "run"),
+    ("gpt_oss_kv-bf16-cuda", "arch_gpt_oss_kv",
+     KV_SHAPES + ["--precision", "bf16", "--last-position", "logits", "--target", "cuda"], "generate"),
     # Mixtral's mixture of experts (top-2 of 4 per token: TopK, each token's experts' weights
     # gathered, batched products), as architectures.py exports it (session 26); its router one
     # softmax_top_k since session 27.
@@ -230,7 +237,10 @@ CASE_ENV = {"tiny_llama_kv-bf16-cuda-gemv-blocks": {"LLMC_CUDA_GEMV_BLOCKS": "2"
 GENERATE = ["--prompt-ids", "5,17,42,99,7,3", "--max-tokens", "16", "--ids", "--ignore-eos"]
 # Cases that generate from another prompt.
 CASE_GENERATE = {"tiny_llama_kv-bf16-long": ["--prompt-ids", ",".join(str((i * 37 + 11) % 500) for i in range(300)),
-                                             "--max-tokens", "4", "--ids", "--ignore-eos"]}
+                                             "--max-tokens", "4", "--ids", "--ignore-eos"],
+                 # (the default prompt lands GPT-OSS's first router on a bf16 near tie:
+                 # architectures.py's CUDA_PROMPTS)
+                 "gpt_oss_kv-bf16-cuda": ["--prompt-ids", "1,2,3,4,5,6", "--max-tokens", "16", "--ids", "--ignore-eos"]}
 # A batch of three prompts of different lengths (left padding, a mask row per sequence): tokens
 # only, and with graphs, the prompt's graph and one that every decode step replays.
 BATCH = ["--prompt-ids", "5,17,42", "--prompt-ids", "9,8,7,6,5,4,3", "--prompt-ids", "300", "--max-tokens", "16",
