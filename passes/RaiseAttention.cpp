@@ -368,8 +368,9 @@ Value biasPerHead(PatternRewriter &rewriter, Location loc, Value bias, RankedTen
 // GPT-OSS's attention sinks: softmax(concat(scores, sinks) [- its row max]) with the sinks'
 // column sliced off the result, the sinks a logit per head broadcast to [B, H, Sq, 1] (an expand
 // of [1, H, 1, 1], or that folded into a constant at static lengths). (The row max is what the
-// softmax subtracts anyway.) Fills the scores inside, the sinks' column and the slice that reads
-// the probabilities of the keys; false where the softmax's input is not of this form.
+// softmax subtracts anyway.) The scores inside, the sinks' column and the slice that reads the
+// probabilities of the keys (those before the sinks' column: its end is -1, or the keys' count);
+// none where the softmax's input is not of this form.
 struct SinkColumn {
   Value scores, column;
   SliceOp keys;
@@ -397,7 +398,8 @@ std::optional<SinkColumn> sinkColumn(SoftmaxOp softmax) {
   auto keys = dyn_cast<SliceOp>(*softmax.getResult().getUsers().begin());
   if (column.getRank() != 4 || column.getDimSize(3) != 1 || !keys || keys.getAxes().size() != 1 ||
       !lastAxis(keys.getAxes()[0], 4) || keys.getStarts()[0] != 0 || keys.getSteps()[0] != 1 ||
-      keys.getResult().getType() != scores)
+      keys.getResult().getType() != scores ||
+      !(keys.getEnds()[0] == -1 || (!scores.isDynamicDim(3) && keys.getEnds()[0] == scores.getDimSize(3))))
     return std::nullopt;
   return SinkColumn{concat.getInputs()[0], concat.getInputs()[1], keys};
 }

@@ -216,3 +216,56 @@ func.func @sinks_concat_read_elsewhere(%q: tensor<1x4x4xf32>, %k: tensor<1x4x4xf
   %y = llmc.reshape %ot, %merge : (tensor<1x4x2x2xf32>, tensor<3xi64>) -> tensor<1x4x4xf32>
   return %y, %c : tensor<1x4x4xf32>, tensor<1x2x4x5xf32>
 }
+
+// -----
+
+// A dynamic key count: the slice to -1 leaves the sinks' column (raised); one to the end keeps it,
+// its type the same (dynamic), and is not the keys' probabilities (nothing is raised).
+// CHECK-LABEL: func.func @sinks_dynamic_keys
+// CHECK: llmc.fused_attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {
+// CHECK-LABEL: func.func @sinks_dynamic_keys_slice_to_the_end
+// CHECK-NOT: llmc.fused_attention
+// CHECK: llmc.softmax
+func.func @sinks_dynamic_keys(%q: tensor<1x4x4xf32>, %k: tensor<1x?x4xf32>, %v: tensor<1x?x4xf32>) -> tensor<1x4x4xf32> {
+  %split = llmc.constant dense<[1, 4, 2, 2]> : tensor<4xi64>
+  %splitk = llmc.constant dense<[1, -1, 2, 2]> : tensor<4xi64>
+  %merge = llmc.constant dense<[1, 4, 4]> : tensor<3xi64>
+  %q4 = llmc.reshape %q, %split : (tensor<1x4x4xf32>, tensor<4xi64>) -> tensor<1x4x2x2xf32>
+  %qt = llmc.transpose %q4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x4x2x2xf32>) -> tensor<1x2x4x2xf32>
+  %k4 = llmc.reshape %k, %splitk : (tensor<1x?x4xf32>, tensor<4xi64>) -> tensor<1x?x2x2xf32>
+  %kh = llmc.transpose %k4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x?x2x2xf32>) -> tensor<1x2x?x2xf32>
+  %kt = llmc.transpose %kh {perm = array<i64: 0, 1, 3, 2>} : (tensor<1x2x?x2xf32>) -> tensor<1x2x2x?xf32>
+  %v4 = llmc.reshape %v, %splitk : (tensor<1x?x4xf32>, tensor<4xi64>) -> tensor<1x?x2x2xf32>
+  %vt = llmc.transpose %v4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x?x2x2xf32>) -> tensor<1x2x?x2xf32>
+  %s = llmc.matmul %qt, %kt : (tensor<1x2x4x2xf32>, tensor<1x2x2x?xf32>) -> tensor<1x2x4x?xf32>
+  %col = llmc.constant dense<[[[[0.5], [0.5], [0.5], [0.5]], [[-1.0], [-1.0], [-1.0], [-1.0]]]]> : tensor<1x2x4x1xf32>
+  %c = llmc.concat %s, %col {axis = -1 : i64} : (tensor<1x2x4x?xf32>, tensor<1x2x4x1xf32>) -> tensor<1x2x4x?xf32>
+  %all = llmc.softmax %c : (tensor<1x2x4x?xf32>) -> tensor<1x2x4x?xf32>
+  %p = llmc.slice %all {axes = array<i64: 3>, ends = array<i64: -1>, starts = array<i64: 0>, steps = array<i64: 1>} : (tensor<1x2x4x?xf32>) -> tensor<1x2x4x?xf32>
+  %o = llmc.matmul %p, %vt : (tensor<1x2x4x?xf32>, tensor<1x2x?x2xf32>) -> tensor<1x2x4x2xf32>
+  %ot = llmc.transpose %o {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x2x4x2xf32>) -> tensor<1x4x2x2xf32>
+  %y = llmc.reshape %ot, %merge : (tensor<1x4x2x2xf32>, tensor<3xi64>) -> tensor<1x4x4xf32>
+  return %y : tensor<1x4x4xf32>
+}
+
+func.func @sinks_dynamic_keys_slice_to_the_end(%q: tensor<1x4x4xf32>, %k: tensor<1x?x4xf32>, %v: tensor<1x?x4xf32>) -> tensor<1x4x4xf32> {
+  %split = llmc.constant dense<[1, 4, 2, 2]> : tensor<4xi64>
+  %splitk = llmc.constant dense<[1, -1, 2, 2]> : tensor<4xi64>
+  %merge = llmc.constant dense<[1, 4, 4]> : tensor<3xi64>
+  %q4 = llmc.reshape %q, %split : (tensor<1x4x4xf32>, tensor<4xi64>) -> tensor<1x4x2x2xf32>
+  %qt = llmc.transpose %q4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x4x2x2xf32>) -> tensor<1x2x4x2xf32>
+  %k4 = llmc.reshape %k, %splitk : (tensor<1x?x4xf32>, tensor<4xi64>) -> tensor<1x?x2x2xf32>
+  %kh = llmc.transpose %k4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x?x2x2xf32>) -> tensor<1x2x?x2xf32>
+  %kt = llmc.transpose %kh {perm = array<i64: 0, 1, 3, 2>} : (tensor<1x2x?x2xf32>) -> tensor<1x2x2x?xf32>
+  %v4 = llmc.reshape %v, %splitk : (tensor<1x?x4xf32>, tensor<4xi64>) -> tensor<1x?x2x2xf32>
+  %vt = llmc.transpose %v4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x?x2x2xf32>) -> tensor<1x2x?x2xf32>
+  %s = llmc.matmul %qt, %kt : (tensor<1x2x4x2xf32>, tensor<1x2x2x?xf32>) -> tensor<1x2x4x?xf32>
+  %col = llmc.constant dense<[[[[0.5], [0.5], [0.5], [0.5]], [[-1.0], [-1.0], [-1.0], [-1.0]]]]> : tensor<1x2x4x1xf32>
+  %c = llmc.concat %s, %col {axis = -1 : i64} : (tensor<1x2x4x?xf32>, tensor<1x2x4x1xf32>) -> tensor<1x2x4x?xf32>
+  %all = llmc.softmax %c : (tensor<1x2x4x?xf32>) -> tensor<1x2x4x?xf32>
+  %p = llmc.slice %all {axes = array<i64: 3>, ends = array<i64: 9223372036854775807>, starts = array<i64: 0>, steps = array<i64: 1>} : (tensor<1x2x4x?xf32>) -> tensor<1x2x4x?xf32>
+  %o = llmc.matmul %p, %vt : (tensor<1x2x4x?xf32>, tensor<1x2x?x2xf32>) -> tensor<1x2x4x2xf32>
+  %ot = llmc.transpose %o {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x2x4x2xf32>) -> tensor<1x4x2x2xf32>
+  %y = llmc.reshape %ot, %merge : (tensor<1x4x2x2xf32>, tensor<3xi64>) -> tensor<1x4x4xf32>
+  return %y : tensor<1x4x4xf32>
+}
