@@ -549,7 +549,9 @@ def as_float_type(src, out, suffix, from_type="FLOAT"):
     every initializer, input, output, value_info, Constant and ConstantOfShape value, and Cast of
     that type. In doubles the same model with the same (f32-rounded) constants, computed in
     doubles; in 16 bits its constants rounded to the type, and every op's result too (a bf16 model
-    at opset 22 at least, where Cos, Sin, Conv and others first take bf16)."""
+    at opset 22 at least, where Cos, Sin, Conv and others first take bf16). A result of more than
+    2 GB of weights keeps them in NAME_SUFFIX.onnx.data beside it (a bf16 one from below opset 22
+    still passes ONNX's version converter, which takes at most 2 GB)."""
     import ml_dtypes
     import onnx
     import onnx.version_converter
@@ -589,7 +591,13 @@ def as_float_type(src, out, suffix, from_type="FLOAT"):
         model = onnx.version_converter.convert_version(model, 22)
     convert(model.graph)
     path = os.path.join(out, os.path.basename(src)[:-len(".onnx")] + "_" + suffix + ".onnx")
-    onnx.save(model, path)
+    # A protobuf holds at most 2 GB: a larger result keeps its weights beside it (external data).
+    weights = sum(numpy_helper.to_array(t).nbytes if not t.raw_data else len(t.raw_data) for t in model.graph.initializer)
+    if weights > (1 << 31) - (64 << 20):
+        onnx.save(model, path, save_as_external_data=True, all_tensors_to_one_file=True,
+                  location=os.path.basename(path) + ".data", size_threshold=1024)
+    else:
+        onnx.save(model, path)
     return path
 
 
