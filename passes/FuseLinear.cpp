@@ -159,6 +159,32 @@ struct GatheredVecMatToExpertLinear : ExpertPattern<SqueezeOp> {
   }
 };
 
+// expert_linear(x, W, ids) + gather_nd(B, ids)  ->  expert_linear(x, W, ids, none, B): each
+// expert's bias B [E, M] (a constant) added by the expert_linear (GPT-OSS's experts), before its
+// activation and weighted sum, which may then fold into it too.
+struct ExpertBias : ExpertPattern<AddOp> {
+  using ExpertPattern::ExpertPattern;
+
+  LogicalResult matchAndRewrite(AddOp op, PatternRewriter &rewriter) const override {
+    for (int i = 0; i < 2; ++i) {
+      auto expert = def<ExpertLinearOp>(op->getOperand(i));
+      auto gather = def<GatherNdOp>(op->getOperand(1 - i));
+      if (!expert || !gather || !expert.getResult().hasOneUse() || !gather.getResult().hasOneUse() ||
+          expert.getActivation() != "none" || !expert.getExtras().empty() || gather.getBatchDims() != 0 ||
+          gather.getIndices() != expert.getIds() || !fusion::isFloatConstant(gather.getData()) ||
+          op.getType() != expert.getType())
+        continue;
+      auto bias = fusion::tensorType(gather.getData()), w = fusion::tensorType(expert.getWeight());
+      if (bias.getRank() != 2 || bias.getDimSize(0) != w.getDimSize(0) || bias.getDimSize(1) != w.getDimSize(1))
+        continue;
+      Value none = fusion::emptyTensor(rewriter, op.getLoc(), bias.getElementType());
+      return replaceByExpert(rewriter, op, {expert.getInput(), expert.getWeight(), expert.getIds(), none, gather.getData()},
+                             expert->getAttrs());
+    }
+    return failure();
+  }
+};
+
 // silu(a) * b of the two halves [a | b] of an expert_linear's rows  ->  that expert_linear with
 // activation "swiglu" (a mixture of experts' gate/up projection: the split and the product were two
 // more kernels). Not after a combine: the swiglu of a weighted sum is not the weighted sum of swiglus.
@@ -235,7 +261,10 @@ struct ExpertCombine : ExpertPattern<ReduceSumOp> {
           groups.getDimSize(2) != rows.getDimSize(1) || w.getElementType() != rows.getElementType())
         continue;
       SmallVector<Value> operands(expert->getOperands());
-      operands.push_back(weights);
+      if (expert.getBias())
+        operands[3] = weights; // (in the empty combine's place, before the bias)
+      else
+        operands.push_back(weights);
       return replaceByExpert(rewriter, op, operands, expert->getAttrs());
     }
     return failure();
@@ -357,6 +386,7 @@ struct FuseLinear : impl::LlmcFuseLinearBase<FuseLinear> {
   RewriteCounter epilogues{"llmc-fuse-linear", "epilogue ops fused"};
   RewriteCounter experts{"llmc-fuse-linear", "products of gathered experts turned into expert_linear"};
   RewriteCounter expertEpilogues{"llmc-fuse-linear", "swiglus, repeated rows and weighted sums fused into expert_linear"};
+  RewriteCounter expertBiases{"llmc-fuse-linear", "experts' biases fused into expert_linear"};
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<MatMulToLinear, GemmToLinear>(&getContext(), linears);
@@ -364,6 +394,7 @@ struct FuseLinear : impl::LlmcFuseLinearBase<FuseLinear> {
     patterns.add<GatheredMatVecToExpertLinear>(&getContext(), experts);
     patterns.add<GatheredVecMatToExpertLinear>(&getContext(), experts, transposed);
     patterns.add<ExpertSwiglu, ExpertSharedRows, ExpertCombine>(&getContext(), expertEpilogues);
+    patterns.add<ExpertBias>(&getContext(), expertBiases);
     patterns.add<Epilogue>(&getContext(), epilogues);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();

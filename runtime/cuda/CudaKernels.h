@@ -383,12 +383,14 @@ std::string gemmArgsOf(const int64_t *aDims, const int64_t *bDims, bool transA, 
 // A mixture of experts' projection (Matmul.cu; the op expert_linear): y [N, M] row n =
 // w[ids[n]] · x[n / repeat], x [N / repeat, K], w [E, M, K]; with swiglu y [N, M / 2] =
 // silu(first half) * second half; with a combine [N / group, group] (not null), y [N / group, .]
-// row r = sum over j of combine[r * group + j] * row r * group + j. Elements of DType number
+// row r = sum over j of combine[r * group + j] * row r * group + j; with `bias` [E, M] (not
+// null), bias[ids[n]] added to row n's products before the activation. Elements of DType number
 // `type` (f32, f16 or bf16; f32 accumulation); an id outside [-E, E) sets *error. Correct first:
 // a warp per output.
 struct ExpertLinearArgs {
   int64_t N = 0, M = 0, K = 0, E = 0, repeat = 1, group = 1;
   bool swiglu = false;
+  const void *bias = nullptr;
 };
 std::string expertLinear(int type, const void *x, const void *w, const int64_t *ids, const void *combine, void *y,
                          const ExpertLinearArgs &a, int *error, void *stream);

@@ -76,7 +76,7 @@ __device__ __forceinline__ float warpDot(const T *__restrict__ row, const T *__r
 
 // Expert linear: one warp per (result row r, output m): for each of its ids n (r alone, or the
 // `group` ids r * group + j that a combine weighs), the dot product of the chosen matrix's row m
-// and input row n / repeat (warpDot); with `swiglu`, silu of that product times row m + width's;
+// and input row n / repeat (warpDot), plus the expert's bias where there is one; with `swiglu`, silu of that product times row m + width's;
 // weighted by combine[n] and summed where there is a combine. An id out of range sets `error`
 // and counts 0. Correct first: every matrix is read in place (no copy per row), but by one warp
 // per output.
@@ -100,9 +100,11 @@ __global__ void expertLinearKernel(const T *__restrict__ x, const T *__restrict_
     }
     e = e < 0 ? e + a.E : e;
     const T *matrix = w + e * a.M * a.K, *in = x + (n / a.repeat) * a.K;
-    float v = warpDot(matrix + m * a.K, in, a.K, vectors, lane);
+    const T *bias = a.bias ? static_cast<const T *>(a.bias) + e * a.M : nullptr;
+    float v = warpDot(matrix + m * a.K, in, a.K, vectors, lane) + (bias ? float(widen(bias[m])) : 0.0f);
     if (a.swiglu)
-      v = swigluOf(v, warpDot(matrix + (m + width) * a.K, in, a.K, vectors, lane));
+      v = swigluOf(v, warpDot(matrix + (m + width) * a.K, in, a.K, vectors, lane) +
+                          (bias ? float(widen(bias[m + width])) : 0.0f));
     sum += combine ? float(widen(combine[n])) * v : v;
   }
   if (lane == 0)

@@ -349,13 +349,16 @@ std::string prepareMatmul(Executor &ex, const PlanOp &op, PreparedOp &out) {
 // times the matrix it picks, with a swiglu or none, weighed and summed by groups of g where
 // combined (Matmul.cu).
 std::string prepareExpertLinear(Executor &ex, const PlanOp &op, PreparedOp &out) {
-  const bool combined = op.inputs.size() == 4 && op.inputs[3] >= 0;
-  if (op.inputs.size() < 3 || op.inputs.size() > 4 || op.outputs.size() != 1 ||
+  // (An empty combine: none, before a bias.)
+  const bool combined = givenInput(*ex.plan, op, 3), biased = givenInput(*ex.plan, op, 4);
+  if (op.inputs.size() < 3 || op.inputs.size() > 5 || op.outputs.size() != 1 ||
       std::count(op.inputs.begin(), op.inputs.begin() + 3, -1))
-    return "takes rows, matrices, ids and perhaps combine weights";
+    return "takes rows, matrices, ids and perhaps combine weights and a bias";
   std::vector<int> floats = {op.inputs[0], op.inputs[1], op.outputs[0]};
   if (combined)
     floats.push_back(op.inputs[3]);
+  if (biased)
+    floats.push_back(op.inputs[4]);
   const int type = commonFloatType(ex, floats);
   if (!type || type == int(DType::F64) || ex.plan->values[size_t(op.inputs[2])].dtype != DType::I64)
     return "supports f32, f16 or bf16 rows, matrices and weights of one type and int64 ids";
@@ -363,13 +366,19 @@ std::string prepareExpertLinear(Executor &ex, const PlanOp &op, PreparedOp &out)
   const int64_t repeat = op.attrs.getInt("repeat", 1);
   if ((!activation.empty() && activation != "none" && activation != "swiglu") || repeat < 1)
     return "takes an activation \"none\" or \"swiglu\" and a repeat of 1 or more";
-  out.launch = [&op, type, repeat, combined, swiglu = activation == "swiglu"](
+  out.launch = [&op, type, repeat, combined, biased, swiglu = activation == "swiglu"](
                    Executor &e, const std::vector<TensorRef> &t) -> std::string {
     const Shape &x = t[size_t(op.inputs[0])].shape, &w = t[size_t(op.inputs[1])].shape;
     ExpertLinearArgs a;
     a.N = t[size_t(op.inputs[2])].numel(), a.repeat = repeat, a.swiglu = swiglu;
     if (x.rank != 2 || w.rank != 3 || w.dims[2] != x.dims[1] || a.N != x.dims[0] * repeat)
       return "operands do not agree: input " + x.str() + ", weight " + w.str();
+    if (biased) {
+      const Shape &b = t[size_t(op.inputs[4])].shape;
+      if (b.rank != 2 || b.dims[0] != w.dims[0] || b.dims[1] != w.dims[1])
+        return "bias " + b.str() + " is not [E, M] of weight " + w.str();
+      a.bias = e.at(op.inputs[4]);
+    }
     if (combined) {
       const Shape &c = t[size_t(op.inputs[3])].shape;
       if (c.rank != 2 || c.numel() != a.N)

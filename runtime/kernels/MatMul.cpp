@@ -151,26 +151,29 @@ std::string gemmKernel(const KernelArgs &args) {
 // expert_linear: input [T, K], weight [E, M, K], ids [N] or [N, 1] (int64, negative from the end)
 // with N = T * repeat -> [N, M], row n = weight[ids[n]] · input[n / repeat] (a mixture of
 // experts' projection); with activation "swiglu" [N, M / 2], silu(first half) * second half;
-// with a combine [R, g] (R * g = N) [R, .], row r = sum over j of combine[r, j] * row r * g + j.
+// with a combine [R, g] (R * g = N) [R, .], row r = sum over j of combine[r, j] * row r * g + j;
+// with a bias [E, M] (input 4), bias[ids[n]] added to row n before the activation and the sum.
 std::string expertLinearKernel(const KernelArgs &args) {
-  if (args.numInputs < 3 || args.numInputs > 4 || args.numOutputs != 1)
-    return "expects 3 or 4 inputs and 1 output";
+  if (args.numInputs < 3 || args.numInputs > 5 || args.numOutputs != 1)
+    return "expects 3 to 5 inputs and 1 output";
   const TensorRef &x = args.in(0), &w = args.in(1), &ids = args.in(2);
   TensorRef &out = args.out(0);
-  const bool combined = args.hasInput(3);
+  // (An empty combine: none, before a bias.)
+  const bool combined = args.hasInput(3) && args.in(3).numel() > 0, biased = args.hasInput(4);
   const int64_t repeat = args.attrs.getInt("repeat", 1);
   const std::string_view activation = args.attrs.getString("activation"); // (empty: "none")
   const bool swiglu = activation == "swiglu";
   if (x.dtype != DType::F32 || w.dtype != DType::F32 || out.dtype != DType::F32 || ids.dtype != DType::I64 ||
-      (combined && args.in(3).dtype != DType::F32))
-    return "takes float rows, matrices and combine weights and int64 ids";
+      (combined && args.in(3).dtype != DType::F32) || (biased && args.in(4).dtype != DType::F32))
+    return "takes float rows, matrices, combine weights and biases and int64 ids";
   if ((!swiglu && !activation.empty() && activation != "none") || repeat < 1)
     return "takes an activation \"none\" or \"swiglu\" and a repeat of 1 or more";
   const int64_t N = ids.numel(), M = w.shape.rank == 3 ? w.shape[1] : 0, width = swiglu ? M / 2 : M;
   const int64_t group = combined && args.in(3).shape.rank == 2 ? args.in(3).shape[1] : 1;
   if (x.shape.rank != 2 || w.shape.rank != 3 || w.shape[2] != x.shape[1] || N != x.shape[0] * repeat ||
       (swiglu && M % 2 != 0) || (combined && (args.in(3).shape.rank != 2 || args.in(3).numel() != N)) ||
-      out.numel() != N / std::max<int64_t>(group, 1) * width)
+      out.numel() != N / std::max<int64_t>(group, 1) * width ||
+      (biased && (args.in(4).shape.rank != 2 || args.in(4).shape[0] != w.shape[0] || args.in(4).shape[1] != M)))
     return "operands do not agree: input " + x.shape.str() + ", weight " + w.shape.str() + ", ids " + ids.shape.str();
   const int64_t K = x.shape[1], E = w.shape[0];
   const int64_t *id = ids.as<const int64_t>();
@@ -179,6 +182,7 @@ std::string expertLinearKernel(const KernelArgs &args) {
       return "expert id " + std::to_string(id[n]) + " is out of range for " + std::to_string(E) + " experts";
   const float *px = x.as<const float>(), *pw = w.as<const float>();
   const float *weights = combined ? args.in(3).as<const float>() : nullptr;
+  const float *bias = biased ? args.in(4).as<const float>() : nullptr;
   float *py = out.as<float>();
   if (combined)
     std::fill(py, py + out.numel(), 0.0f);
@@ -191,6 +195,9 @@ std::string expertLinearKernel(const KernelArgs &args) {
                   0.0f, y, 1);
     else
       std::fill(y, y + M, 0.0f);
+    if (bias)
+      for (int64_t m = 0; m < M; ++m)
+        y[m] += bias[e * M + m];
     if (swiglu)
       for (int64_t m = 0; m < width; ++m)
         y[m] = swigluOf(y[m], y[width + m]);

@@ -231,3 +231,69 @@ func.func @experts_on_the_right_gathered_twice(%x: tensor<5x2xf32>, %ids: tensor
   %y = llmc.squeeze %p {axes = array<i64: 1>} : (tensor<5x1x3xf32>) -> tensor<5x3xf32>
   return %y, %g : tensor<5x3xf32>, tensor<5x2x3xf32>
 }
+
+// -----
+
+// GPT-OSS's experts' biases: each projection's rows plus its expert's bias row, gathered by the
+// same ids, become the expert_linear's bias (a fifth operand; an empty combine before it). The
+// down projection's weighted sum then folds in as its combine, in the empty one's place.
+// CHECK-LABEL: func.func @expert_biases
+// CHECK-DAG: %[[BU:.*]] = llmc.constant dense<5.000000e-01> : tensor<4x16xf32>
+// CHECK-DAG: %[[BD:.*]] = llmc.constant dense<2.500000e-01> : tensor<4x8xf32>
+// CHECK: %[[UP:.*]] = llmc.expert_linear %arg0, %arg1, %arg3, %{{.*}}, %[[BU]] : (tensor<6x8xf32>, tensor<4x16x8xf32>, tensor<6x1xi64>, tensor<0xf32>, tensor<4x16xf32>) -> tensor<6x16xf32>
+// CHECK: %[[DOWN:.*]] = llmc.expert_linear %[[UP]], %arg2, %arg3, %arg4, %[[BD]] : (tensor<6x16xf32>, tensor<4x8x16xf32>, tensor<6x1xi64>, tensor<3x2xf32>, tensor<4x8xf32>) -> tensor<3x8xf32>
+// CHECK-NOT: llmc.gather_nd
+// CHECK: return %[[DOWN]]
+func.func @expert_biases(%x: tensor<6x8xf32>, %wu: tensor<4x16x8xf32>, %wd: tensor<4x8x16xf32>, %ids: tensor<6x1xi64>,
+                         %weights: tensor<3x2xf32>) -> tensor<3x8xf32> {
+  %bu = llmc.constant dense<0.5> : tensor<4x16xf32>
+  %bd = llmc.constant dense<0.25> : tensor<4x8xf32>
+  %flat = llmc.constant dense<6> : tensor<1xi64>
+  %groups = llmc.constant dense<[3, 2, 8]> : tensor<3xi64>
+  %gu = llmc.gather_nd %wu, %ids : (tensor<4x16x8xf32>, tensor<6x1xi64>) -> tensor<6x16x8xf32>
+  %cu = llmc.unsqueeze %x {axes = array<i64: -1>} : (tensor<6x8xf32>) -> tensor<6x8x1xf32>
+  %pu = llmc.matmul %gu, %cu : (tensor<6x16x8xf32>, tensor<6x8x1xf32>) -> tensor<6x16x1xf32>
+  %yu = llmc.squeeze %pu {axes = array<i64: -1>} : (tensor<6x16x1xf32>) -> tensor<6x16xf32>
+  %bru = llmc.gather_nd %bu, %ids : (tensor<4x16xf32>, tensor<6x1xi64>) -> tensor<6x16xf32>
+  %up = llmc.add %yu, %bru : (tensor<6x16xf32>, tensor<6x16xf32>) -> tensor<6x16xf32>
+  %gd = llmc.gather_nd %wd, %ids : (tensor<4x8x16xf32>, tensor<6x1xi64>) -> tensor<6x8x16xf32>
+  %cd = llmc.unsqueeze %up {axes = array<i64: -1>} : (tensor<6x16xf32>) -> tensor<6x16x1xf32>
+  %pd = llmc.matmul %gd, %cd : (tensor<6x8x16xf32>, tensor<6x16x1xf32>) -> tensor<6x8x1xf32>
+  %yd = llmc.squeeze %pd {axes = array<i64: -1>} : (tensor<6x8x1xf32>) -> tensor<6x8xf32>
+  %brd = llmc.gather_nd %bd, %ids : (tensor<4x8xf32>, tensor<6x1xi64>) -> tensor<6x8xf32>
+  %down = llmc.add %brd, %yd : (tensor<6x8xf32>, tensor<6x8xf32>) -> tensor<6x8xf32>
+  %w1 = llmc.reshape %weights, %flat : (tensor<3x2xf32>, tensor<1xi64>) -> tensor<6xf32>
+  %w2 = llmc.unsqueeze %w1 {axes = array<i64: -1>} : (tensor<6xf32>) -> tensor<6x1xf32>
+  %weighed = llmc.mul %down, %w2 : (tensor<6x8xf32>, tensor<6x1xf32>) -> tensor<6x8xf32>
+  %g = llmc.reshape %weighed, %groups : (tensor<6x8xf32>, tensor<3xi64>) -> tensor<3x2x8xf32>
+  %sum = llmc.reduce_sum %g {axes = array<i64: 1>, keepdims = 0 : i64} : (tensor<3x2x8xf32>) -> tensor<3x8xf32>
+  return %sum : tensor<3x8xf32>
+}
+
+// -----
+
+// Biases gathered by other ids than the projection's, read elsewhere too, or not a constant: the
+// three stay adds.
+// CHECK-LABEL: func.func @expert_biases_not
+// CHECK-COUNT-3: llmc.add
+func.func @expert_biases_not(%x: tensor<6x8xf32>, %w: tensor<4x16x8xf32>, %ids: tensor<6x1xi64>, %other: tensor<6x1xi64>,
+                             %arg: tensor<4x16xf32>) -> (tensor<6x16xf32>, tensor<6x16xf32>, tensor<6x16xf32>, tensor<6x16xf32>) {
+  %b = llmc.constant dense<0.5> : tensor<4x16xf32>
+  %g = llmc.gather_nd %w, %ids : (tensor<4x16x8xf32>, tensor<6x1xi64>) -> tensor<6x16x8xf32>
+  %c = llmc.unsqueeze %x {axes = array<i64: -1>} : (tensor<6x8xf32>) -> tensor<6x8x1xf32>
+  %p = llmc.matmul %g, %c : (tensor<6x16x8xf32>, tensor<6x8x1xf32>) -> tensor<6x16x1xf32>
+  %y = llmc.squeeze %p {axes = array<i64: -1>} : (tensor<6x16x1xf32>) -> tensor<6x16xf32>
+  %br = llmc.gather_nd %b, %other : (tensor<4x16xf32>, tensor<6x1xi64>) -> tensor<6x16xf32>
+  %a = llmc.add %y, %br : (tensor<6x16xf32>, tensor<6x16xf32>) -> tensor<6x16xf32>
+  %g2 = llmc.gather_nd %w, %ids : (tensor<4x16x8xf32>, tensor<6x1xi64>) -> tensor<6x16x8xf32>
+  %p2 = llmc.matmul %g2, %c : (tensor<6x16x8xf32>, tensor<6x8x1xf32>) -> tensor<6x16x1xf32>
+  %y2 = llmc.squeeze %p2 {axes = array<i64: -1>} : (tensor<6x16x1xf32>) -> tensor<6x16xf32>
+  %br2 = llmc.gather_nd %b, %ids : (tensor<4x16xf32>, tensor<6x1xi64>) -> tensor<6x16xf32>
+  %a2 = llmc.add %y2, %br2 : (tensor<6x16xf32>, tensor<6x16xf32>) -> tensor<6x16xf32>
+  %g3 = llmc.gather_nd %w, %ids : (tensor<4x16x8xf32>, tensor<6x1xi64>) -> tensor<6x16x8xf32>
+  %p3 = llmc.matmul %g3, %c : (tensor<6x16x8xf32>, tensor<6x8x1xf32>) -> tensor<6x16x1xf32>
+  %y3 = llmc.squeeze %p3 {axes = array<i64: -1>} : (tensor<6x16x1xf32>) -> tensor<6x16xf32>
+  %br3 = llmc.gather_nd %arg, %ids : (tensor<4x16xf32>, tensor<6x1xi64>) -> tensor<6x16xf32>
+  %a3 = llmc.add %y3, %br3 : (tensor<6x16xf32>, tensor<6x16xf32>) -> tensor<6x16xf32>
+  return %a, %a2, %br2, %a3 : tensor<6x16xf32>, tensor<6x16xf32>, tensor<6x16xf32>, tensor<6x16xf32>
+}

@@ -2098,7 +2098,8 @@ TEST(Cuda, MatmulMatchesTheCpu) {
 
 // expert_linear against the CPU's: 6 ids picking among 3 experts' [M, K] matrices (a negative id
 // from the end), each input row read by one id, or by 2 (repeat, a token's top 2), with no
-// activation or a swiglu, each row alone or weighed and summed by pairs (combine [3, 2]); K = 77
+// activation or a swiglu, each row alone or weighed and summed by pairs (combine [3, 2]), with and
+// without the experts' biases [3, M] (biased: the bias before the swiglu and the sum); K = 77
 // (an element per lane and load), K = 264 (16 bytes per lane and load, past one warp's stride and
 // not a multiple of it); an id out of range sets the error flag.
 TEST(Cuda, ExpertLinearMatchesTheCpuAndFlagsBadIds) {
@@ -2107,39 +2108,46 @@ TEST(Cuda, ExpertLinearMatchesTheCpuAndFlagsBadIds) {
     for (int64_t repeat : {1, 2})
       for (bool swiglu : {false, true})
         for (bool combined : {false, true})
-          for (cu::Storage s : kStorages) {
-            const int64_t T = N / repeat, width = swiglu ? M / 2 : M, rows = combined ? N / group : N;
-            Buf<float> x(DType::F32, {T, K}, rounded(randomFloats(T * K, 96), s)),
-                w(DType::F32, {E, M, K}, rounded(randomFloats(E * M * K, 97), s)),
-                c(DType::F32, {N / group, group}, rounded(randomFloats(N, 98), s)), want(DType::F32, {rows, width});
-            Buf<int64_t> ids(DType::I64, {N, 1}, {2, 0, -1, 1, 2, -3});
-            const AttrList at = attrs({intAttr("repeat", repeat), stringAttr("activation", swiglu ? "swiglu" : "none")});
-            std::vector<TensorRef> ins = {x.ref(), w.ref(), ids.ref()};
-            if (combined)
-              ins.push_back(c.ref());
-            ASSERT_EQ(call("expert_linear", at, ins, {want.ref()}), "");
-            auto dx = upload(x.data, s), dw = upload(w.data, s), dc = upload(c.data, s), di = uploadRaw(ids.data),
-                 error = uploadRaw(std::vector<int>{0});
-            Device out(size_t(rows * width) * cu::storageBytes(s));
-            cu::ExpertLinearArgs a;
-            a.N = N, a.M = M, a.K = K, a.E = E, a.repeat = repeat, a.swiglu = swiglu, a.group = group;
-            ASSERT_EQ(cu::expertLinear(int(storageDType(s)), dx->p, dw->p, di->as<int64_t>(), combined ? dc->p : nullptr,
-                                       out.p, a, error->as<int>(), nullptr),
-                      "");
-            expectClose(download(out, size_t(rows * width), s), want.data, std::max(tolerance(s), 1e-5f) * 8,
-                        std::string("expert_linear ") + name(s) + " K " + std::to_string(K) + " repeat " +
-                            std::to_string(repeat) + (swiglu ? " swiglu" : "") + (combined ? " combined" : ""));
-            int flag = 0;
-            cudaMemcpy(&flag, error->p, sizeof flag, cudaMemcpyDeviceToHost);
-            EXPECT_EQ(flag, 0);
-            auto bad = uploadRaw(std::vector<int64_t>{3});
-            a.N = 1, a.repeat = 1, a.group = 1;
-            ASSERT_EQ(cu::expertLinear(int(storageDType(s)), dx->p, dw->p, bad->as<int64_t>(), nullptr, out.p, a,
-                                       error->as<int>(), nullptr),
-                      "");
-            cudaMemcpy(&flag, error->p, sizeof flag, cudaMemcpyDeviceToHost);
-            EXPECT_EQ(flag, 1);
-          }
+          for (bool biased : {false, true})
+            for (cu::Storage s : kStorages) {
+              const int64_t T = N / repeat, width = swiglu ? M / 2 : M, rows = combined ? N / group : N;
+              Buf<float> x(DType::F32, {T, K}, rounded(randomFloats(T * K, 96), s)),
+                  w(DType::F32, {E, M, K}, rounded(randomFloats(E * M * K, 97), s)),
+                  c(DType::F32, {N / group, group}, rounded(randomFloats(N, 98), s)), want(DType::F32, {rows, width}),
+                  b(DType::F32, {E, M}, rounded(randomFloats(E * M, 99), s)), none(DType::F32, {0});
+              Buf<int64_t> ids(DType::I64, {N, 1}, {2, 0, -1, 1, 2, -3});
+              const AttrList at =
+                  attrs({intAttr("repeat", repeat), stringAttr("activation", swiglu ? "swiglu" : "none")});
+              std::vector<TensorRef> ins = {x.ref(), w.ref(), ids.ref()};
+              if (combined || biased)
+                ins.push_back(combined ? c.ref() : none.ref());
+              if (biased)
+                ins.push_back(b.ref());
+              ASSERT_EQ(call("expert_linear", at, ins, {want.ref()}), "");
+              auto dx = upload(x.data, s), dw = upload(w.data, s), dc = upload(c.data, s), di = uploadRaw(ids.data),
+                   db = upload(b.data, s), error = uploadRaw(std::vector<int>{0});
+              Device out(size_t(rows * width) * cu::storageBytes(s));
+              cu::ExpertLinearArgs a;
+              a.N = N, a.M = M, a.K = K, a.E = E, a.repeat = repeat, a.swiglu = swiglu, a.group = group;
+              a.bias = biased ? db->p : nullptr;
+              ASSERT_EQ(cu::expertLinear(int(storageDType(s)), dx->p, dw->p, di->as<int64_t>(),
+                                         combined ? dc->p : nullptr, out.p, a, error->as<int>(), nullptr),
+                        "");
+              expectClose(download(out, size_t(rows * width), s), want.data, std::max(tolerance(s), 1e-5f) * 8,
+                          std::string("expert_linear ") + name(s) + " K " + std::to_string(K) + " repeat " +
+                              std::to_string(repeat) + (swiglu ? " swiglu" : "") + (combined ? " combined" : "") +
+                              (biased ? " biased" : ""));
+              int flag = 0;
+              cudaMemcpy(&flag, error->p, sizeof flag, cudaMemcpyDeviceToHost);
+              EXPECT_EQ(flag, 0);
+              auto bad = uploadRaw(std::vector<int64_t>{3});
+              a.N = 1, a.repeat = 1, a.group = 1;
+              ASSERT_EQ(cu::expertLinear(int(storageDType(s)), dx->p, dw->p, bad->as<int64_t>(), nullptr, out.p, a,
+                                         error->as<int>(), nullptr),
+                        "");
+              cudaMemcpy(&flag, error->p, sizeof flag, cudaMemcpyDeviceToHost);
+              EXPECT_EQ(flag, 1);
+            }
 }
 
 // gemm against the CPU's: each of transA and transB, alpha and beta not 1, an addend C of every

@@ -105,8 +105,8 @@ ARCHITECTURES = {
     # GPT-OSS: attention sinks (a learned logit per head in the softmax's denominator, which
     # fused_attention takes since session 30), a sliding window on every other layer, experts
     # whose gate and up columns alternate, a clamped SwiGLU and a router's softmax over its top-k
-    # logits. Its experts' products are expert_linear since session 30; their biases and
-    # activation stay ops.
+    # logits. Its experts' products and biases are expert_linear since session 30; their
+    # activation stays elementwise.
     "gpt_oss": ("GptOssForCausalLM", "GptOssConfig",
                 dict(num_key_value_heads=2, head_dim=16, num_local_experts=4, num_experts_per_tok=2,
                      sliding_window=8), 2),
@@ -123,11 +123,12 @@ MOE = {"mixtral", "qwen3_moe", "olmoe", "qwen2_moe", "deepseek_v3", "gpt_oss"}
 MOE_LAYERS = dict({name: 2 for name in MOE}, deepseek_v3=1)
 EXPERT_LINEARS = "products of gathered experts turned into expert_linear"
 EXPERT_FUSIONS = "swiglus, repeated rows and weighted sums fused into expert_linear"
-EXPERT_COUNTS = {EXPERT_LINEARS: 2, EXPERT_FUSIONS: 3}  # per layer with experts
-# GPT-OSS's experts (each matrix [K, M], on the right of the row; since session 30) take only
-# the repeated rows: a bias per expert sits between each projection and its clamped SwiGLU
-# (over interleaved gate and up columns) or its weighted sum.
-EXPERT_OVERRIDES = {"gpt_oss": {EXPERT_FUSIONS: 1}}
+EXPERT_BIASES = "experts' biases fused into expert_linear"
+EXPERT_COUNTS = {EXPERT_LINEARS: 2, EXPERT_FUSIONS: 3, EXPERT_BIASES: 0}  # per layer with experts
+# GPT-OSS's experts (since session 30; each matrix [K, M], on the right of the row) take their
+# biases per expert, the repeated rows and the weighted sum; their clamped SwiGLU over
+# interleaved gate and up columns stays elementwise.
+EXPERT_OVERRIDES = {"gpt_oss": {EXPERT_FUSIONS: 2, EXPERT_BIASES: 2}}
 # Each router's softmax and top-k become llmc.softmax_top_k, and Mixtral's weights divided by
 # their sum its `normalize` (the others' configs leave norm_topk_prob off); DeepSeek-V3's sigmoid
 # scores chosen within the best groups become llmc.grouped_top_k (since session 29); GPT-OSS's

@@ -183,41 +183,47 @@ TEST(Kernels, MatMul) {
 }
 
 // Each id's row times the matrix the id picks (a negative id from the end), an input row read by
-// one id or by two (repeat), with no activation or a swiglu, each row alone or weighed and summed
-// by pairs (combine), against a plain loop; an id out of range is an error.
+// one id or by two (repeat), with or without the expert's bias (a fifth input, the combine empty
+// where there is none), with no activation or a swiglu, each row alone or weighed and summed by
+// pairs (combine), against a plain loop; an id out of range is an error.
 TEST(Kernels, ExpertLinear) {
   const int64_t N = 6, K = 7, E = 3, M = 4, group = 2;
   for (int64_t repeat : {1, 2})
     for (bool swiglu : {false, true})
-      for (bool combined : {false, true}) {
-        const int64_t T = N / repeat, width = swiglu ? M / 2 : M, rows = combined ? N / group : N;
-        Buf<float> x(DType::F32, {T, K}, randomFloats(T * K, 11)), w(DType::F32, {E, M, K}, randomFloats(E * M * K, 12)),
-            c(DType::F32, {N / group, group}, randomFloats(N, 13));
-        Buf<int64_t> ids(DType::I64, {N, 1}, {2, 0, -1, 1, 2, -3});
-        Buf<float> y(DType::F32, {rows, width});
-        const AttrList at = attrs({intAttr("repeat", repeat), stringAttr("activation", swiglu ? "swiglu" : "none")});
-        std::vector<TensorRef> ins = {x.ref(), w.ref(), ids.ref()};
-        if (combined)
-          ins.push_back(c.ref());
-        ASSERT_EQ(call("expert_linear", at, ins, {y.ref()}), "");
-        std::vector<double> want(size_t(rows * width), 0.0);
-        for (int64_t n = 0; n < N; ++n) {
-          const int64_t e = ids.data[n] < 0 ? ids.data[n] + E : ids.data[n];
-          auto product = [&](int64_t m) {
-            double acc = 0;
-            for (int64_t k = 0; k < K; ++k)
-              acc += double(w.data[(e * M + m) * K + k]) * x.data[(n / repeat) * K + k];
-            return acc;
-          };
-          for (int64_t m = 0; m < width; ++m) {
-            const double v = swiglu ? product(m) / (1.0 + std::exp(-product(m))) * product(m + width) : product(m);
-            want[size_t((combined ? n / group : n) * width + m)] += combined ? c.data[n] * v : v;
+      for (bool combined : {false, true})
+        for (bool biased : {false, true}) {
+          const int64_t T = N / repeat, width = swiglu ? M / 2 : M, rows = combined ? N / group : N;
+          Buf<float> x(DType::F32, {T, K}, randomFloats(T * K, 11)),
+              w(DType::F32, {E, M, K}, randomFloats(E * M * K, 12)),
+              c(DType::F32, {N / group, group}, randomFloats(N, 13)), b(DType::F32, {E, M}, randomFloats(E * M, 14)),
+              none(DType::F32, {0});
+          Buf<int64_t> ids(DType::I64, {N, 1}, {2, 0, -1, 1, 2, -3});
+          Buf<float> y(DType::F32, {rows, width});
+          const AttrList at = attrs({intAttr("repeat", repeat), stringAttr("activation", swiglu ? "swiglu" : "none")});
+          std::vector<TensorRef> ins = {x.ref(), w.ref(), ids.ref()};
+          if (combined || biased)
+            ins.push_back(combined ? c.ref() : none.ref());
+          if (biased)
+            ins.push_back(b.ref());
+          ASSERT_EQ(call("expert_linear", at, ins, {y.ref()}), "");
+          std::vector<double> want(size_t(rows * width), 0.0);
+          for (int64_t n = 0; n < N; ++n) {
+            const int64_t e = ids.data[n] < 0 ? ids.data[n] + E : ids.data[n];
+            auto product = [&](int64_t m) {
+              double acc = biased ? b.data[e * M + m] : 0.0;
+              for (int64_t k = 0; k < K; ++k)
+                acc += double(w.data[(e * M + m) * K + k]) * x.data[(n / repeat) * K + k];
+              return acc;
+            };
+            for (int64_t m = 0; m < width; ++m) {
+              const double v = swiglu ? product(m) / (1.0 + std::exp(-product(m))) * product(m + width) : product(m);
+              want[size_t((combined ? n / group : n) * width + m)] += combined ? c.data[n] * v : v;
+            }
           }
+          for (size_t i = 0; i < want.size(); ++i)
+            EXPECT_NEAR(y.data[i], want[i], 1e-5) << i << " repeat " << repeat << " swiglu " << swiglu << " combined "
+                                                  << combined << " biased " << biased;
         }
-        for (size_t i = 0; i < want.size(); ++i)
-          EXPECT_NEAR(y.data[i], want[i], 1e-5) << i << " repeat " << repeat << " swiglu " << swiglu << " combined "
-                                                << combined;
-      }
   Buf<float> x(DType::F32, {5, 7}), w(DType::F32, {3, 4, 7}), y(DType::F32, {5, 4});
   Buf<int64_t> bad(DType::I64, {5}, {0, 1, 3, 0, 0});
   EXPECT_NE(call("expert_linear", {}, {x.ref(), w.ref(), bad.ref()}, {y.ref()}).find("out of range"), std::string::npos);

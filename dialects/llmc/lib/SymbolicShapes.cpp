@@ -390,7 +390,8 @@ LogicalResult ShapeRules::resultDims(Operation *op, StringRef name, std::vector<
     r = operandDims(0);
     r.back() = DimExpr::constant(cast<RankedTensorType>(op->getResult(0).getType()).getShape().back());
   } else if (name == "expert_linear") { // a row per id (per combine row), of M or M / 2 features
-    r = {operandDims(op->getNumOperands() > 3 ? 3 : 2)[0],
+    auto combine = cast<ExpertLinearOp>(op).getCombine(); // (null where empty, before a bias)
+    r = {operandDims(combine ? 3 : 2)[0],
          DimExpr::constant(cast<RankedTensorType>(op->getResult(0).getType()).getShape().back())};
   } else if (name == "fused_attention") {
     const auto &q = operandDims(0);

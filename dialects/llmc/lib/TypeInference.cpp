@@ -812,7 +812,15 @@ LogicalResult inferExpertLinear(Inference &in) {
       (ids[0] != kDyn && x[0] != kDyn && ids[0] != x[0] * repeat))
     return in.fail("expert_linear operands do not agree: " + shapeStr(x) + ", " + shapeStr(w) + ", " + shapeStr(ids));
   const int64_t width = swiglu ? w[1] / 2 : w[1];
-  if (in.operands.size() < 4)
+  if (in.operands.size() > 5)
+    return in.fail("expert_linear takes at most a combine and a bias after its ids");
+  if (in.operands.size() > 4) {
+    ArrayRef<int64_t> bias = in.shape(4);
+    if (bias.size() != 2 || bias[0] != w[0] || bias[1] != w[1] || in.elem(4) != in.elem(0))
+      return in.fail("expert_linear's bias must be [E, M] of the input's type: " + shapeStr(bias));
+  }
+  // (An empty combine: none, before a bias.)
+  if (in.operands.size() < 4 || (in.shape(3).size() == 1 && in.shape(3)[0] == 0))
     return in.result({ids[0], width}, in.elem(0));
   ArrayRef<int64_t> combine = in.shape(3);
   if (combine.size() != 2 || combine[1] == kDyn || in.elem(3) != in.elem(0) ||

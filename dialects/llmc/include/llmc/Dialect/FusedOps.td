@@ -30,13 +30,28 @@ def Llmc_ExpertLinearOp : Llmc_Op<"expert_linear"> {
     top-k experts). With `activation` "swiglu" the result is [N, M / 2], `silu(y[:, :M/2]) *
     y[:, M/2:]` of those rows (a gate/up projection). With `combine` [R, g] (R * g = N: a token's
     routing weights) the result is [R, M or M / 2], row r the sum over j < g of `combine[r, j]`
-    times row r * g + j (a down projection's weighted sum over the token's experts). Raised from
-    `gather_nd(weight, ids)` multiplied by the rows (llmc-fuse-linear), so that the chosen
-    matrices are read where they are instead of copied once per row.
+    times row r * g + j (a down projection's weighted sum over the token's experts). With `bias`
+    [E, M] (a fifth operand; `combine` an empty tensor where there is none), row n of the product
+    is `weight[ids[n]] · input[n / repeat] + bias[ids[n]]` before the activation and the sum
+    (GPT-OSS's experts). Raised from `gather_nd(weight, ids)` multiplied by the rows
+    (llmc-fuse-linear), so that the chosen matrices are read where they are instead of copied
+    once per row.
   }];
-  let arguments = (ins Llmc_Tensor:$input, Llmc_Tensor:$weight, Llmc_Tensor:$ids, Llmc_OptionalTensor:$combine,
+  let arguments = (ins Llmc_Tensor:$input, Llmc_Tensor:$weight, Llmc_Tensor:$ids, Variadic<Llmc_Tensor>:$extras,
                    DefaultValuedStrAttr<StrAttr, "none">:$activation, DefaultValuedAttr<I64Attr, "1">:$repeat);
   let results = (outs Llmc_Tensor:$result);
+  let extraClassDeclaration = commonDeclarations # [{
+    // The combine weights and the bias, null where absent (`extras`: none, [combine], or
+    // [combine or an empty tensor, bias]).
+    ::mlir::Value getCombine() { return extra(0); }
+    ::mlir::Value getBias() { return extra(1); }
+    ::mlir::Value extra(unsigned i) {
+      if (getExtras().size() <= i)
+        return {};
+      auto type = ::mlir::cast<::mlir::RankedTensorType>(getExtras()[i].getType());
+      return type.hasStaticShape() && type.getNumElements() == 0 ? ::mlir::Value() : getExtras()[i];
+    }
+  }];
 }
 
 def Llmc_AddLayerNormOp : Llmc_Op<"add_layer_norm"> {
