@@ -64,6 +64,11 @@ struct MatMulToLinear : OpRewritePattern<MatMulOp> {
   }
 };
 
+// Whether `axes` (of a squeeze or unsqueeze, rank `rank`) is axis `want` alone.
+bool isOnlyAxis(ArrayRef<int64_t> axes, int64_t want, int64_t rank) {
+  return axes.size() == 1 && fusion::isAxis(axes[0], want, rank);
+}
+
 // The expert patterns' last step: the root replaced by an llmc.expert_linear of `operands` and
 // `attrs` and counted, or failure with the IR as it was.
 template <typename OpT> struct ExpertPattern : fusion::CountedPattern<OpT, RewriteCounter> {
@@ -86,10 +91,6 @@ template <typename OpT> struct ExpertPattern : fusion::CountedPattern<OpT, Rewri
 struct GatheredMatVecToExpertLinear : ExpertPattern<SqueezeOp> {
   using ExpertPattern::ExpertPattern;
 
-  static bool isLastAxis(ArrayRef<int64_t> axes, int64_t rank) {
-    return axes.size() == 1 && (axes[0] == -1 || axes[0] == rank - 1);
-  }
-
   LogicalResult matchAndRewrite(SqueezeOp op, PatternRewriter &rewriter) const override {
     auto product = def<MatMulOp>(op.getInput());
     auto gather = product ? def<GatherNdOp>(product.getLhs()) : GatherNdOp();
@@ -100,7 +101,7 @@ struct GatheredMatVecToExpertLinear : ExpertPattern<SqueezeOp> {
     auto w = fusion::tensorType(gather.getData()), ids = fusion::tensorType(gather.getIndices()),
          x = fusion::tensorType(column.getInput()), y = fusion::tensorType(product.getResult());
     if (w.getRank() != 3 || ids.getRank() != 2 || ids.getDimSize(1) != 1 || x.getRank() != 2 || y.getRank() != 3 ||
-        !isLastAxis(column.getAxes(), 3) || (!op.getAxes().empty() && !isLastAxis(op.getAxes(), 3)))
+        !isOnlyAxis(column.getAxes(), 2, 3) || (!op.getAxes().empty() && !isOnlyAxis(op.getAxes(), 2, 3)))
       return failure();
     return replaceByExpert(rewriter, op, {column.getInput(), gather.getData(), gather.getIndices()});
   }
@@ -118,10 +119,6 @@ struct GatheredVecMatToExpertLinear : ExpertPattern<SqueezeOp> {
   TransposedWeights &transposed;
   GatheredVecMatToExpertLinear(MLIRContext *ctx, RewriteCounter &count, TransposedWeights &transposed)
       : ExpertPattern(ctx, count), transposed(transposed) {}
-
-  static bool isAxis(ArrayRef<int64_t> axes, int64_t axis, int64_t rank) {
-    return axes.size() == 1 && (axes[0] == axis || axes[0] == axis - rank);
-  }
 
   // W's matrices turned, made once per weight.
   ElementsAttr turned(Value w) const {
@@ -151,7 +148,7 @@ struct GatheredVecMatToExpertLinear : ExpertPattern<SqueezeOp> {
     auto w = fusion::tensorType(gather.getData()), ids = fusion::tensorType(gather.getIndices()),
          x = fusion::tensorType(row.getInput()), y = fusion::tensorType(product.getResult());
     if (w.getRank() != 3 || !w.hasStaticShape() || ids.getRank() != 2 || ids.getDimSize(1) != 1 || x.getRank() != 2 ||
-        y.getRank() != 3 || !isAxis(row.getAxes(), 1, 3) || !isAxis(op.getAxes(), 1, 3))
+        y.getRank() != 3 || !isOnlyAxis(row.getAxes(), 1, 3) || !isOnlyAxis(op.getAxes(), 1, 3))
       return failure();
     ElementsAttr values = turned(gather.getData());
     Value weight = ConstantOp::create(rewriter, op.getLoc(), cast<RankedTensorType>(values.getType()), values);

@@ -51,14 +51,12 @@ struct SoftmaxOfTopK : fusion::CountedPattern<SoftmaxOp, RewriteCounter> {
         !isLastAxis(int64_t(topK.getAxis()), topK.getInput()) || topK.getLargest() != 1 || topK.getSorted() != 1)
       return failure();
     rewriter.setInsertionPoint(topK); // where the indices' readers, which may precede the softmax, find it
+    Operation *before = topK->getPrevNode();
     Operation *fused = fusion::create(rewriter, op.getLoc(), "llmc.softmax_top_k", {topK.getInput()},
                                       {rewriter.getNamedAttr("k", topK.getKAttr()),
                                        rewriter.getNamedAttr("normalize", rewriter.getI64IntegerAttr(1))});
-    if (!fused || fused->getResultTypes() != topK->getResultTypes()) {
-      if (fused)
-        rewriter.eraseOp(fused);
-      return failure();
-    }
+    if (!fused || fused->getResultTypes() != topK->getResultTypes())
+      return fusion::abandonBuilt(rewriter, topK, before);
     rewriter.replaceAllUsesWith(topK.getIndices(), fused->getResult(1));
     rewriter.replaceOp(op, fused->getResult(0));
     rewriter.eraseOp(topK);

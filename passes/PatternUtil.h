@@ -249,12 +249,15 @@ inline llvm::SmallVector<mlir::Value, 7> attentionOperands(FusedAttentionOp op, 
   return operands;
 }
 
+// Whether `axis` (negative from the end) of a value of rank `rank` is axis `want`.
+inline bool isAxis(int64_t axis, int64_t want, int64_t rank) { return axis == want || axis + rank == want; }
+
 // A reduction over the last dimension only, keeping it.
 inline bool reducesLastAxisKeepingIt(mlir::Operation *op) {
   auto axes = op->getAttrOfType<mlir::DenseI64ArrayAttr>("axes");
   auto keep = op->getAttrOfType<mlir::IntegerAttr>("keepdims");
   const int64_t rank = tensorType(op->getOperand(0)).getRank();
-  return axes && axes.size() == 1 && (axes[0] == -1 || axes[0] == rank - 1) && (!keep || keep.getInt() == 1);
+  return axes && axes.size() == 1 && isAxis(axes[0], rank - 1, rank) && (!keep || keep.getInt() == 1);
 }
 
 } // namespace llmc::fusion

@@ -376,8 +376,6 @@ struct SinkColumn {
   SliceOp keys;
 };
 
-bool lastAxis(int64_t axis, int64_t rank) { return axis == -1 || axis == rank - 1; }
-
 // x where `v` is x less its row max (reduce_max over the last axis, kept), which a softmax of v
 // takes anyway, and nothing else reads x; else v.
 Value unshifted(Value v) {
@@ -391,13 +389,13 @@ Value unshifted(Value v) {
 
 std::optional<SinkColumn> sinkColumn(SoftmaxOp softmax) {
   auto concat = def<ConcatOp>(unshifted(softmax.getInput()));
-  if (!concat || concat.getInputs().size() != 2 || !lastAxis(concat.getAxis(), 4) ||
+  if (!concat || concat.getInputs().size() != 2 || !fusion::isAxis(concat.getAxis(), 3, 4) ||
       !concat.getInputs()[0].hasOneUse() || !softmax.getResult().hasOneUse())
     return std::nullopt;
   auto column = fusion::tensorType(concat.getInputs()[1]), scores = fusion::tensorType(concat.getInputs()[0]);
   auto keys = dyn_cast<SliceOp>(*softmax.getResult().getUsers().begin());
   if (column.getRank() != 4 || column.getDimSize(3) != 1 || !keys || keys.getAxes().size() != 1 ||
-      !lastAxis(keys.getAxes()[0], 4) || keys.getStarts()[0] != 0 || keys.getSteps()[0] != 1 ||
+      !fusion::isAxis(keys.getAxes()[0], 3, 4) || keys.getStarts()[0] != 0 || keys.getSteps()[0] != 1 ||
       keys.getResult().getType() != scores ||
       !(keys.getEnds()[0] == -1 || (!scores.isDynamicDim(3) && keys.getEnds()[0] == scores.getDimSize(3))))
     return std::nullopt;

@@ -12,8 +12,6 @@
 namespace llmc::rt {
 namespace {
 
-bool absent(const KernelArgs &args, int i) { return !args.hasInput(i) || args.in(i).numel() == 0; }
-
 inline float activate(Activation a, float x) {
   switch (a) {
   case Activation::None: return x;
@@ -249,7 +247,7 @@ std::string fusedAttentionKernel(const KernelArgs &args) {
 std::string fusedAttentionUnpacked(const KernelArgs &args) {
   const TensorRef &q = args.in(0), &k = args.in(1), &v = args.in(2);
   for (int i : {0, 1, 2, 4, 5, 6})
-    if (i < args.numInputs && !absent(args, i) && args.in(i).dtype != DType::F32)
+    if (!absent(args, i) && args.in(i).dtype != DType::F32)
       return "expects f32 q, k, v, rotary tables and sinks";
   // K and V are [B, Sk, Hkv*D] like q, or [B, Hkv, Sk, D] as a KV cache holds them.
   const bool cacheLayout = k.shape.rank == 4;
@@ -330,7 +328,7 @@ std::string fusedAttentionUnpacked(const KernelArgs &args) {
   ScoreMask mask;
   if (std::string err = mask.init(absent(args, 3) ? nullptr : &args.in(3), B, Hq, Sq, Sk); !err.empty())
     return err;
-  const float *sinks = args.numInputs > 6 && !absent(args, 6) ? args.in(6).as<const float>() : nullptr;
+  const float *sinks = absent(args, 6) ? nullptr : args.in(6).as<const float>();
   if (sinks && args.in(6).numel() != Hq)
     return "sinks must be [q_num_heads]";
   // With a sliding window no query sees a key before the first query's window: the scores and

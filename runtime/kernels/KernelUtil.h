@@ -224,6 +224,9 @@ inline float fastTanh(float x) {
 // Runs kernel Fn on 16-bit float data (f16, bf16) by widening those inputs to f32, running the f32
 // kernel and narrowing those outputs to their type (round to nearest even): float kernels get
 // the 16-bit types without a second body.
+// Whether optional input i is absent: not given, or an empty tensor (a fused op's placeholder).
+inline bool absent(const KernelArgs &args, int i) { return !args.hasInput(i) || args.in(i).numel() == 0; }
+
 template <KernelFn Fn> std::string withHalf(const KernelArgs &args) {
   bool half = false;
   for (int i = 0; i < args.numInputs; ++i)

@@ -159,7 +159,7 @@ std::string expertLinearKernel(const KernelArgs &args) {
   const TensorRef &x = args.in(0), &w = args.in(1), &ids = args.in(2);
   TensorRef &out = args.out(0);
   // (An empty combine: none, before a bias.)
-  const bool combined = args.hasInput(3) && args.in(3).numel() > 0, biased = args.hasInput(4);
+  const bool combined = !absent(args, 3), biased = !absent(args, 4);
   const int64_t repeat = args.attrs.getInt("repeat", 1);
   const std::string_view activation = args.attrs.getString("activation"); // (empty: "none")
   const bool swiglu = activation == "swiglu";
