@@ -162,6 +162,19 @@ struct GatheredParts : fusion::CountedPattern<ReshapeOp, RewriteCounter> {
   }
 };
 
+// A split of each head in two whose parts are only multiplied: the halves of a rotation
+// (GPT-OSS: x1 * cos - x2 * sin, x2 * cos + x1 * sin), which llmc-raise-attention makes one
+// llmc.rotary of the heads as they are, rather than two parts of a projection.
+bool isRotationsHalves(SplitOp op) {
+  if (op.getNumResults() != 2)
+    return false;
+  for (Value part : op.getResults())
+    for (Operation *user : part.getUsers())
+      if (!isa<MulOp>(user))
+        return false;
+  return true;
+}
+
 // GPT-NeoX: reshape(p) to [B, S, H, G * D], transposed to [B, H, S, G * D] and split into its G
 // parts along the last axis; CodeGen: reshape(p) to [..., M, G * D] split so, untransposed (its
 // M model-parallel groups of heads).
@@ -188,6 +201,8 @@ struct SplitParts : fusion::CountedPattern<SplitOp, RewriteCounter> {
     for (Value part : op.getResults())
       if (fusion::tensorType(part).getShape().back() != d)
         return failure();
+    if (isRotationsHalves(op))
+      return failure();
     auto p = projectionOf(r.getInput());
     if (!p)
       return failure();

@@ -855,6 +855,25 @@ struct NativeRotaryPattern : OpRewritePattern<FusedAttentionOp> {
   }
 };
 
+// A constant holding `half` right after the full table's constant: the one made there for an
+// earlier rotation where it holds the same values (the layers share their tables), or a new one.
+Value halvedConstantOf(PatternRewriter &rewriter, Location loc, Value full, int64_t batch, int64_t seq,
+                       const std::vector<float> &half) {
+  auto type = RankedTensorType::get({batch, seq, int64_t(half.size()) / (batch * seq)},
+                                    fusion::tensorType(full).getElementType());
+  Operation *fullOp = full.getDefiningOp();
+  for (Operation *n = fullOp->getNextNode(); n && isa<ConstantOp>(n); n = n->getNextNode()) {
+    if (n->getResult(0).getType() != type)
+      continue;
+    std::optional<std::vector<float>> made = fusion::floatValues(n->getResult(0));
+    if (made && std::memcmp(made->data(), half.data(), half.size() * sizeof(float)) == 0)
+      return n->getResult(0);
+  }
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPointAfter(fullOp);
+  return fusion::floatConstant(rewriter, loc, type, half);
+}
+
 // A rotation that no attention took (keys on their way into a KV cache, which the attention then
 // reads rotated; queries whose rotation fused_attention does not do) becomes one llmc.rotary:
 // x * cos + partner(x) * sin (unrotate) on x [B, H, S, D], or [B, S, H, D] before the heads
@@ -927,12 +946,12 @@ struct RotationPattern : OpRewritePattern<AddOp> {
         break;
       }
     }
-    // The rotary op takes one table row per (batch, token): no broadcast over the batch or the
-    // tokens (x's `batch` and `seq`; two dynamic sizes are taken as the same symbol, as the
-    // exporters make them).
+    // The rotary op takes one table row per token, for each batch or one for all: no broadcast
+    // over the tokens (x's `batch` and `seq`; two dynamic sizes are taken as the same symbol, as
+    // the exporters make them).
     auto half = v ? fusion::tensorType(v) : RankedTensorType();
-    if (!heads || !doubled || half.getRank() != 3 || half.getShape().back() != r / 2 || half.getDimSize(0) != batch ||
-        half.getDimSize(1) != seq)
+    if (!heads || !doubled || half.getRank() != 3 || half.getShape().back() != r / 2 ||
+        (half.getDimSize(0) != batch && half.getDimSize(0) != 1) || half.getDimSize(1) != seq)
       return {};
     return v;
   }
@@ -969,25 +988,6 @@ struct RotationPattern : OpRewritePattern<AddOp> {
         }
       }
     return out;
-  }
-
-  // A constant holding `half` right after the full table's constant: the one made there for an
-  // earlier rotation where it holds the same values (the layers share their tables), or a new one.
-  static Value halvedConstantOf(PatternRewriter &rewriter, Location loc, Value full, int64_t batch, int64_t seq,
-                                const std::vector<float> &half) {
-    auto type = RankedTensorType::get({batch, seq, int64_t(half.size()) / (batch * seq)},
-                                      fusion::tensorType(full).getElementType());
-    Operation *fullOp = full.getDefiningOp();
-    for (Operation *n = fullOp->getNextNode(); n && isa<ConstantOp>(n); n = n->getNextNode()) {
-      if (n->getResult(0).getType() != type)
-        continue;
-      std::optional<std::vector<float>> made = fusion::floatValues(n->getResult(0));
-      if (made && std::memcmp(made->data(), half.data(), half.size() * sizeof(float)) == 0)
-        return n->getResult(0);
-    }
-    OpBuilder::InsertionGuard guard(rewriter);
-    rewriter.setInsertionPointAfter(fullOp);
-    return fusion::floatConstant(rewriter, loc, type, half);
   }
 
   // cos or sin (`op`) of a half table, made right after it, so that it comes before every
@@ -1088,15 +1088,20 @@ struct RotationPattern : OpRewritePattern<AddOp> {
   }
 };
 
-// DeepSeek's rotation of de-interleaved pairs (apply_rotary_pos_emb_interleave): the even and the
-// odd features of x [B, H, S, D] taken apart, e = x[..., 0::2] and o = x[..., 1::2], and
-// concat(e * cos - o * sin, o * cos + e * sin), tables [B, 1, S, D/2] (one angle per pair). That is
-// the interleaved rotation of x (pairs 2i, 2i + 1) with its result de-interleaved: one
-// llmc.rotary (interleaved) and one transpose, [.., D/2, 2] to [.., 2, D/2], where there were two
-// strided slices, two elementwise kernels and a concatenation.
-struct DeinterleavedRotationPattern : OpRewritePattern<ConcatOp> {
-  RewriteCounter &count;
-  DeinterleavedRotationPattern(MLIRContext *ctx, RewriteCounter &count) : OpRewritePattern(ctx), count(count) {}
+// A rotation written on two parts of x [B, H, S, D], concat(e * cos - o * sin, o * cos + e * sin),
+// tables [B, 1, S, D/2] (one angle per pair), in one of two forms:
+// - the halves, e = x[..., :D/2] and o = x[..., D/2:] (a split in two or two slices; GPT-OSS):
+//   the rotation of halves, one llmc.rotary;
+// - the even and odd features, e = x[..., 0::2] and o = x[..., 1::2] (DeepSeek's
+//   apply_rotary_pos_emb_interleave): the interleaved rotation of x (pairs 2i, 2i + 1) with its
+//   result de-interleaved, one llmc.rotary (interleaved) and one transpose, [.., D/2, 2] to
+//   [.., 2, D/2].
+// Either replaces two parts, four products and three elementwise ops (two kernels once fused) and
+// a concatenation.
+struct PartsRotationPattern : OpRewritePattern<ConcatOp> {
+  RewriteCounter &halves, &evenOdd;
+  PartsRotationPattern(MLIRContext *ctx, RewriteCounter &halves, RewriteCounter &evenOdd)
+      : OpRewritePattern(ctx), halves(halves), evenOdd(evenOdd) {}
 
   // m = a * b with `a` one factor: the other, or null.
   static Value otherFactor(Value m, Value a) {
@@ -1104,15 +1109,66 @@ struct DeinterleavedRotationPattern : OpRewritePattern<ConcatOp> {
     return mul && (mul.getLhs() == a || mul.getRhs() == a) ? fusion::other(mul, a) : Value();
   }
 
-  // The half table [B, S, D/2] a table [B, 1, S, D/2] was unsqueezed from on the heads axis.
-  static Value halfTable(Value table, int64_t batch, int64_t seq, int64_t half) {
-    auto u = def<UnsqueezeOp>(table);
-    if (!u || u.getAxes().size() != 1 || (u.getAxes()[0] != 1 && u.getAxes()[0] != -3))
+  // Result `index` of a split of x in two equal parts on its last axis, D static and even.
+  static bool isHalfBySplit(Value v, Value x, int64_t index) {
+    auto split = def<SplitOp>(v);
+    if (!split || split.getInput() != x || split.getNumResults() != 2 || split.getResult(index) != v)
+      return false;
+    auto t = fusion::tensorType(x);
+    const int64_t d = t.getShape().back();
+    if (!fusion::isAxis(split.getAxis(), t.getRank() - 1, t.getRank()) || d == ShapedType::kDynamic || d % 2 != 0)
+      return false;
+    if (auto sizes = split.getSplit())
+      return *sizes == ArrayRef<int64_t>{d / 2, d / 2};
+    return split.getNumOutputs() == 2;
+  }
+
+  // Whether v is part `index` (0 or 1) of x as `pairs` takes them.
+  static bool isPart(Value v, Value x, int64_t index, Pairing pairs) {
+    const int64_t d = fusion::tensorType(x).getShape().back();
+    if (pairs == Pairing::Neighbours)
+      return isSliceOfLast(v, x, index, d, 2);
+    return isHalfBySplit(v, x, index) || isSliceOfLast(v, x, index * d / 2, (index + 1) * d / 2);
+  }
+
+  // The x that v is the first part of, and how its parts are taken; null where it is none.
+  static Value firstPartOf(Value v, Pairing &pairs) {
+    Value x;
+    if (auto split = def<SplitOp>(v))
+      x = split.getInput();
+    else if (auto slice = def<SliceOp>(v))
+      x = slice.getInput();
+    auto t = x ? fusion::tensorType(x) : RankedTensorType();
+    if (!x || t.getRank() != 4 || t.isDynamicDim(3) || t.getDimSize(3) % 2 != 0)
       return {};
-    auto t = fusion::tensorType(u.getInput());
-    return t.getRank() == 3 && t.getDimSize(0) == batch && t.getDimSize(1) == seq && t.getDimSize(2) == half
-               ? u.getInput()
-               : Value();
+    for (Pairing p : {Pairing::Halves, Pairing::Neighbours})
+      if (isPart(v, x, 0, p)) {
+        pairs = p;
+        return x;
+      }
+    return {};
+  }
+
+  // The half table [B or 1, S, D/2] behind a table of x's rotation: such a table unsqueezed on
+  // the heads axis; or a constant [B or 1, 1, S, D/2] (a static length's tables, folded at import),
+  // made [B or 1, S, D/2] by halvedConstantOf (`build` false only checks). A table of batch 1
+  // serves every batch.
+  static Value halfTable(PatternRewriter &rewriter, Location loc, Value table, RankedTensorType x, bool build) {
+    const int64_t batch = x.getDimSize(0), seq = x.getDimSize(2), half = x.getDimSize(3) / 2;
+    auto fits = [&](int64_t b, int64_t s) { return (b == batch || b == 1) && s == seq; };
+    if (auto u = def<UnsqueezeOp>(table); u && u.getAxes().size() == 1 && fusion::isAxis(u.getAxes()[0], 1, 4)) {
+      auto t = fusion::tensorType(u.getInput());
+      return t.getRank() == 3 && fits(t.getDimSize(0), t.getDimSize(1)) && t.getDimSize(2) == half ? u.getInput()
+                                                                                                   : Value();
+    }
+    auto t = fusion::tensorType(table);
+    if (!fusion::isFloatConstant(table) || !t.hasStaticShape() || t.getRank() != 4 || t.getDimSize(1) != 1 ||
+        !fits(t.getDimSize(0), t.getDimSize(2)) || t.getDimSize(3) != half)
+      return {};
+    if (!build)
+      return table;
+    std::optional<std::vector<float>> values = fusion::floatValues(table);
+    return values ? halvedConstantOf(rewriter, loc, table, t.getDimSize(0), seq, *values) : Value();
   }
 
   LogicalResult matchAndRewrite(ConcatOp op, PatternRewriter &rewriter) const override {
@@ -1123,26 +1179,22 @@ struct DeinterleavedRotationPattern : OpRewritePattern<ConcatOp> {
     auto direct = first ? def<MulOp>(first.getLhs()) : MulOp();
     if (!second || !direct)
       return failure();
-    // e * cos: e is the even slice of some x (the factor that is one).
+    // e * cos: e is the first part of some x (the factor that is one).
     Value x, e, o, cos, sin;
-    for (Value candidate : {direct.getLhs(), direct.getRhs()}) {
-      auto slice = def<SliceOp>(candidate);
-      if (slice && isSliceOfLast(candidate, slice.getInput(), 0, fusion::tensorType(slice.getInput()).getShape().back(), 2)) {
-        x = slice.getInput();
+    Pairing pairs = Pairing::Halves;
+    for (Value candidate : {direct.getLhs(), direct.getRhs()})
+      if (Value of = firstPartOf(candidate, pairs)) {
+        x = of;
         e = candidate;
         cos = fusion::other(direct, e);
+        break;
       }
-    }
-    if (!x || !fusion::isFusedFloat(x))
-      return failure();
-    auto xType = fusion::tensorType(x);
-    const int64_t d = xType.getShape().back();
-    if (xType.getRank() != 4 || d == ShapedType::kDynamic || d % 2 != 0 || op.getType() != xType)
+    if (!x || !fusion::isFusedFloat(x) || op.getType() != x.getType())
       return failure();
     // o * sin beside it, then o * cos + e * sin.
     auto rotated = def<MulOp>(first.getRhs());
     for (Value candidate : rotated ? SmallVector<Value>{rotated.getLhs(), rotated.getRhs()} : SmallVector<Value>{})
-      if (isSliceOfLast(candidate, x, 1, d, 2)) {
+      if (isPart(candidate, x, 1, pairs)) {
         o = candidate;
         sin = fusion::other(rotated, o);
       }
@@ -1150,28 +1202,37 @@ struct DeinterleavedRotationPattern : OpRewritePattern<ConcatOp> {
       return failure();
     const bool ordered = otherFactor(second.getLhs(), o) == cos && otherFactor(second.getRhs(), e) == sin;
     const bool swapped = otherFactor(second.getRhs(), o) == cos && otherFactor(second.getLhs(), e) == sin;
-    if (!ordered && !swapped)
-      return failure();
-    Value cosHalf = halfTable(cos, xType.getDimSize(0), xType.getDimSize(2), d / 2);
-    Value sinHalf = halfTable(sin, xType.getDimSize(0), xType.getDimSize(2), d / 2);
-    if (!cosHalf || !sinHalf)
-      return failure();
-    // Built in front of the concatenation; a failure erases what was built (abandonBuilt).
+    auto xType = fusion::tensorType(x);
     Location loc = op.getLoc();
+    if ((!ordered && !swapped) || !halfTable(rewriter, loc, cos, xType, false) ||
+        !halfTable(rewriter, loc, sin, xType, false))
+      return failure();
+    // Built in front of the concatenation; a failure erases what was built (abandonBuilt). (A
+    // constant table's half is made beside the full one and shared, so a failure leaves it to DCE.)
     Operation *before = op->getPrevNode();
+    Value cosHalf = halfTable(rewriter, loc, cos, xType, true);
+    Value sinHalf = halfTable(rewriter, loc, sin, xType, true);
+    if (!cosHalf || !sinHalf)
+      return abandonBuilt(rewriter, op, before);
+    const int64_t d = xType.getShape().back();
+    const bool interleaved = pairs == Pairing::Neighbours;
     Value positions = fusion::emptyTensor(rewriter, loc, rewriter.getI64Type());
     Value y = fusion::createValue(rewriter, loc, "llmc.rotary", {x, cosHalf, sinHalf, positions},
-                                  {rewriter.getNamedAttr("interleaved", rewriter.getI64IntegerAttr(1)),
+                                  {rewriter.getNamedAttr("interleaved", rewriter.getI64IntegerAttr(interleaved)),
                                    rewriter.getNamedAttr("rotary_embedding_dim", rewriter.getI64IntegerAttr(d))});
-    Value pairs = reshapeTo(rewriter, loc, y, {0, 0, 0, d / 2, 2});
-    Value apart = pairs ? fusion::createValue(rewriter, loc, "llmc.transpose", {pairs},
-                                              {rewriter.getNamedAttr("perm", rewriter.getDenseI64ArrayAttr({0, 1, 2, 4, 3}))})
-                        : Value();
-    Value result = reshapeTo(rewriter, loc, apart, {0, 0, 0, d});
+    Value result = y;
+    if (interleaved) {
+      Value pairsLast = reshapeTo(rewriter, loc, y, {0, 0, 0, d / 2, 2});
+      Value apart = pairsLast ? fusion::createValue(rewriter, loc, "llmc.transpose", {pairsLast},
+                                                    {rewriter.getNamedAttr("perm",
+                                                                           rewriter.getDenseI64ArrayAttr({0, 1, 2, 4, 3}))})
+                              : Value();
+      result = reshapeTo(rewriter, loc, apart, {0, 0, 0, d});
+    }
     if (!result || result.getType() != op.getType())
       return abandonBuilt(rewriter, op, before);
     rewriter.replaceOp(op, result);
-    ++count;
+    ++(interleaved ? evenOdd : halves);
     return success();
   }
 };
@@ -1203,6 +1264,7 @@ struct RaiseAttention : impl::LlmcRaiseAttentionBase<RaiseAttention> {
   RewriteCounter rotations{"llmc-raise-attention", "rotations no attention took turned into llmc.rotary"};
   RewriteCounter deinterleavedRotations{"llmc-raise-attention",
                                         "rotations of de-interleaved pairs turned into llmc.rotary and a transpose"};
+  RewriteCounter halvesRotations{"llmc-raise-attention", "rotations of split halves turned into llmc.rotary"};
   void runOnOperation() override {
     const llvm::DenseSet<Operation *> sameLength = queriesAsManyAsNewKeys(getOperation());
     RewritePatternSet patterns(&getContext());
@@ -1216,7 +1278,7 @@ struct RaiseAttention : impl::LlmcRaiseAttentionBase<RaiseAttention> {
     // Then the rotations no attention took (after, so that attention raising sees them first).
     RewritePatternSet rotary(&getContext());
     rotary.add<RotationPattern>(&getContext(), rotations);
-    rotary.add<DeinterleavedRotationPattern>(&getContext(), deinterleavedRotations);
+    rotary.add<PartsRotationPattern>(&getContext(), halvesRotations, deinterleavedRotations);
     if (failed(applyPatternsGreedily(getOperation(), std::move(rotary)))) {
       getOperation().emitError("llmc-raise-attention: the rotary rewrites did not converge");
       signalPassFailure();

@@ -37,7 +37,8 @@ template <typename T> __device__ void rotaryElements(const RotaryArgs &r, int64_
       y[at] = x[base + d];
       continue;
     }
-    const int64_t pos = r.positions ? r.positions[b * S + s] : b * S + s; // without ids: tables [B, S, rot/2]
+    // Without ids: tables [B, S, rot/2], or [1, S, rot/2] for every batch.
+    const int64_t pos = r.positions ? r.positions[b * S + s] : (r.sharedTables ? 0 : b) * S + s;
     if (pos < 0 || pos >= r.tableRows) {
       atomicExch(r.error, 1);
       y[at] = x[base + d];

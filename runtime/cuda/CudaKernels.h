@@ -62,6 +62,7 @@ struct RotaryArgs {
   const void *cos = nullptr, *sin = nullptr;
   int64_t tableRows = 0; // rows of the tables: positions must lie below
   const int64_t *positions = nullptr;
+  bool sharedTables = false; // without positions: tables [1, S, .] that every batch reads
   int64_t B = 0, H = 0, S = 0, D = 0, rotaryDim = 0;
   bool interleaved = false, flat = false;
   int *error = nullptr;

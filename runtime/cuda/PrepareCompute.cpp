@@ -484,19 +484,21 @@ std::string rotaryArgsOf(const Executor &e, const PlanOp &op, const std::vector<
     return "3-D input needs num_heads dividing the hidden size";
   a.B = x.dims[0], a.S = a.flat ? x.dims[1] : x.dims[2], a.D = a.flat ? x.dims[2] / a.H : x.dims[3];
   a.rotaryDim = op.attrs.getInt("rotary_embedding_dim", 0) ? op.attrs.getInt("rotary_embedding_dim", 0) : a.D;
-  if (table.dims[table.rank - 1] * 2 != a.rotaryDim || (!byPosition && (table.dims[0] != a.B || table.dims[1] != a.S)))
-    return "cos/sin tables must have rotary_dim / 2 columns (and be [batch, seq, .] without ids)";
+  if (table.dims[table.rank - 1] * 2 != a.rotaryDim ||
+      (!byPosition && ((table.dims[0] != a.B && table.dims[0] != 1) || table.dims[1] != a.S)))
+    return "cos/sin tables must have rotary_dim / 2 columns (and be [batch or 1, seq, .] without ids)";
   a.x = e.at(op.inputs[0]), a.y = destinationOf(e, op.outputs[0], t);
   a.cos = e.at(op.inputs[1]), a.sin = e.at(op.inputs[2]);
   a.tableRows = byPosition ? table.dims[0] : table.dims[0] * table.dims[1];
   a.positions = byPosition ? static_cast<const int64_t *>(e.at(op.inputs[3])) : nullptr;
+  a.sharedTables = !byPosition && table.dims[0] == 1;
   a.interleaved = op.attrs.getInt("interleaved", 0) != 0;
   a.error = e.errorFlag;
   return {};
 }
 
 // rotary (ONNX RotaryEmbedding; llmc-raise-attention's key rotations): int64 position ids into
-// 2-D cos/sin tables, or no ids and tables [B, S, rot / 2]. A key rotation of a merged QKV
+// 2-D cos/sin tables, or no ids and tables [B or 1, S, rot / 2]. A key rotation of a merged QKV
 // projection's piece may be done by its split instead (inPlaceOf).
 std::string prepareRotary(Executor &ex, const PlanOp &op, PreparedOp &out, int index) {
   Storage st;

@@ -210,13 +210,14 @@ std::string rotaryKernel(const KernelArgs &args) {
   const bool byPosition = pos.numel() > 0;
   if (byPosition && (pos.numel() != B * S || cosT.shape.rank != 2 || (pos.dtype != DType::I64 && pos.dtype != DType::I32)))
     return "position_ids must be [batch, seq] with 2-D caches";
-  if (!byPosition && (cosT.shape.rank != 3 || cosT.shape[0] != B || cosT.shape[1] != S))
-    return "without position_ids the caches must be [batch, seq, rotary_dim / 2]";
+  if (!byPosition && (cosT.shape.rank != 3 || (cosT.shape[0] != B && cosT.shape[0] != 1) || cosT.shape[1] != S))
+    return "without position_ids the caches must be [batch or 1, seq, rotary_dim / 2]";
+  const bool sharedTables = !byPosition && cosT.shape[0] == 1; // one table for every batch
   const float *px = x.as<const float>();
   float *py = y.as<float>();
   for (int64_t b = 0; b < B; ++b)
     for (int64_t s = 0; s < S; ++s) {
-      int64_t row = b * S + s;
+      int64_t row = (sharedTables ? 0 : b) * S + s;
       if (byPosition) {
         row = pos.dtype == DType::I64 ? pos.as<const int64_t>()[b * S + s] : pos.as<const int32_t>()[b * S + s];
         if (row < 0 || row >= cosT.shape[0])

@@ -110,3 +110,38 @@ func.func @kept(%x: tensor<1x?x4xf32>, %wIn: tensor<4x12xf32>, %shape: tensor<5x
   %g4 = llmc.gather %r4, %i0 {axis = 3 : i64} : (tensor<1x?x2x3x2xf32>, tensor<i64>) -> tensor<1x?x2x2xf32>
   return %g1, %g2, %again, %g3, %g4, %r4 : tensor<1x?x2x2xf32>, tensor<1x?x2x2xf32>, tensor<1x?x12xf32>, tensor<1x?x2x3xf32>, tensor<1x?x2x2xf32>, tensor<1x?x2x3x2xf32>
 }
+
+// -----
+
+// GPT-OSS's query: each head [B, H, S, D] split in two halves that are only multiplied (by the
+// rotary tables), the rotation that llmc-raise-attention makes one llmc.rotary of the heads as
+// they are: kept. The same split with a half that goes elsewhere (returned) is reordered.
+// CHECK-LABEL: func.func @rotation_halves
+// CHECK: llmc.transpose
+// CHECK: %[[H:.*]]:2 = llmc.split %{{.*}} {axis = 3 : i64, num_outputs = 2 : i64} : (tensor<1x2x?x4xf32>)
+// CHECK: llmc.mul %[[H]]#0
+// CHECK: llmc.mul %[[H]]#1
+// CHECK-LABEL: func.func @halves_returned
+// CHECK: llmc.split %{{.*}} {axis = 2 : i64, split = array<i64: 4, 4>} : (tensor<1x?x8xf32>)
+func.func @rotation_halves(%x: tensor<1x?x4xf32>, %shape: tensor<4xi64>, %c: tensor<1x1x?x2xf32>, %s: tensor<1x1x?x2xf32>)
+    -> (tensor<1x2x?x2xf32>, tensor<1x2x?x2xf32>) {
+  %w = llmc.constant dense<1.0> : tensor<4x8xf32>
+  %p = llmc.matmul %x, %w : (tensor<1x?x4xf32>, tensor<4x8xf32>) -> tensor<1x?x8xf32>
+  %r = llmc.reshape %p, %shape : (tensor<1x?x8xf32>, tensor<4xi64>) -> tensor<1x?x2x4xf32>
+  %t = llmc.transpose %r {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x?x2x4xf32>) -> tensor<1x2x?x4xf32>
+  %h:2 = llmc.split %t {axis = 3 : i64, num_outputs = 2 : i64} : (tensor<1x2x?x4xf32>) -> (tensor<1x2x?x2xf32>, tensor<1x2x?x2xf32>)
+  %a = llmc.mul %h#0, %c : (tensor<1x2x?x2xf32>, tensor<1x1x?x2xf32>) -> tensor<1x2x?x2xf32>
+  %b = llmc.mul %h#1, %s : (tensor<1x2x?x2xf32>, tensor<1x1x?x2xf32>) -> tensor<1x2x?x2xf32>
+  return %a, %b : tensor<1x2x?x2xf32>, tensor<1x2x?x2xf32>
+}
+
+func.func @halves_returned(%x: tensor<1x?x4xf32>, %shape: tensor<4xi64>, %c: tensor<1x1x?x2xf32>)
+    -> (tensor<1x2x?x2xf32>, tensor<1x2x?x2xf32>) {
+  %w = llmc.constant dense<1.0> : tensor<4x8xf32>
+  %p = llmc.matmul %x, %w : (tensor<1x?x4xf32>, tensor<4x8xf32>) -> tensor<1x?x8xf32>
+  %r = llmc.reshape %p, %shape : (tensor<1x?x8xf32>, tensor<4xi64>) -> tensor<1x?x2x4xf32>
+  %t = llmc.transpose %r {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x?x2x4xf32>) -> tensor<1x2x?x4xf32>
+  %h:2 = llmc.split %t {axis = 3 : i64, num_outputs = 2 : i64} : (tensor<1x2x?x4xf32>) -> (tensor<1x2x?x2xf32>, tensor<1x2x?x2xf32>)
+  %a = llmc.mul %h#0, %c : (tensor<1x2x?x2xf32>, tensor<1x1x?x2xf32>) -> tensor<1x2x?x2xf32>
+  return %a, %h#1 : tensor<1x2x?x2xf32>, tensor<1x2x?x2xf32>
+}

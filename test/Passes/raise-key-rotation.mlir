@@ -76,11 +76,13 @@ func.func @different_halves(%x: tensor<1x2x7x16xf32>, %a: tensor<1x7x8xf32>, %b:
 
 // -----
 
-// One table row for a batch of two (broadcast over the batch): the rotary op takes a row per
-// sequence, so this is left as it is.
+// One table for a batch of two (broadcast over the batch): the rotary op reads a table of batch
+// 1 for every batch (since session 31; before, this was left as it is).
 // CHECK-LABEL: func.func @broadcast_batch
-// CHECK-NOT: llmc.rotary
-// CHECK: llmc.neg
+// CHECK-DAG: %[[C:.*]] = llmc.cos %arg1 : (tensor<1x7x8xf32>)
+// CHECK-DAG: %[[S:.*]] = llmc.sin %arg1 : (tensor<1x7x8xf32>)
+// CHECK: %[[R:.*]] = llmc.rotary %arg0, %[[C]], %[[S]], %{{.*}} {rotary_embedding_dim = 16 : i64} : (tensor<2x2x7x16xf32>, tensor<1x7x8xf32>, tensor<1x7x8xf32>, tensor<0xi64>) -> tensor<2x2x7x16xf32>
+// CHECK-NEXT: return %[[R]]
 func.func @broadcast_batch(%x: tensor<2x2x7x16xf32>, %a: tensor<1x7x8xf32>) -> tensor<2x2x7x16xf32> {
   %angles = llmc.concat %a, %a {axis = -1 : i64} : (tensor<1x7x8xf32>, tensor<1x7x8xf32>) -> tensor<1x7x16xf32>
   %c = llmc.cos %angles : (tensor<1x7x16xf32>) -> tensor<1x7x16xf32>
@@ -369,6 +371,113 @@ func.func @odd_of_another(%x: tensor<1x2x5x8xf32>, %a: tensor<1x5x4xf32>, %b: te
   %first = llmc.sub %ec, %os : (tensor<1x2x5x4xf32>, tensor<1x2x5x4xf32>) -> tensor<1x2x5x4xf32>
   %oc = llmc.mul %o, %c : (tensor<1x2x5x4xf32>, tensor<1x1x5x4xf32>) -> tensor<1x2x5x4xf32>
   %es = llmc.mul %s, %e : (tensor<1x1x5x4xf32>, tensor<1x2x5x4xf32>) -> tensor<1x2x5x4xf32>
+  %second = llmc.add %oc, %es : (tensor<1x2x5x4xf32>, tensor<1x2x5x4xf32>) -> tensor<1x2x5x4xf32>
+  %y = llmc.concat %first, %second {axis = -1 : i64} : (tensor<1x2x5x4xf32>, tensor<1x2x5x4xf32>) -> tensor<1x2x5x8xf32>
+  return %y : tensor<1x2x5x8xf32>
+}
+
+// -----
+
+// GPT-OSS's rotation of each head's halves: x1, x2 = split(x) in two on the last axis,
+// concat(x1 * cos - x2 * sin, x2 * cos + x1 * sin), tables [1, 1, S, D/2] of a batch of 1 that
+// serve every batch (x's batch dynamic): one llmc.rotary of x (halves) on the tables as they
+// are; no split, product or concatenation left.
+// CHECK-LABEL: func.func @split_halves
+// CHECK: %[[R:.*]] = llmc.rotary %arg0, %arg1, %arg2, %{{.*}} {rotary_embedding_dim = 8 : i64} : (tensor<?x2x5x8xf32>, tensor<1x5x4xf32>, tensor<1x5x4xf32>, tensor<0xi64>) -> tensor<?x2x5x8xf32>
+// CHECK-NEXT: return %[[R]]
+// CHECK-NOT: llmc.split
+func.func @split_halves(%x: tensor<?x2x5x8xf32>, %a: tensor<1x5x4xf32>, %b: tensor<1x5x4xf32>) -> tensor<?x2x5x8xf32> {
+  %c = llmc.unsqueeze %a {axes = array<i64: 1>} : (tensor<1x5x4xf32>) -> tensor<1x1x5x4xf32>
+  %s = llmc.unsqueeze %b {axes = array<i64: -3>} : (tensor<1x5x4xf32>) -> tensor<1x1x5x4xf32>
+  %h:2 = llmc.split %x {axis = 3 : i64, num_outputs = 2 : i64} : (tensor<?x2x5x8xf32>) -> (tensor<?x2x5x4xf32>, tensor<?x2x5x4xf32>)
+  %ec = llmc.mul %h#0, %c : (tensor<?x2x5x4xf32>, tensor<1x1x5x4xf32>) -> tensor<?x2x5x4xf32>
+  %os = llmc.mul %h#1, %s : (tensor<?x2x5x4xf32>, tensor<1x1x5x4xf32>) -> tensor<?x2x5x4xf32>
+  %first = llmc.sub %ec, %os : (tensor<?x2x5x4xf32>, tensor<?x2x5x4xf32>) -> tensor<?x2x5x4xf32>
+  %oc = llmc.mul %h#1, %c : (tensor<?x2x5x4xf32>, tensor<1x1x5x4xf32>) -> tensor<?x2x5x4xf32>
+  %es = llmc.mul %h#0, %s : (tensor<?x2x5x4xf32>, tensor<1x1x5x4xf32>) -> tensor<?x2x5x4xf32>
+  %second = llmc.add %oc, %es : (tensor<?x2x5x4xf32>, tensor<?x2x5x4xf32>) -> tensor<?x2x5x4xf32>
+  %y = llmc.concat %first, %second {axis = 3 : i64} : (tensor<?x2x5x4xf32>, tensor<?x2x5x4xf32>) -> tensor<?x2x5x8xf32>
+  return %y : tensor<?x2x5x8xf32>
+}
+
+// -----
+
+// The halves taken by two slices, the second sum's terms swapped, and constant tables [1, 1, S,
+// D/2] (a static length's, folded at import): the rotary reads them as new constants [1, S, D/2]
+// holding the same values.
+// CHECK-LABEL: func.func @sliced_halves_constant_tables
+// CHECK-DAG: %[[C:.*]] = llmc.constant dense<{{\[\[\[}}1.000000e+00, 2.000000e+00], [3.000000e+00, 4.000000e+00]]]> : tensor<1x2x2xf32>
+// CHECK-DAG: %[[S:.*]] = llmc.constant dense<{{\[\[\[}}5.000000e+00, 6.000000e+00], [7.000000e+00, 8.000000e+00]]]> : tensor<1x2x2xf32>
+// CHECK: %[[R:.*]] = llmc.rotary %arg0, %[[C]], %[[S]], %{{.*}} {rotary_embedding_dim = 4 : i64}
+// CHECK-NEXT: return %[[R]]
+func.func @sliced_halves_constant_tables(%x: tensor<3x2x2x4xf32>) -> tensor<3x2x2x4xf32> {
+  %c = llmc.constant dense<[[[[1.0, 2.0], [3.0, 4.0]]]]> : tensor<1x1x2x2xf32>
+  %s = llmc.constant dense<[[[[5.0, 6.0], [7.0, 8.0]]]]> : tensor<1x1x2x2xf32>
+  %e = llmc.slice %x {axes = array<i64: -1>, ends = array<i64: 2>, starts = array<i64: 0>, steps = array<i64: 1>} : (tensor<3x2x2x4xf32>) -> tensor<3x2x2x2xf32>
+  %o = llmc.slice %x {axes = array<i64: 3>, ends = array<i64: 9223372036854775807>, starts = array<i64: 2>, steps = array<i64: 1>} : (tensor<3x2x2x4xf32>) -> tensor<3x2x2x2xf32>
+  %ec = llmc.mul %c, %e : (tensor<1x1x2x2xf32>, tensor<3x2x2x2xf32>) -> tensor<3x2x2x2xf32>
+  %os = llmc.mul %o, %s : (tensor<3x2x2x2xf32>, tensor<1x1x2x2xf32>) -> tensor<3x2x2x2xf32>
+  %first = llmc.sub %ec, %os : (tensor<3x2x2x2xf32>, tensor<3x2x2x2xf32>) -> tensor<3x2x2x2xf32>
+  %oc = llmc.mul %o, %c : (tensor<3x2x2x2xf32>, tensor<1x1x2x2xf32>) -> tensor<3x2x2x2xf32>
+  %es = llmc.mul %e, %s : (tensor<3x2x2x2xf32>, tensor<1x1x2x2xf32>) -> tensor<3x2x2x2xf32>
+  %second = llmc.add %es, %oc : (tensor<3x2x2x2xf32>, tensor<3x2x2x2xf32>) -> tensor<3x2x2x2xf32>
+  %y = llmc.concat %first, %second {axis = -1 : i64} : (tensor<3x2x2x2xf32>, tensor<3x2x2x2xf32>) -> tensor<3x2x2x4xf32>
+  return %y : tensor<3x2x2x4xf32>
+}
+
+// -----
+
+// Left as they are: halves in the wrong order (x2 first: the rotation by the negated angle),
+// halves of two tensors, and a table per head ([1, 2, S, D/2], not one for all heads).
+// CHECK-LABEL: func.func @halves_swapped
+// CHECK-NOT: llmc.rotary
+// CHECK: llmc.concat
+func.func @halves_swapped(%x: tensor<1x2x5x8xf32>, %a: tensor<1x5x4xf32>, %b: tensor<1x5x4xf32>) -> tensor<1x2x5x8xf32> {
+  %c = llmc.unsqueeze %a {axes = array<i64: 1>} : (tensor<1x5x4xf32>) -> tensor<1x1x5x4xf32>
+  %s = llmc.unsqueeze %b {axes = array<i64: 1>} : (tensor<1x5x4xf32>) -> tensor<1x1x5x4xf32>
+  %h:2 = llmc.split %x {axis = 3 : i64, num_outputs = 2 : i64} : (tensor<1x2x5x8xf32>) -> (tensor<1x2x5x4xf32>, tensor<1x2x5x4xf32>)
+  %ec = llmc.mul %h#1, %c : (tensor<1x2x5x4xf32>, tensor<1x1x5x4xf32>) -> tensor<1x2x5x4xf32>
+  %os = llmc.mul %h#0, %s : (tensor<1x2x5x4xf32>, tensor<1x1x5x4xf32>) -> tensor<1x2x5x4xf32>
+  %first = llmc.sub %ec, %os : (tensor<1x2x5x4xf32>, tensor<1x2x5x4xf32>) -> tensor<1x2x5x4xf32>
+  %oc = llmc.mul %h#0, %c : (tensor<1x2x5x4xf32>, tensor<1x1x5x4xf32>) -> tensor<1x2x5x4xf32>
+  %es = llmc.mul %h#1, %s : (tensor<1x2x5x4xf32>, tensor<1x1x5x4xf32>) -> tensor<1x2x5x4xf32>
+  %second = llmc.add %oc, %es : (tensor<1x2x5x4xf32>, tensor<1x2x5x4xf32>) -> tensor<1x2x5x4xf32>
+  %y = llmc.concat %first, %second {axis = -1 : i64} : (tensor<1x2x5x4xf32>, tensor<1x2x5x4xf32>) -> tensor<1x2x5x8xf32>
+  return %y : tensor<1x2x5x8xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @halves_of_two_tensors
+// CHECK-NOT: llmc.rotary
+// CHECK: llmc.concat
+func.func @halves_of_two_tensors(%x: tensor<1x2x5x8xf32>, %other: tensor<1x2x5x8xf32>, %a: tensor<1x5x4xf32>, %b: tensor<1x5x4xf32>) -> tensor<1x2x5x8xf32> {
+  %c = llmc.unsqueeze %a {axes = array<i64: 1>} : (tensor<1x5x4xf32>) -> tensor<1x1x5x4xf32>
+  %s = llmc.unsqueeze %b {axes = array<i64: 1>} : (tensor<1x5x4xf32>) -> tensor<1x1x5x4xf32>
+  %h:2 = llmc.split %x {axis = 3 : i64, num_outputs = 2 : i64} : (tensor<1x2x5x8xf32>) -> (tensor<1x2x5x4xf32>, tensor<1x2x5x4xf32>)
+  %g:2 = llmc.split %other {axis = 3 : i64, split = array<i64: 4, 4>} : (tensor<1x2x5x8xf32>) -> (tensor<1x2x5x4xf32>, tensor<1x2x5x4xf32>)
+  %ec = llmc.mul %h#0, %c : (tensor<1x2x5x4xf32>, tensor<1x1x5x4xf32>) -> tensor<1x2x5x4xf32>
+  %os = llmc.mul %g#1, %s : (tensor<1x2x5x4xf32>, tensor<1x1x5x4xf32>) -> tensor<1x2x5x4xf32>
+  %first = llmc.sub %ec, %os : (tensor<1x2x5x4xf32>, tensor<1x2x5x4xf32>) -> tensor<1x2x5x4xf32>
+  %oc = llmc.mul %g#1, %c : (tensor<1x2x5x4xf32>, tensor<1x1x5x4xf32>) -> tensor<1x2x5x4xf32>
+  %es = llmc.mul %h#0, %s : (tensor<1x2x5x4xf32>, tensor<1x1x5x4xf32>) -> tensor<1x2x5x4xf32>
+  %second = llmc.add %oc, %es : (tensor<1x2x5x4xf32>, tensor<1x2x5x4xf32>) -> tensor<1x2x5x4xf32>
+  %y = llmc.concat %first, %second {axis = -1 : i64} : (tensor<1x2x5x4xf32>, tensor<1x2x5x4xf32>) -> tensor<1x2x5x8xf32>
+  return %y : tensor<1x2x5x8xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @table_per_head
+// CHECK-NOT: llmc.rotary
+// CHECK: llmc.concat
+func.func @table_per_head(%x: tensor<1x2x5x8xf32>, %c: tensor<1x2x5x4xf32>, %s: tensor<1x2x5x4xf32>) -> tensor<1x2x5x8xf32> {
+  %h:2 = llmc.split %x {axis = 3 : i64, num_outputs = 2 : i64} : (tensor<1x2x5x8xf32>) -> (tensor<1x2x5x4xf32>, tensor<1x2x5x4xf32>)
+  %ec = llmc.mul %h#0, %c : (tensor<1x2x5x4xf32>, tensor<1x2x5x4xf32>) -> tensor<1x2x5x4xf32>
+  %os = llmc.mul %h#1, %s : (tensor<1x2x5x4xf32>, tensor<1x2x5x4xf32>) -> tensor<1x2x5x4xf32>
+  %first = llmc.sub %ec, %os : (tensor<1x2x5x4xf32>, tensor<1x2x5x4xf32>) -> tensor<1x2x5x4xf32>
+  %oc = llmc.mul %h#1, %c : (tensor<1x2x5x4xf32>, tensor<1x2x5x4xf32>) -> tensor<1x2x5x4xf32>
+  %es = llmc.mul %h#0, %s : (tensor<1x2x5x4xf32>, tensor<1x2x5x4xf32>) -> tensor<1x2x5x4xf32>
   %second = llmc.add %oc, %es : (tensor<1x2x5x4xf32>, tensor<1x2x5x4xf32>) -> tensor<1x2x5x4xf32>
   %y = llmc.concat %first, %second {axis = -1 : i64} : (tensor<1x2x5x4xf32>, tensor<1x2x5x4xf32>) -> tensor<1x2x5x8xf32>
   return %y : tensor<1x2x5x8xf32>

@@ -137,99 +137,102 @@ TEST(Cuda, RotaryMatchesTheCpu) {
 
 // Without position ids: tables [B, S, rot / 2], one row per token (llmc-raise-attention's key
 // rotations for a cache), on [B, H, S, D] or on rows [B, S, H * D] (where llmc-fold-transposes
-// puts the keys of a KV-cache export).
+// puts the keys of a KV-cache export). Also tables [1, S, rot / 2] that every batch reads
+// (sharedTables: tables made from one row of positions beside a larger batch).
 TEST(Cuda, RotaryByRowMatchesTheCpu) {
   const int64_t B = 2, H = 3, S = 5, D = 16;
   for (cu::Storage s : kStorages)
-    for (bool flat : {false, true}) {
-      std::vector<int64_t> shape = flat ? std::vector<int64_t>{B, S, H * D} : std::vector<int64_t>{B, H, S, D};
-      Buf<float> x(DType::F32, shape, rounded(randomFloats(B * H * S * D, 60), s)), want(DType::F32, shape),
-          cosT(DType::F32, {B, S, D / 2}, rounded(randomFloats(B * S * D / 2, 61), s)),
-          sinT(DType::F32, {B, S, D / 2}, rounded(randomFloats(B * S * D / 2, 62), s));
-      Buf<int64_t> none(DType::I64, {0});
-      AttrList a = attrs({intAttr("rotary_embedding_dim", D)});
-      if (flat)
-        a.add(intAttr("num_heads", H));
-      ASSERT_EQ(call("rotary", a, {x.ref(), cosT.ref(), sinT.ref(), none.ref()}, {want.ref()}), "");
-      auto dx = upload(x.data, s), dcos = upload(cosT.data, s), dsin = upload(sinT.data, s);
-      auto error = uploadRaw(std::vector<int>{0});
-      Device y(size_t(B * H * S * D) * cu::storageBytes(s));
-      cu::RotaryArgs r;
-      r.x = dx->p, r.y.base = y.p, r.cos = dcos->p, r.sin = dsin->p, r.tableRows = B * S;
-      r.B = B, r.H = H, r.S = S, r.D = D, r.rotaryDim = D, r.flat = flat, r.error = error->as<int>();
-      ASSERT_EQ(cu::rotary(s, r, nullptr), "");
-      expectClose(download(y, size_t(B * H * S * D), s), want.data, tolerance(s),
-                  std::string("rotary by row ") + (flat ? "on rows " : "") + name(s));
-      if (!flat) { // rows placed by batch and token: only rows [B, S, H * D]
-        r.y.batchStride = H * D, r.y.tokenStride = B * H * D;
-        EXPECT_NE(cu::rotary(s, r, nullptr), "");
-        continue;
-      }
-      // Written into a cache after 7 rows of B * H * D elements, the row count read from the
-      // device (a key rotation writing a linked cache's new rows): the same values there, and
-      // the rows before untouched.
-      const int64_t past = 7, row = B * H * D;
-      Device cache(size_t((past + S) * row) * cu::storageBytes(s));
-      cudaMemset(cache.p, 0, cache.bytes);
-      auto rows = uploadRaw(std::vector<int64_t>{past});
-      r.y = {cache.p, rows->as<int64_t>(), row};
-      ASSERT_EQ(cu::rotary(s, r, nullptr), "");
-      const std::vector<float> all = download(cache, size_t((past + S) * row), s);
-      expectClose(std::vector<float>(all.begin() + past * row, all.end()), want.data, tolerance(s),
-                  std::string("rotary into a cache's rows ") + name(s));
-      expectClose(std::vector<float>(all.begin(), all.begin() + past * row), std::vector<float>(size_t(past * row), 0.0f),
-                  0.0f, std::string("rotary into a cache's rows: the rows before ") + name(s));
-
-      // The keys as the middle piece of wider rows [B, S, Q + H * D + V] (a merged QKV
-      // projection), split and rotated in one launch: queries and values copied out, keys
-      // rotated into the cache, against the CPU's split and rotary.
-      const int64_t Q = 2 * D, V = H * D, W = Q + H * D + V;
-      Buf<float> qkv(DType::F32, {B, S, W}, rounded(randomFloats(B * S * W, 63), s)), q(DType::F32, {B, S, Q}),
-          k(DType::F32, {B, S, H * D}), v(DType::F32, {B, S, V}), kWant(DType::F32, {B, S, H * D});
-      ASSERT_EQ(call("split", attrs({intAttr("axis", 2)}), {qkv.ref()}, {q.ref(), k.ref(), v.ref()}), "");
-      ASSERT_EQ(call("rotary", a, {k.ref(), cosT.ref(), sinT.ref(), none.ref()}, {kWant.ref()}), "");
-      auto dqkv = upload(qkv.data, s);
-      Device dq(size_t(B * S * Q) * cu::storageBytes(s)), dv(size_t(B * S * V) * cu::storageBytes(s));
-      cudaMemset(cache.p, 0, cache.bytes);
-      cu::StridedCopies pieces;
-      const int64_t offsets[2] = {0, Q + H * D}, widths[2] = {Q, V};
-      void *outs[2] = {dq.p, dv.p};
-      for (int i = 0; i < 2; ++i) {
-        cu::StridedCopy &c = pieces.copy[i];
-        c.rank = 3, c.elemBytes = int(cu::storageBytes(s)), c.srcBase = offsets[i];
-        const int64_t dims[3] = {B, S, widths[i]}, src[3] = {S * W, W, 1}, dst[3] = {S * widths[i], widths[i], 1};
-        for (int d = 0; d < 3; ++d)
-          c.dims[d] = dims[d], c.src[d] = src[d], c.dst[d] = dst[d];
-        pieces.src[i] = dqkv->p, pieces.dst[i] = outs[i];
-      }
-      pieces.count = 2;
-      r.x = static_cast<const char *>(dqkv->p) + Q * cu::storageBytes(s), r.xRowStride = W;
-      ASSERT_EQ(cu::stridedCopiesAndRotary(s, pieces, r, nullptr), "");
-      expectClose(download(dq, size_t(B * S * Q), s), q.data, 0.0f, std::string("split with rotary: queries ") + name(s));
-      expectClose(download(dv, size_t(B * S * V), s), v.data, 0.0f, std::string("split with rotary: values ") + name(s));
-      const std::vector<float> keys = download(cache, size_t((past + S) * row), s);
-      expectClose(std::vector<float>(keys.begin() + past * row, keys.end()), kWant.data, tolerance(s),
-                  std::string("split with rotary: keys into the cache ") + name(s));
-
-      // A batch's rows stored token-major ([past + S, B, H * D], where a transpose of [B, S, ...]
-      // to [S, B, ...] puts them): row (b, s) at b * H * D + s * B * H * D after the rows there,
-      // by the rotary kernel and by the split that rotates its keys piece.
-      std::vector<float> tokenMajor(size_t(S * row));
-      for (int64_t b = 0; b < B; ++b)
-        for (int64_t t = 0; t < S; ++t)
-          for (int64_t e = 0; e < H * D; ++e)
-            tokenMajor[size_t((t * B + b) * H * D + e)] = kWant.data[size_t((b * S + t) * H * D + e)];
-      for (bool bySplit : {false, true}) {
+    for (bool flat : {false, true})
+      for (int64_t tables : {B, int64_t(1)}) {
+        std::vector<int64_t> shape = flat ? std::vector<int64_t>{B, S, H * D} : std::vector<int64_t>{B, H, S, D};
+        Buf<float> x(DType::F32, shape, rounded(randomFloats(B * H * S * D, 60), s)), want(DType::F32, shape),
+            cosT(DType::F32, {tables, S, D / 2}, rounded(randomFloats(tables * S * D / 2, 61), s)),
+            sinT(DType::F32, {tables, S, D / 2}, rounded(randomFloats(tables * S * D / 2, 62), s));
+        Buf<int64_t> none(DType::I64, {0});
+        AttrList a = attrs({intAttr("rotary_embedding_dim", D)});
+        if (flat)
+          a.add(intAttr("num_heads", H));
+        ASSERT_EQ(call("rotary", a, {x.ref(), cosT.ref(), sinT.ref(), none.ref()}, {want.ref()}), "");
+        auto dx = upload(x.data, s), dcos = upload(cosT.data, s), dsin = upload(sinT.data, s);
+        auto error = uploadRaw(std::vector<int>{0});
+        Device y(size_t(B * H * S * D) * cu::storageBytes(s));
+        cu::RotaryArgs r;
+        r.x = dx->p, r.y.base = y.p, r.cos = dcos->p, r.sin = dsin->p, r.tableRows = tables * S;
+        r.sharedTables = tables == 1;
+        r.B = B, r.H = H, r.S = S, r.D = D, r.rotaryDim = D, r.flat = flat, r.error = error->as<int>();
+        ASSERT_EQ(cu::rotary(s, r, nullptr), "");
+        expectClose(download(y, size_t(B * H * S * D), s), want.data, tolerance(s),
+                    std::string("rotary by row ") + (flat ? "on rows " : "") + (tables == 1 ? "one table " : "") + name(s));
+        if (!flat) { // rows placed by batch and token: only rows [B, S, H * D]
+          r.y.batchStride = H * D, r.y.tokenStride = B * H * D;
+          EXPECT_NE(cu::rotary(s, r, nullptr), "");
+          continue;
+        }
+        // Written into a cache after 7 rows of B * H * D elements, the row count read from the
+        // device (a key rotation writing a linked cache's new rows): the same values there, and
+        // the rows before untouched.
+        const int64_t past = 7, row = B * H * D;
+        Device cache(size_t((past + S) * row) * cu::storageBytes(s));
         cudaMemset(cache.p, 0, cache.bytes);
-        r.y = {cache.p, rows->as<int64_t>(), row, H * D, B * H * D};
-        const std::string what = std::string(bySplit ? "split with rotary" : "rotary") + ": a batch's keys token-major ";
-        ASSERT_EQ(bySplit ? cu::stridedCopiesAndRotary(s, pieces, r, nullptr) : cu::rotary(s, r, nullptr), "");
-        const std::vector<float> placed = download(cache, size_t((past + S) * row), s);
-        expectClose(std::vector<float>(placed.begin() + past * row, placed.end()), tokenMajor, tolerance(s), what + name(s));
-        expectClose(std::vector<float>(placed.begin(), placed.begin() + past * row),
-                    std::vector<float>(size_t(past * row), 0.0f), 0.0f, what + "(the rows before) " + name(s));
+        auto rows = uploadRaw(std::vector<int64_t>{past});
+        r.y = {cache.p, rows->as<int64_t>(), row};
+        ASSERT_EQ(cu::rotary(s, r, nullptr), "");
+        const std::vector<float> all = download(cache, size_t((past + S) * row), s);
+        expectClose(std::vector<float>(all.begin() + past * row, all.end()), want.data, tolerance(s),
+                    std::string("rotary into a cache's rows ") + name(s));
+        expectClose(std::vector<float>(all.begin(), all.begin() + past * row), std::vector<float>(size_t(past * row), 0.0f),
+                    0.0f, std::string("rotary into a cache's rows: the rows before ") + name(s));
+
+        // The keys as the middle piece of wider rows [B, S, Q + H * D + V] (a merged QKV
+        // projection), split and rotated in one launch: queries and values copied out, keys
+        // rotated into the cache, against the CPU's split and rotary.
+        const int64_t Q = 2 * D, V = H * D, W = Q + H * D + V;
+        Buf<float> qkv(DType::F32, {B, S, W}, rounded(randomFloats(B * S * W, 63), s)), q(DType::F32, {B, S, Q}),
+            k(DType::F32, {B, S, H * D}), v(DType::F32, {B, S, V}), kWant(DType::F32, {B, S, H * D});
+        ASSERT_EQ(call("split", attrs({intAttr("axis", 2)}), {qkv.ref()}, {q.ref(), k.ref(), v.ref()}), "");
+        ASSERT_EQ(call("rotary", a, {k.ref(), cosT.ref(), sinT.ref(), none.ref()}, {kWant.ref()}), "");
+        auto dqkv = upload(qkv.data, s);
+        Device dq(size_t(B * S * Q) * cu::storageBytes(s)), dv(size_t(B * S * V) * cu::storageBytes(s));
+        cudaMemset(cache.p, 0, cache.bytes);
+        cu::StridedCopies pieces;
+        const int64_t offsets[2] = {0, Q + H * D}, widths[2] = {Q, V};
+        void *outs[2] = {dq.p, dv.p};
+        for (int i = 0; i < 2; ++i) {
+          cu::StridedCopy &c = pieces.copy[i];
+          c.rank = 3, c.elemBytes = int(cu::storageBytes(s)), c.srcBase = offsets[i];
+          const int64_t dims[3] = {B, S, widths[i]}, src[3] = {S * W, W, 1}, dst[3] = {S * widths[i], widths[i], 1};
+          for (int d = 0; d < 3; ++d)
+            c.dims[d] = dims[d], c.src[d] = src[d], c.dst[d] = dst[d];
+          pieces.src[i] = dqkv->p, pieces.dst[i] = outs[i];
+        }
+        pieces.count = 2;
+        r.x = static_cast<const char *>(dqkv->p) + Q * cu::storageBytes(s), r.xRowStride = W;
+        ASSERT_EQ(cu::stridedCopiesAndRotary(s, pieces, r, nullptr), "");
+        expectClose(download(dq, size_t(B * S * Q), s), q.data, 0.0f, std::string("split with rotary: queries ") + name(s));
+        expectClose(download(dv, size_t(B * S * V), s), v.data, 0.0f, std::string("split with rotary: values ") + name(s));
+        const std::vector<float> keys = download(cache, size_t((past + S) * row), s);
+        expectClose(std::vector<float>(keys.begin() + past * row, keys.end()), kWant.data, tolerance(s),
+                    std::string("split with rotary: keys into the cache ") + name(s));
+
+        // A batch's rows stored token-major ([past + S, B, H * D], where a transpose of [B, S, ...]
+        // to [S, B, ...] puts them): row (b, s) at b * H * D + s * B * H * D after the rows there,
+        // by the rotary kernel and by the split that rotates its keys piece.
+        std::vector<float> tokenMajor(size_t(S * row));
+        for (int64_t b = 0; b < B; ++b)
+          for (int64_t t = 0; t < S; ++t)
+            for (int64_t e = 0; e < H * D; ++e)
+              tokenMajor[size_t((t * B + b) * H * D + e)] = kWant.data[size_t((b * S + t) * H * D + e)];
+        for (bool bySplit : {false, true}) {
+          cudaMemset(cache.p, 0, cache.bytes);
+          r.y = {cache.p, rows->as<int64_t>(), row, H * D, B * H * D};
+          const std::string what = std::string(bySplit ? "split with rotary" : "rotary") + ": a batch's keys token-major ";
+          ASSERT_EQ(bySplit ? cu::stridedCopiesAndRotary(s, pieces, r, nullptr) : cu::rotary(s, r, nullptr), "");
+          const std::vector<float> placed = download(cache, size_t((past + S) * row), s);
+          expectClose(std::vector<float>(placed.begin() + past * row, placed.end()), tokenMajor, tolerance(s), what + name(s));
+          expectClose(std::vector<float>(placed.begin(), placed.begin() + past * row),
+                      std::vector<float>(size_t(past * row), 0.0f), 0.0f, what + "(the rows before) " + name(s));
+        }
       }
-    }
 }
 
 TEST(Cuda, GatherRowsMatchesTheCpuAndFlagsBadIds) {

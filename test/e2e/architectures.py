@@ -166,13 +166,18 @@ ROTATIONS = dict({name: (0, 2) for name in ARCHITECTURES},
 # Of those, the queries' then move into their attention (llmc-fuse-query-rotary, with and without
 # a cache); GPT-NeoX's since its per-head QKV projection is reordered (llmc-deinterleave-qkv).
 QUERY_ROTARY = "query rotations moved into fused_attention"
-QUERY_ROTATIONS = dict({name: 0 for name in ARCHITECTURES}, phi=2, stablelm=2, cohere=2, gptj=2, codegen=2, gpt_neox=2)
+QUERY_ROTATIONS = dict({name: 0 for name in ARCHITECTURES}, phi=2, stablelm=2, cohere=2, gptj=2, codegen=2, gpt_neox=2,
+                       gpt_oss=2)
+# Rotations written on each head's two halves, concat(x1 * cos - x2 * sin, x2 * cos + x1 * sin)
+# after a chunk of [B, H, S, D] (GPT-OSS), turned into llmc.rotary, queries and keys (with and
+# without a cache); its queries' then move into their attention (above).
+HALVES_ROTARY = "rotations of split halves turned into llmc.rotary"
+HALVES_ROTATIONS = dict({name: 0 for name in ARCHITECTURES}, gpt_oss=4)
 # Per-head interleaved QKV projections reordered (llmc-deinterleave-qkv), with and without a cache.
+# (GPT-OSS's chunk of each head into halves has the form of a split of a projection's parts; it
+# is left to the rotation above.)
 DEINTERLEAVED = "projections with heads' parts interleaved reordered"
-# GPT-OSS's rotary takes each head's two halves with a chunk of [B, H, S, D], the form of a
-# projection whose heads' parts are split: its q and k projections are reordered too (the
-# halves then come split before the heads, the same values).
-DEINTERLEAVINGS = dict({name: 0 for name in ARCHITECTURES}, gpt_neox=2, bloom=2, codegen=2, gpt_oss=4)
+DEINTERLEAVINGS = dict({name: 0 for name in ARCHITECTURES}, gpt_neox=2, bloom=2, codegen=2)
 
 
 def build(name, use_cache):
@@ -270,7 +275,7 @@ def check(args, name, tmp):
             ok = False
             lines.append(f"  {precision}: {rotations} {ROTARY_OPS}, {ROTATIONS[name][0]} expected")
         for what, want in ((WINDOWS_RAISED, WINDOWS[name]), (QUERY_ROTARY, QUERY_ROTATIONS[name]),
-                           (DEINTERLEAVED, DEINTERLEAVINGS[name])):
+                           (HALVES_ROTARY, HALVES_ROTATIONS[name]), (DEINTERLEAVED, DEINTERLEAVINGS[name])):
             if counted(stats, what) != want:
                 ok = False
                 lines.append(f"  {precision}: {counted(stats, what)} {what}, {want} expected")
@@ -333,12 +338,13 @@ def check_kv(args, name, tmp):
                      "logits", "--print-stats"] + KV_SHAPES)
         found = {what: counted(stats, what) for what in
                  ("attention blocks raised", "masks raised to is_causal", "past/present pairs turned length-major",
-                  WINDOWS_RAISED, ROTARY_OPS, QUERY_ROTARY, DEINTERLEAVED, *expert_counts(name))}
+                  WINDOWS_RAISED, ROTARY_OPS, QUERY_ROTARY, HALVES_ROTARY, DEINTERLEAVED, *expert_counts(name))}
         # Every raised attention causal, reading the attention_mask input; each layer's key and
         # value caches length-major (what the decode attention reads).
         want = {"attention blocks raised": expected, "masks raised to is_causal": expected,
                 "past/present pairs turned length-major": 4, WINDOWS_RAISED: WINDOWS[name], ROTARY_OPS: ROTATIONS[name][1],
-                QUERY_ROTARY: QUERY_ROTATIONS[name], DEINTERLEAVED: DEINTERLEAVINGS[name],
+                QUERY_ROTARY: QUERY_ROTATIONS[name], HALVES_ROTARY: HALVES_ROTATIONS[name],
+                DEINTERLEAVED: DEINTERLEAVINGS[name],
                 **expert_counts(name)}
         for what, count in found.items():
             if count != want[what]:

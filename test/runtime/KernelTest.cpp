@@ -1017,6 +1017,29 @@ TEST(Kernels, Rotary) {
   EXPECT_FLOAT_EQ(y.data[3], 3);                   // pair (x2, x3) rotated by 90 degrees
 }
 
+// Without position ids, tables [1, S, rot / 2] serve every batch (GPT-OSS's and Llama's tables,
+// made from one row of positions, beside a dynamic batch): the same as the tables repeated.
+TEST(Kernels, RotaryTablesOfOneBatchServeEveryBatch) {
+  const int64_t B = 3, H = 2, S = 4, D = 8, half = D / 2;
+  const std::vector<float> cosRows = randomFloats(S * half, 71), sinRows = randomFloats(S * half, 72);
+  std::vector<float> cosRepeated, sinRepeated;
+  for (int64_t b = 0; b < B; ++b) {
+    cosRepeated.insert(cosRepeated.end(), cosRows.begin(), cosRows.end());
+    sinRepeated.insert(sinRepeated.end(), sinRows.begin(), sinRows.end());
+  }
+  Buf<float> x(DType::F32, {B, H, S, D}, randomFloats(B * H * S * D, 70)), shared(DType::F32, {B, H, S, D}),
+      repeated(DType::F32, {B, H, S, D}), c1(DType::F32, {1, S, half}, cosRows), s1(DType::F32, {1, S, half}, sinRows),
+      cB(DType::F32, {B, S, half}, cosRepeated), sB(DType::F32, {B, S, half}, sinRepeated),
+      c2(DType::F32, {2, S, half}, randomFloats(2 * S * half, 73));
+  Buf<int64_t> none(DType::I64, {0});
+  ASSERT_EQ(call("rotary", {}, {x.ref(), c1.ref(), s1.ref(), none.ref()}, {shared.ref()}), "");
+  ASSERT_EQ(call("rotary", {}, {x.ref(), cB.ref(), sB.ref(), none.ref()}, {repeated.ref()}), "");
+  EXPECT_EQ(shared.data, repeated.data);
+  EXPECT_NE(shared.data, x.data);
+  // Tables of another batch than x's or 1: refused.
+  EXPECT_NE(call("rotary", {}, {x.ref(), c2.ref(), c2.ref(), none.ref()}, {shared.ref()}), "");
+}
+
 // Runs last (gtest runs tests in declaration order within a file): every registered kernel
 // must have been exercised above.
 

@@ -40,8 +40,10 @@ def Llmc_RotaryOp : Llmc_Op<"rotary"> {
     Rotates the first `rotary_embedding_dim` (all when 0) features of each head of `input`
     ([batch, heads, seq, head_size], or [batch, seq, heads * head_size] with `num_heads`) by the
     angles whose cosines and sines are given: `cos`/`sin` are [max_position, rotary_dim / 2]
-    tables indexed by `position_ids` [batch, seq], or [batch, seq, rotary_dim / 2] when
-    `position_ids` is an empty tensor. Pairs are halves, or adjacent features when `interleaved`.
+    tables indexed by `position_ids` [batch, seq], or [batch or 1, seq, rotary_dim / 2] when
+    `position_ids` is an empty tensor (a table of batch 1 serves every batch; ONNX's
+    RotaryEmbedding wants [batch, seq, .]). Pairs are halves, or adjacent features when
+    `interleaved`.
   }];
   let arguments = (ins Llmc_Tensor:$input, Llmc_Tensor:$cos, Llmc_Tensor:$sin, Llmc_Tensor:$position_ids,
                    DefaultValuedAttr<I64Attr, "0">:$interleaved, DefaultValuedAttr<I64Attr, "0">:$num_heads,
