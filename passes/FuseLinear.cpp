@@ -13,6 +13,7 @@ namespace llmc {
 namespace {
 
 using namespace mlir;
+using fusion::abandonBuilt;
 using fusion::def;
 
 // A linear's operands and attributes, to rebuild it with one more epilogue stage.
@@ -208,6 +209,139 @@ struct ExpertSwiglu : ExpertPattern<MulOp> {
   }
 };
 
+// v = OpT(a, c) or OpT(c, a) with c a scalar constant and a not a constant: a, and c's value.
+template <typename OpT> Value byScalar(Value v, double &c) {
+  auto op = def<OpT>(v);
+  for (int i = 0; op && i < 2; ++i)
+    if (auto s = fusion::scalarValue(op->getOperand(1 - i)); s && !fusion::isConstant(op->getOperand(i))) {
+      c = *s;
+      return op->getOperand(i);
+    }
+  return {};
+}
+
+// The experts' weights (attributes) that a pattern replaced by new layouts, to release once
+// nothing reads them.
+using ReplacedWeights = llvm::SmallVector<Attribute>;
+
+// The bytes of a constant [outer, M, inner] with its rows along M taken apart: the even ones
+// first, then the odd ones (gate and up columns that alternate become the two halves).
+std::vector<char> evenRowsFirst(ArrayRef<char> bytes, int64_t outer, int64_t m, int64_t inner, size_t size) {
+  std::vector<char> out(bytes.size());
+  const size_t row = size_t(inner) * size;
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t j = 0; j < m; ++j) {
+      const int64_t from = j < m / 2 ? 2 * j : 2 * (j - m / 2) + 1;
+      std::memcpy(out.data() + size_t(o * m + j) * row, bytes.data() + size_t(o * m + from) * row, row);
+    }
+  return out;
+}
+
+// GPT-OSS's experts' gating, (clamp(u, -L, L) + 1) * g * sigmoid(alpha * g) with g = min(gate, L),
+// of gate and up taken from one expert_linear's rows: alternating (gate = y[:, 0::2], up =
+// y[:, 1::2], as GPT-OSS's gate_up_proj holds them) or the two halves  ->  that expert_linear with
+// activation "clamped_swiglu" (alpha, limit); alternating columns are made halves by reordering
+// the weight's rows and the bias (constants that only it reads). Two strided slices and an
+// elementwise kernel fewer, and the [N, M] product never written. Not after a combine (the
+// gating of a weighted sum is not the weighted sum of gatings).
+struct ExpertClampedSwiglu : ExpertPattern<MulOp> {
+  ReplacedWeights &replaced;
+  ExpertClampedSwiglu(MLIRContext *ctx, RewriteCounter &count, ReplacedWeights &replaced)
+      : ExpertPattern(ctx, count), replaced(replaced) {}
+
+  // glu = g * sigmoid(g * alpha): g, and alpha.
+  static Value gatedBySigmoid(Value glu, double &alpha) {
+    auto m = def<MulOp>(glu);
+    for (int i = 0; m && i < 2; ++i) {
+      auto sigmoid = def<SigmoidOp>(m->getOperand(1 - i));
+      if (sigmoid && byScalar<MulOp>(sigmoid.getInput(), alpha) == m->getOperand(i))
+        return m->getOperand(i);
+    }
+    return {};
+  }
+
+  // u clamped to [-limit, limit]: min(max(u, -limit), limit) or max(min(u, limit), -limit).
+  static Value clampedBoth(Value v, double limit) {
+    double hi = 0, lo = 0;
+    if (Value inner = byScalar<MinOp>(v, hi); inner && hi == limit)
+      if (Value u = byScalar<MaxOp>(inner, lo); u && lo == -limit)
+        return u;
+    if (Value inner = byScalar<MaxOp>(v, lo); inner && lo == -limit)
+      if (Value u = byScalar<MinOp>(inner, hi); u && hi == limit)
+        return u;
+    return {};
+  }
+
+  // The expert_linear [N, M] that gate and up are taken from (alternating, when `alternate`, or
+  // halves), each read once.
+  static ExpertLinearOp partsOf(Value gate, Value up, bool &alternate) {
+    auto slice = def<SliceOp>(gate);
+    Value y = slice ? slice.getInput() : (def<SplitOp>(gate) ? def<SplitOp>(gate).getInput() : Value());
+    auto expert = def<ExpertLinearOp>(y);
+    if (!expert || !gate.hasOneUse() || !up.hasOneUse())
+      return {};
+    const int64_t m = fusion::tensorType(y).getDimSize(1);
+    alternate = fusion::isSliceOfLast(gate, y, 0, m, 2) && fusion::isSliceOfLast(up, y, 1, m, 2);
+    return alternate || (fusion::isHalf(gate, y, 0) && fusion::isHalf(up, y, 1)) ? expert : ExpertLinearOp();
+  }
+
+  // Whether v is a constant [E, M(, K)] whose rows along M can be reordered: read only by the
+  // expert_linear (a weight: a copy would double it), or any (a bias, small).
+  static bool reorderable(Value v, bool mayShare) {
+    auto type = fusion::tensorType(v);
+    return fusion::isFloatConstant(v) && type.hasStaticShape() && (type.getRank() == 2 || type.getRank() == 3) &&
+           (mayShare || v.hasOneUse());
+  }
+
+  // v (reorderable) with its rows along M even first, a new constant; the old attribute is
+  // released at the end of the pass when nothing reads it.
+  Value evenFirst(PatternRewriter &rewriter, Location loc, Value v) const {
+    auto type = fusion::tensorType(v);
+    std::vector<char> storage;
+    const ArrayRef<char> bytes = *fusion::floatBytes(v, storage);
+    const int64_t inner = type.getRank() == 3 ? type.getDimSize(2) : 1;
+    replaced.push_back(def<ConstantOp>(v).getValue());
+    return fusion::bytesConstant(rewriter, loc, type,
+                                 evenRowsFirst(bytes, type.getDimSize(0), type.getDimSize(1), inner,
+                                               fusion::elementSize(type.getElementType())));
+  }
+
+  LogicalResult matchAndRewrite(MulOp op, PatternRewriter &rewriter) const override {
+    for (int i = 0; i < 2; ++i) {
+      double one = 0, alpha = 0, limit = 0;
+      Value clampedUp = byScalar<AddOp>(op->getOperand(i), one);
+      Value clampedGate = clampedUp ? gatedBySigmoid(op->getOperand(1 - i), alpha) : Value();
+      Value gate = clampedGate ? byScalar<MinOp>(clampedGate, limit) : Value();
+      Value up = gate && one == 1.0 && limit > 0 ? clampedBoth(clampedUp, limit) : Value();
+      bool alternate = false;
+      auto expert = up ? partsOf(gate, up, alternate) : ExpertLinearOp();
+      if (!expert || expert.getActivation() != "none" || expert.getCombine() ||
+          fusion::tensorType(expert.getResult()).isDynamicDim(1) ||
+          !llvm::all_of(expert->getUsers(),
+                        [&](Operation *user) { return user == gate.getDefiningOp() || user == up.getDefiningOp(); }) ||
+          (alternate && (!reorderable(expert.getWeight(), false) ||
+                         (expert.getBias() && !reorderable(expert.getBias(), true)))))
+        continue;
+      // Built in front of the product; a failure erases what was built (abandonBuilt).
+      Operation *before = op->getPrevNode();
+      SmallVector<Value> operands(expert->getOperands());
+      if (alternate) {
+        operands[1] = evenFirst(rewriter, op.getLoc(), expert.getWeight());
+        if (expert.getBias())
+          operands[4] = evenFirst(rewriter, op.getLoc(), expert.getBias());
+      }
+      NamedAttrList attrs(expert->getAttrs());
+      attrs.set("activation", rewriter.getStringAttr("clamped_swiglu"));
+      attrs.set("alpha", rewriter.getF32FloatAttr(float(alpha)));
+      attrs.set("limit", rewriter.getF32FloatAttr(float(limit)));
+      if (failed(replaceByExpert(rewriter, op, operands, attrs)))
+        return abandonBuilt(rewriter, op, before);
+      return success();
+    }
+    return failure();
+  }
+};
+
 // expert_linear of a token's rows repeated once per chosen expert, reshape(expand(unsqueeze(x, 1),
 // [T, k, K]), [T * k, K])  ->  expert_linear of x with repeat k: each row read by its k ids, not
 // copied k times first.
@@ -384,6 +518,7 @@ struct FuseLinear : impl::LlmcFuseLinearBase<FuseLinear> {
   RewriteCounter experts{"llmc-fuse-linear", "products of gathered experts turned into expert_linear"};
   RewriteCounter expertEpilogues{"llmc-fuse-linear", "swiglus, repeated rows and weighted sums fused into expert_linear"};
   RewriteCounter expertBiases{"llmc-fuse-linear", "experts' biases fused into expert_linear"};
+  RewriteCounter clampedGatings{"llmc-fuse-linear", "clamped swiglus (GPT-OSS's experts) fused into expert_linear"};
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<MatMulToLinear, GemmToLinear>(&getContext(), linears);
@@ -392,10 +527,14 @@ struct FuseLinear : impl::LlmcFuseLinearBase<FuseLinear> {
     patterns.add<GatheredVecMatToExpertLinear>(&getContext(), experts, transposed);
     patterns.add<ExpertSwiglu, ExpertSharedRows, ExpertCombine>(&getContext(), expertEpilogues);
     patterns.add<ExpertBias>(&getContext(), expertBiases);
+    ReplacedWeights reordered;
+    patterns.add<ExpertClampedSwiglu>(&getContext(), clampedGatings, reordered);
     patterns.add<Epilogue>(&getContext(), epilogues);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
     for (auto &[old, made] : transposed) // the weights' old layouts, where nothing reads them now
+      releaseUnusedElements(getOperation(), old);
+    for (Attribute old : reordered) // (a transposed one among them too)
       releaseUnusedElements(getOperation(), old);
   }
 };

@@ -252,6 +252,36 @@ inline llvm::SmallVector<mlir::Value, 7> attentionOperands(FusedAttentionOp op, 
 // Whether `axis` (negative from the end) of a value of rank `rank` is axis `want`.
 inline bool isAxis(int64_t axis, int64_t want, int64_t rank) { return axis == want || axis + rank == want; }
 
+// x[..., start:end:step] on the last axis (an end at or past the last dimension counts as `end`
+// when `end` is that dimension).
+inline bool isSliceOfLast(mlir::Value v, mlir::Value of, int64_t start, int64_t end, int64_t step = 1) {
+  auto s = def<SliceOp>(v);
+  if (!s || s.getInput() != of || s.getStarts().size() != 1)
+    return false;
+  const int64_t rank = tensorType(of).getRank();
+  const int64_t d = tensorType(of).getShape().back();
+  return isAxis(s.getAxes()[0], rank - 1, rank) && s.getSteps()[0] == step && s.getStarts()[0] == start &&
+         (s.getEnds()[0] == end || (end == d && s.getEnds()[0] >= d));
+}
+
+// Whether v is half `index` (0: the first, 1: the second) of x's last axis, D static and even: a
+// result of a split of x in two equal parts there, or a slice.
+inline bool isHalf(mlir::Value v, mlir::Value x, int64_t index) {
+  auto t = tensorType(x);
+  const int64_t rank = t.getRank(), d = rank ? t.getShape().back() : 0;
+  if (rank < 1 || d == mlir::ShapedType::kDynamic || d % 2 != 0)
+    return false;
+  if (auto split = def<SplitOp>(v)) {
+    if (split.getInput() != x || split.getNumResults() != 2 || split.getResult(index) != v ||
+        !isAxis(split.getAxis(), rank - 1, rank))
+      return false;
+    if (auto sizes = split.getSplit())
+      return *sizes == llvm::ArrayRef<int64_t>{d / 2, d / 2};
+    return split.getNumOutputs() == 2;
+  }
+  return isSliceOfLast(v, x, index * d / 2, (index + 1) * d / 2);
+}
+
 // A reduction over the last dimension only, keeping it.
 inline bool reducesLastAxisKeepingIt(mlir::Operation *op) {
   auto axes = op->getAttrOfType<mlir::DenseI64ArrayAttr>("axes");

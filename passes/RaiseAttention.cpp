@@ -83,6 +83,7 @@ Value stripScores(Value v, double &scale, double &softcap) {
 }
 
 using fusion::abandonBuilt;
+using fusion::isSliceOfLast;
 
 // [B, H, S, D] as transpose(perm) of a reshape that splits the last axis of a 3-D value into
 // [H, D]: returns that value and sets the head count, or null.
@@ -186,19 +187,6 @@ Value unrepeat(Value v) {
       out.isDynamicDim(1) || out.getDimSize(1) % x.getDimSize(1) != 0)
     return v;
   return u.getInput();
-}
-
-// x[..., start:end:step] on the last axis (an end at or past the last dimension counts as `end`
-// when `end` is that dimension).
-bool isSliceOfLast(Value v, Value of, int64_t start, int64_t end, int64_t step = 1) {
-  auto s = def<SliceOp>(v);
-  if (!s || s.getInput() != of || s.getStarts().size() != 1)
-    return false;
-  const int64_t rank = fusion::tensorType(of).getRank();
-  const int64_t axis = s.getAxes()[0] < 0 ? s.getAxes()[0] + rank : s.getAxes()[0];
-  const int64_t d = fusion::tensorType(of).getShape().back();
-  return axis == rank - 1 && s.getSteps()[0] == step && s.getStarts()[0] == start &&
-         (s.getEnds()[0] == end || (end == d && s.getEnds()[0] >= d));
 }
 
 bool isLastAxis(ConcatOp cat) {
@@ -1109,26 +1097,12 @@ struct PartsRotationPattern : OpRewritePattern<ConcatOp> {
     return mul && (mul.getLhs() == a || mul.getRhs() == a) ? fusion::other(mul, a) : Value();
   }
 
-  // Result `index` of a split of x in two equal parts on its last axis, D static and even.
-  static bool isHalfBySplit(Value v, Value x, int64_t index) {
-    auto split = def<SplitOp>(v);
-    if (!split || split.getInput() != x || split.getNumResults() != 2 || split.getResult(index) != v)
-      return false;
-    auto t = fusion::tensorType(x);
-    const int64_t d = t.getShape().back();
-    if (!fusion::isAxis(split.getAxis(), t.getRank() - 1, t.getRank()) || d == ShapedType::kDynamic || d % 2 != 0)
-      return false;
-    if (auto sizes = split.getSplit())
-      return *sizes == ArrayRef<int64_t>{d / 2, d / 2};
-    return split.getNumOutputs() == 2;
-  }
-
   // Whether v is part `index` (0 or 1) of x as `pairs` takes them.
   static bool isPart(Value v, Value x, int64_t index, Pairing pairs) {
     const int64_t d = fusion::tensorType(x).getShape().back();
     if (pairs == Pairing::Neighbours)
       return isSliceOfLast(v, x, index, d, 2);
-    return isHalfBySplit(v, x, index) || isSliceOfLast(v, x, index * d / 2, (index + 1) * d / 2);
+    return fusion::isHalf(v, x, index);
   }
 
   // The x that v is the first part of, and how its parts are taken; null where it is none.

@@ -390,7 +390,9 @@ std::string gemmArgsOf(const int64_t *aDims, const int64_t *bDims, bool transA, 
 // a warp per output.
 struct ExpertLinearArgs {
   int64_t N = 0, M = 0, K = 0, E = 0, repeat = 1, group = 1;
-  bool swiglu = false;
+  bool swiglu = false;  // the rows' halves gated: silu(first) * second
+  bool clamped = false; // with swiglu: clampedSwigluOf(first, second, alpha, limit) instead (GPT-OSS)
+  float alpha = 1.0f, limit = 0.0f;
   const void *bias = nullptr;
 };
 std::string expertLinear(int type, const void *x, const void *w, const int64_t *ids, const void *combine, void *y,

@@ -199,6 +199,14 @@ __device__ __forceinline__ float activate(Activation act, float x) {
 // SwiGLU of a gate and an up projection's value: silu(gate) * up.
 __device__ __forceinline__ float swigluOf(float gate, float up) { return gate / (1.0f + __expf(-gate)) * up; }
 
+// GPT-OSS's gating (kernels/KernelUtil.h clampedSwigluOf): the gate clamped from above at
+// `limit`, the up value to [-limit, limit], then (up + 1) * gate * sigmoid(alpha * gate).
+__device__ __forceinline__ float clampedSwigluOf(float gate, float up, float alpha, float limit) {
+  gate = limit < gate ? limit : gate;
+  up = limit < up ? limit : (up < -limit ? -limit : up);
+  return (up + 1.0f) * gate / (1.0f + __expf(-alpha * gate));
+}
+
 // The larger of two values; a NaN loses to a number (fmax).
 __device__ __forceinline__ float maxOf(float a, float b) { return fmaxf(a, b); }
 __device__ __forceinline__ double maxOf(double a, double b) { return fmax(a, b); }

@@ -76,7 +76,8 @@ __device__ __forceinline__ float warpDot(const T *__restrict__ row, const T *__r
 
 // Expert linear: one warp per (result row r, output m): for each of its ids n (r alone, or the
 // `group` ids r * group + j that a combine weighs), the dot product of the chosen matrix's row m
-// and input row n / repeat (warpDot), plus the expert's bias where there is one; with `swiglu`, silu of that product times row m + width's;
+// and input row n / repeat (warpDot), plus the expert's bias where there is one; with `swiglu`, silu of that product times row m + width's
+// (or GPT-OSS's clamped gating of the two, with `clamped`);
 // weighted by combine[n] and summed where there is a combine. An id out of range sets `error`
 // and counts 0. Correct first: every matrix is read in place (no copy per row), but by one warp
 // per output.
@@ -102,9 +103,11 @@ __global__ void expertLinearKernel(const T *__restrict__ x, const T *__restrict_
     const T *matrix = w + e * a.M * a.K, *in = x + (n / a.repeat) * a.K;
     const T *bias = a.bias ? static_cast<const T *>(a.bias) + e * a.M : nullptr;
     float v = warpDot(matrix + m * a.K, in, a.K, vectors, lane) + (bias ? float(widen(bias[m])) : 0.0f);
-    if (a.swiglu)
-      v = swigluOf(v, warpDot(matrix + (m + width) * a.K, in, a.K, vectors, lane) +
-                          (bias ? float(widen(bias[m + width])) : 0.0f));
+    if (a.swiglu) {
+      const float up = warpDot(matrix + (m + width) * a.K, in, a.K, vectors, lane) +
+                       (bias ? float(widen(bias[m + width])) : 0.0f);
+      v = a.clamped ? clampedSwigluOf(v, up, a.alpha, a.limit) : swigluOf(v, up);
+    }
     sum += combine ? float(widen(combine[n])) * v : v;
   }
   if (lane == 0)
@@ -115,7 +118,8 @@ __global__ void expertLinearKernel(const T *__restrict__ x, const T *__restrict_
 
 std::string expertLinear(int type, const void *x, const void *w, const int64_t *ids, const void *combine, void *y,
                          const ExpertLinearArgs &a, int *error, void *stream) {
-  if (a.repeat < 1 || (a.swiglu && a.M % 2 != 0) || (combine && (a.group < 1 || a.N % a.group != 0)))
+  if (a.repeat < 1 || (a.swiglu && a.M % 2 != 0) || (combine && (a.group < 1 || a.N % a.group != 0)) ||
+      (a.clamped && (!a.swiglu || !(a.limit > 0))))
     return "expert_linear: bad repeat, group or swiglu width";
   const int64_t outputs = a.N / (combine ? a.group : 1) * (a.swiglu ? a.M / 2 : a.M);
   if (outputs == 0)

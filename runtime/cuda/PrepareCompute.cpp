@@ -364,13 +364,17 @@ std::string prepareExpertLinear(Executor &ex, const PlanOp &op, PreparedOp &out)
     return "supports f32, f16 or bf16 rows, matrices and weights of one type and int64 ids";
   const std::string_view activation = op.attrs.getString("activation");
   const int64_t repeat = op.attrs.getInt("repeat", 1);
-  if ((!activation.empty() && activation != "none" && activation != "swiglu") || repeat < 1)
-    return "takes an activation \"none\" or \"swiglu\" and a repeat of 1 or more";
-  out.launch = [&op, type, repeat, combined, biased, swiglu = activation == "swiglu"](
-                   Executor &e, const std::vector<TensorRef> &t) -> std::string {
+  const bool clamped = activation == "clamped_swiglu", swiglu = activation == "swiglu" || clamped;
+  const float alpha = float(op.attrs.getFloat("alpha", 1.0)), limit = float(op.attrs.getFloat("limit", 0.0));
+  if ((!activation.empty() && activation != "none" && !swiglu) || repeat < 1 || (clamped && !(limit > 0)))
+    return "takes an activation \"none\", \"swiglu\" or \"clamped_swiglu\" (with a limit above 0) and a repeat of 1 "
+           "or more";
+  out.launch = [&op, type, repeat, combined, biased, swiglu, clamped, alpha,
+                limit](Executor &e, const std::vector<TensorRef> &t) -> std::string {
     const Shape &x = t[size_t(op.inputs[0])].shape, &w = t[size_t(op.inputs[1])].shape;
     ExpertLinearArgs a;
     a.N = t[size_t(op.inputs[2])].numel(), a.repeat = repeat, a.swiglu = swiglu;
+    a.clamped = clamped, a.alpha = alpha, a.limit = limit;
     if (x.rank != 2 || w.rank != 3 || w.dims[2] != x.dims[1] || a.N != x.dims[0] * repeat)
       return "operands do not agree: input " + x.str() + ", weight " + w.str();
     if (biased) {

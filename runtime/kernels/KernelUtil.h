@@ -163,6 +163,15 @@ template <typename T> inline T sigmoidOf(T x) {
 // expert_linear's gating).
 inline float swigluOf(float gate, float up) { return gate / (1.0f + fastExp(-gate)) * up; }
 
+// GPT-OSS's gating (expert_linear's "clamped_swiglu"): the gate clamped from above at `limit`,
+// the up value to [-limit, limit], then (up + 1) * gate * sigmoid(alpha * gate). A NaN stays NaN
+// (the comparisons keep the value they are given), as the unfused min and max give it.
+inline float clampedSwigluOf(float gate, float up, float alpha, float limit) {
+  gate = limit < gate ? limit : gate;
+  up = limit < up ? limit : (up < -limit ? -limit : up);
+  return (up + 1.0f) * gate * sigmoidOf(alpha * gate);
+}
+
 // One head's row of D features turned as llmc.rotary (ONNX RotaryEmbedding) turns it: the first R
 // in pairs (i, i + R/2), or (2i, 2i + 1) with `interleaved`, by cos/sin[i] (R/2 of each); the
 // rest as they are. `out` may be `in` (each pair is read before it is written).

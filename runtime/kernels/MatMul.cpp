@@ -150,7 +150,8 @@ std::string gemmKernel(const KernelArgs &args) {
 
 // expert_linear: input [T, K], weight [E, M, K], ids [N] or [N, 1] (int64, negative from the end)
 // with N = T * repeat -> [N, M], row n = weight[ids[n]] · input[n / repeat] (a mixture of
-// experts' projection); with activation "swiglu" [N, M / 2], silu(first half) * second half;
+// experts' projection); with activation "swiglu" [N, M / 2], silu(first half) * second half
+// ("clamped_swiglu": clampedSwigluOf, attributes alpha and limit);
 // with a combine [R, g] (R * g = N) [R, .], row r = sum over j of combine[r, j] * row r * g + j;
 // with a bias [E, M] (input 4), bias[ids[n]] added to row n before the activation and the sum.
 std::string expertLinearKernel(const KernelArgs &args) {
@@ -162,12 +163,14 @@ std::string expertLinearKernel(const KernelArgs &args) {
   const bool combined = !absent(args, 3), biased = !absent(args, 4);
   const int64_t repeat = args.attrs.getInt("repeat", 1);
   const std::string_view activation = args.attrs.getString("activation"); // (empty: "none")
-  const bool swiglu = activation == "swiglu";
+  const bool clamped = activation == "clamped_swiglu", swiglu = activation == "swiglu" || clamped;
+  const float alpha = float(args.attrs.getFloat("alpha", 1.0)), limit = float(args.attrs.getFloat("limit", 0.0));
   if (x.dtype != DType::F32 || w.dtype != DType::F32 || out.dtype != DType::F32 || ids.dtype != DType::I64 ||
       (combined && args.in(3).dtype != DType::F32) || (biased && args.in(4).dtype != DType::F32))
     return "takes float rows, matrices, combine weights and biases and int64 ids";
-  if ((!swiglu && !activation.empty() && activation != "none") || repeat < 1)
-    return "takes an activation \"none\" or \"swiglu\" and a repeat of 1 or more";
+  if ((!swiglu && !activation.empty() && activation != "none") || repeat < 1 || (clamped && !(limit > 0)))
+    return "takes an activation \"none\", \"swiglu\" or \"clamped_swiglu\" (with a limit above 0) and a repeat "
+           "of 1 or more";
   const int64_t N = ids.numel(), M = w.shape.rank == 3 ? w.shape[1] : 0, width = swiglu ? M / 2 : M;
   const int64_t group = combined && args.in(3).shape.rank == 2 ? args.in(3).shape[1] : 1;
   if (x.shape.rank != 2 || w.shape.rank != 3 || w.shape[2] != x.shape[1] || N != x.shape[0] * repeat ||
@@ -198,7 +201,10 @@ std::string expertLinearKernel(const KernelArgs &args) {
     if (bias)
       for (int64_t m = 0; m < M; ++m)
         y[m] += bias[e * M + m];
-    if (swiglu)
+    if (clamped)
+      for (int64_t m = 0; m < width; ++m)
+        y[m] = clampedSwigluOf(y[m], y[width + m], alpha, limit);
+    else if (swiglu)
       for (int64_t m = 0; m < width; ++m)
         y[m] = swigluOf(y[m], y[width + m]);
     if (combined)

@@ -297,3 +297,111 @@ func.func @expert_biases_not(%x: tensor<6x8xf32>, %w: tensor<4x16x8xf32>, %ids: 
   %a3 = llmc.add %y3, %br3 : (tensor<6x16xf32>, tensor<6x16xf32>) -> tensor<6x16xf32>
   return %a, %a2, %br2, %a3 : tensor<6x16xf32>, tensor<6x16xf32>, tensor<6x16xf32>, tensor<6x16xf32>
 }
+
+// -----
+
+// GPT-OSS's experts' gating: gate and up alternate in the gate/up projection's rows (gate =
+// y[:, 0::2], up = y[:, 1::2]); (clamp(up, -7, 7) + 1) * g * sigmoid(1.702 * g), g = min(gate, 7),
+// becomes the expert_linear's "clamped_swiglu", its weight's rows and its bias reordered to
+// halves (even rows first: expert 0's rows 0 2 1 3).
+// CHECK-LABEL: func.func @clamped_swiglu_alternating
+// CHECK-DAG: %[[W:.*]] = llmc.constant dense<{{\[\[\[}}0.000000e+00, 1.000000e+00], [4.000000e+00, 5.000000e+00], [2.000000e+00, 3.000000e+00], [6.000000e+00, 7.000000e+00]], {{\[\[}}8.000000e+00, 9.000000e+00], [1.200000e+01, 1.300000e+01], [1.000000e+01, 1.100000e+01], [1.400000e+01, 1.500000e+01]]]> : tensor<2x4x2xf32>
+// CHECK-DAG: %[[B:.*]] = llmc.constant dense<{{\[\[}}0.000000e+00, 2.000000e+00, 1.000000e+00, 3.000000e+00], [4.000000e+00, 6.000000e+00, 5.000000e+00, 7.000000e+00]]> : tensor<2x4xf32>
+// CHECK: %[[Y:.*]] = llmc.expert_linear %arg0, %[[W]], %arg1, %{{.*}}, %[[B]] {activation = "clamped_swiglu", alpha = 1.702000e+00 : f32, limit = 7.000000e+00 : f32, repeat = 2 : i64} : (tensor<3x2xf32>, tensor<2x4x2xf32>, tensor<6x1xi64>, tensor<0xf32>, tensor<2x4xf32>) -> tensor<6x2xf32>
+// CHECK-NEXT: return %[[Y]]
+func.func @clamped_swiglu_alternating(%x: tensor<3x2xf32>, %ids: tensor<6x1xi64>) -> tensor<6x2xf32> {
+  %w = llmc.constant dense<[[[0.0, 1.0], [2.0, 3.0], [4.0, 5.0], [6.0, 7.0]], [[8.0, 9.0], [10.0, 11.0], [12.0, 13.0], [14.0, 15.0]]]> : tensor<2x4x2xf32>
+  %b = llmc.constant dense<[[0.0, 1.0, 2.0, 3.0], [4.0, 5.0, 6.0, 7.0]]> : tensor<2x4xf32>
+  %none = llmc.constant dense<> : tensor<0xf32>
+  %limit = llmc.constant dense<7.0> : tensor<f32>
+  %low = llmc.constant dense<-7.0> : tensor<f32>
+  %alpha = llmc.constant dense<1.702> : tensor<f32>
+  %one = llmc.constant dense<1.0> : tensor<f32>
+  %y = llmc.expert_linear %x, %w, %ids, %none, %b {repeat = 2 : i64} : (tensor<3x2xf32>, tensor<2x4x2xf32>, tensor<6x1xi64>, tensor<0xf32>, tensor<2x4xf32>) -> tensor<6x4xf32>
+  %gate = llmc.slice %y {axes = array<i64: 1>, ends = array<i64: 9223372036854775807>, starts = array<i64: 0>, steps = array<i64: 2>} : (tensor<6x4xf32>) -> tensor<6x2xf32>
+  %up = llmc.slice %y {axes = array<i64: -1>, ends = array<i64: 9223372036854775807>, starts = array<i64: 1>, steps = array<i64: 2>} : (tensor<6x4xf32>) -> tensor<6x2xf32>
+  %g = llmc.min %gate, %limit : (tensor<6x2xf32>, tensor<f32>) -> tensor<6x2xf32>
+  %u1 = llmc.max %up, %low : (tensor<6x2xf32>, tensor<f32>) -> tensor<6x2xf32>
+  %u = llmc.min %u1, %limit : (tensor<6x2xf32>, tensor<f32>) -> tensor<6x2xf32>
+  %ga = llmc.mul %g, %alpha : (tensor<6x2xf32>, tensor<f32>) -> tensor<6x2xf32>
+  %s = llmc.sigmoid %ga : (tensor<6x2xf32>) -> tensor<6x2xf32>
+  %glu = llmc.mul %g, %s : (tensor<6x2xf32>, tensor<6x2xf32>) -> tensor<6x2xf32>
+  %u2 = llmc.add %u, %one : (tensor<6x2xf32>, tensor<f32>) -> tensor<6x2xf32>
+  %out = llmc.mul %u2, %glu : (tensor<6x2xf32>, tensor<6x2xf32>) -> tensor<6x2xf32>
+  return %out : tensor<6x2xf32>
+}
+
+// -----
+
+// The same gating of the two halves (a split; the operands in other orders, up clamped below
+// first): no reordering, so the weight may be anything.
+// CHECK-LABEL: func.func @clamped_swiglu_halves
+// CHECK: %[[Y:.*]] = llmc.expert_linear %arg0, %arg2, %arg1 {activation = "clamped_swiglu", alpha = 2.000000e+00 : f32, limit = 5.000000e+00 : f32} : (tensor<6x2xf32>, tensor<2x4x2xf32>, tensor<6x1xi64>) -> tensor<6x2xf32>
+// CHECK-NEXT: return %[[Y]]
+func.func @clamped_swiglu_halves(%x: tensor<6x2xf32>, %ids: tensor<6x1xi64>, %w: tensor<2x4x2xf32>) -> tensor<6x2xf32> {
+  %limit = llmc.constant dense<5.0> : tensor<f32>
+  %low = llmc.constant dense<-5.0> : tensor<f32>
+  %alpha = llmc.constant dense<2.0> : tensor<f32>
+  %one = llmc.constant dense<1.0> : tensor<f32>
+  %y = llmc.expert_linear %x, %w, %ids : (tensor<6x2xf32>, tensor<2x4x2xf32>, tensor<6x1xi64>) -> tensor<6x4xf32>
+  %h:2 = llmc.split %y {axis = 1 : i64, num_outputs = 2 : i64} : (tensor<6x4xf32>) -> (tensor<6x2xf32>, tensor<6x2xf32>)
+  %g = llmc.min %limit, %h#0 : (tensor<f32>, tensor<6x2xf32>) -> tensor<6x2xf32>
+  %u1 = llmc.min %h#1, %limit : (tensor<6x2xf32>, tensor<f32>) -> tensor<6x2xf32>
+  %u = llmc.max %low, %u1 : (tensor<f32>, tensor<6x2xf32>) -> tensor<6x2xf32>
+  %ga = llmc.mul %alpha, %g : (tensor<f32>, tensor<6x2xf32>) -> tensor<6x2xf32>
+  %s = llmc.sigmoid %ga : (tensor<6x2xf32>) -> tensor<6x2xf32>
+  %glu = llmc.mul %s, %g : (tensor<6x2xf32>, tensor<6x2xf32>) -> tensor<6x2xf32>
+  %u2 = llmc.add %one, %u : (tensor<f32>, tensor<6x2xf32>) -> tensor<6x2xf32>
+  %out = llmc.mul %glu, %u2 : (tensor<6x2xf32>, tensor<6x2xf32>) -> tensor<6x2xf32>
+  return %out : tensor<6x2xf32>
+}
+
+// -----
+
+// Left as they are: alternating columns of a weight that is not a constant (it cannot be
+// reordered), up clamped to other bounds than the gate, and up + 2.
+// CHECK-LABEL: func.func @clamped_swiglu_not
+// CHECK-NOT: clamped_swiglu
+// CHECK-COUNT-3: llmc.sigmoid
+func.func @clamped_swiglu_not(%x: tensor<6x2xf32>, %ids: tensor<6x1xi64>, %w: tensor<2x4x2xf32>) -> (tensor<6x2xf32>, tensor<6x2xf32>, tensor<6x2xf32>) {
+  %wc = llmc.constant dense<1.5> : tensor<2x4x2xf32>
+  %wc2 = llmc.constant dense<2.5> : tensor<2x4x2xf32>
+  %limit = llmc.constant dense<7.0> : tensor<f32>
+  %low = llmc.constant dense<-7.0> : tensor<f32>
+  %low6 = llmc.constant dense<-6.0> : tensor<f32>
+  %alpha = llmc.constant dense<1.702> : tensor<f32>
+  %one = llmc.constant dense<1.0> : tensor<f32>
+  %two = llmc.constant dense<2.0> : tensor<f32>
+  %y = llmc.expert_linear %x, %w, %ids : (tensor<6x2xf32>, tensor<2x4x2xf32>, tensor<6x1xi64>) -> tensor<6x4xf32>
+  %gate = llmc.slice %y {axes = array<i64: 1>, ends = array<i64: 9223372036854775807>, starts = array<i64: 0>, steps = array<i64: 2>} : (tensor<6x4xf32>) -> tensor<6x2xf32>
+  %up = llmc.slice %y {axes = array<i64: 1>, ends = array<i64: 9223372036854775807>, starts = array<i64: 1>, steps = array<i64: 2>} : (tensor<6x4xf32>) -> tensor<6x2xf32>
+  %g = llmc.min %gate, %limit : (tensor<6x2xf32>, tensor<f32>) -> tensor<6x2xf32>
+  %u1 = llmc.max %up, %low : (tensor<6x2xf32>, tensor<f32>) -> tensor<6x2xf32>
+  %u = llmc.min %u1, %limit : (tensor<6x2xf32>, tensor<f32>) -> tensor<6x2xf32>
+  %ga = llmc.mul %g, %alpha : (tensor<6x2xf32>, tensor<f32>) -> tensor<6x2xf32>
+  %s = llmc.sigmoid %ga : (tensor<6x2xf32>) -> tensor<6x2xf32>
+  %glu = llmc.mul %g, %s : (tensor<6x2xf32>, tensor<6x2xf32>) -> tensor<6x2xf32>
+  %u2 = llmc.add %u, %one : (tensor<6x2xf32>, tensor<f32>) -> tensor<6x2xf32>
+  %out = llmc.mul %u2, %glu : (tensor<6x2xf32>, tensor<6x2xf32>) -> tensor<6x2xf32>
+  %y2 = llmc.expert_linear %x, %wc, %ids : (tensor<6x2xf32>, tensor<2x4x2xf32>, tensor<6x1xi64>) -> tensor<6x4xf32>
+  %h:2 = llmc.split %y2 {axis = 1 : i64, num_outputs = 2 : i64} : (tensor<6x4xf32>) -> (tensor<6x2xf32>, tensor<6x2xf32>)
+  %g2 = llmc.min %h#0, %limit : (tensor<6x2xf32>, tensor<f32>) -> tensor<6x2xf32>
+  %v1 = llmc.max %h#1, %low6 : (tensor<6x2xf32>, tensor<f32>) -> tensor<6x2xf32>
+  %v = llmc.min %v1, %limit : (tensor<6x2xf32>, tensor<f32>) -> tensor<6x2xf32>
+  %ga2 = llmc.mul %g2, %alpha : (tensor<6x2xf32>, tensor<f32>) -> tensor<6x2xf32>
+  %s2 = llmc.sigmoid %ga2 : (tensor<6x2xf32>) -> tensor<6x2xf32>
+  %glu2 = llmc.mul %g2, %s2 : (tensor<6x2xf32>, tensor<6x2xf32>) -> tensor<6x2xf32>
+  %v2 = llmc.add %v, %one : (tensor<6x2xf32>, tensor<f32>) -> tensor<6x2xf32>
+  %out2 = llmc.mul %v2, %glu2 : (tensor<6x2xf32>, tensor<6x2xf32>) -> tensor<6x2xf32>
+  %y3 = llmc.expert_linear %x, %wc2, %ids : (tensor<6x2xf32>, tensor<2x4x2xf32>, tensor<6x1xi64>) -> tensor<6x4xf32>
+  %k:2 = llmc.split %y3 {axis = 1 : i64, num_outputs = 2 : i64} : (tensor<6x4xf32>) -> (tensor<6x2xf32>, tensor<6x2xf32>)
+  %g3 = llmc.min %k#0, %limit : (tensor<6x2xf32>, tensor<f32>) -> tensor<6x2xf32>
+  %w1 = llmc.max %k#1, %low : (tensor<6x2xf32>, tensor<f32>) -> tensor<6x2xf32>
+  %w3 = llmc.min %w1, %limit : (tensor<6x2xf32>, tensor<f32>) -> tensor<6x2xf32>
+  %ga3 = llmc.mul %g3, %alpha : (tensor<6x2xf32>, tensor<f32>) -> tensor<6x2xf32>
+  %s3 = llmc.sigmoid %ga3 : (tensor<6x2xf32>) -> tensor<6x2xf32>
+  %glu3 = llmc.mul %g3, %s3 : (tensor<6x2xf32>, tensor<6x2xf32>) -> tensor<6x2xf32>
+  %w4 = llmc.add %w3, %two : (tensor<6x2xf32>, tensor<f32>) -> tensor<6x2xf32>
+  %out3 = llmc.mul %w4, %glu3 : (tensor<6x2xf32>, tensor<6x2xf32>) -> tensor<6x2xf32>
+  return %out, %out2, %out3 : tensor<6x2xf32>, tensor<6x2xf32>, tensor<6x2xf32>
+}

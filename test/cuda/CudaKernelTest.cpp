@@ -2101,7 +2101,7 @@ TEST(Cuda, MatmulMatchesTheCpu) {
 
 // expert_linear against the CPU's: 6 ids picking among 3 experts' [M, K] matrices (a negative id
 // from the end), each input row read by one id, or by 2 (repeat, a token's top 2), with no
-// activation or a swiglu, each row alone or weighed and summed by pairs (combine [3, 2]), with and
+// activation, a swiglu or GPT-OSS's clamped swiglu (limit 1: some values clamped), each row alone or weighed and summed by pairs (combine [3, 2]), with and
 // without the experts' biases [3, M] (biased: the bias before the swiglu and the sum); K = 77
 // (an element per lane and load), K = 264 (16 bytes per lane and load, past one warp's stride and
 // not a multiple of it); an id out of range sets the error flag.
@@ -2109,18 +2109,19 @@ TEST(Cuda, ExpertLinearMatchesTheCpuAndFlagsBadIds) {
   const int64_t N = 6, E = 3, M = 10, group = 2;
   for (int64_t K : {77, 264})
     for (int64_t repeat : {1, 2})
-      for (bool swiglu : {false, true})
+      for (std::string activation : {"none", "swiglu", "clamped_swiglu"})
         for (bool combined : {false, true})
           for (bool biased : {false, true})
             for (cu::Storage s : kStorages) {
+              const bool swiglu = activation != "none", clamped = activation == "clamped_swiglu";
               const int64_t T = N / repeat, width = swiglu ? M / 2 : M, rows = combined ? N / group : N;
               Buf<float> x(DType::F32, {T, K}, rounded(randomFloats(T * K, 96), s)),
                   w(DType::F32, {E, M, K}, rounded(randomFloats(E * M * K, 97), s)),
                   c(DType::F32, {N / group, group}, rounded(randomFloats(N, 98), s)), want(DType::F32, {rows, width}),
                   b(DType::F32, {E, M}, rounded(randomFloats(E * M, 99), s)), none(DType::F32, {0});
               Buf<int64_t> ids(DType::I64, {N, 1}, {2, 0, -1, 1, 2, -3});
-              const AttrList at =
-                  attrs({intAttr("repeat", repeat), stringAttr("activation", swiglu ? "swiglu" : "none")});
+              const AttrList at = attrs({intAttr("repeat", repeat), stringAttr("activation", activation),
+                                         floatAttr("alpha", 1.702), floatAttr("limit", 1.0)});
               std::vector<TensorRef> ins = {x.ref(), w.ref(), ids.ref()};
               if (combined || biased)
                 ins.push_back(combined ? c.ref() : none.ref());
@@ -2132,13 +2133,14 @@ TEST(Cuda, ExpertLinearMatchesTheCpuAndFlagsBadIds) {
               Device out(size_t(rows * width) * cu::storageBytes(s));
               cu::ExpertLinearArgs a;
               a.N = N, a.M = M, a.K = K, a.E = E, a.repeat = repeat, a.swiglu = swiglu, a.group = group;
+              a.clamped = clamped, a.alpha = 1.702f, a.limit = 1.0f;
               a.bias = biased ? db->p : nullptr;
               ASSERT_EQ(cu::expertLinear(int(storageDType(s)), dx->p, dw->p, di->as<int64_t>(),
                                          combined ? dc->p : nullptr, out.p, a, error->as<int>(), nullptr),
                         "");
               expectClose(download(out, size_t(rows * width), s), want.data, std::max(tolerance(s), 1e-5f) * 8,
                           std::string("expert_linear ") + name(s) + " K " + std::to_string(K) + " repeat " +
-                              std::to_string(repeat) + (swiglu ? " swiglu" : "") + (combined ? " combined" : "") +
+                              std::to_string(repeat) + " " + activation + (combined ? " combined" : "") +
                               (biased ? " biased" : ""));
               int flag = 0;
               cudaMemcpy(&flag, error->p, sizeof flag, cudaMemcpyDeviceToHost);

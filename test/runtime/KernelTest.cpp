@@ -184,14 +184,17 @@ TEST(Kernels, MatMul) {
 
 // Each id's row times the matrix the id picks (a negative id from the end), an input row read by
 // one id or by two (repeat), with or without the expert's bias (a fifth input, the combine empty
-// where there is none), with no activation or a swiglu, each row alone or weighed and summed by
-// pairs (combine), against a plain loop; an id out of range is an error.
+// where there is none), with no activation, a swiglu or GPT-OSS's clamped one (a limit that
+// clamps some of the values), each row alone or weighed and summed by pairs (combine), against a
+// plain loop; an id out of range is an error, and so is a clamped swiglu without a limit.
 TEST(Kernels, ExpertLinear) {
   const int64_t N = 6, K = 7, E = 3, M = 4, group = 2;
+  const double alpha = 1.702, limit = 0.5;
   for (int64_t repeat : {1, 2})
-    for (bool swiglu : {false, true})
+    for (std::string activation : {"none", "swiglu", "clamped_swiglu"})
       for (bool combined : {false, true})
         for (bool biased : {false, true}) {
+          const bool swiglu = activation != "none", clamped = activation == "clamped_swiglu";
           const int64_t T = N / repeat, width = swiglu ? M / 2 : M, rows = combined ? N / group : N;
           Buf<float> x(DType::F32, {T, K}, randomFloats(T * K, 11)),
               w(DType::F32, {E, M, K}, randomFloats(E * M * K, 12)),
@@ -199,7 +202,8 @@ TEST(Kernels, ExpertLinear) {
               none(DType::F32, {0});
           Buf<int64_t> ids(DType::I64, {N, 1}, {2, 0, -1, 1, 2, -3});
           Buf<float> y(DType::F32, {rows, width});
-          const AttrList at = attrs({intAttr("repeat", repeat), stringAttr("activation", swiglu ? "swiglu" : "none")});
+          const AttrList at = attrs({intAttr("repeat", repeat), stringAttr("activation", activation),
+                                     floatAttr("alpha", alpha), floatAttr("limit", limit)});
           std::vector<TensorRef> ins = {x.ref(), w.ref(), ids.ref()};
           if (combined || biased)
             ins.push_back(combined ? c.ref() : none.ref());
@@ -215,18 +219,27 @@ TEST(Kernels, ExpertLinear) {
                 acc += double(w.data[(e * M + m) * K + k]) * x.data[(n / repeat) * K + k];
               return acc;
             };
+            auto gated = [&](int64_t m) {
+              if (!clamped)
+                return product(m) / (1.0 + std::exp(-product(m))) * product(m + width);
+              const double g = std::min(product(m), limit), u = std::clamp(product(m + width), -limit, limit);
+              return (u + 1.0) * g / (1.0 + std::exp(-alpha * g));
+            };
             for (int64_t m = 0; m < width; ++m) {
-              const double v = swiglu ? product(m) / (1.0 + std::exp(-product(m))) * product(m + width) : product(m);
+              const double v = swiglu ? gated(m) : product(m);
               want[size_t((combined ? n / group : n) * width + m)] += combined ? c.data[n] * v : v;
             }
           }
           for (size_t i = 0; i < want.size(); ++i)
-            EXPECT_NEAR(y.data[i], want[i], 1e-5) << i << " repeat " << repeat << " swiglu " << swiglu << " combined "
+            EXPECT_NEAR(y.data[i], want[i], 1e-5) << i << " repeat " << repeat << " " << activation << " combined "
                                                   << combined << " biased " << biased;
         }
-  Buf<float> x(DType::F32, {5, 7}), w(DType::F32, {3, 4, 7}), y(DType::F32, {5, 4});
-  Buf<int64_t> bad(DType::I64, {5}, {0, 1, 3, 0, 0});
+  Buf<float> x(DType::F32, {5, 7}), w(DType::F32, {3, 4, 7}), y(DType::F32, {5, 4}), half(DType::F32, {5, 2});
+  Buf<int64_t> bad(DType::I64, {5}, {0, 1, 3, 0, 0}), good(DType::I64, {5}, {0, 1, 2, 0, 0});
   EXPECT_NE(call("expert_linear", {}, {x.ref(), w.ref(), bad.ref()}, {y.ref()}).find("out of range"), std::string::npos);
+  EXPECT_NE(call("expert_linear", attrs({stringAttr("activation", "clamped_swiglu")}), {x.ref(), w.ref(), good.ref()},
+                 {half.ref()}),
+            "");
 }
 
 TEST(Kernels, Gemm) {

@@ -38,6 +38,11 @@ struct Inference {
       return a.getInt();
     return fallback;
   }
+  double floatAttr(StringRef name, double fallback) const {
+    if (auto a = attrs ? attrs.getAs<FloatAttr>(name) : FloatAttr())
+      return a.getValueAsDouble();
+    return fallback;
+  }
   StringRef stringAttr(StringRef name, StringRef fallback) const {
     if (auto a = attrs ? attrs.getAs<StringAttr>(name) : StringAttr())
       return a.getValue();
@@ -804,10 +809,12 @@ LogicalResult inferExpertLinear(Inference &in) {
     return in.fail("expert_linear needs int64 ids and a weight of the input's element type");
   const int64_t repeat = in.intAttr("repeat", 1);
   const StringRef activation = in.stringAttr("activation", "none");
-  const bool swiglu = activation == "swiglu", none = activation == "none";
+  const bool swiglu = activation == "swiglu" || activation == "clamped_swiglu", none = activation == "none";
   if (repeat < 1 || (!swiglu && !none) || (swiglu && (w[1] == kDyn || w[1] % 2 != 0)))
-    return in.fail("expert_linear takes a repeat of 1 or more and an activation \"none\" or \"swiglu\" (of an even, "
-                   "static width)");
+    return in.fail("expert_linear takes a repeat of 1 or more and an activation \"none\", \"swiglu\" or "
+                   "\"clamped_swiglu\" (of an even, static width)");
+  if (activation == "clamped_swiglu" && !(in.floatAttr("limit", 0.0) > 0.0))
+    return in.fail("expert_linear's clamped_swiglu needs a limit above 0");
   if ((w[2] != kDyn && x[1] != kDyn && w[2] != x[1]) ||
       (ids[0] != kDyn && x[0] != kDyn && ids[0] != x[0] * repeat))
     return in.fail("expert_linear operands do not agree: " + shapeStr(x) + ", " + shapeStr(w) + ", " + shapeStr(ids));
