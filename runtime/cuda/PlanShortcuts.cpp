@@ -216,7 +216,15 @@ InPlace inPlaceOf(const Executor &ex, const std::vector<int> &order) {
     bool sameType = maker >= 0;
     for (size_t i = 0; sameType && i < way.size(); ++i)
       sameType = onDevice(plan.values[size_t(way[i])]) == onDevice(plan.values[size_t(concat.outputs[0])]);
-    if (!sameType || (plan.ops[size_t(maker)].kernel != "split" && plan.ops[size_t(maker)].kernel != "rotary"))
+    if (!sameType)
+      continue;
+    // A concatenation makes the rows where it writes them in their order and the cache holds one
+    // sequence (batch 1: [length, 1, ...]), not through transposes, and is no cache's own.
+    const std::string &made = plan.ops[size_t(maker)].kernel;
+    const Shape &rows = plan.values[size_t(concat.outputs[0])].shape;
+    const bool concatenated = made == "concat" && transposes.empty() && ex.ops[size_t(maker)].lengthSlot < 0 &&
+                              rows.rank >= 2 && rows.dims[1] == 1;
+    if (made != "split" && made != "rotary" && !concatenated)
       continue;
     if (!transposes.empty()) {
       AppendWay &rows = p.appendWays[k];

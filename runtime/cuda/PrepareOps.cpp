@@ -181,6 +181,9 @@ std::string prepareDataMovement(Executor &ex, const PlanOp &op, PreparedOp &out,
       const int axis = axisOf(op, o.rank);
       int64_t outStrides[kMaxRank], at = 0;
       contiguousStrides(o, outStrides);
+      // A linked cache's new rows that this concatenation makes (inPlaceOf: DeepSeek's latent row,
+      // its normed part and its rotated part): written at the cache's end, in the rows' order.
+      const ShiftedOutput into = slot < 0 ? destinationOf(e, op.outputs[0], t) : ShiftedOutput{e.at(op.outputs[0])};
       CopyBatch batch(e.stream, e.overlapLaunches);
       for (size_t piece = 0; piece < op.inputs.size(); ++piece) {
         const int i = op.inputs[piece];
@@ -192,14 +195,16 @@ std::string prepareDataMovement(Executor &ex, const PlanOp &op, PreparedOp &out,
           c.dstShift = e.lengths + slot, c.dstShiftStride = outStrides[0];
         else
           c.dstBase = at * outStrides[axis];
+        if (into.shift)
+          c.dstShift = into.shift, c.dstShiftStride = into.shiftStride;
         at += in.dims[axis];
         // A cache kept on the device: the past rows already lie where the present puts them, and
         // the new ones where their producer wrote them (inPlaceOf).
-        if (e.at(i) == e.at(op.outputs[0]) && c.dstBase == 0 && !c.dstShift && std::equal(c.src, c.src + c.rank, c.dst))
+        if (e.at(i) == into.base && c.dstBase == 0 && !c.dstShift && std::equal(c.src, c.src + c.rank, c.dst))
           continue;
         if (piece == 1 && !e.cacheRows.empty() && e.cacheRows[size_t(i)] >= 0)
           continue;
-        if (std::string err = batch.add(e.at(i), e.at(op.outputs[0]), c); !err.empty())
+        if (std::string err = batch.add(e.at(i), into.base, c); !err.empty())
           return err;
       }
       return batch.flush();

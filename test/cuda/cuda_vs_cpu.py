@@ -738,6 +738,14 @@ def check_generate(args, case, graphs, tmp):
         lines.append("decode steps " + ("replay one graph" if replayed else "did not replay one graph (captures above)"))
         nodes = re.search(r"nodes of the decode steps' graph \(else of the last captured\): (\d+)", run.stderr)
         lines.append(f"the decode graph has {nodes.group(1) if nodes else '?'} nodes")
+        # Each cache's new rows written where the cache keeps them by the op that makes them (the
+        # latent row's concatenation, since session 31, for the DeepSeek plans): nothing copied.
+        report = subprocess.run([args.llmc_run, os.path.join(args.dir, case["plan"]), "--check-cuda"],
+                                capture_output=True, text=True)
+        appends = re.search(r"cache appends written in place by the op that makes the rows: (\d+) of (\d+)", report.stdout)
+        lines.append("cache appends in place: " + (f"{appends.group(1)} of {appends.group(2)}" if appends else "?"))
+        if case["name"].startswith("tiny_deepseek_kv"):
+            ok = ok and appends is not None and appends.group(1) == appends.group(2)
         # Without --logits-dir the logits stay on the device and only their argmax comes back
         # (GreedyOutput.h): the same tokens as the run that copied them.
         greedy = subprocess.run([args.llmc_run, "generate", os.path.join(args.dir, case["plan"]), "--device", "cuda"]
