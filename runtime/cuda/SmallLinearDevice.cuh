@@ -249,7 +249,8 @@ template <typename T> __device__ PairAngle pairAngle(const LinearPiece &piece, c
   const RotaryArgs &rot = piece.rotary;
   if (pair.angle < 0)
     return r;
-  const int64_t pos = rot.positions ? rot.positions[m] : m, half = rot.rotaryDim / 2;
+  // Without ids row m = b * S + s reads table row m, or row s of tables shared by every batch.
+  const int64_t pos = rot.positions ? rot.positions[m] : (rot.sharedTables ? m % rot.S : m), half = rot.rotaryDim / 2;
   if (pos < 0 || pos >= rot.tableRows) {
     r.outside = true;
     return r;

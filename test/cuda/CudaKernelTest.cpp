@@ -1244,8 +1244,9 @@ TEST(Cuda, SmallLinearWithItsNormMatchesTheCpu) {
 }
 
 // The GEMV storing its output as pieces (a merged QKV projection's split in its epilogue):
-// queries [M, Hq * D] as computed, keys rotated (by position ids, or tables by row; rotate-half
-// or interleaved; all of the head or half of it) into a cache after 5 rows whose count it reads
+// queries [M, Hq * D] as computed, keys rotated (by position ids, or tables by row, or one
+// table row that M sequences of one token share (sharedTables); rotate-half or interleaved; all
+// of the head or half of it) into a cache after 5 rows whose count it reads
 // on the device, values into another; with the RMS norm in front and a bias, K in one slice or
 // two, one row and several, a block per group of columns or 2 blocks taking them in turn (16-bit,
 // M = 1); against
@@ -1256,7 +1257,7 @@ TEST(Cuda, SmallLinearWithOutputPiecesMatchesTheCpu) {
   const int64_t table = 12;
   for (cu::Storage s : kStorages)
     for (int64_t M : {1, 3})
-      for (bool byPosition : {true, false})
+      for (int tables : {0, 1, 2}) // by position, by row, shared
         for (bool interleaved : {false, true})
           for (int64_t rot : {D, D / 2})
             for (int slices : {1, 2})
@@ -1269,14 +1270,17 @@ TEST(Cuda, SmallLinearWithOutputPiecesMatchesTheCpu) {
                     normed(DType::F32, {M, K}), sum(DType::F32, {M, K}), qkv(DType::F32, {1, M, N}),
                     q(DType::F32, {1, M, Q}), k(DType::F32, {1, M, Kc}), v(DType::F32, {1, M, V}),
                     kWant(DType::F32, {1, M, Kc});
-                const int64_t tableRows = byPosition ? table : M;
+                const bool byPosition = tables == 0, shared = tables == 2;
+                const int64_t tableRows = byPosition ? table : shared ? 1 : M;
                 Buf<float> cosT(DType::F32, {tableRows, rot / 2}, rounded(randomFloats(tableRows * rot / 2, 75), s)),
                     sinT(DType::F32, {tableRows, rot / 2}, rounded(randomFloats(tableRows * rot / 2, 76), s));
                 const auto firstRows = [&](const std::vector<float> &t) {
-                  return std::vector<float>(t.begin(), t.begin() + M * rot / 2);
+                  return std::vector<float>(t.begin(), t.begin() + tableRows * rot / 2);
                 };
-                Buf<float> cosRows(DType::F32, {1, M, rot / 2}, firstRows(cosT.data)),
-                    sinRows(DType::F32, {1, M, rot / 2}, firstRows(sinT.data));
+                // Shared: the M rows are M sequences of one token, [M, 1, Hk * D], one table row.
+                Buf<float> cosRows(DType::F32, {1, shared ? 1 : M, rot / 2}, firstRows(cosT.data)),
+                    sinRows(DType::F32, {1, shared ? 1 : M, rot / 2}, firstRows(sinT.data)),
+                    kSequences(DType::F32, {M, 1, Kc}), kSequencesWant(DType::F32, {M, 1, Kc});
                 std::vector<int64_t> ids = {7, 2, 11};
                 ids.resize(size_t(M));
                 Buf<int64_t> pos(DType::I64, {1, M}, ids), noIds(DType::I64, {0});
@@ -1291,8 +1295,15 @@ TEST(Cuda, SmallLinearWithOutputPiecesMatchesTheCpu) {
                                      intAttr("num_heads", Hk)});
                 if (byPosition)
                   ASSERT_EQ(call("rotary", ra, {k.ref(), cosT.ref(), sinT.ref(), pos.ref()}, {kWant.ref()}), "");
-                else
+                else if (!shared)
                   ASSERT_EQ(call("rotary", ra, {k.ref(), cosRows.ref(), sinRows.ref(), noIds.ref()}, {kWant.ref()}), "");
+                else {
+                  kSequences.data = k.data;
+                  ASSERT_EQ(call("rotary", ra, {kSequences.ref(), cosRows.ref(), sinRows.ref(), noIds.ref()},
+                                 {kSequencesWant.ref()}),
+                            "");
+                  kWant.data = kSequencesWant.data;
+                }
                 auto dx = upload(x.data, s), dr = upload(r.data, s), dscale = upload(scale.data, s), dw = upload(w.data, s),
                      db = upload(bias.data, s), dcos = upload(cosT.data, s), dsin = upload(sinT.data, s),
                      dpos = uploadRaw(pos.data), rows = uploadRaw(std::vector<int64_t>{past});
@@ -1311,9 +1322,10 @@ TEST(Cuda, SmallLinearWithOutputPiecesMatchesTheCpu) {
                 cu::RotaryArgs &rk = a.piece[1].rotary;
                 rk.cos = dcos->p, rk.sin = dsin->p, rk.tableRows = tableRows, rk.D = D, rk.rotaryDim = rot;
                 rk.positions = byPosition ? dpos->as<int64_t>() : nullptr, rk.interleaved = interleaved;
+                rk.sharedTables = shared, rk.S = shared ? 1 : M;
                 rk.error = error->as<int>();
                 const std::string what = std::string("small linear into pieces ") + name(s) + " M=" + std::to_string(M) +
-                                         (byPosition ? " by position" : " tables by row") +
+                                         (byPosition ? " by position" : shared ? " one table row" : " tables by row") +
                                          (interleaved ? " interleaved" : "") + " rot=" + std::to_string(rot) +
                                          " slices=" + std::to_string(slices) + " blocks=" + std::to_string(blocks);
                 ASSERT_TRUE(cu::smallLinearTakes(s, a)) << what;
