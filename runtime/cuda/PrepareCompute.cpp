@@ -1,5 +1,6 @@
 // The CUDA executor's norms, linears, rotary and fused regions, prepared (PrepareOps.h).
 #include "PrepareOps.h"
+#include "Activation.h"
 #include "Einsum.h"
 #include "FusedElementwiseCuda.h"
 #include "KernelUtil.h"
@@ -362,19 +363,18 @@ std::string prepareExpertLinear(Executor &ex, const PlanOp &op, PreparedOp &out)
   const int type = commonFloatType(ex, floats);
   if (!type || type == int(DType::F64) || ex.plan->values[size_t(op.inputs[2])].dtype != DType::I64)
     return "supports f32, f16 or bf16 rows, matrices and weights of one type and int64 ids";
-  const std::string_view activation = op.attrs.getString("activation");
   const int64_t repeat = op.attrs.getInt("repeat", 1);
-  const bool clamped = activation == "clamped_swiglu", swiglu = activation == "swiglu" || clamped;
-  const float alpha = float(op.attrs.getFloat("alpha", 1.0)), limit = float(op.attrs.getFloat("limit", 0.0));
-  if ((!activation.empty() && activation != "none" && !swiglu) || repeat < 1 || (clamped && !(limit > 0)))
-    return "takes an activation \"none\", \"swiglu\" or \"clamped_swiglu\" (with a limit above 0) and a repeat of 1 "
-           "or more";
-  out.launch = [&op, type, repeat, combined, biased, swiglu, clamped, alpha,
-                limit](Executor &e, const std::vector<TensorRef> &t) -> std::string {
+  ExpertGating gating;
+  if (!parseExpertGating(op.attrs.getString("activation"), op.attrs.getFloat("alpha", 1.0),
+                         op.attrs.getFloat("limit", 0.0), gating) ||
+      repeat < 1)
+    return std::string("takes an activation ") + kExpertGatings + " and a repeat of 1 or more";
+  out.launch = [&op, type, repeat, combined, biased, gating](Executor &e,
+                                                              const std::vector<TensorRef> &t) -> std::string {
     const Shape &x = t[size_t(op.inputs[0])].shape, &w = t[size_t(op.inputs[1])].shape;
     ExpertLinearArgs a;
-    a.N = t[size_t(op.inputs[2])].numel(), a.repeat = repeat, a.swiglu = swiglu;
-    a.clamped = clamped, a.alpha = alpha, a.limit = limit;
+    a.N = t[size_t(op.inputs[2])].numel(), a.repeat = repeat, a.swiglu = gating.halves;
+    a.clamped = gating.clamped, a.alpha = gating.alpha, a.limit = gating.limit;
     if (x.rank != 2 || w.rank != 3 || w.dims[2] != x.dims[1] || a.N != x.dims[0] * repeat)
       return "operands do not agree: input " + x.str() + ", weight " + w.str();
     if (biased) {

@@ -1,5 +1,6 @@
 // Matrix products: matmul (numpy semantics, batched with broadcast) and gemm. Float GEMMs go
 // to OpenBLAS (multithreaded, see docs/design.md); other element types use a plain loop.
+#include "Activation.h"
 #include "KernelUtil.h"
 
 #include <cblas.h>
@@ -162,15 +163,15 @@ std::string expertLinearKernel(const KernelArgs &args) {
   // (An empty combine: none, before a bias.)
   const bool combined = !absent(args, 3), biased = !absent(args, 4);
   const int64_t repeat = args.attrs.getInt("repeat", 1);
-  const std::string_view activation = args.attrs.getString("activation"); // (empty: "none")
-  const bool clamped = activation == "clamped_swiglu", swiglu = activation == "swiglu" || clamped;
-  const float alpha = float(args.attrs.getFloat("alpha", 1.0)), limit = float(args.attrs.getFloat("limit", 0.0));
+  ExpertGating gating;
+  const bool gatingKnown = parseExpertGating(args.attrs.getString("activation"), args.attrs.getFloat("alpha", 1.0),
+                                             args.attrs.getFloat("limit", 0.0), gating);
+  const bool swiglu = gating.halves;
   if (x.dtype != DType::F32 || w.dtype != DType::F32 || out.dtype != DType::F32 || ids.dtype != DType::I64 ||
       (combined && args.in(3).dtype != DType::F32) || (biased && args.in(4).dtype != DType::F32))
     return "takes float rows, matrices, combine weights and biases and int64 ids";
-  if ((!swiglu && !activation.empty() && activation != "none") || repeat < 1 || (clamped && !(limit > 0)))
-    return "takes an activation \"none\", \"swiglu\" or \"clamped_swiglu\" (with a limit above 0) and a repeat "
-           "of 1 or more";
+  if (!gatingKnown || repeat < 1)
+    return std::string("takes an activation ") + kExpertGatings + " and a repeat of 1 or more";
   const int64_t N = ids.numel(), M = w.shape.rank == 3 ? w.shape[1] : 0, width = swiglu ? M / 2 : M;
   const int64_t group = combined && args.in(3).shape.rank == 2 ? args.in(3).shape[1] : 1;
   if (x.shape.rank != 2 || w.shape.rank != 3 || w.shape[2] != x.shape[1] || N != x.shape[0] * repeat ||
@@ -201,9 +202,9 @@ std::string expertLinearKernel(const KernelArgs &args) {
     if (bias)
       for (int64_t m = 0; m < M; ++m)
         y[m] += bias[e * M + m];
-    if (clamped)
+    if (gating.clamped)
       for (int64_t m = 0; m < width; ++m)
-        y[m] = clampedSwigluOf(y[m], y[width + m], alpha, limit);
+        y[m] = clampedSwigluOf(y[m], y[width + m], gating.alpha, gating.limit);
     else if (swiglu)
       for (int64_t m = 0; m < width; ++m)
         y[m] = swigluOf(y[m], y[width + m]);
