@@ -275,8 +275,7 @@ struct ExpertClampedSwiglu : ExpertPattern<MulOp> {
   // The expert_linear [N, M] that gate and up are taken from (alternating, when `alternate`, or
   // halves), each read once.
   static ExpertLinearOp partsOf(Value gate, Value up, bool &alternate) {
-    auto slice = def<SliceOp>(gate);
-    Value y = slice ? slice.getInput() : (def<SplitOp>(gate) ? def<SplitOp>(gate).getInput() : Value());
+    Value y = fusion::partedFrom(gate);
     auto expert = def<ExpertLinearOp>(y);
     if (!expert || !gate.hasOneUse() || !up.hasOneUse())
       return {};

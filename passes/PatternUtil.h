@@ -264,6 +264,14 @@ inline bool isSliceOfLast(mlir::Value v, mlir::Value of, int64_t start, int64_t 
          (s.getEnds()[0] == end || (end == d && s.getEnds()[0] >= d));
 }
 
+// The value v is a part of: the input of the split or slice that made v, or null.
+inline mlir::Value partedFrom(mlir::Value v) {
+  if (auto split = def<SplitOp>(v))
+    return split.getInput();
+  auto slice = def<SliceOp>(v);
+  return slice ? slice.getInput() : mlir::Value();
+}
+
 // Whether v is half `index` (0: the first, 1: the second) of x's last axis, D static and even: a
 // result of a split of x in two equal parts there, or a slice.
 inline bool isHalf(mlir::Value v, mlir::Value x, int64_t index) {

@@ -1107,11 +1107,7 @@ struct PartsRotationPattern : OpRewritePattern<ConcatOp> {
 
   // The x that v is the first part of, and how its parts are taken; null where it is none.
   static Value firstPartOf(Value v, Pairing &pairs) {
-    Value x;
-    if (auto split = def<SplitOp>(v))
-      x = split.getInput();
-    else if (auto slice = def<SliceOp>(v))
-      x = slice.getInput();
+    Value x = fusion::partedFrom(v);
     auto t = x ? fusion::tensorType(x) : RankedTensorType();
     if (!x || t.getRank() != 4 || t.isDynamicDim(3) || t.getDimSize(3) % 2 != 0)
       return {};
