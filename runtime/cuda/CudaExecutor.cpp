@@ -122,13 +122,16 @@ std::string create(const llmc_plan_t &plan, const CudaOptions &options, void **s
   // LLMC_CUDA_CONV_GEMM=0: every convolution on the direct kernel (Executor::convGemm; to
   // compare). LLMC_CUDA_CONV_ROWS=N: a convolution's GEMM takes at most N rows per launch
   // (Executor::convRows; tests, so that a batch goes in chunks of images).
+  // LLMC_CUDA_GROUPED_EXPERTS=0: every expert_linear on its warp per output (Executor::
+  // groupedExperts; to compare).
   for (std::string err : {switchFromEnv("LLMC_CUDA_PREFETCH", prefetch),
                           blocksFromEnv("LLMC_CUDA_GEMV_BLOCKS", ex->gemvBlocks),
                           blocksFromEnv("LLMC_CUDA_GEMV_CHAIN", ex->gemvChain),
                           switchFromEnv("LLMC_CUDA_CHAIN_ATTENTION", ex->chainAttention),
                           switchFromEnv("LLMC_CUDA_SPLIT_PROMPT_ATTENTION", ex->splitPromptAttention),
                           switchFromEnv("LLMC_CUDA_CONV_GEMM", ex->convGemm),
-                          rowsFromEnv("LLMC_CUDA_CONV_ROWS", ex->convRows)})
+                          rowsFromEnv("LLMC_CUDA_CONV_ROWS", ex->convRows),
+                          switchFromEnv("LLMC_CUDA_GROUPED_EXPERTS", ex->groupedExperts)})
     if (!err.empty())
       return err;
   if (props.major >= 9 && prefetch)

@@ -395,8 +395,26 @@ struct ExpertLinearArgs {
   float alpha = 1.0f, limit = 0.0f;
   const void *bias = nullptr;
 };
+// Why expert_linear's arguments are not whole (a bad repeat, group or gating), or empty.
+std::string expertLinearArgsError(const ExpertLinearArgs &a, bool combined);
 std::string expertLinear(int type, const void *x, const void *w, const int64_t *ids, const void *combine, void *y,
                          const ExpertLinearArgs &a, int *error, void *stream);
+// expertLinear for many ids (a prompt's rows; GroupedExperts.cu), f16 and bf16 only: the ids
+// grouped by the expert they pick, then each expert's rows times its matrix on tensor cores, 64
+// rows by 64 outputs per block, so that a matrix is read once per 64 rows that pick it rather
+// than once per row. `scratch` (device memory, `scratchBytes`) holds the grouping and, with a
+// combine, the rows' f32 results until they are summed; where it cannot hold every id the ids go
+// in chunks of whole groups (groupedExpertScratchBytes says what a chunk needs). Each result is
+// the same whatever the order of the rows within an expert, so runs repeat bit for bit.
+std::string groupedExpertLinear(int type, const void *x, const void *w, const int64_t *ids, const void *combine,
+                                void *y, const ExpertLinearArgs &a, void *scratch, size_t scratchBytes, int *error,
+                                void *stream);
+// The scratch groupedExpertLinear needs to take `rows` ids at once, with a combine or none.
+size_t groupedExpertScratchBytes(const ExpertLinearArgs &a, int64_t rows, bool combined);
+// Whether groupedExpertLinear is the better of the two for these arguments: a 16-bit type, and
+// ids enough that an expert's matrix tiles serve several rows on average (a prompt, not a
+// decode step's few).
+bool groupedExpertsPay(int type, const ExpertLinearArgs &a);
 // The arguments of A [aDims] x B [bDims] as numpy broadcasts them (a rank-1 A is [1, K], a rank-1
 // B [K, 1]; C's shape leaves those out), or why they do not multiply.
 std::string matmulArgsOf(int aRank, const int64_t *aDims, int bRank, const int64_t *bDims, MatmulArgs &m);

@@ -119,6 +119,10 @@ struct Executor {
   // tests, so that a batch goes in chunks of images).
   bool convGemm = true;
   int64_t convRows = 0;
+  // expert_linear with many ids (a prompt's) on the grouped kernel: the ids grouped by expert, each
+  // expert's rows times its matrix on tensor cores (groupedExpertLinear; off with
+  // LLMC_CUDA_GROUPED_EXPERTS=0: every id on a warp per output, to compare until measured on a GPU).
+  bool groupedExperts = true;
   bool useGraphs = true;
   bool useSmallLinear = true; // linears of few rows with [N, K] weights on smallLinear (CudaOptions)
   // Programmatic dependent launch of a decode step's GEMVs, QKV split and attention (CudaOptions;

@@ -116,11 +116,17 @@ __global__ void expertLinearKernel(const T *__restrict__ x, const T *__restrict_
 
 } // namespace
 
-std::string expertLinear(int type, const void *x, const void *w, const int64_t *ids, const void *combine, void *y,
-                         const ExpertLinearArgs &a, int *error, void *stream) {
-  if (a.repeat < 1 || (a.swiglu && a.M % 2 != 0) || (combine && (a.group < 1 || a.N % a.group != 0)) ||
+std::string expertLinearArgsError(const ExpertLinearArgs &a, bool combined) {
+  if (a.repeat < 1 || (a.swiglu && a.M % 2 != 0) || (combined && (a.group < 1 || a.N % a.group != 0)) ||
       (a.clamped && (!a.swiglu || !(a.limit > 0))))
     return "expert_linear: bad repeat, group or swiglu width";
+  return {};
+}
+
+std::string expertLinear(int type, const void *x, const void *w, const int64_t *ids, const void *combine, void *y,
+                         const ExpertLinearArgs &a, int *error, void *stream) {
+  if (std::string err = expertLinearArgsError(a, combine != nullptr); !err.empty())
+    return err;
   const int64_t outputs = a.N / (combine ? a.group : 1) * (a.swiglu ? a.M / 2 : a.M);
   if (outputs == 0)
     return {};

@@ -345,11 +345,44 @@ std::string prepareMatmul(Executor &ex, const PlanOp &op, PreparedOp &out) {
   return {};
 }
 
+namespace {
+
+// The most scratch one grouped expert_linear may take (its f32 rows before they are combined, the
+// grouping): more ids than it holds go in chunks. GPT-OSS-20B's 2880 outputs hold 5800 ids (1450
+// tokens of 4 experts each) in it.
+constexpr size_t kExpertScratchCap = size_t(64) << 20;
+
+// The scratch for expert_linear `op`'s ids on the grouped kernel: as many as the plan's ids value
+// may hold, up to the cap; 0 where the grouped kernel is not for it (not 16-bit, matrices that
+// are not a weight of known shape, fewer than 256 ids within the cap).
+size_t groupedExpertScratch(const Executor &ex, const PlanOp &op, int type, bool halves, bool combined) {
+  const PlanValue &w = ex.plan->values[size_t(op.inputs[1])], &ids = ex.plan->values[size_t(op.inputs[2])];
+  if ((type != int(DType::F16) && type != int(DType::BF16)) || w.kind != fb::ValueKind_Weight || w.shape.rank != 3)
+    return 0;
+  ExpertLinearArgs a;
+  a.E = w.shape.dims[0], a.M = w.shape.dims[1], a.K = w.shape.dims[2], a.swiglu = halves;
+  if (a.E < 1 || a.M < 1 || (halves && a.M % 2))
+    return 0;
+  const int64_t all = int64_t(ids.capacity / sizeof(int64_t));
+  int64_t rows = 0, high = all; // the most within the cap: rows fit, high + 1 does not
+  while (rows < high) {
+    const int64_t mid = rows + (high - rows + 1) / 2;
+    if (groupedExpertScratchBytes(a, mid, combined) <= kExpertScratchCap)
+      rows = mid;
+    else
+      high = mid - 1;
+  }
+  return rows > 0 && (rows >= 256 || rows == all) ? groupedExpertScratchBytes(a, rows, combined) : 0;
+}
+
+} // namespace
+
 // expert_linear (a mixture of experts' projection, llmc-fuse-linear): rows [T, K], matrices
 // [E, M, K], int64 ids of T * repeat elements and perhaps combine weights [R, g], each id's row
 // times the matrix it picks, with a swiglu or none, weighed and summed by groups of g where
-// combined (Matmul.cu).
-std::string prepareExpertLinear(Executor &ex, const PlanOp &op, PreparedOp &out) {
+// combined (Matmul.cu). Many ids (a prompt's) of 16-bit types go to the grouped kernel
+// (GroupedExperts.cu) through a scratch slot of the arena, `scratchBytes` at least its size.
+std::string prepareExpertLinear(Executor &ex, const PlanOp &op, PreparedOp &out, size_t &scratchBytes) {
   // (An empty combine: none, before a bias.)
   const bool combined = givenInput(*ex.plan, op, 3), biased = givenInput(*ex.plan, op, 4);
   if (op.inputs.size() < 3 || op.inputs.size() > 5 || op.outputs.size() != 1 ||
@@ -369,8 +402,10 @@ std::string prepareExpertLinear(Executor &ex, const PlanOp &op, PreparedOp &out)
                          op.attrs.getFloat("limit", 0.0), gating) ||
       repeat < 1)
     return std::string("takes an activation ") + kExpertGatings + " and a repeat of 1 or more";
-  out.launch = [&op, type, repeat, combined, biased, gating](Executor &e,
-                                                              const std::vector<TensorRef> &t) -> std::string {
+  const size_t groupedBytes = ex.groupedExperts ? groupedExpertScratch(ex, op, type, gating.halves, combined) : 0;
+  scratchBytes = std::max(scratchBytes, groupedBytes);
+  out.launch = [&op, type, repeat, combined, biased, gating,
+                groupedBytes](Executor &e, const std::vector<TensorRef> &t) -> std::string {
     const Shape &x = t[size_t(op.inputs[0])].shape, &w = t[size_t(op.inputs[1])].shape;
     ExpertLinearArgs a;
     a.N = t[size_t(op.inputs[2])].numel(), a.repeat = repeat, a.swiglu = gating.halves;
@@ -390,6 +425,11 @@ std::string prepareExpertLinear(Executor &ex, const PlanOp &op, PreparedOp &out)
       a.group = c.dims[1];
     }
     a.M = w.dims[1], a.K = w.dims[2], a.E = w.dims[0];
+    if (groupedBytes && groupedExpertsPay(type, a))
+      return groupedExpertLinear(type, e.at(op.inputs[0]), e.at(op.inputs[1]),
+                                 static_cast<const int64_t *>(e.at(op.inputs[2])),
+                                 combined ? e.at(op.inputs[3]) : nullptr, e.at(op.outputs[0]), a, e.arena, groupedBytes,
+                                 e.errorFlag, e.stream); // the scratch slot opens the arena
     return expertLinear(type, e.at(op.inputs[0]), e.at(op.inputs[1]), static_cast<const int64_t *>(e.at(op.inputs[2])),
                         combined ? e.at(op.inputs[3]) : nullptr, e.at(op.outputs[0]), a, e.errorFlag, e.stream);
   };

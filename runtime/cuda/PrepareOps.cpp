@@ -699,7 +699,7 @@ std::string prepareOp(Executor &ex, int k, PreparedOp &p, size_t &scratch) {
   else if (op.kernel == "einsum")
     err = prepareEinsum(ex, op, p);
   else if (op.kernel == "expert_linear")
-    err = prepareExpertLinear(ex, op, p);
+    err = prepareExpertLinear(ex, op, p, scratch);
   else if (op.kernel == "fused_attention")
     err = prepareAttention(ex, op, p, k);
   else if (op.kernel == "rotary")

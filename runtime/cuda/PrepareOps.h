@@ -31,7 +31,7 @@ std::string prepareLinear(Executor &ex, const PlanOp &op, int k, PreparedOp &out
 std::string prepareMatmul(Executor &ex, const PlanOp &op, PreparedOp &out);
 std::string prepareGemm(Executor &ex, const PlanOp &op, PreparedOp &out);
 std::string prepareEinsum(Executor &ex, const PlanOp &op, PreparedOp &out);
-std::string prepareExpertLinear(Executor &ex, const PlanOp &op, PreparedOp &out);
+std::string prepareExpertLinear(Executor &ex, const PlanOp &op, PreparedOp &out, size_t &scratchBytes);
 std::string prepareRotary(Executor &ex, const PlanOp &op, PreparedOp &out, int index);
 std::string prepareFusedElementwise(Executor &ex, const PlanOp &op, PreparedOp &out, int index);
 

@@ -11,7 +11,8 @@
 // whose weight the attention prefetches to L2 or not; a layer's four linears after its attention
 // launched one by one and chained in one launch (decodeChain); last what a step from one
 // kernel to the next costs, against a grid-wide barrier (StepCostBench.cu). Between the linears
-// and the rest, a 512-token prompt's kernels (PromptBench.cpp: the time to the first token).
+// and the rest, a 512-token prompt's kernels (PromptBench.cpp: the time to the first token) and a
+// mixture of experts' (ExpertBench.cpp: grouped against a warp per output).
 // Asserts nothing. Without a GPU it exits with 77 (skipped).
 //
 //   llmc-cuda-kernel-bench [--reps N] [--smoke]
@@ -22,6 +23,7 @@
 #include "LtLinear.h"
 #include "BenchTiming.h"
 #include "PromptBench.h"
+#include "ExpertBench.h"
 #include "StepCostBench.h"
 
 #include <cublasLt.h>
@@ -546,6 +548,7 @@ int main(int argc, char **argv) {
     cudaFree(x), cudaFree(y), cudaFree(out), cudaFree(sum);
   }
   failures += promptBench(lt, workspace, workspaceBytes, std::max(1, reps / 10), smoke);
+  failures += expertBench(std::max(1, reps / 10), smoke, hbmBytesPerSecond);
   cudaFree(workspace);
   cublasLtDestroy(lt);
   failures += qkvSplitBench(reps, false, smoke);

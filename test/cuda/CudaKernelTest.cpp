@@ -2167,6 +2167,105 @@ TEST(Cuda, ExpertLinearMatchesTheCpuAndFlagsBadIds) {
             }
 }
 
+// groupedExpertLinear (a prompt's expert_linear on tensor cores) against the CPU's: 200 ids among
+// 3 experts, 120 picking expert 0 and 80 expert 1 (negative ids among them), none expert 2, so
+// that an expert's rows fill two blocks, the second in part; 70 outputs per row (two column
+// tiles, the second of 6); K of 40 (16-byte loads, the second step in part) and 37 (an element
+// per load). Each case a different mix of activation, combine, bias and repeat, two with a
+// scratch too small for every id at once (chunks of whole groups). An id out of range sets the
+// error flag and its row is zeros; f32 is refused (expertLinear takes it).
+TEST(Cuda, GroupedExpertLinearMatchesTheCpu) {
+  const int64_t N = 200, E = 3, width = 70;
+  struct Case {
+    cu::Storage s;
+    const char *activation;
+    int64_t K, repeat, group;
+    bool biased;
+    int64_t chunk; // ids the scratch holds at once; 0: every one
+  };
+  const Case cases[] = {{cu::Storage::BF16, "none", 40, 1, 0, false, 0},
+                        {cu::Storage::F16, "swiglu", 37, 4, 4, true, 0},
+                        {cu::Storage::BF16, "clamped_swiglu", 40, 2, 2, false, 0},
+                        {cu::Storage::F16, "none", 40, 2, 0, true, 64},
+                        {cu::Storage::BF16, "swiglu", 37, 1, 8, true, 96}};
+  std::vector<int64_t> picks(N);
+  for (int64_t i = 0; i < N; ++i)
+    picks[size_t(i)] = std::vector<int64_t>{0, 0, -3, 1, -2}[size_t(i * 7 % 5)];
+  for (const Case &c : cases) {
+    const cu::Storage s = c.s;
+    const bool swiglu = std::string(c.activation) != "none", combined = c.group > 0;
+    const int64_t M = swiglu ? 2 * width : width, T = N / c.repeat, rows = combined ? N / c.group : N;
+    const std::string what = std::string("grouped expert_linear ") + name(s) + " " + c.activation + " K " +
+                             std::to_string(c.K) + (combined ? " combined" : "") + (c.biased ? " biased" : "") +
+                             (c.chunk ? " in chunks" : "");
+    Buf<float> x(DType::F32, {T, c.K}, rounded(randomFloats(T * c.K, 101), s)),
+        w(DType::F32, {E, M, c.K}, rounded(randomFloats(E * M * c.K, 102), s)),
+        cw(DType::F32, {rows, combined ? c.group : 1}, rounded(randomFloats(N, 103), s)),
+        b(DType::F32, {E, M}, rounded(randomFloats(E * M, 104), s)), none(DType::F32, {0}),
+        want(DType::F32, {rows, width});
+    Buf<int64_t> ids(DType::I64, {N}, picks);
+    const AttrList at = attrs({intAttr("repeat", c.repeat), stringAttr("activation", c.activation),
+                               floatAttr("alpha", 1.702), floatAttr("limit", 1.0)});
+    std::vector<TensorRef> ins = {x.ref(), w.ref(), ids.ref()};
+    if (combined || c.biased)
+      ins.push_back(combined ? cw.ref() : none.ref());
+    if (c.biased)
+      ins.push_back(b.ref());
+    ASSERT_EQ(call("expert_linear", at, ins, {want.ref()}), "") << what;
+    cu::ExpertLinearArgs a;
+    a.N = N, a.M = M, a.K = c.K, a.E = E, a.repeat = c.repeat, a.group = combined ? c.group : 1;
+    a.swiglu = swiglu, a.clamped = std::string(c.activation) == "clamped_swiglu", a.alpha = 1.702f, a.limit = 1.0f;
+    ASSERT_TRUE(cu::groupedExpertsPay(int(storageDType(s)), a)) << what;
+    auto dx = upload(x.data, s), dw = upload(w.data, s), dc = upload(cw.data, s), db = upload(b.data, s),
+         di = uploadRaw(picks), error = uploadRaw(std::vector<int>{0});
+    a.bias = c.biased ? db->p : nullptr;
+    const size_t bytes = cu::groupedExpertScratchBytes(a, c.chunk ? c.chunk : N, combined);
+    if (c.chunk) // not enough for one more group
+      ASSERT_LT(bytes, cu::groupedExpertScratchBytes(a, c.chunk + (combined ? c.group : 1), combined)) << what;
+    Device scratch(bytes), out(size_t(rows * width) * cu::storageBytes(s));
+    ASSERT_EQ(cu::groupedExpertLinear(int(storageDType(s)), dx->p, dw->p, di->as<int64_t>(), combined ? dc->p : nullptr,
+                                      out.p, a, scratch.p, bytes, error->as<int>(), nullptr),
+              "")
+        << what;
+    expectClose(download(out, size_t(rows * width), s), want.data, tolerance(s) * 8, what);
+    int flag = 0;
+    cudaMemcpy(&flag, error->p, sizeof flag, cudaMemcpyDeviceToHost);
+    EXPECT_EQ(flag, 0) << what;
+  }
+  // An id out of range: the flag, and zeros in its row (row 1 of 16, no combine); the others
+  // are the CPU's.
+  cu::ExpertLinearArgs a;
+  a.N = 16, a.M = 16, a.K = 8, a.E = 3;
+  std::vector<int64_t> bad(16, 1);
+  bad[1] = 3;
+  const cu::Storage s = cu::Storage::BF16;
+  Buf<float> x(DType::F32, {16, 8}, rounded(randomFloats(16 * 8, 105), s)),
+      w(DType::F32, {3, 16, 8}, rounded(randomFloats(3 * 16 * 8, 106), s));
+  auto dx = upload(x.data, s), dw = upload(w.data, s), di = uploadRaw(bad), error = uploadRaw(std::vector<int>{0});
+  const size_t bytes = cu::groupedExpertScratchBytes(a, 16, false);
+  Device scratch(bytes), out(16 * 16 * cu::storageBytes(s));
+  ASSERT_EQ(cu::groupedExpertLinear(int(storageDType(s)), dx->p, dw->p, di->as<int64_t>(), nullptr, out.p, a,
+                                    scratch.p, bytes, error->as<int>(), nullptr),
+            "");
+  const std::vector<float> got = download(out, 16 * 16, s);
+  for (int64_t n = 0; n < 16; ++n)
+    for (int64_t m = 0; m < 16; ++m) {
+      float want = 0.0f;
+      for (int64_t k = 0; k < 8 && n != 1; ++k)
+        want += x.data[size_t(n * 8 + k)] * w.data[size_t((16 + m) * 8 + k)];
+      ASSERT_NEAR(got[size_t(n * 16 + m)], want, tolerance(s) * 8 * (1 + std::fabs(want))) << n << ", " << m;
+    }
+  int flag = 0;
+  cudaMemcpy(&flag, error->p, sizeof flag, cudaMemcpyDeviceToHost);
+  EXPECT_EQ(flag, 1);
+  EXPECT_NE(cu::groupedExpertLinear(int(storageDType(cu::Storage::F32)), dx->p, dw->p, di->as<int64_t>(), nullptr,
+                                    out.p, a, scratch.p, bytes, error->as<int>(), nullptr),
+            "");
+  EXPECT_NE(cu::groupedExpertLinear(int(storageDType(s)), dx->p, dw->p, di->as<int64_t>(), nullptr, out.p, a,
+                                    scratch.p, 64, error->as<int>(), nullptr),
+            "");
+}
+
 // gemm against the CPU's: each of transA and transB, alpha and beta not 1, an addend C of every
 // rank that broadcasts ([M, N], [M, 1], [N], a scalar), and none; M and N past one tile.
 TEST(Cuda, GemmMatchesTheCpu) {

@@ -66,7 +66,9 @@ CASES = [
     # GPT-OSS (session 30): attention sinks in fused_attention (the prompt's tensor-core kernel,
     # a sliding window on its first layer; the decode kernel's splits merged with the sink), its
     # router one normalized softmax_top_k, its experts' products expert_linear (matrices [K, M]
-    # turned at compile time), their biases and clamped SwiGLU as ops.
+    # turned at compile time), their biases and clamped SwiGLU as ops. The 16-token run's 32 ids
+    # take the grouped expert kernel (tensor cores, session 32), the generation's decode steps the
+    # warp per output.
     ("gpt_oss-bf16", "arch_gpt_oss", ["--input-shape", "input_ids=1x16", "--precision", "bf16"], "run"),
     ("gpt_oss_kv-bf16-cuda", "arch_gpt_oss_kv",
      KV_SHAPES + ["--precision", "bf16", "--last-position", "logits", "--target", "cuda"], "generate"),
