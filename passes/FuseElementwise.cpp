@@ -2,7 +2,8 @@
 // whose region computes one element (the CPU executor interprets it in one pass over memory;
 // the CUDA backend generates a kernel from it). A group grows from its last op towards the
 // producers that only the group reads; where a producer's other readers are elementwise ops of
-// the same shape (the sin and cos of one angle), they join as more results of the same region.
+// the same shape (the sin and cos of one angle), they join as more results of the same region,
+// each with the chain of its sole elementwise readers (cos(angle) * scale).
 // Casts of integers to floats join too (position ids into rotary angles). Before grouping, an
 // elementwise op on a concatenation of one value with itself (cos(concat(x, x)), the rotary
 // tables of a Hugging Face export) becomes the concatenation of that op on the value, which the
@@ -179,9 +180,22 @@ struct FuseElementwise : impl::LlmcFuseElementwiseBase<FuseElementwise> {
             llvm::SetVector<Operation *> wider = group;
             SmallVector<Operation *> widerResults = results;
             wider.insert(producer);
-            for (Operation *user : producer->getUsers())
-              if (wider.insert(user))
-                widerResults.push_back(user);
+            for (Operation *user : producer->getUsers()) {
+              if (!wider.insert(user))
+                continue;
+              // A joining reader brings its chain of sole elementwise readers of the same shape
+              // (GPT-OSS's cos(angle) * scale beside sin(angle) * scale): the chain's end is the
+              // result, where the reader alone would be one whose reader needs its own kernel.
+              Operation *tail = user;
+              while (tail->getResult(0).hasOneUse()) {
+                Operation *next = *tail->getUsers().begin();
+                if (wider.contains(next) || !joins(next))
+                  break;
+                wider.insert(next);
+                tail = next;
+              }
+              widerResults.push_back(tail);
+            }
             if (!fitsOneRegion(wider, widerResults))
               continue;
             group = std::move(wider), results = std::move(widerResults);

@@ -308,6 +308,62 @@ func.func @rotary_tables(%ids: tensor<1x?xi64> {llmc.dim_symbols = ["", "seq"]},
 
 // -----
 
+// GPT-OSS's rotary tables: cos and sin of the angles, each scaled (YaRN's attention factor). Each
+// joining reader brings its scaling along: one region, its two results the scaled tables (three
+// kernels before: the angles, the scaled cos, the scaled sin). A chain stops at a reader that
+// also reads something of another shape (the exp of the sin, broadcast over total rows) or a
+// value read twice (the scaled sin, read by the return and by that exp's reader).
+// EW-LABEL: func.func @scaled_rotary_tables
+// EW: %[[T:.*]]:2 = llmc.fused_elementwise %{{.*}}, %arg1 : (tensor<1x?x1xi64>, tensor<8xf32>) -> (tensor<1x?x8xf32>, tensor<1x?x8xf32>)
+// EW: llmc.cast
+// EW: llmc.cos
+// EW: llmc.mul
+// EW: llmc.sin
+// EW: llmc.mul
+// EW: llmc.yield
+// EW-NOT: llmc.fused_elementwise
+// EW: return %[[T]]#0, %[[T]]#1
+func.func @scaled_rotary_tables(%ids: tensor<1x?xi64> {llmc.dim_symbols = ["", "seq"]}, %freq: tensor<8xf32>)
+    -> (tensor<1x?x8xf32>, tensor<1x?x8xf32>) attributes {llmc.symbol_bounds = {seq = 16 : i64}} {
+  %scale = llmc.constant dense<1.34657359> : tensor<f32>
+  %u = llmc.unsqueeze %ids {axes = array<i64: 2>} : (tensor<1x?xi64>) -> tensor<1x?x1xi64>
+  %f = llmc.cast %u {to = f32} : (tensor<1x?x1xi64>) -> tensor<1x?x1xf32>
+  %a = llmc.mul %f, %freq : (tensor<1x?x1xf32>, tensor<8xf32>) -> tensor<1x?x8xf32>
+  %c = llmc.cos %a : (tensor<1x?x8xf32>) -> tensor<1x?x8xf32>
+  %cs = llmc.mul %c, %scale : (tensor<1x?x8xf32>, tensor<f32>) -> tensor<1x?x8xf32>
+  %s = llmc.sin %a : (tensor<1x?x8xf32>) -> tensor<1x?x8xf32>
+  %ss = llmc.mul %s, %scale : (tensor<1x?x8xf32>, tensor<f32>) -> tensor<1x?x8xf32>
+  return %cs, %ss : tensor<1x?x8xf32>, tensor<1x?x8xf32>
+}
+
+// -----
+
+// A joining reader's chain runs as long as each value has one elementwise reader of the
+// root's shape: from the tanh (the root) through the sin to the angles, whose other reader, the
+// cos, brings its scaling and negation; the negation (returned) is the second result.
+// EW-LABEL: func.func @longer_chain
+// EW: %[[R:.*]]:2 = llmc.fused_elementwise %arg0 : (tensor<2x4xf32>) -> (tensor<2x4xf32>, tensor<2x4xf32>)
+// EW: llmc.sin
+// EW: llmc.cos
+// EW: llmc.mul
+// EW: llmc.neg
+// EW: llmc.tanh
+// EW: llmc.yield
+// EW-NOT: llmc.fused_elementwise
+// EW: return %[[R]]#0, %[[R]]#1
+func.func @longer_chain(%x: tensor<2x4xf32>) -> (tensor<2x4xf32>, tensor<2x4xf32>) {
+  %two = llmc.constant dense<2.0> : tensor<f32>
+  %a = llmc.mul %x, %two : (tensor<2x4xf32>, tensor<f32>) -> tensor<2x4xf32>
+  %s = llmc.sin %a : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  %c = llmc.cos %a : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  %cs = llmc.mul %c, %two : (tensor<2x4xf32>, tensor<f32>) -> tensor<2x4xf32>
+  %cn = llmc.neg %cs : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  %t = llmc.tanh %s : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  return %cn, %t : tensor<2x4xf32>, tensor<2x4xf32>
+}
+
+// -----
+
 // Readers of a shared producer of different (dynamic) shapes stay apart: the exp of x broadcast
 // over seq rows and over total rows. So does a concatenation of two different values.
 // EW-LABEL: func.func @different_shapes
