@@ -5,7 +5,8 @@
 // (expertLinear, what every id took before it, and what a decode step's few ids take). Each
 // token picks 4 distinct experts, spread evenly. The share of HBM counts each expert's matrix
 // read once (the least any kernel must read) and the rows read and written; TFLOP/s the products'
-// multiply-adds. Asserts nothing.
+// multiply-adds. Then a decode step's two projections (one token, its 4 experts) on the warp per
+// output. Asserts nothing.
 #include "ExpertBench.h"
 
 #include "BenchTiming.h"
@@ -99,6 +100,28 @@ int expertBench(int reps, bool smoke, double hbmBytesPerSecond) {
     row(grouped ? "gate/up, grouped (tensor cores)" : "gate/up, a warp per output", a, firstBytes, firstFlops);
     row(grouped ? "down + combine, grouped" : "down + combine, a warp per output", b, secondBytes, secondFlops);
   }
+  // A decode step's: one token's row by its 4 experts on the warp per output, as the executor runs
+  // a step's few ids; call i takes token i's experts, so that calls read different matrices (a
+  // step's 133 MB of gate/up matrices pass the L2 cache anyway).
+  cu::ExpertLinearArgs stepFirst = first, stepSecond = second;
+  stepFirst.N = top, stepSecond.N = top;
+  const int64_t *idsOf = static_cast<const int64_t *>(ids.p);
+  const double c = timeCalls(
+      [&](int i) {
+        return cu::expertLinear(kBf16, x.p, gateUp.p, idsOf + (i % tokens) * top, nullptr, hidden.p, stepFirst,
+                                static_cast<int *>(error.p), nullptr);
+      },
+      reps);
+  const double d = timeCalls(
+      [&](int i) {
+        return cu::expertLinear(kBf16, hidden.p, down.p, idsOf + (i % tokens) * top, combine.p, y.p, stepSecond,
+                                static_cast<int *>(error.p), nullptr);
+      },
+      reps);
+  row("decode step (4 ids): gate/up", c, 2.0 * double(top * 2 * H * H + top * 2 * H + H + top * H),
+      2.0 * double(top * 2 * H * H));
+  row("decode step (4 ids): down + combine", d, 2.0 * double(top * H * H + top * H + top * H + top + H),
+      2.0 * double(top * H * H));
   int flag = 0;
   cudaMemcpy(&flag, error.p, sizeof flag, cudaMemcpyDeviceToHost);
   if (flag) {

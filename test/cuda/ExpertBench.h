@@ -1,4 +1,5 @@
-// What a mixture of experts' prompt projections cost on the GPU (ExpertBench.cpp).
+// What a mixture of experts' projections cost on the GPU, a prompt's and a decode step's
+// (ExpertBench.cpp).
 #pragma once
 
 // Prints the figures (shares of `hbmBytesPerSecond`); returns the failures. `smoke`: a small
