@@ -188,31 +188,62 @@ std::string expertLinearKernel(const KernelArgs &args) {
   const float *weights = combined ? args.in(3).as<const float>() : nullptr;
   const float *bias = biased ? args.in(4).as<const float>() : nullptr;
   float *py = out.as<float>();
-  if (combined)
+  // The ids grouped by expert (in order of n within each): an expert's rows go through its matrix
+  // in one product, which reads the matrix once rather than once per row (a prompt's rows: each
+  // expert's matrix tens of times otherwise, from memory at that size).
+  std::vector<int64_t> first(static_cast<size_t>(E) + 1, 0), order(static_cast<size_t>(N));
+  for (int64_t n = 0; n < N; ++n)
+    ++first[size_t(id[n] < 0 ? id[n] + E : id[n]) + 1];
+  for (int64_t e = 0; e < E; ++e)
+    first[size_t(e) + 1] += first[size_t(e)];
+  {
+    std::vector<int64_t> at(first.begin(), first.end() - 1);
+    for (int64_t n = 0; n < N; ++n)
+      order[size_t(at[size_t(id[n] < 0 ? id[n] + E : id[n])]++)] = n;
+  }
+  // Each row's activated results, then (with a combine) summed in order of j, as one row at a
+  // time would.
+  std::vector<float> results(combined ? size_t(N * width) : 0);
+  float *rowsOut = combined ? results.data() : py;
+  std::vector<float> rows, products;
+  for (int64_t e = 0; e < E; ++e) {
+    const int64_t count = first[size_t(e) + 1] - first[size_t(e)];
+    if (count == 0)
+      continue;
+    const int64_t *members = order.data() + first[size_t(e)];
+    products.assign(size_t(count * M), 0.0f);
+    if (M > 0 && K > 0) {
+      if (count == 1) {
+        cblas_sgemv(CblasRowMajor, CblasNoTrans, int(M), int(K), 1.0f, pw + e * M * K, int(K),
+                    px + (members[0] / repeat) * K, 1, 0.0f, products.data(), 1);
+      } else {
+        rows.resize(size_t(count * K));
+        for (int64_t i = 0; i < count; ++i)
+          std::copy_n(px + (members[i] / repeat) * K, K, rows.data() + i * K);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(count), int(M), int(K), 1.0f, rows.data(), int(K),
+                    pw + e * M * K, int(K), 0.0f, products.data(), int(M));
+      }
+    }
+    for (int64_t i = 0; i < count; ++i) {
+      float *y = products.data() + i * M, *to = rowsOut + members[i] * width;
+      if (bias)
+        for (int64_t m = 0; m < M; ++m)
+          y[m] += bias[e * M + m];
+      if (gating.clamped)
+        for (int64_t m = 0; m < width; ++m)
+          to[m] = clampedSwigluOf(y[m], y[width + m], gating.alpha, gating.limit);
+      else if (swiglu)
+        for (int64_t m = 0; m < width; ++m)
+          to[m] = swigluOf(y[m], y[width + m]);
+      else
+        std::copy_n(y, width, to);
+    }
+  }
+  if (combined) {
     std::fill(py, py + out.numel(), 0.0f);
-  std::vector<float> row(size_t(M), 0.0f);
-  for (int64_t n = 0; n < N; ++n) {
-    const int64_t e = id[n] < 0 ? id[n] + E : id[n];
-    float *y = swiglu || combined ? row.data() : py + n * M;
-    if (M > 0 && K > 0)
-      cblas_sgemv(CblasRowMajor, CblasNoTrans, int(M), int(K), 1.0f, pw + e * M * K, int(K), px + (n / repeat) * K, 1,
-                  0.0f, y, 1);
-    else
-      std::fill(y, y + M, 0.0f);
-    if (bias)
-      for (int64_t m = 0; m < M; ++m)
-        y[m] += bias[e * M + m];
-    if (gating.clamped)
+    for (int64_t n = 0; n < N; ++n)
       for (int64_t m = 0; m < width; ++m)
-        y[m] = clampedSwigluOf(y[m], y[width + m], gating.alpha, gating.limit);
-    else if (swiglu)
-      for (int64_t m = 0; m < width; ++m)
-        y[m] = swigluOf(y[m], y[width + m]);
-    if (combined)
-      for (int64_t m = 0; m < width; ++m)
-        py[(n / group) * width + m] += weights[n] * y[m];
-    else if (swiglu)
-      std::copy(y, y + width, py + n * width);
+        py[(n / group) * width + m] += weights[n] * results[size_t(n * width + m)];
   }
   return {};
 }
