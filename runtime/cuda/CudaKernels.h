@@ -386,8 +386,8 @@ std::string gemmArgsOf(const int64_t *aDims, const int64_t *bDims, bool transA, 
 // silu(first half) * second half; with a combine [N / group, group] (not null), y [N / group, .]
 // row r = sum over j of combine[r * group + j] * row r * group + j; with `bias` [E, M] (not
 // null), bias[ids[n]] added to row n's products before the activation. Elements of DType number
-// `type` (f32, f16 or bf16; f32 accumulation); an id outside [-E, E) sets *error. Correct first:
-// a warp per output.
+// `type` (f32, f16 or bf16; f32 accumulation); an id outside [-E, E) sets *error. A warp per
+// output, every matrix row it needs (a group's ids, gate and up) read in one pass.
 struct ExpertLinearArgs {
   int64_t N = 0, M = 0, K = 0, E = 0, repeat = 1, group = 1;
   bool swiglu = false;  // the rows' halves gated: silu(first) * second

@@ -50,38 +50,53 @@ template <typename T> __global__ void matmulKernel(const T *__restrict__ a, cons
   }
 }
 
-// The dot product of a matrix row and an input row of K elements, summed over the warp: 16 bytes
-// per lane and load where `vectors` (both rows 16-byte aligned, K a multiple of the elements in
-// 16 bytes), else an element per lane and load.
-template <typename T>
-__device__ __forceinline__ float warpDot(const T *__restrict__ row, const T *__restrict__ in, int64_t K, bool vectors,
-                                         int lane) {
-  float acc = 0.0f;
+// The dot products of up to kDots matrix rows with their input rows (K elements each; a null row
+// is skipped, its sum 0), summed over the warp, in one pass over K: each lane has a load of every
+// row in flight at once, where a dot product at a time left it one. 16 bytes per lane and load
+// where `vectors` (the rows 16-byte aligned, K a multiple of the elements in 16 bytes), else an
+// element per lane and load. Each sum is added up in the order one row alone would take.
+template <typename T, int kDots>
+__device__ __forceinline__ void warpDots(const T *const (&rows)[kDots], const T *const (&ins)[kDots], int64_t K,
+                                         bool vectors, int lane, float (&sums)[kDots]) {
+  float acc[kDots];
+#pragma unroll
+  for (int j = 0; j < kDots; ++j)
+    acc[j] = 0.0f;
   if (vectors) {
     constexpr int kPer = Lanes<T>::kCount;
-    for (int64_t k = int64_t(lane) * kPer; k < K; k += 32 * kPer) {
-      Lanes<T> a, b;
-      widen(*reinterpret_cast<const uint4 *>(row + k), a);
-      widen(*reinterpret_cast<const uint4 *>(in + k), b);
+    for (int64_t k = int64_t(lane) * kPer; k < K; k += 32 * kPer)
 #pragma unroll
-      for (int i = 0; i < kPer; ++i)
-        acc += a.v[i] * b.v[i];
-    }
+      for (int j = 0; j < kDots; ++j)
+        if (rows[j]) {
+          Lanes<T> a, b;
+          widen(*reinterpret_cast<const uint4 *>(rows[j] + k), a);
+          widen(*reinterpret_cast<const uint4 *>(ins[j] + k), b);
+#pragma unroll
+          for (int i = 0; i < kPer; ++i)
+            acc[j] += a.v[i] * b.v[i];
+        }
   } else {
     for (int64_t k = lane; k < K; k += 32)
-      acc += float(widen(row[k])) * float(widen(in[k]));
+#pragma unroll
+      for (int j = 0; j < kDots; ++j)
+        if (rows[j])
+          acc[j] += float(widen(rows[j][k])) * float(widen(ins[j][k]));
   }
-  return warpReduce<false>(acc);
+#pragma unroll
+  for (int j = 0; j < kDots; ++j)
+    sums[j] = warpReduce<false>(acc[j]);
 }
 
 // Expert linear: one warp per (result row r, output m): for each of its ids n (r alone, or the
 // `group` ids r * group + j that a combine weighs), the dot product of the chosen matrix's row m
-// and input row n / repeat (warpDot), plus the expert's bias where there is one; with `swiglu`, silu of that product times row m + width's
-// (or GPT-OSS's clamped gating of the two, with `clamped`);
-// weighted by combine[n] and summed where there is a combine. An id out of range sets `error`
-// and counts 0. Correct first: every matrix is read in place (no copy per row), but by one warp
-// per output.
-template <typename T>
+// and input row n / repeat, plus the expert's bias where there is one; with `swiglu`, silu of that
+// product times row m + width's (or GPT-OSS's clamped gating of the two, with `clamped`);
+// weighted by combine[n] and summed in order of j where there is a combine. kGroup ids at a time
+// (1, 4 or 8), each with its gate and up rows, go through warpDots together (a decode step's few
+// ids: every matrix row the output needs in flight at once). An id out of range sets `error` and
+// counts 0. Every matrix is read in place (no copy per row); many ids (a prompt's) take
+// groupedExpertLinear instead, which reads a matrix once per 64 of its rows.
+template <typename T, int kGroup>
 __global__ void expertLinearKernel(const T *__restrict__ x, const T *__restrict__ w, const int64_t *__restrict__ ids,
                                    const T *__restrict__ combine, T *__restrict__ y, ExpertLinearArgs a, bool vectors,
                                    int *error) {
@@ -92,23 +107,37 @@ __global__ void expertLinearKernel(const T *__restrict__ x, const T *__restrict_
     return;
   const int64_t r = warp / width, m = warp % width;
   float sum = 0.0f;
-  for (int64_t n = r * group; n < (r + 1) * group; ++n) {
-    int64_t e = ids[n];
-    if (e < -a.E || e >= a.E) {
-      if (lane == 0)
+  for (int64_t j0 = 0; j0 < group; j0 += kGroup) {
+    const T *rows[2 * kGroup], *ins[2 * kGroup]; // id j's gate (or only) row at 2j, its up row at 2j + 1
+    int64_t expert[kGroup];
+#pragma unroll
+    for (int j = 0; j < kGroup; ++j) {
+      const int64_t n = r * group + j0 + j;
+      int64_t e = j0 + j < group ? ids[n] : -1 - a.E;
+      if (j0 + j < group && (e < -a.E || e >= a.E) && lane == 0)
         atomicExch(error, 1);
-      continue;
+      e = e < -a.E || e >= a.E ? -1 : e < 0 ? e + a.E : e;
+      expert[j] = e;
+      const T *matrix = e >= 0 ? w + e * a.M * a.K : nullptr;
+      rows[2 * j] = matrix ? matrix + m * a.K : nullptr;
+      rows[2 * j + 1] = matrix && a.swiglu ? matrix + (m + width) * a.K : nullptr;
+      ins[2 * j] = ins[2 * j + 1] = matrix ? x + (n / a.repeat) * a.K : nullptr;
     }
-    e = e < 0 ? e + a.E : e;
-    const T *matrix = w + e * a.M * a.K, *in = x + (n / a.repeat) * a.K;
-    const T *bias = a.bias ? static_cast<const T *>(a.bias) + e * a.M : nullptr;
-    float v = warpDot(matrix + m * a.K, in, a.K, vectors, lane) + (bias ? float(widen(bias[m])) : 0.0f);
-    if (a.swiglu) {
-      const float up = warpDot(matrix + (m + width) * a.K, in, a.K, vectors, lane) +
-                       (bias ? float(widen(bias[m + width])) : 0.0f);
-      v = a.clamped ? clampedSwigluOf(v, up, a.alpha, a.limit) : swigluOf(v, up);
+    float dots[2 * kGroup];
+    warpDots(rows, ins, a.K, vectors, lane, dots);
+#pragma unroll
+    for (int j = 0; j < kGroup; ++j) {
+      if (expert[j] < 0)
+        continue;
+      const int64_t n = r * group + j0 + j;
+      const T *bias = a.bias ? static_cast<const T *>(a.bias) + expert[j] * a.M : nullptr;
+      float v = dots[2 * j] + (bias ? float(widen(bias[m])) : 0.0f);
+      if (a.swiglu) {
+        const float up = dots[2 * j + 1] + (bias ? float(widen(bias[m + width])) : 0.0f);
+        v = a.clamped ? clampedSwigluOf(v, up, a.alpha, a.limit) : swigluOf(v, up);
+      }
+      sum += combine ? float(widen(combine[n])) * v : v;
     }
-    sum += combine ? float(widen(combine[n])) * v : v;
   }
   if (lane == 0)
     y[warp] = narrow<T>(sum);
@@ -139,9 +168,18 @@ std::string expertLinear(int type, const void *x, const void *w, const int64_t *
     if constexpr (!std::is_same_v<T, double>) { // (f32, f16, bf16: the 16-byte loads' types)
       const bool vectors = a.K % Lanes<T>::kCount == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0 &&
                            reinterpret_cast<uintptr_t>(w) % 16 == 0;
-      expertLinearKernel<T><<<static_cast<unsigned>(blocks), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-          static_cast<const T *>(x), static_cast<const T *>(w), ids, static_cast<const T *>(combine),
-          static_cast<T *>(y), a, vectors, error);
+      const auto launch = [&](auto kernel) {
+        kernel<<<static_cast<unsigned>(blocks), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+            static_cast<const T *>(x), static_cast<const T *>(w), ids, static_cast<const T *>(combine),
+            static_cast<T *>(y), a, vectors, error);
+      };
+      const int64_t group = combine ? a.group : 1;
+      if (group == 1)
+        launch(expertLinearKernel<T, 1>);
+      else if (group <= 4)
+        launch(expertLinearKernel<T, 4>);
+      else
+        launch(expertLinearKernel<T, 8>);
     }
   });
   return known ? launched("expert_linear") : "expert_linear: supports f32, f16 and bf16";

@@ -2167,6 +2167,49 @@ TEST(Cuda, ExpertLinearMatchesTheCpuAndFlagsBadIds) {
             }
 }
 
+// expert_linear's warp per output with groups of ids the kernel takes at once or in turn: 3 (of
+// 4 at once), 8 (all at once) and 10 (8, then 2), two rows each, without an activation and with
+// the clamped swiglu, against the CPU's; an id out of range inside a group sets the flag and
+// counts 0 (the CPU's result with its weight 0 and a good id in its place).
+TEST(Cuda, ExpertLinearSumsGroupsOfIds) {
+  const int64_t E = 5, M = 6, K = 40;
+  for (int64_t group : {3, 8, 10})
+    for (std::string activation : {"none", "clamped_swiglu"})
+      for (cu::Storage s : {cu::Storage::F32, cu::Storage::BF16})
+        for (bool bad : {false, true}) {
+          const int64_t N = 2 * group, width = activation == "none" ? M : M / 2;
+          std::vector<int64_t> picks(static_cast<size_t>(N)), good;
+          for (int64_t n = 0; n < N; ++n)
+            picks[size_t(n)] = (n * 3) % E - (n % 4 == 1 ? E : 0); // some negative
+          std::vector<float> weights = rounded(randomFloats(N, 111), s);
+          good = picks;
+          if (bad) // row 1's second id
+            picks[size_t(group + 1)] = E, weights[size_t(group + 1)] = 0.0f;
+          Buf<float> x(DType::F32, {N, K}, rounded(randomFloats(N * K, 112), s)),
+              w(DType::F32, {E, M, K}, rounded(randomFloats(E * M * K, 113), s)),
+              c(DType::F32, {2, group}, weights), want(DType::F32, {2, width});
+          Buf<int64_t> ids(DType::I64, {N}, good);
+          const AttrList at = attrs({stringAttr("activation", activation), floatAttr("alpha", 1.702),
+                                     floatAttr("limit", 1.0)});
+          ASSERT_EQ(call("expert_linear", at, {x.ref(), w.ref(), ids.ref(), c.ref()}, {want.ref()}), "");
+          auto dx = upload(x.data, s), dw = upload(w.data, s), dc = upload(c.data, s), di = uploadRaw(picks),
+               error = uploadRaw(std::vector<int>{0});
+          Device out(size_t(2 * width) * cu::storageBytes(s));
+          cu::ExpertLinearArgs a;
+          a.N = N, a.M = M, a.K = K, a.E = E, a.group = group, a.swiglu = activation != "none";
+          a.clamped = a.swiglu, a.alpha = 1.702f, a.limit = 1.0f;
+          ASSERT_EQ(cu::expertLinear(int(storageDType(s)), dx->p, dw->p, di->as<int64_t>(), dc->p, out.p, a,
+                                     error->as<int>(), nullptr),
+                    "");
+          const std::string what = std::string("expert_linear ") + name(s) + " group " + std::to_string(group) + " " +
+                                   activation + (bad ? " with a bad id" : "");
+          expectClose(download(out, size_t(2 * width), s), want.data, std::max(tolerance(s), 1e-5f) * 8, what);
+          int flag = 0;
+          cudaMemcpy(&flag, error->p, sizeof flag, cudaMemcpyDeviceToHost);
+          EXPECT_EQ(flag, bad ? 1 : 0) << what;
+        }
+}
+
 // groupedExpertLinear (a prompt's expert_linear on tensor cores) against the CPU's: 200 ids among
 // 3 experts, 120 picking expert 0 and 80 expert 1 (negative ids among them), none expert 2, so
 // that an expert's rows fill two blocks, the second in part; 70 outputs per row (two column
