@@ -425,7 +425,9 @@ std::string prepareExpertLinear(Executor &ex, const PlanOp &op, PreparedOp &out,
       a.group = c.dims[1];
     }
     a.M = w.dims[1], a.K = w.dims[2], a.E = w.dims[0];
-    if (groupedBytes && groupedExpertsPay(type, a))
+    // (A group of ids that the scratch cannot hold, with the most ids it may, takes the warp kernel.)
+    if (groupedBytes && groupedExpertsPay(type, a) &&
+        groupedExpertScratchBytes(a, combined ? a.group : 1, combined) <= groupedBytes)
       return groupedExpertLinear(type, e.at(op.inputs[0]), e.at(op.inputs[1]),
                                  static_cast<const int64_t *>(e.at(op.inputs[2])),
                                  combined ? e.at(op.inputs[3]) : nullptr, e.at(op.outputs[0]), a, e.arena, groupedBytes,
