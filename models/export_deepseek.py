@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Exports a tiny DeepSeek-V3-style decoder (multi-head latent attention) with its KV cache:
 
-    python3 models/export_deepseek.py [--cache DIR]      # prints "tiny_deepseek_kv PATH"
+    python3 models/export_deepseek.py [--cache DIR]
+    # prints "tiny_deepseek_kv PATH" and "tiny_deepseek_latent_kv PATH"
 
 Random weights (seed 0), two layers, both with a dense MLP (no mixture of experts). The attention
 dimensions keep the real model's proportions at a quarter of the size: qk_nope_head_dim 32,
@@ -12,9 +13,15 @@ The cache is exported the way MLA models are usually deployed without absorption
 modeling code, transformers 4.x, the Optimum exports): per-head keys [batch, heads, past,
 nope + rope] and values [batch, heads, past, v], expanded from the latent by kv_b_proj.
 (transformers 5 caches the latent itself; we patch the attention's forward back to the expanded
-form so that the compiler's MLA absorption has a cache to compress.) Inputs and outputs are named
-as in export_kv_models.py. The file goes to DIR/<hash of this script>/ (default
-~/.cache/llmc/models-kv).
+form so that the compiler's MLA absorption has a cache to compress.)
+
+The second export is the same model as transformers 5 exports it: the cache holds each token's
+normed latent (`past_key_values.N.key`, [batch, 1, past, kv_lora_rank]) and its rotated key
+(`.value`, [batch, 1, past, qk_rope_head_dim]), and every step expands the whole cache through
+kv_b_proj into per-head keys and values; the compiler's MLA absorption takes that form too.
+
+Inputs and outputs are named as in export_kv_models.py. The files go to DIR/<hash of this
+script>/ (default ~/.cache/llmc/models-kv).
 """
 import argparse
 import hashlib
@@ -27,6 +34,8 @@ import onnx
 import torch
 import transformers
 from transformers.models.deepseek_v3 import modeling_deepseek_v3 as mds
+
+LATENT_CACHE_FORWARD = mds.DeepseekV3Attention.forward  # transformers 5's own
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -68,13 +77,16 @@ def expanded_cache_forward(self, hidden_states, position_embeddings, attention_m
     return self.o_proj(out.reshape(batch, seq, -1).contiguous()), weights
 
 
-def export(path):
+def export(path, latent_cache=False):
     torch.manual_seed(export_test_models.SEED)
     cfg = config()
     model = transformers.DeepseekV3ForCausalLM(cfg).eval()
-    mds.DeepseekV3Attention.forward = expanded_cache_forward
+    mds.DeepseekV3Attention.forward = LATENT_CACHE_FORWARD if latent_cache else expanded_cache_forward
     layers, heads = cfg.num_hidden_layers, cfg.num_attention_heads
-    qk, v = cfg.qk_nope_head_dim + cfg.qk_rope_head_dim, cfg.v_head_dim
+    if latent_cache:  # one "head": the latent, and the rotated key
+        heads, qk, v = 1, cfg.kv_lora_rank, cfg.qk_rope_head_dim
+    else:
+        qk, v = cfg.qk_nope_head_dim + cfg.qk_rope_head_dim, cfg.v_head_dim
     batch, seq, past = 1, 3, 5
     example = [torch.randint(0, cfg.vocab_size, (batch, seq)), torch.ones(batch, past + seq, dtype=torch.int64),
                torch.arange(past, past + seq).unsqueeze(0)]
@@ -85,6 +97,8 @@ def export(path):
     names = [f"past_key_values.{i}.{kv}" for i in range(layers) for kv in ("key", "value")]
     outputs = ["logits"] + [f"present.{i}.{kv}" for i in range(layers) for kv in ("key", "value")]
     shapes = [{0: b, 1: s}, {0: b, 1: t}, {0: b, 1: s}] + [{0: b, 2: p} for _ in names]
+    if latent_cache:  # transformers 5's attention holds the batch to 1 under torch.export
+        shapes = [{1: s}, {1: t}, {1: s}] + [{2: p} for _ in names]
     torch.onnx.export(export_kv_models.with_cache(model, layers), tuple(example), path,
                       input_names=["input_ids", "attention_mask", "position_ids"] + names, output_names=outputs,
                       opset_version=export_test_models.OPSET, dynamo=True, dynamic_shapes=tuple(shapes),
@@ -99,17 +113,18 @@ def main():
     args = p.parse_args()
     key = hashlib.sha256(open(__file__, "rb").read()).hexdigest()[:12]
     work = os.path.join(args.cache, key)
-    path = os.path.join(work, "tiny_deepseek_kv.onnx")
-    if not os.path.exists(path):
-        # Each process exports into a directory of its own, then moves its file into place at once:
-        # tests running side by side (ctest -j) may all find the cache empty.
-        os.makedirs(work, exist_ok=True)
-        own = tempfile.mkdtemp(prefix="export-", dir=work)
-        try:
-            os.replace(export(os.path.join(own, "tiny_deepseek_kv.onnx")), path)
-        finally:
-            shutil.rmtree(own, ignore_errors=True)
-    print("tiny_deepseek_kv", path)
+    for name, latent_cache in (("tiny_deepseek_kv", False), ("tiny_deepseek_latent_kv", True)):
+        path = os.path.join(work, name + ".onnx")
+        if not os.path.exists(path):
+            # Each process exports into a directory of its own, then moves its file into place at
+            # once: tests running side by side (ctest -j) may all find the cache empty.
+            os.makedirs(work, exist_ok=True)
+            own = tempfile.mkdtemp(prefix="export-", dir=work)
+            try:
+                os.replace(export(os.path.join(own, name + ".onnx"), latent_cache), path)
+            finally:
+                shutil.rmtree(own, ignore_errors=True)
+        print(name, path)
 
 
 if __name__ == "__main__":

@@ -1,9 +1,10 @@
 // llmc-absorb-mla: DeepSeek's multi-head latent attention (MLA) computed in the latent space.
 //
 // An MLA export caches per-head keys [nope | rope] and values, both expanded from one compressed
-// latent per token by kv_b_proj (W_UK, W_UV) plus one rotary key shared by the heads. This pass
-// caches the latent and the rotary key instead (past_key_values.N.latent, length-major
-// [T, B, latent + rope], replacing the .key/.value pair) and replaces the attention by
+// latent per token by kv_b_proj (W_UK, W_UV) plus one rotary key shared by the heads; or (as
+// transformers 5 exports it) caches the latent and the rotary key, and expands the whole cache
+// through kv_b_proj every step. This pass caches the latent and the rotary key in one cache
+// (past_key_values.N.latent, length-major [T, B, latent + rope], replacing the .key/.value pair) and replaces the attention by
 // llmc.latent_attention, which folds W_UK into the query and W_UV into the output
 // (scores = (q_nope · W_UK[h]) · latentᵀ + q_rope · ropeᵀ; out = (P · latent) · W_UV[h]); its kernel
 // expands the cache instead when that is cheaper for a call (long prompts). W_UK and W_UV stay
@@ -46,6 +47,40 @@ Value transposedBy(Value v, ArrayRef<int64_t> perm) {
 }
 
 bool isAxis(int64_t axis, int64_t rank, int64_t want) { return axis == want || axis + rank == want; }
+
+// The one op besides shape ops that reads `v` (once), or null: torch's exported attention measures
+// the keys it reshapes.
+Operation *onlyUserBesidesShapes(Value v) {
+  Operation *found = nullptr;
+  for (OpOperand &use : v.getUses()) {
+    if (isa<ShapeOp>(use.getOwner()))
+      continue;
+    if (found)
+      return nullptr;
+    found = use.getOwner();
+  }
+  return found;
+}
+
+// Kᵀ [B, H, D, T] of keys `k` [B, H, T, D] as an export computes it: transpose(0,1,3,2), or
+// reshape to [B*H, T, D] -> transpose(0,2,1) -> reshape (torch's scaled_dot_product_attention);
+// null where `k` has another reader.
+Value transposedKeysOf(Value k) {
+  Operation *user = onlyUserBesidesShapes(k);
+  if (auto t = dyn_cast_or_null<TransposeOp>(user))
+    return t.getPerm() == ArrayRef<int64_t>{0, 1, 3, 2} ? t.getResult() : Value();
+  auto merged = dyn_cast_or_null<ReshapeOp>(user);
+  auto t = merged ? dyn_cast_or_null<TransposeOp>(onlyUser(merged.getResult())) : TransposeOp();
+  auto split = t && t.getPerm() == ArrayRef<int64_t>{0, 2, 1} ? dyn_cast_or_null<ReshapeOp>(onlyUser(t.getResult()))
+                                                             : ReshapeOp();
+  if (!split)
+    return {};
+  auto in = tensorType(k), out = tensorType(split.getResult());
+  if (tensorType(merged.getResult()).getRank() != 3 || out.getRank() != 4 || out.getDimSize(1) != in.getDimSize(1) ||
+      out.getDimSize(2) != in.getDimSize(3))
+    return {};
+  return split.getResult();
+}
 
 // A product by a constant matrix: matmul(x, W) or a linear without epilogue. Gives x and W as
 // [K, N] values (transposed when the linear has transB).
@@ -162,6 +197,23 @@ std::optional<CachePair> cachePairOf(func::FuncOp func, Value fresh4) {
   return pair;
 }
 
+// The pair whose present `view` (the [B, 1, T, D] that attention reads) is: where the export
+// caches the latent and the rotated key themselves (transformers 5).
+std::optional<CachePair> cachePairOfView(func::FuncOp func, Value view) {
+  auto headsMajor = def<TransposeOp>(view);
+  auto unflat = headsMajor && headsMajor.getPerm() == ArrayRef<int64_t>{1, 2, 0, 3} ? def<ReshapeOp>(headsMajor.getInput())
+                                                                                    : ReshapeOp();
+  auto concat = unflat ? def<ConcatOp>(unflat.getInput()) : ConcatOp();
+  auto flat = concat && concat.getInputs().size() == 2 ? def<ReshapeOp>(concat.getInputs()[1]) : ReshapeOp();
+  auto timeMajor = flat ? def<TransposeOp>(flat.getInput()) : TransposeOp();
+  if (!timeMajor)
+    return std::nullopt;
+  auto pair = cachePairOf(func, timeMajor.getInput());
+  if (!pair || pair->view != view)
+    return std::nullopt;
+  return pair;
+}
+
 // What the pass reports about one site.
 struct Report {
   int64_t kvBefore = 0, kvAfter = 0; // KV-cache bytes per token
@@ -172,9 +224,12 @@ struct Report {
 struct Site {
   Report report;
   int layer = -1;
-  CachePair keys, values;
+  CachePair keys, values; // with latentCached, the latents' and the rotated keys'
+  bool latentCached = false; // the export caches the latent (transformers 5), not the expanded keys
   Value latent;  // the new latents [B, 1, S, L]
   Value ropeKey; // the new rotated keys [B, 1, S, R]
+  Value keysT;     // Kᵀ [B, H, n + R, T] that the scores read
+  Value valueView; // V [B, H, T, v] that the weighted sum reads
   std::vector<float> wkv; // kv_b_proj [L, H * (nope + v)]
   int64_t heads = 0, nope = 0, rope = 0, v = 0, latent_ = 0;
   Value q;      // [B, H, S, nope + rope]
@@ -183,15 +238,33 @@ struct Site {
   MatMulOp scores, weighted;
 };
 
-bool matchScoresToOutput(Site &s) {
-  // The keys view is only transposed for q · kᵀ.
-  Value kT = transposedBy(s.keys.view, {0, 1, 3, 2});
-  if (!kT)
+// A scalar factor of `x`: mul(x, c) or mul(c, x) as `x`'s only reader; gives its result.
+bool scaledBy(Value &x, double &scale) {
+  auto mul = dyn_cast_or_null<MulOp>(onlyUser(x));
+  auto c = mul ? fusion::scalarValue(fusion::other(mul, x)) : std::nullopt;
+  if (!c)
     return false;
+  scale *= *c, x = mul.getResult();
+  return true;
+}
+
+// From Kᵀ to the weighted sum of the values: [q * c] · [Kᵀ * c] [* or / scale] [+ mask] ->
+// softmax [-> where(is_nan(p), 0, p)] -> · V (torch's scaled_dot_product_attention scales q and
+// Kᵀ by the root of the scale, and guards the probabilities of fully masked rows).
+bool matchScoresToOutput(Site &s) {
+  Value kT = s.keysT;
+  scaledBy(kT, s.scale);
   s.scores = dyn_cast_or_null<MatMulOp>(onlyUser(kT));
   if (!s.scores || s.scores.getRhs() != kT)
     return false;
   s.q = s.scores.getLhs();
+  if (auto mul = def<MulOp>(s.q); mul && s.q.hasOneUse()) {
+    for (int i = 0; i < 2; ++i)
+      if (auto c = fusion::scalarValue(mul->getOperand(1 - i)); c && tensorType(mul->getOperand(i)) == tensorType(s.q)) {
+        s.scale *= *c, s.q = mul->getOperand(i);
+        break;
+      }
+  }
   auto qType = tensorType(s.q);
   if (qType.getRank() != 4 || qType.getDimSize(1) != s.heads || qType.getDimSize(3) != s.nope + s.rope)
     return false;
@@ -202,12 +275,12 @@ bool matchScoresToOutput(Site &s) {
     auto c = fusion::scalarValue(fusion::other(mul, x));
     if (!c)
       return false;
-    s.scale = *c, x = mul.getResult(), op = next();
+    s.scale *= *c, x = mul.getResult(), op = next();
   } else if (auto div = dyn_cast_or_null<DivOp>(op); div && div.getLhs() == x) {
     auto c = fusion::scalarValue(div.getRhs());
     if (!c || *c == 0)
       return false;
-    s.scale = 1.0 / *c, x = div.getResult(), op = next();
+    s.scale /= *c, x = div.getResult(), op = next();
   }
   if (auto add = dyn_cast_or_null<AddOp>(op)) {
     s.mask = fusion::other(add, x);
@@ -221,8 +294,24 @@ bool matchScoresToOutput(Site &s) {
   if (!softmax || !isAxis(softmax.getAxis(), 4, 3))
     return false;
   x = softmax.getResult();
+  // where(is_nan(p), 0, p): a row that masks every key has no NaN to guard in latent_attention,
+  // whose masked rows sum to nothing as the export's do after the guard.
+  if (!x.hasOneUse()) {
+    WhereOp guard;
+    for (Operation *user : x.getUsers()) {
+      auto where = dyn_cast<WhereOp>(user);
+      if (where && where.getY() == x && fusion::isScalar(where.getX(), 0.0) && def<IsNanOp>(where.getCondition()) &&
+          def<IsNanOp>(where.getCondition()).getInput() == x)
+        guard = where;
+      else if (!isa<IsNanOp>(user))
+        return false;
+    }
+    if (!guard)
+      return false;
+    x = guard.getResult();
+  }
   s.weighted = dyn_cast_or_null<MatMulOp>(next());
-  return s.weighted && s.weighted.getLhs() == x && s.weighted.getRhs() == s.values.view && s.values.view.hasOneUse();
+  return s.weighted && s.weighted.getLhs() == x && s.weighted.getRhs() == s.valueView && s.valueView.hasOneUse();
 }
 
 // Matches the site around the split of kv_b_proj's result into per-head [nope | v].
@@ -242,32 +331,66 @@ std::optional<Site> matchSite(func::FuncOp func, SplitOp split) {
   auto latentType = tensorType(s.latent);
   if (latentType.getRank() != 4 || latentType.getDimSize(1) != 1)
     return std::nullopt;
-  // keys = concat(k_nope, expand(rope key to every head)), values = the other half.
+  // keys = concat(k_nope, expand(rope key to every head)), values = the other half; either
+  // cached as they are, or (transformers 5) made each step from the cached latents and rotated keys.
   Value kNope = split.getResult(0);
-  auto keyConcat = dyn_cast_or_null<ConcatOp>(onlyUser(kNope));
-  if (!keyConcat || keyConcat.getInputs().size() != 2 || keyConcat.getInputs()[0] != kNope ||
-      !isAxis(keyConcat.getAxis(), 4, 3))
-    return std::nullopt;
-  auto expand = def<ExpandOp>(keyConcat.getInputs()[1]);
+  ExpandOp expand;
+  Value keys; // concat(k_nope, expand), where the export makes it
+  if (auto keyConcat = dyn_cast_or_null<ConcatOp>(onlyUser(kNope)); keyConcat && keyConcat.getInputs().size() == 2 &&
+                                                                    keyConcat.getInputs()[0] == kNope &&
+                                                                    isAxis(keyConcat.getAxis(), 4, 3)) {
+    expand = def<ExpandOp>(keyConcat.getInputs()[1]);
+    keys = keyConcat.getResult();
+  } else if (auto piece = dyn_cast_or_null<TransposeOp>(onlyUser(kNope));
+             piece && piece.getPerm() == ArrayRef<int64_t>{3, 1, 2, 0}) {
+    // Kᵀ as concat(transpose(k_nope), transpose(expand), axis 0) transposed (new_empty and two
+    // slice copies, after llmc-fold-slice-assignments).
+    auto pieces = dyn_cast_or_null<ConcatOp>(onlyUser(piece.getResult()));
+    auto other = pieces && pieces.getInputs().size() == 2 && pieces.getInputs()[0] == piece.getResult() &&
+                         isAxis(pieces.getAxis(), 4, 0)
+                     ? def<TransposeOp>(pieces.getInputs()[1])
+                     : TransposeOp();
+    if (!other || other.getPerm() != ArrayRef<int64_t>{3, 1, 2, 0} || !other.getResult().hasOneUse())
+      return std::nullopt;
+    expand = def<ExpandOp>(other.getInput());
+    s.keysT = transposedBy(pieces.getResult(), {3, 1, 0, 2});
+  }
   if (!expand || !expand.getResult().hasOneUse())
     return std::nullopt;
   s.ropeKey = expand.getInput();
+  if (auto latentPair = cachePairOfView(func, s.latent)) {
+    auto ropePair = cachePairOfView(func, s.ropeKey);
+    // (The views only expanded: nothing else may read the caches that the pass replaces.)
+    if (!ropePair || !s.latent.hasOneUse() || !s.ropeKey.hasOneUse())
+      return std::nullopt;
+    s.latentCached = true;
+    s.keys = *latentPair, s.values = *ropePair;
+    s.latent = latentPair->fresh4, s.ropeKey = ropePair->fresh4;
+    s.valueView = split.getResult(1);
+    if (keys)
+      s.keysT = transposedKeysOf(keys);
+  } else {
+    if (!keys || s.keysT)
+      return std::nullopt;
+    auto keyPair = cachePairOf(func, keys);
+    auto valuePair = cachePairOf(func, split.getResult(1));
+    if (!keyPair || !valuePair)
+      return std::nullopt;
+    s.keys = *keyPair, s.values = *valuePair;
+    s.keysT = transposedKeysOf(s.keys.view);
+    s.valueView = s.values.view;
+  }
+  if (!s.keysT)
+    return std::nullopt;
   auto ropeType = tensorType(s.ropeKey);
   if (ropeType.getRank() != 4 || ropeType.getDimSize(1) != 1 || ropeType.isDynamicDim(3) ||
       !isFusedFloatType(ropeType.getElementType()))
     return std::nullopt;
   s.rope = ropeType.getDimSize(3);
-  auto keys = cachePairOf(func, keyConcat.getResult());
-  auto values = cachePairOf(func, split.getResult(1));
-  if (!keys || !values)
-    return std::nullopt;
-  s.keys = *keys, s.values = *values;
-  // The views attention reads are [B, H, T, width] of the right widths.
-  auto viewIs = [&](Value view, int64_t width) {
-    auto t = tensorType(view);
-    return t.getRank() == 4 && t.getDimSize(1) == s.heads && t.getDimSize(3) == width;
-  };
-  if (!viewIs(s.keys.view, s.nope + s.rope) || !viewIs(s.values.view, s.v))
+  // What attention reads is [B, H, T, width] of the right widths.
+  auto keysT = tensorType(s.keysT), values = tensorType(s.valueView);
+  if (keysT.getRank() != 4 || keysT.getDimSize(1) != s.heads || keysT.getDimSize(2) != s.nope + s.rope ||
+      values.getRank() != 4 || values.getDimSize(1) != s.heads || values.getDimSize(3) != s.v)
     return std::nullopt;
   // The pair must be past_key_values.N.key / .value of the same N.
   auto nameOf = [&](BlockArgument a) { return func.getArgAttrOfType<StringAttr>(a.getArgNumber(), "llmc.name"); };
@@ -410,11 +533,17 @@ struct AbsorbMla : impl::LlmcAbsorbMlaBase<AbsorbMla> {
     // The report, the same for layers of the same shapes: runOnOperation prints it per group.
     Report &r = s.report;
     const int64_t size = int64_t(fusion::elementSize(tensorType(s.q).getElementType()));
-    r.kvBefore = H * (n + R + v) * size, r.kvAfter = width * size;
-    r.text = "KV cache per token and layer " + std::to_string(r.kvBefore) + " B (keys " + std::to_string(n + R) +
-             " + values " + std::to_string(v) + " of " + std::to_string(H) + " heads) -> " + std::to_string(r.kvAfter) +
-             " B (latent " + std::to_string(L) + " + rotary key " + std::to_string(R) + "), " +
-             llvm::formatv("{0:f2}", double(r.kvBefore) / double(r.kvAfter)).str() + "x smaller\n";
+    r.kvBefore = (s.latentCached ? width : H * (n + R + v)) * size, r.kvAfter = width * size;
+    if (s.latentCached)
+      r.text = "KV cache per token and layer " + std::to_string(r.kvAfter) + " B (latent " + std::to_string(L) +
+               " + rotary key " + std::to_string(R) +
+               ") as the export caches it, one cache where it had two; kv_b_proj no longer expands the whole cache "
+               "each step\n";
+    else
+      r.text = "KV cache per token and layer " + std::to_string(r.kvBefore) + " B (keys " + std::to_string(n + R) +
+               " + values " + std::to_string(v) + " of " + std::to_string(H) + " heads) -> " +
+               std::to_string(r.kvAfter) + " B (latent " + std::to_string(L) + " + rotary key " + std::to_string(R) +
+               "), " + llvm::formatv("{0:f2}", double(r.kvBefore) / double(r.kvAfter)).str() + "x smaller\n";
     if (query) {
       const int64_t Q = query->product.k, separate = Q * H * n + H * n * L, merged = Q * H * L;
       mergeQuery = decide(merged, separate);
@@ -442,7 +571,7 @@ struct AbsorbMla : impl::LlmcAbsorbMlaBase<AbsorbMla> {
     r.text += "  KV-cache bytes read per decoded token (context 1 / 256 / 1024): latent";
     for (int64_t context : {int64_t(1), int64_t(256), int64_t(1024)})
       r.text += (context == 1 ? " " : " / ") + std::to_string(context * r.kvAfter);
-    r.text += ", uncompressed";
+    r.text += s.latentCached ? ", as exported" : ", uncompressed";
     for (int64_t context : {int64_t(1), int64_t(256), int64_t(1024)})
       r.text += (context == 1 ? " " : " / ") + std::to_string(context * r.kvBefore);
 

@@ -120,6 +120,9 @@ CASES = [
     # Its weights (7.5 MB) would not fit the GPU machine's 64 MiB pack: seeded random ones, the
     # same on both devices (logits within +-2 over 16 steps).
     ("tiny_deepseek_kv", "tiny_deepseek_kv", KV_SHAPES + ["--random-weights"], "generate"),
+    # The same model as transformers 5 exports it (its caches the latents and the rotated keys),
+    # absorbed into one latent cache per layer since session 32.
+    ("tiny_deepseek_latent_kv", "tiny_deepseek_latent_kv", KV_SHAPES + ["--random-weights"], "generate"),
     # A 300-token prompt (CASE_GENERATE): the tensor-core attention's blocks of query rows share
     # their keys out among 2 blocks each (flashAttentionSplits), merged by the last to finish.
     ("tiny_llama_kv-bf16-long", "tiny_llama_kv",
@@ -631,11 +634,11 @@ def model_path(model, out):
         sys.path.insert(0, os.path.join(ROOT, "models"))
         from real_models import fetched
         return fetched([model])[model]
-    if model != "tiny_deepseek_kv":
+    if model not in ("tiny_deepseek_kv", "tiny_deepseek_latent_kv"):
         return os.path.join(ROOT, "models", model + ".onnx")
     sys.path.insert(0, os.path.join(ROOT, "test", "e2e"))
     from mla_absorption import export  # here, not at the top: `check` runs where onnx may be missing
-    return export()
+    return export(model)
 
 
 def prepare(args):
@@ -746,7 +749,7 @@ def check_generate(args, case, graphs, tmp):
                                 capture_output=True, text=True)
         appends = re.search(r"cache appends written in place by the op that makes the rows: (\d+) of (\d+)", report.stdout)
         lines.append("cache appends in place: " + (f"{appends.group(1)} of {appends.group(2)}" if appends else "?"))
-        if case["name"].startswith("tiny_deepseek_kv"):
+        if case["name"].startswith("tiny_deepseek"):
             ok = ok and appends is not None and appends.group(1) == appends.group(2)
         # Without --logits-dir the logits stay on the device and only their argmax comes back
         # (GreedyOutput.h): the same tokens as the run that copied them.

@@ -12,7 +12,10 @@
    tokens alone;
 4. the export converted to bf16 (cuda_vs_cpu.as_float_type): absorbed too, its latent cache in
    bf16, and its generation against ONNX Runtime on the same values widened to f32 (cosine of
-   every step's logits >= 0.9999, generate_vs_ort.py --as-type), absorbed and not.
+   every step's logits >= 0.9999, generate_vs_ort.py --as-type), absorbed and not;
+5. the same model as transformers 5 exports it (tiny_deepseek_latent_kv: the caches hold the
+   latents and the rotated keys, kv_b_proj expands the whole cache every step): absorbed into
+   one latent cache per layer, and its generation against ONNX Runtime, absorbed and not.
 
     mla_absorption.py --llmc BIN --llmc-run BIN
 """
@@ -29,13 +32,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 
 
-def export():
+def export(name="tiny_deepseek_kv"):
+    """The path of export `name` (tiny_deepseek_kv, tiny_deepseek_latent_kv)."""
     # Without the AddressSanitizer runtime that the CUDA emulation's tests preload (cuda_vs_cpu.py
     # exports through here): torch does not load under it, and a fresh cache needs the export.
     env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "ASAN_OPTIONS")}
     out = subprocess.run([sys.executable, os.path.join(ROOT, "models", "export_deepseek.py")], check=True,
                          capture_output=True, text=True, env=env).stdout
-    return re.search(r"^tiny_deepseek_kv (.*)$", out, re.M).group(1)
+    return re.search(rf"^{name} (.*)$", out, re.M).group(1)
 
 
 def generates_as_ort(args, model, flags, check):
@@ -104,6 +108,23 @@ def main():
     for flags in ([], ["--skip-pass=llmc-absorb-mla"]):
         if not generates_as_ort(args, model, flags, ["--as-type", "bf16"]):
             failures.append(f"generation in bf16 with {flags or 'defaults'} differs from ONNX Runtime")
+    # 5. The same model as transformers 5 exports it (its caches the latents and the rotated keys,
+    # expanded through kv_b_proj every step): absorbed into one latent cache per layer, of the
+    # two caches' bytes, and generating as ONNX Runtime does, absorbed (W_UK/W_UV by the cost
+    # estimate and multiplied out) and not.
+    latent_model = export("tiny_deepseek_latent_kv")
+    stats = subprocess.run([args.llmc, latent_model, "--emit=mlir", "-o", "-", "--print-stats", "--input-shape",
+                            "batch=1", "--max-shape", "seq=16,past=0..64,total=80"], check=True, capture_output=True,
+                           text=True)
+    latent = re.findall(r'tensor<\?x1x(\d+)xf32> \{[^}]*llmc.name = "past_key_values\.\d+\.latent"', stats.stdout)
+    print(stats.stderr[stats.stderr.index("llmc-absorb-mla: layer"):stats.stderr.index("after the pipeline")].strip())
+    if (f"llmc-absorb-mla: {len(layers)} MLA attentions absorbed" not in stats.stderr or latent != ["144"] * len(layers)
+            or "past_key_values.0.value" in stats.stdout):
+        failures.append(f"the transformers 5 export's caches are not one latent of 128 + 16 per layer: {latent}")
+    for flags in ([], ["--mla-factors=multiplied"], ["--skip-pass=llmc-absorb-mla"]):
+        if not generates_as_ort(args, latent_model, flags, ["--atol", "1e-4"]):
+            failures.append(f"the transformers 5 export's generation with {flags or 'defaults'} differs from ONNX "
+                            "Runtime")
     for f in failures:
         print("FAIL:", f)
     print("PASS" if not failures else "FAIL")
