@@ -148,9 +148,14 @@ def expert_counts(name):
     return {what: per * MOE_LAYERS.get(name, 0) for what, per in per_layer.items()}
 
 
-# Not exported with a KV cache: torch.export fails on MPT's, and on DeepSeek-V3's (its keys
-# and values of different widths; models/export_kv_models.py's MLA export is the latent one).
-NO_KV = {"mpt", "deepseek_v3"}
+# Not exported with a KV cache: torch.export fails on MPT's.
+NO_KV = {"mpt"}
+# Exported with the cache as transformers 5 keeps it for multi-head latent attention (export_latent_kv:
+# the normed latents as the keys, the rotated keys as the values, one "head" each), which
+# llmc-absorb-mla makes one latent cache; llmc.latent_attention then takes the attention, so none
+# is raised (its mask still turns causal).
+LATENT_KV = {"deepseek_v3"}
+ABSORBED = "MLA attentions absorbed into latent space"
 # Sliding windows of 8 keys (Mistral's layers, Gemma 2's first, both of Gemma 3's: its first five
 # of every six, GPT-OSS's first), inside the plans' bounds: llmc-raise-attention-mask makes each the attention's
 # sliding_window.
@@ -159,11 +164,12 @@ WINDOWS = dict({name: 0 for name in ARCHITECTURES}, mistral=2, gemma2=1, gemma3=
 # Rotations that llmc-raise-attention turns into llmc.rotary because no attention takes them:
 # (without a cache, with one). A rotate-half rotary over the whole head turns inside the
 # attention, keys too where there is no cache (0, 2); a partial one (GPT-NeoX, Phi, StableLM) or
-# one pairing neighbouring features (Cohere, GPT-J, CodeGen) turns apart, queries too (4, 4).
+# one pairing neighbouring features (Cohere, GPT-J, CodeGen) turns apart, queries too (4, 4);
+# DeepSeek-V3's neighbouring pairs count as de-interleaved rotations instead (0, 0).
 ROTARY_OPS = "rotations no attention took turned into llmc.rotary"
 ROTATIONS = dict({name: (0, 2) for name in ARCHITECTURES},
                  gpt_neox=(4, 4), phi=(4, 4), stablelm=(4, 4), cohere=(4, 4), gptj=(4, 4), codegen=(4, 4),
-                 opt=(0, 0), gpt_bigcode=(0, 0), mpt=(0, 0), bloom=(0, 0), gpt_oss=(0, 0))
+                 opt=(0, 0), gpt_bigcode=(0, 0), mpt=(0, 0), bloom=(0, 0), gpt_oss=(0, 0), deepseek_v3=(0, 0))
 # Of those, the queries' then move into their attention (llmc-fuse-query-rotary, with and without
 # a cache); GPT-NeoX's since its per-head QKV projection is reordered (llmc-deinterleave-qkv).
 QUERY_ROTARY = "query rotations moved into fused_attention"
@@ -214,6 +220,34 @@ def export(name, path, kv):
         os.replace(os.path.join(tmp, name + ".onnx"), path)
 
 
+def export_latent_kv(name, path):
+    """`name` with its cache as transformers 5 keeps a latent attention's, through
+    export_kv_models' wrapper: past_key_values.N.key [1, 1, past, kv_lora_rank] and .value
+    [1, 1, past, qk_rope_head_dim]; a static batch of 1, since torch.export finds a guard on the
+    batch in DeepSeek-V3's attention."""
+    import export_kv_models
+    import export_test_models
+    import torch
+
+    model = build(name, True).eval()
+    cfg = model.config
+    layers = cfg.num_hidden_layers
+    seq, past = 3, 5
+    example = [torch.randint(0, COMMON["vocab_size"], (1, seq)), torch.ones(1, past + seq, dtype=torch.int64),
+               torch.arange(past, past + seq).unsqueeze(0)]
+    for _ in range(layers):
+        example += [torch.randn(1, 1, past, cfg.kv_lora_rank), torch.randn(1, 1, past, cfg.qk_rope_head_dim)]
+    s, p, t = (torch.export.Dim(n, max=m) for n, m in (("seq", 2048), ("past", 2048), ("total", 4096)))
+    names = [f"past_key_values.{i}.{kv}" for i in range(layers) for kv in ("key", "value")]
+    outputs = ["logits"] + [f"present.{i}.{kv}" for i in range(layers) for kv in ("key", "value")]
+    with tempfile.TemporaryDirectory(dir=os.path.dirname(path)) as tmp:
+        torch.onnx.export(export_kv_models.with_cache(model, layers), tuple(example), os.path.join(tmp, name + ".onnx"),
+                          input_names=["input_ids", "attention_mask", "position_ids"] + names, output_names=outputs,
+                          opset_version=export_test_models.OPSET, dynamo=True,
+                          dynamic_shapes=tuple([{1: s}, {1: t}, {1: s}] + [{2: p} for _ in names]), external_data=False)
+        os.replace(os.path.join(tmp, name + ".onnx"), path)
+
+
 def export_key(name):
     """What one architecture's exports depend on: its configuration, build and export here, and
     the exporter modules they call (not the checks, whose expectations change more often, nor the
@@ -221,6 +255,8 @@ def export_key(name):
     models = os.path.join(HERE, "..", "..", "models")
     made_by = [repr(COMMON), repr(ARCHITECTURES[name][:3]), repr(name in MOE), inspect.getsource(build),
                inspect.getsource(export)]
+    if name in LATENT_KV:
+        made_by.append(inspect.getsource(export_latent_kv))
     made_by += [open(os.path.join(models, f), encoding="utf-8").read()
                 for f in ("export_test_models.py", "export_kv_models.py")]
     return hashlib.sha256("\n".join(made_by).encode()).hexdigest()[:12]
@@ -338,12 +374,12 @@ def check_kv(args, name, tmp):
         stats = run([args.llmc, model, "-o", plan, "--target", "cuda", "--precision", precision, "--last-position",
                      "logits", "--print-stats"] + KV_SHAPES)
         found = {what: counted(stats, what) for what in
-                 ("attention blocks raised", "masks raised to is_causal", "past/present pairs turned length-major",
+                 ("attention blocks raised", "masks raised to is_causal", ABSORBED, "past/present pairs turned length-major",
                   WINDOWS_RAISED, ROTARY_OPS, QUERY_ROTARY, HALVES_ROTARY, DEINTERLEAVED, *expert_counts(name))}
         # Every raised attention causal, reading the attention_mask input; each layer's key and
         # value caches length-major (what the decode attention reads).
-        want = {"attention blocks raised": expected, "masks raised to is_causal": expected,
-                "past/present pairs turned length-major": 4, WINDOWS_RAISED: WINDOWS[name], ROTARY_OPS: ROTATIONS[name][1],
+        want = {"attention blocks raised": 0 if name in LATENT_KV else expected, "masks raised to is_causal": expected,
+                ABSORBED: expected if name in LATENT_KV else 0, "past/present pairs turned length-major": 4, WINDOWS_RAISED: WINDOWS[name], ROTARY_OPS: ROTATIONS[name][1],
                 QUERY_ROTARY: QUERY_ROTATIONS[name], HALVES_ROTARY: HALVES_ROTATIONS[name],
                 DEINTERLEAVED: DEINTERLEAVINGS[name],
                 **expert_counts(name)}
@@ -401,7 +437,10 @@ def main():
     p.add_argument("--to", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.export:
-        export(args.export, args.to, args.kv)
+        if args.kv and args.export in LATENT_KV:
+            export_latent_kv(args.export, args.to)
+        else:
+            export(args.export, args.to, args.kv)
         return 0
     if not args.llmc or not args.llmc_run:
         p.error("--llmc and --llmc-run are required")
