@@ -4,9 +4,10 @@
 // latent per token by kv_b_proj (W_UK, W_UV) plus one rotary key shared by the heads; or (as
 // transformers 5 exports it) caches the latent and the rotary key, and expands the whole cache
 // through kv_b_proj every step. This pass caches the latent and the rotary key in one cache
-// (past_key_values.N.latent, length-major [T, B, latent + rope], replacing the .key/.value pair) and replaces the attention by
-// llmc.latent_attention, which folds W_UK into the query and W_UV into the output
-// (scores = (q_nope · W_UK[h]) · latentᵀ + q_rope · ropeᵀ; out = (P · latent) · W_UV[h]); its kernel
+// (past_key_values.N.latent, length-major [T, B, latent + rope], replacing the .key/.value pair)
+// and replaces the attention by llmc.latent_attention, which folds W_UK into the query and W_UV
+// into the output (scores = (q_nope · W_UK[h]) · latentᵀ + q_rope · ropeᵀ;
+// out = (P · latent) · W_UV[h]); its kernel
 // expands the cache instead when that is cheaper for a call (long prompts). W_UK and W_UV stay
 // separate per-head factors unless the cost estimate says that multiplying W_UK into the query
 // projection, or W_UV into the output projection, costs less per token. Every decision and the
