@@ -25,17 +25,6 @@ namespace {
 
 constexpr int kBf16 = 9; // DType::BF16's number
 
-// Device memory that frees itself, filled with 0x3c bytes (bf16 about 0.0115).
-struct Buffer {
-  void *p = nullptr;
-  explicit Buffer(size_t bytes) {
-    if (cudaMalloc(&p, std::max<size_t>(bytes, 1)) == cudaSuccess)
-      cudaMemset(p, 0x3c, bytes);
-  }
-  ~Buffer() { cudaFree(p); }
-  Buffer(const Buffer &) = delete;
-};
-
 } // namespace
 
 int expertBench(int reps, bool smoke, double hbmBytesPerSecond) {
@@ -49,7 +38,7 @@ int expertBench(int reps, bool smoke, double hbmBytesPerSecond) {
   for (int64_t t = 0; t < tokens; ++t)
     for (int64_t j = 0; j < top; ++j)
       picks[size_t(t * top + j)] = (t * 7 + j * 5) % E; // j * 5 differ modulo 4 and 32
-  Buffer x(size_t(tokens * H) * 2), gateUp(size_t(E * 2 * H * H) * 2), gateUpBias(size_t(E * 2 * H) * 2),
+  BenchBuffer x(size_t(tokens * H) * 2), gateUp(size_t(E * 2 * H * H) * 2), gateUpBias(size_t(E * 2 * H) * 2),
       hidden(size_t(N * H) * 2), down(size_t(E * H * H) * 2), downBias(size_t(E * H) * 2),
       combine(size_t(N) * 2), y(size_t(tokens * H) * 2), ids(size_t(N) * sizeof(int64_t)), error(sizeof(int));
   cudaMemcpy(ids.p, picks.data(), picks.size() * sizeof(int64_t), cudaMemcpyHostToDevice);
@@ -62,7 +51,7 @@ int expertBench(int reps, bool smoke, double hbmBytesPerSecond) {
   second.N = N, second.M = H, second.K = H, second.E = E, second.group = top, second.bias = downBias.p;
   const size_t scratchBytes =
       std::max(cu::groupedExpertScratchBytes(first, N, false), cu::groupedExpertScratchBytes(second, N, true));
-  Buffer scratch(scratchBytes);
+  BenchBuffer scratch(scratchBytes);
 
   int failures = 0;
   auto row = [&](const char *what, double us, double bytes, double flops) {

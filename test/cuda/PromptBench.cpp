@@ -35,17 +35,6 @@ struct PromptModel {
   int64_t hidden, intermediate, Hq, Hkv, D, layers;
 };
 
-// Device memory that frees itself, filled with 0x3c bytes (bf16 about 0.0115).
-struct Buffer {
-  void *p = nullptr;
-  explicit Buffer(size_t bytes) {
-    if (cudaMalloc(&p, bytes) == cudaSuccess)
-      cudaMemset(p, 0x3c, bytes);
-  }
-  ~Buffer() { cudaFree(p); }
-  Buffer(const Buffer &) = delete;
-};
-
 // Prints one kernel's row; returns its time (0 when it failed, counted in `failures`).
 double row(const char *what, double us, double flops, int &failures) {
   if (us < 0) {
@@ -67,7 +56,7 @@ int promptLayer(const PromptModel &m, void *lt, void *workspace, size_t workspac
               static_cast<long long>(m.Hq), static_cast<long long>(m.Hkv), static_cast<long long>(m.D),
               static_cast<long long>(m.layers));
   const int64_t widest = std::max({m.hidden, qkvN, 2 * m.intermediate, attnWidth});
-  Buffer x(size_t(S * widest) * 2), y(size_t(S * widest) * 2), sum(size_t(S * m.hidden) * 2),
+  BenchBuffer x(size_t(S * widest) * 2), y(size_t(S * widest) * 2), sum(size_t(S * m.hidden) * 2),
       out(size_t(S * widest) * 2), scale(size_t(m.hidden) * 2), mask(size_t(S) * sizeof(int64_t));
   std::vector<int64_t> ones(size_t(S), 1);
   cudaMemcpy(mask.p, ones.data(), ones.size() * sizeof(int64_t), cudaMemcpyHostToDevice);
@@ -98,7 +87,7 @@ int promptLayer(const PromptModel &m, void *lt, void *workspace, size_t workspac
       ++failures;
       continue;
     }
-    Buffer w(size_t(l.K * l.N) * 2);
+    BenchBuffer w(size_t(l.K * l.N) * 2);
     const double us = timeCalls(
         [&](int) {
           std::string err = linear->run(x.p, w.p, nullptr, y.p, S, workspace, nullptr);
@@ -112,7 +101,7 @@ int promptLayer(const PromptModel &m, void *lt, void *workspace, size_t workspac
   }
   // The causal attention over the prompt: queries [S, Hq * D] (the split's piece), keys and
   // values [S, 1, Hkv * D] (the cache's layout), every position kept by the attention_mask row.
-  Buffer q(size_t(S * attnWidth) * 2), k(size_t(S * m.Hkv * m.D) * 2), v(size_t(S * m.Hkv * m.D) * 2);
+  BenchBuffer q(size_t(S * attnWidth) * 2), k(size_t(S * m.Hkv * m.D) * 2), v(size_t(S * m.Hkv * m.D) * 2);
   cu::AttentionArgs a{};
   a.q = q.p, a.k = k.p, a.v = v.p, a.out = out.p, a.B = 1, a.Hq = m.Hq, a.Hkv = m.Hkv, a.Sq = S, a.Sk = S;
   a.D = a.Dv = m.D, a.scale = 0.125f, a.causal = true;
@@ -122,13 +111,13 @@ int promptLayer(const PromptModel &m, void *lt, void *workspace, size_t workspac
   a.maskStrides[0] = S, a.maskStrides[3] = 1;
   // The queries rotated by tables of D / 2 columns (a Hugging Face export's, read by half); the
   // keys were rotated by the split.
-  Buffer cosT(size_t(S * m.D / 2) * 2), sinT(size_t(S * m.D / 2) * 2);
+  BenchBuffer cosT(size_t(S * m.D / 2) * 2), sinT(size_t(S * m.D / 2) * 2);
   a.cos = cosT.p, a.sin = sinT.p, a.halfTables = true;
   // Causal: half the score matrix, QK^T and PV.
   const double attentionFlops = 2.0 * 2.0 * double(m.Hq) * double(S) * double(S) / 2 * double(m.D);
   const int splits = cu::flashAttentionSplits(a, multiprocessors, workspaceBytes);
   const std::string split = "causal attention, keys in " + std::to_string(splits) + (splits > 1 ? " splits" : " split");
-  Buffer splitWorkspace(workspaceBytes);
+  BenchBuffer splitWorkspace(workspaceBytes);
   cudaMemset(splitWorkspace.p, 0, workspaceBytes); // its counters start at 0 (each launch leaves them so)
   layer += row(split.c_str(), timeCalls([&](int) {
                  return cu::flashAttention(cu::Storage::BF16, a, nullptr, splits, splitWorkspace.p);
@@ -141,7 +130,7 @@ int promptLayer(const PromptModel &m, void *lt, void *workspace, size_t workspac
       timeCalls([&](int) { return cu::attention(cu::Storage::BF16, a, nullptr); }, reps), attentionFlops, failures);
   // Keys and values one element past 16-byte alignment: the tensor-core kernel stages them an
   // element at a time, as it did for every layout until session 16.
-  Buffer kOff(size_t(S * m.Hkv * m.D + 8) * 2), vOff(size_t(S * m.Hkv * m.D + 8) * 2);
+  BenchBuffer kOff(size_t(S * m.Hkv * m.D + 8) * 2), vOff(size_t(S * m.Hkv * m.D + 8) * 2);
   cu::AttentionArgs unaligned = a;
   unaligned.k = static_cast<char *>(kOff.p) + 2, unaligned.v = static_cast<char *>(vOff.p) + 2;
   row("  keys and values staged per element",
