@@ -654,9 +654,11 @@ struct LatentMask {
 // latent_attention (DeepSeek MLA, see the op): q [B, H, Sq, nope + rope] (or [.., latent + rope]
 // without w_uk), cache [Sk, B, latent + rope], w_uk [H, nope, latent] and w_uv [H, latent, v]
 // (either null when multiplied into a projection), the mask, out [B, H, Sq, v] (latent without
-// w_uv). Absorbed form, one block per query row, whose shared memory (latentAttentionSharedBytes,
-// at most kMaxLatentAttentionShared) holds the query and output in the latent space and a chunk
-// of the scores (attendRow: the keys 4096 at a time, so that any Sk fits since session 20). With
+// w_uv). Absorbed form, a block per query row and group of 8, 4 or 2 heads where one divides H
+// (each step of 256 keys read once for the group), else per query row and head, whose shared
+// memory (latentAttentionSharedBytes, at most kMaxLatentAttentionShared) holds the query and
+// output in the latent space and a chunk of the scores (attendRow: the keys 4096 at a time, so
+// that any Sk fits since session 20). With
 // `skOnDevice` the key count is read there, Sk being its upper bound.
 // latentAttentionSetup lets the kernel use kMaxLatentAttentionShared bytes (call it once, outside
 // any graph capture: it sets a function attribute); without it, 48 KiB.

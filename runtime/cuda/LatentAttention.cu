@@ -1,6 +1,8 @@
 // DeepSeek's multi-head latent attention over the latent cache on the CUDA executor (see
-// CudaKernels.h): one block per query row, its keys and values taken up from the latent by the
-// absorbed weights, the cache's rows a chunk at a time (attendRow).
+// CudaKernels.h): a block per query row and group of 8, 4 or 2 heads, which share each read of
+// the cache (latentAttentionGroupKernel), or per query row and head where no group divides the
+// heads (attendRow, the cache's rows a chunk at a time); the keys and values taken up from the
+// latent by the absorbed weights.
 #include "CudaKernels.h"
 #include "DeviceUtil.cuh"
 
@@ -23,11 +25,42 @@ struct LatentArgs {
   const int64_t *skOnDevice; // null: Sk keys; else the count there (at most Sk)
 };
 
+// Query row i of head h (sequence b)'s score for key t: dot times the scale, then the mask and
+// causality (Sk: this run's key count).
+template <typename T>
+__device__ __forceinline__ float maskedScore(const LatentArgs &a, float dot, int64_t b, int64_t h, int64_t i,
+                                             int64_t t, int64_t Sk) {
+  float s = dot * a.scale;
+  const LatentMask &m = a.mask;
+  if (m.data) {
+    const int64_t batchStride = m.rowPerBatch ? Sk : m.strides[0];
+    const int64_t at = b * batchStride + h * m.strides[1] + i * m.strides[2] + t * m.strides[3];
+    switch (m.type) {
+    case AttentionArgs::Mask::Additive: s += toF(static_cast<const T *>(m.data)[at]); break;
+    case AttentionArgs::Mask::Bool: s = static_cast<const uint8_t *>(m.data)[at] ? s : -INFINITY; break;
+    case AttentionArgs::Mask::Int64: s = static_cast<const int64_t *>(m.data)[at] ? s : -INFINITY; break;
+    }
+  }
+  return m.causal && t > i + (Sk - a.Sq) ? -INFINITY : s;
+}
+
+// Element l of head h's query in the latent space: the rotary part as it is, the rest q_nope ·
+// W_UK[h] (or, without W_UK, the query as it comes).
+template <typename T>
+__device__ __forceinline__ float latentQuery(const LatentArgs &a, const T *q, int64_t h, int64_t l) {
+  const T *wuk = static_cast<const T *>(a.wuk);
+  if (!wuk || l >= a.latent)
+    return toF(wuk ? q[a.nope + (l - a.latent)] : q[l]);
+  float acc = 0.0f;
+  for (int64_t n = 0; n < a.nope; ++n)
+    acc += toF(q[n]) * toF(wuk[(h * a.nope + n) * a.latent + l]);
+  return acc;
+}
+
 template <typename T> __global__ void latentAttentionKernel(LatentArgs a) {
   extern __shared__ float smem[]; // query in the latent space (latent + rope), a chunk of scores, latent output
   const int64_t width = a.latent + a.rope;
-  const T *cache = static_cast<const T *>(a.cache), *wuk = static_cast<const T *>(a.wuk),
-          *wuv = static_cast<const T *>(a.wuv);
+  const T *cache = static_cast<const T *>(a.cache), *wuv = static_cast<const T *>(a.wuv);
   T *out = static_cast<T *>(a.out);
   float *ql = smem, *chunk = smem + width, *ol = chunk + (a.Sk < kAttendChunk ? a.Sk : kAttendChunk);
   int64_t Sk = a.Sk;
@@ -36,34 +69,15 @@ template <typename T> __global__ void latentAttentionKernel(LatentArgs a) {
   const int64_t row = blockIdx.x, i = row % a.Sq, h = (row / a.Sq) % a.H, b = row / (a.Sq * a.H);
   const int64_t qWidth = a.wuk ? a.nope + a.rope : width;
   const T *q = static_cast<const T *>(a.q) + row * qWidth;
-  for (int64_t l = threadIdx.x; l < width; l += blockDim.x) {
-    if (!wuk || l >= a.latent) {
-      ql[l] = toF(wuk ? q[a.nope + (l - a.latent)] : q[l]);
-    } else {
-      float acc = 0.0f;
-      for (int64_t n = 0; n < a.nope; ++n)
-        acc += toF(q[n]) * toF(wuk[(h * a.nope + n) * a.latent + l]);
-      ql[l] = acc;
-    }
-  }
+  for (int64_t l = threadIdx.x; l < width; l += blockDim.x)
+    ql[l] = latentQuery(a, q, h, l);
   __syncthreads();
   auto score = [&](int64_t t) {
     const T *c = cache + (t * a.B + b) * width;
     float dot = 0.0f;
     for (int64_t l = 0; l < width; ++l)
       dot += ql[l] * toF(c[l]);
-    float s = dot * a.scale;
-    const LatentMask &m = a.mask;
-    if (m.data) {
-      const int64_t batchStride = m.rowPerBatch ? Sk : m.strides[0];
-      const int64_t at = b * batchStride + h * m.strides[1] + i * m.strides[2] + t * m.strides[3];
-      switch (m.type) {
-      case AttentionArgs::Mask::Additive: s += toF(static_cast<const T *>(m.data)[at]); break;
-      case AttentionArgs::Mask::Bool: s = static_cast<const uint8_t *>(m.data)[at] ? s : -INFINITY; break;
-      case AttentionArgs::Mask::Int64: s = static_cast<const int64_t *>(m.data)[at] ? s : -INFINITY; break;
-      }
-    }
-    return m.causal && t > i + (Sk - a.Sq) ? -INFINITY : s; // Sk: this run's key count
+    return maskedScore<T>(a, dot, b, h, i, t, Sk);
   };
   auto value = [&](int64_t t, int64_t l) { return toF(cache[(t * a.B + b) * width + l]); };
   float best;
@@ -85,13 +99,136 @@ template <typename T> __global__ void latentAttentionKernel(LatentArgs a) {
   }
 }
 
+// Keys per step of latentAttentionGroupKernel (the scores of its G heads in shared memory).
+constexpr int64_t kGroupKeys = 256;
+
+// Its shared memory: per head the query and the output in the latent space and a step's scores,
+// then the running max, sum and rescale of each head.
+__host__ __device__ inline size_t groupSharedFloats(int G, int64_t latent, int64_t rope) {
+  return size_t(G) * size_t(latent + rope + kGroupKeys + latent + 3);
+}
+
+// Block (sequence b, head group, query row i): G heads of one query row, which read the same
+// latent cache (absorbed, MLA is attention with one key head shared by every query head). Each
+// step's cache rows are read once for the G heads, where a block per head reads them G times: the
+// scores by a warp per key (its lanes along the row, coalesced, G dot products at once), each
+// head's softmax by a warp, the weighted sums by a thread per latent feature. Online softmax per
+// head, as attendRow.
+template <typename T, int G> __global__ void latentAttentionGroupKernel(LatentArgs a) {
+  extern __shared__ float smem[];
+  const int64_t width = a.latent + a.rope;
+  const T *cache = static_cast<const T *>(a.cache), *wuv = static_cast<const T *>(a.wuv);
+  T *out = static_cast<T *>(a.out);
+  float *ql = smem, *p = ql + G * width, *ol = p + G * kGroupKeys, *best = ol + G * a.latent, *total = best + G,
+        *rescale = total + G;
+  int64_t Sk = a.Sk;
+  if (a.skOnDevice && *a.skOnDevice < Sk)
+    Sk = *a.skOnDevice;
+  const int64_t groups = a.H / G, i = blockIdx.x % a.Sq, h0 = (blockIdx.x / a.Sq) % groups * G,
+                b = blockIdx.x / (a.Sq * groups);
+  auto rowOf = [&](int g) { return (b * a.H + h0 + g) * a.Sq + i; }; // head h0 + g's row of q and out
+  const int64_t qWidth = a.wuk ? a.nope + a.rope : width;
+  for (int64_t e = threadIdx.x; e < G * width; e += blockDim.x) {
+    const int g = int(e / width);
+    ql[e] = latentQuery(a, static_cast<const T *>(a.q) + rowOf(g) * qWidth, h0 + g, e % width);
+  }
+  for (int64_t e = threadIdx.x; e < G * a.latent; e += blockDim.x)
+    ol[e] = 0.0f;
+  if (threadIdx.x < G)
+    best[threadIdx.x] = -INFINITY, total[threadIdx.x] = 0.0f;
+  __syncthreads();
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
+  for (int64_t t0 = 0; t0 < Sk; t0 += kGroupKeys) {
+    const int64_t n = Sk - t0 < kGroupKeys ? Sk - t0 : kGroupKeys;
+    for (int64_t j = warp; j < n; j += warps) {
+      const T *c = cache + ((t0 + j) * a.B + b) * width;
+      float dot[G] = {};
+      for (int64_t l = lane; l < width; l += 32) {
+        const float x = toF(c[l]);
+#pragma unroll
+        for (int g = 0; g < G; ++g)
+          dot[g] += ql[g * width + l] * x;
+      }
+#pragma unroll
+      for (int g = 0; g < G; ++g) {
+        const float sum = warpReduce<false>(dot[g]);
+        if (lane == 0)
+          p[g * kGroupKeys + j] = maskedScore<T>(a, sum, b, h0 + g, i, t0 + j, Sk);
+      }
+    }
+    __syncthreads();
+    for (int g = warp; g < G; g += warps) {
+      float *pg = p + g * kGroupKeys, stepMax = -INFINITY;
+      for (int64_t j = lane; j < n; j += 32)
+        stepMax = maxOf(stepMax, pg[j]);
+      const float next = maxOf(best[g], warpReduce<true>(stepMax));
+      float sum = 0.0f;
+      for (int64_t j = lane; j < n; j += 32) {
+        pg[j] = next == -INFINITY ? 0.0f : fastExpOf(pg[j] - next);
+        sum += pg[j];
+      }
+      sum = warpReduce<false>(sum);
+      if (lane == 0) {
+        rescale[g] = best[g] == -INFINITY ? 0.0f : fastExpOf(best[g] - next);
+        total[g] = total[g] * rescale[g] + sum, best[g] = next;
+      }
+    }
+    __syncthreads();
+    for (int64_t l = threadIdx.x; l < a.latent; l += blockDim.x) {
+      float o[G];
+#pragma unroll
+      for (int g = 0; g < G; ++g)
+        o[g] = ol[g * a.latent + l] * rescale[g];
+      for (int64_t j = 0; j < n; ++j) {
+        const float x = toF(cache[((t0 + j) * a.B + b) * width + l]);
+#pragma unroll
+        for (int g = 0; g < G; ++g)
+          o[g] += p[g * kGroupKeys + j] * x;
+      }
+#pragma unroll
+      for (int g = 0; g < G; ++g)
+        ol[g * a.latent + l] = o[g];
+    }
+    __syncthreads(); // before the next step's scores overwrite these
+  }
+  for (int64_t e = threadIdx.x; e < G * a.latent; e += blockDim.x) {
+    const int g = int(e / a.latent);
+    ol[e] *= total[g] > 0.0f ? 1.0f / total[g] : 0.0f;
+  }
+  __syncthreads();
+  if (!wuv) {
+    for (int64_t e = threadIdx.x; e < G * a.latent; e += blockDim.x)
+      out[rowOf(int(e / a.latent)) * a.latent + e % a.latent] = fromF<T>(ol[e]);
+    return;
+  }
+  for (int64_t e = threadIdx.x; e < G * a.v; e += blockDim.x) {
+    const int g = int(e / a.v);
+    const int64_t j = e % a.v;
+    float o = 0.0f;
+    for (int64_t l = 0; l < a.latent; ++l)
+      o += ol[g * a.latent + l] * toF(wuv[((h0 + g) * a.latent + l) * a.v + j]);
+    out[rowOf(g) * a.v + j] = fromF<T>(o);
+  }
+}
+
+// The heads per block of latentAttentionGroupKernel for H heads: 8, 4 or 2 where they divide H
+// and the shared memory holds them; 0 where none does (a block per head).
+int headsPerBlock(int64_t H, int64_t latent, int64_t rope) {
+  for (int G : {8, 4, 2})
+    if (H % G == 0 && groupSharedFloats(G, latent, rope) * sizeof(float) <= kMaxLatentAttentionShared)
+      return G;
+  return 0;
+}
+
 } // namespace
 
 void latentAttentionSetup() {
   for (Storage s : {Storage::F32, Storage::F16, Storage::BF16})
     dispatch(s, [](auto tag) {
-      cudaFuncSetAttribute(latentAttentionKernel<decltype(tag)>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                           int(kMaxLatentAttentionShared));
+      using T = decltype(tag);
+      for (auto kernel : {latentAttentionKernel<T>, latentAttentionGroupKernel<T, 8>, latentAttentionGroupKernel<T, 4>,
+                          latentAttentionGroupKernel<T, 2>})
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kMaxLatentAttentionShared));
     });
 }
 
@@ -107,9 +244,18 @@ std::string latentAttention(Storage st, const void *q, const void *cache, const 
   if (B <= 0 || H <= 0 || Sq <= 0 || Sk <= 0 || shared > kMaxLatentAttentionShared)
     return "latentAttention: bad shapes or a cache longer than this kernel stages (" + std::to_string(Sk) + " rows)";
   const LatentArgs a{q, cache, wuk, wuv, mask, out, B, H, Sq, Sk, nope, rope, latent, v, scale, skOnDevice};
+  const int G = headsPerBlock(H, latent, rope);
+  const size_t groupShared = groupSharedFloats(G, latent, rope) * sizeof(float);
+  cudaStream_t s = static_cast<cudaStream_t>(stream);
   dispatch(st, [&](auto tag) {
-    latentAttentionKernel<decltype(tag)>
-        <<<unsigned(B * H * Sq), kRowThreads, shared, static_cast<cudaStream_t>(stream)>>>(a);
+    using T = decltype(tag);
+    const unsigned blocks = unsigned(B * Sq * (G ? H / G : H));
+    switch (G) {
+    case 8: latentAttentionGroupKernel<T, 8><<<blocks, kRowThreads, groupShared, s>>>(a); break;
+    case 4: latentAttentionGroupKernel<T, 4><<<blocks, kRowThreads, groupShared, s>>>(a); break;
+    case 2: latentAttentionGroupKernel<T, 2><<<blocks, kRowThreads, groupShared, s>>>(a); break;
+    default: latentAttentionKernel<T><<<blocks, kRowThreads, shared, s>>>(a); break;
+    }
   });
   return launched("latentAttention");
 }

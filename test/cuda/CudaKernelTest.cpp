@@ -2759,12 +2759,16 @@ TEST(Cuda, Im2colRowsTimesTheWeightAreTheCpuConv) {
   }
 }
 
-// The naive latent attention kernel against the CPU latent_attention, with both factors, in
-// every storage type; with an additive mask, and causal with an i64 attention_mask.
+// The latent attention kernels against the CPU latent_attention, with both factors, in every
+// storage type; with an additive mask, and causal with an i64 attention_mask: 3 heads (a block per
+// head), 8, 4 and 2 (a block per group of 8, 4 and 2 heads sharing the cache's reads; over 9000
+// keys, 36 steps of 256).
 TEST(Cuda, LatentAttentionMatchesTheCpu) {
-  const int64_t B = 2, H = 3, Sq = 2, Sk = 7, n = 4, R = 2, L = 8, v = 3;
+  const int64_t B = 2, Sq = 2, Sk = 7, n = 4, R = 2, L = 8, v = 3;
   cu::latentAttentionSetup();
+  for (int64_t H : {3, 8, 4, 2})
   for (cu::Storage s : kStorages) {
+    SCOPED_TRACE(std::to_string(H) + " heads");
     Buf<float> q(DType::F32, {B, H, Sq, n + R}, rounded(randomFloats(B * H * Sq * (n + R), 37), s)),
         cache(DType::F32, {Sk, B, L + R}, rounded(randomFloats(Sk * B * (L + R), 38), s)),
         uk(DType::F32, {H, n, L}, rounded(randomFloats(H * n * L, 39), s)),
