@@ -409,8 +409,10 @@ std::string expertLinear(int type, const void *x, const void *w, const int64_t *
 std::string groupedExpertLinear(int type, const void *x, const void *w, const int64_t *ids, const void *combine,
                                 void *y, const ExpertLinearArgs &a, void *scratch, size_t scratchBytes, int *error,
                                 void *stream);
-// The scratch groupedExpertLinear needs to take `rows` ids at once, with a combine or none.
+// The scratch groupedExpertLinear needs to take `rows` ids at once, with a combine or none; the
+// most ids (whole groups, at most a.N) that `bytes` of it take at once, 0 for none.
 size_t groupedExpertScratchBytes(const ExpertLinearArgs &a, int64_t rows, bool combined);
+int64_t groupedExpertRowsWithin(const ExpertLinearArgs &a, bool combined, size_t bytes);
 // Whether groupedExpertLinear is the better of the two for these arguments: a 16-bit type, and
 // ids enough that an expert's matrix tiles serve several rows on average (a prompt, not a
 // decode step's few).

@@ -217,8 +217,11 @@ __global__ void combineRowsKernel(const float *__restrict__ values, const T *__r
   }
 }
 
-// The most ids of a chunk (whole groups) whose layout fits `bytes` and a launch's grid, or 0.
-int64_t chunkRowsFor(const ExpertLinearArgs &a, bool combined, size_t bytes) {
+} // namespace
+
+// The most ids of a chunk (whole groups, at most a.N) whose layout fits `bytes` and a launch's
+// grid, or 0.
+int64_t groupedExpertRowsWithin(const ExpertLinearArgs &a, bool combined, size_t bytes) {
   const int64_t group = combined ? a.group : 1;
   auto fits = [&](int64_t groups) {
     const ScratchLayout L = layoutOf(a, groups * group, combined);
@@ -234,8 +237,6 @@ int64_t chunkRowsFor(const ExpertLinearArgs &a, bool combined, size_t bytes) {
   }
   return low * group;
 }
-
-} // namespace
 
 size_t groupedExpertScratchBytes(const ExpertLinearArgs &a, int64_t rows, bool combined) {
   return layoutOf(a, rows, combined).total;
@@ -257,7 +258,7 @@ std::string groupedExpertLinear(int type, const void *x, const void *w, const in
   const int64_t width = a.swiglu ? a.M / 2 : a.M, group = combine ? a.group : 1;
   if (a.N == 0 || width == 0)
     return {};
-  const int64_t chunk = chunkRowsFor(a, combine != nullptr, scratchBytes);
+  const int64_t chunk = groupedExpertRowsWithin(a, combine != nullptr, scratchBytes);
   if (chunk == 0)
     return "grouped expert_linear: " + std::to_string(scratchBytes) + " bytes of scratch hold no group of ids";
   const int64_t columnTiles = (width + kCols - 1) / kCols;
@@ -265,11 +266,9 @@ std::string groupedExpertLinear(int type, const void *x, const void *w, const in
     return "grouped expert_linear: too many outputs";
   cudaStream_t s = static_cast<cudaStream_t>(stream);
   char *base = static_cast<char *>(scratch);
-  bool known = false;
   dispatchFloat(type, [&](auto tag) {
     using T = decltype(tag);
-    if constexpr (std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>) {
-      known = true;
+    if constexpr (std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>) { // (the types checked above)
       const bool vectors = a.K % 8 == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0 &&
                            reinterpret_cast<uintptr_t>(w) % 16 == 0;
       for (int64_t n0 = 0; n0 < a.N; n0 += chunk) {
@@ -298,7 +297,7 @@ std::string groupedExpertLinear(int type, const void *x, const void *w, const in
       }
     }
   });
-  return known ? launched("grouped expert_linear") : "grouped expert_linear: supports f16 and bf16";
+  return launched("grouped expert_linear");
 }
 
 } // namespace llmc::rt::cuda

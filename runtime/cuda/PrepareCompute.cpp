@@ -363,16 +363,9 @@ size_t groupedExpertScratch(const Executor &ex, const PlanOp &op, int type, bool
   a.E = w.shape.dims[0], a.M = w.shape.dims[1], a.K = w.shape.dims[2], a.swiglu = halves;
   if (a.E < 1 || a.M < 1 || (halves && a.M % 2))
     return 0;
-  const int64_t all = int64_t(ids.capacity / sizeof(int64_t));
-  int64_t rows = 0, high = all; // the most within the cap: rows fit, high + 1 does not
-  while (rows < high) {
-    const int64_t mid = rows + (high - rows + 1) / 2;
-    if (groupedExpertScratchBytes(a, mid, combined) <= kExpertScratchCap)
-      rows = mid;
-    else
-      high = mid - 1;
-  }
-  return rows > 0 && (rows >= 256 || rows == all) ? groupedExpertScratchBytes(a, rows, combined) : 0;
+  a.N = int64_t(ids.capacity / sizeof(int64_t)); // the most ids the plan's value holds
+  const int64_t rows = groupedExpertRowsWithin(a, combined, kExpertScratchCap);
+  return rows > 0 && (rows >= 256 || rows == a.N) ? groupedExpertScratchBytes(a, rows, combined) : 0;
 }
 
 } // namespace
