@@ -664,13 +664,23 @@ struct LatentMask {
 // `skOnDevice` the key count is read there, Sk being its upper bound.
 // latentAttentionSetup lets the kernel use kMaxLatentAttentionShared bytes (call it once, outside
 // any graph capture: it sets a function attribute); without it, 48 KiB.
+// Where the groups' blocks are few (a decode step: DeepSeek-V3 at batch 1 has 16 per layer),
+// `splits` > 1 shares each group's keys among that many blocks (whole steps of 256 keys each; with
+// skOnDevice, of the count found there): each writes its partial result to `workspace` (the
+// attention workspace, splitWorkspaceBytes's layout: latentAttentionWorkspaceBytes) and the last
+// to arrive merges them and writes the output; with W_UK, a launch before takes every row's query
+// up to the latent space once, for all splits. latentAttentionSplits picks `splits` for `sms`
+// multiprocessors (1 where no group divides H: that kernel takes no splits).
 constexpr size_t kMaxLatentAttentionShared = 96 * 1024;
 void latentAttentionSetup();
 size_t latentAttentionSharedBytes(int64_t latent, int64_t rope, int64_t Sk);
+int latentAttentionSplits(int64_t B, int64_t H, int64_t Sq, int64_t Sk, int64_t latent, int64_t rope, int sms,
+                          size_t workspaceBytes);
+size_t latentAttentionWorkspaceBytes(int64_t B, int64_t H, int64_t Sq, int64_t latent, int64_t rope, int splits);
 std::string latentAttention(Storage s, const void *q, const void *cache, const void *wuk, const void *wuv,
                             const LatentMask &mask, void *out, int64_t B, int64_t H, int64_t Sq, int64_t Sk,
                             int64_t nope, int64_t rope, int64_t latent, int64_t v, float scale,
-                            const int64_t *skOnDevice, void *stream);
+                            const int64_t *skOnDevice, int splits, void *workspace, void *stream);
 
 // Greedy decoding: out[b] = the index of the largest of the V values in row (b, rows - 1) of x
 // [B, rows, V] (the first of equal ones; NaN counts as -inf), as the CPU's std::max_element.

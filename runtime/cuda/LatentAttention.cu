@@ -2,7 +2,7 @@
 // CudaKernels.h): a block per query row and group of 8, 4 or 2 heads, which share each read of
 // the cache (latentAttentionGroupKernel), or per query row and head where no group divides the
 // heads (attendRow, the cache's rows a chunk at a time); the keys and values taken up from the
-// latent by the absorbed weights.
+// latent by the absorbed weights. A decode step's few groups share their keys among splits.
 #include "CudaKernels.h"
 #include "DeviceUtil.cuh"
 
@@ -10,6 +10,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cmath>
 #include <type_traits>
 
@@ -23,6 +24,7 @@ struct LatentArgs {
   int64_t B, H, Sq, Sk, nope, rope, latent, v;
   float scale;
   const int64_t *skOnDevice; // null: Sk keys; else the count there (at most Sk)
+  const float *qLatent = nullptr; // null: each block takes its queries up by W_UK; else [B * H * Sq, latent + rope]
 };
 
 // Query row i of head h (sequence b)'s score for key t: dot times the scale, then the mask and
@@ -55,6 +57,15 @@ __device__ __forceinline__ float latentQuery(const LatentArgs &a, const T *q, in
   for (int64_t n = 0; n < a.nope; ++n)
     acc += toF(q[n]) * toF(wuk[(h * a.nope + n) * a.latent + l]);
   return acc;
+}
+
+// Block (query row, 256 elements): that row's query in the latent space, for the blocks of a
+// split launch, which would otherwise each take it up by W_UK again (DeepSeek-V3 keeps W_UK
+// apart: 128 KB per head, read by every split of its group).
+template <typename T> __global__ void latentQueryKernel(LatentArgs a, float *__restrict__ qLatent) {
+  const int64_t width = a.latent + a.rope, row = blockIdx.x, l = int64_t(blockIdx.y) * blockDim.x + threadIdx.x;
+  if (l < width)
+    qLatent[row * width + l] = latentQuery(a, static_cast<const T *>(a.q) + row * (a.nope + a.rope), row / a.Sq % a.H, l);
 }
 
 template <typename T> __global__ void latentAttentionKernel(LatentArgs a) {
@@ -108,13 +119,30 @@ __host__ __device__ inline size_t groupSharedFloats(int G, int64_t latent, int64
   return size_t(G) * size_t(latent + rope + kGroupKeys + latent + 3);
 }
 
-// Block (sequence b, head group, query row i): G heads of one query row, which read the same
-// latent cache (absorbed, MLA is attention with one key head shared by every query head). Each
-// step's cache rows are read once for the G heads, where a block per head reads them G times: the
-// scores by a warp per key (its lanes along the row, coalesced, G dot products at once), each
-// head's softmax by a warp, the weighted sums by a thread per latent feature. Online softmax per
-// head, as attendRow.
-template <typename T, int G> __global__ void latentAttentionGroupKernel(LatentArgs a) {
+// The keys of split `split` of `splits` out of `keys`: whole steps of kGroupKeys, [t0, t1); the
+// first `active` splits have keys (a cache shorter than the launch's bound leaves the rest idle).
+struct LatentChunk {
+  int64_t t0, t1;
+  int active;
+};
+__device__ __forceinline__ LatentChunk latentChunk(int64_t keys, int split, int splits) {
+  const int64_t steps = (keys + kGroupKeys - 1) / kGroupKeys, perSplit = (steps + splits - 1) / splits;
+  const int64_t chunk = (perSplit > 0 ? perSplit : 1) * kGroupKeys, t0 = split * chunk;
+  const int64_t active = (keys + chunk - 1) / chunk;
+  return {t0, t0 + chunk < keys ? t0 + chunk : keys, active > 1 ? int(active) : 1};
+}
+
+// Block (sequence b, head group, query row i; split blockIdx.y): G heads of one query row, which
+// read the same latent cache (absorbed, MLA is attention with one key head shared by every query
+// head). Each step's cache rows are read once for the G heads, where a block per head reads them
+// G times: the scores by a warp per key (its lanes along the row, coalesced, G dot products at
+// once), each head's softmax by a warp, the weighted sums by a thread per latent feature. Online
+// softmax per head, as attendRow. With several splits, each block takes its chunk of the keys,
+// writes its partial result (max, sum of exponentials, unnormalized latent output: per row and
+// split, latent + 2 floats in `ws`) and the last to arrive merges them and writes the output.
+template <typename T, int G>
+__global__ void __launch_bounds__(kRowThreads, 2)
+    latentAttentionGroupKernel(LatentArgs a, float *__restrict__ ws, unsigned *__restrict__ arrived) {
   extern __shared__ float smem[];
   const int64_t width = a.latent + a.rope;
   const T *cache = static_cast<const T *>(a.cache), *wuv = static_cast<const T *>(a.wuv);
@@ -124,13 +152,18 @@ template <typename T, int G> __global__ void latentAttentionGroupKernel(LatentAr
   int64_t Sk = a.Sk;
   if (a.skOnDevice && *a.skOnDevice < Sk)
     Sk = *a.skOnDevice;
+  const int split = int(blockIdx.y), splits = int(gridDim.y);
+  const LatentChunk c = latentChunk(Sk, split, splits);
+  if (split >= c.active)
+    return; // no keys: the other splits do without this one
   const int64_t groups = a.H / G, i = blockIdx.x % a.Sq, h0 = (blockIdx.x / a.Sq) % groups * G,
                 b = blockIdx.x / (a.Sq * groups);
   auto rowOf = [&](int g) { return (b * a.H + h0 + g) * a.Sq + i; }; // head h0 + g's row of q and out
   const int64_t qWidth = a.wuk ? a.nope + a.rope : width;
   for (int64_t e = threadIdx.x; e < G * width; e += blockDim.x) {
     const int g = int(e / width);
-    ql[e] = latentQuery(a, static_cast<const T *>(a.q) + rowOf(g) * qWidth, h0 + g, e % width);
+    ql[e] = a.qLatent ? a.qLatent[rowOf(g) * width + e % width]
+                      : latentQuery(a, static_cast<const T *>(a.q) + rowOf(g) * qWidth, h0 + g, e % width);
   }
   for (int64_t e = threadIdx.x; e < G * a.latent; e += blockDim.x)
     ol[e] = 0.0f;
@@ -138,13 +171,13 @@ template <typename T, int G> __global__ void latentAttentionGroupKernel(LatentAr
     best[threadIdx.x] = -INFINITY, total[threadIdx.x] = 0.0f;
   __syncthreads();
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
-  for (int64_t t0 = 0; t0 < Sk; t0 += kGroupKeys) {
-    const int64_t n = Sk - t0 < kGroupKeys ? Sk - t0 : kGroupKeys;
+  for (int64_t t0 = c.t0; t0 < c.t1; t0 += kGroupKeys) {
+    const int64_t n = c.t1 - t0 < kGroupKeys ? c.t1 - t0 : kGroupKeys;
     for (int64_t j = warp; j < n; j += warps) {
-      const T *c = cache + ((t0 + j) * a.B + b) * width;
+      const T *row = cache + ((t0 + j) * a.B + b) * width;
       float dot[G] = {};
       for (int64_t l = lane; l < width; l += 32) {
-        const float x = toF(c[l]);
+        const float x = toF(row[l]);
 #pragma unroll
         for (int g = 0; g < G; ++g)
           dot[g] += ql[g * width + l] * x;
@@ -191,9 +224,23 @@ template <typename T, int G> __global__ void latentAttentionGroupKernel(LatentAr
     }
     __syncthreads(); // before the next step's scores overwrite these
   }
-  for (int64_t e = threadIdx.x; e < G * a.latent; e += blockDim.x) {
-    const int g = int(e / a.latent);
-    ol[e] *= total[g] > 0.0f ? 1.0f / total[g] : 0.0f;
+  if (c.active == 1) {
+    for (int64_t e = threadIdx.x; e < G * a.latent; e += blockDim.x) {
+      const int g = int(e / a.latent);
+      ol[e] *= total[g] > 0.0f ? 1.0f / total[g] : 0.0f;
+    }
+  } else {
+    auto partialOf = [&](int g, int s) { return ws + (rowOf(g) * splits + s) * (a.latent + 2); };
+    for (int64_t e = threadIdx.x; e < G * a.latent; e += blockDim.x)
+      partialOf(int(e / a.latent), split)[2 + e % a.latent] = ol[e];
+    if (threadIdx.x < G)
+      partialOf(threadIdx.x, split)[0] = best[threadIdx.x], partialOf(threadIdx.x, split)[1] = total[threadIdx.x];
+    if (!lastToArrive(arrived + blockIdx.x, c.active))
+      return;
+    for (int64_t e = threadIdx.x; e < G * a.latent; e += blockDim.x) {
+      const int g = int(e / a.latent);
+      ol[e] = mergeSplits([&](int s) { return partialOf(g, s); }, c.active, e % a.latent);
+    }
   }
   __syncthreads();
   if (!wuv) {
@@ -226,9 +273,11 @@ void latentAttentionSetup() {
   for (Storage s : {Storage::F32, Storage::F16, Storage::BF16})
     dispatch(s, [](auto tag) {
       using T = decltype(tag);
-      for (auto kernel : {latentAttentionKernel<T>, latentAttentionGroupKernel<T, 8>, latentAttentionGroupKernel<T, 4>,
+      const int bytes = int(kMaxLatentAttentionShared);
+      cudaFuncSetAttribute(latentAttentionKernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+      for (auto kernel : {latentAttentionGroupKernel<T, 8>, latentAttentionGroupKernel<T, 4>,
                           latentAttentionGroupKernel<T, 2>})
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kMaxLatentAttentionShared));
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
     });
 }
 
@@ -236,24 +285,57 @@ size_t latentAttentionSharedBytes(int64_t latent, int64_t rope, int64_t Sk) {
   return size_t(latent + rope + std::min(Sk, kAttendChunk) + latent) * sizeof(float);
 }
 
+// The partial results of `splits` per query row and head, then each row's latent query (width
+// latent + rope, for latentQueryKernel).
+size_t latentAttentionWorkspaceBytes(int64_t B, int64_t H, int64_t Sq, int64_t latent, int64_t rope, int splits) {
+  return splitWorkspaceBytes(size_t(B * H * Sq) * (size_t(splits) * size_t(latent + 2) + size_t(latent + rope)));
+}
+
+// About two blocks per multiprocessor, each with at least one step of keys of the longest cache
+// (Sk), as many as the workspace holds; 1 where the groups' blocks are that many already.
+int latentAttentionSplits(int64_t B, int64_t H, int64_t Sq, int64_t Sk, int64_t latent, int64_t rope, int sms,
+                          size_t workspaceBytes) {
+  const int G = headsPerBlock(H, latent, rope);
+  const int64_t blocks = G ? B * Sq * (H / G) : 0;
+  if (!G || blocks <= 0 || blocks > kSplitCounters)
+    return 1;
+  int64_t splits = std::min((2 * int64_t(sms) + blocks - 1) / blocks, (Sk + kGroupKeys - 1) / kGroupKeys);
+  while (splits > 1 && latentAttentionWorkspaceBytes(B, H, Sq, latent, rope, int(splits)) > workspaceBytes)
+    --splits;
+  return int(std::max<int64_t>(splits, 1));
+}
+
 std::string latentAttention(Storage st, const void *q, const void *cache, const void *wuk, const void *wuv,
                             const LatentMask &mask, void *out, int64_t B, int64_t H, int64_t Sq, int64_t Sk,
                             int64_t nope, int64_t rope, int64_t latent, int64_t v, float scale,
-                            const int64_t *skOnDevice, void *stream) {
+                            const int64_t *skOnDevice, int splits, void *workspace, void *stream) {
   const size_t shared = latentAttentionSharedBytes(latent, rope, Sk);
   if (B <= 0 || H <= 0 || Sq <= 0 || Sk <= 0 || shared > kMaxLatentAttentionShared)
     return "latentAttention: bad shapes or a cache longer than this kernel stages (" + std::to_string(Sk) + " rows)";
-  const LatentArgs a{q, cache, wuk, wuv, mask, out, B, H, Sq, Sk, nope, rope, latent, v, scale, skOnDevice};
+  LatentArgs a{q, cache, wuk, wuv, mask, out, B, H, Sq, Sk, nope, rope, latent, v, scale, skOnDevice};
   const int G = headsPerBlock(H, latent, rope);
+  const unsigned blocks = unsigned(B * Sq * (G ? H / G : H));
+  splits = std::max(splits, 1);
+  if (splits > 1 && (!G || !workspace || blocks > unsigned(kSplitCounters)))
+    return "latentAttention: splits need heads in groups, a workspace and at most " + std::to_string(kSplitCounters) +
+           " blocks of groups";
   const size_t groupShared = groupSharedFloats(G, latent, rope) * sizeof(float);
+  float *partials = splitPartials(workspace);
+  unsigned *arrived = splitCounters(workspace);
+  const dim3 grid(blocks, unsigned(splits));
   cudaStream_t s = static_cast<cudaStream_t>(stream);
   dispatch(st, [&](auto tag) {
     using T = decltype(tag);
-    const unsigned blocks = unsigned(B * Sq * (G ? H / G : H));
+    if (splits > 1 && wuk) {
+      float *qLatent = partials + B * H * Sq * splits * (latent + 2);
+      const dim3 queryGrid(unsigned(B * H * Sq), unsigned((latent + rope + kRowThreads - 1) / kRowThreads));
+      latentQueryKernel<T><<<queryGrid, kRowThreads, 0, s>>>(a, qLatent);
+      a.qLatent = qLatent;
+    }
     switch (G) {
-    case 8: latentAttentionGroupKernel<T, 8><<<blocks, kRowThreads, groupShared, s>>>(a); break;
-    case 4: latentAttentionGroupKernel<T, 4><<<blocks, kRowThreads, groupShared, s>>>(a); break;
-    case 2: latentAttentionGroupKernel<T, 2><<<blocks, kRowThreads, groupShared, s>>>(a); break;
+    case 8: latentAttentionGroupKernel<T, 8><<<grid, kRowThreads, groupShared, s>>>(a, partials, arrived); break;
+    case 4: latentAttentionGroupKernel<T, 4><<<grid, kRowThreads, groupShared, s>>>(a, partials, arrived); break;
+    case 2: latentAttentionGroupKernel<T, 2><<<grid, kRowThreads, groupShared, s>>>(a, partials, arrived); break;
     default: latentAttentionKernel<T><<<blocks, kRowThreads, shared, s>>>(a); break;
     }
   });

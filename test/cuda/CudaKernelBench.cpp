@@ -24,6 +24,7 @@
 #include "BenchTiming.h"
 #include "PromptBench.h"
 #include "ExpertBench.h"
+#include "LatentBench.h"
 #include "StepCostBench.h"
 
 #include <cublasLt.h>
@@ -549,6 +550,7 @@ int main(int argc, char **argv) {
   }
   failures += promptBench(lt, workspace, workspaceBytes, std::max(1, reps / 10), smoke);
   failures += expertBench(std::max(1, reps / 10), smoke, hbmBytesPerSecond);
+  failures += latentBench(reps, smoke, prop.multiProcessorCount, hbmBytesPerSecond);
   cudaFree(workspace);
   cublasLtDestroy(lt);
   failures += qkvSplitBench(reps, false, smoke);

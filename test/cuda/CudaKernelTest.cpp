@@ -2766,6 +2766,8 @@ TEST(Cuda, Im2colRowsTimesTheWeightAreTheCpuConv) {
 TEST(Cuda, LatentAttentionMatchesTheCpu) {
   const int64_t B = 2, Sq = 2, Sk = 7, n = 4, R = 2, L = 8, v = 3;
   cu::latentAttentionSetup();
+  Device workspace(cu::latentAttentionWorkspaceBytes(B, 8, Sq, L, R, 40));
+  cudaMemset(workspace.p, 0, workspace.bytes); // the arrival counters start at 0
   for (int64_t H : {3, 8, 4, 2})
   for (cu::Storage s : kStorages) {
     SCOPED_TRACE(std::to_string(H) + " heads");
@@ -2782,7 +2784,7 @@ TEST(Cuda, LatentAttentionMatchesTheCpu) {
     lm.data = dm->p, lm.strides[0] = Sq * Sk, lm.strides[2] = Sk, lm.strides[3] = 1;
     Device out(size_t(want.numel()) * cu::storageBytes(s));
     ASSERT_EQ(cu::latentAttention(s, dq->p, dc->p, duk->p, duv->p, lm, out.p, B, H, Sq, Sk, n, R, L, v,
-                                  0.35f, nullptr, nullptr),
+                                  0.35f, nullptr, 1, nullptr, nullptr),
               "");
     expectClose(download(out, size_t(want.numel()), s), want.data, std::max(tolerance(s), 1e-4f) * 2,
                 std::string("latent attention ") + name(s));
@@ -2790,7 +2792,7 @@ TEST(Cuda, LatentAttentionMatchesTheCpu) {
     auto keys = uploadRaw(std::vector<int64_t>{Sk});
     cudaMemset(out.p, 0, out.bytes);
     ASSERT_EQ(cu::latentAttention(s, dq->p, dc->p, duk->p, duv->p, lm, out.p, B, H, Sq, 20000, n, R, L,
-                                  v, 0.35f, keys->as<int64_t>(), nullptr),
+                                  v, 0.35f, keys->as<int64_t>(), 1, nullptr, nullptr),
               "");
     expectClose(download(out, size_t(want.numel()), s), want.data, std::max(tolerance(s), 1e-4f) * 2,
                 std::string("latent attention, key count on the device, ") + name(s));
@@ -2808,7 +2810,7 @@ TEST(Cuda, LatentAttentionMatchesTheCpu) {
     pm.strides[0] = 1, pm.strides[3] = 1; // the batch stride comes from the key count on the device
     cudaMemset(out.p, 0, out.bytes);
     ASSERT_EQ(cu::latentAttention(s, dq->p, dc->p, duk->p, duv->p, pm, out.p, B, H, Sq, 20000, n, R, L, v, 0.35f,
-                                  keys->as<int64_t>(), nullptr),
+                                  keys->as<int64_t>(), 1, nullptr, nullptr),
               "");
     expectClose(download(out, size_t(want.numel()), s), want.data, std::max(tolerance(s), 1e-4f) * 2,
                 std::string("latent attention, causal, attention_mask as the mask, ") + name(s));
@@ -2823,10 +2825,64 @@ TEST(Cuda, LatentAttentionMatchesTheCpu) {
     cu::LatentMask causalOnly;
     causalOnly.causal = true;
     ASSERT_EQ(cu::latentAttention(s, dq->p, dlong->p, duk->p, duv->p, causalOnly, out.p, B, H, Sq, rows, n, R, L, v,
-                                  0.35f, nullptr, nullptr),
+                                  0.35f, nullptr, 1, nullptr, nullptr),
               "");
     expectClose(download(out, size_t(wantLong.numel()), s), wantLong.data, std::max(tolerance(s), 1e-4f) * 2,
                 std::string("latent attention over 9000 keys, ") + name(s));
+    if (H == 3) { // no group of heads: no splits
+      EXPECT_NE(cu::latentAttention(s, dq->p, dlong->p, duk->p, duv->p, causalOnly, out.p, B, H, Sq, rows, n, R, L, v,
+                                    0.35f, nullptr, 2, workspace.p, nullptr),
+                "");
+      continue;
+    }
+    // The keys shared among blocks, over a cache of 1100 rows (4 steps of 256 keys and 76): 2
+    // splits of 3 steps and 1; 5 of a step each, the last with 76 keys; 8, of which 3 without
+    // keys; the key count on the device (1100 under a bound of 20000) in 3 splits of 2 steps; the
+    // 7 keys of the short cache under 40 splits (one with keys: no partial results). Twice each: a
+    // launch leaves the counters at 0 for the next.
+    const int64_t splitRows = 1100;
+    Buf<float> splitCache(DType::F32, {splitRows, B, L + R},
+                          rounded(randomFloats(size_t(splitRows * B * (L + R)), 43), s)),
+        wantSplit(DType::F32, {B, H, Sq, v});
+    ASSERT_EQ(call("latent_attention", causal, {q.ref(), splitCache.ref(), uk.ref(), uv.ref(), none.ref()},
+                   {wantSplit.ref()}),
+              "");
+    auto dsplit = upload(splitCache.data, s);
+    auto rowsOnDevice = uploadRaw(std::vector<int64_t>{splitRows});
+    struct Split {
+      int splits;
+      bool onDevice;
+    };
+    for (Split sp : {Split{2, false}, Split{5, false}, Split{8, false}, Split{3, true}})
+      for (int twice = 0; twice < 2; ++twice) {
+        ASSERT_LE(cu::latentAttentionWorkspaceBytes(B, H, Sq, L, R, sp.splits), workspace.bytes);
+        cudaMemset(out.p, 0, out.bytes);
+        ASSERT_EQ(cu::latentAttention(s, dq->p, dsplit->p, duk->p, duv->p, causalOnly, out.p, B, H, Sq,
+                                      sp.onDevice ? 20000 : splitRows, n, R, L, v, 0.35f,
+                                      sp.onDevice ? rowsOnDevice->as<int64_t>() : nullptr, sp.splits, workspace.p,
+                                      nullptr),
+                  "");
+        expectClose(download(out, size_t(wantSplit.numel()), s), wantSplit.data, std::max(tolerance(s), 1e-4f) * 2,
+                    "latent attention over 1100 keys in " + std::to_string(sp.splits) + " splits, " + name(s));
+      }
+    // Without W_UK (the query comes in the latent space), in 5 splits.
+    Buf<float> latentQ(DType::F32, {B, H, Sq, L + R}, rounded(randomFloats(B * H * Sq * (L + R), 44), s)),
+        wantLatentQ(DType::F32, {B, H, Sq, v});
+    ASSERT_EQ(call("latent_attention", causal, {latentQ.ref(), splitCache.ref(), none.ref(), uv.ref(), none.ref()},
+                   {wantLatentQ.ref()}),
+              "");
+    auto dlatentQ = upload(latentQ.data, s);
+    ASSERT_EQ(cu::latentAttention(s, dlatentQ->p, dsplit->p, nullptr, duv->p, causalOnly, out.p, B, H, Sq, splitRows, 0,
+                                  R, L, v, 0.35f, nullptr, 5, workspace.p, nullptr),
+              "");
+    expectClose(download(out, size_t(wantLatentQ.numel()), s), wantLatentQ.data, std::max(tolerance(s), 1e-4f) * 2,
+                std::string("latent attention without W_UK in 5 splits, ") + name(s));
+    cudaMemset(out.p, 0, out.bytes);
+    ASSERT_EQ(cu::latentAttention(s, dq->p, dc->p, duk->p, duv->p, pm, out.p, B, H, Sq, 20000, n, R, L, v, 0.35f,
+                                  keys->as<int64_t>(), 40, workspace.p, nullptr),
+              "");
+    expectClose(download(out, size_t(want.numel()), s), want.data, std::max(tolerance(s), 1e-4f) * 2,
+                std::string("latent attention, 7 keys under 40 splits, ") + name(s));
   }
 }
 

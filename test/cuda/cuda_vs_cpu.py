@@ -123,6 +123,10 @@ CASES = [
     # The same model as transformers 5 exports it (its caches the latents and the rotated keys),
     # absorbed into one latent cache per layer since session 32.
     ("tiny_deepseek_latent_kv", "tiny_deepseek_latent_kv", KV_SHAPES + ["--random-weights"], "generate"),
+    # A 260-token prompt under a cache of up to 1024 rows (CASE_GENERATE): each decode step's
+    # latent attention shares its keys among 4 blocks (latentAttentionSplits; 2 with keys).
+    ("tiny_deepseek_latent_kv-long", "tiny_deepseek_latent_kv",
+     ["--input-shape", "batch=1", "--max-shape", "seq=512,past=0..512,total=1024", "--random-weights"], "generate"),
     # A 300-token prompt (CASE_GENERATE): the tensor-core attention's blocks of query rows share
     # their keys out among 2 blocks each (flashAttentionSplits), merged by the last to finish.
     ("tiny_llama_kv-bf16-long", "tiny_llama_kv",
@@ -243,6 +247,8 @@ GENERATE = ["--prompt-ids", "5,17,42,99,7,3", "--max-tokens", "16", "--ids", "--
 # Cases that generate from another prompt.
 CASE_GENERATE = {"tiny_llama_kv-bf16-long": ["--prompt-ids", ",".join(str((i * 37 + 11) % 500) for i in range(300)),
                                              "--max-tokens", "4", "--ids", "--ignore-eos"],
+                 "tiny_deepseek_latent_kv-long": ["--prompt-ids", ",".join(str((i * 37 + 11) % 500) for i in range(260)),
+                                                  "--max-tokens", "4", "--ids", "--ignore-eos"],
                  # (the default prompt lands GPT-OSS's first router on a bf16 near tie:
                  # architectures.py's CUDA_PROMPTS)
                  "gpt_oss_kv-bf16-cuda": ["--prompt-ids", "1,2,3,4,5,6", "--max-tokens", "16", "--ids", "--ignore-eos"]}
