@@ -656,24 +656,23 @@ struct LatentMask {
 // latent_attention (DeepSeek MLA, see the op): q [B, H, Sq, nope + rope] (or [.., latent + rope]
 // without w_uk), cache [Sk, B, latent + rope], w_uk [H, nope, latent] and w_uv [H, latent, v]
 // (either null when multiplied into a projection), the mask, out [B, H, Sq, v] (latent without
-// w_uv). Absorbed form, a block per query row and group of 8, 4 or 2 heads where one divides H
-// (each step of 256 keys read once for the group), else per query row and head, whose shared
-// memory (latentAttentionSharedBytes, at most kMaxLatentAttentionShared) holds the query and
-// output in the latent space and a chunk of the scores (attendRow: the keys 4096 at a time, so
-// that any Sk fits since session 20). With
-// `skOnDevice` the key count is read there, Sk being its upper bound.
+// w_uv). Absorbed form, a block per query row and group of 8, 4, 2 or 1 heads, the most that
+// divide H (each step of 256 keys read once for the group; any Sk, its shared memory holds a
+// step's scores), with `skOnDevice` the key count read there, Sk being its upper bound.
 // latentAttentionSetup lets the kernel use kMaxLatentAttentionShared bytes (call it once, outside
-// any graph capture: it sets a function attribute); without it, 48 KiB.
+// any graph capture: it sets a function attribute); without it, 48 KiB. latentAttentionFits: a
+// head's latent row fits it (a width of some thousands would not).
 // Where the groups' blocks are few (a decode step: DeepSeek-V3 at batch 1 has 16 per layer),
 // `splits` > 1 shares each group's keys among that many blocks (whole steps of 256 keys each; with
 // skOnDevice, of the count found there): each writes its partial result to `workspace` (the
 // attention workspace, splitWorkspaceBytes's layout: latentAttentionWorkspaceBytes) and the last
-// to arrive merges them and writes the output; with W_UK, a launch before takes every row's query
-// up to the latent space once, for all splits. latentAttentionSplits picks `splits` for `sms`
-// multiprocessors (1 where no group divides H: that kernel takes no splits).
+// to arrive merges them; with W_UK, a launch before takes every row's query up to the latent space
+// once, for all splits, and with W_UV, a launch after multiplies each row's merged output by it
+// (a block per row, where the last block of a group would read its heads' W_UV alone).
+// latentAttentionSplits picks `splits` for `sms` multiprocessors.
 constexpr size_t kMaxLatentAttentionShared = 96 * 1024;
 void latentAttentionSetup();
-size_t latentAttentionSharedBytes(int64_t latent, int64_t rope, int64_t Sk);
+bool latentAttentionFits(int64_t latent, int64_t rope);
 int latentAttentionSplits(int64_t B, int64_t H, int64_t Sq, int64_t Sk, int64_t latent, int64_t rope, int sms,
                           size_t workspaceBytes);
 size_t latentAttentionWorkspaceBytes(int64_t B, int64_t H, int64_t Sq, int64_t latent, int64_t rope, int splits);

@@ -1,8 +1,7 @@
 // DeepSeek's multi-head latent attention over the latent cache on the CUDA executor (see
-// CudaKernels.h): a block per query row and group of 8, 4 or 2 heads, which share each read of
-// the cache (latentAttentionGroupKernel), or per query row and head where no group divides the
-// heads (attendRow, the cache's rows a chunk at a time); the keys and values taken up from the
-// latent by the absorbed weights. A decode step's few groups share their keys among splits.
+// CudaKernels.h): a block per query row and group of 8, 4, 2 or 1 heads, which share each read
+// of the cache (latentAttentionGroupKernel); the keys and values taken up from the latent by the
+// absorbed weights. A decode step's few groups share their keys among splits.
 #include "CudaKernels.h"
 #include "DeviceUtil.cuh"
 
@@ -25,6 +24,7 @@ struct LatentArgs {
   float scale;
   const int64_t *skOnDevice; // null: Sk keys; else the count there (at most Sk)
   const float *qLatent = nullptr; // null: each block takes its queries up by W_UK; else [B * H * Sq, latent + rope]
+  float *oLatent = nullptr; // null: the block multiplies by W_UV; else it leaves its [B * H * Sq, latent] here
 };
 
 // Query row i of head h (sequence b)'s score for key t: dot times the scale, then the mask and
@@ -64,49 +64,36 @@ __device__ __forceinline__ float latentQuery(const LatentArgs &a, const T *q, in
 // apart: 128 KB per head, read by every split of its group).
 template <typename T> __global__ void latentQueryKernel(LatentArgs a, float *__restrict__ qLatent) {
   const int64_t width = a.latent + a.rope, row = blockIdx.x, l = int64_t(blockIdx.y) * blockDim.x + threadIdx.x;
+  const T *q = static_cast<const T *>(a.q) + row * (a.nope + a.rope);
   if (l < width)
-    qLatent[row * width + l] = latentQuery(a, static_cast<const T *>(a.q) + row * (a.nope + a.rope), row / a.Sq % a.H, l);
+    qLatent[row * width + l] = latentQuery(a, q, row / a.Sq % a.H, l);
 }
 
-template <typename T> __global__ void latentAttentionKernel(LatentArgs a) {
-  extern __shared__ float smem[]; // query in the latent space (latent + rope), a chunk of scores, latent output
-  const int64_t width = a.latent + a.rope;
-  const T *cache = static_cast<const T *>(a.cache), *wuv = static_cast<const T *>(a.wuv);
-  T *out = static_cast<T *>(a.out);
-  float *ql = smem, *chunk = smem + width, *ol = chunk + (a.Sk < kAttendChunk ? a.Sk : kAttendChunk);
-  int64_t Sk = a.Sk;
-  if (a.skOnDevice && *a.skOnDevice < Sk)
-    Sk = *a.skOnDevice;
-  const int64_t row = blockIdx.x, i = row % a.Sq, h = (row / a.Sq) % a.H, b = row / (a.Sq * a.H);
-  const int64_t qWidth = a.wuk ? a.nope + a.rope : width;
-  const T *q = static_cast<const T *>(a.q) + row * qWidth;
-  for (int64_t l = threadIdx.x; l < width; l += blockDim.x)
-    ql[l] = latentQuery(a, q, h, l);
-  __syncthreads();
-  auto score = [&](int64_t t) {
-    const T *c = cache + (t * a.B + b) * width;
-    float dot = 0.0f;
-    for (int64_t l = 0; l < width; ++l)
-      dot += ql[l] * toF(c[l]);
-    return maskedScore<T>(a, dot, b, h, i, t, Sk);
-  };
-  auto value = [&](int64_t t, int64_t l) { return toF(cache[(t * a.B + b) * width + l]); };
-  float best;
-  const float total = attendRow(Sk, a.latent, chunk, ol, &best, score, value);
-  const float inv = total > 0.0f ? 1.0f / total : 0.0f;
-  for (int64_t l = threadIdx.x; l < a.latent; l += blockDim.x)
-    ol[l] *= inv;
-  __syncthreads();
-  if (!wuv) {
-    for (int64_t l = threadIdx.x; l < a.latent; l += blockDim.x)
-      out[row * a.latent + l] = fromF<T>(ol[l]);
-    return;
-  }
-  for (int64_t j = threadIdx.x; j < a.v; j += blockDim.x) {
-    float o = 0.0f;
-    for (int64_t l = 0; l < a.latent; ++l)
-      o += ol[l] * toF(wuv[(h * a.latent + l) * a.v + j]);
-    out[row * a.v + j] = fromF<T>(o);
+// Block (query row): its latent output times W_UV[h], for a split launch, whose last blocks would
+// otherwise each read their group's W_UV alone (DeepSeek-V3: 1 MB for 8 heads, by one block of
+// the 16). The threads take 64 outputs at a time, each output's sum over the latent in 4 parts.
+constexpr int kOutputParts = 4, kOutputLanes = kRowThreads / kOutputParts;
+template <typename T> __global__ void latentOutputKernel(LatentArgs a) {
+  __shared__ float sums[kRowThreads];
+  const int64_t row = blockIdx.x;
+  const float *ol = a.oLatent + row * a.latent;
+  const T *w = static_cast<const T *>(a.wuv) + row / a.Sq % a.H * a.latent * a.v;
+  const int lane = int(threadIdx.x) % kOutputLanes, part = int(threadIdx.x) / kOutputLanes;
+  for (int64_t j0 = 0; j0 < a.v; j0 += kOutputLanes) {
+    const int64_t j = j0 + lane;
+    float acc = 0.0f;
+    if (j < a.v)
+      for (int64_t l = part; l < a.latent; l += kOutputParts)
+        acc += ol[l] * toF(w[l * a.v + j]);
+    sums[threadIdx.x] = acc;
+    __syncthreads();
+    if (part == 0 && j < a.v) {
+      float o = 0.0f;
+      for (int k = 0; k < kOutputParts; ++k)
+        o += sums[k * kOutputLanes + lane];
+      static_cast<T *>(a.out)[row * a.v + j] = fromF<T>(o);
+    }
+    __syncthreads(); // before the next outputs' sums
   }
 }
 
@@ -243,6 +230,11 @@ __global__ void __launch_bounds__(kRowThreads, 2)
     }
   }
   __syncthreads();
+  if (a.oLatent) { // latentOutputKernel multiplies by W_UV
+    for (int64_t e = threadIdx.x; e < G * a.latent; e += blockDim.x)
+      a.oLatent[rowOf(int(e / a.latent)) * a.latent + e % a.latent] = ol[e];
+    return;
+  }
   if (!wuv) {
     for (int64_t e = threadIdx.x; e < G * a.latent; e += blockDim.x)
       out[rowOf(int(e / a.latent)) * a.latent + e % a.latent] = fromF<T>(ol[e]);
@@ -258,10 +250,11 @@ __global__ void __launch_bounds__(kRowThreads, 2)
   }
 }
 
-// The heads per block of latentAttentionGroupKernel for H heads: 8, 4 or 2 where they divide H
-// and the shared memory holds them; 0 where none does (a block per head).
+// The heads per block of latentAttentionGroupKernel for H heads: 8, 4, 2 or 1, the most that
+// divide H and that the shared memory holds; 0 where not even one head's fits (latent widths of
+// thousands).
 int headsPerBlock(int64_t H, int64_t latent, int64_t rope) {
-  for (int G : {8, 4, 2})
+  for (int G : {8, 4, 2, 1})
     if (H % G == 0 && groupSharedFloats(G, latent, rope) * sizeof(float) <= kMaxLatentAttentionShared)
       return G;
   return 0;
@@ -273,22 +266,18 @@ void latentAttentionSetup() {
   for (Storage s : {Storage::F32, Storage::F16, Storage::BF16})
     dispatch(s, [](auto tag) {
       using T = decltype(tag);
-      const int bytes = int(kMaxLatentAttentionShared);
-      cudaFuncSetAttribute(latentAttentionKernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
       for (auto kernel : {latentAttentionGroupKernel<T, 8>, latentAttentionGroupKernel<T, 4>,
-                          latentAttentionGroupKernel<T, 2>})
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+                          latentAttentionGroupKernel<T, 2>, latentAttentionGroupKernel<T, 1>})
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kMaxLatentAttentionShared));
     });
 }
 
-size_t latentAttentionSharedBytes(int64_t latent, int64_t rope, int64_t Sk) {
-  return size_t(latent + rope + std::min(Sk, kAttendChunk) + latent) * sizeof(float);
-}
+bool latentAttentionFits(int64_t latent, int64_t rope) { return headsPerBlock(1, latent, rope) == 1; }
 
 // The partial results of `splits` per query row and head, then each row's latent query (width
-// latent + rope, for latentQueryKernel).
+// latent + rope, for latentQueryKernel) and its latent output (latent, for latentOutputKernel).
 size_t latentAttentionWorkspaceBytes(int64_t B, int64_t H, int64_t Sq, int64_t latent, int64_t rope, int splits) {
-  return splitWorkspaceBytes(size_t(B * H * Sq) * (size_t(splits) * size_t(latent + 2) + size_t(latent + rope)));
+  return splitWorkspaceBytes(size_t(B * H * Sq) * (size_t(splits) * size_t(latent + 2) + size_t(2 * latent + rope)));
 }
 
 // About two blocks per multiprocessor, each with at least one step of keys of the longest cache
@@ -297,7 +286,7 @@ int latentAttentionSplits(int64_t B, int64_t H, int64_t Sq, int64_t Sk, int64_t 
                           size_t workspaceBytes) {
   const int G = headsPerBlock(H, latent, rope);
   const int64_t blocks = G ? B * Sq * (H / G) : 0;
-  if (!G || blocks <= 0 || blocks > kSplitCounters)
+  if (blocks <= 0 || blocks > kSplitCounters)
     return 1;
   int64_t splits = std::min((2 * int64_t(sms) + blocks - 1) / blocks, (Sk + kGroupKeys - 1) / kGroupKeys);
   while (splits > 1 && latentAttentionWorkspaceBytes(B, H, Sq, latent, rope, int(splits)) > workspaceBytes)
@@ -309,15 +298,15 @@ std::string latentAttention(Storage st, const void *q, const void *cache, const 
                             const LatentMask &mask, void *out, int64_t B, int64_t H, int64_t Sq, int64_t Sk,
                             int64_t nope, int64_t rope, int64_t latent, int64_t v, float scale,
                             const int64_t *skOnDevice, int splits, void *workspace, void *stream) {
-  const size_t shared = latentAttentionSharedBytes(latent, rope, Sk);
-  if (B <= 0 || H <= 0 || Sq <= 0 || Sk <= 0 || shared > kMaxLatentAttentionShared)
-    return "latentAttention: bad shapes or a cache longer than this kernel stages (" + std::to_string(Sk) + " rows)";
-  LatentArgs a{q, cache, wuk, wuv, mask, out, B, H, Sq, Sk, nope, rope, latent, v, scale, skOnDevice};
   const int G = headsPerBlock(H, latent, rope);
-  const unsigned blocks = unsigned(B * Sq * (G ? H / G : H));
+  if (B <= 0 || H <= 0 || Sq <= 0 || Sk <= 0 || !G)
+    return "latentAttention: bad shapes or a latent row wider than this kernel stages (" +
+           std::to_string(latent + rope) + " elements)";
+  LatentArgs a{q, cache, wuk, wuv, mask, out, B, H, Sq, Sk, nope, rope, latent, v, scale, skOnDevice};
+  const unsigned blocks = unsigned(B * Sq * (H / G));
   splits = std::max(splits, 1);
-  if (splits > 1 && (!G || !workspace || blocks > unsigned(kSplitCounters)))
-    return "latentAttention: splits need heads in groups, a workspace and at most " + std::to_string(kSplitCounters) +
+  if (splits > 1 && (!workspace || blocks > unsigned(kSplitCounters)))
+    return "latentAttention: splits need a workspace and at most " + std::to_string(kSplitCounters) +
            " blocks of groups";
   const size_t groupShared = groupSharedFloats(G, latent, rope) * sizeof(float);
   float *partials = splitPartials(workspace);
@@ -326,18 +315,24 @@ std::string latentAttention(Storage st, const void *q, const void *cache, const 
   cudaStream_t s = static_cast<cudaStream_t>(stream);
   dispatch(st, [&](auto tag) {
     using T = decltype(tag);
-    if (splits > 1 && wuk) {
-      float *qLatent = partials + B * H * Sq * splits * (latent + 2);
-      const dim3 queryGrid(unsigned(B * H * Sq), unsigned((latent + rope + kRowThreads - 1) / kRowThreads));
-      latentQueryKernel<T><<<queryGrid, kRowThreads, 0, s>>>(a, qLatent);
-      a.qLatent = qLatent;
+    const int64_t rows = B * H * Sq;
+    if (splits > 1) { // the workspace after the partial results: the latent queries, then outputs
+      float *qLatent = partials + rows * splits * (latent + 2), *oLatent = qLatent + rows * (latent + rope);
+      if (wuk) {
+        const dim3 queryGrid(unsigned(rows), unsigned((latent + rope + kRowThreads - 1) / kRowThreads));
+        latentQueryKernel<T><<<queryGrid, kRowThreads, 0, s>>>(a, qLatent);
+        a.qLatent = qLatent;
+      }
+      a.oLatent = wuv ? oLatent : nullptr;
     }
     switch (G) {
     case 8: latentAttentionGroupKernel<T, 8><<<grid, kRowThreads, groupShared, s>>>(a, partials, arrived); break;
     case 4: latentAttentionGroupKernel<T, 4><<<grid, kRowThreads, groupShared, s>>>(a, partials, arrived); break;
     case 2: latentAttentionGroupKernel<T, 2><<<grid, kRowThreads, groupShared, s>>>(a, partials, arrived); break;
-    default: latentAttentionKernel<T><<<blocks, kRowThreads, shared, s>>>(a); break;
+    default: latentAttentionGroupKernel<T, 1><<<grid, kRowThreads, groupShared, s>>>(a, partials, arrived); break;
     }
+    if (a.oLatent)
+      latentOutputKernel<T><<<unsigned(rows), kRowThreads, 0, s>>>(a);
   });
   return launched("latentAttention");
 }

@@ -101,13 +101,12 @@ int64_t decodeKeyCount(const PlanOp &op, const std::vector<TensorRef> &t, int64_
 }
 
 // The key count of a latent_attention run that its kernel can read from the length table (a
-// mask, if any, along the keys alone or a row per sequence; the scores of the longest cache, `skBound`, within
-// the kernel's shared memory), or -1.
+// mask, if any, along the keys alone or a row per sequence; a cache row the kernel's shared memory
+// holds), or -1.
 int64_t latentKeyCount(const PlanOp &op, const std::vector<TensorRef> &t, int64_t skBound) {
   const Shape &cache = t[size_t(op.inputs[1])].shape;
   if (cache.rank != 3 || cache.dims[0] > skBound ||
-      latentAttentionSharedBytes(cache.dims[2] - op.attrs.getInt("rope_dim", 0), op.attrs.getInt("rope_dim", 0), skBound) >
-          kMaxLatentAttentionShared)
+      !latentAttentionFits(cache.dims[2] - op.attrs.getInt("rope_dim", 0), op.attrs.getInt("rope_dim", 0)))
     return -1;
   return maskRows(op, t, 4, cache.dims[0], /*perHead=*/false).follows ? cache.dims[0] : -1;
 }

@@ -2761,8 +2761,8 @@ TEST(Cuda, Im2colRowsTimesTheWeightAreTheCpuConv) {
 
 // The latent attention kernels against the CPU latent_attention, with both factors, in every
 // storage type; with an additive mask, and causal with an i64 attention_mask: 3 heads (a block per
-// head), 8, 4 and 2 (a block per group of 8, 4 and 2 heads sharing the cache's reads; over 9000
-// keys, 36 steps of 256).
+// head), 8, 4 and 2 (a block per group of 8, 4 and 2 heads sharing the cache's reads), over 7,
+// 1100 and 9000 keys, the keys in one block or split among several.
 TEST(Cuda, LatentAttentionMatchesTheCpu) {
   const int64_t B = 2, Sq = 2, Sk = 7, n = 4, R = 2, L = 8, v = 3;
   cu::latentAttentionSetup();
@@ -2814,7 +2814,7 @@ TEST(Cuda, LatentAttentionMatchesTheCpu) {
               "");
     expectClose(download(out, size_t(want.numel()), s), want.data, std::max(tolerance(s), 1e-4f) * 2,
                 std::string("latent attention, causal, attention_mask as the mask, ") + name(s));
-    // A cache of 9000 rows: three chunks of keys (attendRow), causal.
+    // A cache of 9000 rows: 36 steps of 256 keys, causal.
     const int64_t rows = 9000;
     Buf<float> longCache(DType::F32, {rows, B, L + R}, rounded(randomFloats(size_t(rows * B * (L + R)), 42), s)),
         wantLong(DType::F32, {B, H, Sq, v});
@@ -2829,12 +2829,6 @@ TEST(Cuda, LatentAttentionMatchesTheCpu) {
               "");
     expectClose(download(out, size_t(wantLong.numel()), s), wantLong.data, std::max(tolerance(s), 1e-4f) * 2,
                 std::string("latent attention over 9000 keys, ") + name(s));
-    if (H == 3) { // no group of heads: no splits
-      EXPECT_NE(cu::latentAttention(s, dq->p, dlong->p, duk->p, duv->p, causalOnly, out.p, B, H, Sq, rows, n, R, L, v,
-                                    0.35f, nullptr, 2, workspace.p, nullptr),
-                "");
-      continue;
-    }
     // The keys shared among blocks, over a cache of 1100 rows (4 steps of 256 keys and 76): 2
     // splits of 3 steps and 1; 5 of a step each, the last with 76 keys; 8, of which 3 without
     // keys; the key count on the device (1100 under a bound of 20000) in 3 splits of 2 steps; the
@@ -2865,17 +2859,28 @@ TEST(Cuda, LatentAttentionMatchesTheCpu) {
         expectClose(download(out, size_t(wantSplit.numel()), s), wantSplit.data, std::max(tolerance(s), 1e-4f) * 2,
                     "latent attention over 1100 keys in " + std::to_string(sp.splits) + " splits, " + name(s));
       }
-    // Without W_UK (the query comes in the latent space), in 5 splits.
+    // Without W_UK and W_UV (the query comes in the latent space, the output leaves in it), in 5
+    // splits, and with W_UV alone.
     Buf<float> latentQ(DType::F32, {B, H, Sq, L + R}, rounded(randomFloats(B * H * Sq * (L + R), 44), s)),
-        wantLatentQ(DType::F32, {B, H, Sq, v});
+        wantLatentOut(DType::F32, {B, H, Sq, L}), wantWithUv(DType::F32, {B, H, Sq, v});
+    ASSERT_EQ(call("latent_attention", causal, {latentQ.ref(), splitCache.ref(), none.ref(), none.ref(), none.ref()},
+                   {wantLatentOut.ref()}),
+              "");
     ASSERT_EQ(call("latent_attention", causal, {latentQ.ref(), splitCache.ref(), none.ref(), uv.ref(), none.ref()},
-                   {wantLatentQ.ref()}),
+                   {wantWithUv.ref()}),
               "");
     auto dlatentQ = upload(latentQ.data, s);
+    Device latentOut(size_t(wantLatentOut.numel()) * cu::storageBytes(s));
+    ASSERT_EQ(cu::latentAttention(s, dlatentQ->p, dsplit->p, nullptr, nullptr, causalOnly, latentOut.p, B, H, Sq,
+                                  splitRows, 0, R, L, L, 0.35f, nullptr, 5, workspace.p, nullptr),
+              "");
+    expectClose(download(latentOut, size_t(wantLatentOut.numel()), s), wantLatentOut.data,
+                std::max(tolerance(s), 1e-4f) * 2,
+                std::string("latent attention without W_UK and W_UV in 5 splits, ") + name(s));
     ASSERT_EQ(cu::latentAttention(s, dlatentQ->p, dsplit->p, nullptr, duv->p, causalOnly, out.p, B, H, Sq, splitRows, 0,
                                   R, L, v, 0.35f, nullptr, 5, workspace.p, nullptr),
               "");
-    expectClose(download(out, size_t(wantLatentQ.numel()), s), wantLatentQ.data, std::max(tolerance(s), 1e-4f) * 2,
+    expectClose(download(out, size_t(wantWithUv.numel()), s), wantWithUv.data, std::max(tolerance(s), 1e-4f) * 2,
                 std::string("latent attention without W_UK in 5 splits, ") + name(s));
     cudaMemset(out.p, 0, out.bytes);
     ASSERT_EQ(cu::latentAttention(s, dq->p, dc->p, duk->p, duv->p, pm, out.p, B, H, Sq, 20000, n, R, L, v, 0.35f,
