@@ -126,7 +126,8 @@ __device__ __forceinline__ LatentChunk latentChunk(int64_t keys, int split, int 
 // once), each head's softmax by a warp, the weighted sums by a thread per latent feature. Online
 // softmax per head, as attendRow. With several splits, each block takes its chunk of the keys,
 // writes its partial result (max, sum of exponentials, unnormalized latent output: per row and
-// split, latent + 2 floats in `ws`) and the last to arrive merges them and writes the output.
+// split, latent + 2 floats in `ws`) and the last to arrive merges them and writes the output (or,
+// with a.oLatent, the merged latent output for latentOutputKernel).
 template <typename T, int G>
 __global__ void __launch_bounds__(kRowThreads, 2)
     latentAttentionGroupKernel(LatentArgs a, float *__restrict__ ws, unsigned *__restrict__ arrived) {
