@@ -37,9 +37,9 @@ int latentBench(int reps, bool smoke, int sms, double hbmBytesPerSecond) {
   for (int64_t keys : {smoke ? int64_t(300) : int64_t(512), longest}) {
     const int picked = cu::latentAttentionSplits(1, H, 1, keys, L, R, sms, kWorkspaceBytes);
     const double bytes = 2.0 * double(keys * (L + R) + H * n * L + H * L * v + H * (n + R) + H * v);
-    for (int splits : {1, picked}) {
-      if (splits == picked && picked == 1)
-        continue; // the row before
+    const int counts[] = {1, picked};
+    for (int k = 0; k < (picked > 1 ? 2 : 1); ++k) {
+      const int splits = counts[k];
       const double us = timeCalls(
           [&](int) {
             return cu::latentAttention(cu::Storage::BF16, q.p, cache.p, wuk.p, wuv.p, cu::LatentMask{}, out.p, 1, H, 1,
