@@ -59,6 +59,18 @@ __device__ __forceinline__ float latentQuery(const LatentArgs &a, const T *q, in
   return acc;
 }
 
+// Output j of head h: its latent output `ol` times W_UV[h]'s column j, over the latent features
+// first, first + step, ... (a part of the sum where several threads share it).
+template <typename T>
+__device__ __forceinline__ float latentOutput(const LatentArgs &a, const float *ol, int64_t h, int64_t j,
+                                              int64_t first = 0, int64_t step = 1) {
+  const T *wuv = static_cast<const T *>(a.wuv) + h * a.latent * a.v;
+  float acc = 0.0f;
+  for (int64_t l = first; l < a.latent; l += step)
+    acc += ol[l] * toF(wuv[l * a.v + j]);
+  return acc;
+}
+
 // Block (query row, 256 elements): that row's query in the latent space, for the blocks of a
 // split launch, which would otherwise each take it up by W_UK again (DeepSeek-V3 keeps W_UK
 // apart: 128 KB per head, read by every split of its group).
@@ -77,15 +89,10 @@ template <typename T> __global__ void latentOutputKernel(LatentArgs a) {
   __shared__ float sums[kRowThreads];
   const int64_t row = blockIdx.x;
   const float *ol = a.oLatent + row * a.latent;
-  const T *w = static_cast<const T *>(a.wuv) + row / a.Sq % a.H * a.latent * a.v;
   const int lane = int(threadIdx.x) % kOutputLanes, part = int(threadIdx.x) / kOutputLanes;
   for (int64_t j0 = 0; j0 < a.v; j0 += kOutputLanes) {
     const int64_t j = j0 + lane;
-    float acc = 0.0f;
-    if (j < a.v)
-      for (int64_t l = part; l < a.latent; l += kOutputParts)
-        acc += ol[l] * toF(w[l * a.v + j]);
-    sums[threadIdx.x] = acc;
+    sums[threadIdx.x] = j < a.v ? latentOutput<T>(a, ol, row / a.Sq % a.H, j, part, kOutputParts) : 0.0f;
     __syncthreads();
     if (part == 0 && j < a.v) {
       float o = 0.0f;
@@ -133,7 +140,7 @@ __global__ void __launch_bounds__(kRowThreads, 2)
     latentAttentionGroupKernel(LatentArgs a, float *__restrict__ ws, unsigned *__restrict__ arrived) {
   extern __shared__ float smem[];
   const int64_t width = a.latent + a.rope;
-  const T *cache = static_cast<const T *>(a.cache), *wuv = static_cast<const T *>(a.wuv);
+  const T *cache = static_cast<const T *>(a.cache);
   T *out = static_cast<T *>(a.out);
   float *ql = smem, *p = ql + G * width, *ol = p + G * kGroupKeys, *best = ol + G * a.latent, *total = best + G,
         *rescale = total + G;
@@ -236,18 +243,14 @@ __global__ void __launch_bounds__(kRowThreads, 2)
       a.oLatent[rowOf(int(e / a.latent)) * a.latent + e % a.latent] = ol[e];
     return;
   }
-  if (!wuv) {
+  if (!a.wuv) {
     for (int64_t e = threadIdx.x; e < G * a.latent; e += blockDim.x)
       out[rowOf(int(e / a.latent)) * a.latent + e % a.latent] = fromF<T>(ol[e]);
     return;
   }
   for (int64_t e = threadIdx.x; e < G * a.v; e += blockDim.x) {
     const int g = int(e / a.v);
-    const int64_t j = e % a.v;
-    float o = 0.0f;
-    for (int64_t l = 0; l < a.latent; ++l)
-      o += ol[g * a.latent + l] * toF(wuv[((h0 + g) * a.latent + l) * a.v + j]);
-    out[rowOf(g) * a.v + j] = fromF<T>(o);
+    out[rowOf(g) * a.v + e % a.v] = fromF<T>(latentOutput<T>(a, ol + g * a.latent, h0 + g, e % a.v));
   }
 }
 

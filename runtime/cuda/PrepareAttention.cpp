@@ -263,12 +263,12 @@ std::string prepareLatentAttention(Executor &ex, const PlanOp &op, PreparedOp &o
       mask.data = e.at(op.inputs[4]);
     }
     const bool fromTable = latentKeyCount(op, t, skBound) >= 0;
+    const int64_t keyBound = fromTable ? skBound : Sk;
     // The splits for the longest cache the launch may see (a graph replays it at any count).
-    const int splits = latentAttentionSplits(B, H, Sq, fromTable ? skBound : Sk, latent, rope, e.multiprocessors,
-                                             e.workspaceBytes);
+    const int splits = latentAttentionSplits(B, H, Sq, keyBound, latent, rope, e.multiprocessors, e.workspaceBytes);
     mask.rowPerBatch = fromTable && maskRows(op, t, 4, Sk, /*perHead=*/false).perBatch > 0;
     return latentAttention(st, e.at(op.inputs[0]), e.at(op.inputs[1]), hasUk ? e.at(op.inputs[2]) : nullptr,
-                           hasUv ? e.at(op.inputs[3]) : nullptr, mask, e.at(op.outputs[0]), B, H, Sq, fromTable ? skBound : Sk, hasUk ? uk.shape.dims[1] : 0, rope,
+                           hasUv ? e.at(op.inputs[3]) : nullptr, mask, e.at(op.outputs[0]), B, H, Sq, keyBound, hasUk ? uk.shape.dims[1] : 0, rope,
                            latent, hasUv ? uv.shape.dims[2] : latent, float(op.attrs.getFloat("scale", 1.0)),
                            fromTable ? e.lengths + slot : nullptr, splits, e.attentionWorkspace, e.stream);
   };

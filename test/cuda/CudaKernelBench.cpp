@@ -550,7 +550,7 @@ int main(int argc, char **argv) {
   }
   failures += promptBench(lt, workspace, workspaceBytes, std::max(1, reps / 10), smoke);
   failures += expertBench(std::max(1, reps / 10), smoke, hbmBytesPerSecond);
-  failures += latentBench(reps, smoke, prop.multiProcessorCount, hbmBytesPerSecond);
+  failures += latentBench(reps, smoke, prop.multiProcessorCount, workspaceBytes, hbmBytesPerSecond);
   cudaFree(workspace);
   cublasLtDestroy(lt);
   failures += qkvSplitBench(reps, false, smoke);

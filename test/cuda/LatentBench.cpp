@@ -16,13 +16,7 @@
 
 namespace cu = llmc::rt::cuda;
 
-namespace {
-
-constexpr size_t kWorkspaceBytes = 32u << 20; // the executor's attention workspace (Executor.h: kGemmWorkspace)
-
-} // namespace
-
-int latentBench(int reps, bool smoke, int sms, double hbmBytesPerSecond) {
+int latentBench(int reps, bool smoke, int sms, size_t workspaceBytes, double hbmBytesPerSecond) {
   const int64_t H = smoke ? 16 : 128, L = smoke ? 64 : 512, R = smoke ? 16 : 64, n = smoke ? 32 : 128,
                 v = smoke ? 32 : 128, longest = smoke ? 600 : 4096;
   std::printf("DeepSeek's decode attention over the latent cache (%s: %lld heads, latent %lld + rotary %lld, "
@@ -31,11 +25,11 @@ int latentBench(int reps, bool smoke, int sms, double hbmBytesPerSecond) {
               static_cast<long long>(R));
   cu::latentAttentionSetup();
   BenchBuffer q(size_t(H * (n + R)) * 2), cache(size_t(longest * (L + R)) * 2), wuk(size_t(H * n * L) * 2),
-      wuv(size_t(H * L * v) * 2), out(size_t(H * v) * 2), workspace(kWorkspaceBytes);
-  cudaMemset(workspace.p, 0, kWorkspaceBytes); // the arrival counters start at 0
+      wuv(size_t(H * L * v) * 2), out(size_t(H * v) * 2), workspace(workspaceBytes);
+  cudaMemset(workspace.p, 0, workspaceBytes); // the arrival counters start at 0
   int failures = 0;
   for (int64_t keys : {smoke ? int64_t(300) : int64_t(512), longest}) {
-    const int picked = cu::latentAttentionSplits(1, H, 1, keys, L, R, sms, kWorkspaceBytes);
+    const int picked = cu::latentAttentionSplits(1, H, 1, keys, L, R, sms, workspaceBytes);
     const double bytes = 2.0 * double(keys * (L + R) + H * n * L + H * L * v + H * (n + R) + H * v);
     const int counts[] = {1, picked};
     for (int k = 0; k < (picked > 1 ? 2 : 1); ++k) {
