@@ -218,12 +218,19 @@ InPlace inPlaceOf(const Executor &ex, const std::vector<int> &order) {
       sameType = onDevice(plan.values[size_t(way[i])]) == onDevice(plan.values[size_t(concat.outputs[0])]);
     if (!sameType)
       continue;
-    // A concatenation makes the rows where it writes them in their order and the cache holds one
-    // sequence (batch 1: [length, 1, ...]), not through transposes, and is no cache's own.
-    const std::string &made = plan.ops[size_t(maker)].kernel;
+    // A concatenation (DeepSeek's latent row: its normed part and its rotated part), no cache's
+    // own, makes the rows: in their order where the cache holds one sequence (batch 1: [length,
+    // 1, ...]) and no transpose is on the way; a batch's through transposes where it joins rows
+    // [B, S, W] (or [B, 1, S, W]) along their last axis, which it then writes where the
+    // transposes would put them (chooseInPlace), as a split does its pieces.
+    const PlanOp &makerOp = plan.ops[size_t(maker)];
+    const std::string &made = makerOp.kernel;
     const Shape &rows = plan.values[size_t(concat.outputs[0])].shape;
-    const bool concatenated = made == "concat" && transposes.empty() && ex.ops[size_t(maker)].lengthSlot < 0 &&
-                              rows.rank >= 2 && rows.dims[1] == 1;
+    const Shape &made3 = plan.values[size_t(way.back())].shape; // [B, S, W] or [B, 1, S, W]
+    const bool concatenated =
+        made == "concat" && ex.ops[size_t(maker)].lengthSlot < 0 &&
+        (transposes.empty() ? rows.rank >= 2 && rows.dims[1] == 1
+                            : made3.rank >= 3 && axisOf(makerOp, made3.rank) == made3.rank - 1);
     if (made != "split" && made != "rotary" && !concatenated)
       continue;
     if (!transposes.empty()) {
@@ -287,7 +294,8 @@ namespace {
 // Where, in this run (shapes `t`), the maker at the end of `way` must write its rows [B, S, W]
 // for them to be the concatenation's new rows: from those (one after another in the cache, after
 // the rows there) back through each reshape (stridesAfterReshape) and transpose of the way. False
-// where no strides can, or where the maker's rows are not [B, S, W] with the last axis in order.
+// where no strides can, or where the maker's rows are not [B, S, W] with the last axis in order
+// (a concatenation's may be [B, 1, ..., S, W]: its launch places the batch and token axes).
 bool rowStridesOf(const Executor &ex, const AppendWay &way, const std::vector<TensorRef> &t, RowStrides &out) {
   int64_t strides[kMaxRank], before[kMaxRank];
   contiguousStrides(t[size_t(way.values[0])].shape, strides);
@@ -309,11 +317,16 @@ bool rowStridesOf(const Executor &ex, const AppendWay &way, const std::vector<Te
     std::copy(before, before + in.rank, strides);
   }
   const Shape &rows = t[size_t(way.values.back())].shape;
-  if (rows.rank != 3 || (rows.dims[2] > 1 && strides[2] != 1))
+  const int r = rows.rank;
+  const bool unitAxesAllowed = ex.plan->ops[size_t(way.producers.back())].kernel == "concat";
+  if (r < 3 || (r > 3 && !unitAxesAllowed) || (rows.dims[r - 1] > 1 && strides[r - 1] != 1))
     return false;
-  const bool inOrder = (rows.dims[0] <= 1 || strides[0] == rows.dims[1] * rows.dims[2]) &&
-                       (rows.dims[1] <= 1 || strides[1] == rows.dims[2]);
-  out = inOrder ? RowStrides() : RowStrides{strides[0], strides[1]};
+  for (int d = 1; d < r - 2; ++d)
+    if (rows.dims[d] != 1)
+      return false;
+  const int64_t batches = rows.dims[0], tokens = rows.dims[r - 2], width = rows.dims[r - 1];
+  const bool inOrder = (batches <= 1 || strides[0] == tokens * width) && (tokens <= 1 || strides[r - 2] == width);
+  out = inOrder ? RowStrides() : RowStrides{strides[0], strides[r - 2]};
   return true;
 }
 

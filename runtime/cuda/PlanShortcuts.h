@@ -35,8 +35,8 @@ bool linkedInPlace(const Executor &ex, int past, int present);
 
 // What the launches of a plan with linked caches write in place of their own outputs:
 // - cacheRows (per value: a concatenation op, else -1): a linked cache's new rows, where the op
-//   that makes them is a split (a piece), a rotary, or a concatenation into a cache of one
-//   sequence (DeepSeek's latent row), which write at the cache's end themselves,
+//   that makes them is a split (a piece), a rotary, or a concatenation (DeepSeek's latent row;
+//   a batch's along its rows' last axis), which write at the cache's end themselves,
 //   with only copy ops (and transposes: appendWays) between; the concatenation then copies
 //   nothing;
 // - rotaryOfSplit / splitOfRotary: a key rotation on rows [B, S, H * D] whose input is a piece of

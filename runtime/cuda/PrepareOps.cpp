@@ -182,7 +182,8 @@ std::string prepareDataMovement(Executor &ex, const PlanOp &op, PreparedOp &out,
       int64_t outStrides[kMaxRank], at = 0;
       contiguousStrides(o, outStrides);
       // A linked cache's new rows that this concatenation makes (inPlaceOf: DeepSeek's latent row,
-      // its normed part and its rotated part): written at the cache's end, in the rows' order.
+      // its normed part and its rotated part): written at the cache's end, in the rows' order, or
+      // a batch's where the transposes after it would put them (chooseInPlace).
       const ShiftedOutput into = slot < 0 ? destinationOf(e, op.outputs[0], t) : ShiftedOutput{e.at(op.outputs[0])};
       CopyBatch batch(e.stream, e.overlapLaunches);
       for (size_t piece = 0; piece < op.inputs.size(); ++piece) {
@@ -197,6 +198,8 @@ std::string prepareDataMovement(Executor &ex, const PlanOp &op, PreparedOp &out,
           c.dstBase = at * outStrides[axis];
         if (into.shift)
           c.dstShift = into.shift, c.dstShiftStride = into.shiftStride;
+        if (into.batchStride) // rows [B, (1,) S, W] placed by batch and token (chooseInPlace)
+          c.dst[0] = into.batchStride, c.dst[o.rank - 2] = into.tokenStride;
         at += in.dims[axis];
         // A cache kept on the device: the past rows already lie where the present puts them, and
         // the new ones where their producer wrote them (inPlaceOf).

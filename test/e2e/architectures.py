@@ -221,9 +221,9 @@ def export(name, path, kv):
 
 def export_latent_kv(name, path):
     """`name` with its cache as transformers 5 keeps a latent attention's, through
-    export_kv_models' wrapper: past_key_values.N.key [1, 1, past, kv_lora_rank] and .value
-    [1, 1, past, qk_rope_head_dim]; a static batch of 1, since torch.export finds a guard on the
-    batch in DeepSeek-V3's attention."""
+    export_kv_models' wrapper: past_key_values.N.key [batch, 1, past, kv_lora_rank] and .value
+    [batch, 1, past, qk_rope_head_dim]; traced at a batch of 2, since at 1 torch.export holds
+    DeepSeek-V3's attention to that batch (models/export_deepseek.py)."""
     import export_kv_models
     import export_test_models
     import torch
@@ -231,19 +231,21 @@ def export_latent_kv(name, path):
     model = build(name, True).eval()
     cfg = model.config
     layers = cfg.num_hidden_layers
-    seq, past = 3, 5
-    example = [torch.randint(0, COMMON["vocab_size"], (1, seq)), torch.ones(1, past + seq, dtype=torch.int64),
-               torch.arange(past, past + seq).unsqueeze(0)]
+    batch, seq, past = 2, 3, 5
+    example = [torch.randint(0, COMMON["vocab_size"], (batch, seq)), torch.ones(batch, past + seq, dtype=torch.int64),
+               torch.arange(past, past + seq).repeat(batch, 1)]
     for _ in range(layers):
-        example += [torch.randn(1, 1, past, cfg.kv_lora_rank), torch.randn(1, 1, past, cfg.qk_rope_head_dim)]
-    s, p, t = (torch.export.Dim(n, max=m) for n, m in (("seq", 2048), ("past", 2048), ("total", 4096)))
+        example += [torch.randn(batch, 1, past, cfg.kv_lora_rank), torch.randn(batch, 1, past, cfg.qk_rope_head_dim)]
+    b, s, p, t = (torch.export.Dim(n, max=m) for n, m in (("batch", 8), ("seq", 2048), ("past", 2048),
+                                                          ("total", 4096)))
     names = [f"past_key_values.{i}.{kv}" for i in range(layers) for kv in ("key", "value")]
     outputs = ["logits"] + [f"present.{i}.{kv}" for i in range(layers) for kv in ("key", "value")]
+    shapes = [{0: b, 1: s}, {0: b, 1: t}, {0: b, 1: s}] + [{0: b, 2: p} for _ in names]
     with tempfile.TemporaryDirectory(dir=os.path.dirname(path)) as tmp:
         torch.onnx.export(export_kv_models.with_cache(model, layers), tuple(example), os.path.join(tmp, name + ".onnx"),
                           input_names=["input_ids", "attention_mask", "position_ids"] + names, output_names=outputs,
-                          opset_version=export_test_models.OPSET, dynamo=True,
-                          dynamic_shapes=tuple([{1: s}, {1: t}, {1: s}] + [{2: p} for _ in names]), external_data=False)
+                          opset_version=export_test_models.OPSET, dynamo=True, dynamic_shapes=tuple(shapes),
+                          external_data=False)
         os.replace(os.path.join(tmp, name + ".onnx"), path)
 
 

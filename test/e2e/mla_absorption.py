@@ -15,7 +15,8 @@
    every step's logits >= 0.9999, generate_vs_ort.py --as-type), absorbed and not;
 5. the same model as transformers 5 exports it (tiny_deepseek_latent_kv: the caches hold the
    latents and the rotated keys, kv_b_proj expands the whole cache every step): absorbed into
-   one latent cache per layer, and its generation against ONNX Runtime, absorbed and not.
+   one latent cache per layer, and its generation against ONNX Runtime, absorbed and not; since
+   session 34 its batch too (a dynamic batch: a batch of prompts gives each prompt's tokens).
 
     mla_absorption.py --llmc BIN --llmc-run BIN
 """
@@ -48,6 +49,15 @@ def generates_as_ort(args, model, flags, check):
     run = subprocess.run([sys.executable, os.path.join(HERE, "generate_vs_ort.py"), "--llmc", args.llmc,
                           "--llmc-run", args.llmc_run, "--model", model, "--steps", "32"] + check +
                          [f"--llmc-flag={f}" for f in flags], capture_output=True, text=True)
+    print(run.stdout.strip().splitlines()[-1] if run.stdout.strip() else run.stderr)
+    return run.returncode == 0
+
+
+def batch_as_single(args, model):
+    """batch_vs_single.py on `model`: a batch of prompts of different lengths generates what each
+    prompt generates alone."""
+    run = subprocess.run([sys.executable, os.path.join(HERE, "batch_vs_single.py"), "--llmc", args.llmc,
+                          "--llmc-run", args.llmc_run, "--model", model], capture_output=True, text=True)
     print(run.stdout.strip().splitlines()[-1] if run.stdout.strip() else run.stderr)
     return run.returncode == 0
 
@@ -88,10 +98,7 @@ def main():
         if not generates_as_ort(args, model, flags, ["--atol", "1e-4"]):
             failures.append(f"generation with {flags or 'defaults'} differs from ONNX Runtime")
     # 3. A batch of prompts of different lengths generates what each prompt generates alone.
-    run = subprocess.run([sys.executable, os.path.join(HERE, "batch_vs_single.py"), "--llmc", args.llmc,
-                          "--llmc-run", args.llmc_run, "--model", model], capture_output=True, text=True)
-    print(run.stdout.strip().splitlines()[-1] if run.stdout.strip() else run.stderr)
-    if run.returncode != 0:
+    if not batch_as_single(args, model):
         failures.append("a batch generates other tokens than its prompts alone")
     # 4. In bf16: absorbed, computed in f32 and rounded once to bf16 (W_UK, W_UV and the projections
     # they merge into), the latent cache in bf16.
@@ -125,6 +132,8 @@ def main():
         if not generates_as_ort(args, latent_model, flags, ["--atol", "1e-4"]):
             failures.append(f"the transformers 5 export's generation with {flags or 'defaults'} differs from ONNX "
                             "Runtime")
+    if not batch_as_single(args, latent_model):
+        failures.append("the transformers 5 export's batch generates other tokens than its prompts alone")
     for f in failures:
         print("FAIL:", f)
     print("PASS" if not failures else "FAIL")

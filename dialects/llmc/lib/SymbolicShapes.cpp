@@ -63,6 +63,20 @@ DimExpr DimExpr::operator*(const DimExpr &o) const {
 }
 
 std::optional<DimExpr> DimExpr::divideExactly(const DimExpr &o) const {
+  if (o.terms_.size() > 1 && !terms_.empty()) {
+    // A divisor of several terms, such as the `past + seq` of a reshape to [B, past + seq, -1,
+    // 64] from [B, 1, past + seq, 512]: a quotient of one term, found by dividing the first
+    // term by each of the divisor's and checked by multiplying back.
+    DimExpr lead;
+    lead.terms_.insert(*terms_.begin());
+    for (const auto &term : o.terms_) {
+      DimExpr single;
+      single.terms_.insert(term);
+      if (auto q = lead.divideExactly(single); q && *q * o == *this)
+        return q;
+    }
+    return std::nullopt;
+  }
   if (o.terms_.size() != 1)
     return std::nullopt;
   const auto &[dm, dc] = *o.terms_.begin();

@@ -40,7 +40,8 @@ public:
   DimExpr operator+(const DimExpr &o) const;
   DimExpr operator-(const DimExpr &o) const;
   DimExpr operator*(const DimExpr &o) const;
-  // The quotient when `o` divides every term exactly (a constant or a single term), else none.
+  // The quotient when `o` divides exactly: `o` a constant or a single term dividing every term,
+  // or `o` of several terms times a quotient of one term; else none.
   std::optional<DimExpr> divideExactly(const DimExpr &o) const;
 
 private:
