@@ -912,14 +912,38 @@ struct RotationPattern : OpRewritePattern<AddOp> {
   // The half table behind a full one: the full table is the half one with each angle twice
   // (undoubled), unsqueezed on the heads axis `headsAxis` of the 4-D result, and possibly taken
   // the cosine or sine of (the op `OpT`, which `apply` says is still to be made on the half),
-  // in any order. Returns [batch, seq, r / 2], or null. Only matches: nothing is created.
+  // in any order; for neighbours possibly from the first half of a table of halves, concat(a, a)
+  // (GLM's, Helium's and ERNIE 4.5's cos[..., :D/2].repeat_interleave(2) of Llama's tables).
+  // Returns [batch, seq, r / 2], or null. Only matches: nothing is created.
   template <typename OpT>
   static Value halfTableOf(Value full, Pairing pairing, int64_t headsAxis, int64_t r, int64_t batch, int64_t seq,
                            bool &apply) {
-    bool heads = false, doubled = false;
+    bool heads = false, doubled = false, firstHalf = false, halvesUndone = false;
     apply = false;
     Value v = full;
+    auto firstHalfOf = [](Value sliced) { // the table that `sliced` is the first half of
+      auto s = def<SliceOp>(sliced);
+      auto in = s ? fusion::tensorType(s.getInput()) : RankedTensorType();
+      const int64_t n = in ? in.getShape().back() : 0;
+      return s && n != ShapedType::kDynamic && n % 2 == 0 && isSliceOfLast(sliced, s.getInput(), 0, n / 2)
+                 ? s.getInput()
+                 : Value();
+    };
     while (v) {
+      if (pairing == Pairing::Neighbours && !firstHalf) {
+        if (Value whole = firstHalfOf(v)) {
+          firstHalf = true;
+          v = whole;
+          continue;
+        }
+      }
+      if (firstHalf && !halvesUndone) { // the table of halves, concat(a, a)
+        if (Value a = undoubled(v, Pairing::Halves, headsAxis, heads)) {
+          halvesUndone = true;
+          v = a;
+          continue;
+        }
+      }
       if (auto u = def<UnsqueezeOp>(v); !heads && u && u.getAxes().size() == 1 &&
                                         (u.getAxes()[0] == headsAxis || u.getAxes()[0] == headsAxis - 4)) {
         heads = true;
@@ -938,7 +962,7 @@ struct RotationPattern : OpRewritePattern<AddOp> {
     // over the tokens (x's `batch` and `seq`; two dynamic sizes are taken as the same symbol, as
     // the exporters make them).
     auto half = v ? fusion::tensorType(v) : RankedTensorType();
-    if (!heads || !doubled || half.getRank() != 3 || half.getShape().back() != r / 2 ||
+    if (!heads || !doubled || firstHalf != halvesUndone || half.getRank() != 3 || half.getShape().back() != r / 2 ||
         (half.getDimSize(0) != batch && half.getDimSize(0) != 1) || half.getDimSize(1) != seq)
       return {};
     return v;

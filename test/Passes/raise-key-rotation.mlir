@@ -254,6 +254,84 @@ func.func @neighbours_with_halves_tables(%x: tensor<1x2x7x16xf32>, %a: tensor<1x
 
 // -----
 
+// GLM's, Helium's and ERNIE 4.5's: neighbours paired, the tables Llama's of halves (cos and sin
+// of concat(a, a), unsqueezed on the heads axis) cut to their first half, then
+// repeat_interleave(2): each angle a[i] twice, as the neighbours read them. One interleaved
+// llmc.rotary on cos(a), sin(a).
+// CHECK-LABEL: func.func @neighbours_from_first_half
+// CHECK-DAG: %[[COS:.*]] = llmc.cos %arg1 : (tensor<1x7x8xf32>) -> tensor<1x7x8xf32>
+// CHECK-DAG: %[[SIN:.*]] = llmc.sin %arg1 : (tensor<1x7x8xf32>) -> tensor<1x7x8xf32>
+// CHECK: llmc.rotary %arg0, %[[COS]], %[[SIN]], %{{.*}} {interleaved = 1 : i64, rotary_embedding_dim = 16 : i64}
+// CHECK-NOT: llmc.neg
+func.func @neighbours_from_first_half(%x: tensor<1x2x7x16xf32>, %a: tensor<1x7x8xf32>) -> tensor<1x2x7x16xf32> {
+  %heads = llmc.constant dense<[1, 2, 7, 16]> : tensor<4xi64>
+  %two = llmc.constant dense<[1, 1, 1, 8, 2]> : tensor<5xi64>
+  %flat = llmc.constant dense<[1, 1, 7, 16]> : tensor<4xi64>
+  %halves = llmc.concat %a, %a {axis = -1 : i64} : (tensor<1x7x8xf32>, tensor<1x7x8xf32>) -> tensor<1x7x16xf32>
+  %cf = llmc.cos %halves : (tensor<1x7x16xf32>) -> tensor<1x7x16xf32>
+  %sf = llmc.sin %halves : (tensor<1x7x16xf32>) -> tensor<1x7x16xf32>
+  %cu = llmc.unsqueeze %cf {axes = array<i64: 1>} : (tensor<1x7x16xf32>) -> tensor<1x1x7x16xf32>
+  %su = llmc.unsqueeze %sf {axes = array<i64: 1>} : (tensor<1x7x16xf32>) -> tensor<1x1x7x16xf32>
+  %ch = llmc.slice %cu {axes = array<i64: 3>, ends = array<i64: 8>, starts = array<i64: 0>, steps = array<i64: 1>} : (tensor<1x1x7x16xf32>) -> tensor<1x1x7x8xf32>
+  %sh = llmc.slice %su {axes = array<i64: 3>, ends = array<i64: 8>, starts = array<i64: 0>, steps = array<i64: 1>} : (tensor<1x1x7x16xf32>) -> tensor<1x1x7x8xf32>
+  %c1 = llmc.unsqueeze %ch {axes = array<i64: 4>} : (tensor<1x1x7x8xf32>) -> tensor<1x1x7x8x1xf32>
+  %s1 = llmc.unsqueeze %sh {axes = array<i64: 4>} : (tensor<1x1x7x8xf32>) -> tensor<1x1x7x8x1xf32>
+  %c2 = llmc.expand %c1, %two : (tensor<1x1x7x8x1xf32>, tensor<5xi64>) -> tensor<1x1x7x8x2xf32>
+  %s2 = llmc.expand %s1, %two : (tensor<1x1x7x8x1xf32>, tensor<5xi64>) -> tensor<1x1x7x8x2xf32>
+  %c4 = llmc.reshape %c2, %flat : (tensor<1x1x7x8x2xf32>, tensor<4xi64>) -> tensor<1x1x7x16xf32>
+  %s4 = llmc.reshape %s2, %flat : (tensor<1x1x7x8x2xf32>, tensor<4xi64>) -> tensor<1x1x7x16xf32>
+  %direct = llmc.mul %x, %c4 : (tensor<1x2x7x16xf32>, tensor<1x1x7x16xf32>) -> tensor<1x2x7x16xf32>
+  %even = llmc.slice %x {axes = array<i64: 3>, ends = array<i64: 9223372036854775807>, starts = array<i64: 0>, steps = array<i64: 2>} : (tensor<1x2x7x16xf32>) -> tensor<1x2x7x8xf32>
+  %odd = llmc.slice %x {axes = array<i64: 3>, ends = array<i64: 9223372036854775807>, starts = array<i64: 1>, steps = array<i64: 2>} : (tensor<1x2x7x16xf32>) -> tensor<1x2x7x8xf32>
+  %neg = llmc.neg %odd : (tensor<1x2x7x8xf32>) -> tensor<1x2x7x8xf32>
+  %n1 = llmc.unsqueeze %neg {axes = array<i64: -1>} : (tensor<1x2x7x8xf32>) -> tensor<1x2x7x8x1xf32>
+  %e1 = llmc.unsqueeze %even {axes = array<i64: -1>} : (tensor<1x2x7x8xf32>) -> tensor<1x2x7x8x1xf32>
+  %pairs = llmc.concat %n1, %e1 {axis = -1 : i64} : (tensor<1x2x7x8x1xf32>, tensor<1x2x7x8x1xf32>) -> tensor<1x2x7x8x2xf32>
+  %rot = llmc.reshape %pairs, %heads : (tensor<1x2x7x8x2xf32>, tensor<4xi64>) -> tensor<1x2x7x16xf32>
+  %rotated = llmc.mul %rot, %s4 : (tensor<1x2x7x16xf32>, tensor<1x1x7x16xf32>) -> tensor<1x2x7x16xf32>
+  %y = llmc.add %direct, %rotated : (tensor<1x2x7x16xf32>, tensor<1x2x7x16xf32>) -> tensor<1x2x7x16xf32>
+  return %y : tensor<1x2x7x16xf32>
+}
+
+// -----
+
+// The same tables cut in their middle (features 4 to 12 of concat(a, a): the angles a[4..8] then
+// a[0..4]), which no half table of the plan holds. Left as it is.
+// CHECK-LABEL: func.func @neighbours_from_middle
+// CHECK-NOT: llmc.rotary
+// CHECK: llmc.neg
+func.func @neighbours_from_middle(%x: tensor<1x2x7x16xf32>, %a: tensor<1x7x8xf32>) -> tensor<1x2x7x16xf32> {
+  %heads = llmc.constant dense<[1, 2, 7, 16]> : tensor<4xi64>
+  %two = llmc.constant dense<[1, 1, 1, 8, 2]> : tensor<5xi64>
+  %flat = llmc.constant dense<[1, 1, 7, 16]> : tensor<4xi64>
+  %halves = llmc.concat %a, %a {axis = -1 : i64} : (tensor<1x7x8xf32>, tensor<1x7x8xf32>) -> tensor<1x7x16xf32>
+  %cf = llmc.cos %halves : (tensor<1x7x16xf32>) -> tensor<1x7x16xf32>
+  %sf = llmc.sin %halves : (tensor<1x7x16xf32>) -> tensor<1x7x16xf32>
+  %cu = llmc.unsqueeze %cf {axes = array<i64: 1>} : (tensor<1x7x16xf32>) -> tensor<1x1x7x16xf32>
+  %su = llmc.unsqueeze %sf {axes = array<i64: 1>} : (tensor<1x7x16xf32>) -> tensor<1x1x7x16xf32>
+  %ch = llmc.slice %cu {axes = array<i64: 3>, ends = array<i64: 12>, starts = array<i64: 4>, steps = array<i64: 1>} : (tensor<1x1x7x16xf32>) -> tensor<1x1x7x8xf32>
+  %sh = llmc.slice %su {axes = array<i64: 3>, ends = array<i64: 12>, starts = array<i64: 4>, steps = array<i64: 1>} : (tensor<1x1x7x16xf32>) -> tensor<1x1x7x8xf32>
+  %c1 = llmc.unsqueeze %ch {axes = array<i64: 4>} : (tensor<1x1x7x8xf32>) -> tensor<1x1x7x8x1xf32>
+  %s1 = llmc.unsqueeze %sh {axes = array<i64: 4>} : (tensor<1x1x7x8xf32>) -> tensor<1x1x7x8x1xf32>
+  %c2 = llmc.expand %c1, %two : (tensor<1x1x7x8x1xf32>, tensor<5xi64>) -> tensor<1x1x7x8x2xf32>
+  %s2 = llmc.expand %s1, %two : (tensor<1x1x7x8x1xf32>, tensor<5xi64>) -> tensor<1x1x7x8x2xf32>
+  %c4 = llmc.reshape %c2, %flat : (tensor<1x1x7x8x2xf32>, tensor<4xi64>) -> tensor<1x1x7x16xf32>
+  %s4 = llmc.reshape %s2, %flat : (tensor<1x1x7x8x2xf32>, tensor<4xi64>) -> tensor<1x1x7x16xf32>
+  %direct = llmc.mul %x, %c4 : (tensor<1x2x7x16xf32>, tensor<1x1x7x16xf32>) -> tensor<1x2x7x16xf32>
+  %even = llmc.slice %x {axes = array<i64: 3>, ends = array<i64: 9223372036854775807>, starts = array<i64: 0>, steps = array<i64: 2>} : (tensor<1x2x7x16xf32>) -> tensor<1x2x7x8xf32>
+  %odd = llmc.slice %x {axes = array<i64: 3>, ends = array<i64: 9223372036854775807>, starts = array<i64: 1>, steps = array<i64: 2>} : (tensor<1x2x7x16xf32>) -> tensor<1x2x7x8xf32>
+  %neg = llmc.neg %odd : (tensor<1x2x7x8xf32>) -> tensor<1x2x7x8xf32>
+  %n1 = llmc.unsqueeze %neg {axes = array<i64: -1>} : (tensor<1x2x7x8xf32>) -> tensor<1x2x7x8x1xf32>
+  %e1 = llmc.unsqueeze %even {axes = array<i64: -1>} : (tensor<1x2x7x8xf32>) -> tensor<1x2x7x8x1xf32>
+  %pairs = llmc.concat %n1, %e1 {axis = -1 : i64} : (tensor<1x2x7x8x1xf32>, tensor<1x2x7x8x1xf32>) -> tensor<1x2x7x8x2xf32>
+  %rot = llmc.reshape %pairs, %heads : (tensor<1x2x7x8x2xf32>, tensor<4xi64>) -> tensor<1x2x7x16xf32>
+  %rotated = llmc.mul %rot, %s4 : (tensor<1x2x7x16xf32>, tensor<1x1x7x16xf32>) -> tensor<1x2x7x16xf32>
+  %y = llmc.add %direct, %rotated : (tensor<1x2x7x16xf32>, tensor<1x2x7x16xf32>) -> tensor<1x2x7x16xf32>
+  return %y : tensor<1x2x7x16xf32>
+}
+
+// -----
+
 // The pairs stacked the other way round (x[..., 0::2] negated first): not a rotation by these
 // tables. Left as it is.
 // CHECK-LABEL: func.func @neighbours_swapped

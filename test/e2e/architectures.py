@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Tiny random-weight exports of decoder architectures beyond the test models (Qwen2, Qwen3,
 Mistral, Phi-3, Gemma, Gemma 2, GPT-NeoX, Falcon, OPT, Phi, StableLM, Granite, Llama 3's rope
-scaling, Gemma 3, OLMo, OLMo 2, Cohere, StarCoder2, GPT-J, CodeGen, GPTBigCode, MPT, Bloom, and
-the mixtures of experts Mixtral, Qwen3-MoE, OLMoE, Qwen2-MoE and DeepSeek-V3), each compiled once
+scaling, Gemma 3, OLMo, OLMo 2, Cohere, StarCoder2, GPT-J, CodeGen, GPTBigCode, MPT, Bloom, GLM,
+GLM-4, Helium, ERNIE 4.5, SmolLM3, Cohere 2, OLMo 3, EXAONE 4, Hunyuan, Arcee, Nemotron, Persimmon,
+Apertus, and the mixtures of experts Mixtral, Qwen3-MoE, OLMoE, Qwen2-MoE, DeepSeek-V3 and
+GPT-OSS), each compiled once
 on a dynamic sequence and run at 19 tokens: the CPU against ONNX Runtime, and with --cuda the
 CUDA executor against the CPU, in f32 and bf16 (on the CPU emulation where LLMC_CUDA_BACKEND
 names it). Each architecture's raised attentions are counted too, so that a pattern that stops
@@ -85,6 +87,31 @@ ARCHITECTURES = {
     # products on merged [batch * heads] operands.
     "mpt": ("MptForCausalLM", "MptConfig", dict(d_model=64, n_layers=2, n_heads=4, max_seq_len=128), 2),
     "bloom": ("BloomForCausalLM", "BloomConfig", dict(n_layer=2, n_head=4), 2),
+    # Since session 34. Rotary on neighbouring pairs from Llama's tables of halves,
+    # cos[..., :D/2].repeat_interleave(2) (GLM's, partial; GLM-4's with norms after the attention
+    # and the MLP; Helium's and ERNIE 4.5's over the whole head), one llmc.rotary each.
+    "glm": ("GlmForCausalLM", "GlmConfig", dict(num_key_value_heads=2, head_dim=16, pad_token_id=0), 2),
+    "glm4": ("Glm4ForCausalLM", "Glm4Config", dict(num_key_value_heads=2, head_dim=16, pad_token_id=0), 2),
+    # (Helium's default rms_norm_eps, 1e-8, leaves the export without its addition: its pad token's
+    # embedding, zeros, then normed to NaN in ONNX Runtime too, where torch gives finite logits.)
+    "helium": ("HeliumForCausalLM", "HeliumConfig", dict(num_key_value_heads=2, head_dim=16, rms_norm_eps=1e-6), 2),
+    "ernie4_5": ("Ernie4_5ForCausalLM", "Ernie4_5Config", dict(num_key_value_heads=2, head_dim=16), 2),
+    # Layers without rotary (SmolLM3's every second here; Cohere 2's global ones, beside its
+    # sliding-window layers), sliding windows with per-head norms of queries and keys (OLMo 3,
+    # EXAONE 4), norms of queries and keys after their rotation (Hunyuan), squared ReLU MLPs
+    # without a gate (Arcee; Nemotron with its LayerNorm of weight + 1 and partial rotary;
+    # Persimmon with per-head norms and interleaved QKV heads), and xIELU (Apertus).
+    "smollm3": ("SmolLM3ForCausalLM", "SmolLM3Config", dict(num_key_value_heads=2, no_rope_layer_interval=2,
+                                                            pad_token_id=0), 2),
+    "cohere2": ("Cohere2ForCausalLM", "Cohere2Config", dict(num_key_value_heads=2, sliding_window=8,
+                                                            sliding_window_pattern=2), 2),
+    "olmo3": ("Olmo3ForCausalLM", "Olmo3Config", dict(num_key_value_heads=2, sliding_window=8), 2),
+    "exaone4": ("Exaone4ForCausalLM", "Exaone4Config", dict(num_key_value_heads=2, sliding_window=8), 2),
+    "hunyuan": ("HunYuanDenseV1ForCausalLM", "HunYuanDenseV1Config", dict(num_key_value_heads=2, head_dim=16), 2),
+    "arcee": ("ArceeForCausalLM", "ArceeConfig", dict(num_key_value_heads=2), 2),
+    "nemotron": ("NemotronForCausalLM", "NemotronConfig", dict(num_key_value_heads=2, head_dim=16), 2),
+    "persimmon": ("PersimmonForCausalLM", "PersimmonConfig", dict(), 2),
+    "apertus": ("ApertusForCausalLM", "ApertusConfig", dict(num_key_value_heads=2), 2),
     # Mixtures of experts (a router's top-2 of 4 experts), exported with transformers'
     # "batched_mm" experts (see MOE).
     "mixtral": ("MixtralForCausalLM", "MixtralConfig", dict(num_key_value_heads=2, num_local_experts=4,
@@ -156,24 +183,31 @@ def expert_counts(name):
 LATENT_KV = {"deepseek_v3"}
 ABSORBED = "MLA attentions absorbed into latent space"
 # Sliding windows of 8 keys (Mistral's layers, Gemma 2's first, both of Gemma 3's: its first five
-# of every six, GPT-OSS's first), inside the plans' bounds: llmc-raise-attention-mask makes each the attention's
+# of every six, GPT-OSS's first, Cohere 2's first, OLMo 3's and EXAONE 4's both), inside the plans' bounds: llmc-raise-attention-mask makes each the attention's
 # sliding_window.
 WINDOWS_RAISED = "masks raised to sliding_window"
-WINDOWS = dict({name: 0 for name in ARCHITECTURES}, mistral=2, gemma2=1, gemma3=2, gpt_oss=1)
+WINDOWS = dict({name: 0 for name in ARCHITECTURES}, mistral=2, gemma2=1, gemma3=2, gpt_oss=1, cohere2=1, olmo3=2,
+               exaone4=2)
 # Rotations that llmc-raise-attention turns into llmc.rotary because no attention takes them:
 # (without a cache, with one). A rotate-half rotary over the whole head turns inside the
 # attention, keys too where there is no cache (0, 2); a partial one (GPT-NeoX, Phi, StableLM) or
 # one pairing neighbouring features (Cohere, GPT-J, CodeGen) turns apart, queries too (4, 4);
-# DeepSeek-V3's neighbouring pairs count as de-interleaved rotations instead (0, 0).
+# DeepSeek-V3's neighbouring pairs count as de-interleaved rotations instead (0, 0). Since session
+# 34: GLM's, Helium's and ERNIE 4.5's neighbouring pairs from tables of halves (4, 4); Hunyuan's,
+# Nemotron's and Persimmon's (4, 4), queries too (Hunyuan's then normed, so no attention takes them);
+# Cohere 2's only on its sliding-window layer (2, 2), SmolLM3's keys on its one layer with rotary
+# (0, 1).
 ROTARY_OPS = "rotations no attention took turned into llmc.rotary"
 ROTATIONS = dict({name: (0, 2) for name in ARCHITECTURES},
                  gpt_neox=(4, 4), phi=(4, 4), stablelm=(4, 4), cohere=(4, 4), gptj=(4, 4), codegen=(4, 4),
-                 opt=(0, 0), gpt_bigcode=(0, 0), mpt=(0, 0), bloom=(0, 0), gpt_oss=(0, 0), deepseek_v3=(0, 0))
+                 opt=(0, 0), gpt_bigcode=(0, 0), mpt=(0, 0), bloom=(0, 0), gpt_oss=(0, 0), deepseek_v3=(0, 0),
+                 glm=(4, 4), glm4=(4, 4), helium=(4, 4), ernie4_5=(4, 4), hunyuan=(4, 4), nemotron=(4, 4),
+                 persimmon=(4, 4), cohere2=(2, 2), smollm3=(0, 1))
 # Of those, the queries' then move into their attention (llmc-fuse-query-rotary, with and without
 # a cache); GPT-NeoX's since its per-head QKV projection is reordered (llmc-deinterleave-qkv).
 QUERY_ROTARY = "query rotations moved into fused_attention"
 QUERY_ROTATIONS = dict({name: 0 for name in ARCHITECTURES}, phi=2, stablelm=2, cohere=2, gptj=2, codegen=2, gpt_neox=2,
-                       gpt_oss=2)
+                       gpt_oss=2, glm=2, glm4=2, helium=2, ernie4_5=2, nemotron=2, persimmon=2, cohere2=1)
 # Rotations written on each head's two halves, concat(x1 * cos - x2 * sin, x2 * cos + x1 * sin)
 # after a chunk of [B, H, S, D] (GPT-OSS), turned into llmc.rotary, queries and keys (with and
 # without a cache); its queries' then move into their attention (above).
@@ -183,7 +217,7 @@ HALVES_ROTATIONS = dict({name: 0 for name in ARCHITECTURES}, gpt_oss=4)
 # (GPT-OSS's chunk of each head into halves has the form of a split of a projection's parts; it
 # is left to the rotation above.)
 DEINTERLEAVED = "projections with heads' parts interleaved reordered"
-DEINTERLEAVINGS = dict({name: 0 for name in ARCHITECTURES}, gpt_neox=2, bloom=2, codegen=2)
+DEINTERLEAVINGS = dict({name: 0 for name in ARCHITECTURES}, gpt_neox=2, bloom=2, codegen=2, persimmon=2)
 
 
 def build(name, use_cache):

@@ -63,7 +63,7 @@ def main():
         past = {i.name: np.zeros([1, i.shape[1], 0, i.shape[3]], float_type) for i in session.get_inputs()
                 if i.name.startswith("past_key_values")}
         outputs = [o.name for o in session.get_outputs()]
-        worst, lowest, length, tokens, wrong_tokens = 0.0, 1.0, 0, list(prompt), 0
+        worst, lowest, length, tokens, wrong_tokens, nonfinite = 0.0, 1.0, 0, list(prompt), 0, 0
         for step in range(args.steps + 1):
             feed_ids = tokens if step == 0 else [generated[step - 1]]
             n = len(feed_ids)
@@ -74,8 +74,12 @@ def main():
             result = dict(zip(outputs, session.run(None, {k: v for k, v in feeds.items() if k in names})))
             expected = result["logits"][0, -1]
             got = np.load(os.path.join(tmp, f"step_{step}.npy"))
-            worst = max(worst, float(np.max(np.abs(got - expected))))
-            lowest = min(lowest, float(got @ expected / (np.linalg.norm(got) * np.linalg.norm(expected) + 1e-30)))
+            if np.all(np.isfinite(got)):
+                worst = max(worst, float(np.max(np.abs(got - expected))))
+                lowest = min(lowest, float(got @ expected / (np.linalg.norm(got) * np.linalg.norm(expected) + 1e-30)))
+            else:  # (max() and min() would pass over a NaN)
+                print(f"step {step}: {int(np.sum(~np.isfinite(got)))} of llmc's logits are not finite")
+                nonfinite += 1
             # Greedy decoding takes the argmax of its own logits (on the device for a CUDA context).
             if step < len(generated) and int(np.argmax(got)) != generated[step]:
                 print(f"step {step}: llmc sampled {generated[step]}, its logits' argmax is {int(np.argmax(got))}")
@@ -86,7 +90,7 @@ def main():
                       f"(top two logits {top2[1]:.6f}, {top2[0]:.6f})")
             past = {k.replace("present", "past_key_values"): v for k, v in result.items() if k.startswith("present")}
             length += n
-    ok = (lowest >= args.min_cosine if by_cosine else worst <= args.atol) and wrong_tokens == 0
+    ok = (lowest >= args.min_cosine if by_cosine else worst <= args.atol) and wrong_tokens == 0 and nonfinite == 0
     flags = f" ({' '.join(args.llmc_flag + (['in ' + args.as_type] if args.as_type else []))})" \
         if args.llmc_flag or args.as_type else ""
     print(f"{os.path.basename(args.model)}{flags}: prefill of {args.prompt_length} tokens and {args.steps} decode steps, "
