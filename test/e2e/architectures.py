@@ -3,8 +3,8 @@
 Mistral, Phi-3, Gemma, Gemma 2, GPT-NeoX, Falcon, OPT, Phi, StableLM, Granite, Llama 3's rope
 scaling, Gemma 3, OLMo, OLMo 2, Cohere, StarCoder2, GPT-J, CodeGen, GPTBigCode, MPT, Bloom, GLM,
 GLM-4, Helium, ERNIE 4.5, SmolLM3, Cohere 2, OLMo 3, EXAONE 4, Hunyuan, Arcee, Nemotron, Persimmon,
-Apertus, and the mixtures of experts Mixtral, Qwen3-MoE, OLMoE, Qwen2-MoE, DeepSeek-V3 and
-GPT-OSS), each compiled once
+Apertus, and the mixtures of experts Mixtral, Qwen3-MoE, OLMoE, Qwen2-MoE, DeepSeek-V3, GPT-OSS,
+GraniteMoE, FlexOlmo, GLM-4-MoE, dots.llm1, Hunyuan-MoE and ERNIE 4.5 MoE), each compiled once
 on a dynamic sequence and run at 19 tokens: the CPU against ONNX Runtime, and with --cuda the
 CUDA executor against the CPU, in f32 and bf16 (on the CPU emulation where LLMC_CUDA_BACKEND
 names it). Each architecture's raised attentions are counted too, so that a pattern that stops
@@ -130,6 +130,26 @@ ARCHITECTURES = {
                     dict(num_key_value_heads=4, n_routed_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
                          n_shared_experts=1, first_k_dense_replace=1, n_group=2, topk_group=1, q_lora_rank=32,
                          kv_lora_rank=16, qk_rope_head_dim=8, qk_nope_head_dim=16, v_head_dim=16), 2),
+    # Since session 34: Granite's and FlexOlmo's routers (softmax, top 2), GLM-4-MoE's and
+    # dots.llm1's (DeepSeek-V3's by groups, one group here), Hunyuan's (normalized), ERNIE 4.5's
+    # (scores plus a correction bias choose, the scores weigh: left elementwise); the first layer
+    # dense in GLM-4-MoE, ERNIE 4.5 and dots.llm1.
+    "granitemoe": ("GraniteMoeForCausalLM", "GraniteMoeConfig", dict(num_key_value_heads=2, num_local_experts=4,
+                                                                     num_experts_per_tok=2), 2),
+    "flex_olmo": ("FlexOlmoForCausalLM", "FlexOlmoConfig", dict(num_key_value_heads=2, num_experts=4,
+                                                                num_experts_per_tok=2, pad_token_id=0), 2),
+    "glm4_moe": ("Glm4MoeForCausalLM", "Glm4MoeConfig",
+                 dict(num_key_value_heads=2, head_dim=16, pad_token_id=0, n_routed_experts=4, num_experts_per_tok=2,
+                      moe_intermediate_size=32, n_shared_experts=1, first_k_dense_replace=1, n_group=1,
+                      topk_group=1), 2),
+    "dots1": ("Dots1ForCausalLM", "Dots1Config",
+              dict(num_key_value_heads=2, head_dim=16, n_routed_experts=4, num_experts_per_tok=2,
+                   moe_intermediate_size=32, n_shared_experts=1, first_k_dense_replace=1, n_group=1, topk_group=1), 2),
+    "hunyuan_moe": ("HunYuanMoEV1ForCausalLM", "HunYuanMoEV1Config",
+                    dict(num_key_value_heads=2, head_dim=16, num_experts=4, moe_topk=2), 2),
+    "ernie4_5_moe": ("Ernie4_5_MoeForCausalLM", "Ernie4_5_MoeConfig",
+                     dict(num_key_value_heads=2, head_dim=16, moe_num_experts=4, moe_k=2, moe_intermediate_size=32,
+                          moe_layer_start_index=1), 2),
     # GPT-OSS: attention sinks (a learned logit per head in the softmax's denominator, which
     # fused_attention takes since session 30), a sliding window on every other layer, experts
     # whose gate and up columns alternate, a clamped SwiGLU and a router's softmax over its top-k
@@ -143,12 +163,13 @@ ARCHITECTURES = {
 # weights gathered, then batched products). The default, "grouped_mm", runs a custom op on the
 # CPU (transformers::grouped_mm_fallback) that torch.onnx.export cannot convert ("No ONNX function
 # found"; torch 2.15, transformers 5.25).
-MOE = {"mixtral", "qwen3_moe", "olmoe", "qwen2_moe", "deepseek_v3", "gpt_oss"}
+MOE = {"mixtral", "qwen3_moe", "olmoe", "qwen2_moe", "deepseek_v3", "gpt_oss", "granitemoe", "flex_olmo", "glm4_moe",
+       "dots1", "hunyuan_moe", "ernie4_5_moe"}
 # Layers with routed experts: both but DeepSeek-V3's first, which is dense. Each layer's two expert
 # projections (gate/up, down) become llmc.expert_linear, the gate/up one with its swiglu and the
 # token's row read by each of its experts' ids, the down one with the weighted sum over the
 # token's experts (three fusions per layer).
-MOE_LAYERS = dict({name: 2 for name in MOE}, deepseek_v3=1)
+MOE_LAYERS = dict({name: 2 for name in MOE}, deepseek_v3=1, glm4_moe=1, dots1=1, ernie4_5_moe=1)
 EXPERT_LINEARS = "products of gathered experts turned into expert_linear"
 EXPERT_FUSIONS = "swiglus, repeated rows and weighted sums fused into expert_linear"
 EXPERT_BIASES = "experts' biases fused into expert_linear"
@@ -166,7 +187,9 @@ ROUTERS = "softmaxes and their top-k turned into softmax_top_k"
 NORMALIZED = "routing weights' normalizations fused into softmax_top_k"
 GROUPED = "routers choosing experts by groups turned into grouped_top_k"
 ROUTING = {"mixtral": {ROUTERS: 1, NORMALIZED: 1}, "qwen3_moe": {ROUTERS: 1}, "olmoe": {ROUTERS: 1},
-           "qwen2_moe": {ROUTERS: 1}, "deepseek_v3": {GROUPED: 1}, "gpt_oss": {ROUTERS: 1}}
+           "qwen2_moe": {ROUTERS: 1}, "deepseek_v3": {GROUPED: 1}, "gpt_oss": {ROUTERS: 1}, "granitemoe": {ROUTERS: 1},
+           "flex_olmo": {ROUTERS: 1}, "glm4_moe": {GROUPED: 1}, "dots1": {GROUPED: 1},
+           "hunyuan_moe": {ROUTERS: 1, NORMALIZED: 1}}
 
 
 def expert_counts(name):
@@ -202,12 +225,14 @@ ROTATIONS = dict({name: (0, 2) for name in ARCHITECTURES},
                  gpt_neox=(4, 4), phi=(4, 4), stablelm=(4, 4), cohere=(4, 4), gptj=(4, 4), codegen=(4, 4),
                  opt=(0, 0), gpt_bigcode=(0, 0), mpt=(0, 0), bloom=(0, 0), gpt_oss=(0, 0), deepseek_v3=(0, 0),
                  glm=(4, 4), glm4=(4, 4), helium=(4, 4), ernie4_5=(4, 4), hunyuan=(4, 4), nemotron=(4, 4),
-                 persimmon=(4, 4), cohere2=(2, 2), smollm3=(0, 1))
+                 persimmon=(4, 4), cohere2=(2, 2), smollm3=(0, 1), glm4_moe=(4, 4), ernie4_5_moe=(4, 4),
+                 hunyuan_moe=(4, 4))
 # Of those, the queries' then move into their attention (llmc-fuse-query-rotary, with and without
 # a cache); GPT-NeoX's since its per-head QKV projection is reordered (llmc-deinterleave-qkv).
 QUERY_ROTARY = "query rotations moved into fused_attention"
 QUERY_ROTATIONS = dict({name: 0 for name in ARCHITECTURES}, phi=2, stablelm=2, cohere=2, gptj=2, codegen=2, gpt_neox=2,
-                       gpt_oss=2, glm=2, glm4=2, helium=2, ernie4_5=2, nemotron=2, persimmon=2, cohere2=1)
+                       gpt_oss=2, glm=2, glm4=2, helium=2, ernie4_5=2, nemotron=2, persimmon=2, cohere2=1, glm4_moe=2,
+                       ernie4_5_moe=2)
 # Rotations written on each head's two halves, concat(x1 * cos - x2 * sin, x2 * cos + x1 * sin)
 # after a chunk of [B, H, S, D] (GPT-OSS), turned into llmc.rotary, queries and keys (with and
 # without a cache); its queries' then move into their attention (above).
