@@ -4,8 +4,8 @@ Mistral, Phi-3, Gemma, Gemma 2, GPT-NeoX, Falcon, OPT, Phi, StableLM, Granite, L
 scaling, Gemma 3, OLMo, OLMo 2, Cohere, StarCoder2, GPT-J, CodeGen, GPTBigCode, MPT, Bloom, GLM,
 GLM-4, Helium, ERNIE 4.5, SmolLM3, Cohere 2, OLMo 3, EXAONE 4, Hunyuan, Arcee, Nemotron, Persimmon,
 Apertus, and the mixtures of experts Mixtral, Qwen3-MoE, OLMoE, Qwen2-MoE, DeepSeek-V3, GPT-OSS,
-GraniteMoE, FlexOlmo, GLM-4-MoE, dots.llm1, Hunyuan-MoE and ERNIE 4.5 MoE), each compiled once
-on a dynamic sequence and run at 19 tokens: the CPU against ONNX Runtime, and with --cuda the
+GraniteMoE, FlexOlmo, GLM-4-MoE, dots.llm1, Hunyuan-MoE, ERNIE 4.5 MoE and DeepSeek-V2), each
+compiled once on a dynamic sequence and run at 19 tokens: the CPU against ONNX Runtime, and with --cuda the
 CUDA executor against the CPU, in f32 and bf16 (on the CPU emulation where LLMC_CUDA_BACKEND
 names it). Each architecture's raised attentions are counted too, so that a pattern that stops
 matching shows.
@@ -150,6 +150,13 @@ ARCHITECTURES = {
     "ernie4_5_moe": ("Ernie4_5_MoeForCausalLM", "Ernie4_5_MoeConfig",
                      dict(num_key_value_heads=2, head_dim=16, moe_num_experts=4, moe_k=2, moe_intermediate_size=32,
                           moe_layer_start_index=1), 2),
+    # DeepSeek-V2: multi-head latent attention as DeepSeek-V3's, a softmax router's top 2 (left
+    # elementwise), its rotary in complex numbers, which torch.onnx.export cannot convert: exported
+    # with the same rotation in real arithmetic (real_rotary_deepseek_v2; elementwise here).
+    "deepseek_v2": ("DeepseekV2ForCausalLM", "DeepseekV2Config",
+                    dict(num_key_value_heads=4, n_routed_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
+                         n_shared_experts=1, first_k_dense_replace=1, q_lora_rank=32, kv_lora_rank=16,
+                         qk_rope_head_dim=8, qk_nope_head_dim=16, v_head_dim=16), 2),
     # GPT-OSS: attention sinks (a learned logit per head in the softmax's denominator, which
     # fused_attention takes since session 30), a sliding window on every other layer, experts
     # whose gate and up columns alternate, a clamped SwiGLU and a router's softmax over its top-k
@@ -164,12 +171,12 @@ ARCHITECTURES = {
 # CPU (transformers::grouped_mm_fallback) that torch.onnx.export cannot convert ("No ONNX function
 # found"; torch 2.15, transformers 5.25).
 MOE = {"mixtral", "qwen3_moe", "olmoe", "qwen2_moe", "deepseek_v3", "gpt_oss", "granitemoe", "flex_olmo", "glm4_moe",
-       "dots1", "hunyuan_moe", "ernie4_5_moe"}
+       "dots1", "hunyuan_moe", "ernie4_5_moe", "deepseek_v2"}
 # Layers with routed experts: both but DeepSeek-V3's first, which is dense. Each layer's two expert
 # projections (gate/up, down) become llmc.expert_linear, the gate/up one with its swiglu and the
 # token's row read by each of its experts' ids, the down one with the weighted sum over the
 # token's experts (three fusions per layer).
-MOE_LAYERS = dict({name: 2 for name in MOE}, deepseek_v3=1, glm4_moe=1, dots1=1, ernie4_5_moe=1)
+MOE_LAYERS = dict({name: 2 for name in MOE}, deepseek_v3=1, glm4_moe=1, dots1=1, ernie4_5_moe=1, deepseek_v2=1)
 EXPERT_LINEARS = "products of gathered experts turned into expert_linear"
 EXPERT_FUSIONS = "swiglus, repeated rows and weighted sums fused into expert_linear"
 EXPERT_BIASES = "experts' biases fused into expert_linear"
@@ -203,7 +210,7 @@ def expert_counts(name):
 # the normed latents as the keys, the rotated keys as the values, one "head" each), which
 # llmc-absorb-mla makes one latent cache; llmc.latent_attention then takes the attention, so none
 # is raised (its mask still turns causal).
-LATENT_KV = {"deepseek_v3"}
+LATENT_KV = {"deepseek_v3", "deepseek_v2"}
 ABSORBED = "MLA attentions absorbed into latent space"
 # Sliding windows of 8 keys (Mistral's layers, Gemma 2's first, both of Gemma 3's: its first five
 # of every six, GPT-OSS's first, Cohere 2's first, OLMo 3's and EXAONE 4's both), inside the plans' bounds: llmc-raise-attention-mask makes each the attention's
@@ -226,7 +233,7 @@ ROTATIONS = dict({name: (0, 2) for name in ARCHITECTURES},
                  opt=(0, 0), gpt_bigcode=(0, 0), mpt=(0, 0), bloom=(0, 0), gpt_oss=(0, 0), deepseek_v3=(0, 0),
                  glm=(4, 4), glm4=(4, 4), helium=(4, 4), ernie4_5=(4, 4), hunyuan=(4, 4), nemotron=(4, 4),
                  persimmon=(4, 4), cohere2=(2, 2), smollm3=(0, 1), glm4_moe=(4, 4), ernie4_5_moe=(4, 4),
-                 hunyuan_moe=(4, 4))
+                 hunyuan_moe=(4, 4), deepseek_v2=(0, 0))
 # Of those, the queries' then move into their attention (llmc-fuse-query-rotary, with and without
 # a cache); GPT-NeoX's since its per-head QKV projection is reordered (llmc-deinterleave-qkv).
 QUERY_ROTARY = "query rotations moved into fused_attention"
@@ -245,6 +252,28 @@ DEINTERLEAVED = "projections with heads' parts interleaved reordered"
 DEINTERLEAVINGS = dict({name: 0 for name in ARCHITECTURES}, gpt_neox=2, bloom=2, codegen=2, persimmon=2)
 
 
+def real_rotary_deepseek_v2():
+    """DeepSeek-V2's rotary (transformers' DeepseekV2RotaryEmbedding and apply_rotary_emb) in real
+    arithmetic: each neighbouring pair (x[2i], x[2i + 1]) turned by the angle of frequency i, as
+    its complex product does (the same logits within 1.2e-7), without the complex tensors that
+    torch.onnx.export cannot convert. Replaces them in transformers for this process."""
+    import torch
+    from transformers.models.deepseek_v2 import modeling_deepseek_v2 as v2
+
+    def angles(self, x, position_ids):  # [B, S, D/2, 2]: the cosine and the sine, scaled
+        freqs = position_ids[..., None].float() * self.inv_freq.to(device=x.device, dtype=torch.float)
+        return torch.stack([freqs.cos(), freqs.sin()], dim=-1) * self.attention_scaling
+
+    def rotate(x, table):  # x [B, H, S, D]
+        pairs = x.float().reshape(*x.shape[:-1], -1, 2)
+        cos, sin = table[..., 0].unsqueeze(1), table[..., 1].unsqueeze(1)
+        even, odd = pairs[..., 0], pairs[..., 1]
+        return torch.stack([even * cos - odd * sin, even * sin + odd * cos], dim=-1).flatten(3).type_as(x)
+
+    v2.DeepseekV2RotaryEmbedding.forward = angles
+    v2.apply_rotary_emb = lambda xq, xk, table: (rotate(xq, table), rotate(xk, table))
+
+
 def build(name, use_cache):
     """The random-weight model (export_test_models' seed) of one architecture."""
     import export_test_models
@@ -257,6 +286,8 @@ def build(name, use_cache):
         settings.pop("intermediate_size")                                             # the MLP width otherwise
     if name in ("falcon", "gptj", "codegen", "gpt_bigcode", "mpt", "bloom"):          # or not at all
         settings.pop("max_position_embeddings")
+    if name == "deepseek_v2":
+        real_rotary_deepseek_v2()
     torch.manual_seed(export_test_models.SEED)
     model = getattr(transformers, model_class)(getattr(transformers, config_class)(**settings))
     if name in MOE:
@@ -317,6 +348,8 @@ def export_key(name):
                inspect.getsource(export)]
     if name in LATENT_KV:
         made_by.append(inspect.getsource(export_latent_kv))
+    if name == "deepseek_v2":
+        made_by.append(inspect.getsource(real_rotary_deepseek_v2))
     made_by += [open(os.path.join(models, f), encoding="utf-8").read()
                 for f in ("export_test_models.py", "export_kv_models.py")]
     return hashlib.sha256("\n".join(made_by).encode()).hexdigest()[:12]
