@@ -18,7 +18,7 @@ graphs on (one graph replayed by every decode step). The decode plan's raised at
 masks, sliding windows (Mistral's, Gemma 2's and 3's, of 8 keys: inside the bounds) and
 length-major caches are counted.
 
-    architectures.py --llmc BIN --llmc-run BIN [--kv] [--cuda] [--only NAME]
+    architectures.py --llmc BIN --llmc-run BIN [--kv] [--cuda] [--only NAME] [--part K/N]
 
 The rotations that no attention takes (keys on their way into a cache; queries whose rotary is
 partial or pairs neighbouring features) are counted too: each becomes one llmc.rotary; so are
@@ -526,6 +526,8 @@ def main():
     p.add_argument("--cuda", action="store_true", help="run the CUDA executor too (f32 and bf16 plans)")
     p.add_argument("--kv", action="store_true", help="generate from the exports with a KV cache")
     p.add_argument("--only", help="the architectures whose name contains this")
+    p.add_argument("--part", help="K/N: every Nth architecture from the Kth (1-based), so that ctest runs the "
+                                  "list in N tests side by side")
     p.add_argument("--export", help=argparse.SUPPRESS)  # export one architecture --to a path, and stop
     p.add_argument("--to", help=argparse.SUPPRESS)
     args = p.parse_args()
@@ -537,10 +539,13 @@ def main():
         return 0
     if not args.llmc or not args.llmc_run:
         p.error("--llmc and --llmc-run are required")
+    part, parts = (int(n) for n in args.part.split("/")) if args.part else (1, 1)
+    if not 1 <= part <= parts:
+        p.error("--part K/N needs 1 <= K <= N")
     failed = []
     with tempfile.TemporaryDirectory() as tmp:
-        for name in ARCHITECTURES:
-            if (args.only and args.only not in name):
+        for index, name in enumerate(ARCHITECTURES):
+            if (args.only and args.only not in name) or index % parts != part - 1:
                 continue
             try:
                 ok, lines = (check_kv if args.kv else check)(args, name, tmp)
