@@ -226,11 +226,11 @@ InPlace inPlaceOf(const Executor &ex, const std::vector<int> &order) {
     const PlanOp &makerOp = plan.ops[size_t(maker)];
     const std::string &made = makerOp.kernel;
     const Shape &rows = plan.values[size_t(concat.outputs[0])].shape;
-    const Shape &made3 = plan.values[size_t(way.back())].shape; // [B, S, W] or [B, 1, S, W]
+    const Shape &madeRows = plan.values[size_t(way.back())].shape; // [B, S, W] or [B, 1, S, W]
     const bool concatenated =
         made == "concat" && ex.ops[size_t(maker)].lengthSlot < 0 &&
         (transposes.empty() ? rows.rank >= 2 && rows.dims[1] == 1
-                            : made3.rank >= 3 && axisOf(makerOp, made3.rank) == made3.rank - 1);
+                            : madeRows.rank >= 3 && axisOf(makerOp, madeRows.rank) == madeRows.rank - 1);
     if (made != "split" && made != "rotary" && !concatenated)
       continue;
     if (!transposes.empty()) {
