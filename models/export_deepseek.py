@@ -21,7 +21,7 @@ normed latent (`past_key_values.N.key`, [batch, 1, past, kv_lora_rank]) and its 
 kv_b_proj into per-head keys and values; the compiler's MLA absorption takes that form too.
 
 Inputs and outputs are named as in export_kv_models.py. The files go to DIR/<hash of this
-script>/ (default ~/.cache/llmc/models-kv).
+script and of export_kv_models.py>/ (default ~/.cache/llmc/models-kv).
 """
 import argparse
 import hashlib
@@ -82,27 +82,15 @@ def export(path, latent_cache=False):
     cfg = config()
     model = transformers.DeepseekV3ForCausalLM(cfg).eval()
     mds.DeepseekV3Attention.forward = LATENT_CACHE_FORWARD if latent_cache else expanded_cache_forward
-    layers, heads = cfg.num_hidden_layers, cfg.num_attention_heads
     if latent_cache:  # one "head": the latent, and the rotated key
-        heads, qk, v = 1, cfg.kv_lora_rank, cfg.qk_rope_head_dim
+        past = ((1, cfg.kv_lora_rank), (1, cfg.qk_rope_head_dim))
     else:
-        qk, v = cfg.qk_nope_head_dim + cfg.qk_rope_head_dim, cfg.v_head_dim
+        past = ((cfg.num_attention_heads, cfg.qk_nope_head_dim + cfg.qk_rope_head_dim),
+                (cfg.num_attention_heads, cfg.v_head_dim))
     # An example batch of 2: at 1 torch.export holds transformers 5's latent attention to that batch
     # (a slice assignment's copy guards on it).
-    batch, seq, past = 2 if latent_cache else 1, 3, 5
-    example = [torch.randint(0, cfg.vocab_size, (batch, seq)), torch.ones(batch, past + seq, dtype=torch.int64),
-               torch.arange(past, past + seq).unsqueeze(0).repeat(batch, 1)]
-    for _ in range(layers):
-        example += [torch.randn(batch, heads, past, qk), torch.randn(batch, heads, past, v)]
-    b, s, p, t = (torch.export.Dim(n, max=m) for n, m in (("batch", 8), ("seq", 2048), ("past", 2048),
-                                                          ("total", 4096)))
-    names = [f"past_key_values.{i}.{kv}" for i in range(layers) for kv in ("key", "value")]
-    outputs = ["logits"] + [f"present.{i}.{kv}" for i in range(layers) for kv in ("key", "value")]
-    shapes = [{0: b, 1: s}, {0: b, 1: t}, {0: b, 1: s}] + [{0: b, 2: p} for _ in names]
-    torch.onnx.export(export_kv_models.with_cache(model, layers), tuple(example), path,
-                      input_names=["input_ids", "attention_mask", "position_ids"] + names, output_names=outputs,
-                      opset_version=export_test_models.OPSET, dynamo=True, dynamic_shapes=tuple(shapes),
-                      external_data=False)
+    export_kv_models.export(model, path, cfg.vocab_size, past=[past] * cfg.num_hidden_layers,
+                            batch=2 if latent_cache else 1)
     onnx.checker.check_model(onnx.load(path))
     return path
 
@@ -111,7 +99,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--cache", default=os.path.expanduser("~/.cache/llmc/models-kv"))
     args = p.parse_args()
-    key = hashlib.sha256(open(__file__, "rb").read()).hexdigest()[:12]
+    key = hashlib.sha256(open(__file__, "rb").read() + open(export_kv_models.__file__, "rb").read()).hexdigest()[:12]
     work = os.path.join(args.cache, key)
     for name, latent_cache in (("tiny_deepseek_kv", False), ("tiny_deepseek_latent_kv", True)):
         path = os.path.join(work, name + ".onnx")

@@ -87,16 +87,22 @@ def exportable(model):
         attention.forward = forward
 
 
-def export(model, path, vocab, external_data=False):
+def export(model, path, vocab, external_data=False, past=None, batch=1):
+    """Exports `model` with its cache to `path` (inputs and outputs as in this file's docstring).
+    `past` gives each layer's cache tensors as (heads, width) of the key and of the value, by
+    default (kv_heads, head) each; a latent cache (models/export_deepseek.py) has other widths.
+    `batch` is the example batch it is traced at (the batch stays dynamic, up to 8)."""
     model.eval()
     cfg = model.config
     layers = cfg.num_hidden_layers
-    kv_heads = getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads
-    head = cfg.hidden_size // cfg.num_attention_heads
-    batch, seq, past = 1, 3, 5
-    example = [torch.randint(0, vocab, (batch, seq)), torch.ones(batch, past + seq, dtype=torch.int64),
-               torch.arange(past, past + seq).unsqueeze(0)]
-    example += [torch.randn(batch, kv_heads, past, head) for _ in range(2 * layers)]
+    if past is None:
+        kv_heads = getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads
+        head = cfg.hidden_size // cfg.num_attention_heads
+        past = [((kv_heads, head), (kv_heads, head))] * layers
+    seq, cached = 3, 5
+    example = [torch.randint(0, vocab, (batch, seq)), torch.ones(batch, cached + seq, dtype=torch.int64),
+               torch.arange(cached, cached + seq).repeat(batch, 1)]
+    example += [torch.randn(batch, heads, cached, width) for key_value in past for heads, width in key_value]
     names = [f"past_key_values.{i}.{kv}" for i in range(layers) for kv in ("key", "value")]
     outputs = ["logits"] + [f"present.{i}.{kv}" for i in range(layers) for kv in ("key", "value")]
     with exportable(model) as least_seq:

@@ -311,31 +311,17 @@ def export(name, path, kv):
 
 def export_latent_kv(name, path):
     """`name` with its cache as transformers 5 keeps a latent attention's, through
-    export_kv_models' wrapper: past_key_values.N.key [batch, 1, past, kv_lora_rank] and .value
+    export_kv_models.export: past_key_values.N.key [batch, 1, past, kv_lora_rank] and .value
     [batch, 1, past, qk_rope_head_dim]; traced at a batch of 2, since at 1 torch.export holds
     DeepSeek-V3's attention to that batch (models/export_deepseek.py)."""
     import export_kv_models
-    import export_test_models
-    import torch
 
-    model = build(name, True).eval()
+    model = build(name, True)
     cfg = model.config
-    layers = cfg.num_hidden_layers
-    batch, seq, past = 2, 3, 5
-    example = [torch.randint(0, COMMON["vocab_size"], (batch, seq)), torch.ones(batch, past + seq, dtype=torch.int64),
-               torch.arange(past, past + seq).repeat(batch, 1)]
-    for _ in range(layers):
-        example += [torch.randn(batch, 1, past, cfg.kv_lora_rank), torch.randn(batch, 1, past, cfg.qk_rope_head_dim)]
-    b, s, p, t = (torch.export.Dim(n, max=m) for n, m in (("batch", 8), ("seq", 2048), ("past", 2048),
-                                                          ("total", 4096)))
-    names = [f"past_key_values.{i}.{kv}" for i in range(layers) for kv in ("key", "value")]
-    outputs = ["logits"] + [f"present.{i}.{kv}" for i in range(layers) for kv in ("key", "value")]
-    shapes = [{0: b, 1: s}, {0: b, 1: t}, {0: b, 1: s}] + [{0: b, 2: p} for _ in names]
+    past = ((1, cfg.kv_lora_rank), (1, cfg.qk_rope_head_dim))
     with tempfile.TemporaryDirectory(dir=os.path.dirname(path)) as tmp:
-        torch.onnx.export(export_kv_models.with_cache(model, layers), tuple(example), os.path.join(tmp, name + ".onnx"),
-                          input_names=["input_ids", "attention_mask", "position_ids"] + names, output_names=outputs,
-                          opset_version=export_test_models.OPSET, dynamo=True, dynamic_shapes=tuple(shapes),
-                          external_data=False)
+        export_kv_models.export(model, os.path.join(tmp, name + ".onnx"), COMMON["vocab_size"],
+                                past=[past] * cfg.num_hidden_layers, batch=2)
         os.replace(os.path.join(tmp, name + ".onnx"), path)
 
 
