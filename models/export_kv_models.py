@@ -59,17 +59,39 @@ def with_cache(model, layers):
 
 
 @contextlib.contextmanager
-def exportable(model):
-    """Works around what keeps torch.export from tracing a model with its cache; yields the least
-    length of the new tokens to declare. MPT's attention slices its ALiBi bias [heads, 1,
-    max_seq_len] with `max(0, ...)` of the query and key lengths (the query's counting the new
-    tokens twice), which torch.export cannot resolve for symbolic lengths: here each attention
-    takes the bias built for its key length, the same values as the slice's (positions 1 - keys
-    to 0, times each head's slope) where the keys fit max_seq_len, and a seq of at least 1 lets
-    the query's `max(0, 1 - query_length)` come to 0."""
-    if getattr(model.config, "model_type", None) != "mpt":
-        yield 0
-        return
+def real_rotary_deepseek_v2():
+    """DeepSeek-V2's rotary (transformers' DeepseekV2RotaryEmbedding and apply_rotary_emb) in real
+    arithmetic while the context lasts: each neighbouring pair (x[2i], x[2i + 1]) turned by the
+    angle of frequency i, as its complex product does (the same logits within 1.2e-7), without the
+    complex tensors that torch.onnx.export cannot convert."""
+    from transformers.models.deepseek_v2 import modeling_deepseek_v2 as v2
+
+    def angles(self, x, position_ids):  # [B, S, D/2, 2]: the cosine and the sine, scaled
+        freqs = position_ids[..., None].float() * self.inv_freq.to(device=x.device, dtype=torch.float)
+        return torch.stack([freqs.cos(), freqs.sin()], dim=-1) * self.attention_scaling
+
+    def rotate(x, table):  # x [B, H, S, D]
+        pairs = x.float().reshape(*x.shape[:-1], -1, 2)
+        cos, sin = table[..., 0].unsqueeze(1), table[..., 1].unsqueeze(1)
+        even, odd = pairs[..., 0], pairs[..., 1]
+        return torch.stack([even * cos - odd * sin, even * sin + odd * cos], dim=-1).flatten(3).type_as(x)
+
+    forward, apply = v2.DeepseekV2RotaryEmbedding.forward, v2.apply_rotary_emb
+    v2.DeepseekV2RotaryEmbedding.forward = angles
+    v2.apply_rotary_emb = lambda xq, xk, table: (rotate(xq, table), rotate(xk, table))
+    try:
+        yield
+    finally:
+        v2.DeepseekV2RotaryEmbedding.forward, v2.apply_rotary_emb = forward, apply
+
+
+@contextlib.contextmanager
+def mpt_bias_for_keys():
+    """MPT's attention slices its ALiBi bias [heads, 1, max_seq_len] with `max(0, ...)` of the
+    query and key lengths (the query's counting the new tokens twice), which torch.export cannot
+    resolve for symbolic lengths: while the context lasts each attention takes the bias built for
+    its key length, the same values as the slice's (positions 1 - keys to 0, times each head's
+    slope) where the keys fit max_seq_len."""
     from transformers.models.mpt import modeling_mpt
 
     attention = modeling_mpt.MptAttention
@@ -82,9 +104,27 @@ def exportable(model):
 
     attention.forward = with_bias_for_keys
     try:
-        yield 1
+        yield
     finally:
         attention.forward = forward
+
+
+@contextlib.contextmanager
+def exportable(model, with_cache=True):
+    """Works around what keeps torch's exporters from exporting `model` (with its cache, or
+    without); yields the least length of the new tokens to declare. DeepSeek-V2's complex rotary
+    becomes real arithmetic (real_rotary_deepseek_v2). With the cache, MPT's attentions take the
+    ALiBi bias of their key length (mpt_bias_for_keys), and a seq of at least 1 lets the query's
+    `max(0, 1 - query_length)` come to 0."""
+    model_type = getattr(model.config, "model_type", None)
+    with contextlib.ExitStack() as patches:
+        least_seq = 0
+        if model_type == "deepseek_v2":
+            patches.enter_context(real_rotary_deepseek_v2())
+        if model_type == "mpt" and with_cache:
+            patches.enter_context(mpt_bias_for_keys())
+            least_seq = 1
+        yield least_seq
 
 
 def export(model, path, vocab, external_data=False, past=None, batch=1):

@@ -117,15 +117,6 @@ SmallVector<Value> projectedParts(PatternRewriter &rewriter, Projection p, Value
   return {};
 }
 
-// Whether `split` keeps the leading dimensions of `in` (all but `in`'s last): a reshape that only
-// cuts the last axis.
-bool keepsLeading(RankedTensorType in, RankedTensorType split) {
-  for (int64_t d = 0; d + 1 < in.getRank(); ++d)
-    if (split.getDimSize(d) != in.getDimSize(d))
-      return false;
-  return true;
-}
-
 // Bloom: reshape(p) to [..., H, G, D], each part a gather of index g on the G axis.
 struct GatheredParts : fusion::CountedPattern<ReshapeOp, RewriteCounter> {
   using CountedPattern::CountedPattern;
@@ -133,7 +124,7 @@ struct GatheredParts : fusion::CountedPattern<ReshapeOp, RewriteCounter> {
   LogicalResult matchAndRewrite(ReshapeOp op, PatternRewriter &rewriter) const override {
     auto in = fusion::tensorType(op.getInput()), out = fusion::tensorType(op.getResult());
     const int64_t rank = out.getRank();
-    if (rank != in.getRank() + 2 || rank < 4 || in.isDynamicDim(in.getRank() - 1) || !keepsLeading(in, out) ||
+    if (rank != in.getRank() + 2 || rank < 4 || in.isDynamicDim(in.getRank() - 1) || !fusion::keepsLeading(in, out) ||
         llvm::any_of(out.getShape().take_back(3), ShapedType::isDynamic) ||
         out.getDimSize(rank - 3) * out.getDimSize(rank - 2) * out.getDimSize(rank - 1) != in.getShape().back())
       return failure();
@@ -193,7 +184,7 @@ struct SplitParts : fusion::CountedPattern<SplitOp, RewriteCounter> {
         (op.getAxis() != rank - 1 && op.getAxis() != -1) || split.isDynamicDim(rank - 2) ||
         split.isDynamicDim(rank - 1) || in.isDynamicDim(rank - 2) ||
         split.getDimSize(rank - 2) * split.getDimSize(rank - 1) != in.getDimSize(rank - 2) ||
-        !keepsLeading(in, split) || parts < 2 || split.getDimSize(rank - 1) % parts != 0)
+        !fusion::keepsLeading(in, split) || parts < 2 || split.getDimSize(rank - 1) % parts != 0)
       return failure();
     const int64_t heads = split.getDimSize(rank - 2), d = split.getDimSize(rank - 1) / parts;
     if (heads < 2) // (one group: the parts are one after the other already)

@@ -1,7 +1,7 @@
 // llmc-fuse-routing: a mixture of experts' router, softmax then top-k (then the chosen weights
 // divided by their sum), or top-k then a softmax of the chosen logits (GPT-OSS's), becomes one
-// llmc.softmax_top_k; DeepSeek-V3's (sigmoid scores, experts
-// chosen within the best groups) one llmc.grouped_top_k.
+// llmc.softmax_top_k; DeepSeek-V3's (sigmoid scores, experts chosen within the best groups) and
+// ERNIE 4.5's (softmax scores, a correction that chooses) one llmc.grouped_top_k.
 #include "PatternUtil.h"
 #include "Passes.h"
 #include "RewriteStats.h"
@@ -19,7 +19,10 @@ using fusion::def;
 
 bool isLastAxis(int64_t axis, Value v) { return axis == -1 || axis == fusion::tensorType(v).getRank() - 1; }
 
-// top_k(softmax(logits), k) over the last axis, largest first and sorted  ->  softmax_top_k(logits, k)
+// top_k(softmax(logits), k) over the last axis, largest first  ->  softmax_top_k(logits, k). An
+// unsorted top_k (DeepSeek-V2's, torch.topk(sorted=False)) leaves the order of its k to the
+// implementation (ONNX), so softmax_top_k's sorted order is one of its results; the executors'
+// top_k sorts anyway.
 struct SoftmaxTopK : fusion::CountedPattern<TopKOp, RewriteCounter> {
   using CountedPattern::CountedPattern;
 
@@ -27,7 +30,7 @@ struct SoftmaxTopK : fusion::CountedPattern<TopKOp, RewriteCounter> {
     auto softmax = def<SoftmaxOp>(op.getInput());
     if (!softmax || !softmax.getResult().hasOneUse() || !fusion::isFusedFloat(softmax.getInput()) ||
         !isLastAxis(int64_t(op.getAxis()), op.getInput()) || !isLastAxis(int64_t(softmax.getAxis()), op.getInput()) ||
-        op.getLargest() != 1 || op.getSorted() != 1)
+        op.getLargest() != 1)
       return failure();
     Operation *fused = fusion::create(rewriter, op.getLoc(), "llmc.softmax_top_k", {softmax.getInput()},
                                       {rewriter.getNamedAttr("k", op.getKAttr())});
@@ -113,16 +116,24 @@ TopKOp topKOfRows(Value indices) {
 //   mask = reshape(expand(unsqueeze(kept, -1), [N, G, n / G]), [N, n])
 //   chosen = top_k(where(not(cast(mask to i1)), fill, c), k).indices
 //   weights = gather_elements(s, chosen, axis 1) [/ (reduce_sum(., last axis) [+ epsilon])] [* scale]
-// ->  grouped_top_k(logits, bias). Nothing is made unless the whole chain matches.
-struct GroupedTopK : fusion::CountedPattern<GatherElementsOp, RewriteCounter> {
-  using CountedPattern::CountedPattern;
+// ->  grouped_top_k(logits, bias). ERNIE 4.5's (Ernie4_5_MoeTopKRouter) has no groups and softmax
+// scores, its weights divided by max(sum, norm_min):
+//   s = softmax(logits); chosen = top_k(s + bias, k).indices
+//   weights = gather_elements(s, chosen, axis 1) / max(reduce_sum(., last axis), norm_min)
+// ->  grouped_top_k(logits, bias) with one group, scores = "softmax", normalize = 2. Nothing is
+// made unless the whole chain matches.
+struct GroupedTopK : OpRewritePattern<GatherElementsOp> {
+  RewriteCounter &grouped, &corrected;
+  GroupedTopK(MLIRContext *ctx, RewriteCounter &grouped, RewriteCounter &corrected)
+      : OpRewritePattern(ctx), grouped(grouped), corrected(corrected) {}
 
   struct Router {
     Value logits, bias, weights;
     TopKOp chosen;
-    int64_t groups = 0, kept = 0, top = 0;
+    int64_t groups = 1, kept = 1, top = 1;
     double fill = 0, epsilon = 0, scale = 1;
-    bool normalize = false;
+    int64_t normalize = 0; // grouped_top_k's: 1 by sum + epsilon, 2 by max(sum, epsilon)
+    bool softmax = false, masked = false;
   };
 
   // The mask [N, n] of the kept groups: the kept groups' top_k (set), and G.
@@ -184,54 +195,69 @@ struct GroupedTopK : fusion::CountedPattern<GatherElementsOp, RewriteCounter> {
     return cast.getInput();
   }
 
+  // The sum inside a denominator: sum + epsilon (normalize 1), max(sum, epsilon) (2) or the sum
+  // alone (1, epsilon 0), epsilon a one-element constant; null where it is none of those.
+  static Value sumOfDenominator(Value denominator, Router &r) {
+    Operation *op = denominator.getDefiningOp();
+    r.normalize = isa_and_nonnull<MaxOp>(op) ? 2 : 1;
+    if (!isa_and_nonnull<AddOp, MaxOp>(op))
+      return denominator;
+    for (int i = 0; i < 2; ++i) {
+      Value sum = op->getOperand(i), eps = op->getOperand(1 - i);
+      std::optional<double> epsilon = filledWith(eps);
+      if (def<ReduceSumOp>(sum) && epsilon && fusion::tensorType(eps).getNumElements() == 1) {
+        r.epsilon = *epsilon;
+        return sum;
+      }
+    }
+    return {};
+  }
+
   static bool match(GatherElementsOp gather, Router &r) {
-    auto sigmoid = def<SigmoidOp>(gather.getData());
+    Operation *scores = gather.getData().getDefiningOp();
+    auto softmax = dyn_cast_or_null<SoftmaxOp>(scores);
     r.chosen = topKOfRows(gather.getIndices());
-    if (!sigmoid || !r.chosen || !isLastAxis(gather.getAxis(), gather.getData()) || !r.chosen.getValues().use_empty())
+    if (!isa_and_nonnull<SigmoidOp, SoftmaxOp>(scores) || (softmax && !isLastAxis(softmax.getAxis(), softmax.getInput())) ||
+        !r.chosen || !isLastAxis(gather.getAxis(), gather.getData()) || !r.chosen.getValues().use_empty())
       return false;
-    r.logits = sigmoid.getInput();
+    r.softmax = bool(softmax);
+    r.logits = scores->getOperand(0);
+    const Value s = gather.getData();
     auto type = fusion::tensorType(r.logits);
     if (!fusion::isFusedFloat(r.logits) || type.getRank() != 2 || type.isDynamicDim(1))
       return false;
     const int64_t n = type.getDimSize(1);
-    Value c, mask;
-    if (!(mask = maskedScores(r.chosen.getInput(), c, r.fill)))
-      return false;
+    // The chosen experts' top_k of c, masked to the kept groups; or of c itself (no groups).
+    Value c, mask = maskedScores(r.chosen.getInput(), c, r.fill);
+    r.masked = bool(mask);
+    if (!mask)
+      c = r.chosen.getInput();
     if (auto add = def<AddOp>(c)) { // (without a correction, c is s itself)
-      r.bias = add.getLhs() == sigmoid.getResult() ? add.getRhs() : add.getLhs();
-      if (fusion::other(add, r.bias) != sigmoid.getResult() || fusion::tensorType(r.bias).getRank() != 1 ||
+      r.bias = add.getLhs() == s ? add.getRhs() : add.getLhs();
+      if (fusion::other(add, r.bias) != s || fusion::tensorType(r.bias).getRank() != 1 ||
           fusion::tensorType(r.bias).getDimSize(0) != n || fusion::tensorType(r.bias).getElementType() != type.getElementType())
         return false;
-    } else if (c != sigmoid.getResult()) {
+    } else if (c != s) {
       return false;
     }
-    TopKOp keptGroups = keptGroupsOf(mask, n, r.groups);
-    if (!keptGroups || !groupSumsOf(keptGroups.getInput(), c, r.groups, r.top) || r.top > n / r.groups)
-      return false;
-    r.kept = keptGroups.getK();
-    // The weights: the gathered scores, normalized (divided by their sum, plus epsilon or not),
-    // scaled. A division of another form leaves the chain alone.
+    if (mask) {
+      TopKOp keptGroups = keptGroupsOf(mask, n, r.groups);
+      if (!keptGroups || !groupSumsOf(keptGroups.getInput(), c, r.groups, r.top) || r.top > n / r.groups)
+        return false;
+      r.kept = keptGroups.getK();
+    }
+    // The weights: the gathered scores, normalized (divided by their sum, plus epsilon, or at
+    // least epsilon, or as it is), scaled. A division of another form leaves the chain alone.
     r.weights = gather.getResult();
     DivOp div;
     for (Operation *user : r.weights.getUsers())
       if (auto d = dyn_cast<DivOp>(user); d && d.getLhs() == r.weights)
         div = d;
     if (div) {
-      Value denominator = div.getRhs();
-      if (auto add = def<AddOp>(denominator)) {
-        auto sum = def<ReduceSumOp>(add.getLhs()) ? def<ReduceSumOp>(add.getLhs()) : def<ReduceSumOp>(add.getRhs());
-        Value eps = sum ? fusion::other(add, sum.getResult()) : Value();
-        std::optional<double> epsilon = eps ? filledWith(eps) : std::nullopt;
-        if (!epsilon || fusion::tensorType(eps).getNumElements() != 1)
-          return false;
-        r.epsilon = *epsilon;
-        denominator = sum.getResult();
-      }
-      auto sum = def<ReduceSumOp>(denominator);
+      auto sum = def<ReduceSumOp>(sumOfDenominator(div.getRhs(), r));
       if (!sum || sum.getInput() != r.weights || !fusion::reducesLastAxisKeepingIt(sum) ||
           !llvm::hasNItems(r.weights.getUses(), 2) || div.getType() != r.weights.getType())
         return false;
-      r.normalize = true;
       r.weights = div.getResult();
     }
     if (auto mul = r.weights.hasOneUse() ? dyn_cast<MulOp>(*r.weights.getUsers().begin()) : MulOp()) {
@@ -260,20 +286,22 @@ struct GroupedTopK : fusion::CountedPattern<GatherElementsOp, RewriteCounter> {
       r.bias = fusion::floatConstant(rewriter, loc, type, std::vector<float>(size_t(type.getNumElements()), 0.0f));
     }
     auto f32 = [&](double x) { return rewriter.getF32FloatAttr(float(x)); };
-    Operation *fused = fusion::create(
-        rewriter, loc, "llmc.grouped_top_k", {r.logits, r.bias},
-        {rewriter.getNamedAttr("k", r.chosen.getKAttr()),
-         rewriter.getNamedAttr("groups", rewriter.getI64IntegerAttr(r.groups)),
-         rewriter.getNamedAttr("kept_groups", rewriter.getI64IntegerAttr(r.kept)),
-         rewriter.getNamedAttr("group_top", rewriter.getI64IntegerAttr(r.top)),
-         rewriter.getNamedAttr("fill", f32(r.fill)), rewriter.getNamedAttr("normalize", rewriter.getI64IntegerAttr(r.normalize)),
-         rewriter.getNamedAttr("epsilon", f32(r.epsilon)), rewriter.getNamedAttr("scale", f32(r.scale))});
+    SmallVector<NamedAttribute> attrs{
+        rewriter.getNamedAttr("k", r.chosen.getKAttr()),
+        rewriter.getNamedAttr("groups", rewriter.getI64IntegerAttr(r.groups)),
+        rewriter.getNamedAttr("kept_groups", rewriter.getI64IntegerAttr(r.kept)),
+        rewriter.getNamedAttr("group_top", rewriter.getI64IntegerAttr(r.top)),
+        rewriter.getNamedAttr("fill", f32(r.fill)), rewriter.getNamedAttr("normalize", rewriter.getI64IntegerAttr(r.normalize)),
+        rewriter.getNamedAttr("epsilon", f32(r.epsilon)), rewriter.getNamedAttr("scale", f32(r.scale))};
+    if (r.softmax)
+      attrs.push_back(rewriter.getNamedAttr("scores", rewriter.getStringAttr("softmax")));
+    Operation *fused = fusion::create(rewriter, loc, "llmc.grouped_top_k", {r.logits, r.bias}, attrs);
     if (!fused || fused->getResult(0).getType() != r.weights.getType() ||
         fused->getResult(1).getType() != r.chosen.getIndices().getType())
       return fusion::abandonBuilt(rewriter, r.chosen, before);
     rewriter.replaceAllUsesWith(r.weights, fused->getResult(0));
     rewriter.replaceAllUsesWith(r.chosen.getIndices(), fused->getResult(1));
-    ++count;
+    ++(r.masked ? grouped : corrected);
     return success();
   }
 };
@@ -282,9 +310,10 @@ struct FuseRouting : impl::LlmcFuseRoutingBase<FuseRouting> {
   RewriteCounter routers{"llmc-fuse-routing", "softmaxes and their top-k turned into softmax_top_k"};
   RewriteCounter normalized{"llmc-fuse-routing", "routing weights' normalizations fused into softmax_top_k"};
   RewriteCounter grouped{"llmc-fuse-routing", "routers choosing experts by groups turned into grouped_top_k"};
+  RewriteCounter corrected{"llmc-fuse-routing", "routers choosing experts by corrected scores turned into grouped_top_k"};
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<GroupedTopK>(&getContext(), grouped);
+    patterns.add<GroupedTopK>(&getContext(), grouped, corrected);
     patterns.add<SoftmaxTopK, SoftmaxOfTopK>(&getContext(), routers);
     patterns.add<NormalizedWeights>(&getContext(), normalized);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))

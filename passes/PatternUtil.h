@@ -264,6 +264,15 @@ inline bool isSliceOfLast(mlir::Value v, mlir::Value of, int64_t start, int64_t 
          (s.getEnds()[0] == end || (end == d && s.getEnds()[0] >= d));
 }
 
+// Whether `split` keeps the leading dimensions of `in` (all but `in`'s last): a reshape that only
+// cuts the last axis. (Dynamic dimensions compare by place, as the exporters' reshapes keep them.)
+inline bool keepsLeading(mlir::RankedTensorType in, mlir::RankedTensorType split) {
+  for (int64_t d = 0; d + 1 < in.getRank(); ++d)
+    if (split.getDimSize(d) != in.getDimSize(d))
+      return false;
+  return true;
+}
+
 // The value v is a part of: the input of the split or slice that made v, or null.
 inline mlir::Value partedFrom(mlir::Value v) {
   if (auto split = def<SplitOp>(v))

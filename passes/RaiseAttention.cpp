@@ -1100,6 +1100,47 @@ struct RotationPattern : OpRewritePattern<AddOp> {
   }
 };
 
+// A reshape into pairs [.., D/2, 2] that only gathers read, one feature of each pair, from a value
+// that is not [.., D] with the same leading dimensions (the exporter folded a view into it: without
+// a cache DeepSeek-V2's key goes [B, S, D] to [B, 1, S, D/2, 2] at once) becomes two: to [.., D]
+// first, then the pairs, so that PartsRotationPattern finds the x whose pairs are rotated. Both
+// are views; where no rotation follows, one view more is left.
+struct PairsCutPattern : OpRewritePattern<ReshapeOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(ReshapeOp op, PatternRewriter &rewriter) const override {
+    auto in = fusion::tensorType(op.getInput()), pairs = fusion::tensorType(op.getResult());
+    const int64_t rank = pairs.getRank();
+    if (rank < 3 || pairs.getDimSize(rank - 1) != 2 || pairs.isDynamicDim(rank - 2) || op.getResult().use_empty())
+      return failure();
+    const int64_t d = 2 * pairs.getDimSize(rank - 2);
+    if (in.getRank() == rank - 1 && fusion::keepsLeading(in, pairs) && in.getDimSize(rank - 2) == d)
+      return failure(); // a cut of the last axis already
+    for (Operation *user : op.getResult().getUsers()) {
+      auto gather = dyn_cast<GatherOp>(user);
+      if (!gather || gather.getData() != op.getResult() || fusion::tensorType(gather.getIndices()).getRank() != 0 ||
+          !fusion::isAxis(gather.getAxis(), rank - 1, rank))
+        return failure();
+    }
+    // [.., D] with the one dynamic leading dimension (if any) taking the rest.
+    SmallVector<int64_t> flat(pairs.getShape().drop_back(2));
+    if (llvm::count_if(flat, ShapedType::isDynamic) > 1)
+      return failure();
+    for (int64_t &dim : flat)
+      dim = ShapedType::isDynamic(dim) ? -1 : dim;
+    flat.push_back(d);
+    Operation *before = op->getPrevNode();
+    Value x = reshapeTo(rewriter, op.getLoc(), op.getInput(), flat);
+    SmallVector<int64_t> cut(rank - 2, 0);
+    cut.append({d / 2, 2});
+    Value cutPairs = reshapeTo(rewriter, op.getLoc(), x, cut);
+    if (!cutPairs || cutPairs.getType() != op.getType())
+      return abandonBuilt(rewriter, op, before);
+    rewriter.replaceOp(op, cutPairs);
+    return success();
+  }
+};
+
 // A rotation written on two parts of x [B, H, S, D], concat(e * cos - o * sin, o * cos + e * sin),
 // tables [B, 1, S, D/2] (one angle per pair), in one of two forms:
 // - the halves, e = x[..., :D/2] and o = x[..., D/2:] (a split in two or two slices; GPT-OSS):
@@ -1109,11 +1150,15 @@ struct RotationPattern : OpRewritePattern<AddOp> {
 //   result de-interleaved, one llmc.rotary (interleaved) and one transpose, [.., D/2, 2] to
 //   [.., 2, D/2].
 // Either replaces two parts, four products and three elementwise ops (two kernels once fused) and
-// a concatenation.
+// a concatenation. A third form takes the pairs as they come and writes them back stacked
+// (DeepSeek-V2's rotary in real arithmetic, as architectures.py exports it):
+// e, o = x.reshape(.., D/2, 2)[..., 0] and [..., 1], stack([e * cos - o * sin, o * cos + e * sin],
+// -1), which is [.., D/2, 2] of the interleaved rotation of x: one llmc.rotary (interleaved) and
+// a reshape, which the flatten after it undoes.
 struct PartsRotationPattern : OpRewritePattern<ConcatOp> {
-  RewriteCounter &halves, &evenOdd;
-  PartsRotationPattern(MLIRContext *ctx, RewriteCounter &halves, RewriteCounter &evenOdd)
-      : OpRewritePattern(ctx), halves(halves), evenOdd(evenOdd) {}
+  RewriteCounter &halves, &evenOdd, &stackedPairs;
+  PartsRotationPattern(MLIRContext *ctx, RewriteCounter &halves, RewriteCounter &evenOdd, RewriteCounter &stackedPairs)
+      : OpRewritePattern(ctx), halves(halves), evenOdd(evenOdd), stackedPairs(stackedPairs) {}
 
   // m = a * b with `a` one factor: the other, or null.
   static Value otherFactor(Value m, Value a) {
@@ -1121,17 +1166,41 @@ struct PartsRotationPattern : OpRewritePattern<ConcatOp> {
     return mul && (mul.getLhs() == a || mul.getRhs() == a) ? fusion::other(mul, a) : Value();
   }
 
-  // Whether v is part `index` (0 or 1) of x as `pairs` takes them.
+  // x where v is x.reshape(.., D/2, 2)[..., index]: a gather of the scalar `index` on the last
+  // axis of a reshape that only cuts x's last axis into pairs. Sets `index`; null where v is not
+  // of this form.
+  static Value pairGatheredFrom(Value v, int64_t &index) {
+    auto gather = def<GatherOp>(v);
+    auto pairs = gather ? def<ReshapeOp>(gather.getData()) : ReshapeOp();
+    if (!pairs || fusion::tensorType(gather.getIndices()).getRank() != 0)
+      return {};
+    auto x = fusion::tensorType(pairs.getInput()), split = fusion::tensorType(pairs.getResult());
+    const int64_t rank = split.getRank();
+    std::optional<double> at = fusion::scalarValue(gather.getIndices());
+    if (!at || rank != x.getRank() + 1 || rank < 2 || !fusion::isAxis(gather.getAxis(), rank - 1, rank) ||
+        !fusion::keepsLeading(x, split) || split.getDimSize(rank - 1) != 2 || x.isDynamicDim(rank - 2) ||
+        split.getDimSize(rank - 2) * 2 != x.getDimSize(rank - 2))
+      return {};
+    index = *at < 0 ? int64_t(*at) + 2 : int64_t(*at);
+    return pairs.getInput();
+  }
+
+  // Whether v is part `index` (0 or 1) of x as `pairs` takes them: the halves; the even or odd
+  // features, strided slices or gathered pairs.
   static bool isPart(Value v, Value x, int64_t index, Pairing pairs) {
     const int64_t d = fusion::tensorType(x).getShape().back();
-    if (pairs == Pairing::Neighbours)
-      return isSliceOfLast(v, x, index, d, 2);
-    return fusion::isHalf(v, x, index);
+    if (pairs == Pairing::Halves)
+      return fusion::isHalf(v, x, index);
+    int64_t gathered = -1;
+    return isSliceOfLast(v, x, index, d, 2) || (pairGatheredFrom(v, gathered) == x && gathered == index);
   }
 
   // The x that v is the first part of, and how its parts are taken; null where it is none.
   static Value firstPartOf(Value v, Pairing &pairs) {
+    int64_t index = -1;
     Value x = fusion::partedFrom(v);
+    if (!x)
+      x = pairGatheredFrom(v, index);
     auto t = x ? fusion::tensorType(x) : RankedTensorType();
     if (!x || t.getRank() != 4 || t.isDynamicDim(3) || t.getDimSize(3) % 2 != 0)
       return {};
@@ -1165,11 +1234,41 @@ struct PartsRotationPattern : OpRewritePattern<ConcatOp> {
     return values ? halvedConstantOf(rewriter, loc, table, t.getDimSize(0), seq, *values) : Value();
   }
 
-  LogicalResult matchAndRewrite(ConcatOp op, PatternRewriter &rewriter) const override {
+  // The two values a rotation writes side by side on the last axis: concat(a, b); or, `stacked`,
+  // concat(unsqueeze(a, -1), unsqueeze(b, -1)), torch.stack([a, b], -1). False where op is neither.
+  static bool writtenParts(ConcatOp op, Value &a, Value &b, bool &stacked) {
     if (op.getInputs().size() != 2 || !isLastAxis(op))
+      return false;
+    a = op.getInputs()[0];
+    b = op.getInputs()[1];
+    auto ua = def<UnsqueezeOp>(a), ub = def<UnsqueezeOp>(b);
+    const int64_t rank = fusion::tensorType(op.getResult()).getRank();
+    auto onLast = [&](UnsqueezeOp u) { return u && u.getAxes().size() == 1 && fusion::isAxis(u.getAxes()[0], rank - 1, rank); };
+    stacked = onLast(ua) && onLast(ub);
+    if (stacked) {
+      a = ua.getInput();
+      b = ub.getInput();
+    }
+    return true;
+  }
+
+  // The type of x's rotation as the concatenation writes it: x's, or [.., D/2, 2] stacked.
+  static RankedTensorType writtenType(RankedTensorType x, bool stacked) {
+    if (!stacked)
+      return x;
+    SmallVector<int64_t> shape(x.getShape());
+    shape.back() /= 2;
+    shape.push_back(2);
+    return RankedTensorType::get(shape, x.getElementType());
+  }
+
+  LogicalResult matchAndRewrite(ConcatOp op, PatternRewriter &rewriter) const override {
+    Value a, b;
+    bool stacked = false;
+    if (!writtenParts(op, a, b, stacked))
       return failure();
-    auto first = def<SubOp>(op.getInputs()[0]);
-    auto second = def<AddOp>(op.getInputs()[1]);
+    auto first = def<SubOp>(a);
+    auto second = def<AddOp>(b);
     auto direct = first ? def<MulOp>(first.getLhs()) : MulOp();
     if (!second || !direct)
       return failure();
@@ -1183,7 +1282,9 @@ struct PartsRotationPattern : OpRewritePattern<ConcatOp> {
         cos = fusion::other(direct, e);
         break;
       }
-    if (!x || !fusion::isFusedFloat(x) || op.getType() != x.getType())
+    // (The stacked halves would be an interleaving of the rotation of halves: no exporter's form.)
+    if (!x || !fusion::isFusedFloat(x) || op.getType() != writtenType(fusion::tensorType(x), stacked) ||
+        (stacked && pairs != Pairing::Neighbours))
       return failure();
     // o * sin beside it, then o * cos + e * sin.
     auto rotated = def<MulOp>(first.getRhs());
@@ -1215,18 +1316,18 @@ struct PartsRotationPattern : OpRewritePattern<ConcatOp> {
                                   {rewriter.getNamedAttr("interleaved", rewriter.getI64IntegerAttr(interleaved)),
                                    rewriter.getNamedAttr("rotary_embedding_dim", rewriter.getI64IntegerAttr(d))});
     Value result = y;
-    if (interleaved) {
+    if (interleaved) { // the pairs [.., D/2, 2] as they are (stacked), or de-interleaved
       Value pairsLast = reshapeTo(rewriter, loc, y, {0, 0, 0, d / 2, 2});
-      Value apart = pairsLast ? fusion::createValue(rewriter, loc, "llmc.transpose", {pairsLast},
-                                                    {rewriter.getNamedAttr("perm",
-                                                                           rewriter.getDenseI64ArrayAttr({0, 1, 2, 4, 3}))})
-                              : Value();
-      result = reshapeTo(rewriter, loc, apart, {0, 0, 0, d});
+      Value apart = pairsLast && !stacked
+                        ? fusion::createValue(rewriter, loc, "llmc.transpose", {pairsLast},
+                                              {rewriter.getNamedAttr("perm", rewriter.getDenseI64ArrayAttr({0, 1, 2, 4, 3}))})
+                        : Value();
+      result = stacked ? pairsLast : reshapeTo(rewriter, loc, apart, {0, 0, 0, d});
     }
     if (!result || result.getType() != op.getType())
       return abandonBuilt(rewriter, op, before);
     rewriter.replaceOp(op, result);
-    ++(interleaved ? evenOdd : halves);
+    ++(stacked ? stackedPairs : interleaved ? evenOdd : halves);
     return success();
   }
 };
@@ -1259,6 +1360,7 @@ struct RaiseAttention : impl::LlmcRaiseAttentionBase<RaiseAttention> {
   RewriteCounter deinterleavedRotations{"llmc-raise-attention",
                                         "rotations of de-interleaved pairs turned into llmc.rotary and a transpose"};
   RewriteCounter halvesRotations{"llmc-raise-attention", "rotations of split halves turned into llmc.rotary"};
+  RewriteCounter stackedRotations{"llmc-raise-attention", "rotations of stacked pairs turned into llmc.rotary"};
   void runOnOperation() override {
     const llvm::DenseSet<Operation *> sameLength = queriesAsManyAsNewKeys(getOperation());
     RewritePatternSet patterns(&getContext());
@@ -1272,7 +1374,8 @@ struct RaiseAttention : impl::LlmcRaiseAttentionBase<RaiseAttention> {
     // Then the rotations no attention took (after, so that attention raising sees them first).
     RewritePatternSet rotary(&getContext());
     rotary.add<RotationPattern>(&getContext(), rotations);
-    rotary.add<PartsRotationPattern>(&getContext(), halvesRotations, deinterleavedRotations);
+    rotary.add<PairsCutPattern>(&getContext());
+    rotary.add<PartsRotationPattern>(&getContext(), halvesRotations, deinterleavedRotations, stackedRotations);
     if (failed(applyPatternsGreedily(getOperation(), std::move(rotary)))) {
       getOperation().emitError("llmc-raise-attention: the rotary rewrites did not converge");
       signalPassFailure();

@@ -593,13 +593,15 @@ constexpr int64_t kMaxSoftmaxTopK = 8192;
 std::string softmaxTopK(Storage s, const void *logits, void *values, int64_t *indices, int64_t rows, int64_t n,
                         int64_t k, bool normalize, void *stream);
 
-// grouped_top_k (DeepSeek-V3's router, the op's semantics in FusedOps.td) of logits [rows, n] and a
-// bias [n] in storage `s`, into weights [rows, k] and indices [rows, k]; n + groups + k floats
-// (and groups ints) of shared memory per block, at most kMaxGroupedTopKShared bytes. (TopK.cu)
+// grouped_top_k (DeepSeek-V3's and ERNIE 4.5's routers, the op's semantics in FusedOps.td) of
+// logits [rows, n] and a bias [n] in storage `s`, into weights [rows, k] and indices [rows, k];
+// n + groups + k floats (and groups ints) of shared memory per block, at most
+// kMaxGroupedTopKShared bytes. `normalize`: 0 none, 1 by sum + epsilon, 2 by max(sum, epsilon);
+// `softmax`: softmax scores, else sigmoid. (TopK.cu)
 struct GroupedTopKArgs {
-  int64_t n = 0, k = 0, groups = 1, keptGroups = 1, top = 2;
+  int64_t n = 0, k = 0, groups = 1, keptGroups = 1, top = 2, normalize = 0;
   float fill = 0.0f, epsilon = 0.0f, scale = 1.0f;
-  bool normalize = false;
+  bool softmax = false;
 };
 constexpr size_t kMaxGroupedTopKShared = 48 * 1024;
 std::string groupedTopK(Storage s, const void *logits, const void *bias, void *weights, int64_t *indices, int64_t rows,

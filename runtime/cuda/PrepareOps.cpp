@@ -570,7 +570,7 @@ std::string prepareSoftmaxTopK(Executor &ex, const PlanOp &op, PreparedOp &out) 
   return {};
 }
 
-// grouped_top_k (llmc-fuse-routing's DeepSeek-V3 router), as the CPU's.
+// grouped_top_k (llmc-fuse-routing's DeepSeek-V3 and ERNIE 4.5 routers), as the CPU's.
 std::string prepareGroupedTopK(Executor &ex, const PlanOp &op, PreparedOp &out) {
   Storage st;
   if (op.inputs.size() != 2 || op.outputs.size() != 2 || !isFloat(ex.plan->values[size_t(op.inputs[0])]) ||
@@ -586,7 +586,11 @@ std::string prepareGroupedTopK(Executor &ex, const PlanOp &op, PreparedOp &out) 
   a.fill = float(op.attrs.getFloat("fill", 0.0));
   a.epsilon = float(op.attrs.getFloat("epsilon", 0.0));
   a.scale = float(op.attrs.getFloat("scale", 1.0));
-  a.normalize = op.attrs.getInt("normalize", 0) != 0;
+  a.normalize = op.attrs.getInt("normalize", 0);
+  const std::string_view scores = op.attrs.getString("scores");
+  if (!scores.empty() && scores != "sigmoid" && scores != "softmax")
+    return "scores must be sigmoid or softmax, not " + std::string(scores);
+  a.softmax = scores == "softmax";
   out.launch = [&op, st, a](Executor &e, const std::vector<TensorRef> &t) mutable -> std::string {
     const Shape &s = t[size_t(op.inputs[0])].shape;
     if (s.rank != 2 || t[size_t(op.inputs[1])].numel() != s.dims[1])

@@ -152,7 +152,8 @@ template <typename Take> __device__ void pickLargest(const float *v, int64_t n, 
 // grouped_top_k: a block per row. The biased scores go to shared memory (`choice`, n floats),
 // then each group's sum of its `top` largest (a thread per group, in doubles, largest first),
 // the kept groups (`keep`), the others' scores replaced by `fill`, and the k picks, whose
-// sigmoid scores thread 0 weighs as the CPU does.
+// scores thread 0 weighs as the CPU does. Softmax scores (`a.softmax`) are softmaxTopKKernel's,
+// exp(x - max) / sum, the row's max and sum taken first.
 template <typename T>
 __global__ void groupedTopKKernel(const T *__restrict__ logits, const T *__restrict__ bias, T *__restrict__ weights,
                                   int64_t *__restrict__ indices, int64_t rows, GroupedTopKArgs a) {
@@ -162,8 +163,22 @@ __global__ void groupedTopKKernel(const T *__restrict__ logits, const T *__restr
   const int64_t size = a.n / a.groups;
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const T *x = logits + row * a.n;
+    float rowMax = 0.0f, rowInverse = 1.0f; // (softmax scores)
+    if (a.softmax) {
+      float m = -INFINITY;
+      for (int64_t e = threadIdx.x; e < a.n; e += blockDim.x)
+        m = fmaxf(m, toF(x[e]));
+      rowMax = blockReduce<true>(m);
+      if (rowMax == -INFINITY)
+        rowMax = 0.0f;
+      float sum = 0.0f;
+      for (int64_t e = threadIdx.x; e < a.n; e += blockDim.x)
+        sum += expf(toF(x[e]) - rowMax);
+      rowInverse = 1.0f / blockReduce<false>(sum);
+    }
+    auto score = [&](int64_t e) { return a.softmax ? expf(toF(x[e]) - rowMax) * rowInverse : sigmoidOf(toF(x[e])); };
     for (int64_t e = threadIdx.x; e < a.n; e += blockDim.x)
-      choice[e] = sigmoidOf(toF(x[e])) + toF(bias[e]);
+      choice[e] = score(e) + toF(bias[e]);
     for (int64_t g = threadIdx.x; g < a.groups; g += blockDim.x)
       keep[g] = 0;
     __syncthreads();
@@ -194,14 +209,14 @@ __global__ void groupedTopKKernel(const T *__restrict__ logits, const T *__restr
     pickLargest(choice, a.n, a.k, [&](int64_t j, Pick<float> p) {
       if (threadIdx.x == 0) {
         indices[row * a.k + j] = p.index;
-        picked[j] = sigmoidOf(toF(x[p.index]));
+        picked[j] = score(p.index);
       }
     });
     if (threadIdx.x == 0) {
       double sum = 0.0;
       for (int64_t j = 0; j < a.k; ++j)
         sum += double(picked[j]);
-      const float denominator = float(sum) + a.epsilon;
+      const float denominator = a.normalize == 2 ? fmaxf(float(sum), a.epsilon) : float(sum) + a.epsilon;
       for (int64_t j = 0; j < a.k; ++j)
         weights[row * a.k + j] = fromF<T>((a.normalize ? picked[j] / denominator : picked[j]) * a.scale);
     }
@@ -216,6 +231,8 @@ std::string groupedTopK(Storage s, const void *logits, const void *bias, void *w
   if (a.groups <= 0 || a.n % a.groups != 0 || a.keptGroups <= 0 || a.keptGroups > a.groups || a.top <= 0 ||
       a.top > a.n / a.groups || a.k < 0 || a.k > a.n)
     return "groupedTopK: groups, kept groups, group top or k do not fit the experts";
+  if (a.normalize < 0 || a.normalize > 2)
+    return "groupedTopK: normalize must be 0, 1 or 2";
   const size_t shared = size_t(a.n + a.groups + a.k) * sizeof(float) + size_t(a.groups) * sizeof(int);
   if (shared > kMaxGroupedTopKShared)
     return "groupedTopK: " + std::to_string(a.n) + " experts take more shared memory than a block has";

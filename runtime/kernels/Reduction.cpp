@@ -340,9 +340,9 @@ void pickLargest(const std::vector<float> &values, int64_t count, std::vector<in
   order.resize(size_t(count));
 }
 
-// grouped_top_k (llmc-fuse-routing's DeepSeek-V3 router): the ops it replaces, row by row, in
-// their arithmetic (sigmoid as the sigmoid kernel, group sums and the weights' sum in doubles as
-// reduce_sum, the rest in floats).
+// grouped_top_k (llmc-fuse-routing's DeepSeek-V3 and ERNIE 4.5 routers): the ops it replaces, row
+// by row, in their arithmetic (sigmoid as the sigmoid kernel, softmax by the softmax kernel, group
+// sums and the weights' sum in doubles as reduce_sum, the rest in floats).
 std::string groupedTopKKernel(const KernelArgs &args) {
   if (args.numInputs != 2 || args.numOutputs != 2)
     return "expects logits and a bias, and weights and indices outputs";
@@ -357,17 +357,29 @@ std::string groupedTopKKernel(const KernelArgs &args) {
     return "bias, groups, kept_groups, group_top or k do not fit the logits";
   const float fill = float(args.attrs.getFloat("fill", 0.0)), epsilon = float(args.attrs.getFloat("epsilon", 0.0)),
               scale = float(args.attrs.getFloat("scale", 1.0));
-  const bool normalize = args.attrs.getInt("normalize", 0);
+  const int64_t normalize = args.attrs.getInt("normalize", 0);
+  const std::string_view scoring = args.attrs.getString("scores");
+  if (normalize < 0 || normalize > 2 || (!scoring.empty() && scoring != "sigmoid" && scoring != "softmax"))
+    return "normalize must be 0, 1 or 2 and scores sigmoid or softmax";
   const int64_t size = n / groups;
   std::vector<float> scores(static_cast<size_t>(n)), choice(static_cast<size_t>(n)),
       groupScores(static_cast<size_t>(groups)), member(static_cast<size_t>(size));
+  std::vector<float> softmaxes; // every row's softmax, by the softmax kernel
+  if (scoring == "softmax") {
+    softmaxes.resize(size_t(logits.numel()));
+    TensorRef out = logits;
+    out.data = softmaxes.data();
+    const AttrList lastAxis; // (softmax's default axis, the last)
+    if (std::string err = softmaxKernel<false>(KernelArgs{lastAxis, &logits, 1, &out, 1}); !err.empty())
+      return err;
+  }
   std::vector<int64_t> order;
   float *weights = args.out(0).as<float>();
   int64_t *indices = args.out(1).as<int64_t>();
   for (int64_t row = 0; row < rows; ++row) {
     const float *x = logits.as<const float>() + row * n;
     for (int64_t e = 0; e < n; ++e) {
-      scores[size_t(e)] = sigmoidOf(x[e]);
+      scores[size_t(e)] = softmaxes.empty() ? sigmoidOf(x[e]) : softmaxes[size_t(row * n + e)];
       choice[size_t(e)] = scores[size_t(e)] + bias.as<const float>()[e];
     }
     for (int64_t g = 0; g < groups; ++g) {
@@ -388,7 +400,7 @@ std::string groupedTopKKernel(const KernelArgs &args) {
       indices[row * k + j] = order[size_t(j)];
       sum += double(scores[size_t(order[size_t(j)])]);
     }
-    const float denominator = float(sum) + epsilon;
+    const float denominator = normalize == 2 ? std::max(float(sum), epsilon) : float(sum) + epsilon;
     for (int64_t j = 0; j < k; ++j) {
       const float w = scores[size_t(order[size_t(j)])];
       weights[row * k + j] = (normalize ? w / denominator : w) * scale;

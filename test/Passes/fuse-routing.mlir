@@ -27,22 +27,33 @@ func.func @plain(%logits: tensor<3x60xbf16>) -> (tensor<3x2xbf16>, tensor<3x2xi6
 
 // -----
 
+// DeepSeek-V2's: an unsorted top 2 (torch.topk(sorted=False)), whose order ONNX leaves to the
+// implementation; softmax_top_k's, sorted, is one.
+// CHECK-LABEL: func.func @unsorted
+// CHECK-NEXT: %[[W:.*]], %[[IDS:.*]] = llmc.softmax_top_k %arg0 {k = 2 : i64} : (tensor<?x4xf32>) -> (tensor<?x2xf32>, tensor<?x2xi64>)
+// CHECK-NEXT: return %[[W]], %[[IDS]]
+func.func @unsorted(%logits: tensor<?x4xf32>) -> (tensor<?x2xf32>, tensor<?x2xi64>) {
+  %p = llmc.softmax %logits : (tensor<?x4xf32>) -> tensor<?x4xf32>
+  %values, %indices = llmc.top_k %p {k = 2 : i64, sorted = 0 : i64} : (tensor<?x4xf32>) -> (tensor<?x2xf32>, tensor<?x2xi64>)
+  return %values, %indices : tensor<?x2xf32>, tensor<?x2xi64>
+}
+
+// -----
+
 // Negative: the probabilities read elsewhere too (the router's logits output, say); the
-// smallest k; a softmax over another axis; unsorted picks (DeepSeek's group choice).
+// smallest k; a softmax over another axis.
 // CHECK-LABEL: func.func @kept
 // CHECK-NOT: llmc.softmax_top_k
-// CHECK-COUNT-4: llmc.top_k
+// CHECK-COUNT-3: llmc.top_k
 // CHECK-NOT: llmc.softmax_top_k
-func.func @kept(%logits: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x2xf32>, tensor<4x2xf32>, tensor<2x8xf32>, tensor<4x2xf32>) {
+func.func @kept(%logits: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x2xf32>, tensor<4x2xf32>, tensor<2x8xf32>) {
   %p = llmc.softmax %logits : (tensor<4x8xf32>) -> tensor<4x8xf32>
   %v1, %i1 = llmc.top_k %p {k = 2 : i64} : (tensor<4x8xf32>) -> (tensor<4x2xf32>, tensor<4x2xi64>)
   %q = llmc.softmax %logits : (tensor<4x8xf32>) -> tensor<4x8xf32>
   %v2, %i2 = llmc.top_k %q {k = 2 : i64, largest = 0 : i64} : (tensor<4x8xf32>) -> (tensor<4x2xf32>, tensor<4x2xi64>)
   %r = llmc.softmax %logits {axis = 0 : i64} : (tensor<4x8xf32>) -> tensor<4x8xf32>
   %v3, %i3 = llmc.top_k %r {k = 2 : i64, axis = 0 : i64} : (tensor<4x8xf32>) -> (tensor<2x8xf32>, tensor<2x8xi64>)
-  %s = llmc.softmax %logits : (tensor<4x8xf32>) -> tensor<4x8xf32>
-  %v4, %i4 = llmc.top_k %s {k = 2 : i64, sorted = 0 : i64} : (tensor<4x8xf32>) -> (tensor<4x2xf32>, tensor<4x2xi64>)
-  return %p, %v1, %v2, %v3, %v4 : tensor<4x8xf32>, tensor<4x2xf32>, tensor<4x2xf32>, tensor<2x8xf32>, tensor<4x2xf32>
+  return %p, %v1, %v2, %v3 : tensor<4x8xf32>, tensor<4x2xf32>, tensor<4x2xf32>, tensor<2x8xf32>
 }
 
 // -----
@@ -361,4 +372,55 @@ func.func @softmax_of_top_k_not(%logits: tensor<3x32xf32>) -> (tensor<3x4xf32>, 
   %v2, %i2 = llmc.top_k %logits {k = 4 : i64, sorted = 0 : i64} : (tensor<3x32xf32>) -> (tensor<3x4xf32>, tensor<3x4xi64>)
   %w2 = llmc.softmax %v2 : (tensor<3x4xf32>) -> tensor<3x4xf32>
   return %w, %values, %w2 : tensor<3x4xf32>, tensor<3x4xf32>, tensor<3x4xf32>
+}
+
+// -----
+
+// ERNIE 4.5's router (Ernie4_5_MoeTopKRouter): softmax scores, a correction bias that chooses
+// the top 2 without groups, the chosen scores divided by max(their sum, norm_min). One
+// grouped_top_k of one group with softmax scores and normalize 2; nothing of the chain left.
+// CHECK-LABEL: func.func @ernie
+// CHECK: %[[W:.*]], %[[IDS:.*]] = llmc.grouped_top_k %arg0, %arg1 {epsilon = 9.99999996E-13 : f32, fill = 0.000000e+00 : f32, group_top = 1 : i64, groups = 1 : i64, k = 2 : i64, kept_groups = 1 : i64, normalize = 2 : i64, scores = "softmax"} : (tensor<?x4xf32>, tensor<4xf32>) -> (tensor<?x2xf32>, tensor<?x2xi64>)
+// CHECK-NEXT: return %[[W]], %[[IDS]]
+func.func @ernie(%logits: tensor<?x4xf32>, %bias: tensor<4xf32>) -> (tensor<?x2xf32>, tensor<?x2xi64>) {
+  %norm_min = llmc.constant dense<9.99999996E-13> : tensor<f32>
+  %s = llmc.softmax %logits {axis = 1 : i64} : (tensor<?x4xf32>) -> tensor<?x4xf32>
+  %c = llmc.add %s, %bias : (tensor<?x4xf32>, tensor<4xf32>) -> tensor<?x4xf32>
+  %values, %ids = llmc.top_k %c {k = 2 : i64} : (tensor<?x4xf32>) -> (tensor<?x2xf32>, tensor<?x2xi64>)
+  %w = llmc.gather_elements %s, %ids {axis = -1 : i64} : (tensor<?x4xf32>, tensor<?x2xi64>) -> tensor<?x2xf32>
+  %sum = llmc.reduce_sum %w {axes = array<i64: -1>} : (tensor<?x2xf32>) -> tensor<?x1xf32>
+  %at_least = llmc.max %sum, %norm_min : (tensor<?x1xf32>, tensor<f32>) -> tensor<?x1xf32>
+  %normalized = llmc.div %w, %at_least : (tensor<?x2xf32>, tensor<?x1xf32>) -> tensor<?x2xf32>
+  return %normalized, %ids : tensor<?x2xf32>, tensor<?x2xi64>
+}
+
+// -----
+
+// Left as they are: the sum clamped by another tensor (not a constant), and a softmax over the
+// rows rather than the experts.
+// CHECK-LABEL: func.func @ernie_clamped_by_a_tensor
+// CHECK-NOT: llmc.grouped_top_k
+// CHECK: llmc.gather_elements
+func.func @ernie_clamped_by_a_tensor(%logits: tensor<3x4xf32>, %bias: tensor<4xf32>, %floor: tensor<3x1xf32>) -> (tensor<3x2xf32>, tensor<3x2xi64>) {
+  %s = llmc.softmax %logits {axis = 1 : i64} : (tensor<3x4xf32>) -> tensor<3x4xf32>
+  %c = llmc.add %s, %bias : (tensor<3x4xf32>, tensor<4xf32>) -> tensor<3x4xf32>
+  %values, %ids = llmc.top_k %c {k = 2 : i64} : (tensor<3x4xf32>) -> (tensor<3x2xf32>, tensor<3x2xi64>)
+  %w = llmc.gather_elements %s, %ids {axis = -1 : i64} : (tensor<3x4xf32>, tensor<3x2xi64>) -> tensor<3x2xf32>
+  %sum = llmc.reduce_sum %w {axes = array<i64: -1>} : (tensor<3x2xf32>) -> tensor<3x1xf32>
+  %at_least = llmc.max %sum, %floor : (tensor<3x1xf32>, tensor<3x1xf32>) -> tensor<3x1xf32>
+  %normalized = llmc.div %w, %at_least : (tensor<3x2xf32>, tensor<3x1xf32>) -> tensor<3x2xf32>
+  return %normalized, %ids : tensor<3x2xf32>, tensor<3x2xi64>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @softmax_over_rows
+// CHECK-NOT: llmc.grouped_top_k
+// CHECK: llmc.gather_elements
+func.func @softmax_over_rows(%logits: tensor<3x4xf32>, %bias: tensor<4xf32>) -> (tensor<3x2xf32>, tensor<3x2xi64>) {
+  %s = llmc.softmax %logits {axis = 0 : i64} : (tensor<3x4xf32>) -> tensor<3x4xf32>
+  %c = llmc.add %s, %bias : (tensor<3x4xf32>, tensor<4xf32>) -> tensor<3x4xf32>
+  %values, %ids = llmc.top_k %c {k = 2 : i64} : (tensor<3x4xf32>) -> (tensor<3x2xf32>, tensor<3x2xi64>)
+  %w = llmc.gather_elements %s, %ids {axis = -1 : i64} : (tensor<3x4xf32>, tensor<3x2xi64>) -> tensor<3x2xf32>
+  return %w, %ids : tensor<3x2xf32>, tensor<3x2xi64>
 }

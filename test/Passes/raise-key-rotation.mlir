@@ -560,3 +560,168 @@ func.func @table_per_head(%x: tensor<1x2x5x8xf32>, %c: tensor<1x2x5x4xf32>, %s: 
   %y = llmc.concat %first, %second {axis = -1 : i64} : (tensor<1x2x5x4xf32>, tensor<1x2x5x4xf32>) -> tensor<1x2x5x8xf32>
   return %y : tensor<1x2x5x8xf32>
 }
+
+// -----
+
+// DeepSeek-V2's rotary in real arithmetic: the pairs taken as they come, e, o =
+// x.reshape(.., D/2, 2)[..., 0] and [..., 1], and written back stacked,
+// stack([e * cos - o * sin, o * cos + e * sin], -1), one angle per pair: the interleaved rotation
+// of x, made [.., D/2, 2] again for the flatten after it; no gather or concatenation left.
+// CHECK-LABEL: func.func @stacked_pairs
+// CHECK: %[[R:.*]] = llmc.rotary %arg0, %arg1, %arg2, %{{.*}} {interleaved = 1 : i64, rotary_embedding_dim = 8 : i64} : (tensor<1x2x?x8xf32>, tensor<1x?x4xf32>, tensor<1x?x4xf32>, tensor<0xi64>) -> tensor<1x2x?x8xf32>
+// CHECK: %[[P:.*]] = llmc.reshape %[[R]], %{{.*}} : (tensor<1x2x?x8xf32>, tensor<5xi64>) -> tensor<1x2x?x4x2xf32>
+// CHECK: %[[Y:.*]] = llmc.reshape %[[P]], %{{.*}} : (tensor<1x2x?x4x2xf32>, tensor<4xi64>) -> tensor<1x2x?x8xf32>
+// CHECK: return %[[Y]]
+// CHECK-NOT: llmc.gather
+// CHECK-NOT: llmc.concat
+func.func @stacked_pairs(%x: tensor<1x2x?x8xf32>, %a: tensor<1x?x4xf32>, %b: tensor<1x?x4xf32>) -> tensor<1x2x?x8xf32> {
+  %pairs_shape = llmc.constant dense<[1, 2, -1, 4, 2]> : tensor<5xi64>
+  %flat_shape = llmc.constant dense<[1, 2, -1, 8]> : tensor<4xi64>
+  %i0 = llmc.constant dense<0> : tensor<i64>
+  %i1 = llmc.constant dense<1> : tensor<i64>
+  %c = llmc.unsqueeze %a {axes = array<i64: 1>} : (tensor<1x?x4xf32>) -> tensor<1x1x?x4xf32>
+  %s = llmc.unsqueeze %b {axes = array<i64: 1>} : (tensor<1x?x4xf32>) -> tensor<1x1x?x4xf32>
+  %pairs = llmc.reshape %x, %pairs_shape : (tensor<1x2x?x8xf32>, tensor<5xi64>) -> tensor<1x2x?x4x2xf32>
+  %e = llmc.gather %pairs, %i0 {axis = 4 : i64} : (tensor<1x2x?x4x2xf32>, tensor<i64>) -> tensor<1x2x?x4xf32>
+  %o = llmc.gather %pairs, %i1 {axis = -1 : i64} : (tensor<1x2x?x4x2xf32>, tensor<i64>) -> tensor<1x2x?x4xf32>
+  %ec = llmc.mul %e, %c : (tensor<1x2x?x4xf32>, tensor<1x1x?x4xf32>) -> tensor<1x2x?x4xf32>
+  %os = llmc.mul %o, %s : (tensor<1x2x?x4xf32>, tensor<1x1x?x4xf32>) -> tensor<1x2x?x4xf32>
+  %first = llmc.sub %ec, %os : (tensor<1x2x?x4xf32>, tensor<1x2x?x4xf32>) -> tensor<1x2x?x4xf32>
+  %es = llmc.mul %e, %s : (tensor<1x2x?x4xf32>, tensor<1x1x?x4xf32>) -> tensor<1x2x?x4xf32>
+  %oc = llmc.mul %o, %c : (tensor<1x2x?x4xf32>, tensor<1x1x?x4xf32>) -> tensor<1x2x?x4xf32>
+  %second = llmc.add %es, %oc : (tensor<1x2x?x4xf32>, tensor<1x2x?x4xf32>) -> tensor<1x2x?x4xf32>
+  %u1 = llmc.unsqueeze %first {axes = array<i64: -1>} : (tensor<1x2x?x4xf32>) -> tensor<1x2x?x4x1xf32>
+  %u2 = llmc.unsqueeze %second {axes = array<i64: 4>} : (tensor<1x2x?x4xf32>) -> tensor<1x2x?x4x1xf32>
+  %stacked = llmc.concat %u1, %u2 {axis = -1 : i64} : (tensor<1x2x?x4x1xf32>, tensor<1x2x?x4x1xf32>) -> tensor<1x2x?x4x2xf32>
+  %y = llmc.reshape %stacked, %flat_shape : (tensor<1x2x?x4x2xf32>, tensor<4xi64>) -> tensor<1x2x?x8xf32>
+  return %y : tensor<1x2x?x8xf32>
+}
+
+// -----
+
+// Left as they are: parts gathered on the next-to-last axis of x.reshape(.., 2, D/2) (the halves,
+// here of D = 4, not pairs of neighbours); the halves split and written back stacked; and the
+// odd features gathered from another tensor's pairs.
+// CHECK-LABEL: func.func @stacked_halves
+// CHECK-NOT: llmc.rotary
+// CHECK: llmc.concat
+func.func @stacked_halves(%x: tensor<1x2x5x4xf32>, %a: tensor<1x5x2xf32>, %b: tensor<1x5x2xf32>) -> tensor<1x2x5x4xf32> {
+  %halves_shape = llmc.constant dense<[1, 2, 5, 2, 2]> : tensor<5xi64>
+  %flat_shape = llmc.constant dense<[1, 2, 5, 4]> : tensor<4xi64>
+  %i0 = llmc.constant dense<0> : tensor<i64>
+  %i1 = llmc.constant dense<1> : tensor<i64>
+  %c = llmc.unsqueeze %a {axes = array<i64: 1>} : (tensor<1x5x2xf32>) -> tensor<1x1x5x2xf32>
+  %s = llmc.unsqueeze %b {axes = array<i64: 1>} : (tensor<1x5x2xf32>) -> tensor<1x1x5x2xf32>
+  %halves = llmc.reshape %x, %halves_shape : (tensor<1x2x5x4xf32>, tensor<5xi64>) -> tensor<1x2x5x2x2xf32>
+  %e = llmc.gather %halves, %i0 {axis = 3 : i64} : (tensor<1x2x5x2x2xf32>, tensor<i64>) -> tensor<1x2x5x2xf32>
+  %o = llmc.gather %halves, %i1 {axis = 3 : i64} : (tensor<1x2x5x2x2xf32>, tensor<i64>) -> tensor<1x2x5x2xf32>
+  %ec = llmc.mul %e, %c : (tensor<1x2x5x2xf32>, tensor<1x1x5x2xf32>) -> tensor<1x2x5x2xf32>
+  %os = llmc.mul %o, %s : (tensor<1x2x5x2xf32>, tensor<1x1x5x2xf32>) -> tensor<1x2x5x2xf32>
+  %first = llmc.sub %ec, %os : (tensor<1x2x5x2xf32>, tensor<1x2x5x2xf32>) -> tensor<1x2x5x2xf32>
+  %es = llmc.mul %e, %s : (tensor<1x2x5x2xf32>, tensor<1x1x5x2xf32>) -> tensor<1x2x5x2xf32>
+  %oc = llmc.mul %o, %c : (tensor<1x2x5x2xf32>, tensor<1x1x5x2xf32>) -> tensor<1x2x5x2xf32>
+  %second = llmc.add %es, %oc : (tensor<1x2x5x2xf32>, tensor<1x2x5x2xf32>) -> tensor<1x2x5x2xf32>
+  %u1 = llmc.unsqueeze %first {axes = array<i64: -1>} : (tensor<1x2x5x2xf32>) -> tensor<1x2x5x2x1xf32>
+  %u2 = llmc.unsqueeze %second {axes = array<i64: -1>} : (tensor<1x2x5x2xf32>) -> tensor<1x2x5x2x1xf32>
+  %stacked = llmc.concat %u1, %u2 {axis = -1 : i64} : (tensor<1x2x5x2x1xf32>, tensor<1x2x5x2x1xf32>) -> tensor<1x2x5x2x2xf32>
+  %y = llmc.reshape %stacked, %flat_shape : (tensor<1x2x5x2x2xf32>, tensor<4xi64>) -> tensor<1x2x5x4xf32>
+  return %y : tensor<1x2x5x4xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @split_halves_stacked
+// CHECK-NOT: llmc.rotary
+// CHECK: llmc.concat
+func.func @split_halves_stacked(%x: tensor<1x2x5x8xf32>, %a: tensor<1x5x4xf32>, %b: tensor<1x5x4xf32>) -> tensor<1x2x5x8xf32> {
+  %flat_shape = llmc.constant dense<[1, 2, 5, 8]> : tensor<4xi64>
+  %c = llmc.unsqueeze %a {axes = array<i64: 1>} : (tensor<1x5x4xf32>) -> tensor<1x1x5x4xf32>
+  %s = llmc.unsqueeze %b {axes = array<i64: 1>} : (tensor<1x5x4xf32>) -> tensor<1x1x5x4xf32>
+  %h:2 = llmc.split %x {axis = 3 : i64, num_outputs = 2 : i64} : (tensor<1x2x5x8xf32>) -> (tensor<1x2x5x4xf32>, tensor<1x2x5x4xf32>)
+  %ec = llmc.mul %h#0, %c : (tensor<1x2x5x4xf32>, tensor<1x1x5x4xf32>) -> tensor<1x2x5x4xf32>
+  %os = llmc.mul %h#1, %s : (tensor<1x2x5x4xf32>, tensor<1x1x5x4xf32>) -> tensor<1x2x5x4xf32>
+  %first = llmc.sub %ec, %os : (tensor<1x2x5x4xf32>, tensor<1x2x5x4xf32>) -> tensor<1x2x5x4xf32>
+  %es = llmc.mul %h#0, %s : (tensor<1x2x5x4xf32>, tensor<1x1x5x4xf32>) -> tensor<1x2x5x4xf32>
+  %oc = llmc.mul %h#1, %c : (tensor<1x2x5x4xf32>, tensor<1x1x5x4xf32>) -> tensor<1x2x5x4xf32>
+  %second = llmc.add %es, %oc : (tensor<1x2x5x4xf32>, tensor<1x2x5x4xf32>) -> tensor<1x2x5x4xf32>
+  %u1 = llmc.unsqueeze %first {axes = array<i64: -1>} : (tensor<1x2x5x4xf32>) -> tensor<1x2x5x4x1xf32>
+  %u2 = llmc.unsqueeze %second {axes = array<i64: -1>} : (tensor<1x2x5x4xf32>) -> tensor<1x2x5x4x1xf32>
+  %stacked = llmc.concat %u1, %u2 {axis = -1 : i64} : (tensor<1x2x5x4x1xf32>, tensor<1x2x5x4x1xf32>) -> tensor<1x2x5x4x2xf32>
+  %y = llmc.reshape %stacked, %flat_shape : (tensor<1x2x5x4x2xf32>, tensor<4xi64>) -> tensor<1x2x5x8xf32>
+  return %y : tensor<1x2x5x8xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @stacked_pairs_of_another
+// CHECK-NOT: llmc.rotary
+// CHECK: llmc.concat
+func.func @stacked_pairs_of_another(%x: tensor<1x2x5x8xf32>, %a: tensor<1x5x4xf32>, %b: tensor<1x5x4xf32>, %other: tensor<1x2x5x8xf32>) -> tensor<1x2x5x8xf32> {
+  %pairs_shape = llmc.constant dense<[1, 2, 5, 4, 2]> : tensor<5xi64>
+  %flat_shape = llmc.constant dense<[1, 2, 5, 8]> : tensor<4xi64>
+  %i0 = llmc.constant dense<0> : tensor<i64>
+  %i1 = llmc.constant dense<1> : tensor<i64>
+  %c = llmc.unsqueeze %a {axes = array<i64: 1>} : (tensor<1x5x4xf32>) -> tensor<1x1x5x4xf32>
+  %s = llmc.unsqueeze %b {axes = array<i64: 1>} : (tensor<1x5x4xf32>) -> tensor<1x1x5x4xf32>
+  %pairs = llmc.reshape %x, %pairs_shape : (tensor<1x2x5x8xf32>, tensor<5xi64>) -> tensor<1x2x5x4x2xf32>
+  %other_pairs = llmc.reshape %other, %pairs_shape : (tensor<1x2x5x8xf32>, tensor<5xi64>) -> tensor<1x2x5x4x2xf32>
+  %e = llmc.gather %pairs, %i0 {axis = 4 : i64} : (tensor<1x2x5x4x2xf32>, tensor<i64>) -> tensor<1x2x5x4xf32>
+  %o = llmc.gather %other_pairs, %i1 {axis = 4 : i64} : (tensor<1x2x5x4x2xf32>, tensor<i64>) -> tensor<1x2x5x4xf32>
+  %ec = llmc.mul %e, %c : (tensor<1x2x5x4xf32>, tensor<1x1x5x4xf32>) -> tensor<1x2x5x4xf32>
+  %os = llmc.mul %o, %s : (tensor<1x2x5x4xf32>, tensor<1x1x5x4xf32>) -> tensor<1x2x5x4xf32>
+  %first = llmc.sub %ec, %os : (tensor<1x2x5x4xf32>, tensor<1x2x5x4xf32>) -> tensor<1x2x5x4xf32>
+  %es = llmc.mul %e, %s : (tensor<1x2x5x4xf32>, tensor<1x1x5x4xf32>) -> tensor<1x2x5x4xf32>
+  %oc = llmc.mul %o, %c : (tensor<1x2x5x4xf32>, tensor<1x1x5x4xf32>) -> tensor<1x2x5x4xf32>
+  %second = llmc.add %es, %oc : (tensor<1x2x5x4xf32>, tensor<1x2x5x4xf32>) -> tensor<1x2x5x4xf32>
+  %u1 = llmc.unsqueeze %first {axes = array<i64: -1>} : (tensor<1x2x5x4xf32>) -> tensor<1x2x5x4x1xf32>
+  %u2 = llmc.unsqueeze %second {axes = array<i64: -1>} : (tensor<1x2x5x4xf32>) -> tensor<1x2x5x4x1xf32>
+  %stacked = llmc.concat %u1, %u2 {axis = -1 : i64} : (tensor<1x2x5x4x1xf32>, tensor<1x2x5x4x1xf32>) -> tensor<1x2x5x4x2xf32>
+  %y = llmc.reshape %stacked, %flat_shape : (tensor<1x2x5x4x2xf32>, tensor<4xi64>) -> tensor<1x2x5x8xf32>
+  return %y : tensor<1x2x5x8xf32>
+}
+
+// -----
+
+// The same with the view to [B, 1, S, D] folded into the cut into pairs (DeepSeek-V2's key
+// without a cache: [B, S, D] to [B, 1, S, D/2, 2] at once): the view made again, then rotated.
+// CHECK-LABEL: func.func @stacked_pairs_of_a_folded_view
+// CHECK: %[[X:.*]] = llmc.reshape %arg0, %{{.*}} : (tensor<1x?x8xf32>, tensor<4xi64>) -> tensor<1x1x?x8xf32>
+// CHECK: %[[R:.*]] = llmc.rotary %[[X]], %arg1, %arg2, %{{.*}} {interleaved = 1 : i64, rotary_embedding_dim = 8 : i64}
+// CHECK: llmc.reshape %[[R]], %{{.*}} : (tensor<1x1x?x8xf32>, tensor<5xi64>) -> tensor<1x1x?x4x2xf32>
+// CHECK-NOT: llmc.gather
+func.func @stacked_pairs_of_a_folded_view(%x: tensor<1x?x8xf32>, %a: tensor<1x?x4xf32>, %b: tensor<1x?x4xf32>) -> tensor<1x1x?x8xf32> {
+  %pairs_shape = llmc.constant dense<[1, 1, -1, 4, 2]> : tensor<5xi64>
+  %flat_shape = llmc.constant dense<[1, 1, -1, 8]> : tensor<4xi64>
+  %i0 = llmc.constant dense<0> : tensor<i64>
+  %i1 = llmc.constant dense<1> : tensor<i64>
+  %c = llmc.unsqueeze %a {axes = array<i64: 1>} : (tensor<1x?x4xf32>) -> tensor<1x1x?x4xf32>
+  %s = llmc.unsqueeze %b {axes = array<i64: 1>} : (tensor<1x?x4xf32>) -> tensor<1x1x?x4xf32>
+  %pairs = llmc.reshape %x, %pairs_shape : (tensor<1x?x8xf32>, tensor<5xi64>) -> tensor<1x1x?x4x2xf32>
+  %e = llmc.gather %pairs, %i0 {axis = 4 : i64} : (tensor<1x1x?x4x2xf32>, tensor<i64>) -> tensor<1x1x?x4xf32>
+  %o = llmc.gather %pairs, %i1 {axis = 4 : i64} : (tensor<1x1x?x4x2xf32>, tensor<i64>) -> tensor<1x1x?x4xf32>
+  %ec = llmc.mul %e, %c : (tensor<1x1x?x4xf32>, tensor<1x1x?x4xf32>) -> tensor<1x1x?x4xf32>
+  %os = llmc.mul %o, %s : (tensor<1x1x?x4xf32>, tensor<1x1x?x4xf32>) -> tensor<1x1x?x4xf32>
+  %first = llmc.sub %ec, %os : (tensor<1x1x?x4xf32>, tensor<1x1x?x4xf32>) -> tensor<1x1x?x4xf32>
+  %es = llmc.mul %e, %s : (tensor<1x1x?x4xf32>, tensor<1x1x?x4xf32>) -> tensor<1x1x?x4xf32>
+  %oc = llmc.mul %o, %c : (tensor<1x1x?x4xf32>, tensor<1x1x?x4xf32>) -> tensor<1x1x?x4xf32>
+  %second = llmc.add %es, %oc : (tensor<1x1x?x4xf32>, tensor<1x1x?x4xf32>) -> tensor<1x1x?x4xf32>
+  %u1 = llmc.unsqueeze %first {axes = array<i64: -1>} : (tensor<1x1x?x4xf32>) -> tensor<1x1x?x4x1xf32>
+  %u2 = llmc.unsqueeze %second {axes = array<i64: -1>} : (tensor<1x1x?x4xf32>) -> tensor<1x1x?x4x1xf32>
+  %stacked = llmc.concat %u1, %u2 {axis = -1 : i64} : (tensor<1x1x?x4x1xf32>, tensor<1x1x?x4x1xf32>) -> tensor<1x1x?x4x2xf32>
+  %y = llmc.reshape %stacked, %flat_shape : (tensor<1x1x?x4x2xf32>, tensor<4xi64>) -> tensor<1x1x?x8xf32>
+  return %y : tensor<1x1x?x8xf32>
+}
+
+// -----
+
+// A cut into pairs that something other than a gather of one feature reads stays one reshape.
+// CHECK-LABEL: func.func @pairs_read_whole
+// CHECK: llmc.reshape %arg0, %{{.*}} : (tensor<1x?x8xf32>, tensor<5xi64>) -> tensor<1x1x?x4x2xf32>
+// CHECK-NOT: llmc.reshape
+func.func @pairs_read_whole(%x: tensor<1x?x8xf32>) -> (tensor<1x1x?x4xf32>, tensor<1x1x?x4x2xf32>) {
+  %pairs_shape = llmc.constant dense<[1, 1, -1, 4, 2]> : tensor<5xi64>
+  %i0 = llmc.constant dense<0> : tensor<i64>
+  %pairs = llmc.reshape %x, %pairs_shape : (tensor<1x?x8xf32>, tensor<5xi64>) -> tensor<1x1x?x4x2xf32>
+  %e = llmc.gather %pairs, %i0 {axis = 4 : i64} : (tensor<1x1x?x4x2xf32>, tensor<i64>) -> tensor<1x1x?x4xf32>
+  return %e, %pairs : tensor<1x1x?x4xf32>, tensor<1x1x?x4x2xf32>
+}

@@ -2595,6 +2595,44 @@ TEST(Cuda, GroupedTopKMatchesTheCpu) {
   EXPECT_NE(cu::groupedTopK(cu::Storage::F32, none.p, none.p, none.p, nullptr, 1, tooMany, nullptr), "");
 }
 
+// grouped_top_k with softmax scores and one group (ERNIE 4.5's router) against the CPU's: 4
+// experts (the architecture test's), 64 and 300 (more than a block's 256 threads, so the row's max
+// and sum are block reductions); k 2 and 6; normalized by max(sum, norm_min) with a norm_min that
+// clamps some rows (0.5), by the sum plus nothing, or not at all; f32, f16 and bf16.
+TEST(Cuda, CorrectedSoftmaxTopKMatchesTheCpu) {
+  const int64_t rows = 6;
+  for (int64_t n : {4, 64, 300})
+    for (cu::Storage s : kStorages)
+      for (int normalize : {0, 1, 2}) {
+        const int64_t k = n == 4 ? 2 : 6;
+        const float normMin = normalize == 2 ? 0.5f : 0.0f;
+        Buf<float> x(DType::F32, {rows, n}, rounded(randomFloats(size_t(rows * n), 52, -4, 4), s));
+        Buf<float> bias(DType::F32, {n}, rounded(randomFloats(size_t(n), 53, -0.05f, 0.05f), s));
+        Buf<float> want(DType::F32, {rows, k});
+        Buf<int64_t> wantIds(DType::I64, {rows, k});
+        ASSERT_EQ(call("grouped_top_k",
+                       attrs({intAttr("k", k), intAttr("groups", 1), intAttr("kept_groups", 1), intAttr("group_top", 1),
+                              stringAttr("scores", "softmax"), intAttr("normalize", normalize),
+                              floatAttr("epsilon", normMin)}),
+                       {x.ref(), bias.ref()}, {want.ref(), wantIds.ref()}),
+                  "");
+        auto dx = upload(x.data, s), dbias = upload(bias.data, s);
+        Device got(size_t(rows * k) * cu::storageBytes(s)), gotIds(size_t(rows * k) * 8);
+        cu::GroupedTopKArgs a;
+        a.n = n, a.k = k, a.groups = 1, a.keptGroups = 1, a.top = 1;
+        a.epsilon = normMin, a.normalize = normalize, a.softmax = true;
+        ASSERT_EQ(cu::groupedTopK(s, dx->p, dbias->p, got.p, static_cast<int64_t *>(gotIds.p), rows, a, nullptr), "");
+        const std::string what = "softmax grouped_top_k n " + std::to_string(n) + " normalize " +
+                                 std::to_string(normalize) + " " + name(s);
+        EXPECT_EQ(downloadRaw<int64_t>(gotIds, size_t(rows * k)), wantIds.data) << what;
+        expectClose(download(got, size_t(rows * k), s), want.data, s == cu::Storage::F32 ? 1e-6f : 1e-2f, what);
+      }
+  cu::GroupedTopKArgs badNormalize;
+  badNormalize.n = 4, badNormalize.k = 2, badNormalize.normalize = 3;
+  Device none(8);
+  EXPECT_NE(cu::groupedTopK(cu::Storage::F32, none.p, none.p, none.p, nullptr, 1, badNormalize, nullptr), "");
+}
+
 // top_k against the CPU's: values with many ties (exact in every storage type), so that equal
 // values must come in index order; a line longer than the kernel's block (300) with k of 1 and 40,
 // a line sorted whole (k = n = 5); the largest and the smallest; along each axis.

@@ -150,9 +150,9 @@ ARCHITECTURES = {
     "ernie4_5_moe": ("Ernie4_5_MoeForCausalLM", "Ernie4_5_MoeConfig",
                      dict(num_key_value_heads=2, head_dim=16, moe_num_experts=4, moe_k=2, moe_intermediate_size=32,
                           moe_layer_start_index=1), 2),
-    # DeepSeek-V2: multi-head latent attention as DeepSeek-V3's, a softmax router's top 2 (left
-    # elementwise), its rotary in complex numbers, which torch.onnx.export cannot convert: exported
-    # with the same rotation in real arithmetic (real_rotary_deepseek_v2; elementwise here).
+    # DeepSeek-V2: multi-head latent attention as DeepSeek-V3's, a softmax router's unsorted top 2,
+    # its rotary in complex numbers, which torch.onnx.export cannot convert: exported with the same
+    # rotation in real arithmetic (export_kv_models.exportable; one llmc.rotary each since session 35).
     "deepseek_v2": ("DeepseekV2ForCausalLM", "DeepseekV2Config",
                     dict(num_key_value_heads=4, n_routed_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
                          n_shared_experts=1, first_k_dense_replace=1, q_lora_rank=32, kv_lora_rank=16,
@@ -193,16 +193,19 @@ EXPERT_OVERRIDES = {"gpt_oss": {EXPERT_FUSIONS: 2, EXPERT_BIASES: 2, CLAMPED_SWI
 ROUTERS = "softmaxes and their top-k turned into softmax_top_k"
 NORMALIZED = "routing weights' normalizations fused into softmax_top_k"
 GROUPED = "routers choosing experts by groups turned into grouped_top_k"
+# Since session 35 ERNIE 4.5's router (softmax scores, a correction bias that chooses, no groups)
+# is a grouped_top_k too, and DeepSeek-V2's unsorted softmax top 2 a softmax_top_k.
+CORRECTED = "routers choosing experts by corrected scores turned into grouped_top_k"
 ROUTING = {"mixtral": {ROUTERS: 1, NORMALIZED: 1}, "qwen3_moe": {ROUTERS: 1}, "olmoe": {ROUTERS: 1},
            "qwen2_moe": {ROUTERS: 1}, "deepseek_v3": {GROUPED: 1}, "gpt_oss": {ROUTERS: 1}, "granitemoe": {ROUTERS: 1},
            "flex_olmo": {ROUTERS: 1}, "glm4_moe": {GROUPED: 1}, "dots1": {GROUPED: 1},
-           "hunyuan_moe": {ROUTERS: 1, NORMALIZED: 1}}
+           "hunyuan_moe": {ROUTERS: 1, NORMALIZED: 1}, "ernie4_5_moe": {CORRECTED: 1}, "deepseek_v2": {ROUTERS: 1}}
 
 
 def expert_counts(name):
     """The expert and routing fusions an architecture's plan should count."""
     per_layer = {**EXPERT_COUNTS, **EXPERT_OVERRIDES.get(name, {}), ROUTERS: 0, NORMALIZED: 0, GROUPED: 0,
-                 **ROUTING.get(name, {})}
+                 CORRECTED: 0, **ROUTING.get(name, {})}
     return {what: per * MOE_LAYERS.get(name, 0) for what, per in per_layer.items()}
 
 
@@ -245,33 +248,17 @@ QUERY_ROTATIONS = dict({name: 0 for name in ARCHITECTURES}, phi=2, stablelm=2, c
 # without a cache); its queries' then move into their attention (above).
 HALVES_ROTARY = "rotations of split halves turned into llmc.rotary"
 HALVES_ROTATIONS = dict({name: 0 for name in ARCHITECTURES}, gpt_oss=4)
+# Rotations of pairs taken apart and stacked back, e, o = x.reshape(.., D/2, 2)[..., 0 or 1],
+# stack([e * cos - o * sin, o * cos + e * sin], -1) (DeepSeek-V2's, export_kv_models.real_rotary_deepseek_v2),
+# each turned into an interleaved llmc.rotary (since session 35), queries and keys (with and
+# without a cache).
+STACKED_ROTARY = "rotations of stacked pairs turned into llmc.rotary"
+STACKED_ROTATIONS = dict({name: 0 for name in ARCHITECTURES}, deepseek_v2=4)
 # Per-head interleaved QKV projections reordered (llmc-deinterleave-qkv), with and without a cache.
 # (GPT-OSS's chunk of each head into halves has the form of a split of a projection's parts; it
 # is left to the rotation above.)
 DEINTERLEAVED = "projections with heads' parts interleaved reordered"
 DEINTERLEAVINGS = dict({name: 0 for name in ARCHITECTURES}, gpt_neox=2, bloom=2, codegen=2, persimmon=2)
-
-
-def real_rotary_deepseek_v2():
-    """DeepSeek-V2's rotary (transformers' DeepseekV2RotaryEmbedding and apply_rotary_emb) in real
-    arithmetic: each neighbouring pair (x[2i], x[2i + 1]) turned by the angle of frequency i, as
-    its complex product does (the same logits within 1.2e-7), without the complex tensors that
-    torch.onnx.export cannot convert. Replaces them in transformers for this process."""
-    import torch
-    from transformers.models.deepseek_v2 import modeling_deepseek_v2 as v2
-
-    def angles(self, x, position_ids):  # [B, S, D/2, 2]: the cosine and the sine, scaled
-        freqs = position_ids[..., None].float() * self.inv_freq.to(device=x.device, dtype=torch.float)
-        return torch.stack([freqs.cos(), freqs.sin()], dim=-1) * self.attention_scaling
-
-    def rotate(x, table):  # x [B, H, S, D]
-        pairs = x.float().reshape(*x.shape[:-1], -1, 2)
-        cos, sin = table[..., 0].unsqueeze(1), table[..., 1].unsqueeze(1)
-        even, odd = pairs[..., 0], pairs[..., 1]
-        return torch.stack([even * cos - odd * sin, even * sin + odd * cos], dim=-1).flatten(3).type_as(x)
-
-    v2.DeepseekV2RotaryEmbedding.forward = angles
-    v2.apply_rotary_emb = lambda xq, xk, table: (rotate(xq, table), rotate(xk, table))
 
 
 def build(name, use_cache):
@@ -286,8 +273,6 @@ def build(name, use_cache):
         settings.pop("intermediate_size")                                             # the MLP width otherwise
     if name in ("falcon", "gptj", "codegen", "gpt_bigcode", "mpt", "bloom"):          # or not at all
         settings.pop("max_position_embeddings")
-    if name == "deepseek_v2":
-        real_rotary_deepseek_v2()
     torch.manual_seed(export_test_models.SEED)
     model = getattr(transformers, model_class)(getattr(transformers, config_class)(**settings))
     if name in MOE:
@@ -296,8 +281,9 @@ def build(name, use_cache):
 
 
 def export(name, path, kv):
-    """Through models/export_test_models.py's export (its seed, wrapper and exporter settings), or
-    with the cache through models/export_kv_models.py's."""
+    """Through models/export_test_models.py's export (its seed, wrapper and exporter settings;
+    export_kv_models.exportable's work-arounds), or with the cache through
+    models/export_kv_models.py's."""
     import export_kv_models
     import export_test_models
 
@@ -305,7 +291,9 @@ def export(name, path, kv):
         if kv:
             export_kv_models.export(build(name, True), os.path.join(tmp, name + ".onnx"), COMMON["vocab_size"])
         else:
-            export_test_models.export(name, lambda: (build(name, False), ["input_ids"], ["logits"]), tmp)
+            model = build(name, False)
+            with export_kv_models.exportable(model, with_cache=False):
+                export_test_models.export(name, lambda: (model, ["input_ids"], ["logits"]), tmp)
         os.replace(os.path.join(tmp, name + ".onnx"), path)
 
 
@@ -334,8 +322,6 @@ def export_key(name):
                inspect.getsource(export)]
     if name in LATENT_KV:
         made_by.append(inspect.getsource(export_latent_kv))
-    if name == "deepseek_v2":
-        made_by.append(inspect.getsource(real_rotary_deepseek_v2))
     made_by += [open(os.path.join(models, f), encoding="utf-8").read()
                 for f in ("export_test_models.py", "export_kv_models.py")]
     return hashlib.sha256("\n".join(made_by).encode()).hexdigest()[:12]
@@ -391,7 +377,8 @@ def check(args, name, tmp):
             ok = False
             lines.append(f"  {precision}: {rotations} {ROTARY_OPS}, {ROTATIONS[name][0]} expected")
         for what, want in ((WINDOWS_RAISED, WINDOWS[name]), (QUERY_ROTARY, QUERY_ROTATIONS[name]),
-                           (HALVES_ROTARY, HALVES_ROTATIONS[name]), (DEINTERLEAVED, DEINTERLEAVINGS[name])):
+                           (HALVES_ROTARY, HALVES_ROTATIONS[name]), (STACKED_ROTARY, STACKED_ROTATIONS[name]),
+                           (DEINTERLEAVED, DEINTERLEAVINGS[name])):
             if counted(stats, what) != want:
                 ok = False
                 lines.append(f"  {precision}: {counted(stats, what)} {what}, {want} expected")
@@ -454,13 +441,14 @@ def check_kv(args, name, tmp):
                      "logits", "--print-stats"] + KV_SHAPES)
         found = {what: counted(stats, what) for what in
                  ("attention blocks raised", "masks raised to is_causal", ABSORBED, "past/present pairs turned length-major",
-                  WINDOWS_RAISED, ROTARY_OPS, QUERY_ROTARY, HALVES_ROTARY, DEINTERLEAVED, *expert_counts(name))}
+                  WINDOWS_RAISED, ROTARY_OPS, QUERY_ROTARY, HALVES_ROTARY, STACKED_ROTARY, DEINTERLEAVED,
+                  *expert_counts(name))}
         # Every raised attention causal, reading the attention_mask input; each layer's key and
         # value caches length-major (what the decode attention reads).
         want = {"attention blocks raised": 0 if name in LATENT_KV else expected, "masks raised to is_causal": expected,
                 ABSORBED: expected if name in LATENT_KV else 0, "past/present pairs turned length-major": 4, WINDOWS_RAISED: WINDOWS[name], ROTARY_OPS: ROTATIONS[name][1],
                 QUERY_ROTARY: QUERY_ROTATIONS[name], HALVES_ROTARY: HALVES_ROTATIONS[name],
-                DEINTERLEAVED: DEINTERLEAVINGS[name],
+                STACKED_ROTARY: STACKED_ROTATIONS[name], DEINTERLEAVED: DEINTERLEAVINGS[name],
                 **expert_counts(name)}
         for what, count in found.items():
             if count != want[what]:

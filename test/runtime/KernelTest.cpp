@@ -903,6 +903,60 @@ TEST(Kernels, GroupedTopKMatchesItsParts) {
             "");
 }
 
+// grouped_top_k with softmax scores and one group (ERNIE 4.5's router) is the ops llmc-fuse-routing
+// replaces, to the bit: softmax, add the bias, top_k, gather_elements of the softmax scores, then
+// reduce_sum, max with norm_min and div (normalize 2), or reduce_sum and div (1), or nothing (0).
+// 8 experts, k 2 and 3; a norm_min of 0.9 clamps most rows' sums, 1e-12 none.
+TEST(Kernels, CorrectedSoftmaxTopKMatchesItsParts) {
+  const int64_t rows = 5, n = 8;
+  Buf<float> x(DType::F32, {rows, n}, randomFloats(size_t(rows * n), 33, -3, 3));
+  Buf<float> bias(DType::F32, {n}, randomFloats(size_t(n), 34, -0.1f, 0.1f));
+  Buf<float> scores(DType::F32, {rows, n}), choice(DType::F32, {rows, n});
+  ASSERT_EQ(call("softmax", {}, {x.ref()}, {scores.ref()}), "");
+  ASSERT_EQ(call("add", {}, {scores.ref(), bias.ref()}, {choice.ref()}), "");
+  int clamped = 0;
+  for (int64_t k : {2, 3})
+    for (int normalize : {0, 1, 2})
+      for (float normMin : {1e-12f, 0.9f}) {
+        SCOPED_TRACE("k " + std::to_string(k) + ", normalize " + std::to_string(normalize) + ", norm_min " +
+                     std::to_string(normMin));
+        Buf<float> chosen(DType::F32, {rows, k}), want(DType::F32, {rows, k}), sum(DType::F32, {rows, 1});
+        Buf<int64_t> wantIds(DType::I64, {rows, k});
+        ASSERT_EQ(call("top_k", attrs({intAttr("k", k)}), {choice.ref()}, {chosen.ref(), wantIds.ref()}), "");
+        ASSERT_EQ(call("gather_elements", attrs({intAttr("axis", -1)}), {scores.ref(), wantIds.ref()}, {want.ref()}), "");
+        if (normalize) {
+          ASSERT_EQ(call("reduce_sum", attrs({intsAttr("axes", {-1})}), {want.ref()}, {sum.ref()}), "");
+          Buf<float> floor(DType::F32, {}, {normMin});
+          for (int64_t r = 0; normalize == 2 && r < rows; ++r)
+            clamped += sum.data[size_t(r)] < normMin;
+          if (normalize == 2)
+            ASSERT_EQ(call("max", {}, {sum.ref(), floor.ref()}, {sum.ref()}), "");
+          ASSERT_EQ(call("div", {}, {want.ref(), sum.ref()}, {want.ref()}), "");
+        }
+        Buf<float> got(DType::F32, {rows, k});
+        Buf<int64_t> gotIds(DType::I64, {rows, k});
+        ASSERT_EQ(call("grouped_top_k",
+                       attrs({intAttr("k", k), intAttr("groups", 1), intAttr("kept_groups", 1), intAttr("group_top", 1),
+                              stringAttr("scores", "softmax"), intAttr("normalize", normalize),
+                              floatAttr("epsilon", normalize == 2 ? normMin : 0.0f)}),
+                       {x.ref(), bias.ref()}, {got.ref(), gotIds.ref()}),
+                  "");
+        EXPECT_EQ(gotIds.data, wantIds.data);
+        EXPECT_EQ(got.data, want.data);
+      }
+  EXPECT_GT(clamped, 0); // the clamp took part
+  Buf<float> out(DType::F32, {rows, 2});
+  Buf<int64_t> ids(DType::I64, {rows, 2});
+  EXPECT_NE(call("grouped_top_k",
+                 attrs({intAttr("k", 2), intAttr("groups", 1), intAttr("kept_groups", 1), stringAttr("scores", "tanh")}),
+                 {x.ref(), bias.ref()}, {out.ref(), ids.ref()}),
+            "");
+  EXPECT_NE(call("grouped_top_k",
+                 attrs({intAttr("k", 2), intAttr("groups", 1), intAttr("kept_groups", 1), intAttr("normalize", 3)}),
+                 {x.ref(), bias.ref()}, {out.ref(), ids.ref()}),
+            "");
+}
+
 TEST(Kernels, TileScatterInstanceNorm) {
   Buf<float> x(DType::F32, {1, 2}, {1, 2}), t(DType::F32, {2, 4});
   ASSERT_EQ(call("tile", {}, {x.ref()}, {t.ref()}), "");

@@ -163,21 +163,24 @@ def Llmc_SoftmaxTopKOp : Llmc_Op<"softmax_top_k"> {
 }
 
 def Llmc_GroupedTopKOp : Llmc_Op<"grouped_top_k"> {
-  let summary = "a router's sigmoid scores, its experts chosen within the best groups, and their top k";
+  let summary = "a router's scores, corrected, its experts chosen within the best groups, and their top k";
   let description = [{
-    DeepSeek-V3's router (transformers' DeepseekV3TopkRouter, also Kimi K2's and GLM-4.5's),
-    raised by llmc-fuse-routing. Per row of `logits` [rows, n]: s = sigmoid(logits) and
-    c = s + `bias` [n] (the score correction); the n experts form `groups` groups of n / groups
-    in order, each scored by the sum of its `group_top` largest c (largest first, summed in
-    doubles); the `kept_groups` best groups are kept (largest first, equal ones by index) and the
-    c of every other group becomes `fill`; of those, the k largest (equal ones by index, the
-    largest first) give `indices` [rows, k] i64 and their s the `weights` [rows, k] (logits'
-    type): divided by (their sum in doubles + `epsilon`) with `normalize`, then times `scale`.
+    DeepSeek-V3's router (transformers' DeepseekV3TopkRouter, also Kimi K2's and GLM-4.5's), and
+    with softmax scores and one group ERNIE 4.5's (Ernie4_5_MoeTopKRouter), raised by
+    llmc-fuse-routing. Per row of `logits` [rows, n]: the scores s = sigmoid(logits), or the
+    row's softmax with `scores` = "softmax", and c = s + `bias` [n] (the score correction); the n
+    experts form `groups` groups of n / groups in order, each scored by the sum of its
+    `group_top` largest c (largest first, summed in doubles); the `kept_groups` best groups are
+    kept (largest first, equal ones by index) and the c of every other group becomes `fill`; of
+    those, the k largest (equal ones by index, the largest first) give `indices` [rows, k] i64
+    and their s the `weights` [rows, k] (logits' type), with their sum in doubles: divided by
+    (sum + `epsilon`) with `normalize` 1, by max(sum, `epsilon`) with `normalize` 2 (ERNIE's
+    clamp); then times `scale`.
   }];
   let arguments = (ins Llmc_Tensor:$logits, Llmc_Tensor:$bias, I64Attr:$k, I64Attr:$groups, I64Attr:$kept_groups,
                    DefaultValuedAttr<I64Attr, "2">:$group_top, F32Attr:$fill,
                    DefaultValuedAttr<I64Attr, "0">:$normalize, DefaultValuedAttr<F32Attr, "0.0f">:$epsilon,
-                   DefaultValuedAttr<F32Attr, "1.0f">:$scale);
+                   DefaultValuedAttr<F32Attr, "1.0f">:$scale, DefaultValuedStrAttr<StrAttr, "sigmoid">:$scores);
   let results = (outs Llmc_Tensor:$weights, Llmc_Tensor:$indices);
 }
 
