@@ -217,8 +217,8 @@ struct GroupedTopK : OpRewritePattern<GatherElementsOp> {
     Operation *scores = gather.getData().getDefiningOp();
     auto softmax = dyn_cast_or_null<SoftmaxOp>(scores);
     r.chosen = topKOfRows(gather.getIndices());
-    if (!isa_and_nonnull<SigmoidOp, SoftmaxOp>(scores) || (softmax && !isLastAxis(softmax.getAxis(), softmax.getInput())) ||
-        !r.chosen || !isLastAxis(gather.getAxis(), gather.getData()) || !r.chosen.getValues().use_empty())
+    if (!isa_and_nonnull<SigmoidOp, SoftmaxOp>(scores) ||
+        (softmax && !isLastAxis(softmax.getAxis(), softmax.getInput())) || !r.chosen || !isLastAxis(gather.getAxis(), gather.getData()) || !r.chosen.getValues().use_empty())
       return false;
     r.softmax = bool(softmax);
     r.logits = scores->getOperand(0);
@@ -234,8 +234,9 @@ struct GroupedTopK : OpRewritePattern<GatherElementsOp> {
       c = r.chosen.getInput();
     if (auto add = def<AddOp>(c)) { // (without a correction, c is s itself)
       r.bias = add.getLhs() == s ? add.getRhs() : add.getLhs();
-      if (fusion::other(add, r.bias) != s || fusion::tensorType(r.bias).getRank() != 1 ||
-          fusion::tensorType(r.bias).getDimSize(0) != n || fusion::tensorType(r.bias).getElementType() != type.getElementType())
+      auto biasType = fusion::tensorType(r.bias);
+      if (fusion::other(add, r.bias) != s || biasType.getRank() != 1 || biasType.getDimSize(0) != n ||
+          biasType.getElementType() != type.getElementType())
         return false;
     } else if (c != s) {
       return false;
@@ -291,7 +292,8 @@ struct GroupedTopK : OpRewritePattern<GatherElementsOp> {
         rewriter.getNamedAttr("groups", rewriter.getI64IntegerAttr(r.groups)),
         rewriter.getNamedAttr("kept_groups", rewriter.getI64IntegerAttr(r.kept)),
         rewriter.getNamedAttr("group_top", rewriter.getI64IntegerAttr(r.top)),
-        rewriter.getNamedAttr("fill", f32(r.fill)), rewriter.getNamedAttr("normalize", rewriter.getI64IntegerAttr(r.normalize)),
+        rewriter.getNamedAttr("fill", f32(r.fill)),
+        rewriter.getNamedAttr("normalize", rewriter.getI64IntegerAttr(r.normalize)),
         rewriter.getNamedAttr("epsilon", f32(r.epsilon)), rewriter.getNamedAttr("scale", f32(r.scale))};
     if (r.softmax)
       attrs.push_back(rewriter.getNamedAttr("scores", rewriter.getStringAttr("softmax")));
@@ -310,7 +312,8 @@ struct FuseRouting : impl::LlmcFuseRoutingBase<FuseRouting> {
   RewriteCounter routers{"llmc-fuse-routing", "softmaxes and their top-k turned into softmax_top_k"};
   RewriteCounter normalized{"llmc-fuse-routing", "routing weights' normalizations fused into softmax_top_k"};
   RewriteCounter grouped{"llmc-fuse-routing", "routers choosing experts by groups turned into grouped_top_k"};
-  RewriteCounter corrected{"llmc-fuse-routing", "routers choosing experts by corrected scores turned into grouped_top_k"};
+  RewriteCounter corrected{"llmc-fuse-routing",
+                           "routers choosing experts by corrected scores turned into grouped_top_k"};
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<GroupedTopK>(&getContext(), grouped, corrected);

@@ -1151,7 +1151,7 @@ struct PairsCutPattern : OpRewritePattern<ReshapeOp> {
 //   [.., 2, D/2].
 // Either replaces two parts, four products and three elementwise ops (two kernels once fused) and
 // a concatenation. A third form takes the pairs as they come and writes them back stacked
-// (DeepSeek-V2's rotary in real arithmetic, as architectures.py exports it):
+// (DeepSeek-V2's rotary in real arithmetic, models/export_kv_models.py's real_rotary_deepseek_v2):
 // e, o = x.reshape(.., D/2, 2)[..., 0] and [..., 1], stack([e * cos - o * sin, o * cos + e * sin],
 // -1), which is [.., D/2, 2] of the interleaved rotation of x: one llmc.rotary (interleaved) and
 // a reshape, which the flatten after it undoes.
@@ -1243,7 +1243,9 @@ struct PartsRotationPattern : OpRewritePattern<ConcatOp> {
     b = op.getInputs()[1];
     auto ua = def<UnsqueezeOp>(a), ub = def<UnsqueezeOp>(b);
     const int64_t rank = fusion::tensorType(op.getResult()).getRank();
-    auto onLast = [&](UnsqueezeOp u) { return u && u.getAxes().size() == 1 && fusion::isAxis(u.getAxes()[0], rank - 1, rank); };
+    auto onLast = [&](UnsqueezeOp u) {
+      return u && u.getAxes().size() == 1 && fusion::isAxis(u.getAxes()[0], rank - 1, rank);
+    };
     stacked = onLast(ua) && onLast(ub);
     if (stacked) {
       a = ua.getInput();
@@ -1318,10 +1320,9 @@ struct PartsRotationPattern : OpRewritePattern<ConcatOp> {
     Value result = y;
     if (interleaved) { // the pairs [.., D/2, 2] as they are (stacked), or de-interleaved
       Value pairsLast = reshapeTo(rewriter, loc, y, {0, 0, 0, d / 2, 2});
-      Value apart = pairsLast && !stacked
-                        ? fusion::createValue(rewriter, loc, "llmc.transpose", {pairsLast},
-                                              {rewriter.getNamedAttr("perm", rewriter.getDenseI64ArrayAttr({0, 1, 2, 4, 3}))})
-                        : Value();
+      auto perm = rewriter.getNamedAttr("perm", rewriter.getDenseI64ArrayAttr({0, 1, 2, 4, 3}));
+      Value apart = pairsLast && !stacked ? fusion::createValue(rewriter, loc, "llmc.transpose", {pairsLast}, {perm})
+                                          : Value();
       result = stacked ? pairsLast : reshapeTo(rewriter, loc, apart, {0, 0, 0, d});
     }
     if (!result || result.getType() != op.getType())
