@@ -63,6 +63,27 @@ Value stripScale(Value v, double &scale) {
   }
 }
 
+// x where `v` is x * s with s a factor per query position, [B or 1, 1, S, 1] beside x [B, H, S, D]
+// (Ministral 3's and Llama 4's attention temperature, 1 + beta * log(1 + floor(pos / max))); sets
+// `factor` to s. Else v itself, factor untouched.
+Value stripPositionFactor(Value v, Value &factor) {
+  auto mul = def<MulOp>(v);
+  auto vType = mul ? fusion::tensorType(v) : RankedTensorType();
+  if (!mul || vType.getRank() != 4)
+    return v;
+  for (int i = 0; i < 2; ++i) {
+    Value x = mul->getOperand(i), s = mul->getOperand(1 - i);
+    auto sType = fusion::tensorType(s);
+    if (x.getType() != vType || sType.getRank() != 4 || sType.getElementType() != vType.getElementType() ||
+        (sType.getDimSize(0) != 1 && sType.getDimSize(0) != vType.getDimSize(0)) || sType.getDimSize(1) != 1 ||
+        sType.getDimSize(2) != vType.getDimSize(2) || sType.getDimSize(3) != 1)
+      continue;
+    factor = s;
+    return x;
+  }
+  return v;
+}
+
 // The scores inside `v`: scale * (Q · Kᵀ) with scalar factors around them, or those capped,
 // c * tanh(s / c) (Gemma 2's softcap). Returns the value inside and multiplies `scale` by what
 // the factors contributed; sets `softcap` to c where the scores are capped.
@@ -200,15 +221,23 @@ enum class Pairing { Halves, Neighbours };
 // Whether `rotated` is x's partner in a rotation: concat(-x[..., D/2:], x[..., :D/2]) for halves;
 // for neighbours the stacked and flattened (-x[..., 1::2], x[..., 0::2]), as torch exports
 // stack(...).flatten(-2): reshape(concat(unsqueeze(-odd, -1), unsqueeze(even, -1), axis -1)).
-bool isPartner(Value rotated, Value x, Pairing pairing) {
+// With `negated`, the halves' partner negated, concat(x[..., D/2:], -x[..., :D/2]) (NanoChat's
+// rotate_half): the rotation by the opposite angles.
+bool isPartner(Value rotated, Value x, Pairing pairing, bool negated = false) {
   auto xType = fusion::tensorType(x);
   const int64_t d = xType.getShape().back();
   if (pairing == Pairing::Halves) {
     auto cat = def<ConcatOp>(rotated);
     if (!cat || cat.getInputs().size() != 2 || !isLastAxis(cat))
       return false;
+    if (negated) {
+      auto neg = def<NegOp>(cat.getInputs()[1]);
+      return neg && isSliceOfLast(neg.getInput(), x, 0, d / 2) && isSliceOfLast(cat.getInputs()[0], x, d / 2, d);
+    }
     auto neg = def<NegOp>(cat.getInputs()[0]);
     return neg && isSliceOfLast(neg.getInput(), x, d / 2, d) && isSliceOfLast(cat.getInputs()[1], x, 0, d / 2);
+  } else if (negated) {
+    return false;
   }
   auto flat = def<ReshapeOp>(rotated);
   auto cat = flat ? def<ConcatOp>(flat.getInput()) : ConcatOp();
@@ -226,8 +255,9 @@ bool isPartner(Value rotated, Value x, Pairing pairing) {
 }
 
 // x * cos + partner(x) * sin: returns x and the tables, and sets `pairing` (only halves, the form
-// fused_attention turns, where `pairing` is null).
-Value unrotate(Value v, Value &cos, Value &sin, Pairing *pairing = nullptr) {
+// fused_attention turns, where `pairing` is null) and `negated` (the halves' partner negated, so
+// the rotation is by -sin; only where `negated` is given).
+Value unrotate(Value v, Value &cos, Value &sin, Pairing *pairing = nullptr, bool *negated = nullptr) {
   auto add = def<AddOp>(v);
   if (!add)
     return {};
@@ -246,12 +276,17 @@ Value unrotate(Value v, Value &cos, Value &sin, Pairing *pairing = nullptr) {
         if (d == ShapedType::kDynamic || d % 2 != 0)
           continue;
         for (Pairing p : {Pairing::Halves, Pairing::Neighbours}) {
-          if ((p == Pairing::Neighbours && !pairing) || !isPartner(partner, x, p))
+          if (p == Pairing::Neighbours && !pairing)
+            continue;
+          const bool opposite = negated && !isPartner(partner, x, p) && isPartner(partner, x, p, /*negated=*/true);
+          if (!opposite && !isPartner(partner, x, p))
             continue;
           cos = c;
           sin = s;
           if (pairing)
             *pairing = p;
+          if (negated)
+            *negated = opposite;
           return x;
         }
       }
@@ -497,7 +532,10 @@ struct SdpaPattern : OpRewritePattern<SoftmaxOp> {
     r.bias = terms->bias;
     const bool merged = terms->mergedHeads;
     // Merged heads: Q, Kᵀ (transpose(0,2,1)) and V are [B*H, ., .] reshapes of [B, H, ., .] values.
-    Value q4 = stripScale(qk.getLhs(), r.scale);
+    // (The rotation commutes with a factor per query position: the query sequence the attention
+    // reads is multiplied by it, before the attention turns it.)
+    Value qFactor;
+    Value q4 = stripScale(stripPositionFactor(stripScale(qk.getLhs(), r.scale), qFactor), r.scale);
     Value k4 = stripScale(qk.getRhs(), r.scale);
     Value kByPosition; // or K as [B, Sk, H, D], not rotated here, where Kᵀ is made from it
     if (merged) {
@@ -637,6 +675,10 @@ struct SdpaPattern : OpRewritePattern<SoftmaxOp> {
     auto element = fusion::tensorType(q4).getElementType();
     Value none = fusion::emptyTensor(rewriter, loc, element);
     r.q = buildSequence(rewriter, loc, qForm);
+    if (qFactor && r.q) { // [B or 1, S, 1] beside the sequence [B, S, H * D]
+      Value perRow = reshapeTo(rewriter, loc, qFactor, {0, -1, 1});
+      r.q = perRow ? fusion::createValue(rewriter, loc, "llmc.mul", {r.q, perRow}) : Value();
+    }
     if (kForm.v && !r.k) {
       r.k = buildSequence(rewriter, loc, kForm);
       r.v = buildSequence(rewriter, loc, vForm);
@@ -1013,7 +1055,8 @@ struct RotationPattern : OpRewritePattern<AddOp> {
   LogicalResult matchAndRewrite(AddOp op, PatternRewriter &rewriter) const override {
     Value cos, sin;
     Pairing pairing = Pairing::Halves;
-    Value x = unrotate(op.getResult(), cos, sin, &pairing);
+    bool negated = false;
+    Value x = unrotate(op.getResult(), cos, sin, &pairing, &negated);
     if (!x || !fusion::isFusedFloat(x) || fusion::tensorType(x).getRank() != 4 ||
         fusion::tensorType(op.getResult()) != fusion::tensorType(x))
       return failure();
@@ -1072,7 +1115,9 @@ struct RotationPattern : OpRewritePattern<AddOp> {
       return m ? m->getResult(0) : Value();
     };
     const Value cosIn = applyCos ? keep(tableOf(rewriter, loc, cosHalf, "llmc.cos")) : cosHalf;
-    const Value sinIn = applySin ? keep(tableOf(rewriter, loc, sinHalf, "llmc.sin")) : sinHalf;
+    Value sinIn = applySin ? keep(tableOf(rewriter, loc, sinHalf, "llmc.sin")) : sinHalf;
+    if (negated && sinIn) // the opposite angles: the sines negated (one table, which the layers share)
+      sinIn = keep(fusion::create(rewriter, loc, "llmc.neg", {sinIn}));
     if (!cosIn || !sinIn)
       return abandon();
     // The rotary op reads [B, H, S, D]: a [B, S, H, D] value goes through transpose(0,2,1,3) and

@@ -725,3 +725,51 @@ func.func @pairs_read_whole(%x: tensor<1x?x8xf32>) -> (tensor<1x1x?x4xf32>, tens
   %e = llmc.gather %pairs, %i0 {axis = 4 : i64} : (tensor<1x1x?x4x2xf32>, tensor<i64>) -> tensor<1x1x?x4xf32>
   return %e, %pairs : tensor<1x1x?x4xf32>, tensor<1x1x?x4x2xf32>
 }
+
+// -----
+
+// NanoChat's rotate_half, concat(x[..., D/2:], -x[..., :D/2]), the negative of Llama's partner:
+// the rotation by the opposite angles, one llmc.rotary on the half tables with the sines negated.
+// CHECK-LABEL: func.func @negated_partner
+// CHECK-DAG: %[[COS:.*]] = llmc.cos %arg1 : (tensor<1x7x8xf32>) -> tensor<1x7x8xf32>
+// CHECK-DAG: %[[SIN:.*]] = llmc.sin %arg1 : (tensor<1x7x8xf32>) -> tensor<1x7x8xf32>
+// CHECK: %[[NEG:.*]] = llmc.neg %[[SIN]] : (tensor<1x7x8xf32>) -> tensor<1x7x8xf32>
+// CHECK: llmc.rotary %arg0, %[[COS]], %[[NEG]], %{{.*}} {rotary_embedding_dim = 16 : i64}
+// CHECK-NOT: llmc.concat
+func.func @negated_partner(%x: tensor<1x2x7x16xf32>, %a: tensor<1x7x8xf32>) -> tensor<1x2x7x16xf32> {
+  %angles = llmc.concat %a, %a {axis = -1 : i64} : (tensor<1x7x8xf32>, tensor<1x7x8xf32>) -> tensor<1x7x16xf32>
+  %c = llmc.cos %angles : (tensor<1x7x16xf32>) -> tensor<1x7x16xf32>
+  %s = llmc.sin %angles : (tensor<1x7x16xf32>) -> tensor<1x7x16xf32>
+  %c4 = llmc.unsqueeze %c {axes = array<i64: 1>} : (tensor<1x7x16xf32>) -> tensor<1x1x7x16xf32>
+  %s4 = llmc.unsqueeze %s {axes = array<i64: 1>} : (tensor<1x7x16xf32>) -> tensor<1x1x7x16xf32>
+  %direct = llmc.mul %x, %c4 : (tensor<1x2x7x16xf32>, tensor<1x1x7x16xf32>) -> tensor<1x2x7x16xf32>
+  %lo = llmc.slice %x {axes = array<i64: 3>, ends = array<i64: 8>, starts = array<i64: 0>, steps = array<i64: 1>} : (tensor<1x2x7x16xf32>) -> tensor<1x2x7x8xf32>
+  %hi = llmc.slice %x {axes = array<i64: 3>, ends = array<i64: 9223372036854775807>, starts = array<i64: 8>, steps = array<i64: 1>} : (tensor<1x2x7x16xf32>) -> tensor<1x2x7x8xf32>
+  %neg = llmc.neg %lo : (tensor<1x2x7x8xf32>) -> tensor<1x2x7x8xf32>
+  %rot = llmc.concat %hi, %neg {axis = -1 : i64} : (tensor<1x2x7x8xf32>, tensor<1x2x7x8xf32>) -> tensor<1x2x7x16xf32>
+  %rotated = llmc.mul %rot, %s4 : (tensor<1x2x7x16xf32>, tensor<1x1x7x16xf32>) -> tensor<1x2x7x16xf32>
+  %y = llmc.add %direct, %rotated : (tensor<1x2x7x16xf32>, tensor<1x2x7x16xf32>) -> tensor<1x2x7x16xf32>
+  return %y : tensor<1x2x7x16xf32>
+}
+
+// -----
+
+// Left as it is: concat(x[..., :D/2], -x[..., D/2:]), each half in its own place (no rotation).
+// CHECK-LABEL: func.func @halves_in_place_negated
+// CHECK-NOT: llmc.rotary
+// CHECK: llmc.concat
+func.func @halves_in_place_negated(%x: tensor<1x2x7x16xf32>, %a: tensor<1x7x8xf32>) -> tensor<1x2x7x16xf32> {
+  %angles = llmc.concat %a, %a {axis = -1 : i64} : (tensor<1x7x8xf32>, tensor<1x7x8xf32>) -> tensor<1x7x16xf32>
+  %c = llmc.cos %angles : (tensor<1x7x16xf32>) -> tensor<1x7x16xf32>
+  %s = llmc.sin %angles : (tensor<1x7x16xf32>) -> tensor<1x7x16xf32>
+  %c4 = llmc.unsqueeze %c {axes = array<i64: 1>} : (tensor<1x7x16xf32>) -> tensor<1x1x7x16xf32>
+  %s4 = llmc.unsqueeze %s {axes = array<i64: 1>} : (tensor<1x7x16xf32>) -> tensor<1x1x7x16xf32>
+  %direct = llmc.mul %x, %c4 : (tensor<1x2x7x16xf32>, tensor<1x1x7x16xf32>) -> tensor<1x2x7x16xf32>
+  %lo = llmc.slice %x {axes = array<i64: 3>, ends = array<i64: 8>, starts = array<i64: 0>, steps = array<i64: 1>} : (tensor<1x2x7x16xf32>) -> tensor<1x2x7x8xf32>
+  %hi = llmc.slice %x {axes = array<i64: 3>, ends = array<i64: 9223372036854775807>, starts = array<i64: 8>, steps = array<i64: 1>} : (tensor<1x2x7x16xf32>) -> tensor<1x2x7x8xf32>
+  %neg = llmc.neg %hi : (tensor<1x2x7x8xf32>) -> tensor<1x2x7x8xf32>
+  %rot = llmc.concat %lo, %neg {axis = -1 : i64} : (tensor<1x2x7x8xf32>, tensor<1x2x7x8xf32>) -> tensor<1x2x7x16xf32>
+  %rotated = llmc.mul %rot, %s4 : (tensor<1x2x7x16xf32>, tensor<1x1x7x16xf32>) -> tensor<1x2x7x16xf32>
+  %y = llmc.add %direct, %rotated : (tensor<1x2x7x16xf32>, tensor<1x2x7x16xf32>) -> tensor<1x2x7x16xf32>
+  return %y : tensor<1x2x7x16xf32>
+}

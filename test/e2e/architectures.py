@@ -112,6 +112,24 @@ ARCHITECTURES = {
     "nemotron": ("NemotronForCausalLM", "NemotronConfig", dict(num_key_value_heads=2, head_dim=16), 2),
     "persimmon": ("PersimmonForCausalLM", "PersimmonConfig", dict(), 2),
     "apertus": ("ApertusForCausalLM", "ApertusConfig", dict(num_key_value_heads=2), 2),
+    # Since session 35: Ministral (sliding windows of 8 on both layers), Seed-OSS, VaultGemma (Gemma
+    # 2's form, a window on its first layer), BitNet, Jais 2, NanoChat (its rotation's partner the
+    # negative of rotate_half's, queries and keys then normed: each one llmc.rotary with its sines
+    # negated) and Ministral 3 (below).
+    "ministral": ("MinistralForCausalLM", "MinistralConfig", dict(num_key_value_heads=2, head_dim=16, sliding_window=8), 2),
+    # Ministral 3: YaRN, and the queries scaled per position (Llama 4's attention temperature,
+    # 1 + beta * log(1 + floor(pos / original_max))): an original_max of 4 makes the scale vary
+    # within the tests' lengths (at its default, 16384, it is 1 there).
+    "ministral3": ("Ministral3ForCausalLM", "Ministral3Config",
+                   dict(num_key_value_heads=2, head_dim=16,
+                        rope_parameters=dict(rope_type="yarn", rope_theta=1e6, factor=32.0, original_max_position_embeddings=4,
+                                             beta_fast=32.0, beta_slow=1.0, mscale_all_dim=1.0, mscale=1.0,
+                                             llama_4_scaling_beta=0.1)), 2),
+    "seed_oss": ("SeedOssForCausalLM", "SeedOssConfig", dict(num_key_value_heads=2, head_dim=16), 2),
+    "vaultgemma": ("VaultGemmaForCausalLM", "VaultGemmaConfig", dict(num_key_value_heads=2, head_dim=16, sliding_window=8), 2),
+    "bitnet": ("BitNetForCausalLM", "BitNetConfig", dict(num_key_value_heads=2), 2),
+    "jais2": ("Jais2ForCausalLM", "Jais2Config", dict(num_key_value_heads=2, head_dim=16), 2),
+    "nanochat": ("NanoChatForCausalLM", "NanoChatConfig", dict(num_key_value_heads=2), 2),
     # Mixtures of experts (a router's top-2 of 4 experts), exported with transformers'
     # "batched_mm" experts (see MOE).
     "mixtral": ("MixtralForCausalLM", "MixtralConfig", dict(num_key_value_heads=2, num_local_experts=4,
@@ -150,6 +168,18 @@ ARCHITECTURES = {
     "ernie4_5_moe": ("Ernie4_5_MoeForCausalLM", "Ernie4_5_MoeConfig",
                      dict(num_key_value_heads=2, head_dim=16, moe_num_experts=4, moe_k=2, moe_intermediate_size=32,
                           moe_layer_start_index=1), 2),
+    # Since session 35: PhiMoE (its sparsemixer router left elementwise), GraniteMoE with a shared
+    # expert, EXAONE MoE (DeepSeek-V3's grouped router, a dense first layer, sliding windows),
+    # Cohere 2 MoE (rotary on its sliding-window layers, neighbouring pairs).
+    "phimoe": ("PhimoeForCausalLM", "PhimoeConfig", dict(num_key_value_heads=2, num_local_experts=4, num_experts_per_tok=2,
+                                                         sliding_window=None), 2),
+    "granitemoeshared": ("GraniteMoeSharedForCausalLM", "GraniteMoeSharedConfig",
+                         dict(num_key_value_heads=2, num_local_experts=4, num_experts_per_tok=2, shared_intermediate_size=64), 2),
+    "exaone_moe": ("ExaoneMoeForCausalLM", "ExaoneMoeConfig",
+                   dict(num_key_value_heads=2, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
+                        first_k_dense_replace=1, sliding_window=8), 2),
+    "cohere2_moe": ("Cohere2MoeForCausalLM", "Cohere2MoeConfig",
+                    dict(num_key_value_heads=2, head_dim=16, num_experts=4, num_experts_per_tok=2, sliding_window=8), 2),
     # DeepSeek-V2: multi-head latent attention as DeepSeek-V3's, a softmax router's unsorted top 2,
     # its rotary in complex numbers, which torch.onnx.export cannot convert: exported with the same
     # rotation in real arithmetic (export_kv_models.exportable; one llmc.rotary each since session 35).
@@ -170,13 +200,14 @@ ARCHITECTURES = {
 # weights gathered, then batched products). The default, "grouped_mm", runs a custom op on the
 # CPU (transformers::grouped_mm_fallback) that torch.onnx.export cannot convert ("No ONNX function
 # found"; torch 2.15, transformers 5.25).
-MOE = {"mixtral", "qwen3_moe", "olmoe", "qwen2_moe", "deepseek_v3", "gpt_oss", "granitemoe", "flex_olmo", "glm4_moe",
+MOE = {"phimoe", "granitemoeshared", "exaone_moe", "cohere2_moe", "mixtral", "qwen3_moe", "olmoe", "qwen2_moe", "deepseek_v3", "gpt_oss", "granitemoe", "flex_olmo", "glm4_moe",
        "dots1", "hunyuan_moe", "ernie4_5_moe", "deepseek_v2"}
 # Layers with routed experts: both but DeepSeek-V3's first, which is dense. Each layer's two expert
 # projections (gate/up, down) become llmc.expert_linear, the gate/up one with its swiglu and the
 # token's row read by each of its experts' ids, the down one with the weighted sum over the
 # token's experts (three fusions per layer).
-MOE_LAYERS = dict({name: 2 for name in MOE}, deepseek_v3=1, glm4_moe=1, dots1=1, ernie4_5_moe=1, deepseek_v2=1)
+MOE_LAYERS = dict({name: 2 for name in MOE}, deepseek_v3=1, glm4_moe=1, dots1=1, ernie4_5_moe=1, deepseek_v2=1,
+                  exaone_moe=1)
 EXPERT_LINEARS = "products of gathered experts turned into expert_linear"
 EXPERT_FUSIONS = "swiglus, repeated rows and weighted sums fused into expert_linear"
 EXPERT_BIASES = "experts' biases fused into expert_linear"
@@ -199,7 +230,8 @@ CORRECTED = "routers choosing experts by corrected scores turned into grouped_to
 ROUTING = {"mixtral": {ROUTERS: 1, NORMALIZED: 1}, "qwen3_moe": {ROUTERS: 1}, "olmoe": {ROUTERS: 1},
            "qwen2_moe": {ROUTERS: 1}, "deepseek_v3": {GROUPED: 1}, "gpt_oss": {ROUTERS: 1}, "granitemoe": {ROUTERS: 1},
            "flex_olmo": {ROUTERS: 1}, "glm4_moe": {GROUPED: 1}, "dots1": {GROUPED: 1},
-           "hunyuan_moe": {ROUTERS: 1, NORMALIZED: 1}, "ernie4_5_moe": {CORRECTED: 1}, "deepseek_v2": {ROUTERS: 1}}
+           "hunyuan_moe": {ROUTERS: 1, NORMALIZED: 1}, "ernie4_5_moe": {CORRECTED: 1}, "deepseek_v2": {ROUTERS: 1},
+           "granitemoeshared": {ROUTERS: 1}, "exaone_moe": {GROUPED: 1}, "cohere2_moe": {ROUTERS: 1}}
 
 
 def expert_counts(name):
@@ -216,11 +248,12 @@ def expert_counts(name):
 LATENT_KV = {"deepseek_v3", "deepseek_v2"}
 ABSORBED = "MLA attentions absorbed into latent space"
 # Sliding windows of 8 keys (Mistral's layers, Gemma 2's first, both of Gemma 3's: its first five
-# of every six, GPT-OSS's first, Cohere 2's first, OLMo 3's and EXAONE 4's both), inside the plans' bounds: llmc-raise-attention-mask makes each the attention's
-# sliding_window.
+# of every six, GPT-OSS's first, Cohere 2's first, OLMo 3's and EXAONE 4's both; since session 35
+# Ministral's both, VaultGemma's first, EXAONE MoE's and Cohere 2 MoE's both), inside the plans'
+# bounds: llmc-raise-attention-mask makes each the attention's sliding_window.
 WINDOWS_RAISED = "masks raised to sliding_window"
 WINDOWS = dict({name: 0 for name in ARCHITECTURES}, mistral=2, gemma2=1, gemma3=2, gpt_oss=1, cohere2=1, olmo3=2,
-               exaone4=2)
+               exaone4=2, ministral=2, vaultgemma=1, exaone_moe=2, cohere2_moe=2)
 # Rotations that llmc-raise-attention turns into llmc.rotary because no attention takes them:
 # (without a cache, with one). A rotate-half rotary over the whole head turns inside the
 # attention, keys too where there is no cache (0, 2); a partial one (GPT-NeoX, Phi, StableLM) or
@@ -229,20 +262,21 @@ WINDOWS = dict({name: 0 for name in ARCHITECTURES}, mistral=2, gemma2=1, gemma3=
 # 34: GLM's, Helium's and ERNIE 4.5's neighbouring pairs from tables of halves (4, 4); Hunyuan's,
 # Nemotron's and Persimmon's (4, 4), queries too (Hunyuan's then normed, so no attention takes them);
 # Cohere 2's only on its sliding-window layer (2, 2), SmolLM3's keys on its one layer with rotary
-# (0, 1).
+# (0, 1); since session 35 NanoChat's, whose partner is rotate_half's negative and whose queries
+# and keys are normed after (4, 4).
 ROTARY_OPS = "rotations no attention took turned into llmc.rotary"
 ROTATIONS = dict({name: (0, 2) for name in ARCHITECTURES},
                  gpt_neox=(4, 4), phi=(4, 4), stablelm=(4, 4), cohere=(4, 4), gptj=(4, 4), codegen=(4, 4),
                  opt=(0, 0), gpt_bigcode=(0, 0), mpt=(0, 0), bloom=(0, 0), gpt_oss=(0, 0), deepseek_v3=(0, 0),
                  glm=(4, 4), glm4=(4, 4), helium=(4, 4), ernie4_5=(4, 4), hunyuan=(4, 4), nemotron=(4, 4),
                  persimmon=(4, 4), cohere2=(2, 2), smollm3=(0, 1), glm4_moe=(4, 4), ernie4_5_moe=(4, 4),
-                 hunyuan_moe=(4, 4), deepseek_v2=(0, 0))
+                 hunyuan_moe=(4, 4), deepseek_v2=(0, 0), nanochat=(4, 4), cohere2_moe=(4, 4))
 # Of those, the queries' then move into their attention (llmc-fuse-query-rotary, with and without
 # a cache); GPT-NeoX's since its per-head QKV projection is reordered (llmc-deinterleave-qkv).
 QUERY_ROTARY = "query rotations moved into fused_attention"
 QUERY_ROTATIONS = dict({name: 0 for name in ARCHITECTURES}, phi=2, stablelm=2, cohere=2, gptj=2, codegen=2, gpt_neox=2,
                        gpt_oss=2, glm=2, glm4=2, helium=2, ernie4_5=2, nemotron=2, persimmon=2, cohere2=1, glm4_moe=2,
-                       ernie4_5_moe=2)
+                       ernie4_5_moe=2, cohere2_moe=2)
 # Rotations written on each head's two halves, concat(x1 * cos - x2 * sin, x2 * cos + x1 * sin)
 # after a chunk of [B, H, S, D] (GPT-OSS), turned into llmc.rotary, queries and keys (with and
 # without a cache); its queries' then move into their attention (above).
