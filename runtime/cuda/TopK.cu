@@ -153,7 +153,7 @@ template <typename Take> __device__ void pickLargest(const float *v, int64_t n, 
 // then each group's sum of its `top` largest (a thread per group, in doubles, largest first),
 // the kept groups (`keep`), the others' scores replaced by `fill`, and the k picks, whose
 // scores thread 0 weighs as the CPU does. Softmax scores (`a.softmax`) are softmaxTopKKernel's,
-// exp(x - max) / sum, the row's max and sum taken first.
+// exp(x - max) times 1 / sum, the row's max and sum taken first.
 template <typename T>
 __global__ void groupedTopKKernel(const T *__restrict__ logits, const T *__restrict__ bias, T *__restrict__ weights,
                                   int64_t *__restrict__ indices, int64_t rows, GroupedTopKArgs a) {
@@ -176,7 +176,9 @@ __global__ void groupedTopKKernel(const T *__restrict__ logits, const T *__restr
         sum += expf(toF(x[e]) - rowMax);
       rowInverse = 1.0f / blockReduce<false>(sum);
     }
-    auto score = [&](int64_t e) { return a.softmax ? expf(toF(x[e]) - rowMax) * rowInverse : sigmoidOf(toF(x[e])); };
+    auto score = [&](int64_t e) {
+      return a.softmax ? expf(toF(x[e]) - rowMax) * rowInverse : sigmoidOf(toF(x[e]));
+    };
     for (int64_t e = threadIdx.x; e < a.n; e += blockDim.x)
       choice[e] = score(e) + toF(bias[e]);
     for (int64_t g = threadIdx.x; g < a.groups; g += blockDim.x)
