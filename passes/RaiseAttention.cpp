@@ -278,8 +278,9 @@ Value unrotate(Value v, Value &cos, Value &sin, Pairing *pairing = nullptr, bool
         for (Pairing p : {Pairing::Halves, Pairing::Neighbours}) {
           if (p == Pairing::Neighbours && !pairing)
             continue;
-          const bool opposite = negated && !isPartner(partner, x, p) && isPartner(partner, x, p, /*negated=*/true);
-          if (!opposite && !isPartner(partner, x, p))
+          const bool plain = isPartner(partner, x, p);
+          const bool opposite = !plain && negated && isPartner(partner, x, p, /*negated=*/true);
+          if (!plain && !opposite)
             continue;
           cos = c;
           sin = s;
@@ -1145,6 +1146,21 @@ struct RotationPattern : OpRewritePattern<AddOp> {
   }
 };
 
+// Whether `pairs` is `x` [.., D] with its last axis cut into pairs [.., D/2, 2] (the leading
+// dimensions kept).
+bool cutsIntoPairs(RankedTensorType x, RankedTensorType pairs) {
+  const int64_t rank = pairs.getRank();
+  return rank >= 2 && x.getRank() == rank - 1 && fusion::keepsLeading(x, pairs) && pairs.getDimSize(rank - 1) == 2 &&
+         !x.isDynamicDim(rank - 2) && pairs.getDimSize(rank - 2) * 2 == x.getDimSize(rank - 2);
+}
+
+// Whether `gather` takes one feature of every pair of `pairs` [.., 2]: a scalar index on its last axis.
+bool takesOneOfPairs(GatherOp gather, Value pairs) {
+  const int64_t rank = fusion::tensorType(pairs).getRank();
+  return gather.getData() == pairs && fusion::tensorType(gather.getIndices()).getRank() == 0 &&
+         fusion::isAxis(gather.getAxis(), rank - 1, rank);
+}
+
 // A reshape into pairs [.., D/2, 2] that only gathers read, one feature of each pair, from a value
 // that is not [.., D] with the same leading dimensions (the exporter folded a view into it: without
 // a cache DeepSeek-V2's key goes [B, S, D] to [B, 1, S, D/2, 2] at once) becomes two: to [.., D]
@@ -1159,12 +1175,11 @@ struct PairsCutPattern : OpRewritePattern<ReshapeOp> {
     if (rank < 3 || pairs.getDimSize(rank - 1) != 2 || pairs.isDynamicDim(rank - 2) || op.getResult().use_empty())
       return failure();
     const int64_t d = 2 * pairs.getDimSize(rank - 2);
-    if (in.getRank() == rank - 1 && fusion::keepsLeading(in, pairs) && in.getDimSize(rank - 2) == d)
+    if (cutsIntoPairs(in, pairs))
       return failure(); // a cut of the last axis already
     for (Operation *user : op.getResult().getUsers()) {
       auto gather = dyn_cast<GatherOp>(user);
-      if (!gather || gather.getData() != op.getResult() || fusion::tensorType(gather.getIndices()).getRank() != 0 ||
-          !fusion::isAxis(gather.getAxis(), rank - 1, rank))
+      if (!gather || !takesOneOfPairs(gather, op.getResult()))
         return failure();
     }
     // [.., D] with the one dynamic leading dimension (if any) taking the rest.
@@ -1217,14 +1232,9 @@ struct PartsRotationPattern : OpRewritePattern<ConcatOp> {
   static Value pairGatheredFrom(Value v, int64_t &index) {
     auto gather = def<GatherOp>(v);
     auto pairs = gather ? def<ReshapeOp>(gather.getData()) : ReshapeOp();
-    if (!pairs || fusion::tensorType(gather.getIndices()).getRank() != 0)
-      return {};
-    auto x = fusion::tensorType(pairs.getInput()), split = fusion::tensorType(pairs.getResult());
-    const int64_t rank = split.getRank();
-    std::optional<double> at = fusion::scalarValue(gather.getIndices());
-    if (!at || rank != x.getRank() + 1 || rank < 2 || !fusion::isAxis(gather.getAxis(), rank - 1, rank) ||
-        !fusion::keepsLeading(x, split) || split.getDimSize(rank - 1) != 2 || x.isDynamicDim(rank - 2) ||
-        split.getDimSize(rank - 2) * 2 != x.getDimSize(rank - 2))
+    std::optional<double> at = pairs ? fusion::scalarValue(gather.getIndices()) : std::nullopt;
+    if (!at || !takesOneOfPairs(gather, pairs.getResult()) ||
+        !cutsIntoPairs(fusion::tensorType(pairs.getInput()), fusion::tensorType(pairs.getResult())))
       return {};
     index = *at < 0 ? int64_t(*at) + 2 : int64_t(*at);
     return pairs.getInput();

@@ -3,11 +3,12 @@
 Mistral, Phi-3, Gemma, Gemma 2, GPT-NeoX, Falcon, OPT, Phi, StableLM, Granite, Llama 3's rope
 scaling, Gemma 3, OLMo, OLMo 2, Cohere, StarCoder2, GPT-J, CodeGen, GPTBigCode, MPT, Bloom, GLM,
 GLM-4, Helium, ERNIE 4.5, SmolLM3, Cohere 2, OLMo 3, EXAONE 4, Hunyuan, Arcee, Nemotron, Persimmon,
-Apertus, and the mixtures of experts Mixtral, Qwen3-MoE, OLMoE, Qwen2-MoE, DeepSeek-V3, GPT-OSS,
-GraniteMoE, FlexOlmo, GLM-4-MoE, dots.llm1, Hunyuan-MoE, ERNIE 4.5 MoE and DeepSeek-V2), each
-compiled once on a dynamic sequence and run at 19 tokens: the CPU against ONNX Runtime, and with --cuda the
-CUDA executor against the CPU, in f32 and bf16 (on the CPU emulation where LLMC_CUDA_BACKEND
-names it). Each architecture's raised attentions are counted too, so that a pattern that stops
+Apertus, Ministral, Ministral 3, Seed-OSS, VaultGemma, BitNet, Jais 2, NanoChat, and the mixtures
+of experts Mixtral, Qwen3-MoE, OLMoE, Qwen2-MoE, DeepSeek-V3, GPT-OSS, GraniteMoE, FlexOlmo,
+GLM-4-MoE, dots.llm1, Hunyuan-MoE, ERNIE 4.5 MoE, DeepSeek-V2, PhiMoE, GraniteMoE-shared, EXAONE MoE
+and Cohere 2 MoE), each compiled once on a dynamic sequence and run at 19 tokens: the CPU against
+ONNX Runtime, and with --cuda the CUDA executor against the CPU, in f32 and bf16 (on the CPU
+emulation where LLMC_CUDA_BACKEND names it). Each architecture's raised attentions are counted too, so that a pattern that stops
 matching shows.
 
 With --kv the same models are exported with their KV cache (models/export_kv_models.py's form;
@@ -116,17 +117,19 @@ ARCHITECTURES = {
     # 2's form, a window on its first layer), BitNet, Jais 2, NanoChat (its rotation's partner the
     # negative of rotate_half's, queries and keys then normed: each one llmc.rotary with its sines
     # negated) and Ministral 3 (below).
-    "ministral": ("MinistralForCausalLM", "MinistralConfig", dict(num_key_value_heads=2, head_dim=16, sliding_window=8), 2),
+    "ministral": ("MinistralForCausalLM", "MinistralConfig",
+                  dict(num_key_value_heads=2, head_dim=16, sliding_window=8), 2),
     # Ministral 3: YaRN, and the queries scaled per position (Llama 4's attention temperature,
     # 1 + beta * log(1 + floor(pos / original_max))): an original_max of 4 makes the scale vary
     # within the tests' lengths (at its default, 16384, it is 1 there).
     "ministral3": ("Ministral3ForCausalLM", "Ministral3Config",
                    dict(num_key_value_heads=2, head_dim=16,
-                        rope_parameters=dict(rope_type="yarn", rope_theta=1e6, factor=32.0, original_max_position_embeddings=4,
-                                             beta_fast=32.0, beta_slow=1.0, mscale_all_dim=1.0, mscale=1.0,
-                                             llama_4_scaling_beta=0.1)), 2),
+                        rope_parameters=dict(rope_type="yarn", rope_theta=1e6, factor=32.0,
+                                             original_max_position_embeddings=4, beta_fast=32.0, beta_slow=1.0,
+                                             mscale_all_dim=1.0, mscale=1.0, llama_4_scaling_beta=0.1)), 2),
     "seed_oss": ("SeedOssForCausalLM", "SeedOssConfig", dict(num_key_value_heads=2, head_dim=16), 2),
-    "vaultgemma": ("VaultGemmaForCausalLM", "VaultGemmaConfig", dict(num_key_value_heads=2, head_dim=16, sliding_window=8), 2),
+    "vaultgemma": ("VaultGemmaForCausalLM", "VaultGemmaConfig",
+                   dict(num_key_value_heads=2, head_dim=16, sliding_window=8), 2),
     "bitnet": ("BitNetForCausalLM", "BitNetConfig", dict(num_key_value_heads=2), 2),
     "jais2": ("Jais2ForCausalLM", "Jais2Config", dict(num_key_value_heads=2, head_dim=16), 2),
     "nanochat": ("NanoChatForCausalLM", "NanoChatConfig", dict(num_key_value_heads=2), 2),
@@ -150,8 +153,8 @@ ARCHITECTURES = {
                          kv_lora_rank=16, qk_rope_head_dim=8, qk_nope_head_dim=16, v_head_dim=16), 2),
     # Since session 34: Granite's and FlexOlmo's routers (softmax, top 2), GLM-4-MoE's and
     # dots.llm1's (DeepSeek-V3's by groups, one group here), Hunyuan's (normalized), ERNIE 4.5's
-    # (scores plus a correction bias choose, the scores weigh: left elementwise); the first layer
-    # dense in GLM-4-MoE, ERNIE 4.5 and dots.llm1.
+    # (scores plus a correction bias choose, the scores weigh: a grouped_top_k since session 35);
+    # the first layer dense in GLM-4-MoE, ERNIE 4.5 and dots.llm1.
     "granitemoe": ("GraniteMoeForCausalLM", "GraniteMoeConfig", dict(num_key_value_heads=2, num_local_experts=4,
                                                                      num_experts_per_tok=2), 2),
     "flex_olmo": ("FlexOlmoForCausalLM", "FlexOlmoConfig", dict(num_key_value_heads=2, num_experts=4,
@@ -171,10 +174,11 @@ ARCHITECTURES = {
     # Since session 35: PhiMoE (its sparsemixer router left elementwise), GraniteMoE with a shared
     # expert, EXAONE MoE (DeepSeek-V3's grouped router, a dense first layer, sliding windows),
     # Cohere 2 MoE (rotary on its sliding-window layers, neighbouring pairs).
-    "phimoe": ("PhimoeForCausalLM", "PhimoeConfig", dict(num_key_value_heads=2, num_local_experts=4, num_experts_per_tok=2,
-                                                         sliding_window=None), 2),
+    "phimoe": ("PhimoeForCausalLM", "PhimoeConfig",
+               dict(num_key_value_heads=2, num_local_experts=4, num_experts_per_tok=2, sliding_window=None), 2),
     "granitemoeshared": ("GraniteMoeSharedForCausalLM", "GraniteMoeSharedConfig",
-                         dict(num_key_value_heads=2, num_local_experts=4, num_experts_per_tok=2, shared_intermediate_size=64), 2),
+                         dict(num_key_value_heads=2, num_local_experts=4, num_experts_per_tok=2,
+                              shared_intermediate_size=64), 2),
     "exaone_moe": ("ExaoneMoeForCausalLM", "ExaoneMoeConfig",
                    dict(num_key_value_heads=2, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
                         first_k_dense_replace=1, sliding_window=8), 2),
@@ -200,8 +204,8 @@ ARCHITECTURES = {
 # weights gathered, then batched products). The default, "grouped_mm", runs a custom op on the
 # CPU (transformers::grouped_mm_fallback) that torch.onnx.export cannot convert ("No ONNX function
 # found"; torch 2.15, transformers 5.25).
-MOE = {"phimoe", "granitemoeshared", "exaone_moe", "cohere2_moe", "mixtral", "qwen3_moe", "olmoe", "qwen2_moe", "deepseek_v3", "gpt_oss", "granitemoe", "flex_olmo", "glm4_moe",
-       "dots1", "hunyuan_moe", "ernie4_5_moe", "deepseek_v2"}
+MOE = {"mixtral", "qwen3_moe", "olmoe", "qwen2_moe", "deepseek_v3", "gpt_oss", "granitemoe", "flex_olmo", "glm4_moe",
+       "dots1", "hunyuan_moe", "ernie4_5_moe", "deepseek_v2", "phimoe", "granitemoeshared", "exaone_moe", "cohere2_moe"}
 # Layers with routed experts: both but DeepSeek-V3's first, which is dense. Each layer's two expert
 # projections (gate/up, down) become llmc.expert_linear, the gate/up one with its swiglu and the
 # token's row read by each of its experts' ids, the down one with the weighted sum over the
