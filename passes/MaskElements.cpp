@@ -68,6 +68,46 @@ std::optional<Affine> comparison(Operation *op, const Affine &lhs, const Affine 
 
 bool isComparison(Operation *op) { return isa<LessEqualOp, LessOp, GreaterEqualOp, GreaterOp>(op); }
 
+// A constant bool tensor [1, ..., 1, N, M] that keeps element (i, j) exactly where
+// lo <= j - i <= hi (a band about the diagonal: GPT-Neo's causal buffer, tril(ones), and its
+// local one, a band of `window` keys): those bounds as atoms over its index, j - i - hi <= 0 and
+// i - j + lo <= 0, each left out where no element of the constant reaches it. None where the
+// constant is not such a band, or keeps nothing.
+std::optional<Conjunction> bandOf(Value v) {
+  auto constant = fusion::def<ConstantOp>(v);
+  auto type = cast<RankedTensorType>(v.getType());
+  const int64_t rank = type.getRank();
+  if (!constant || rank < 2 || !type.hasStaticShape() ||
+      llvm::any_of(type.getShape().drop_back(2), [](int64_t d) { return d != 1; }))
+    return std::nullopt;
+  std::vector<char> storage;
+  auto bytes = elementsBytes(constant.getValue(), storage);
+  const int64_t n = type.getDimSize(rank - 2), m = type.getDimSize(rank - 1);
+  if (failed(bytes) || int64_t(bytes->size()) != n * m)
+    return std::nullopt;
+  int64_t lo = m, hi = -n;
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < m; ++j)
+      if ((*bytes)[size_t(i * m + j)]) {
+        lo = std::min(lo, j - i);
+        hi = std::max(hi, j - i);
+      }
+  if (lo > hi)
+    return std::nullopt;
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < m; ++j)
+      if (bool((*bytes)[size_t(i * m + j)]) != (lo <= j - i && j - i <= hi))
+        return std::nullopt;
+  const size_t r = size_t(rank);
+  const Affine diagonal = plus(Affine::index(r, r - 1), Affine::index(r, r - 2), -1); // j - i
+  Conjunction band;
+  if (hi < m - 1) // j - i - hi <= 0
+    band.atoms.push_back({plus(diagonal, Affine::constant(r, DimExpr::constant(hi)), -1), {}, {}});
+  if (lo > -(n - 1)) // lo - (j - i) <= 0
+    band.atoms.push_back({plus(Affine::constant(r, DimExpr::constant(lo)), diagonal, -1), {}, {}});
+  return band;
+}
+
 void append(Conjunction &to, const Conjunction &from) { to.atoms.insert(to.atoms.end(), from.atoms.begin(), from.atoms.end()); }
 
 } // namespace
@@ -468,6 +508,8 @@ std::optional<Conjunction> MaskElements::conjunctionOf(Value v) const {
   }
   if (isa<FusedElementwiseOp>(op))
     return regionResult(op);
+  if (auto band = bandOf(v))
+    return band;
   if (constantTruth(v) == true)
     return Conjunction{};
   return std::nullopt;

@@ -458,10 +458,50 @@ Value sinksPerHead(PatternRewriter &rewriter, Location loc, Value column, int64_
 struct Raised {
   Value q, k, v, mask, cos, sin, bias, sinks;
   Value hidden; // where a boolean mask selects: the value its hidden scores take
+  Value keep;   // a boolean mask that selects under an additive one (`mask`), and its hidden value
+  Value keepHidden;
   int64_t qHeads = 0, kvHeads = 0;
   double scale = 1.0, softcap = 0.0;
-  bool causal = false, negateMask = false, rotateKeys = true, timeMajor = false;
+  bool causal = false, negateMask = false, negateKeep = false, rotateKeys = true, timeMajor = false;
 };
+
+// Scores a boolean mask selects: where(keep, s, -big) or where(hide, -big, s), s read by the
+// where alone. The mask, the value hidden scores take and whether the mask hides.
+struct Selected {
+  Value scores, mask, hidden;
+  bool hides = false;
+};
+
+std::optional<Selected> selectedScores(Value v) {
+  auto where = def<WhereOp>(v);
+  auto big = [](Value c) {
+    auto x = fusion::scalarValue(c);
+    return x && *x <= -1e4;
+  };
+  if (!where)
+    return std::nullopt;
+  if (big(where.getY()) && where.getX().hasOneUse())
+    return Selected{where.getX(), where.getCondition(), where.getY(), false};
+  if (big(where.getX()) && where.getY().hasOneUse())
+    return Selected{where.getY(), where.getCondition(), where.getX(), true};
+  return std::nullopt;
+}
+
+// The one mask for scores that a boolean `keep` selects and an additive `mask` is then added to
+// (GPT-Neo's causal or local buffer under the causal mask): where(keep and m, 0, h) where `mask`
+// is where(m, 0, h) itself, else where(keep, mask, hidden). (A score both hide was -big + h: as
+// hidden as either.)
+Value maskUnderKeep(PatternRewriter &rewriter, Location loc, Value keep, Value mask, Value hidden) {
+  if (!mask)
+    return keep;
+  auto inner = def<WhereOp>(mask);
+  if (inner && fusion::tensorType(inner.getCondition()).getElementType().isInteger(1) &&
+      fusion::isScalar(inner.getX(), 0.0)) {
+    Value both = fusion::createValue(rewriter, loc, "llmc.and", {keep, inner.getCondition()});
+    return both ? fusion::createValue(rewriter, loc, "llmc.where", {both, inner.getX(), inner.getY()}) : Value();
+  }
+  return fusion::createValue(rewriter, loc, "llmc.where", {keep, mask, hidden});
+}
 
 // The one mask fused_attention reads for a mask and a bias beside it: the bias alone, the two
 // added (an additive mask), or the bias where a boolean mask keeps a score and its hidden value
@@ -501,30 +541,30 @@ struct SdpaPattern : OpRewritePattern<SoftmaxOp> {
     if (auto add = def<AddOp>(scores)) {
       for (int i = 0; i < 2 && !r.mask; ++i) {
         double s = 1.0, cap = 0.0;
-        if (add->getOperand(i).hasOneUse() && scoreTerms(add->getOperand(i), s, cap)) {
-          scores = add->getOperand(i);
+        Value terms = add->getOperand(i);
+        auto selected = selectedScores(terms);
+        if (terms.hasOneUse() && scoreTerms(selected ? selected->scores : terms, s, cap)) {
+          scores = terms;
           r.mask = add->getOperand(1 - i);
         }
       }
       if (!r.mask)
         return failure();
     }
-    // A boolean mask selects: where(keep, scores, -big) or where(hide, -big, scores).
-    if (auto where = def<WhereOp>(scores); where && !r.mask) {
-      auto big = [](Value v) {
-        auto c = fusion::scalarValue(v);
-        return c && *c <= -1e4;
-      };
-      if (big(where.getY()) && where.getX().hasOneUse()) {
-        r.mask = where.getCondition();
-        r.hidden = where.getY();
-        scores = where.getX();
-      } else if (big(where.getX()) && where.getY().hasOneUse()) {
-        r.mask = where.getCondition();
-        r.hidden = where.getX();
-        r.negateMask = true; // built with the fused op, once the whole pattern matched
-        scores = where.getY();
+    // A boolean mask selects: where(keep, scores, -big) or where(hide, -big, scores); under an
+    // additive mask too (GPT-Neo's). The negations are built with the fused op, once the whole
+    // pattern matched.
+    if (auto selected = selectedScores(scores)) {
+      if (!r.mask) {
+        r.mask = selected->mask;
+        r.hidden = selected->hidden;
+        r.negateMask = selected->hides;
+      } else {
+        r.keep = selected->mask;
+        r.keepHidden = selected->hidden;
+        r.negateKeep = selected->hides;
       }
+      scores = selected->scores;
     }
     auto terms = scoreTerms(scores, r.scale, r.softcap);
     if (!terms)
@@ -688,6 +728,13 @@ struct SdpaPattern : OpRewritePattern<SoftmaxOp> {
       return abandon();
     if (r.negateMask)
       r.mask = fusion::create(rewriter, loc, "llmc.not", {r.mask})->getResult(0);
+    if (r.keep) {
+      Value keep = r.negateKeep ? fusion::create(rewriter, loc, "llmc.not", {r.keep})->getResult(0) : r.keep;
+      if (!r.mask)
+        r.hidden = r.keepHidden; // (the additive mask was the causal one, now is_causal)
+      if (!(r.mask = maskUnderKeep(rewriter, loc, keep, r.mask, r.keepHidden)))
+        return abandon();
+    }
     if (r.bias && !(r.mask = maskWithBias(rewriter, loc, r, merged, probsType)))
       return abandon();
     if (sinks && !(r.sinks = sinksPerHead(rewriter, loc, sinks->column, r.qHeads, /*build=*/true)))

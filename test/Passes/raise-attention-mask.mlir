@@ -438,3 +438,38 @@ func.func @bias_not_raised(%q: tensor<1x4x64xf32>, %k: tensor<1x4x32xf32>, %keep
   %b = llmc.fused_attention %q, %k, %k, %negated, %e, %e {kv_num_heads = 1 : i64, q_num_heads = 2 : i64} : (tensor<1x4x64xf32>, tensor<1x4x32xf32>, tensor<1x4x32xf32>, tensor<2x4x4xf32>, tensor<0xf32>, tensor<0xf32>) -> tensor<1x4x64xf32>
   return %a, %b : tensor<1x4x64xf32>, tensor<1x4x64xf32>
 }
+
+// -----
+
+// GPT-Neo's masks: constant buffers [1, 1, N, N], tril(ones) and its local band of 3 keys,
+// sliced to the scores (rows Sk - Sq to Sk, the first Sk columns) and selected as where(m, 0,
+// -big): bands about the diagonal, so is_causal and a sliding window of 3 (since session 36).
+// Negatives: a buffer with a hole in its band, and the causal one read at the wrong rows (from 0
+// where the queries come after two cached keys), stay masks.
+// CHECK-LABEL: func.func @band_buffers
+// CHECK: llmc.fused_attention %arg0, %arg1, %arg1, %{{.*}}, %{{.*}}, %{{.*}} {is_causal = 1 : i64, kv_num_heads = 1 : i64, q_num_heads = 1 : i64} : (tensor<1x3x64xf32>, tensor<1x5x64xf32>, tensor<1x5x64xf32>, tensor<0xf32>,
+// CHECK: llmc.fused_attention %arg0, %arg1, %arg1, %{{.*}}, %{{.*}}, %{{.*}} {is_causal = 1 : i64, kv_num_heads = 1 : i64, q_num_heads = 1 : i64, sliding_window = 3 : i64} : (tensor<1x3x64xf32>, tensor<1x5x64xf32>, tensor<1x5x64xf32>, tensor<0xf32>,
+// CHECK: llmc.fused_attention %arg0, %arg1, %arg1, %{{.*}}, %{{.*}}, %{{.*}} {kv_num_heads = 1 : i64, q_num_heads = 1 : i64} : (tensor<1x3x64xf32>, tensor<1x5x64xf32>, tensor<1x5x64xf32>, tensor<1x1x3x5xf32>,
+// CHECK: llmc.fused_attention %arg0, %arg1, %arg1, %{{.*}}, %{{.*}}, %{{.*}} {kv_num_heads = 1 : i64, q_num_heads = 1 : i64} : (tensor<1x3x64xf32>, tensor<1x5x64xf32>, tensor<1x5x64xf32>, tensor<1x1x3x5xf32>,
+func.func @band_buffers(%q: tensor<1x3x64xf32>, %k: tensor<1x5x64xf32>)
+    -> (tensor<1x3x64xf32>, tensor<1x3x64xf32>, tensor<1x3x64xf32>, tensor<1x3x64xf32>) {
+  %e = llmc.constant dense<> : tensor<0xf32>
+  %f0 = llmc.constant dense<0.000000e+00> : tensor<f32>
+  %lowest = llmc.constant dense<-3.40282347E+38> : tensor<f32>
+  %causal = llmc.constant dense<[[[[true, false, false, false, false, false, false, false], [true, true, false, false, false, false, false, false], [true, true, true, false, false, false, false, false], [true, true, true, true, false, false, false, false], [true, true, true, true, true, false, false, false], [true, true, true, true, true, true, false, false], [true, true, true, true, true, true, true, false], [true, true, true, true, true, true, true, true]]]]> : tensor<1x1x8x8xi1>
+  %local = llmc.constant dense<[[[[true, false, false, false, false, false, false, false], [true, true, false, false, false, false, false, false], [true, true, true, false, false, false, false, false], [false, true, true, true, false, false, false, false], [false, false, true, true, true, false, false, false], [false, false, false, true, true, true, false, false], [false, false, false, false, true, true, true, false], [false, false, false, false, false, true, true, true]]]]> : tensor<1x1x8x8xi1>
+  %holed = llmc.constant dense<[[[[true, false, false, false, false, false, false, false], [true, true, false, false, false, false, false, false], [true, true, true, false, false, false, false, false], [true, true, true, true, false, false, false, false], [true, true, true, true, true, false, false, false], [true, true, false, true, true, true, false, false], [true, true, true, true, true, true, true, false], [true, true, true, true, true, true, true, true]]]]> : tensor<1x1x8x8xi1>
+  %c = llmc.slice %causal {axes = array<i64: 2, 3>, ends = array<i64: 5, 5>, starts = array<i64: 2, 0>, steps = array<i64: 1, 1>} : (tensor<1x1x8x8xi1>) -> tensor<1x1x3x5xi1>
+  %cm = llmc.where %c, %f0, %lowest : (tensor<1x1x3x5xi1>, tensor<f32>, tensor<f32>) -> tensor<1x1x3x5xf32>
+  %a = llmc.fused_attention %q, %k, %k, %cm, %e, %e {kv_num_heads = 1 : i64, q_num_heads = 1 : i64} : (tensor<1x3x64xf32>, tensor<1x5x64xf32>, tensor<1x5x64xf32>, tensor<1x1x3x5xf32>, tensor<0xf32>, tensor<0xf32>) -> tensor<1x3x64xf32>
+  %l = llmc.slice %local {axes = array<i64: 2, 3>, ends = array<i64: 5, 5>, starts = array<i64: 2, 0>, steps = array<i64: 1, 1>} : (tensor<1x1x8x8xi1>) -> tensor<1x1x3x5xi1>
+  %lm = llmc.where %l, %f0, %lowest : (tensor<1x1x3x5xi1>, tensor<f32>, tensor<f32>) -> tensor<1x1x3x5xf32>
+  %b = llmc.fused_attention %q, %k, %k, %lm, %e, %e {kv_num_heads = 1 : i64, q_num_heads = 1 : i64} : (tensor<1x3x64xf32>, tensor<1x5x64xf32>, tensor<1x5x64xf32>, tensor<1x1x3x5xf32>, tensor<0xf32>, tensor<0xf32>) -> tensor<1x3x64xf32>
+  %h = llmc.slice %holed {axes = array<i64: 2, 3>, ends = array<i64: 5, 5>, starts = array<i64: 2, 0>, steps = array<i64: 1, 1>} : (tensor<1x1x8x8xi1>) -> tensor<1x1x3x5xi1>
+  %hm = llmc.where %h, %f0, %lowest : (tensor<1x1x3x5xi1>, tensor<f32>, tensor<f32>) -> tensor<1x1x3x5xf32>
+  %d = llmc.fused_attention %q, %k, %k, %hm, %e, %e {kv_num_heads = 1 : i64, q_num_heads = 1 : i64} : (tensor<1x3x64xf32>, tensor<1x5x64xf32>, tensor<1x5x64xf32>, tensor<1x1x3x5xf32>, tensor<0xf32>, tensor<0xf32>) -> tensor<1x3x64xf32>
+  %w = llmc.slice %causal {axes = array<i64: 2, 3>, ends = array<i64: 3, 5>, starts = array<i64: 0, 0>, steps = array<i64: 1, 1>} : (tensor<1x1x8x8xi1>) -> tensor<1x1x3x5xi1>
+  %wm = llmc.where %w, %f0, %lowest : (tensor<1x1x3x5xi1>, tensor<f32>, tensor<f32>) -> tensor<1x1x3x5xf32>
+  %f = llmc.fused_attention %q, %k, %k, %wm, %e, %e {kv_num_heads = 1 : i64, q_num_heads = 1 : i64} : (tensor<1x3x64xf32>, tensor<1x5x64xf32>, tensor<1x5x64xf32>, tensor<1x1x3x5xf32>, tensor<0xf32>, tensor<0xf32>) -> tensor<1x3x64xf32>
+  return %a, %b, %d, %f : tensor<1x3x64xf32>, tensor<1x3x64xf32>, tensor<1x3x64xf32>, tensor<1x3x64xf32>
+}

@@ -3,10 +3,11 @@
 Mistral, Phi-3, Gemma, Gemma 2, GPT-NeoX, Falcon, OPT, Phi, StableLM, Granite, Llama 3's rope
 scaling, Gemma 3, OLMo, OLMo 2, Cohere, StarCoder2, GPT-J, CodeGen, GPTBigCode, MPT, Bloom, GLM,
 GLM-4, Helium, ERNIE 4.5, SmolLM3, Cohere 2, OLMo 3, EXAONE 4, Hunyuan, Arcee, Nemotron, Persimmon,
-Apertus, Ministral, Ministral 3, Seed-OSS, VaultGemma, BitNet, Jais 2, NanoChat, and the mixtures
-of experts Mixtral, Qwen3-MoE, OLMoE, Qwen2-MoE, DeepSeek-V3, GPT-OSS, GraniteMoE, FlexOlmo,
-GLM-4-MoE, dots.llm1, Hunyuan-MoE, ERNIE 4.5 MoE, DeepSeek-V2, PhiMoE, GraniteMoE-shared, EXAONE MoE
-and Cohere 2 MoE), each compiled once on a dynamic sequence and run at 19 tokens: the CPU against
+Apertus, Ministral, Ministral 3, Seed-OSS, VaultGemma, BitNet, Jais 2, NanoChat, GPT-Neo, BioGPT,
+CWM, HyperCLOVA X, MiniCPM3, XGLM, DiffLlama, and the mixtures of experts Mixtral, Qwen3-MoE, OLMoE,
+Qwen2-MoE, DeepSeek-V3, GPT-OSS, GraniteMoE, FlexOlmo, GLM-4-MoE, dots.llm1, Hunyuan-MoE, ERNIE 4.5
+MoE, DeepSeek-V2, PhiMoE, GraniteMoE-shared, EXAONE MoE, Cohere 2 MoE, MiniMax-M2, Mistral 4 and
+Glm4MoeLite), each compiled once on a dynamic sequence and run at 19 tokens: the CPU against
 ONNX Runtime, and with --cuda the CUDA executor against the CPU, in f32 and bf16 (on the CPU
 emulation where LLMC_CUDA_BACKEND names it). Each architecture's raised attentions are counted too, so that a pattern that stops
 matching shows.
@@ -133,6 +134,25 @@ ARCHITECTURES = {
     "bitnet": ("BitNetForCausalLM", "BitNetConfig", dict(num_key_value_heads=2), 2),
     "jais2": ("Jais2ForCausalLM", "Jais2Config", dict(num_key_value_heads=2, head_dim=16), 2),
     "nanochat": ("NanoChatForCausalLM", "NanoChatConfig", dict(num_key_value_heads=2), 2),
+    # Since session 36: GPT-Neo (unscaled scores; its causal and local masks constant buffers
+    # [1, 1, N, N] sliced to the scores and selected under the causal mask: each raised to is_causal,
+    # the local one to a sliding window of 8), BioGPT, CWM (a sliding window on its first layer),
+    # HyperCLOVA X, and MiniCPM3 (multi-head latent attention, rotate_half rotary, no experts; its
+    # logits divided by hidden / dim_model_base, 10 in MiniCPM3-4B: at the default 256 over this
+    # hidden 64 they were multiplied by 4, to 27, beyond the bf16 comparison's absolute tolerance).
+    # XGLM's and DiffLlama's attentions are not raised yet (0 below): XGLM's scores on merged
+    # [B*H] operands with dynamic shapes, clamped to the lowest float after the mask; DiffLlama's
+    # two softmaxes per head, one subtracted from the other.
+    "gpt_neo": ("GPTNeoForCausalLM", "GPTNeoConfig",
+                dict(num_layers=2, num_heads=4, attention_types=[[["global", "local"], 1]], window_size=8), 2),
+    "biogpt": ("BioGptForCausalLM", "BioGptConfig", dict(), 2),
+    "cwm": ("CwmForCausalLM", "CwmConfig", dict(num_key_value_heads=2, head_dim=16, sliding_window=8), 2),
+    "hyperclovax": ("HyperCLOVAXForCausalLM", "HyperCLOVAXConfig", dict(num_key_value_heads=2), 2),
+    "minicpm3": ("MiniCPM3ForCausalLM", "MiniCPM3Config",
+                 dict(num_key_value_heads=4, q_lora_rank=32, kv_lora_rank=16, qk_rope_head_dim=8, qk_nope_head_dim=16,
+                      v_head_dim=16, dim_model_base=64, initializer_range=0.02), 2),
+    "xglm": ("XGLMForCausalLM", "XGLMConfig", dict(d_model=64, num_layers=2, attention_heads=4, ffn_dim=128), 0),
+    "diffllama": ("DiffLlamaForCausalLM", "DiffLlamaConfig", dict(num_key_value_heads=2), 0),
     # Mixtures of experts (a router's top-2 of 4 experts), exported with transformers'
     # "batched_mm" experts (see MOE).
     "mixtral": ("MixtralForCausalLM", "MixtralConfig", dict(num_key_value_heads=2, num_local_experts=4,
@@ -199,19 +219,38 @@ ARCHITECTURES = {
     "gpt_oss": ("GptOssForCausalLM", "GptOssConfig",
                 dict(num_key_value_heads=2, head_dim=16, num_local_experts=4, num_experts_per_tok=2,
                      sliding_window=8), 2),
+    # Since session 36: MiniMax-M2 (sigmoid scores and a correction bias that chooses: a
+    # grouped_top_k of one group), and two with multi-head latent attention, exported with the
+    # latent cache as DeepSeek-V3's: Mistral 4 (every layer's experts chosen by DeepSeek-V3's
+    # router, YaRN with Llama 4's query scale: an original_max of 4 makes it vary within the
+    # tests' lengths) and GLM-4.7-Flash's Glm4MoeLite (its first layer dense).
+    "minimax_m2": ("MiniMaxM2ForCausalLM", "MiniMaxM2Config",
+                   dict(num_key_value_heads=2, head_dim=16, num_local_experts=4, num_experts_per_tok=2), 2),
+    "mistral4": ("Mistral4ForCausalLM", "Mistral4Config",
+                 dict(num_key_value_heads=4, n_routed_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
+                      n_shared_experts=1, q_lora_rank=32, kv_lora_rank=16, qk_rope_head_dim=8, qk_nope_head_dim=16,
+                      v_head_dim=16, head_dim=24,
+                      rope_parameters=dict(rope_type="yarn", rope_theta=10000.0, factor=32.0,
+                                           original_max_position_embeddings=4, beta_fast=32.0, beta_slow=1.0,
+                                           mscale_all_dim=1.0, mscale=1.0, llama_4_scaling_beta=0.1)), 2),
+    "glm4_moe_lite": ("Glm4MoeLiteForCausalLM", "Glm4MoeLiteConfig",
+                      dict(num_key_value_heads=4, n_routed_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
+                           n_shared_experts=1, first_k_dense_replace=1, q_lora_rank=32, kv_lora_rank=16,
+                           qk_rope_head_dim=8, qk_nope_head_dim=16, v_head_dim=16, n_group=1, topk_group=1), 2),
 }
 # Their experts as transformers' "batched_mm" computes them (each token's chosen experts'
 # weights gathered, then batched products). The default, "grouped_mm", runs a custom op on the
 # CPU (transformers::grouped_mm_fallback) that torch.onnx.export cannot convert ("No ONNX function
 # found"; torch 2.15, transformers 5.25).
 MOE = {"mixtral", "qwen3_moe", "olmoe", "qwen2_moe", "deepseek_v3", "gpt_oss", "granitemoe", "flex_olmo", "glm4_moe",
-       "dots1", "hunyuan_moe", "ernie4_5_moe", "deepseek_v2", "phimoe", "granitemoeshared", "exaone_moe", "cohere2_moe"}
+       "dots1", "hunyuan_moe", "ernie4_5_moe", "deepseek_v2", "phimoe", "granitemoeshared", "exaone_moe", "cohere2_moe",
+       "minimax_m2", "mistral4", "glm4_moe_lite"}
 # Layers with routed experts: both but DeepSeek-V3's first, which is dense. Each layer's two expert
 # projections (gate/up, down) become llmc.expert_linear, the gate/up one with its swiglu and the
 # token's row read by each of its experts' ids, the down one with the weighted sum over the
 # token's experts (three fusions per layer).
 MOE_LAYERS = dict({name: 2 for name in MOE}, deepseek_v3=1, glm4_moe=1, dots1=1, ernie4_5_moe=1, deepseek_v2=1,
-                  exaone_moe=1)
+                  exaone_moe=1, glm4_moe_lite=1)
 EXPERT_LINEARS = "products of gathered experts turned into expert_linear"
 EXPERT_FUSIONS = "swiglus, repeated rows and weighted sums fused into expert_linear"
 EXPERT_BIASES = "experts' biases fused into expert_linear"
@@ -229,13 +268,15 @@ ROUTERS = "softmaxes and their top-k turned into softmax_top_k"
 NORMALIZED = "routing weights' normalizations fused into softmax_top_k"
 GROUPED = "routers choosing experts by groups turned into grouped_top_k"
 # Since session 35 ERNIE 4.5's router (softmax scores, a correction bias that chooses, no groups)
-# is a grouped_top_k too, and DeepSeek-V2's unsorted softmax top 2 a softmax_top_k.
+# is a grouped_top_k too, and DeepSeek-V2's unsorted softmax top 2 a softmax_top_k; since session
+# 36 MiniMax-M2's (sigmoid scores, a correction bias, no groups) is such a grouped_top_k.
 CORRECTED = "routers choosing experts by corrected scores turned into grouped_top_k"
 ROUTING = {"mixtral": {ROUTERS: 1, NORMALIZED: 1}, "qwen3_moe": {ROUTERS: 1}, "olmoe": {ROUTERS: 1},
            "qwen2_moe": {ROUTERS: 1}, "deepseek_v3": {GROUPED: 1}, "gpt_oss": {ROUTERS: 1}, "granitemoe": {ROUTERS: 1},
            "flex_olmo": {ROUTERS: 1}, "glm4_moe": {GROUPED: 1}, "dots1": {GROUPED: 1},
            "hunyuan_moe": {ROUTERS: 1, NORMALIZED: 1}, "ernie4_5_moe": {CORRECTED: 1}, "deepseek_v2": {ROUTERS: 1},
-           "granitemoeshared": {ROUTERS: 1}, "exaone_moe": {GROUPED: 1}, "cohere2_moe": {ROUTERS: 1}}
+           "granitemoeshared": {ROUTERS: 1}, "exaone_moe": {GROUPED: 1}, "cohere2_moe": {ROUTERS: 1},
+           "minimax_m2": {CORRECTED: 1}, "mistral4": {GROUPED: 1}, "glm4_moe_lite": {GROUPED: 1}}
 
 
 def expert_counts(name):
@@ -249,15 +290,16 @@ def expert_counts(name):
 # the normed latents as the keys, the rotated keys as the values, one "head" each), which
 # llmc-absorb-mla makes one latent cache; llmc.latent_attention then takes the attention, so none
 # is raised (its mask still turns causal).
-LATENT_KV = {"deepseek_v3", "deepseek_v2"}
+LATENT_KV = {"deepseek_v3", "deepseek_v2", "minicpm3", "mistral4", "glm4_moe_lite"}
 ABSORBED = "MLA attentions absorbed into latent space"
 # Sliding windows of 8 keys (Mistral's layers, Gemma 2's first, both of Gemma 3's: its first five
 # of every six, GPT-OSS's first, Cohere 2's first, OLMo 3's and EXAONE 4's both; since session 35
-# Ministral's both, VaultGemma's first, EXAONE MoE's and Cohere 2 MoE's both), inside the plans'
+# Ministral's both, VaultGemma's first, EXAONE MoE's and Cohere 2 MoE's both; since session 36
+# GPT-Neo's local layer, a constant band sliced to the scores, and CWM's first), inside the plans'
 # bounds: llmc-raise-attention-mask makes each the attention's sliding_window.
 WINDOWS_RAISED = "masks raised to sliding_window"
 WINDOWS = dict({name: 0 for name in ARCHITECTURES}, mistral=2, gemma2=1, gemma3=2, gpt_oss=1, cohere2=1, olmo3=2,
-               exaone4=2, ministral=2, vaultgemma=1, exaone_moe=2, cohere2_moe=2)
+               exaone4=2, ministral=2, vaultgemma=1, exaone_moe=2, cohere2_moe=2, gpt_neo=1, cwm=1)
 # Rotations that llmc-raise-attention turns into llmc.rotary because no attention takes them:
 # (without a cache, with one). A rotate-half rotary over the whole head turns inside the
 # attention, keys too where there is no cache (0, 2); a partial one (GPT-NeoX, Phi, StableLM) or
@@ -267,14 +309,18 @@ WINDOWS = dict({name: 0 for name in ARCHITECTURES}, mistral=2, gemma2=1, gemma3=
 # Nemotron's and Persimmon's (4, 4), queries too (Hunyuan's then normed, so no attention takes them);
 # Cohere 2's only on its sliding-window layer (2, 2), SmolLM3's keys on its one layer with rotary
 # (0, 1); since session 35 NanoChat's, whose partner is rotate_half's negative and whose queries
-# and keys are normed after (4, 4).
+# and keys are normed after (4, 4); since session 36 MiniCPM3's (4, 4: rotary on each head's
+# last qk_rope_head_dim features, concatenated after the others, as DeepSeek's), DiffLlama's (4, 4: no attention raised); none in GPT-Neo, BioGPT and XGLM;
+# Mistral 4's and Glm4MoeLite's count as de-interleaved rotations, as DeepSeek-V3's (0, 0).
 ROTARY_OPS = "rotations no attention took turned into llmc.rotary"
 ROTATIONS = dict({name: (0, 2) for name in ARCHITECTURES},
                  gpt_neox=(4, 4), phi=(4, 4), stablelm=(4, 4), cohere=(4, 4), gptj=(4, 4), codegen=(4, 4),
                  opt=(0, 0), gpt_bigcode=(0, 0), mpt=(0, 0), bloom=(0, 0), gpt_oss=(0, 0), deepseek_v3=(0, 0),
                  glm=(4, 4), glm4=(4, 4), helium=(4, 4), ernie4_5=(4, 4), hunyuan=(4, 4), nemotron=(4, 4),
                  persimmon=(4, 4), cohere2=(2, 2), smollm3=(0, 1), glm4_moe=(4, 4), ernie4_5_moe=(4, 4),
-                 hunyuan_moe=(4, 4), deepseek_v2=(0, 0), nanochat=(4, 4), cohere2_moe=(4, 4))
+                 hunyuan_moe=(4, 4), deepseek_v2=(0, 0), nanochat=(4, 4), cohere2_moe=(4, 4), gpt_neo=(0, 0),
+                 biogpt=(0, 0), minicpm3=(4, 4), mistral4=(0, 0), glm4_moe_lite=(0, 0), xglm=(0, 0),
+                 diffllama=(4, 4))
 # Of those, the queries' then move into their attention (llmc-fuse-query-rotary, with and without
 # a cache); GPT-NeoX's since its per-head QKV projection is reordered (llmc-deinterleave-qkv).
 QUERY_ROTARY = "query rotations moved into fused_attention"
