@@ -149,7 +149,7 @@ def export(model, path, vocab, external_data=False, past=None, batch=1):
         b, p, t = (torch.export.Dim(n, max=m) for n, m in (("batch", 8), ("past", 2048), ("total", 4096)))
         s = torch.export.Dim("seq", min=least_seq, max=2048)
         shapes = [{0: b, 1: s}, {0: b, 1: t}, {0: b, 1: s}] + [{0: b, 2: p} for _ in names]
-        torch.onnx.export(with_cache(model, layers), tuple(example), path,
+        torch.onnx.export(with_cache(model, layers).eval(), tuple(example), path,
                           input_names=["input_ids", "attention_mask", "position_ids"] + names, output_names=outputs,
                           opset_version=export_test_models.OPSET, dynamo=True, dynamic_shapes=tuple(shapes),
                           external_data=external_data)

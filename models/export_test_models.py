@@ -86,7 +86,9 @@ def export(name, factory, out_dir):
         example.append(torch.ones(batch, seq, dtype=torch.int64))
     dims = {0: torch.export.Dim("batch", max=8), 1: torch.export.Dim("seq", max=128)}
     path = os.path.join(out_dir, f"{name}.onnx")
-    wrapper = Encoder(model) if "attention_mask" in inputs else Decoder(model)
+    # eval() on the wrapper too: torch.export warns of a module in training mode otherwise (the
+    # wrapped model is in eval mode, so the exported graph is the same).
+    wrapper = (Encoder(model) if "attention_mask" in inputs else Decoder(model)).eval()
     torch.onnx.export(wrapper, tuple(example), path, input_names=inputs, output_names=outputs,
                       opset_version=OPSET, dynamo=True, dynamic_shapes={n: dims for n in inputs},
                       external_data=False)

@@ -85,7 +85,7 @@ def minilm(work):
     ids = torch.randint(0, 30522, (1, 16))
     mask = torch.ones(1, 16, dtype=torch.int64)
     dims = {0: torch.export.Dim("batch", max=64), 1: torch.export.Dim("seq", max=512)}
-    torch.onnx.export(SentenceEncoder(model), (ids, mask), out + ".tmp.onnx", input_names=["input_ids", "attention_mask"],
+    torch.onnx.export(SentenceEncoder(model).eval(), (ids, mask), out + ".tmp.onnx", input_names=["input_ids", "attention_mask"],
                       output_names=["last_hidden_state", "sentence_embedding"], opset_version=18, dynamo=True,
                       dynamic_shapes={"input_ids": dims, "attention_mask": dims}, external_data=False)
     os.replace(out + ".tmp.onnx", out)
@@ -119,7 +119,7 @@ def smollm2(work):
     tmp_dir = os.path.join(work, "smollm2-export")
     os.makedirs(tmp_dir, exist_ok=True)
     tmp = os.path.join(tmp_dir, "smollm2.onnx")
-    torch.onnx.export(Logits(model), (ids,), tmp, input_names=["input_ids"], output_names=["logits"],
+    torch.onnx.export(Logits(model).eval(), (ids,), tmp, input_names=["input_ids"], output_names=["logits"],
                       opset_version=18, dynamo=True,
                       dynamic_shapes={"input_ids": {1: torch.export.Dim("seq", max=2048)}}, external_data=True)
     # Move the model and its data file together; the data file keeps the name the model refers to.
