@@ -127,18 +127,26 @@ def exportable(model, with_cache=True):
         yield least_seq
 
 
+def cache_widths(model):
+    """Each layer's cached keys and values as (heads, width) each, read from the cache the model
+    fills for one token: (kv_heads, head) in most, other widths per layer in some (Gemma 4's
+    full-attention layers take wider heads than its sliding-window ones)."""
+    with torch.no_grad():
+        out = model(input_ids=torch.zeros(1, 1, dtype=torch.int64), use_cache=True, return_dict=True)
+    return [((layer.keys.shape[1], layer.keys.shape[3]), (layer.values.shape[1], layer.values.shape[3]))
+            for layer in out.past_key_values.layers]
+
+
 def export(model, path, vocab, external_data=False, past=None, batch=1):
     """Exports `model` with its cache to `path` (inputs and outputs as in this file's docstring).
     `past` gives each layer's cache tensors as (heads, width) of the key and of the value, by
-    default (kv_heads, head) each; a latent cache (models/export_deepseek.py) has other widths.
-    `batch` is the example batch it is traced at (the batch stays dynamic, up to 8)."""
+    default what the model's own cache holds (cache_widths); a latent cache
+    (models/export_deepseek.py) is given. `batch` is the example batch it is traced at (the batch
+    stays dynamic, up to 8)."""
     model.eval()
-    cfg = model.config
-    layers = cfg.num_hidden_layers
+    layers = model.config.num_hidden_layers
     if past is None:
-        kv_heads = getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads
-        head = cfg.hidden_size // cfg.num_attention_heads
-        past = [((kv_heads, head), (kv_heads, head))] * layers
+        past = cache_widths(model)
     seq, cached = 3, 5
     example = [torch.randint(0, vocab, (batch, seq)), torch.ones(batch, cached + seq, dtype=torch.int64),
                torch.arange(cached, cached + seq).repeat(batch, 1)]

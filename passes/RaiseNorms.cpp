@@ -30,12 +30,11 @@ struct Stats {
   double epsilon;
 };
 
-// sqrt(mean(sq) + eps) with single-use intermediates: fills the squared value, the op that
-// squares it and epsilon.
-bool matchRootMeanSquare(Value s, Value &squaredOf, Operation *&squareOp, double &epsilon) {
-  auto sqrt = def<SqrtOp>(s);
-  auto add = sqrt ? def<AddOp>(sqrt.getInput()) : AddOp();
-  if (!add || !sqrt.getResult().hasOneUse() || !add.getResult().hasOneUse())
+// mean(sq) + eps with single-use intermediates: fills the squared value, the op that squares it
+// and epsilon.
+bool matchMeanSquare(Value radicand, Value &squaredOf, Operation *&squareOp, double &epsilon) {
+  auto add = def<AddOp>(radicand);
+  if (!add || !add.getResult().hasOneUse())
     return false;
   for (int i = 0; i < 2; ++i) {
     auto mean = def<ReduceMeanOp>(add->getOperand(i));
@@ -53,20 +52,32 @@ bool matchRootMeanSquare(Value s, Value &squaredOf, Operation *&squareOp, double
   return false;
 }
 
-// numerator / denominator as div(n, d) or mul(n, reciprocal(d)) (either order).
-bool matchQuotient(Operation *op, Value &numerator, Value &denominator) {
+// numerator / sqrt(radicand) as div(n, sqrt(r)), mul(n, reciprocal(sqrt(r))) or, since session
+// 36, mul(n, pow(r, -0.5)) (Gemma 4's norms), the products in either order; the square root or
+// the power read by the quotient alone.
+bool matchNormQuotient(Operation *op, Value &numerator, Value &radicand) {
+  auto rootOf = [&](Value denominator) {
+    auto sqrt = def<SqrtOp>(denominator);
+    if (!sqrt || !sqrt.getResult().hasOneUse())
+      return false;
+    radicand = sqrt.getInput();
+    return true;
+  };
   if (auto div = dyn_cast<DivOp>(op)) {
     numerator = div.getLhs();
-    denominator = div.getRhs();
-    return true;
+    return rootOf(div.getRhs());
   }
   if (auto mul = dyn_cast<MulOp>(op))
-    for (int i = 0; i < 2; ++i)
-      if (auto rec = def<ReciprocalOp>(mul->getOperand(i)); rec && rec.getResult().hasOneUse()) {
-        numerator = mul->getOperand(1 - i);
-        denominator = rec.getInput();
+    for (int i = 0; i < 2; ++i) {
+      numerator = mul->getOperand(1 - i);
+      if (auto rec = def<ReciprocalOp>(mul->getOperand(i)); rec && rec.getResult().hasOneUse())
+        return rootOf(rec.getInput());
+      if (auto pow = def<PowOp>(mul->getOperand(i));
+          pow && pow.getResult().hasOneUse() && fusion::isScalar(pow.getRhs(), -0.5)) {
+        radicand = pow.getLhs();
         return true;
       }
+    }
   return false;
 }
 
@@ -93,17 +104,17 @@ Value ones(PatternRewriter &rewriter, Location loc, RankedTensorType like, doubl
                             DenseElementsAttr::get(type, rewriter.getFloatAttr(like.getElementType(), value)));
 }
 
-// x / sqrt(mean(x^2) + eps) [* w]  ->  rms_norm(x, w)
+// x / sqrt(mean(x^2) + eps) [* w]  ->  rms_norm(x, w) (the quotient in any of matchNormQuotient's forms)
 struct RmsNormPattern : RewritePattern {
   RewriteCounter &count;
   RmsNormPattern(MLIRContext *ctx, RewriteCounter &count) : RewritePattern(MatchAnyOpTypeTag(), 1, ctx), count(count) {}
 
   LogicalResult matchAndRewrite(Operation *op, PatternRewriter &rewriter) const override {
-    Value x, denominator, sq;
+    Value x, radicand, sq;
     Operation *square;
     double eps;
-    if (!isa<DivOp, MulOp>(op) || !matchQuotient(op, x, denominator) ||
-        !matchRootMeanSquare(denominator, sq, square, eps) || sq != x)
+    if (!isa<DivOp, MulOp>(op) || !matchNormQuotient(op, x, radicand) || !matchMeanSquare(radicand, sq, square, eps) ||
+        sq != x)
       return failure();
     auto type = fusion::tensorType(op->getResult(0));
     if (!isa<FloatType>(type.getElementType()) || type.getRank() < 1 || type.isDynamicDim(type.getRank() - 1) ||
@@ -135,11 +146,11 @@ struct LayerNormPattern : RewritePattern {
       : RewritePattern(MatchAnyOpTypeTag(), /*benefit=*/2, ctx), count(count) {}
 
   LogicalResult matchAndRewrite(Operation *op, PatternRewriter &rewriter) const override {
-    Value centered, denominator, sq;
+    Value centered, radicand, sq;
     Operation *square;
     double eps;
-    if (!isa<DivOp, MulOp>(op) || !matchQuotient(op, centered, denominator) ||
-        !matchRootMeanSquare(denominator, sq, square, eps) || sq != centered)
+    if (!isa<DivOp, MulOp>(op) || !matchNormQuotient(op, centered, radicand) ||
+        !matchMeanSquare(radicand, sq, square, eps) || sq != centered)
       return failure();
     auto sub = def<SubOp>(centered);
     auto mean = sub ? def<ReduceMeanOp>(sub.getRhs()) : ReduceMeanOp();

@@ -40,6 +40,52 @@ func.func @rms_other_axis(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
 
 // -----
 
+// Gemma 4's form (since session 36): x * pow(mean(x^2) + eps, -0.5), the product in either order,
+// times its weight.
+// NORMS-LABEL: func.func @rms_pow
+// NORMS: %[[W:.*]] = llmc.constant dense<2.500000e-01> : tensor<8xf32>
+// NORMS: llmc.rms_norm %arg0, %[[W]] {epsilon = 9.99999997E-7 : f32}
+// NORMS: llmc.rms_norm %arg0, %{{.*}} {epsilon = 9.99999997E-7 : f32}
+// NORMS-NOT: llmc.pow
+// NORMS-NOT: llmc.mul
+func.func @rms_pow(%x: tensor<2x8xf32>) -> (tensor<2x8xf32>, tensor<2x8xf32>) {
+  %w = llmc.constant dense<0.25> : tensor<8xf32>
+  %two = llmc.constant dense<2.0> : tensor<f32>
+  %eps = llmc.constant dense<1.0e-6> : tensor<f32>
+  %half = llmc.constant dense<-0.5> : tensor<f32>
+  %sq = llmc.pow %x, %two : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  %m = llmc.reduce_mean %sq {axes = array<i64: -1>} : (tensor<2x8xf32>) -> tensor<2x1xf32>
+  %a = llmc.add %m, %eps : (tensor<2x1xf32>, tensor<f32>) -> tensor<2x1xf32>
+  %r = llmc.pow %a, %half : (tensor<2x1xf32>, tensor<f32>) -> tensor<2x1xf32>
+  %n = llmc.mul %x, %r : (tensor<2x8xf32>, tensor<2x1xf32>) -> tensor<2x8xf32>
+  %y = llmc.mul %n, %w : (tensor<2x8xf32>, tensor<8xf32>) -> tensor<2x8xf32>
+  %sq2 = llmc.mul %x, %x : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  %m2 = llmc.reduce_mean %sq2 {axes = array<i64: -1>} : (tensor<2x8xf32>) -> tensor<2x1xf32>
+  %a2 = llmc.add %eps, %m2 : (tensor<f32>, tensor<2x1xf32>) -> tensor<2x1xf32>
+  %r2 = llmc.pow %a2, %half : (tensor<2x1xf32>, tensor<f32>) -> tensor<2x1xf32>
+  %z = llmc.mul %r2, %x : (tensor<2x1xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  return %y, %z : tensor<2x8xf32>, tensor<2x8xf32>
+}
+
+// -----
+
+// Another power is not a root: x * pow(mean(x^2) + eps, -1) stays.
+// NORMS-LABEL: func.func @rms_pow_other_exponent
+// NORMS-NOT: llmc.rms_norm
+func.func @rms_pow_other_exponent(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
+  %two = llmc.constant dense<2.0> : tensor<f32>
+  %eps = llmc.constant dense<1.0e-6> : tensor<f32>
+  %minus1 = llmc.constant dense<-1.0> : tensor<f32>
+  %sq = llmc.pow %x, %two : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  %m = llmc.reduce_mean %sq {axes = array<i64: -1>} : (tensor<2x8xf32>) -> tensor<2x1xf32>
+  %a = llmc.add %m, %eps : (tensor<2x1xf32>, tensor<f32>) -> tensor<2x1xf32>
+  %r = llmc.pow %a, %minus1 : (tensor<2x1xf32>, tensor<f32>) -> tensor<2x1xf32>
+  %y = llmc.mul %x, %r : (tensor<2x8xf32>, tensor<2x1xf32>) -> tensor<2x8xf32>
+  return %y : tensor<2x8xf32>
+}
+
+// -----
+
 // NORMS-LABEL: func.func @silu
 // ACT-LABEL: func.func @silu
 // ACT: llmc.silu %arg0

@@ -3,7 +3,7 @@
 Mistral, Phi-3, Gemma, Gemma 2, GPT-NeoX, Falcon, OPT, Phi, StableLM, Granite, Llama 3's rope
 scaling, Gemma 3, OLMo, OLMo 2, Cohere, StarCoder2, GPT-J, CodeGen, GPTBigCode, MPT, Bloom, GLM,
 GLM-4, Helium, ERNIE 4.5, SmolLM3, Cohere 2, OLMo 3, EXAONE 4, Hunyuan, Arcee, Nemotron, Persimmon,
-Apertus, Ministral, Ministral 3, Seed-OSS, VaultGemma, BitNet, Jais 2, NanoChat, GPT-Neo, BioGPT,
+Apertus, Ministral, Ministral 3, Seed-OSS, VaultGemma, BitNet, Jais 2, NanoChat, Gemma 4, GPT-Neo, BioGPT,
 CWM, HyperCLOVA X, MiniCPM3, XGLM, DiffLlama, and the mixtures of experts Mixtral, Qwen3-MoE, OLMoE,
 Qwen2-MoE, DeepSeek-V3, GPT-OSS, GraniteMoE, FlexOlmo, GLM-4-MoE, dots.llm1, Hunyuan-MoE, ERNIE 4.5
 MoE, DeepSeek-V2, PhiMoE, GraniteMoE-shared, EXAONE MoE, Cohere 2 MoE, MiniMax-M2, Mistral 4 and
@@ -151,6 +151,14 @@ ARCHITECTURES = {
     "minicpm3": ("MiniCPM3ForCausalLM", "MiniCPM3Config",
                  dict(num_key_value_heads=4, q_lora_rank=32, kv_lora_rank=16, qk_rope_head_dim=8, qk_nope_head_dim=16,
                       v_head_dim=16, dim_model_base=64, initializer_range=0.02), 2),
+    # Gemma 4 (text): per-layer inputs (a second embedding and a projection gated into each layer's
+    # output), norms as x * pow(mean(x^2) + eps, -0.5) (RMS norms since session 36), values normed
+    # without a weight, a sliding window on its first layer and on the second (full attention)
+    # heads of global_head_dim, 32 here: each layer's cache its own width.
+    "gemma4": ("Gemma4ForCausalLM", "Gemma4TextConfig",
+               dict(num_key_value_heads=2, head_dim=16, global_head_dim=32, sliding_window=8,
+                    vocab_size_per_layer_input=512, hidden_size_per_layer_input=16,
+                    layer_types=["sliding_attention", "full_attention"]), 2),
     "xglm": ("XGLMForCausalLM", "XGLMConfig", dict(d_model=64, num_layers=2, attention_heads=4, ffn_dim=128), 0),
     "diffllama": ("DiffLlamaForCausalLM", "DiffLlamaConfig", dict(num_key_value_heads=2), 0),
     # Mixtures of experts (a router's top-2 of 4 experts), exported with transformers'
@@ -299,7 +307,7 @@ ABSORBED = "MLA attentions absorbed into latent space"
 # bounds: llmc-raise-attention-mask makes each the attention's sliding_window.
 WINDOWS_RAISED = "masks raised to sliding_window"
 WINDOWS = dict({name: 0 for name in ARCHITECTURES}, mistral=2, gemma2=1, gemma3=2, gpt_oss=1, cohere2=1, olmo3=2,
-               exaone4=2, ministral=2, vaultgemma=1, exaone_moe=2, cohere2_moe=2, gpt_neo=1, cwm=1)
+               exaone4=2, ministral=2, vaultgemma=1, exaone_moe=2, cohere2_moe=2, gpt_neo=1, cwm=1, gemma4=1)
 # Rotations that llmc-raise-attention turns into llmc.rotary because no attention takes them:
 # (without a cache, with one). A rotate-half rotary over the whole head turns inside the
 # attention, keys too where there is no cache (0, 2); a partial one (GPT-NeoX, Phi, StableLM) or
@@ -320,13 +328,13 @@ ROTATIONS = dict({name: (0, 2) for name in ARCHITECTURES},
                  persimmon=(4, 4), cohere2=(2, 2), smollm3=(0, 1), glm4_moe=(4, 4), ernie4_5_moe=(4, 4),
                  hunyuan_moe=(4, 4), deepseek_v2=(0, 0), nanochat=(4, 4), cohere2_moe=(4, 4), gpt_neo=(0, 0),
                  biogpt=(0, 0), minicpm3=(4, 4), mistral4=(0, 0), glm4_moe_lite=(0, 0), xglm=(0, 0),
-                 diffllama=(4, 4))
+                 diffllama=(4, 4), gemma4=(4, 4))
 # Of those, the queries' then move into their attention (llmc-fuse-query-rotary, with and without
 # a cache); GPT-NeoX's since its per-head QKV projection is reordered (llmc-deinterleave-qkv).
 QUERY_ROTARY = "query rotations moved into fused_attention"
 QUERY_ROTATIONS = dict({name: 0 for name in ARCHITECTURES}, phi=2, stablelm=2, cohere=2, gptj=2, codegen=2, gpt_neox=2,
                        gpt_oss=2, glm=2, glm4=2, helium=2, ernie4_5=2, nemotron=2, persimmon=2, cohere2=1, glm4_moe=2,
-                       ernie4_5_moe=2, cohere2_moe=2)
+                       ernie4_5_moe=2, cohere2_moe=2, gemma4=2)
 # Rotations written on each head's two halves, concat(x1 * cos - x2 * sin, x2 * cos + x1 * sin)
 # after a chunk of [B, H, S, D] (GPT-OSS), turned into llmc.rotary, queries and keys (with and
 # without a cache); its queries' then move into their attention (above).
