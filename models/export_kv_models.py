@@ -59,30 +59,45 @@ def with_cache(model, layers):
 
 
 @contextlib.contextmanager
-def real_rotary_deepseek_v2():
-    """DeepSeek-V2's rotary (transformers' DeepseekV2RotaryEmbedding and apply_rotary_emb) in real
-    arithmetic while the context lasts: each neighbouring pair (x[2i], x[2i + 1]) turned by the
-    angle of frequency i, as its complex product does (the same logits within 1.2e-7), without the
-    complex tensors that torch.onnx.export cannot convert."""
-    from transformers.models.deepseek_v2 import modeling_deepseek_v2 as v2
+def real_rotary(modeling, embedding, heads_axis):
+    """A rotary in complex numbers (`modeling`'s class `embedding`, whose forward gives e^(i theta),
+    and its apply_rotary_emb) in real arithmetic while the context lasts: each neighbouring pair
+    (x[2i], x[2i + 1]) turned by the angle of frequency i, as the complex product does, without
+    the complex tensors that torch.onnx.export cannot convert. `heads_axis`: where the table
+    broadcasts over the heads (1 for x [B, H, S, D], 2 for [B, S, H, D])."""
+    cls = getattr(modeling, embedding)
 
     def angles(self, x, position_ids):  # [B, S, D/2, 2]: the cosine and the sine, scaled
         freqs = position_ids[..., None].float() * self.inv_freq.to(device=x.device, dtype=torch.float)
         return torch.stack([freqs.cos(), freqs.sin()], dim=-1) * self.attention_scaling
 
-    def rotate(x, table):  # x [B, H, S, D]
+    def rotate(x, table):
         pairs = x.float().reshape(*x.shape[:-1], -1, 2)
-        cos, sin = table[..., 0].unsqueeze(1), table[..., 1].unsqueeze(1)
+        cos, sin = table[..., 0].unsqueeze(heads_axis), table[..., 1].unsqueeze(heads_axis)
         even, odd = pairs[..., 0], pairs[..., 1]
         return torch.stack([even * cos - odd * sin, even * sin + odd * cos], dim=-1).flatten(3).type_as(x)
 
-    forward, apply = v2.DeepseekV2RotaryEmbedding.forward, v2.apply_rotary_emb
-    v2.DeepseekV2RotaryEmbedding.forward = angles
-    v2.apply_rotary_emb = lambda xq, xk, table: (rotate(xq, table), rotate(xk, table))
+    forward, apply = cls.forward, modeling.apply_rotary_emb
+    cls.forward = angles
+    modeling.apply_rotary_emb = lambda xq, xk, table: (rotate(xq, table), rotate(xk, table))
     try:
         yield
     finally:
-        v2.DeepseekV2RotaryEmbedding.forward, v2.apply_rotary_emb = forward, apply
+        cls.forward, modeling.apply_rotary_emb = forward, apply
+
+
+def real_rotary_deepseek_v2():
+    """DeepSeek-V2's rotary (x [B, H, S, D]) in real arithmetic: the same logits within 1.2e-7."""
+    from transformers.models.deepseek_v2 import modeling_deepseek_v2
+
+    return real_rotary(modeling_deepseek_v2, "DeepseekV2RotaryEmbedding", heads_axis=1)
+
+
+def real_rotary_llama4():
+    """Llama 4's rotary (x [B, S, H, D], before the heads move) in real arithmetic."""
+    from transformers.models.llama4 import modeling_llama4
+
+    return real_rotary(modeling_llama4, "Llama4TextRotaryEmbedding", heads_axis=2)
 
 
 @contextlib.contextmanager
@@ -113,7 +128,7 @@ def mpt_bias_for_keys():
 def exportable(model, with_cache=True):
     """Works around what keeps torch's exporters from exporting `model` (with its cache, or
     without); yields the least length of the new tokens to declare. DeepSeek-V2's complex rotary
-    becomes real arithmetic (real_rotary_deepseek_v2). With the cache, MPT's attentions take the
+    becomes real arithmetic (real_rotary_deepseek_v2), and Llama 4's (real_rotary_llama4). With the cache, MPT's attentions take the
     ALiBi bias of their key length (mpt_bias_for_keys), and a seq of at least 1 lets the query's
     `max(0, 1 - query_length)` come to 0."""
     model_type = getattr(model.config, "model_type", None)
@@ -121,6 +136,8 @@ def exportable(model, with_cache=True):
         least_seq = 0
         if model_type == "deepseek_v2":
             patches.enter_context(real_rotary_deepseek_v2())
+        if model_type == "llama4_text":
+            patches.enter_context(real_rotary_llama4())
         if model_type == "mpt" and with_cache:
             patches.enter_context(mpt_bias_for_keys())
             least_seq = 1
