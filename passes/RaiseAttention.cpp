@@ -1249,7 +1249,8 @@ struct PairsCutPattern : OpRewritePattern<ReshapeOp> {
 };
 
 // A rotation written on two parts of x [B, H, S, D], concat(e * cos - o * sin, o * cos + e * sin),
-// tables [B, 1, S, D/2] (one angle per pair), in one of two forms:
+// tables [B, 1, S, D/2] (one angle per pair; since session 36 also x [B, S, H, D] with tables
+// [B, S, 1, D/2], rotated as the sequence [B, S, H * D]: Llama 4's), in one of two forms:
 // - the halves, e = x[..., :D/2] and o = x[..., D/2:] (a split in two or two slices; GPT-OSS):
 //   the rotation of halves, one llmc.rotary;
 // - the even and odd features, e = x[..., 0::2] and o = x[..., 1::2] (DeepSeek's
@@ -1314,21 +1315,24 @@ struct PartsRotationPattern : OpRewritePattern<ConcatOp> {
     return {};
   }
 
-  // The half table [B or 1, S, D/2] behind a table of x's rotation: such a table unsqueezed on
-  // the heads axis; or a constant [B or 1, 1, S, D/2] (a static length's tables, folded at import),
-  // made [B or 1, S, D/2] by halvedConstantOf (`build` false only checks). A table of batch 1
-  // serves every batch.
-  static Value halfTable(PatternRewriter &rewriter, Location loc, Value table, RankedTensorType x, bool build) {
-    const int64_t batch = x.getDimSize(0), seq = x.getDimSize(2), half = x.getDimSize(3) / 2;
+  // The half table [B or 1, S, D/2] behind a table of x's rotation, x [B, H, S, D] (`headsAxis`
+  // 1) or, since session 36, [B, S, H, D] (2: Llama 4's, before its heads move): such a table
+  // unsqueezed on the heads axis; or, x [B, H, S, D], a constant [B or 1, 1, S, D/2] (a static
+  // length's tables, folded at import), made [B or 1, S, D/2] by halvedConstantOf (`build` false
+  // only checks). A table of batch 1 serves every batch.
+  static Value halfTable(PatternRewriter &rewriter, Location loc, Value table, RankedTensorType x, int64_t headsAxis,
+                         bool build) {
+    const int64_t batch = x.getDimSize(0), seq = x.getDimSize(3 - headsAxis), half = x.getDimSize(3) / 2;
     auto fits = [&](int64_t b, int64_t s) { return (b == batch || b == 1) && s == seq; };
-    if (auto u = def<UnsqueezeOp>(table); u && u.getAxes().size() == 1 && fusion::isAxis(u.getAxes()[0], 1, 4)) {
+    if (auto u = def<UnsqueezeOp>(table);
+        u && u.getAxes().size() == 1 && fusion::isAxis(u.getAxes()[0], headsAxis, 4)) {
       auto t = fusion::tensorType(u.getInput());
       return t.getRank() == 3 && fits(t.getDimSize(0), t.getDimSize(1)) && t.getDimSize(2) == half ? u.getInput()
                                                                                                    : Value();
     }
     auto t = fusion::tensorType(table);
-    if (!fusion::isFloatConstant(table) || !t.hasStaticShape() || t.getRank() != 4 || t.getDimSize(1) != 1 ||
-        !fits(t.getDimSize(0), t.getDimSize(2)) || t.getDimSize(3) != half)
+    if (headsAxis != 1 || !fusion::isFloatConstant(table) || !t.hasStaticShape() || t.getRank() != 4 ||
+        t.getDimSize(1) != 1 || !fits(t.getDimSize(0), t.getDimSize(2)) || t.getDimSize(3) != half)
       return {};
     if (!build)
       return table;
@@ -1403,22 +1407,39 @@ struct PartsRotationPattern : OpRewritePattern<ConcatOp> {
     const bool swapped = otherFactor(second.getRhs(), o) == cos && otherFactor(second.getLhs(), e) == sin;
     auto xType = fusion::tensorType(x);
     Location loc = op.getLoc();
-    if ((!ordered && !swapped) || !halfTable(rewriter, loc, cos, xType, false) ||
-        !halfTable(rewriter, loc, sin, xType, false))
+    if (!ordered && !swapped)
+      return failure();
+    // x [B, H, S, D], or [B, S, H, D] (its heads static): the axis the tables broadcast over.
+    int64_t headsAxis = 0;
+    for (int64_t axis : {1, 2})
+      if (!headsAxis && halfTable(rewriter, loc, cos, xType, axis, false) &&
+          halfTable(rewriter, loc, sin, xType, axis, false) && (axis == 1 || !xType.isDynamicDim(2)))
+        headsAxis = axis;
+    if (!headsAxis)
       return failure();
     // Built in front of the concatenation; a failure erases what was built (abandonBuilt). (A
     // constant table's half is made beside the full one and shared, so a failure leaves it to DCE.)
     Operation *before = op->getPrevNode();
-    Value cosHalf = halfTable(rewriter, loc, cos, xType, true);
-    Value sinHalf = halfTable(rewriter, loc, sin, xType, true);
+    Value cosHalf = halfTable(rewriter, loc, cos, xType, headsAxis, true);
+    Value sinHalf = halfTable(rewriter, loc, sin, xType, headsAxis, true);
     if (!cosHalf || !sinHalf)
       return abandonBuilt(rewriter, op, before);
-    const int64_t d = xType.getShape().back();
+    const int64_t d = xType.getShape().back(), heads = xType.getDimSize(headsAxis);
     const bool interleaved = pairs == Pairing::Neighbours;
     Value positions = fusion::emptyTensor(rewriter, loc, rewriter.getI64Type());
-    Value y = fusion::createValue(rewriter, loc, "llmc.rotary", {x, cosHalf, sinHalf, positions},
-                                  {rewriter.getNamedAttr("interleaved", rewriter.getI64IntegerAttr(interleaved)),
-                                   rewriter.getNamedAttr("rotary_embedding_dim", rewriter.getI64IntegerAttr(d))});
+    SmallVector<NamedAttribute, 3> attrs{
+        rewriter.getNamedAttr("interleaved", rewriter.getI64IntegerAttr(interleaved)),
+        rewriter.getNamedAttr("rotary_embedding_dim", rewriter.getI64IntegerAttr(d))};
+    // [B, S, H, D] rotates as the sequence [B, S, H * D] (views both ways).
+    Value input = headsAxis == 1 ? x : reshapeTo(rewriter, loc, x, {0, 0, heads * d});
+    if (headsAxis == 2)
+      attrs.push_back(rewriter.getNamedAttr("num_heads", rewriter.getI64IntegerAttr(heads)));
+    Value y = input ? fusion::createValue(rewriter, loc, "llmc.rotary", {input, cosHalf, sinHalf, positions}, attrs)
+                    : Value();
+    if (y && headsAxis == 2)
+      y = reshapeTo(rewriter, loc, y, {0, 0, heads, d});
+    if (!y)
+      return abandonBuilt(rewriter, op, before);
     Value result = y;
     if (interleaved) { // the pairs [.., D/2, 2] as they are (stacked), or de-interleaved
       Value pairsLast = reshapeTo(rewriter, loc, y, {0, 0, 0, d / 2, 2});

@@ -599,6 +599,70 @@ func.func @stacked_pairs(%x: tensor<1x2x?x8xf32>, %a: tensor<1x?x4xf32>, %b: ten
 
 // -----
 
+// The same before the heads move (Llama 4's, since session 36): x [B, S, H, D], the tables
+// unsqueezed on the heads axis (2): one llmc.rotary on the sequence [B, S, H * D] (num_heads = 2),
+// its result viewed as x's shape and the pairs. Negative: heads not static (the sequence's width
+// unknown) stay elementwise.
+// CHECK-LABEL: func.func @stacked_pairs_before_heads_move
+// CHECK: %[[SEQ:.*]] = llmc.reshape %arg0, %{{.*}} : (tensor<1x?x2x8xf32>, tensor<3xi64>) -> tensor<1x?x16xf32>
+// CHECK: %[[R:.*]] = llmc.rotary %[[SEQ]], %arg1, %arg2, %{{.*}} {interleaved = 1 : i64, num_heads = 2 : i64, rotary_embedding_dim = 8 : i64} : (tensor<1x?x16xf32>, tensor<1x?x4xf32>, tensor<1x?x4xf32>, tensor<0xi64>) -> tensor<1x?x16xf32>
+// CHECK: %[[X:.*]] = llmc.reshape %[[R]], %{{.*}} : (tensor<1x?x16xf32>, tensor<4xi64>) -> tensor<1x?x2x8xf32>
+// CHECK: llmc.reshape %[[X]], %{{.*}} : (tensor<1x?x2x8xf32>, tensor<5xi64>) -> tensor<1x?x2x4x2xf32>
+// CHECK-NOT: llmc.gather
+// CHECK-NOT: llmc.concat
+func.func @stacked_pairs_before_heads_move(%x: tensor<1x?x2x8xf32>, %a: tensor<1x?x4xf32>, %b: tensor<1x?x4xf32>) -> tensor<1x?x2x8xf32> {
+  %pairs_shape = llmc.constant dense<[1, -1, 2, 4, 2]> : tensor<5xi64>
+  %flat_shape = llmc.constant dense<[1, -1, 2, 8]> : tensor<4xi64>
+  %i0 = llmc.constant dense<0> : tensor<i64>
+  %i1 = llmc.constant dense<1> : tensor<i64>
+  %c = llmc.unsqueeze %a {axes = array<i64: 2>} : (tensor<1x?x4xf32>) -> tensor<1x?x1x4xf32>
+  %s = llmc.unsqueeze %b {axes = array<i64: 2>} : (tensor<1x?x4xf32>) -> tensor<1x?x1x4xf32>
+  %pairs = llmc.reshape %x, %pairs_shape : (tensor<1x?x2x8xf32>, tensor<5xi64>) -> tensor<1x?x2x4x2xf32>
+  %e = llmc.gather %pairs, %i0 {axis = 4 : i64} : (tensor<1x?x2x4x2xf32>, tensor<i64>) -> tensor<1x?x2x4xf32>
+  %o = llmc.gather %pairs, %i1 {axis = -1 : i64} : (tensor<1x?x2x4x2xf32>, tensor<i64>) -> tensor<1x?x2x4xf32>
+  %ec = llmc.mul %e, %c : (tensor<1x?x2x4xf32>, tensor<1x?x1x4xf32>) -> tensor<1x?x2x4xf32>
+  %os = llmc.mul %o, %s : (tensor<1x?x2x4xf32>, tensor<1x?x1x4xf32>) -> tensor<1x?x2x4xf32>
+  %first = llmc.sub %ec, %os : (tensor<1x?x2x4xf32>, tensor<1x?x2x4xf32>) -> tensor<1x?x2x4xf32>
+  %es = llmc.mul %e, %s : (tensor<1x?x2x4xf32>, tensor<1x?x1x4xf32>) -> tensor<1x?x2x4xf32>
+  %oc = llmc.mul %o, %c : (tensor<1x?x2x4xf32>, tensor<1x?x1x4xf32>) -> tensor<1x?x2x4xf32>
+  %second = llmc.add %es, %oc : (tensor<1x?x2x4xf32>, tensor<1x?x2x4xf32>) -> tensor<1x?x2x4xf32>
+  %u1 = llmc.unsqueeze %first {axes = array<i64: -1>} : (tensor<1x?x2x4xf32>) -> tensor<1x?x2x4x1xf32>
+  %u2 = llmc.unsqueeze %second {axes = array<i64: 4>} : (tensor<1x?x2x4xf32>) -> tensor<1x?x2x4x1xf32>
+  %stacked = llmc.concat %u1, %u2 {axis = -1 : i64} : (tensor<1x?x2x4x1xf32>, tensor<1x?x2x4x1xf32>) -> tensor<1x?x2x4x2xf32>
+  %y = llmc.reshape %stacked, %flat_shape : (tensor<1x?x2x4x2xf32>, tensor<4xi64>) -> tensor<1x?x2x8xf32>
+  return %y : tensor<1x?x2x8xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @stacked_pairs_heads_unknown
+// CHECK-NOT: llmc.rotary
+// CHECK: llmc.concat
+func.func @stacked_pairs_heads_unknown(%x: tensor<1x?x?x8xf32>, %a: tensor<1x?x4xf32>, %b: tensor<1x?x4xf32>) -> tensor<1x?x?x8xf32> {
+  %pairs_shape = llmc.constant dense<[1, 0, 0, 4, 2]> : tensor<5xi64>
+  %flat_shape = llmc.constant dense<[1, 0, 0, 8]> : tensor<4xi64>
+  %i0 = llmc.constant dense<0> : tensor<i64>
+  %i1 = llmc.constant dense<1> : tensor<i64>
+  %c = llmc.unsqueeze %a {axes = array<i64: 2>} : (tensor<1x?x4xf32>) -> tensor<1x?x1x4xf32>
+  %s = llmc.unsqueeze %b {axes = array<i64: 2>} : (tensor<1x?x4xf32>) -> tensor<1x?x1x4xf32>
+  %pairs = llmc.reshape %x, %pairs_shape : (tensor<1x?x?x8xf32>, tensor<5xi64>) -> tensor<1x?x?x4x2xf32>
+  %e = llmc.gather %pairs, %i0 {axis = 4 : i64} : (tensor<1x?x?x4x2xf32>, tensor<i64>) -> tensor<1x?x?x4xf32>
+  %o = llmc.gather %pairs, %i1 {axis = -1 : i64} : (tensor<1x?x?x4x2xf32>, tensor<i64>) -> tensor<1x?x?x4xf32>
+  %ec = llmc.mul %e, %c : (tensor<1x?x?x4xf32>, tensor<1x?x1x4xf32>) -> tensor<1x?x?x4xf32>
+  %os = llmc.mul %o, %s : (tensor<1x?x?x4xf32>, tensor<1x?x1x4xf32>) -> tensor<1x?x?x4xf32>
+  %first = llmc.sub %ec, %os : (tensor<1x?x?x4xf32>, tensor<1x?x?x4xf32>) -> tensor<1x?x?x4xf32>
+  %es = llmc.mul %e, %s : (tensor<1x?x?x4xf32>, tensor<1x?x1x4xf32>) -> tensor<1x?x?x4xf32>
+  %oc = llmc.mul %o, %c : (tensor<1x?x?x4xf32>, tensor<1x?x1x4xf32>) -> tensor<1x?x?x4xf32>
+  %second = llmc.add %es, %oc : (tensor<1x?x?x4xf32>, tensor<1x?x?x4xf32>) -> tensor<1x?x?x4xf32>
+  %u1 = llmc.unsqueeze %first {axes = array<i64: -1>} : (tensor<1x?x?x4xf32>) -> tensor<1x?x?x4x1xf32>
+  %u2 = llmc.unsqueeze %second {axes = array<i64: 4>} : (tensor<1x?x?x4xf32>) -> tensor<1x?x?x4x1xf32>
+  %stacked = llmc.concat %u1, %u2 {axis = -1 : i64} : (tensor<1x?x?x4x1xf32>, tensor<1x?x?x4x1xf32>) -> tensor<1x?x?x4x2xf32>
+  %y = llmc.reshape %stacked, %flat_shape : (tensor<1x?x?x4x2xf32>, tensor<4xi64>) -> tensor<1x?x?x8xf32>
+  return %y : tensor<1x?x?x8xf32>
+}
+
+// -----
+
 // Left as they are: parts gathered on the next-to-last axis of x.reshape(.., 2, D/2) (the halves,
 // here of D = 4, not pairs of neighbours); the halves split and written back stacked; and the
 // odd features gathered from another tensor's pairs.

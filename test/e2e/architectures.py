@@ -160,12 +160,13 @@ ARCHITECTURES = {
                     vocab_size_per_layer_input=512, hidden_size_per_layer_input=16,
                     layer_types=["sliding_attention", "full_attention"]), 2),
     # Llama 4 (text): its rotary in complex numbers, exported in real arithmetic
-    # (export_kv_models.real_rotary_llama4); queries and keys L2-normed after it; attention in
-    # chunks of 8 keys on its rotary layer (a block-diagonal mask, not raised: it stays the
-    # attention's mask operand), the queries of its layer without rotary scaled per position
-    # (floor_scale 4 makes the scale vary within the tests' lengths); a shared expert beside
-    # experts that transformers computes for every token, weighted by the router's scores (zero
-    # where not chosen): dense products, not gathered experts, so no expert_linear.
+    # (export_kv_models.real_rotary_llama4) and, since session 36, one llmc.rotary each for its
+    # rotary layer's query and key (on [B, S, H, D], before the heads move); queries and keys
+    # L2-normed after it; that layer's attention in chunks of 8 keys (a block-diagonal mask, not
+    # raised: it stays the attention's mask operand); the queries of its layer without rotary
+    # scaled per position (floor_scale 4 makes the scale vary within the tests' lengths); a shared
+    # expert beside experts that transformers computes for every token, weighted by the router's
+    # scores (zero where not chosen): dense products, not gathered experts, so no expert_linear.
     "llama4": ("Llama4ForCausalLM", "Llama4TextConfig",
                dict(num_key_value_heads=2, head_dim=16, num_local_experts=4, num_experts_per_tok=1,
                     intermediate_size_mlp=128, interleave_moe_layer_step=2, no_rope_layers=[1, 0],
@@ -357,9 +358,10 @@ HALVES_ROTATIONS = dict({name: 0 for name in ARCHITECTURES}, gpt_oss=4)
 # Rotations of pairs taken apart and stacked back, e, o = x.reshape(.., D/2, 2)[..., 0 or 1],
 # stack([e * cos - o * sin, o * cos + e * sin], -1) (DeepSeek-V2's, export_kv_models.real_rotary_deepseek_v2),
 # each turned into an interleaved llmc.rotary (since session 35), queries and keys (with and
-# without a cache).
+# without a cache); since session 36 Llama 4's (x [B, S, H, D], export_kv_models.real_rotary_llama4;
+# its one rotary layer's query and key).
 STACKED_ROTARY = "rotations of stacked pairs turned into llmc.rotary"
-STACKED_ROTATIONS = dict({name: 0 for name in ARCHITECTURES}, deepseek_v2=4)
+STACKED_ROTATIONS = dict({name: 0 for name in ARCHITECTURES}, deepseek_v2=4, llama4=2)
 # Per-head interleaved QKV projections reordered (llmc-deinterleave-qkv), with and without a cache.
 # (GPT-OSS's chunk of each head into halves has the form of a split of a projection's parts; it
 # is left to the rotation above.)
