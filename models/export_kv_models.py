@@ -128,7 +128,8 @@ def mpt_bias_for_keys():
 def exportable(model, with_cache=True):
     """Works around what keeps torch's exporters from exporting `model` (with its cache, or
     without); yields the least length of the new tokens to declare. DeepSeek-V2's complex rotary
-    becomes real arithmetic (real_rotary_deepseek_v2), and Llama 4's (real_rotary_llama4). With the cache, MPT's attentions take the
+    becomes real arithmetic (real_rotary_deepseek_v2), and Llama 4's (real_rotary_llama4). With the
+    cache, MPT's attentions take the
     ALiBi bias of their key length (mpt_bias_for_keys), and a seq of at least 1 lets the query's
     `max(0, 1 - query_length)` come to 0."""
     model_type = getattr(model.config, "model_type", None)

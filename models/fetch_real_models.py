@@ -85,7 +85,8 @@ def minilm(work):
     ids = torch.randint(0, 30522, (1, 16))
     mask = torch.ones(1, 16, dtype=torch.int64)
     dims = {0: torch.export.Dim("batch", max=64), 1: torch.export.Dim("seq", max=512)}
-    torch.onnx.export(SentenceEncoder(model).eval(), (ids, mask), out + ".tmp.onnx", input_names=["input_ids", "attention_mask"],
+    torch.onnx.export(SentenceEncoder(model).eval(), (ids, mask), out + ".tmp.onnx",
+                      input_names=["input_ids", "attention_mask"],
                       output_names=["last_hidden_state", "sentence_embedding"], opset_version=18, dynamo=True,
                       dynamic_shapes={"input_ids": dims, "attention_mask": dims}, external_data=False)
     os.replace(out + ".tmp.onnx", out)

@@ -3,11 +3,11 @@
 Mistral, Phi-3, Gemma, Gemma 2, GPT-NeoX, Falcon, OPT, Phi, StableLM, Granite, Llama 3's rope
 scaling, Gemma 3, OLMo, OLMo 2, Cohere, StarCoder2, GPT-J, CodeGen, GPTBigCode, MPT, Bloom, GLM,
 GLM-4, Helium, ERNIE 4.5, SmolLM3, Cohere 2, OLMo 3, EXAONE 4, Hunyuan, Arcee, Nemotron, Persimmon,
-Apertus, Ministral, Ministral 3, Seed-OSS, VaultGemma, BitNet, Jais 2, NanoChat, Gemma 4, Llama 4, GPT-Neo, BioGPT,
-CWM, HyperCLOVA X, MiniCPM3, XGLM, DiffLlama, and the mixtures of experts Mixtral, Qwen3-MoE, OLMoE,
-Qwen2-MoE, DeepSeek-V3, GPT-OSS, GraniteMoE, FlexOlmo, GLM-4-MoE, dots.llm1, Hunyuan-MoE, ERNIE 4.5
-MoE, DeepSeek-V2, PhiMoE, GraniteMoE-shared, EXAONE MoE, Cohere 2 MoE, MiniMax-M2, Mistral 4 and
-Glm4MoeLite), each compiled once on a dynamic sequence and run at 19 tokens: the CPU against
+Apertus, Ministral, Ministral 3, Seed-OSS, VaultGemma, BitNet, Jais 2, NanoChat, Gemma 4, Llama 4,
+GPT-Neo, BioGPT, CWM, HyperCLOVA X, MiniCPM3, XGLM, DiffLlama, and the mixtures of experts Mixtral,
+Qwen3-MoE, OLMoE, Qwen2-MoE, DeepSeek-V3, GPT-OSS, GraniteMoE, FlexOlmo, GLM-4-MoE, dots.llm1,
+Hunyuan-MoE, ERNIE 4.5 MoE, DeepSeek-V2, PhiMoE, GraniteMoE-shared, EXAONE MoE, Cohere 2 MoE,
+MiniMax-M2, Mistral 4 and Glm4MoeLite), each compiled once on a dynamic sequence and run at 19 tokens: the CPU against
 ONNX Runtime, and with --cuda the CUDA executor against the CPU, in f32 and bf16 (on the CPU
 emulation where LLMC_CUDA_BACKEND names it). Each architecture's raised attentions are counted too, so that a pattern that stops
 matching shows.
@@ -153,8 +153,8 @@ ARCHITECTURES = {
                       v_head_dim=16, dim_model_base=64, initializer_range=0.02), 2),
     # Gemma 4 (text): per-layer inputs (a second embedding and a projection gated into each layer's
     # output), norms as x * pow(mean(x^2) + eps, -0.5) (RMS norms since session 36), values normed
-    # without a weight, a sliding window on its first layer and on the second (full attention)
-    # heads of global_head_dim, 32 here: each layer's cache its own width.
+    # without a weight, a sliding window on its first layer; its second (full attention) layer's
+    # heads global_head_dim wide, 32 here, so each layer's cache has its own width.
     "gemma4": ("Gemma4ForCausalLM", "Gemma4TextConfig",
                dict(num_key_value_heads=2, head_dim=16, global_head_dim=32, sliding_window=8,
                     vocab_size_per_layer_input=512, hidden_size_per_layer_input=16,
@@ -333,8 +333,10 @@ WINDOWS = dict({name: 0 for name in ARCHITECTURES}, mistral=2, gemma2=1, gemma3=
 # Cohere 2's only on its sliding-window layer (2, 2), SmolLM3's keys on its one layer with rotary
 # (0, 1); since session 35 NanoChat's, whose partner is rotate_half's negative and whose queries
 # and keys are normed after (4, 4); since session 36 MiniCPM3's (4, 4: rotary on each head's
-# last qk_rope_head_dim features, concatenated after the others, as DeepSeek's), DiffLlama's (4, 4: no attention raised); none in GPT-Neo, BioGPT and XGLM;
-# Mistral 4's and Glm4MoeLite's count as de-interleaved rotations, as DeepSeek-V3's (0, 0).
+# last qk_rope_head_dim features, concatenated after the others, as DeepSeek's), DiffLlama's (4,
+# 4: no attention raised), Gemma 4's (4, 4: its queries' then inside the attention); none in
+# GPT-Neo, BioGPT, XGLM and Llama 4 (its rotations counted as stacked pairs, below); Mistral 4's
+# and Glm4MoeLite's count as de-interleaved rotations, as DeepSeek-V3's (0, 0).
 ROTARY_OPS = "rotations no attention took turned into llmc.rotary"
 ROTATIONS = dict({name: (0, 2) for name in ARCHITECTURES},
                  gpt_neox=(4, 4), phi=(4, 4), stablelm=(4, 4), cohere=(4, 4), gptj=(4, 4), codegen=(4, 4),
