@@ -10,6 +10,7 @@
 
 #include "llvm/ADT/DenseSet.h"
 
+#include "mlir/IR/IRMapping.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace llmc {
@@ -515,6 +516,51 @@ Value maskWithBias(PatternRewriter &rewriter, Location loc, const Raised &r, boo
   return r.hidden ? fusion::createValue(rewriter, loc, "llmc.where", {r.mask, bias, r.hidden}) : Value();
 }
 
+// x where `v` is max(x, lowest) (XGLM's and OPT's clamp of the masked scores, -3.4e38 or
+// below -1e30), read by nothing else: the clamp changes only scores that were -inf, which the
+// softmax gives no weight either way (but in a row whose every score is hidden); else v.
+Value unclamped(Value v) {
+  auto max = def<MaxOp>(v);
+  if (!max || max->getNumOperands() != 2)
+    return v;
+  for (int i = 0; i < 2; ++i) {
+    auto floor = fusion::scalarValue(max->getOperand(1 - i));
+    if (floor && *floor <= -1e30 && max->getOperand(i).hasOneUse())
+      return max->getOperand(i);
+  }
+  return v;
+}
+
+// softmax(reshape(x)) where x is [B, H, Sq, Sk] and the reshape merges B and H (XGLM's softmax on
+// [B*H, Sq, Sk]; the softmax over the last axis commutes with it) becomes reshape(softmax(x)),
+// and the reshapes of its result back to x's shape read softmax(x) itself: SdpaPattern then sees
+// a softmax of [B, H, Sq, Sk] scores.
+struct MergedSoftmaxPattern : OpRewritePattern<SoftmaxOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(SoftmaxOp softmax, PatternRewriter &rewriter) const override {
+    auto merge = def<ReshapeOp>(softmax.getInput());
+    auto merged = fusion::tensorType(softmax.getResult());
+    if (!merge || merged.getRank() != 3 || (softmax.getAxis() != -1 && softmax.getAxis() != 2) ||
+        !merge.getResult().hasOneUse() || !mergesHeads(fusion::tensorType(merge.getInput()), merged))
+      return failure();
+    Value split = merge.getInput();
+    Operation *before = softmax->getPrevNode();
+    Value probs = fusion::createValue(rewriter, softmax.getLoc(), "llmc.softmax", {split},
+                                      {rewriter.getNamedAttr("axis", rewriter.getI64IntegerAttr(-1))});
+    if (!probs || probs.getType() != split.getType())
+      return abandonBuilt(rewriter, softmax, before);
+    IRMapping toProbs; // the same reshape of the probabilities (its type as it was: inference may know less)
+    toProbs.map(split, probs);
+    Value again = rewriter.clone(*merge, toProbs)->getResult(0);
+    for (Operation *user : llvm::make_early_inc_range(softmax.getResult().getUsers()))
+      if (auto back = dyn_cast<ReshapeOp>(user); back && back.getResult().getType() == split.getType())
+        rewriter.replaceOp(back, probs);
+    rewriter.replaceOp(softmax, again); // (read by nothing else, it goes as dead code)
+    return success();
+  }
+};
+
 struct SdpaPattern : OpRewritePattern<SoftmaxOp> {
   RewriteCounter &count, &rotaries, &causalMasks;
   SdpaPattern(MLIRContext *ctx, RewriteCounter &count, RewriteCounter &rotaries, RewriteCounter &causalMasks)
@@ -538,6 +584,7 @@ struct SdpaPattern : OpRewritePattern<SoftmaxOp> {
       if (!sinksPerHead(rewriter, softmax.getLoc(), sinks->column, probsType.getDimSize(1), /*build=*/false))
         return failure();
     }
+    scores = unclamped(scores);
     if (auto add = def<AddOp>(scores)) {
       for (int i = 0; i < 2 && !r.mask; ++i) {
         double s = 1.0, cap = 0.0;
@@ -1489,6 +1536,7 @@ struct RaiseAttention : impl::LlmcRaiseAttentionBase<RaiseAttention> {
     const llvm::DenseSet<Operation *> sameLength = queriesAsManyAsNewKeys(getOperation());
     RewritePatternSet patterns(&getContext());
     patterns.add<SdpaPattern>(&getContext(), attentions, rotaries, causalMasks);
+    patterns.add<MergedSoftmaxPattern>(&getContext());
     patterns.add<NativeAttentionPattern>(&getContext(), attentions, sameLength);
     patterns.add<NativeRotaryPattern>(&getContext(), rotaries);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns)))) {

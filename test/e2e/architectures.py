@@ -140,9 +140,10 @@ ARCHITECTURES = {
     # HyperCLOVA X, and MiniCPM3 (multi-head latent attention, rotate_half rotary, no experts; its
     # logits divided by hidden / dim_model_base, 10 in MiniCPM3-4B: at the default 256 over this
     # hidden 64 they were multiplied by 4, to 27, beyond the bf16 comparison's absolute tolerance).
-    # XGLM's and DiffLlama's attentions are not raised yet (0 below): XGLM's scores on merged
-    # [B*H] operands with dynamic shapes, clamped to the lowest float after the mask; DiffLlama's
-    # two softmaxes per head, one subtracted from the other.
+    # XGLM (its products on merged [B*H] operands, the masked scores clamped to the lowest float
+    # and the softmax taken on [B*H, Sq, Sk]: raised since session 36, llmc-raise-attention's
+    # MergedSoftmaxPattern). DiffLlama's attention is not raised yet (0 below): each head's
+    # probabilities multiply two value halves, one head's output subtracted from another's.
     "gpt_neo": ("GPTNeoForCausalLM", "GPTNeoConfig",
                 dict(num_layers=2, num_heads=4, attention_types=[[["global", "local"], 1]], window_size=8), 2),
     "biogpt": ("BioGptForCausalLM", "BioGptConfig", dict(), 2),
@@ -171,7 +172,7 @@ ARCHITECTURES = {
                dict(num_key_value_heads=2, head_dim=16, num_local_experts=4, num_experts_per_tok=1,
                     intermediate_size_mlp=128, interleave_moe_layer_step=2, no_rope_layers=[1, 0],
                     attention_chunk_size=8, floor_scale=4, attn_scale=0.1), 2),
-    "xglm": ("XGLMForCausalLM", "XGLMConfig", dict(d_model=64, num_layers=2, attention_heads=4, ffn_dim=128), 0),
+    "xglm": ("XGLMForCausalLM", "XGLMConfig", dict(d_model=64, num_layers=2, attention_heads=4, ffn_dim=128), 2),
     "diffllama": ("DiffLlamaForCausalLM", "DiffLlamaConfig", dict(num_key_value_heads=2), 0),
     # Mixtures of experts (a router's top-2 of 4 experts), exported with transformers'
     # "batched_mm" experts (see MOE).
