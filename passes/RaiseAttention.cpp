@@ -533,33 +533,62 @@ Value unclamped(Value v) {
 
 // softmax(reshape(x)) where x is [B, H, Sq, Sk] and the reshape merges B and H (XGLM's softmax on
 // [B*H, Sq, Sk]; the softmax over the last axis commutes with it) becomes reshape(softmax(x)),
-// and the reshapes of its result back to x's shape read softmax(x) itself: SdpaPattern then sees
-// a softmax of [B, H, Sq, Sk] scores.
-struct MergedSoftmaxPattern : OpRewritePattern<SoftmaxOp> {
-  using OpRewritePattern::OpRewritePattern;
-
-  LogicalResult matchAndRewrite(SoftmaxOp softmax, PatternRewriter &rewriter) const override {
+// and the reshapes of its result back to x's dimensions read softmax(x) itself: SdpaPattern then
+// sees a softmax of [B, H, Sq, Sk] scores. "Back to x's dimensions" is proven by static types, or
+// by the symbolic shapes where dimensions are dynamic (a row-major reshape to the same dimensions
+// undoes the merge); computed once, before any of these rewrites, and asked only about values
+// that were there then.
+void softmaxesOnSplitHeads(func::FuncOp func) {
+  std::string error;
+  FailureOr<SymbolicShapes> shapes = SymbolicShapes::analyze(func, error);
+  llvm::DenseSet<Value> built; // (values made below, which the analysis never saw)
+  auto sameDims = [&](Value a, Value b) {
+    if (a.getType() != b.getType() || built.contains(a) || built.contains(b))
+      return false;
+    if (fusion::tensorType(a).hasStaticShape())
+      return true;
+    const ValueShape *sa = succeeded(shapes) ? shapes->find(a) : nullptr;
+    const ValueShape *sb = succeeded(shapes) ? shapes->find(b) : nullptr;
+    return sa && sb && sa->dims == sb->dims;
+  };
+  SmallVector<SoftmaxOp> softmaxes;
+  func.walk([&](SoftmaxOp op) { softmaxes.push_back(op); });
+  for (SoftmaxOp softmax : softmaxes) {
     auto merge = def<ReshapeOp>(softmax.getInput());
     auto merged = fusion::tensorType(softmax.getResult());
     if (!merge || merged.getRank() != 3 || (softmax.getAxis() != -1 && softmax.getAxis() != 2) ||
-        !merge.getResult().hasOneUse() || !mergesHeads(fusion::tensorType(merge.getInput()), merged))
-      return failure();
+        !merge.getResult().hasOneUse() || !mergesHeads(fusion::tensorType(merge.getInput()), merged) ||
+        built.contains(merge.getInput()))
+      continue;
     Value split = merge.getInput();
-    Operation *before = softmax->getPrevNode();
-    Value probs = fusion::createValue(rewriter, softmax.getLoc(), "llmc.softmax", {split},
-                                      {rewriter.getNamedAttr("axis", rewriter.getI64IntegerAttr(-1))});
-    if (!probs || probs.getType() != split.getType())
-      return abandonBuilt(rewriter, softmax, before);
+    SmallVector<ReshapeOp> backs;
+    for (Operation *user : softmax.getResult().getUsers())
+      if (auto back = dyn_cast<ReshapeOp>(user); back && sameDims(back.getResult(), split))
+        backs.push_back(back);
+    OpBuilder b(softmax);
+    Value probs = fusion::createValue(b, softmax.getLoc(), "llmc.softmax", {split},
+                                      {b.getNamedAttr("axis", b.getI64IntegerAttr(-1))});
+    if (!probs || probs.getType() != split.getType()) {
+      if (probs)
+        probs.getDefiningOp()->erase();
+      continue;
+    }
     IRMapping toProbs; // the same reshape of the probabilities (its type as it was: inference may know less)
     toProbs.map(split, probs);
-    Value again = rewriter.clone(*merge, toProbs)->getResult(0);
-    for (Operation *user : llvm::make_early_inc_range(softmax.getResult().getUsers()))
-      if (auto back = dyn_cast<ReshapeOp>(user); back && back.getResult().getType() == split.getType())
-        rewriter.replaceOp(back, probs);
-    rewriter.replaceOp(softmax, again); // (read by nothing else, it goes as dead code)
-    return success();
+    Value again = b.clone(*merge, toProbs)->getResult(0);
+    built.insert(probs);
+    built.insert(again);
+    for (ReshapeOp back : backs) {
+      back.getResult().replaceAllUsesWith(probs);
+      back.erase();
+    }
+    softmax.getResult().replaceAllUsesWith(again);
+    softmax.erase();
+    merge.erase();
+    if (again.use_empty())
+      again.getDefiningOp()->erase();
   }
-};
+}
 
 struct SdpaPattern : OpRewritePattern<SoftmaxOp> {
   RewriteCounter &count, &rotaries, &causalMasks;
@@ -1535,8 +1564,8 @@ struct RaiseAttention : impl::LlmcRaiseAttentionBase<RaiseAttention> {
   void runOnOperation() override {
     const llvm::DenseSet<Operation *> sameLength = queriesAsManyAsNewKeys(getOperation());
     RewritePatternSet patterns(&getContext());
+    softmaxesOnSplitHeads(getOperation());
     patterns.add<SdpaPattern>(&getContext(), attentions, rotaries, causalMasks);
-    patterns.add<MergedSoftmaxPattern>(&getContext());
     patterns.add<NativeAttentionPattern>(&getContext(), attentions, sameLength);
     patterns.add<NativeRotaryPattern>(&getContext(), rotaries);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns)))) {

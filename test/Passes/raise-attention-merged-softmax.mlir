@@ -127,3 +127,29 @@ func.func @softmax_over_queries(%q: tensor<1x3x8xf32>, %k: tensor<1x3x8xf32>, %v
   %y = llmc.reshape %ot, %rows : (tensor<1x3x2x4xf32>, tensor<3xi64>) -> tensor<1x3x8xf32>
   return %y : tensor<1x3x8xf32>
 }
+
+// -----
+
+// Dynamic lengths: a reshape back to the scores' dimensions (proven by the symbolic shapes) reads
+// the softmax of [B, H, Sq, Sk] itself; one to the same type with the lengths swapped ([1, 2, Sk,
+// Sq]) is not the merge undone, and reads the merged probabilities reshaped as before.
+// CHECK-LABEL: func.func @dynamic_reshapes_back
+// CHECK: %[[P:.*]] = llmc.softmax %arg0 : (tensor<1x2x?x?xf32>) -> tensor<1x2x?x?xf32>
+// CHECK: %[[M:.*]] = llmc.reshape %[[P]], %{{.*}} : (tensor<1x2x?x?xf32>, tensor<3xi64>) -> tensor<2x?x?xf32>
+// CHECK: %[[S:.*]] = llmc.reshape %[[M]], %{{.*}} : (tensor<2x?x?xf32>, tensor<4xi64>) -> tensor<1x2x?x?xf32>
+// CHECK: return %[[P]], %[[S]]
+func.func @dynamic_reshapes_back(%s: tensor<1x2x?x?xf32> {llmc.name = "s", llmc.dim_symbols = ["", "", "q", "k"]})
+    -> (tensor<1x2x?x?xf32>, tensor<1x2x?x?xf32>) attributes {llmc.symbol_bounds = {k = 8 : i64, q = 8 : i64}} {
+  %two = llmc.constant dense<2> : tensor<1xi64>
+  %lead = llmc.constant dense<[1, 2]> : tensor<2xi64>
+  %q = llmc.shape %s {end = 3 : i64, start = 2 : i64} : (tensor<1x2x?x?xf32>) -> tensor<1xi64>
+  %k = llmc.shape %s {end = 4 : i64, start = 3 : i64} : (tensor<1x2x?x?xf32>) -> tensor<1xi64>
+  %to3 = llmc.concat %two, %q, %k {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<3xi64>
+  %back = llmc.concat %lead, %q, %k {axis = 0 : i64} : (tensor<2xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<4xi64>
+  %swapped = llmc.concat %lead, %k, %q {axis = 0 : i64} : (tensor<2xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<4xi64>
+  %m = llmc.reshape %s, %to3 : (tensor<1x2x?x?xf32>, tensor<3xi64>) -> tensor<2x?x?xf32>
+  %p = llmc.softmax %m : (tensor<2x?x?xf32>) -> tensor<2x?x?xf32>
+  %a = llmc.reshape %p, %back : (tensor<2x?x?xf32>, tensor<4xi64>) -> tensor<1x2x?x?xf32>
+  %b = llmc.reshape %p, %swapped : (tensor<2x?x?xf32>, tensor<4xi64>) -> tensor<1x2x?x?xf32>
+  return %a, %b : tensor<1x2x?x?xf32>, tensor<1x2x?x?xf32>
+}

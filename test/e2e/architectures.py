@@ -142,7 +142,7 @@ ARCHITECTURES = {
     # hidden 64 they were multiplied by 4, to 27, beyond the bf16 comparison's absolute tolerance).
     # XGLM (its products on merged [B*H] operands, the masked scores clamped to the lowest float
     # and the softmax taken on [B*H, Sq, Sk]: raised since session 36, llmc-raise-attention's
-    # MergedSoftmaxPattern). DiffLlama's attention is not raised yet (0 below): each head's
+    # softmaxesOnSplitHeads). DiffLlama's attention is not raised yet (0 below): each head's
     # probabilities multiply two value halves, one head's output subtracted from another's.
     "gpt_neo": ("GPTNeoForCausalLM", "GPTNeoConfig",
                 dict(num_layers=2, num_heads=4, attention_types=[[["global", "local"], 1]], window_size=8), 2),
