@@ -3,7 +3,7 @@
 // XGLM's attention (since session 36): products on merged heads [B*H, S, D], the scores viewed
 // as [B, H, Sq, Sk] to add the mask, clamped to the lowest float, and the softmax taken on
 // [B*H, Sq, Sk] again. The softmax over the last axis commutes with that view
-// (MergedSoftmaxPattern takes it on [B, H, Sq, Sk]) and the clamp changes only scores that were
+// (softmaxesOnSplitHeads takes it on [B, H, Sq, Sk]) and the clamp changes only scores that were
 // -inf: one fused_attention reading the mask. (The query's factor, on its rows before the heads
 // split, stays a multiplication there; the attention's scale is 1.)
 // CHECK-LABEL: func.func @merged_softmax
