@@ -473,31 +473,34 @@ struct Selected {
   bool hides = false;
 };
 
+// Whether a scalar value hides the score it stands for (-1e4 or below: no softmax weighs it).
+bool hidesScores(Value v) {
+  auto x = fusion::scalarValue(v);
+  return x && *x <= -1e4;
+}
+
 std::optional<Selected> selectedScores(Value v) {
   auto where = def<WhereOp>(v);
-  auto big = [](Value c) {
-    auto x = fusion::scalarValue(c);
-    return x && *x <= -1e4;
-  };
   if (!where)
     return std::nullopt;
-  if (big(where.getY()) && where.getX().hasOneUse())
+  if (hidesScores(where.getY()) && where.getX().hasOneUse())
     return Selected{where.getX(), where.getCondition(), where.getY(), false};
-  if (big(where.getX()) && where.getY().hasOneUse())
+  if (hidesScores(where.getX()) && where.getY().hasOneUse())
     return Selected{where.getY(), where.getCondition(), where.getX(), true};
   return std::nullopt;
 }
 
 // The one mask for scores that a boolean `keep` selects and an additive `mask` is then added to
 // (GPT-Neo's causal or local buffer under the causal mask): where(keep and m, 0, h) where `mask`
-// is where(m, 0, h) itself, else where(keep, mask, hidden). (A score both hide was -big + h: as
-// hidden as either.)
+// is where(m, 0, h) itself with h hiding scores, else where(keep, mask, hidden). (A score both
+// hide was -big + h: as hidden as either; with an h that does not hide, a score keep hides would
+// come back as h, so that mask is kept whole.)
 Value maskUnderKeep(PatternRewriter &rewriter, Location loc, Value keep, Value mask, Value hidden) {
   if (!mask)
     return keep;
   auto inner = def<WhereOp>(mask);
   if (inner && fusion::tensorType(inner.getCondition()).getElementType().isInteger(1) &&
-      fusion::isScalar(inner.getX(), 0.0)) {
+      fusion::isScalar(inner.getX(), 0.0) && hidesScores(inner.getY())) {
     Value both = fusion::createValue(rewriter, loc, "llmc.and", {keep, inner.getCondition()});
     return both ? fusion::createValue(rewriter, loc, "llmc.where", {both, inner.getX(), inner.getY()}) : Value();
   }
@@ -539,8 +542,24 @@ Value unclamped(Value v) {
 // undoes the merge); computed once, before any of these rewrites, and asked only about values
 // that were there then.
 void softmaxesOnSplitHeads(func::FuncOp func) {
+  // The candidates first, so that a function without any skips the analysis.
+  SmallVector<SoftmaxOp> softmaxes;
+  bool dynamic = false;
+  func.walk([&](SoftmaxOp softmax) {
+    auto merge = def<ReshapeOp>(softmax.getInput());
+    auto merged = fusion::tensorType(softmax.getResult());
+    if (merge && merged.getRank() == 3 && (softmax.getAxis() == -1 || softmax.getAxis() == 2) &&
+        merge.getResult().hasOneUse() && mergesHeads(fusion::tensorType(merge.getInput()), merged)) {
+      softmaxes.push_back(softmax);
+      dynamic = dynamic || !fusion::tensorType(merge.getInput()).hasStaticShape();
+    }
+  });
+  if (softmaxes.empty())
+    return;
   std::string error;
-  FailureOr<SymbolicShapes> shapes = SymbolicShapes::analyze(func, error);
+  FailureOr<SymbolicShapes> shapes = failure(); // (static types need no analysis)
+  if (dynamic)
+    shapes = SymbolicShapes::analyze(func, error);
   llvm::DenseSet<Value> built; // (values made below, which the analysis never saw)
   auto sameDims = [&](Value a, Value b) {
     if (a.getType() != b.getType() || built.contains(a) || built.contains(b))
@@ -551,14 +570,9 @@ void softmaxesOnSplitHeads(func::FuncOp func) {
     const ValueShape *sb = succeeded(shapes) ? shapes->find(b) : nullptr;
     return sa && sb && sa->dims == sb->dims;
   };
-  SmallVector<SoftmaxOp> softmaxes;
-  func.walk([&](SoftmaxOp op) { softmaxes.push_back(op); });
   for (SoftmaxOp softmax : softmaxes) {
     auto merge = def<ReshapeOp>(softmax.getInput());
-    auto merged = fusion::tensorType(softmax.getResult());
-    if (!merge || merged.getRank() != 3 || (softmax.getAxis() != -1 && softmax.getAxis() != 2) ||
-        !merge.getResult().hasOneUse() || !mergesHeads(fusion::tensorType(merge.getInput()), merged) ||
-        built.contains(merge.getInput()))
+    if (built.contains(merge.getInput()))
       continue;
     Value split = merge.getInput();
     SmallVector<ReshapeOp> backs;
