@@ -1,5 +1,6 @@
 // llmc-fuse-linear: matmuls by constant matrices become llmc.linear, then the ops after them
 // fold into the linear's epilogue: bias add, activation, gate multiply, residual add.
+#include "ExpertWeights.h"
 #include "PatternUtil.h"
 #include "Passes.h"
 #include "RewriteStats.h"
@@ -108,11 +109,6 @@ struct GatheredMatVecToExpertLinear : ExpertPattern<SqueezeOp> {
   }
 };
 
-// The [E, M, K] bytes of each [E, K, M] expert weight that GatheredVecMatToExpertLinear moved,
-// by the weight's attribute (uniqued: never dangling), so that every use of a weight shares one
-// (CSE merges the constants) and the pass can release the old bytes once nothing reads them.
-using TransposedWeights = llvm::DenseMap<Attribute, ElementsAttr>;
-
 // squeeze(matmul(unsqueeze(x, 1), gather_nd(W, ids)), 1)  ->  expert_linear(x, W', ids): the same
 // projection with each expert's matrix on the right, W [E, K, M] (GPT-OSS's experts), a constant
 // that becomes W' [E, M, K], the layout expert_linear reads.
@@ -120,24 +116,6 @@ struct GatheredVecMatToExpertLinear : ExpertPattern<SqueezeOp> {
   TransposedWeights &transposed;
   GatheredVecMatToExpertLinear(MLIRContext *ctx, RewriteCounter &count, TransposedWeights &transposed)
       : ExpertPattern(ctx, count), transposed(transposed) {}
-
-  // W's matrices turned, made once per weight.
-  ElementsAttr turned(Value w) const {
-    ElementsAttr &made = transposed[def<ConstantOp>(w).getValue()];
-    if (made)
-      return made;
-    auto type = fusion::tensorType(w);
-    std::vector<char> storage;
-    ArrayRef<char> bytes = *fusion::floatBytes(w, storage);
-    const int64_t experts = type.getDimSize(0), k = type.getDimSize(1), m = type.getDimSize(2);
-    const size_t size = fusion::elementSize(type.getElementType()), matrix = size_t(k * m) * size;
-    auto result = RankedTensorType::get({experts, m, k}, type.getElementType());
-    made = makeElements(result, bytes.size(), [&](MutableArrayRef<char> out) {
-      for (int64_t e = 0; e < experts; ++e)
-        fusion::transposeMatrix(bytes.data() + e * matrix, out.data() + e * matrix, k, m, size);
-    });
-    return made;
-  }
 
   LogicalResult matchAndRewrite(SqueezeOp op, PatternRewriter &rewriter) const override {
     auto product = def<MatMulOp>(op.getInput());
@@ -151,7 +129,7 @@ struct GatheredVecMatToExpertLinear : ExpertPattern<SqueezeOp> {
     if (w.getRank() != 3 || !w.hasStaticShape() || ids.getRank() != 2 || ids.getDimSize(1) != 1 || x.getRank() != 2 ||
         y.getRank() != 3 || !isOnlyAxis(row.getAxes(), 1, 3) || !isOnlyAxis(op.getAxes(), 1, 3))
       return failure();
-    ElementsAttr values = turned(gather.getData());
+    ElementsAttr values = turnedExperts(gather.getData(), transposed);
     Value weight = ConstantOp::create(rewriter, op.getLoc(), cast<RankedTensorType>(values.getType()), values);
     return replaceByExpert(rewriter, op, {row.getInput(), weight, gather.getIndices()});
   }
@@ -518,12 +496,14 @@ struct FuseLinear : impl::LlmcFuseLinearBase<FuseLinear> {
   RewriteCounter expertEpilogues{"llmc-fuse-linear", "swiglus, repeated rows and weighted sums fused into expert_linear"};
   RewriteCounter expertBiases{"llmc-fuse-linear", "experts' biases fused into expert_linear"};
   RewriteCounter clampedGatings{"llmc-fuse-linear", "clamped swiglus (GPT-OSS's experts) fused into expert_linear"};
+  RewriteCounter denseExperts{"llmc-fuse-linear", "dense mixtures of experts turned into expert_linear on the chosen"};
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<MatMulToLinear, GemmToLinear>(&getContext(), linears);
     TransposedWeights transposed;
     patterns.add<GatheredMatVecToExpertLinear>(&getContext(), experts);
     patterns.add<GatheredVecMatToExpertLinear>(&getContext(), experts, transposed);
+    addDenseExpertPatterns(patterns, denseExperts, transposed);
     patterns.add<ExpertSwiglu, ExpertSharedRows, ExpertCombine>(&getContext(), expertEpilogues);
     patterns.add<ExpertBias>(&getContext(), expertBiases);
     ReplacedWeights reordered;
@@ -539,4 +519,22 @@ struct FuseLinear : impl::LlmcFuseLinearBase<FuseLinear> {
 };
 
 } // namespace
+
+ElementsAttr turnedExperts(Value w, TransposedWeights &transposed) {
+  ElementsAttr &made = transposed[fusion::def<ConstantOp>(w).getValue()];
+  if (made)
+    return made;
+  auto type = fusion::tensorType(w);
+  std::vector<char> storage;
+  ArrayRef<char> bytes = *fusion::floatBytes(w, storage);
+  const int64_t experts = type.getDimSize(0), k = type.getDimSize(1), m = type.getDimSize(2);
+  const size_t size = fusion::elementSize(type.getElementType()), matrix = size_t(k * m) * size;
+  auto result = RankedTensorType::get({experts, m, k}, type.getElementType());
+  made = makeElements(result, bytes.size(), [&](MutableArrayRef<char> out) {
+    for (int64_t e = 0; e < experts; ++e)
+      fusion::transposeMatrix(bytes.data() + e * matrix, out.data() + e * matrix, k, m, size);
+  });
+  return made;
+}
+
 } // namespace llmc

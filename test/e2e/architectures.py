@@ -167,8 +167,9 @@ ARCHITECTURES = {
     # L2-normed after it; that layer's attention in chunks of 8 keys (a block-diagonal mask, not
     # raised: it stays the attention's mask operand); the queries of its layer without rotary
     # scaled per position (floor_scale 4 makes the scale vary within the tests' lengths); a shared
-    # expert beside experts that transformers computes for every token, weighted by the router's
-    # scores (zero where not chosen): dense products, not gathered experts, so no expert_linear.
+    # expert beside experts that transformers computes for every token, each token's row scaled by
+    # the router's score (zero where not chosen): dense products, which since session 37 become
+    # expert_linear on each token's chosen experts (DENSE_EXPERTS).
     "llama4": ("Llama4ForCausalLM", "Llama4TextConfig",
                dict(num_key_value_heads=2, head_dim=16, num_local_experts=4, num_experts_per_tok=1,
                     intermediate_size_mlp=128, interleave_moe_layer_step=2, no_rope_layers=[1, 0],
@@ -301,11 +302,19 @@ ROUTING = {"mixtral": {ROUTERS: 1, NORMALIZED: 1}, "qwen3_moe": {ROUTERS: 1}, "o
            "minimax_m2": {CORRECTED: 1}, "mistral4": {GROUPED: 1}, "glm4_moe_lite": {GROUPED: 1}}
 
 
+# Llama 4's layer with experts (the tiny config's second): every expert on every token, as
+# transformers computes it, turned into two expert_linear on the chosen ones (since session 37).
+DENSE_EXPERTS = "dense mixtures of experts turned into expert_linear on the chosen"
+DENSE_EXPERT_LAYERS = {"llama4": 1}
+
+
 def expert_counts(name):
     """The expert and routing fusions an architecture's plan should count."""
     per_layer = {**EXPERT_COUNTS, **EXPERT_OVERRIDES.get(name, {}), ROUTERS: 0, NORMALIZED: 0, GROUPED: 0,
                  CORRECTED: 0, **ROUTING.get(name, {})}
-    return {what: per * MOE_LAYERS.get(name, 0) for what, per in per_layer.items()}
+    counts = {what: per * MOE_LAYERS.get(name, 0) for what, per in per_layer.items()}
+    counts[DENSE_EXPERTS] = DENSE_EXPERT_LAYERS.get(name, 0)
+    return counts
 
 
 # Exported with the cache as transformers 5 keeps it for multi-head latent attention (export_latent_kv:
@@ -531,7 +540,7 @@ def check(args, name, tmp):
         lines.append(f"  {precision}: {kernels} kernels, {attentions} attention blocks raised, "
                      f"{counted(stats, WINDOWS_RAISED)} {WINDOWS_RAISED}, {rotations} {ROTARY_OPS}, "
                      f"{counted(stats, QUERY_ROTARY)} {QUERY_ROTARY}" +
-                     "".join(f", {count} {what}" for what, count in experts.items() if name in MOE))
+                     "".join(f", {count} {what}" for what, count in experts.items() if name in MOE or count))
     return ok, lines
 
 
