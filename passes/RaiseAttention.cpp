@@ -727,11 +727,18 @@ struct SdpaPattern : OpRewritePattern<SoftmaxOp> {
     auto merge = dyn_cast<TransposeOp>(merger);
     if (!merge || !isPerm(merge, {0, 2, 1, 3}) || !merge.getResult().hasOneUse())
       return failure();
-    // The head merge reshapes to [B, S, H*D], or straight to [B*S, H*D] ahead of a 2-D gemm.
-    auto root = dyn_cast<ReshapeOp>(*merge.getResult().getUsers().begin());
-    const int64_t rootRank = root ? fusion::tensorType(root.getResult()).getRank() : 0;
-    if (!root || (rootRank != 3 && rootRank != 2))
-      return failure();
+    // The head merge reshapes to [B, S, H*D], or straight to [B*S, H*D] ahead of a 2-D gemm; or
+    // the heads are read as they are, [B, S, H, D] with static H and D (Laguna gates each head's
+    // output before merging them): the attention's rows viewed so replace the transpose.
+    Operation *root = *merge.getResult().getUsers().begin();
+    auto headsType = fusion::tensorType(merge.getResult());
+    int64_t rootRank = isa<ReshapeOp>(root) ? fusion::tensorType(root->getResult(0)).getRank() : 0;
+    if (rootRank != 3 && rootRank != 2) {
+      if (headsType.isDynamicDim(2) || headsType.isDynamicDim(3))
+        return failure();
+      root = merge;
+      rootRank = 4;
+    }
     // Inputs: strip the rotary embedding, repeated KV heads and the head split.
     Value v4 = merged ? unmergeHeads(pvMatmul.getRhs()) : unrepeat(pvMatmul.getRhs());
     if (!v4)
@@ -802,7 +809,7 @@ struct SdpaPattern : OpRewritePattern<SoftmaxOp> {
     rewriter.setInsertionPoint(root);
     Operation *before = root->getPrevNode();
     auto abandon = [&] { return abandonBuilt(rewriter, root, before); };
-    Location loc = root.getLoc();
+    Location loc = root->getLoc();
     auto element = fusion::tensorType(q4).getElementType();
     Value none = fusion::emptyTensor(rewriter, loc, element);
     r.q = buildSequence(rewriter, loc, qForm);
@@ -859,10 +866,12 @@ struct SdpaPattern : OpRewritePattern<SoftmaxOp> {
       return abandon();
     Value result = fused->getResult(0);
     if (rootRank == 2) {
-      Operation *flat = fusion::create(rewriter, loc, "llmc.reshape", {result, root.getShape()});
+      Operation *flat = fusion::create(rewriter, loc, "llmc.reshape", {result, cast<ReshapeOp>(root).getShape()});
       result = flat ? flat->getResult(0) : Value();
+    } else if (rootRank == 4) {
+      result = reshapeTo(rewriter, loc, result, {0, 0, headsType.getDimSize(2), headsType.getDimSize(3)});
     }
-    if (!result || result.getType() != root.getType())
+    if (!result || result.getType() != root->getResult(0).getType())
       return abandon();
     rewriter.replaceOp(root, result);
     ++count;

@@ -7,11 +7,11 @@ Apertus, Ministral, Ministral 3, Seed-OSS, VaultGemma, BitNet, Jais 2, NanoChat,
 GPT-Neo, BioGPT, CWM, HyperCLOVA X, MiniCPM3, XGLM, DiffLlama, and the mixtures of experts Mixtral,
 Qwen3-MoE, OLMoE, Qwen2-MoE, DeepSeek-V3, GPT-OSS, GraniteMoE, FlexOlmo, GLM-4-MoE, dots.llm1,
 Hunyuan-MoE, ERNIE 4.5 MoE, DeepSeek-V2, PhiMoE, GraniteMoE-shared, EXAONE MoE, Cohere 2 MoE,
-MiniMax-M2, Mistral 4 and Glm4MoeLite), each compiled once on a dynamic sequence and run at 19
-tokens: the CPU against ONNX Runtime, and with --cuda the CUDA executor against the CPU, in f32 and
-bf16 (on the CPU emulation where LLMC_CUDA_BACKEND names it), and the CUDA executor's bf16 error
-against PyTorch's own (against_torch_bf16). Each architecture's raised attentions are counted too,
-so that a pattern that stops matching shows.
+MiniMax-M2, Mistral 4, Glm4MoeLite, Solar Open, HY V3 and Laguna), each compiled once on a dynamic
+sequence and run at 19 tokens: the CPU against ONNX Runtime, and with --cuda the CUDA executor
+against the CPU, in f32 and bf16 (on the CPU emulation where LLMC_CUDA_BACKEND names it), and the
+CUDA executor's bf16 error against PyTorch's own (against_torch_bf16). Each architecture's raised
+attentions are counted too, so that a pattern that stops matching shows.
 
 With --kv the same models are exported with their KV cache (models/export_kv_models.py's form;
 DeepSeek-V3's as transformers 5 keeps a latent attention's: export_latent_kv)
@@ -260,6 +260,20 @@ ARCHITECTURES = {
                       dict(num_key_value_heads=4, n_routed_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
                            n_shared_experts=1, first_k_dense_replace=1, q_lora_rank=32, kv_lora_rank=16,
                            qk_rope_head_dim=8, qk_nope_head_dim=16, v_head_dim=16, n_group=1, topk_group=1), 2),
+    # Since session 37: Upstage's Solar Open (DeepSeek-V3's grouped router, one group here),
+    # Tencent's HY V3 (its first layer dense, scores plus a correction bias choose) and poolside's
+    # Laguna (a softplus gate per head on the attention's output before the heads merge, which
+    # the attention's rows viewed as [B, S, H, D] take; a sliding-window layer with full rotary and
+    # 8 heads, a full-attention one with half rotary and 4; its first layer dense).
+    "solar_open": ("SolarOpenForCausalLM", "SolarOpenConfig",
+                   dict(num_key_value_heads=2, head_dim=16, n_routed_experts=4, num_experts_per_tok=2,
+                        moe_intermediate_size=32), 2),
+    "hy_v3": ("HYV3ForCausalLM", "HYV3Config",
+              dict(num_key_value_heads=2, head_dim=16, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32), 2),
+    "laguna": ("LagunaForCausalLM", "LagunaConfig",
+               dict(num_key_value_heads=2, head_dim=16, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
+                    shared_expert_intermediate_size=64, sliding_window=8,
+                    layer_types=["sliding_attention", "full_attention"], num_attention_heads_per_layer=[8, 4]), 2),
 }
 # Their experts as transformers' "batched_mm" computes them (each token's chosen experts'
 # weights gathered, then batched products). The default, "grouped_mm", runs a custom op on the
@@ -267,13 +281,13 @@ ARCHITECTURES = {
 # found"; torch 2.15, transformers 5.25).
 MOE = {"mixtral", "qwen3_moe", "olmoe", "qwen2_moe", "deepseek_v3", "gpt_oss", "granitemoe", "flex_olmo", "glm4_moe",
        "dots1", "hunyuan_moe", "ernie4_5_moe", "deepseek_v2", "phimoe", "granitemoeshared", "exaone_moe", "cohere2_moe",
-       "minimax_m2", "mistral4", "glm4_moe_lite"}
+       "minimax_m2", "mistral4", "glm4_moe_lite", "solar_open", "hy_v3", "laguna"}
 # Layers with routed experts: both but DeepSeek-V3's first, which is dense. Each layer's two expert
 # projections (gate/up, down) become llmc.expert_linear, the gate/up one with its swiglu and the
 # token's row read by each of its experts' ids, the down one with the weighted sum over the
 # token's experts (three fusions per layer).
 MOE_LAYERS = dict({name: 2 for name in MOE}, deepseek_v3=1, glm4_moe=1, dots1=1, ernie4_5_moe=1, deepseek_v2=1,
-                  exaone_moe=1, glm4_moe_lite=1)
+                  exaone_moe=1, glm4_moe_lite=1, hy_v3=1, laguna=1)
 EXPERT_LINEARS = "products of gathered experts turned into expert_linear"
 EXPERT_FUSIONS = "swiglus, repeated rows and weighted sums fused into expert_linear"
 EXPERT_BIASES = "experts' biases fused into expert_linear"
@@ -292,14 +306,16 @@ NORMALIZED = "routing weights' normalizations fused into softmax_top_k"
 GROUPED = "routers choosing experts by groups turned into grouped_top_k"
 # Since session 35 ERNIE 4.5's router (softmax scores, a correction bias that chooses, no groups)
 # is a grouped_top_k too, and DeepSeek-V2's unsorted softmax top 2 a softmax_top_k; since session
-# 36 MiniMax-M2's (sigmoid scores, a correction bias, no groups) is such a grouped_top_k.
+# 36 MiniMax-M2's (sigmoid scores, a correction bias, no groups) is such a grouped_top_k; since
+# session 37 HY V3's and Laguna's too, and Solar Open's DeepSeek-V3 router a grouped one.
 CORRECTED = "routers choosing experts by corrected scores turned into grouped_top_k"
 ROUTING = {"mixtral": {ROUTERS: 1, NORMALIZED: 1}, "qwen3_moe": {ROUTERS: 1}, "olmoe": {ROUTERS: 1},
            "qwen2_moe": {ROUTERS: 1}, "deepseek_v3": {GROUPED: 1}, "gpt_oss": {ROUTERS: 1}, "granitemoe": {ROUTERS: 1},
            "flex_olmo": {ROUTERS: 1}, "glm4_moe": {GROUPED: 1}, "dots1": {GROUPED: 1},
            "hunyuan_moe": {ROUTERS: 1, NORMALIZED: 1}, "ernie4_5_moe": {CORRECTED: 1}, "deepseek_v2": {ROUTERS: 1},
            "granitemoeshared": {ROUTERS: 1}, "exaone_moe": {GROUPED: 1}, "cohere2_moe": {ROUTERS: 1},
-           "minimax_m2": {CORRECTED: 1}, "mistral4": {GROUPED: 1}, "glm4_moe_lite": {GROUPED: 1}}
+           "minimax_m2": {CORRECTED: 1}, "mistral4": {GROUPED: 1}, "glm4_moe_lite": {GROUPED: 1},
+           "solar_open": {GROUPED: 1}, "hy_v3": {CORRECTED: 1}, "laguna": {CORRECTED: 1}}
 
 
 # Llama 4's layer with experts (the tiny config's second): every expert on every token, as
@@ -326,14 +342,15 @@ ABSORBED = "MLA attentions absorbed into latent space"
 # Sliding windows of 8 keys (Mistral's layers, Gemma 2's first, both of Gemma 3's: its first five
 # of every six, GPT-OSS's first, Cohere 2's first, OLMo 3's and EXAONE 4's both; since session 35
 # Ministral's both, VaultGemma's first, EXAONE MoE's and Cohere 2 MoE's both; since session 36
-# GPT-Neo's local layer, a constant band sliced to the scores, and CWM's first), inside the plans'
-# bounds: llmc-raise-attention-mask makes each the attention's sliding_window.
+# GPT-Neo's local layer, a constant band sliced to the scores, and CWM's first; since session 37
+# Laguna's first), inside the plans' bounds: llmc-raise-attention-mask makes each the attention's
+# sliding_window.
 WINDOWS_RAISED = "masks raised to sliding_window"
 # Decode plans' masks left as the attention's operand: Llama 4's chunked attention (keys in the
 # query's chunk of 8 only; a block-diagonal mask, which llmc-raise-attention-mask does not prove).
 UNRAISED_KV_MASKS = {"llama4": 1}
 WINDOWS = dict({name: 0 for name in ARCHITECTURES}, mistral=2, gemma2=1, gemma3=2, gpt_oss=1, cohere2=1, olmo3=2,
-               exaone4=2, ministral=2, vaultgemma=1, exaone_moe=2, cohere2_moe=2, gpt_neo=1, cwm=1, gemma4=1)
+               exaone4=2, ministral=2, vaultgemma=1, exaone_moe=2, cohere2_moe=2, gpt_neo=1, cwm=1, gemma4=1, laguna=1)
 # Rotations that llmc-raise-attention turns into llmc.rotary because no attention takes them:
 # (without a cache, with one). A rotate-half rotary over the whole head turns inside the
 # attention, keys too where there is no cache (0, 2); a partial one (GPT-NeoX, Phi, StableLM) or
@@ -347,7 +364,9 @@ WINDOWS = dict({name: 0 for name in ARCHITECTURES}, mistral=2, gemma2=1, gemma3=
 # last qk_rope_head_dim features, concatenated after the others, as DeepSeek's), DiffLlama's (4,
 # 4: no attention raised), Gemma 4's (4, 4: its queries' then inside the attention); none in
 # GPT-Neo, BioGPT, XGLM and Llama 4 (its rotations counted as stacked pairs, below); Mistral 4's
-# and Glm4MoeLite's count as de-interleaved rotations, as DeepSeek-V3's (0, 0).
+# and Glm4MoeLite's count as de-interleaved rotations, as DeepSeek-V3's (0, 0); since session 37
+# Laguna's half rotary on its full-attention layer (2, 3: queries and keys there, with a cache the
+# sliding layer's keys too).
 ROTARY_OPS = "rotations no attention took turned into llmc.rotary"
 ROTATIONS = dict({name: (0, 2) for name in ARCHITECTURES},
                  gpt_neox=(4, 4), phi=(4, 4), stablelm=(4, 4), cohere=(4, 4), gptj=(4, 4), codegen=(4, 4),
@@ -356,13 +375,13 @@ ROTATIONS = dict({name: (0, 2) for name in ARCHITECTURES},
                  persimmon=(4, 4), cohere2=(2, 2), smollm3=(0, 1), glm4_moe=(4, 4), ernie4_5_moe=(4, 4),
                  hunyuan_moe=(4, 4), deepseek_v2=(0, 0), nanochat=(4, 4), cohere2_moe=(4, 4), gpt_neo=(0, 0),
                  biogpt=(0, 0), minicpm3=(4, 4), mistral4=(0, 0), glm4_moe_lite=(0, 0), xglm=(0, 0),
-                 diffllama=(4, 4), gemma4=(4, 4), llama4=(0, 0))
+                 diffllama=(4, 4), gemma4=(4, 4), llama4=(0, 0), laguna=(2, 3))
 # Of those, the queries' then move into their attention (llmc-fuse-query-rotary, with and without
 # a cache); GPT-NeoX's since its per-head QKV projection is reordered (llmc-deinterleave-qkv).
 QUERY_ROTARY = "query rotations moved into fused_attention"
 QUERY_ROTATIONS = dict({name: 0 for name in ARCHITECTURES}, phi=2, stablelm=2, cohere=2, gptj=2, codegen=2, gpt_neox=2,
                        gpt_oss=2, glm=2, glm4=2, helium=2, ernie4_5=2, nemotron=2, persimmon=2, cohere2=1, glm4_moe=2,
-                       ernie4_5_moe=2, cohere2_moe=2, gemma4=2)
+                       ernie4_5_moe=2, cohere2_moe=2, gemma4=2, laguna=1)
 # Rotations written on each head's two halves, concat(x1 * cos - x2 * sin, x2 * cos + x1 * sin)
 # after a chunk of [B, H, S, D] (GPT-OSS), turned into llmc.rotary, queries and keys (with and
 # without a cache); its queries' then move into their attention (above).
