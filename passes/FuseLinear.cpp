@@ -460,14 +460,18 @@ struct Epilogue : RewritePattern {
             otherType.getDimSize(0) == linear.getType().getShape().back()) {
           p.bias = other;
         } else if (!isAdd && fusion::isEmpty(p.gate) && fusion::isEmpty(p.residual) && otherType == linear.getType()) {
-          // SwiGLU: silu(x Wg) * (x Wu) puts the activated linear in the gate of the other.
+          // SwiGLU: silu(x Wg) * (x Wu) puts the activated linear in the gate of the other. A
+          // value no linear makes gates the activated linear itself, act(x W) * g (Gemma 4's
+          // per-layer inputs); one a product makes may yet become such a host.
           if (p.activation != "none") {
             auto host = producer(other);
-            if (!host || host.getActivation() != "none" || !fusion::isEmpty(host.getGate()) ||
-                !fusion::isEmpty(host.getResidual()))
+            if (host && host.getActivation() == "none" && fusion::isEmpty(host.getGate()) &&
+                fusion::isEmpty(host.getResidual())) {
+              p = LinearParts::of(host);
+              other = op->getOperand(i);
+            } else if (def<LinearOp>(other) || def<MatMulOp>(other) || def<GemmOp>(other)) {
               continue;
-            p = LinearParts::of(host);
-            other = op->getOperand(i);
+            }
           }
           p.gate = other;
         } else if (isAdd && fusion::isEmpty(p.residual) && otherType == linear.getType()) {
