@@ -83,9 +83,12 @@ int distributeOverRepeats(func::FuncOp func) {
       if (user != op && user->getName() == op->getName() && user->getAttrDictionary() == op->getAttrDictionary() &&
           user->getBlock() == op->getBlock() && user->isBeforeInBlock(op))
         same = same && same->isBeforeInBlock(user) ? same : user;
-    OpBuilder b(op);
+    // The piece goes where the concatenation is, the joined concatenation where `op` is: the
+    // pieces of one value (its cos and sin) then come before either concatenation reads them,
+    // so that they can share one region (an outer reader between them would keep them apart).
+    OpBuilder atConcat(concat), b(op);
     Value piece = same ? same->getResult(0)
-                       : fusion::createValue(b, op->getLoc(), op->getName().getStringRef(), ValueRange{x},
+                       : fusion::createValue(atConcat, op->getLoc(), op->getName().getStringRef(), ValueRange{x},
                                              SmallVector<NamedAttribute>(op->getAttrs()));
     Value joined = piece ? fusion::createValue(b, op->getLoc(), concat->getName().getStringRef(),
                                                SmallVector<Value>(concat->getNumOperands(), piece),

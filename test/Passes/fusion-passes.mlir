@@ -354,6 +354,30 @@ func.func @rotary_tables(%ids: tensor<1x?xi64> {llmc.dim_symbols = ["", "seq"]},
 
 // -----
 
+// Only the concatenated angles' cos and sin (no cos or sin of the angles to reuse): the pieces go
+// where the concatenation was, both before either new concatenation reads one, so the angles,
+// their cos and their sin are one region with two results.
+// EW-LABEL: func.func @rotary_tables_concatenated_only
+// EW: %[[T:.*]]:2 = llmc.fused_elementwise %{{.*}}, %arg1 : (tensor<1x?x1xi64>, tensor<32xf32>) -> (tensor<1x?x32xf32>, tensor<1x?x32xf32>)
+// EW: llmc.cos
+// EW: llmc.sin
+// EW: llmc.yield
+// EW: llmc.concat %[[T]]#0, %[[T]]#0
+// EW: llmc.concat %[[T]]#1, %[[T]]#1
+// EW-NOT: llmc.fused_elementwise
+func.func @rotary_tables_concatenated_only(%ids: tensor<1x?xi64> {llmc.dim_symbols = ["", "seq"]}, %freq: tensor<32xf32>)
+    -> (tensor<1x?x64xf32>, tensor<1x?x64xf32>) attributes {llmc.symbol_bounds = {seq = 16 : i64}} {
+  %u = llmc.unsqueeze %ids {axes = array<i64: 2>} : (tensor<1x?xi64>) -> tensor<1x?x1xi64>
+  %f = llmc.cast %u {to = f32} : (tensor<1x?x1xi64>) -> tensor<1x?x1xf32>
+  %a = llmc.mul %f, %freq : (tensor<1x?x1xf32>, tensor<32xf32>) -> tensor<1x?x32xf32>
+  %aa = llmc.concat %a, %a {axis = -1 : i64} : (tensor<1x?x32xf32>, tensor<1x?x32xf32>) -> tensor<1x?x64xf32>
+  %cc = llmc.cos %aa : (tensor<1x?x64xf32>) -> tensor<1x?x64xf32>
+  %ss = llmc.sin %aa : (tensor<1x?x64xf32>) -> tensor<1x?x64xf32>
+  return %cc, %ss : tensor<1x?x64xf32>, tensor<1x?x64xf32>
+}
+
+// -----
+
 // GPT-OSS's rotary tables: cos and sin of the angles, each scaled (YaRN's attention factor). Each
 // joining reader brings its scaling along: one region, its two results the scaled tables (three
 // kernels before: the angles, the scaled cos, the scaled sin). A chain stops at a reader that

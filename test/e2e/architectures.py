@@ -4,14 +4,15 @@ Mistral, Phi-3, Gemma, Gemma 2, GPT-NeoX, Falcon, OPT, Phi, StableLM, Granite, L
 scaling, Gemma 3, OLMo, OLMo 2, Cohere, StarCoder2, GPT-J, CodeGen, GPTBigCode, MPT, Bloom, GLM,
 GLM-4, Helium, ERNIE 4.5, SmolLM3, Cohere 2, OLMo 3, EXAONE 4, Hunyuan, Arcee, Nemotron, Persimmon,
 Apertus, Ministral, Ministral 3, Seed-OSS, VaultGemma, BitNet, Jais 2, NanoChat, Gemma 4, Llama 4,
-GPT-Neo, BioGPT, CWM, HyperCLOVA X, MiniCPM3, XGLM, DiffLlama, and the mixtures of experts Mixtral,
-Qwen3-MoE, OLMoE, Qwen2-MoE, DeepSeek-V3, GPT-OSS, GraniteMoE, FlexOlmo, GLM-4-MoE, dots.llm1,
-Hunyuan-MoE, ERNIE 4.5 MoE, DeepSeek-V2, PhiMoE, GraniteMoE-shared, EXAONE MoE, Cohere 2 MoE,
-MiniMax-M2, Mistral 4, Glm4MoeLite, Solar Open, HY V3 and Laguna), each compiled once on a dynamic
-sequence and run at 19 tokens: the CPU against ONNX Runtime, and with --cuda the CUDA executor
-against the CPU, in f32 and bf16 (on the CPU emulation where LLMC_CUDA_BACKEND names it), and the
-CUDA executor's bf16 error against PyTorch's own (against_torch_bf16). Each architecture's raised
-attentions are counted too, so that a pattern that stops matching shows.
+GPT-Neo, BioGPT, CWM, HyperCLOVA X, MiniCPM3, XGLM, DiffLlama, Youtu-LLM, and the mixtures of
+experts Mixtral, Qwen3-MoE, OLMoE, Qwen2-MoE, DeepSeek-V3, GPT-OSS, GraniteMoE, FlexOlmo,
+GLM-4-MoE, dots.llm1, Hunyuan-MoE, ERNIE 4.5 MoE, DeepSeek-V2, PhiMoE, GraniteMoE-shared, EXAONE
+MoE, Cohere 2 MoE, MiniMax-M2, Mistral 4, Glm4MoeLite, Solar Open, HY V3, Laguna, Mellum and
+MiniCPM 5 MoE), each compiled once on a dynamic sequence and run at 19 tokens: the CPU against
+ONNX Runtime, and with --cuda the CUDA executor against the CPU, in f32 and bf16 (on the CPU
+emulation where LLMC_CUDA_BACKEND names it), and the CUDA executor's bf16 error against
+PyTorch's own (against_torch_bf16). Each architecture's raised attentions are counted too, so
+that a pattern that stops matching shows.
 
 With --kv the same models are exported with their KV cache (models/export_kv_models.py's form;
 DeepSeek-V3's as transformers 5 keeps a latent attention's: export_latent_kv)
@@ -175,6 +176,13 @@ ARCHITECTURES = {
                     intermediate_size_mlp=128, interleave_moe_layer_step=2, no_rope_layers=[1, 0],
                     attention_chunk_size=8, floor_scale=4, attn_scale=0.1), 2),
     "xglm": ("XGLMForCausalLM", "XGLMConfig", dict(d_model=64, num_layers=2, attention_heads=4, ffn_dim=128), 2),
+    # Since session 37: Tencent's Youtu-LLM, multi-head latent attention as DeepSeek-V3's with a
+    # dense MLP (the latent cache as DeepSeek-V3's, LATENT_KV). Its default initializer ranges
+    # (hidden_size ** -0.5) make the tiny model's logits reach 7, beyond the bf16 comparison's
+    # absolute tolerance (0.06 max error, cosine 0.99997); 0.02 as the others'.
+    "youtu": ("YoutuForCausalLM", "YoutuConfig",
+              dict(num_key_value_heads=4, q_lora_rank=32, kv_lora_rank=16, qk_rope_head_dim=8, qk_nope_head_dim=16,
+                   v_head_dim=16, initializer_range=0.02, embedding_initializer_range=0.02), 2),
     "diffllama": ("DiffLlamaForCausalLM", "DiffLlamaConfig", dict(num_key_value_heads=2), 0),
     # Mixtures of experts (a router's top-2 of 4 experts), exported with transformers'
     # "batched_mm" experts (see MOE).
@@ -274,6 +282,13 @@ ARCHITECTURES = {
                dict(num_key_value_heads=2, head_dim=16, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
                     shared_expert_intermediate_size=64, sliding_window=8,
                     layer_types=["sliding_attention", "full_attention"], num_attention_heads_per_layer=[8, 4]), 2),
+    # Since session 37 too: JetBrains' Mellum and MiniCPM 5 MoE (DeepSeek-V3's router, one group).
+    "mellum": ("MellumForCausalLM", "MellumConfig",
+               dict(num_key_value_heads=2, head_dim=16, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
+                    sliding_window=8, layer_types=["sliding_attention", "full_attention"]), 2),
+    "minicpm5_moe": ("MiniCPM5MoeForCausalLM", "MiniCPM5MoeConfig",
+                     dict(num_key_value_heads=2, head_dim=16, n_routed_experts=4, num_experts_per_tok=2,
+                          moe_intermediate_size=32, pad_token_id=0, bos_token_id=0, eos_token_id=1), 2),
 }
 # Their experts as transformers' "batched_mm" computes them (each token's chosen experts'
 # weights gathered, then batched products). The default, "grouped_mm", runs a custom op on the
@@ -281,13 +296,13 @@ ARCHITECTURES = {
 # found"; torch 2.15, transformers 5.25).
 MOE = {"mixtral", "qwen3_moe", "olmoe", "qwen2_moe", "deepseek_v3", "gpt_oss", "granitemoe", "flex_olmo", "glm4_moe",
        "dots1", "hunyuan_moe", "ernie4_5_moe", "deepseek_v2", "phimoe", "granitemoeshared", "exaone_moe", "cohere2_moe",
-       "minimax_m2", "mistral4", "glm4_moe_lite", "solar_open", "hy_v3", "laguna"}
+       "minimax_m2", "mistral4", "glm4_moe_lite", "solar_open", "hy_v3", "laguna", "mellum", "minicpm5_moe"}
 # Layers with routed experts: both but DeepSeek-V3's first, which is dense. Each layer's two expert
 # projections (gate/up, down) become llmc.expert_linear, the gate/up one with its swiglu and the
 # token's row read by each of its experts' ids, the down one with the weighted sum over the
 # token's experts (three fusions per layer).
 MOE_LAYERS = dict({name: 2 for name in MOE}, deepseek_v3=1, glm4_moe=1, dots1=1, ernie4_5_moe=1, deepseek_v2=1,
-                  exaone_moe=1, glm4_moe_lite=1, hy_v3=1, laguna=1)
+                  exaone_moe=1, glm4_moe_lite=1, hy_v3=1, laguna=1, minicpm5_moe=1)
 EXPERT_LINEARS = "products of gathered experts turned into expert_linear"
 EXPERT_FUSIONS = "swiglus, repeated rows and weighted sums fused into expert_linear"
 EXPERT_BIASES = "experts' biases fused into expert_linear"
@@ -315,7 +330,8 @@ ROUTING = {"mixtral": {ROUTERS: 1, NORMALIZED: 1}, "qwen3_moe": {ROUTERS: 1}, "o
            "hunyuan_moe": {ROUTERS: 1, NORMALIZED: 1}, "ernie4_5_moe": {CORRECTED: 1}, "deepseek_v2": {ROUTERS: 1},
            "granitemoeshared": {ROUTERS: 1}, "exaone_moe": {GROUPED: 1}, "cohere2_moe": {ROUTERS: 1},
            "minimax_m2": {CORRECTED: 1}, "mistral4": {GROUPED: 1}, "glm4_moe_lite": {GROUPED: 1},
-           "solar_open": {GROUPED: 1}, "hy_v3": {CORRECTED: 1}, "laguna": {CORRECTED: 1}}
+           "solar_open": {GROUPED: 1}, "hy_v3": {CORRECTED: 1}, "laguna": {CORRECTED: 1},
+           "mellum": {ROUTERS: 1, NORMALIZED: 1}, "minicpm5_moe": {GROUPED: 1}}
 
 
 # Llama 4's layer with experts (the tiny config's second): every expert on every token, as
@@ -337,20 +353,21 @@ def expert_counts(name):
 # the normed latents as the keys, the rotated keys as the values, one "head" each), which
 # llmc-absorb-mla makes one latent cache; llmc.latent_attention then takes the attention, so none
 # is raised (its mask still turns causal).
-LATENT_KV = {"deepseek_v3", "deepseek_v2", "minicpm3", "mistral4", "glm4_moe_lite"}
+LATENT_KV = {"deepseek_v3", "deepseek_v2", "minicpm3", "mistral4", "glm4_moe_lite", "youtu"}
 ABSORBED = "MLA attentions absorbed into latent space"
 # Sliding windows of 8 keys (Mistral's layers, Gemma 2's first, both of Gemma 3's: its first five
 # of every six, GPT-OSS's first, Cohere 2's first, OLMo 3's and EXAONE 4's both; since session 35
 # Ministral's both, VaultGemma's first, EXAONE MoE's and Cohere 2 MoE's both; since session 36
 # GPT-Neo's local layer, a constant band sliced to the scores, and CWM's first; since session 37
-# Laguna's first), inside the plans' bounds: llmc-raise-attention-mask makes each the attention's
+# Laguna's and Mellum's first), inside the plans' bounds: llmc-raise-attention-mask makes each the attention's
 # sliding_window.
 WINDOWS_RAISED = "masks raised to sliding_window"
 # Decode plans' masks left as the attention's operand: Llama 4's chunked attention (keys in the
 # query's chunk of 8 only; a block-diagonal mask, which llmc-raise-attention-mask does not prove).
 UNRAISED_KV_MASKS = {"llama4": 1}
 WINDOWS = dict({name: 0 for name in ARCHITECTURES}, mistral=2, gemma2=1, gemma3=2, gpt_oss=1, cohere2=1, olmo3=2,
-               exaone4=2, ministral=2, vaultgemma=1, exaone_moe=2, cohere2_moe=2, gpt_neo=1, cwm=1, gemma4=1, laguna=1)
+               exaone4=2, ministral=2, vaultgemma=1, exaone_moe=2, cohere2_moe=2, gpt_neo=1, cwm=1, gemma4=1, laguna=1,
+               mellum=1)
 # Rotations that llmc-raise-attention turns into llmc.rotary because no attention takes them:
 # (without a cache, with one). A rotate-half rotary over the whole head turns inside the
 # attention, keys too where there is no cache (0, 2); a partial one (GPT-NeoX, Phi, StableLM) or
@@ -375,7 +392,7 @@ ROTATIONS = dict({name: (0, 2) for name in ARCHITECTURES},
                  persimmon=(4, 4), cohere2=(2, 2), smollm3=(0, 1), glm4_moe=(4, 4), ernie4_5_moe=(4, 4),
                  hunyuan_moe=(4, 4), deepseek_v2=(0, 0), nanochat=(4, 4), cohere2_moe=(4, 4), gpt_neo=(0, 0),
                  biogpt=(0, 0), minicpm3=(4, 4), mistral4=(0, 0), glm4_moe_lite=(0, 0), xglm=(0, 0),
-                 diffllama=(4, 4), gemma4=(4, 4), llama4=(0, 0), laguna=(2, 3))
+                 diffllama=(4, 4), gemma4=(4, 4), llama4=(0, 0), laguna=(2, 3), youtu=(0, 0))
 # Of those, the queries' then move into their attention (llmc-fuse-query-rotary, with and without
 # a cache); GPT-NeoX's since its per-head QKV projection is reordered (llmc-deinterleave-qkv).
 QUERY_ROTARY = "query rotations moved into fused_attention"
@@ -398,7 +415,8 @@ STACKED_ROTATIONS = dict({name: 0 for name in ARCHITECTURES}, deepseek_v2=4, lla
 # (GPT-OSS's chunk of each head into halves has the form of a split of a projection's parts; it
 # is left to the rotation above.)
 DEINTERLEAVED = "projections with heads' parts interleaved reordered"
-DEINTERLEAVINGS = dict({name: 0 for name in ARCHITECTURES}, gpt_neox=2, bloom=2, codegen=2, persimmon=2)
+DEINTERLEAVINGS = dict({name: 0 for name in ARCHITECTURES}, gpt_neox=2, bloom=2, codegen=2, persimmon=2,
+                       minicpm5_moe=2)
 
 
 def build(name, use_cache):
