@@ -70,19 +70,28 @@ struct SoftmaxOfTopK : fusion::CountedPattern<SoftmaxOp, RewriteCounter> {
 
 // values / reduce_sum(values, last axis, keepdims) of a softmax_top_k that nothing else reads
 // ->  that softmax_top_k with normalize = 1 (Mixtral's and Qwen3-MoE's norm_topk_prob), its
-// values read where the quotient was.
+// values read where the quotient was. Also by the sum of abs(values), their L1 norm (DBRX's
+// moe_normalize_expert_weights 1): softmax probabilities are their own magnitudes.
 struct NormalizedWeights : fusion::CountedPattern<DivOp, RewriteCounter> {
   using CountedPattern::CountedPattern;
 
   LogicalResult matchAndRewrite(DivOp op, PatternRewriter &rewriter) const override {
     auto routing = def<SoftmaxTopKOp>(op.getLhs());
     auto sum = def<ReduceSumOp>(op.getRhs());
-    if (!routing || !sum || routing.getNormalize() || sum.getInput() != routing.getValues() ||
+    Value summed = sum ? sum.getInput() : Value();
+    auto magnitude = def<AbsOp>(summed);
+    if (magnitude && magnitude.getResult().hasOneUse())
+      summed = magnitude.getInput();
+    else
+      magnitude = AbsOp();
+    if (!routing || !sum || routing.getNormalize() || summed != routing.getValues() ||
         !sum.getResult().hasOneUse() || !fusion::reducesLastAxisKeepingIt(sum) ||
         !llvm::hasNItems(routing.getValues().getUses(), 2) || op.getType() != routing.getValues().getType())
       return failure();
     rewriter.replaceOp(op, routing.getValues());
     rewriter.eraseOp(sum);
+    if (magnitude)
+      rewriter.eraseOp(magnitude);
     rewriter.modifyOpInPlace(routing, [&] { routing->setAttr("normalize", rewriter.getI64IntegerAttr(1)); });
     ++count;
     return success();

@@ -284,6 +284,21 @@ FailureOr<SmallVector<Value>> importSqueezeLike(NodeContext &nc) {
                         {nc.builder.getNamedAttr("axes", nc.builder.getDenseI64ArrayAttr(*axes))}));
 }
 
+// The llmc reduction `name` of x over the node's axes (an input since opset 18, an attribute
+// before), with its noop_with_empty_axes and its keepdims, or `keepdims` where that is 0 or 1.
+FailureOr<SmallVector<Value>> reduceOf(NodeContext &nc, const char *name, Value x, int64_t keepdims = -1) {
+  bool present;
+  auto axes = intsFromInputOrAttr(nc, 1, "axes", present);
+  if (failed(axes))
+    return failure();
+  Builder &b = nc.builder;
+  return one(nc.create1(
+      name, {x},
+      {b.getNamedAttr("axes", b.getDenseI64ArrayAttr(*axes)),
+       b.getNamedAttr("keepdims", b.getI64IntegerAttr(keepdims >= 0 ? keepdims : nc.attrInt("keepdims", 1))),
+       b.getNamedAttr("noop_with_empty_axes", b.getI64IntegerAttr(nc.attrInt("noop_with_empty_axes", 0)))}));
+}
+
 FailureOr<SmallVector<Value>> importReduce(NodeContext &nc) {
   static const std::pair<const char *, const char *> kNames[] = {
       {"ReduceSum", "llmc.reduce_sum"},   {"ReduceMean", "llmc.reduce_mean"},
@@ -294,16 +309,37 @@ FailureOr<SmallVector<Value>> importReduce(NodeContext &nc) {
   for (auto [onnxName, llmcName] : kNames)
     if (nc.node.op_type() == onnxName)
       name = llmcName;
-  bool present;
-  auto axes = intsFromInputOrAttr(nc, 1, "axes", present);
-  if (failed(axes))
-    return failure();
-  Builder &b = nc.builder;
-  return one(nc.create1(name, {nc.input(0)},
-                        {b.getNamedAttr("axes", b.getDenseI64ArrayAttr(*axes)),
-                         b.getNamedAttr("keepdims", b.getI64IntegerAttr(nc.attrInt("keepdims", 1))),
-                         b.getNamedAttr("noop_with_empty_axes",
-                                        b.getI64IntegerAttr(nc.attrInt("noop_with_empty_axes", 0)))}));
+  return reduceOf(nc, name, nc.input(0));
+}
+
+// ReduceL1, ReduceLogSum and ReduceLogSumExp as their parts: reduce_sum(abs(x)),
+// log(reduce_sum(x)) and, shifted by the maximum m as ONNX's reference computes it,
+// log(reduce_sum(exp(x - m))) + m; each reduction with the node's axes and attributes (with
+// noop_with_empty_axes and no axes, abs(x), log(x) and x).
+FailureOr<SmallVector<Value>> importReduceByParts(NodeContext &nc) {
+  const std::string &type = nc.node.op_type();
+  Value x = nc.input(0), shift;
+  if (type == "ReduceL1") {
+    auto magnitude = nc.create1("llmc.abs", {x});
+    if (failed(magnitude))
+      return failure();
+    return reduceOf(nc, "llmc.reduce_sum", *magnitude);
+  }
+  if (type == "ReduceLogSumExp") {
+    auto peak = reduceOf(nc, "llmc.reduce_max", x, /*keepdims=*/1);
+    auto shifted = succeeded(peak) ? nc.create1("llmc.sub", {x, (*peak)[0]}) : FailureOr<Value>(failure());
+    auto exp = succeeded(shifted) ? nc.create1("llmc.exp", {*shifted}) : FailureOr<Value>(failure());
+    auto kept = succeeded(exp) ? reduceOf(nc, "llmc.reduce_max", x) : FailureOr<SmallVector<Value>>(failure());
+    if (failed(kept))
+      return failure();
+    x = *exp;
+    shift = (*kept)[0];
+  }
+  auto sum = reduceOf(nc, "llmc.reduce_sum", x);
+  auto log = succeeded(sum) ? nc.create1("llmc.log", {(*sum)[0]}) : FailureOr<Value>(failure());
+  if (failed(log) || !shift)
+    return one(log);
+  return one(nc.create1("llmc.add", {*log, shift}));
 }
 
 FailureOr<SmallVector<Value>> importSlice(NodeContext &nc) {
@@ -751,6 +787,9 @@ const Entry kCustom[] = {
     {"ReduceProd", importReduce},
     {"ReduceSumSquare", importReduce},
     {"ReduceL2", importReduce},
+    {"ReduceL1", importReduceByParts},
+    {"ReduceLogSum", importReduceByParts},
+    {"ReduceLogSumExp", importReduceByParts},
     {"Slice", importSlice, 13, 3},
     {"Split", importSplit},
 };

@@ -15,6 +15,37 @@ func.func @normalized(%logits: tensor<?x8xf32>) -> (tensor<?x2xf32>, tensor<?x2x
 
 // -----
 
+// DBRX's: the top 2 probabilities divided by their L1 norm (ReduceL1 imported as the sum of
+// their magnitudes), which is their sum: the same softmax_top_k with normalize.
+// CHECK-LABEL: func.func @normalized_by_l1
+// CHECK-NEXT: %[[W:.*]], %[[IDS:.*]] = llmc.softmax_top_k %arg0 {k = 2 : i64, normalize = 1 : i64} : (tensor<?x8xf32>) -> (tensor<?x2xf32>, tensor<?x2xi64>)
+// CHECK-NEXT: return %[[W]], %[[IDS]]
+func.func @normalized_by_l1(%logits: tensor<?x8xf32>) -> (tensor<?x2xf32>, tensor<?x2xi64>) {
+  %p = llmc.softmax %logits : (tensor<?x8xf32>) -> tensor<?x8xf32>
+  %values, %indices = llmc.top_k %p {k = 2 : i64} : (tensor<?x8xf32>) -> (tensor<?x2xf32>, tensor<?x2xi64>)
+  %m = llmc.abs %values : (tensor<?x2xf32>) -> tensor<?x2xf32>
+  %sum = llmc.reduce_sum %m {axes = array<i64: -1>} : (tensor<?x2xf32>) -> tensor<?x1xf32>
+  %w = llmc.div %values, %sum : (tensor<?x2xf32>, tensor<?x1xf32>) -> tensor<?x2xf32>
+  return %w, %indices : tensor<?x2xf32>, tensor<?x2xi64>
+}
+
+// -----
+
+// The magnitudes read elsewhere too: the division stays.
+// CHECK-LABEL: func.func @l1_magnitudes_kept
+// CHECK: llmc.softmax_top_k %arg0 {k = 2 : i64} :
+// CHECK: llmc.div
+func.func @l1_magnitudes_kept(%logits: tensor<?x8xf32>) -> (tensor<?x2xf32>, tensor<?x2xf32>) {
+  %p = llmc.softmax %logits : (tensor<?x8xf32>) -> tensor<?x8xf32>
+  %values, %indices = llmc.top_k %p {k = 2 : i64} : (tensor<?x8xf32>) -> (tensor<?x2xf32>, tensor<?x2xi64>)
+  %m = llmc.abs %values : (tensor<?x2xf32>) -> tensor<?x2xf32>
+  %sum = llmc.reduce_sum %m {axes = array<i64: -1>} : (tensor<?x2xf32>) -> tensor<?x1xf32>
+  %w = llmc.div %values, %sum : (tensor<?x2xf32>, tensor<?x1xf32>) -> tensor<?x2xf32>
+  return %w, %m : tensor<?x2xf32>, tensor<?x2xf32>
+}
+
+// -----
+
 // Qwen2-MoE's (norm_topk_prob off): the top 2 probabilities as they are, in bf16.
 // CHECK-LABEL: func.func @plain
 // CHECK-NEXT: %[[W:.*]], %[[IDS:.*]] = llmc.softmax_top_k %arg0 {k = 2 : i64} : (tensor<3x60xbf16>) -> (tensor<3x2xbf16>, tensor<3x2xi64>)

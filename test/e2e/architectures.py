@@ -7,8 +7,8 @@ Apertus, Ministral, Ministral 3, Seed-OSS, VaultGemma, BitNet, Jais 2, NanoChat,
 GPT-Neo, BioGPT, CWM, HyperCLOVA X, MiniCPM3, XGLM, DiffLlama, Youtu-LLM, and the mixtures of
 experts Mixtral, Qwen3-MoE, OLMoE, Qwen2-MoE, DeepSeek-V3, GPT-OSS, GraniteMoE, FlexOlmo,
 GLM-4-MoE, dots.llm1, Hunyuan-MoE, ERNIE 4.5 MoE, DeepSeek-V2, PhiMoE, GraniteMoE-shared, EXAONE
-MoE, Cohere 2 MoE, MiniMax-M2, Mistral 4, Glm4MoeLite, Solar Open, HY V3, Laguna, Mellum and
-MiniCPM 5 MoE), each compiled once on a dynamic sequence and run at 19 tokens: the CPU against
+MoE, Cohere 2 MoE, MiniMax-M2, Mistral 4, Glm4MoeLite, Solar Open, HY V3, Laguna, Mellum,
+MiniCPM 5 MoE and DBRX), each compiled once on a dynamic sequence and run at 19 tokens: the CPU against
 ONNX Runtime, and with --cuda the CUDA executor against the CPU, in f32 and bf16 (on the CPU
 emulation where LLMC_CUDA_BACKEND names it), and the CUDA executor's bf16 error against
 PyTorch's own (against_torch_bf16). Each architecture's raised attentions are counted too, so
@@ -33,6 +33,7 @@ The exports (transformers and torch, about two minutes; two more with --kv) are 
 not export again.
 """
 import argparse
+import contextlib
 import hashlib
 import inspect
 import os
@@ -282,6 +283,12 @@ ARCHITECTURES = {
                dict(num_key_value_heads=2, head_dim=16, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
                     shared_expert_intermediate_size=64, sliding_window=8,
                     layer_types=["sliding_attention", "full_attention"], num_attention_heads_per_layer=[8, 4]), 2),
+    # Databricks' DBRX (its experts exported through dbrx_batched_experts, a clamp on the fused
+    # QKV projection, LayerNorms without bias, weights normalized by their L1 norm). d_model too:
+    # DbrxConfig copies it to the experts' width before hidden_size reaches it.
+    "dbrx": ("DbrxForCausalLM", "DbrxConfig",
+             dict(d_model=64, attn_config=dict(kv_n_heads=2, clip_qkv=8.0, rope_theta=10000.0),
+                  ffn_config=dict(ffn_hidden_size=32, moe_num_experts=4, moe_top_k=2)), 2),
     # Since session 37 too: JetBrains' Mellum and MiniCPM 5 MoE (DeepSeek-V3's router, one group).
     "mellum": ("MellumForCausalLM", "MellumConfig",
                dict(num_key_value_heads=2, head_dim=16, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
@@ -296,7 +303,8 @@ ARCHITECTURES = {
 # found"; torch 2.15, transformers 5.25).
 MOE = {"mixtral", "qwen3_moe", "olmoe", "qwen2_moe", "deepseek_v3", "gpt_oss", "granitemoe", "flex_olmo", "glm4_moe",
        "dots1", "hunyuan_moe", "ernie4_5_moe", "deepseek_v2", "phimoe", "granitemoeshared", "exaone_moe", "cohere2_moe",
-       "minimax_m2", "mistral4", "glm4_moe_lite", "solar_open", "hy_v3", "laguna", "mellum", "minicpm5_moe"}
+       "minimax_m2", "mistral4", "glm4_moe_lite", "solar_open", "hy_v3", "laguna", "mellum", "minicpm5_moe",
+       "dbrx"}
 # Layers with routed experts: both but DeepSeek-V3's first, which is dense. Each layer's two expert
 # projections (gate/up, down) become llmc.expert_linear, the gate/up one with its swiglu and the
 # token's row read by each of its experts' ids, the down one with the weighted sum over the
@@ -331,7 +339,7 @@ ROUTING = {"mixtral": {ROUTERS: 1, NORMALIZED: 1}, "qwen3_moe": {ROUTERS: 1}, "o
            "granitemoeshared": {ROUTERS: 1}, "exaone_moe": {GROUPED: 1}, "cohere2_moe": {ROUTERS: 1},
            "minimax_m2": {CORRECTED: 1}, "mistral4": {GROUPED: 1}, "glm4_moe_lite": {GROUPED: 1},
            "solar_open": {GROUPED: 1}, "hy_v3": {CORRECTED: 1}, "laguna": {CORRECTED: 1},
-           "mellum": {ROUTERS: 1, NORMALIZED: 1}, "minicpm5_moe": {GROUPED: 1}}
+           "mellum": {ROUTERS: 1, NORMALIZED: 1}, "minicpm5_moe": {GROUPED: 1}, "dbrx": {ROUTERS: 1, NORMALIZED: 1}}
 
 
 # Llama 4's layer with experts (the tiny config's second): every expert on every token, as
@@ -471,6 +479,41 @@ def export_latent_kv(name, path):
         os.replace(os.path.join(tmp, name + ".onnx"), path)
 
 
+@contextlib.contextmanager
+def dbrx_batched_experts():
+    """DBRX's experts (DbrxExperts) as transformers' batched_mm computes other models' experts:
+    its own forward loops over the experts some token chose (data-dependent, which torch.export
+    cannot trace). Each token's row repeated for its k experts, the chosen experts' gate and up
+    matrices [2F, H] (w1 and v1 of each, concatenated) and down matrices [F, H] gathered, the
+    products batched, then weighted by the router and summed per token: the same sums."""
+    import torch
+    from transformers.models.dbrx import modeling_dbrx
+
+    def forward(self, hidden_states, top_k_index, top_k_weights):
+        batch, k = hidden_states.shape[0], top_k_index.shape[-1]
+        shape = (self.num_experts, self.ffn_hidden_size, self.hidden_size)
+        gate_up = torch.cat([self.mlp.w1.view(shape), self.mlp.v1.view(shape)], dim=1)
+        ids = top_k_index.reshape(-1)
+        rows = hidden_states.reshape(-1, self.hidden_size).repeat_interleave(k, dim=0)
+        gate, up = torch.bmm(gate_up[ids], rows.unsqueeze(-1)).squeeze(-1).chunk(2, dim=-1)
+        down = torch.bmm((self.mlp.activation_fn(gate) * up).unsqueeze(1), self.mlp.w2.view(shape)[ids]).squeeze(1)
+        out = (down * top_k_weights.reshape(-1).unsqueeze(-1)).view(-1, k, self.hidden_size).sum(dim=1)
+        return out.view(batch, -1, self.hidden_size)
+
+    original = modeling_dbrx.DbrxExperts.forward
+    modeling_dbrx.DbrxExperts.forward = forward
+    try:
+        yield
+    finally:
+        modeling_dbrx.DbrxExperts.forward = original
+
+
+# Exports that need a module replaced by an equivalent form torch.onnx.export converts, by
+# architecture: a context manager around its export (its source part of that architecture's
+# export_key only, so that the other exports stay cached).
+EXPORT_PATCHES = {"dbrx": dbrx_batched_experts}
+
+
 def export_key(name):
     """What one architecture's exports depend on: its configuration, build and export here, and
     the exporter modules they call (not the checks, whose expectations change more often, nor the
@@ -480,6 +523,8 @@ def export_key(name):
                inspect.getsource(export)]
     if name in LATENT_KV:
         made_by.append(inspect.getsource(export_latent_kv))
+    if name in EXPORT_PATCHES:
+        made_by.append(inspect.getsource(EXPORT_PATCHES[name]))
     made_by += [open(os.path.join(models, f), encoding="utf-8").read()
                 for f in ("export_test_models.py", "export_kv_models.py")]
     return hashlib.sha256("\n".join(made_by).encode()).hexdigest()[:12]
@@ -728,10 +773,11 @@ def main():
         write_torch_bf16_error(args.bf16_error, args.ids, args.to)
         return 0
     if args.export:
-        if args.kv and args.export in LATENT_KV:
-            export_latent_kv(args.export, args.to)
-        else:
-            export(args.export, args.to, args.kv)
+        with EXPORT_PATCHES.get(args.export, contextlib.nullcontext)():
+            if args.kv and args.export in LATENT_KV:
+                export_latent_kv(args.export, args.to)
+            else:
+                export(args.export, args.to, args.kv)
         return 0
     if not args.llmc or not args.llmc_run:
         p.error("--llmc and --llmc-run are required")
