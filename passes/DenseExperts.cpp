@@ -51,8 +51,8 @@ bool chosenScores(Value scores, Value &indices, Value &values) {
     return false;
   indices = scatter.getIndices();
   values = scatter.getUpdates();
-  return fusion::isFusedFloat(values) && fusion::tensorType(values).getShape() ==
-                                             fusion::tensorType(indices).getShape();
+  return fusion::isFusedFloat(values) &&
+         fusion::tensorType(values).getShape() == fusion::tensorType(indices).getShape();
 }
 
 // The rows x [T, H] and scores S [T, E] of X = reshape(tile(x, [E, 1]) * reshape(transpose(S),
@@ -91,9 +91,9 @@ Value swigluOf(Value h) {
     auto silu = def<SiluOp>(mul->getOperand(i));
     auto split = silu ? def<SplitOp>(silu.getInput()) : SplitOp();
     if (!split || split->getNumResults() != 2 || silu.getInput() != split->getResult(0) ||
-        mul->getOperand(1 - i) != split->getResult(1) || split->getResult(0).getType() != split->getResult(1).getType() ||
-        !fusion::isAxis(split.getAxis(), 2, 3) || !silu.getResult().hasOneUse() || !split->getResult(0).hasOneUse() ||
-        !split->getResult(1).hasOneUse())
+        mul->getOperand(1 - i) != split->getResult(1) ||
+        split->getResult(0).getType() != split->getResult(1).getType() || !fusion::isAxis(split.getAxis(), 2, 3) ||
+        !silu.getResult().hasOneUse() || !split->getResult(0).hasOneUse() || !split->getResult(1).hasOneUse())
       continue;
     return split.getInput();
   }
@@ -122,7 +122,8 @@ struct DenseExpertsToExpertLinear : fusion::CountedPattern<ReduceSumOp, RewriteC
         !scaledCopies(up.getLhs(), x, scores) || !chosenScores(scores, indices, values) ||
         !fusion::isFloatConstant(up.getRhs()) || !fusion::isFloatConstant(down.getRhs()) || !fusion::isFusedFloat(x))
       return failure();
-    auto xType = fusion::tensorType(x), wUp = fusion::tensorType(up.getRhs()), wDown = fusion::tensorType(down.getRhs());
+    auto xType = fusion::tensorType(x), wUp = fusion::tensorType(up.getRhs()),
+         wDown = fusion::tensorType(down.getRhs());
     const int64_t experts = fusion::tensorType(scores).getDimSize(1), hidden = xType.getDimSize(1);
     if (!wUp.hasStaticShape() || !wDown.hasStaticShape() || wUp.getRank() != 3 || wDown.getRank() != 3 ||
         wUp.getDimSize(0) != experts || wDown.getDimSize(0) != experts || wUp.getDimSize(1) != hidden ||
@@ -144,18 +145,21 @@ struct DenseExpertsToExpertLinear : fusion::CountedPattern<ReduceSumOp, RewriteC
     Value rows = scaled ? fusion::createValue(rewriter, loc, "llmc.reshape",
                                               {scaled, fusion::i64Constant(rewriter, loc, {-1, hidden})})
                         : Value();
-    Value ids = fusion::createValue(rewriter, loc, "llmc.reshape", {indices, fusion::i64Constant(rewriter, loc, {-1, 1})});
-    Value gated = rows && ids ? fusion::createValue(rewriter, loc, "llmc.expert_linear", {rows, turned(up.getRhs()), ids},
-                                                    {rewriter.getNamedAttr("activation", rewriter.getStringAttr("swiglu"))})
-                              : Value();
-    Value result = gated ? fusion::createValue(rewriter, loc, "llmc.expert_linear", {gated, turned(down.getRhs()), ids})
-                         : Value();
+    Value ids =
+        fusion::createValue(rewriter, loc, "llmc.reshape", {indices, fusion::i64Constant(rewriter, loc, {-1, 1})});
+    Value gated = rows && ids
+                      ? fusion::createValue(rewriter, loc, "llmc.expert_linear", {rows, turned(up.getRhs()), ids},
+                                            {rewriter.getNamedAttr("activation", rewriter.getStringAttr("swiglu"))})
+                      : Value();
+    Value result =
+        gated ? fusion::createValue(rewriter, loc, "llmc.expert_linear", {gated, turned(down.getRhs()), ids}) : Value();
     if (result && k > 1) { // each token's k rows summed
       Value perToken = fusion::createValue(rewriter, loc, "llmc.reshape",
                                            {result, fusion::i64Constant(rewriter, loc, {-1, k, hidden})});
-      result = perToken ? fusion::createValue(rewriter, loc, "llmc.reduce_sum", {perToken},
-                                              {axes(1), rewriter.getNamedAttr("keepdims", rewriter.getI64IntegerAttr(0))})
-                        : Value();
+      result = perToken
+                   ? fusion::createValue(rewriter, loc, "llmc.reduce_sum", {perToken},
+                                         {axes(1), rewriter.getNamedAttr("keepdims", rewriter.getI64IntegerAttr(0))})
+                   : Value();
     }
     if (!result || result.getType() != op.getType())
       return fusion::abandonBuilt(rewriter, op, before);

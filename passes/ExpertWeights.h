@@ -21,7 +21,6 @@ mlir::ElementsAttr turnedExperts(mlir::Value w, TransposedWeights &transposed);
 
 // Llama 4's experts as transformers computes them, every expert on every token, turned into
 // llmc.expert_linear on the tokens' chosen experts (DenseExperts.cpp).
-void addDenseExpertPatterns(mlir::RewritePatternSet &patterns, RewriteCounter &count,
-                            TransposedWeights &transposed);
+void addDenseExpertPatterns(mlir::RewritePatternSet &patterns, RewriteCounter &count, TransposedWeights &transposed);
 
 } // namespace llmc
