@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Tiny random-weight exports of decoder architectures beyond the test models (Qwen2, Qwen3,
-Mistral, Phi-3, Gemma, Gemma 2, GPT-NeoX, Falcon, OPT, Phi, StableLM, Granite, Llama 3's rope
-scaling, Gemma 3, OLMo, OLMo 2, Cohere, StarCoder2, GPT-J, CodeGen, GPTBigCode, MPT, Bloom, GLM,
+Mistral, Phi-3, Gemma, Gemma 2, Gemma 3n, GPT-NeoX, Falcon, OPT, Phi, StableLM, Granite, Llama
+3's rope scaling, Gemma 3, OLMo, OLMo 2, Cohere, StarCoder2, GPT-J, CodeGen, GPTBigCode, MPT, Bloom, GLM,
 GLM-4, Helium, ERNIE 4.5, SmolLM3, Cohere 2, OLMo 3, EXAONE 4, Hunyuan, Arcee, Nemotron, Persimmon,
 Apertus, Ministral, Ministral 3, Seed-OSS, VaultGemma, BitNet, Jais 2, NanoChat, Gemma 4, Llama 4,
 GPT-Neo, BioGPT, CWM, HyperCLOVA X, MiniCPM3, XGLM, DiffLlama, Youtu-LLM, and the mixtures of
@@ -177,6 +177,13 @@ ARCHITECTURES = {
                     intermediate_size_mlp=128, interleave_moe_layer_step=2, no_rope_layers=[1, 0],
                     attention_chunk_size=8, floor_scale=4, attn_scale=0.1), 2),
     "xglm": ("XGLMForCausalLM", "XGLMConfig", dict(d_model=64, num_layers=2, attention_heads=4, ffn_dim=128), 2),
+    # Since session 37: Gemma 3n's text model (AltUp's four streams, LAuReL's low-rank residual,
+    # per-layer inputs, its first layer's activations sparsified by a Gaussian top-k: exported
+    # through gemma3n_constant_sparsity; no layer shares another's cache here).
+    "gemma3n": ("Gemma3nForCausalLM", "Gemma3nTextConfig",
+                dict(num_key_value_heads=2, head_dim=16, sliding_window=8, num_kv_shared_layers=0,
+                     layer_types=["sliding_attention", "full_attention"], activation_sparsity_pattern=[0.95, 0.0],
+                     laurel_rank=8, hidden_size_per_layer_input=16, vocab_size_per_layer_input=512), 2),
     # Since session 37: Tencent's Youtu-LLM, multi-head latent attention as DeepSeek-V3's with a
     # dense MLP (the latent cache as DeepSeek-V3's, LATENT_KV). Its default initializer ranges
     # (hidden_size ** -0.5) make the tiny model's logits reach 7, beyond the bf16 comparison's
@@ -375,7 +382,7 @@ WINDOWS_RAISED = "masks raised to sliding_window"
 UNRAISED_KV_MASKS = {"llama4": 1}
 WINDOWS = dict({name: 0 for name in ARCHITECTURES}, mistral=2, gemma2=1, gemma3=2, gpt_oss=1, cohere2=1, olmo3=2,
                exaone4=2, ministral=2, vaultgemma=1, exaone_moe=2, cohere2_moe=2, gpt_neo=1, cwm=1, gemma4=1, laguna=1,
-               mellum=1)
+               mellum=1, gemma3n=1)
 # Rotations that llmc-raise-attention turns into llmc.rotary because no attention takes them:
 # (without a cache, with one). A rotate-half rotary over the whole head turns inside the
 # attention, keys too where there is no cache (0, 2); a partial one (GPT-NeoX, Phi, StableLM) or
@@ -400,13 +407,14 @@ ROTATIONS = dict({name: (0, 2) for name in ARCHITECTURES},
                  persimmon=(4, 4), cohere2=(2, 2), smollm3=(0, 1), glm4_moe=(4, 4), ernie4_5_moe=(4, 4),
                  hunyuan_moe=(4, 4), deepseek_v2=(0, 0), nanochat=(4, 4), cohere2_moe=(4, 4), gpt_neo=(0, 0),
                  biogpt=(0, 0), minicpm3=(4, 4), mistral4=(0, 0), glm4_moe_lite=(0, 0), xglm=(0, 0),
-                 diffllama=(4, 4), gemma4=(4, 4), llama4=(0, 0), laguna=(2, 3), youtu=(0, 0))
+                 diffllama=(4, 4), gemma4=(4, 4), llama4=(0, 0), laguna=(2, 3), youtu=(0, 0),
+                 gemma3n=(4, 4))
 # Of those, the queries' then move into their attention (llmc-fuse-query-rotary, with and without
 # a cache); GPT-NeoX's since its per-head QKV projection is reordered (llmc-deinterleave-qkv).
 QUERY_ROTARY = "query rotations moved into fused_attention"
 QUERY_ROTATIONS = dict({name: 0 for name in ARCHITECTURES}, phi=2, stablelm=2, cohere=2, gptj=2, codegen=2, gpt_neox=2,
                        gpt_oss=2, glm=2, glm4=2, helium=2, ernie4_5=2, nemotron=2, persimmon=2, cohere2=1, glm4_moe=2,
-                       ernie4_5_moe=2, cohere2_moe=2, gemma4=2, laguna=1)
+                       ernie4_5_moe=2, cohere2_moe=2, gemma4=2, laguna=1, gemma3n=2)
 # Rotations written on each head's two halves, concat(x1 * cos - x2 * sin, x2 * cos + x1 * sin)
 # after a chunk of [B, H, S, D] (GPT-OSS), turned into llmc.rotary, queries and keys (with and
 # without a cache); its queries' then move into their attention (above).
@@ -508,10 +516,37 @@ def dbrx_batched_experts():
         modeling_dbrx.DbrxExperts.forward = original
 
 
+@contextlib.contextmanager
+def gemma3n_constant_sparsity():
+    """Gemma 3n's Gaussian top-k (Gemma3nTextMLP._gaussian_topk) takes its cutoff's multiplier
+    from Normal(0, 1).icdf of the layer's sparsity, an erfinv that torch.onnx.export cannot
+    convert (nor trace: the distribution checks its argument). The multipliers of the test
+    config's sparsities are computed the same way before the export, and read as constants."""
+    import torch
+    from transformers.models.gemma3n import modeling_gemma3n
+
+    normal = torch.distributions.normal.Normal(0, 1)
+    multipliers = {s: float(normal.icdf(torch.tensor(s, dtype=torch.float32)))
+                   for s in ARCHITECTURES["gemma3n"][2]["activation_sparsity_pattern"]}
+
+    def gaussian_topk(self, inputs):
+        std_multiplier = torch.tensor(multipliers[self.activation_sparsity], dtype=inputs.dtype)
+        inputs_mean = torch.mean(inputs, dim=-1, keepdim=True)
+        inputs_std = torch.std(inputs, dim=-1, keepdim=True, unbiased=False)
+        return torch.nn.functional.relu(inputs - (inputs_mean + inputs_std * std_multiplier))
+
+    original = modeling_gemma3n.Gemma3nTextMLP._gaussian_topk
+    modeling_gemma3n.Gemma3nTextMLP._gaussian_topk = gaussian_topk
+    try:
+        yield
+    finally:
+        modeling_gemma3n.Gemma3nTextMLP._gaussian_topk = original
+
+
 # Exports that need a module replaced by an equivalent form torch.onnx.export converts, by
 # architecture: a context manager around its export (its source part of that architecture's
 # export_key only, so that the other exports stay cached).
-EXPORT_PATCHES = {"dbrx": dbrx_batched_experts}
+EXPORT_PATCHES = {"dbrx": dbrx_batched_experts, "gemma3n": gemma3n_constant_sparsity}
 
 
 def export_key(name):
