@@ -1,10 +1,13 @@
 // llmc-fuse-query-rotary: a query that turns by an llmc.rotary of its own on its way into a
-// fused_attention that turns nothing itself moves inside the attention (rotary_dim).
+// fused_attention that turns nothing itself moves inside the attention (rotary_dim); a query
+// multiplied by a scalar constant moves into the attention's scale.
 #include "PatternUtil.h"
 #include "Passes.h"
 #include "RewriteStats.h"
 
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+#include <cmath>
 
 namespace llmc {
 #define GEN_PASS_DEF_LLMCFUSEQUERYROTARY
@@ -58,11 +61,47 @@ struct QueryRotary : fusion::CountedPattern<FusedAttentionOp, RewriteCounter> {
   }
 };
 
+// fused_attention(q * c, ...) with c a scalar constant and the product read nowhere else  ->
+// fused_attention(q, ...) {scale = c times its scale}: OPT's and XGLM's queries, scaled on their
+// rows before the heads split (q_proj(x) * head ** -0.5), a kernel per layer. The scale multiplies
+// Q·Kᵀ before anything else the attention does (softcap, mask, softmax), and the rotation inside
+// it is linear, so a factor on Q moves there.
+struct QueryScale : fusion::CountedPattern<FusedAttentionOp, RewriteCounter> {
+  using CountedPattern::CountedPattern;
+
+  LogicalResult matchAndRewrite(FusedAttentionOp op, PatternRewriter &rewriter) const override {
+    auto mul = def<MulOp>(op.getQ());
+    const int64_t heads = int64_t(op.getQNumHeads());
+    auto qType = fusion::tensorType(op.getQ());
+    if (!mul || op.getPackedQkv() || !op.getQ().hasOneUse() || heads <= 0 || qType.getRank() != 3 ||
+        qType.isDynamicDim(2) || qType.getDimSize(2) % heads)
+      return failure();
+    for (int i = 0; i < 2; ++i) {
+      auto c = fusion::scalarValue(mul->getOperand(i));
+      Value x = mul->getOperand(1 - i);
+      if (!c || x.getType() != op.getQ().getType() || !std::isfinite(*c) || *c == 0.0)
+        continue;
+      const double head = double(qType.getDimSize(2) / heads);
+      const double scale = op.getScale().convertToDouble() != 0.0 ? op.getScale().convertToDouble() : 1.0 / std::sqrt(head);
+      rewriter.modifyOpInPlace(op, [&] {
+        op.getQMutable().assign(x);
+        op.setScaleAttr(rewriter.getF32FloatAttr(float(scale * *c)));
+      });
+      rewriter.eraseOp(mul);
+      ++count;
+      return success();
+    }
+    return failure();
+  }
+};
+
 struct FuseQueryRotary : impl::LlmcFuseQueryRotaryBase<FuseQueryRotary> {
   RewriteCounter moved{"llmc-fuse-query-rotary", "query rotations moved into fused_attention"};
+  RewriteCounter scaled{"llmc-fuse-query-rotary", "query scalings moved into fused_attention's scale"};
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<QueryRotary>(&getContext(), moved);
+    patterns.add<QueryScale>(&getContext(), scaled);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }

@@ -53,3 +53,51 @@ func.func @kept(%q: tensor<1x3x64xf32>, %k: tensor<1x3x64xf32>, %cos: tensor<1x3
   %c = llmc.fused_attention %t, %k, %k, %e, %full, %full {kv_num_heads = 4 : i64, q_num_heads = 4 : i64} : (tensor<1x3x64xf32>, tensor<1x3x64xf32>, tensor<1x3x64xf32>, tensor<0xf32>, tensor<1x3x16xf32>, tensor<1x3x16xf32>) -> tensor<1x3x64xf32>
   return %r, %a, %b, %c : tensor<1x3x64xf32>, tensor<1x3x64xf32>, tensor<1x3x64xf32>, tensor<1x3x64xf32>
 }
+
+// -----
+
+// OPT's query, scaled on its rows before the heads split (head ** -0.5 = 0.25 for heads of 16),
+// read by an attention that scales by 1: the product goes, the scale becomes 0.25.
+// CHECK-LABEL: func.func @scaled_query
+// CHECK-NOT: llmc.mul
+// CHECK: llmc.fused_attention %arg0, %arg1, %arg1, %{{.*}}, %{{.*}}, %{{.*}} {is_causal = 1 : i64, kv_num_heads = 4 : i64, q_num_heads = 4 : i64, scale = 2.500000e-01 : f32}
+func.func @scaled_query(%q: tensor<1x3x64xf32>, %k: tensor<1x3x64xf32>) -> tensor<1x3x64xf32> {
+  %e = llmc.constant dense<> : tensor<0xf32>
+  %c = llmc.constant dense<2.500000e-01> : tensor<f32>
+  %s = llmc.mul %c, %q : (tensor<f32>, tensor<1x3x64xf32>) -> tensor<1x3x64xf32>
+  %out = llmc.fused_attention %s, %k, %k, %e, %e, %e {is_causal = 1 : i64, kv_num_heads = 4 : i64, q_num_heads = 4 : i64, scale = 1.000000e+00 : f32} : (tensor<1x3x64xf32>, tensor<1x3x64xf32>, tensor<1x3x64xf32>, tensor<0xf32>, tensor<0xf32>, tensor<0xf32>) -> tensor<1x3x64xf32>
+  return %out : tensor<1x3x64xf32>
+}
+
+// -----
+
+// With the default scale (0: 1 / sqrt(16) = 0.25), a factor of 2 makes it 0.5.
+// CHECK-LABEL: func.func @scaled_query_default_scale
+// CHECK-NOT: llmc.mul
+// CHECK: llmc.fused_attention %arg0, {{.*}} scale = 5.000000e-01 : f32
+func.func @scaled_query_default_scale(%q: tensor<1x3x64xf32>, %k: tensor<1x3x64xf32>) -> tensor<1x3x64xf32> {
+  %e = llmc.constant dense<> : tensor<0xf32>
+  %c = llmc.constant dense<2.000000e+00> : tensor<f32>
+  %s = llmc.mul %q, %c : (tensor<1x3x64xf32>, tensor<f32>) -> tensor<1x3x64xf32>
+  %out = llmc.fused_attention %s, %k, %k, %e, %e, %e {kv_num_heads = 4 : i64, q_num_heads = 4 : i64} : (tensor<1x3x64xf32>, tensor<1x3x64xf32>, tensor<1x3x64xf32>, tensor<0xf32>, tensor<0xf32>, tensor<0xf32>) -> tensor<1x3x64xf32>
+  return %out : tensor<1x3x64xf32>
+}
+
+// -----
+
+// The scaled query read elsewhere too, or scaled per feature (not a scalar): left as they are.
+// CHECK-LABEL: func.func @scaled_query_kept
+// CHECK: llmc.mul
+// CHECK: llmc.fused_attention {{.*}} scale = 1.000000e+00 : f32
+// CHECK: llmc.mul
+// CHECK: llmc.fused_attention {{.*}} scale = 1.000000e+00 : f32
+func.func @scaled_query_kept(%q: tensor<1x3x64xf32>, %k: tensor<1x3x64xf32>, %f: tensor<64xf32>)
+    -> (tensor<1x3x64xf32>, tensor<1x3x64xf32>, tensor<1x3x64xf32>) {
+  %e = llmc.constant dense<> : tensor<0xf32>
+  %c = llmc.constant dense<2.500000e-01> : tensor<f32>
+  %s = llmc.mul %q, %c : (tensor<1x3x64xf32>, tensor<f32>) -> tensor<1x3x64xf32>
+  %out = llmc.fused_attention %s, %k, %k, %e, %e, %e {kv_num_heads = 4 : i64, q_num_heads = 4 : i64, scale = 1.000000e+00 : f32} : (tensor<1x3x64xf32>, tensor<1x3x64xf32>, tensor<1x3x64xf32>, tensor<0xf32>, tensor<0xf32>, tensor<0xf32>) -> tensor<1x3x64xf32>
+  %t = llmc.mul %q, %f : (tensor<1x3x64xf32>, tensor<64xf32>) -> tensor<1x3x64xf32>
+  %out2 = llmc.fused_attention %t, %k, %k, %e, %e, %e {kv_num_heads = 4 : i64, q_num_heads = 4 : i64, scale = 1.000000e+00 : f32} : (tensor<1x3x64xf32>, tensor<1x3x64xf32>, tensor<1x3x64xf32>, tensor<0xf32>, tensor<0xf32>, tensor<0xf32>) -> tensor<1x3x64xf32>
+  return %out, %out2, %s : tensor<1x3x64xf32>, tensor<1x3x64xf32>, tensor<1x3x64xf32>
+}
