@@ -18,7 +18,7 @@ using fusion::def;
 // dimension (the element count fixes it), or an expand by ones to its own type; v otherwise.
 Value throughIdentity(Value v) {
   auto type = fusion::tensorType(v);
-  if (auto r = def<ReshapeOp>(v); r && r.getInput().getType() == type && type.getNumDynamicDims() <= 1)
+  if (auto r = def<ReshapeOp>(v); r && fusion::isIdentityReshape(r))
     return r.getInput();
   if (auto e = def<ExpandOp>(v); e && e.getInput().getType() == type && fusion::isScalar(e.getShape(), 1.0, 0.0) &&
                                  fusion::tensorType(e.getShape()).getRank() == 1 &&

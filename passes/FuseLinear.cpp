@@ -187,17 +187,6 @@ struct ExpertSwiglu : ExpertPattern<MulOp> {
   }
 };
 
-// v = OpT(a, c) or OpT(c, a) with c a scalar constant and a not a constant: a, and c's value.
-template <typename OpT> Value byScalar(Value v, double &c) {
-  auto op = def<OpT>(v);
-  for (int i = 0; op && i < 2; ++i)
-    if (auto s = fusion::scalarValue(op->getOperand(1 - i)); s && !fusion::isConstant(op->getOperand(i))) {
-      c = *s;
-      return op->getOperand(i);
-    }
-  return {};
-}
-
 // The experts' weights (attributes) that a pattern replaced by new layouts, to release once
 // nothing reads them.
 using ReplacedWeights = llvm::SmallVector<Attribute>;
@@ -232,7 +221,7 @@ struct ExpertClampedSwiglu : ExpertPattern<MulOp> {
     auto m = def<MulOp>(glu);
     for (int i = 0; m && i < 2; ++i) {
       auto sigmoid = def<SigmoidOp>(m->getOperand(1 - i));
-      if (sigmoid && byScalar<MulOp>(sigmoid.getInput(), alpha) == m->getOperand(i))
+      if (sigmoid && fusion::byScalar<MulOp>(sigmoid.getInput(), alpha) == m->getOperand(i))
         return m->getOperand(i);
     }
     return {};
@@ -241,11 +230,11 @@ struct ExpertClampedSwiglu : ExpertPattern<MulOp> {
   // u clamped to [-limit, limit]: min(max(u, -limit), limit) or max(min(u, limit), -limit).
   static Value clampedBoth(Value v, double limit) {
     double hi = 0, lo = 0;
-    if (Value inner = byScalar<MinOp>(v, hi); inner && hi == limit)
-      if (Value u = byScalar<MaxOp>(inner, lo); u && lo == -limit)
+    if (Value inner = fusion::byScalar<MinOp>(v, hi); inner && hi == limit)
+      if (Value u = fusion::byScalar<MaxOp>(inner, lo); u && lo == -limit)
         return u;
-    if (Value inner = byScalar<MaxOp>(v, lo); inner && lo == -limit)
-      if (Value u = byScalar<MinOp>(inner, hi); u && hi == limit)
+    if (Value inner = fusion::byScalar<MaxOp>(v, lo); inner && lo == -limit)
+      if (Value u = fusion::byScalar<MinOp>(inner, hi); u && hi == limit)
         return u;
     return {};
   }
@@ -286,9 +275,9 @@ struct ExpertClampedSwiglu : ExpertPattern<MulOp> {
   LogicalResult matchAndRewrite(MulOp op, PatternRewriter &rewriter) const override {
     for (int i = 0; i < 2; ++i) {
       double one = 0, alpha = 0, limit = 0;
-      Value clampedUp = byScalar<AddOp>(op->getOperand(i), one);
+      Value clampedUp = fusion::byScalar<AddOp>(op->getOperand(i), one);
       Value clampedGate = clampedUp ? gatedBySigmoid(op->getOperand(1 - i), alpha) : Value();
-      Value gate = clampedGate ? byScalar<MinOp>(clampedGate, limit) : Value();
+      Value gate = clampedGate ? fusion::byScalar<MinOp>(clampedGate, limit) : Value();
       Value up = gate && one == 1.0 && limit > 0 ? clampedBoth(clampedUp, limit) : Value();
       bool alternate = false;
       auto expert = up ? partsOf(gate, up, alternate) : ExpertLinearOp();

@@ -70,28 +70,24 @@ struct QueryScale : fusion::CountedPattern<FusedAttentionOp, RewriteCounter> {
   using CountedPattern::CountedPattern;
 
   LogicalResult matchAndRewrite(FusedAttentionOp op, PatternRewriter &rewriter) const override {
-    auto mul = def<MulOp>(op.getQ());
+    double c = 0.0;
+    Value x = fusion::byScalar<MulOp>(op.getQ(), c);
     const int64_t heads = int64_t(op.getQNumHeads());
     auto qType = fusion::tensorType(op.getQ());
-    if (!mul || op.getPackedQkv() || !op.getQ().hasOneUse() || heads <= 0 || qType.getRank() != 3 ||
-        qType.isDynamicDim(2) || qType.getDimSize(2) % heads)
+    if (!x || x.getType() != op.getQ().getType() || !std::isfinite(c) || c == 0.0 || op.getPackedQkv() ||
+        !op.getQ().hasOneUse() || heads <= 0 || qType.getRank() != 3 || qType.isDynamicDim(2) ||
+        qType.getDimSize(2) % heads)
       return failure();
-    for (int i = 0; i < 2; ++i) {
-      auto c = fusion::scalarValue(mul->getOperand(i));
-      Value x = mul->getOperand(1 - i);
-      if (!c || x.getType() != op.getQ().getType() || !std::isfinite(*c) || *c == 0.0)
-        continue;
-      const double head = double(qType.getDimSize(2) / heads);
-      const double scale = op.getScale().convertToDouble() != 0.0 ? op.getScale().convertToDouble() : 1.0 / std::sqrt(head);
-      rewriter.modifyOpInPlace(op, [&] {
-        op.getQMutable().assign(x);
-        op.setScaleAttr(rewriter.getF32FloatAttr(float(scale * *c)));
-      });
-      rewriter.eraseOp(mul);
-      ++count;
-      return success();
-    }
-    return failure();
+    Operation *mul = op.getQ().getDefiningOp();
+    const double head = double(qType.getDimSize(2) / heads);
+    const double scale = op.getScale().convertToDouble() != 0.0 ? op.getScale().convertToDouble() : 1.0 / std::sqrt(head);
+    rewriter.modifyOpInPlace(op, [&] {
+      op.getQMutable().assign(x);
+      op.setScaleAttr(rewriter.getF32FloatAttr(float(scale * c)));
+    });
+    rewriter.eraseOp(mul);
+    ++count;
+    return success();
   }
 };
 

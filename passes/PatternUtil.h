@@ -238,6 +238,23 @@ inline mlir::Value emptyTensor(mlir::OpBuilder &b, mlir::Location loc, mlir::Typ
 
 inline bool isEmpty(mlir::Value v) { return tensorType(v).hasStaticShape() && tensorType(v).getNumElements() == 0; }
 
+// Whether a reshape moves nothing: to its input's own type with at most one dynamic dimension
+// (the element count fixes it), as a dynamic export keeps them (their target computed per run).
+inline bool isIdentityReshape(ReshapeOp r) {
+  return r.getResult().getType() == r.getInput().getType() && tensorType(r.getResult()).getNumDynamicDims() <= 1;
+}
+
+// v = OpT(a, c) or OpT(c, a) with c a scalar constant and a not a constant: a, and c's value.
+template <typename OpT> mlir::Value byScalar(mlir::Value v, double &c) {
+  auto op = def<OpT>(v);
+  for (int i = 0; op && i < 2; ++i)
+    if (auto s = scalarValue(op->getOperand(1 - i)); s && !isConstant(op->getOperand(i))) {
+      c = *s;
+      return op->getOperand(i);
+    }
+  return {};
+}
+
 // The operands of a fused_attention rebuilt from `op` with these six: op's sinks follow where it
 // has them (the one optional operand a rebuild must not drop).
 inline llvm::SmallVector<mlir::Value, 7> attentionOperands(FusedAttentionOp op, mlir::Value q, mlir::Value k,

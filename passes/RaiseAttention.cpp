@@ -720,9 +720,7 @@ struct SdpaPattern : OpRewritePattern<SoftmaxOp> {
         return failure();
       merger = *split.getResult().getUsers().begin();
     }
-    if (auto same = dyn_cast<ReshapeOp>(merger); same && same.getResult().hasOneUse() &&
-                                                 same.getResult().getType() == same.getInput().getType() &&
-                                                 fusion::tensorType(same.getResult()).getNumDynamicDims() <= 1)
+    if (auto same = dyn_cast<ReshapeOp>(merger); same && same.getResult().hasOneUse() && fusion::isIdentityReshape(same))
       merger = *same.getResult().getUsers().begin();
     auto merge = dyn_cast<TransposeOp>(merger);
     if (!merge || !isPerm(merge, {0, 2, 1, 3}) || !merge.getResult().hasOneUse())

@@ -41,6 +41,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import unittest.mock
 
 import numpy as np
 
@@ -508,12 +509,8 @@ def dbrx_batched_experts():
         out = (down * top_k_weights.reshape(-1).unsqueeze(-1)).view(-1, k, self.hidden_size).sum(dim=1)
         return out.view(batch, -1, self.hidden_size)
 
-    original = modeling_dbrx.DbrxExperts.forward
-    modeling_dbrx.DbrxExperts.forward = forward
-    try:
+    with unittest.mock.patch.object(modeling_dbrx.DbrxExperts, "forward", forward):
         yield
-    finally:
-        modeling_dbrx.DbrxExperts.forward = original
 
 
 @contextlib.contextmanager
@@ -535,12 +532,8 @@ def gemma3n_constant_sparsity():
         inputs_std = torch.std(inputs, dim=-1, keepdim=True, unbiased=False)
         return torch.nn.functional.relu(inputs - (inputs_mean + inputs_std * std_multiplier))
 
-    original = modeling_gemma3n.Gemma3nTextMLP._gaussian_topk
-    modeling_gemma3n.Gemma3nTextMLP._gaussian_topk = gaussian_topk
-    try:
+    with unittest.mock.patch.object(modeling_gemma3n.Gemma3nTextMLP, "_gaussian_topk", gaussian_topk):
         yield
-    finally:
-        modeling_gemma3n.Gemma3nTextMLP._gaussian_topk = original
 
 
 # Exports that need a module replaced by an equivalent form torch.onnx.export converts, by
