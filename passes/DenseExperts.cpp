@@ -46,8 +46,9 @@ bool chosenScores(Value scores, Value &indices, Value &values) {
   if (!c || *c > -double(std::numeric_limits<float>::max()))
     return false;
   auto topK = def<TopKOp>(scatter.getIndices());
-  if (!topK || topK.getIndices() != scatter.getIndices() || fusion::tensorType(topK.getInput()).getRank() != 2 ||
-      !isAxis1Of2(topK.getAxis()) || fusion::tensorType(scatter.getIndices()).isDynamicDim(1))
+  if (!topK || !topK.hasConstantK() || topK.getIndices() != scatter.getIndices() ||
+      fusion::tensorType(topK.getInput()).getRank() != 2 || !isAxis1Of2(topK.getAxis()) ||
+      fusion::tensorType(scatter.getIndices()).isDynamicDim(1))
     return false;
   indices = scatter.getIndices();
   values = scatter.getUpdates();

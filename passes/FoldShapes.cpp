@@ -3,6 +3,8 @@
 #include "llmc/Dialect/LlmcDialect.h"
 #include "llmc/Dialect/SymbolicShapes.h"
 
+#include "PatternUtil.h"
+
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Rewrite/FrozenRewritePatternSet.h"
@@ -64,6 +66,102 @@ bool lowerConstantSlices(mlir::func::FuncOp func) {
     auto slice = SliceOp::create(b, op.getLoc(), op.getInput(), b.getDenseI64ArrayAttr(*starts),
                                  b.getDenseI64ArrayAttr(*ends), op.getAxesAttr(), op.getStepsAttr());
     op.getResult().replaceAllUsesWith(slice.getResult());
+    op.erase();
+    changed = true;
+  }
+  return changed;
+}
+
+// top_k whose count has folded to a constant takes it as its `k` attribute.
+bool lowerConstantCounts(mlir::func::FuncOp func) {
+  llvm::SmallVector<TopKOp> counted;
+  func.walk([&](TopKOp op) {
+    if (op.getCount())
+      counted.push_back(op);
+  });
+  bool changed = false;
+  for (TopKOp op : counted) {
+    auto count = constantInts(op.getCount());
+    if (!count || count->size() != 1 || (*count)[0] < 0)
+      continue;
+    mlir::OpBuilder b(op);
+    auto constant = TopKOp::create(b, op.getLoc(), op.getResultTypes(), op.getInput(), mlir::Value(), (*count)[0],
+                                   op.getAxis(), op.getLargest(), op.getSorted());
+    op->replaceAllUsesWith(constant->getResults());
+    op.erase();
+    changed = true;
+  }
+  return changed;
+}
+
+// The axis `axis` of a value of rank `rank` counted from 0 (an I64Attr reads as unsigned).
+int64_t axisOf(uint64_t axis, int64_t rank) { return int64_t(axis) < 0 ? int64_t(axis) + rank : int64_t(axis); }
+
+// The top_k whose indices `indices` are (through integer casts), where they hold every index of
+// its axis once per row: k is the whole axis (DeepSeek-V3.2's K = min(2048, keys) with at most
+// 2048 keys). `sameDim` compares two dimensions.
+TopKOp permutationOf(mlir::Value indices,
+                     llvm::function_ref<bool(mlir::Value, int64_t, mlir::Value, int64_t)> sameDim) {
+  while (auto cast = fusion::def<CastOp>(indices)) {
+    auto from = fusion::tensorType(cast.getInput()).getElementType();
+    if (!from.isInteger(64) && !from.isInteger(32))
+      return {};
+    indices = cast.getInput();
+  }
+  auto topK = fusion::def<TopKOp>(indices);
+  if (!topK || topK.getIndices() != indices)
+    return {};
+  const int64_t rank = fusion::tensorType(indices).getRank(), axis = axisOf(topK.getAxis(), rank);
+  return axis >= 0 && axis < rank && sameDim(topK.getInput(), axis, indices, axis) ? topK : TopKOp();
+}
+
+// scatter_elements(data, indices, updates) whose indices are a top_k's of the whole axis (each
+// position written once) and whose updates hold one value  ->  that value in data's shape. What
+// the top_k read then goes unused: DeepSeek-V3.2's index mask (`ones.scatter(-1, topk, False)`)
+// over at most index_topk keys masks nothing, and its indexer is dead code.
+bool foldCoveringScatters(mlir::func::FuncOp func) {
+  std::string error;
+  mlir::FailureOr<SymbolicShapes> shapes = mlir::failure();
+  if (func->hasAttr(kSymbolBoundsAttr))
+    shapes = SymbolicShapes::analyze(func, error);
+  auto sameDim = [&](mlir::Value a, int64_t i, mlir::Value b, int64_t j) {
+    auto ta = fusion::tensorType(a), tb = fusion::tensorType(b);
+    if (!ta.isDynamicDim(i) && !tb.isDynamicDim(j))
+      return ta.getDimSize(i) == tb.getDimSize(j);
+    const ValueShape *sa = mlir::succeeded(shapes) ? shapes->find(a) : nullptr;
+    const ValueShape *sb = mlir::succeeded(shapes) ? shapes->find(b) : nullptr;
+    return sa && sb && sa->dims[size_t(i)] == sb->dims[size_t(j)];
+  };
+  llvm::SmallVector<ScatterElementsOp> scatters;
+  func.walk([&](ScatterElementsOp op) { scatters.push_back(op); });
+  bool changed = false;
+  for (ScatterElementsOp op : scatters) {
+    auto data = fusion::tensorType(op.getData()), indices = fusion::tensorType(op.getIndices());
+    const int64_t rank = data.getRank(), axis = axisOf(op.getAxis(), rank);
+    if (op.getReduction() != "none" || indices.getRank() != rank || axis < 0 || axis >= rank)
+      continue;
+    bool covered = true;
+    for (int64_t d = 0; d < rank; ++d)
+      covered &= sameDim(op.getData(), d, op.getIndices(), d);
+    TopKOp topK = covered ? permutationOf(op.getIndices(), sameDim) : TopKOp();
+    if (!topK || axisOf(topK.getAxis(), rank) != axis)
+      continue;
+    // The one value of the updates, in data's shape.
+    mlir::OpBuilder b(op);
+    mlir::Value filled;
+    if (auto fill = fusion::def<ConstantOfShapeOp>(op.getUpdates())) {
+      auto shape = ShapeOp::create(b, op.getLoc(), op.getData(), 0, nullptr);
+      filled = ConstantOfShapeOp::create(b, op.getLoc(), op.getType(), shape, fill.getDtypeAttr(), fill.getValueAttr());
+    } else if (auto e = fusion::def<ExpandOp>(op.getUpdates());
+               e && fusion::scalarValue(e.getInput()) && fusion::tensorType(e.getInput()).getNumElements() == 1) {
+      auto shape = ShapeOp::create(b, op.getLoc(), op.getData(), 0, nullptr);
+      filled = ExpandOp::create(b, op.getLoc(), op.getType(), e.getInput(), shape);
+    } else if (fusion::scalarValue(op.getUpdates()) && op.getUpdates().getType() == op.getType()) {
+      filled = op.getUpdates(); // a splat constant of the static shape
+    }
+    if (!filled)
+      continue;
+    op.getResult().replaceAllUsesWith(filled);
     op.erase();
     changed = true;
   }
@@ -139,7 +237,8 @@ struct FoldShapes : impl::LlmcFoldShapesBase<FoldShapes> {
       bool folded = false;
       if (mlir::failed(mlir::applyPatternsGreedily(func, patterns, mlir::GreedyRewriteConfig(), &folded)))
         return signalPassFailure();
-      const bool lowered = lowerConstantSlices(func) | applySymbolicFacts(func);
+      const bool lowered =
+          lowerConstantSlices(func) | lowerConstantCounts(func) | applySymbolicFacts(func) | foldCoveringScatters(func);
       if (!refineTypes(func) && !folded && !lowered)
         break;
     }

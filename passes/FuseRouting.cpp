@@ -28,9 +28,9 @@ struct SoftmaxTopK : fusion::CountedPattern<TopKOp, RewriteCounter> {
 
   LogicalResult matchAndRewrite(TopKOp op, PatternRewriter &rewriter) const override {
     auto softmax = def<SoftmaxOp>(op.getInput());
-    if (!softmax || !softmax.getResult().hasOneUse() || !fusion::isFusedFloat(softmax.getInput()) ||
-        !isLastAxis(int64_t(op.getAxis()), op.getInput()) || !isLastAxis(int64_t(softmax.getAxis()), op.getInput()) ||
-        op.getLargest() != 1)
+    if (!softmax || !op.hasConstantK() || !softmax.getResult().hasOneUse() ||
+        !fusion::isFusedFloat(softmax.getInput()) || !isLastAxis(int64_t(op.getAxis()), op.getInput()) ||
+        !isLastAxis(int64_t(softmax.getAxis()), op.getInput()) || op.getLargest() != 1)
       return failure();
     Operation *fused = fusion::create(rewriter, op.getLoc(), "llmc.softmax_top_k", {softmax.getInput()},
                                       {rewriter.getNamedAttr("k", op.getKAttr())});
@@ -49,7 +49,7 @@ struct SoftmaxOfTopK : fusion::CountedPattern<SoftmaxOp, RewriteCounter> {
 
   LogicalResult matchAndRewrite(SoftmaxOp op, PatternRewriter &rewriter) const override {
     auto topK = def<TopKOp>(op.getInput());
-    if (!topK || op.getInput() != topK.getValues() || !topK.getValues().hasOneUse() ||
+    if (!topK || !topK.hasConstantK() || op.getInput() != topK.getValues() || !topK.getValues().hasOneUse() ||
         !fusion::isFusedFloat(topK.getInput()) || !isLastAxis(int64_t(op.getAxis()), op.getInput()) ||
         !isLastAxis(int64_t(topK.getAxis()), topK.getInput()) || topK.getLargest() != 1 || topK.getSorted() != 1)
       return failure();
@@ -113,7 +113,9 @@ std::optional<double> filledWith(Value v) {
 // The top_k of `v`'s rows, largest first (sorted or not), whose indices `indices` are.
 TopKOp topKOfRows(Value indices) {
   auto t = def<TopKOp>(indices);
-  return t && t.getIndices() == indices && t.getLargest() == 1 && isLastAxis(t.getAxis(), t.getInput()) ? t : TopKOp();
+  const bool rows = t && t.hasConstantK() && t.getIndices() == indices && t.getLargest() == 1 &&
+                    isLastAxis(t.getAxis(), t.getInput());
+  return rows ? t : TopKOp();
 }
 
 // DeepSeek-V3's router (transformers' DeepseekV3TopkRouter: sigmoid scores with a correction
@@ -145,24 +147,38 @@ struct GroupedTopK : OpRewritePattern<GatherElementsOp> {
     bool softmax = false, masked = false;
   };
 
-  // The mask [N, n] of the kept groups: the kept groups' top_k (set), and G.
-  static TopKOp keptGroupsOf(Value mask, int64_t n, int64_t &groups) {
+  // The mask [N, n] of the kept groups: sets G and, with the kept groups' top_k, its input (the
+  // group scores) and k. One group's mask of ones (llmc-fold-shapes folds the scatter from a top-1
+  // of that one group) keeps it, with no group scores.
+  static bool keptGroupsOf(Value mask, int64_t n, Router &r, Value &groupScores) {
     auto flat = def<ReshapeOp>(mask);
     auto spread = flat ? def<ExpandOp>(flat.getInput()) : ExpandOp();
     auto column = spread ? def<UnsqueezeOp>(spread.getInput()) : UnsqueezeOp();
-    auto kept = column ? def<ScatterElementsOp>(column.getInput()) : ScatterElementsOp();
-    if (!kept || column.getAxes().size() != 1 || kept.getReduction() != "none")
-      return {};
-    auto keptType = fusion::tensorType(kept.getResult()), spreadType = fusion::tensorType(spread.getResult());
+    if (!column || column.getAxes().size() != 1)
+      return false;
+    Value keptGroups = column.getInput();
+    auto keptType = fusion::tensorType(keptGroups), spreadType = fusion::tensorType(spread.getResult());
     const int64_t axis = column.getAxes()[0];
-    if (keptType.getRank() != 2 || (axis != -1 && axis != 2) || !isLastAxis(kept.getAxis(), kept.getResult()) ||
-        keptType.isDynamicDim(1) || spreadType.getRank() != 3 || spreadType.getDimSize(1) != keptType.getDimSize(1) ||
-        keptType.getDimSize(1) <= 0 || spreadType.getDimSize(2) * keptType.getDimSize(1) != n)
-      return {};
-    if (filledWith(kept.getData()) != 0.0 || filledWith(kept.getUpdates()) != 1.0)
-      return {};
-    groups = keptType.getDimSize(1);
-    return topKOfRows(kept.getIndices());
+    if (keptType.getRank() != 2 || (axis != -1 && axis != 2) || keptType.isDynamicDim(1) || spreadType.getRank() != 3 ||
+        spreadType.getDimSize(1) != keptType.getDimSize(1) || keptType.getDimSize(1) <= 0 ||
+        spreadType.getDimSize(2) * keptType.getDimSize(1) != n)
+      return false;
+    r.groups = keptType.getDimSize(1);
+    auto kept = def<ScatterElementsOp>(keptGroups);
+    if (!kept) {
+      groupScores = Value();
+      r.kept = 1;
+      return r.groups == 1 && filledWith(keptGroups) == 1.0;
+    }
+    if (kept.getReduction() != "none" || !isLastAxis(kept.getAxis(), kept.getResult()) ||
+        filledWith(kept.getData()) != 0.0 || filledWith(kept.getUpdates()) != 1.0)
+      return false;
+    TopKOp top = topKOfRows(kept.getIndices());
+    if (!top)
+      return false;
+    groupScores = top.getInput();
+    r.kept = top.getK();
+    return true;
   }
 
   // Whether `scores` [N, G] are the sums of the `top` largest of c's groups of n / G, setting top.
@@ -170,9 +186,9 @@ struct GroupedTopK : OpRewritePattern<GatherElementsOp> {
     auto sum = def<ReduceSumOp>(scores);
     auto best = sum ? def<TopKOp>(sum.getInput()) : TopKOp();
     auto grouped = best ? def<ReshapeOp>(best.getInput()) : ReshapeOp();
-    if (!grouped || sum.getInput() != best.getValues() || grouped.getInput() != c || best.getLargest() != 1 ||
-        !isLastAxis(best.getAxis(), best.getInput()) || !isLastAxisOf(sum.getAxes(), sum.getInput()) ||
-        sum.getKeepdims() != 0)
+    if (!grouped || !best.hasConstantK() || sum.getInput() != best.getValues() || grouped.getInput() != c ||
+        best.getLargest() != 1 || !isLastAxis(best.getAxis(), best.getInput()) ||
+        !isLastAxisOf(sum.getAxes(), sum.getInput()) || sum.getKeepdims() != 0)
       return false;
     auto type = fusion::tensorType(grouped.getResult());
     if (type.getRank() != 3 || type.getDimSize(1) != groups || type.isDynamicDim(2) ||
@@ -251,10 +267,10 @@ struct GroupedTopK : OpRewritePattern<GatherElementsOp> {
       return false;
     }
     if (mask) {
-      TopKOp keptGroups = keptGroupsOf(mask, n, r.groups);
-      if (!keptGroups || !groupSumsOf(keptGroups.getInput(), c, r.groups, r.top) || r.top > n / r.groups)
+      Value groupScores;
+      if (!keptGroupsOf(mask, n, r, groupScores) ||
+          (groupScores && (!groupSumsOf(groupScores, c, r.groups, r.top) || r.top > n / r.groups)))
         return false;
-      r.kept = keptGroups.getK();
     }
     // The weights: the gathered scores, normalized (divided by their sum, plus epsilon, or at
     // least epsilon, or as it is), scaled. A division of another form leaves the chain alone.

@@ -27,6 +27,8 @@ struct KvCacheLayout : impl::LlmcKvCacheLayoutBase<KvCacheLayout> {
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+    for (unsigned i = 0; i < func.getNumArguments(); ++i)
+      concatenateWithTheHead(func.getArgument(i), ret);
     for (unsigned i = 0; i < func.getNumArguments(); ++i) {
       auto name = func.getArgAttrOfType<StringAttr>(i, "llmc.name");
       if (!name || !name.getValue().starts_with("past_key_values."))
@@ -65,6 +67,47 @@ struct KvCacheLayout : impl::LlmcKvCacheLayoutBase<KvCacheLayout> {
     // The signature follows the entry block (FuncOp::getArgumentTypes reads the old signature).
     func.setFunctionType(
         FunctionType::get(func.getContext(), func.getBody().front().getArgumentTypes(), ret.getOperandTypes()));
+  }
+
+  // A cache of one head kept without it: present = unsqueeze(concat(squeeze(past, 1), new, axis
+  // 1), 1) (DeepSeek-V3.2's indexer keys, [batch, past, width] in transformers' cache, given to
+  // the export as [batch, 1, past, width])  ->  present = concat(past, unsqueeze(new, 1), axis 2),
+  // the form the pairs below take; other readers of the old concatenation read it squeezed.
+  static void concatenateWithTheHead(BlockArgument past, func::ReturnOp ret) {
+    auto type = dyn_cast<RankedTensorType>(past.getType());
+    if (!type || type.getRank() != 4 || type.getDimSize(1) != 1)
+      return;
+    SqueezeOp squeeze; // the one reader but those of the shape (the past length, for the mask)
+    for (Operation *user : past.getUsers())
+      if (!isa<ShapeOp>(user)) {
+        if (squeeze || !isa<SqueezeOp>(user))
+          return;
+        squeeze = cast<SqueezeOp>(user);
+      }
+    if (!squeeze || squeeze.getAxes() != ArrayRef<int64_t>{1} || !squeeze.getResult().hasOneUse())
+      return;
+    auto concat = dyn_cast<ConcatOp>(*squeeze.getResult().getUsers().begin());
+    if (!concat || concat.getInputs().size() != 2 || concat.getInputs()[0] != squeeze.getResult() ||
+        (concat.getAxis() != 1 && concat.getAxis() != -2))
+      return;
+    UnsqueezeOp present;
+    for (Operation *user : concat.getResult().getUsers())
+      if (auto u = dyn_cast<UnsqueezeOp>(user);
+          u && u.getAxes() == ArrayRef<int64_t>{1} && llvm::is_contained(ret.getOperands(), u.getResult()))
+        present = u;
+    if (!present)
+      return;
+    OpBuilder b(concat);
+    Location loc = concat.getLoc();
+    Value fresh = createValue(b, loc, "llmc.unsqueeze", {concat.getInputs()[1]},
+                              {b.getNamedAttr("axes", b.getDenseI64ArrayAttr({1}))});
+    Value cache = createValue(b, loc, "llmc.concat", {past, fresh}, {b.getNamedAttr("axis", b.getI64IntegerAttr(2))});
+    present.getResult().replaceAllUsesWith(cache);
+    present.erase();
+    concat.getResult().replaceAllUsesWith(
+        createValue(b, loc, "llmc.squeeze", {cache}, {b.getNamedAttr("axes", b.getDenseI64ArrayAttr({1}))}));
+    concat.erase();
+    squeeze.erase();
   }
 
   void rewrite(func::FuncOp func, unsigned argIndex, ConcatOp concat, func::ReturnOp ret, unsigned resultIndex) {

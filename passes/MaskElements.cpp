@@ -339,6 +339,8 @@ std::optional<bool> MaskElements::constantTruth(Value v) const {
   Operation *op = v.getDefiningOp();
   if (!op)
     return std::nullopt;
+  if (auto filled = dyn_cast<ConstantOfShapeOp>(op))
+    return filled.getValue().convertToDouble() != 0.0;
   if (auto neg = dyn_cast<NotOp>(op)) {
     auto t = constantTruth(neg.getInput());
     return t ? std::optional<bool>(!*t) : std::nullopt;
@@ -466,8 +468,9 @@ std::optional<Conjunction> MaskElements::conjunctionOf(Value v) const {
     return readOf(v);
   Operation *op = v.getDefiningOp();
   if (auto n = dyn_cast<NotOp>(op)) { // (a negated conjunction is not one, but a double negation is)
-    Value m = negated(n.getInput());
-    return m ? conjunctionOf(m) : std::nullopt;
+    if (Value m = negated(n.getInput()))
+      return conjunctionOf(m);
+    return constantTruth(v) == true ? std::optional<Conjunction>(Conjunction{}) : std::nullopt;
   }
   if (auto cast = dyn_cast<CastOp>(op))
     return isBool(cast.getInput()) ? conjunctionOf(cast.getInput()) : readOf(cast.getInput());

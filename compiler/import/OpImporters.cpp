@@ -653,14 +653,20 @@ FailureOr<SmallVector<Value>> importTile(NodeContext &nc) {
   return one(nc.create1("llmc.reshape", {*expanded, *sizes}));
 }
 
-// TopK: K must be constant.
+// TopK: K a constant, or computed from shapes (DeepSeek-V3.2's min(2048, keys)); the symbolic
+// shape analysis rejects a K that depends on tensor data.
 FailureOr<SmallVector<Value>> importTopK(NodeContext &nc) {
   auto k = constantInts(nc.input(1));
-  if (!k || k->size() != 1)
-    return nc.fail("'K' must be a constant (a data-dependent K is not supported yet)");
+  auto kType = dyn_cast<RankedTensorType>(nc.input(1).getType());
+  if ((k && k->size() != 1) ||
+      (!k && (!kType || !kType.hasStaticShape() || kType.getNumElements() != 1 || !kType.getElementType().isInteger())))
+    return nc.fail("'K' must be one integer");
   Builder &b = nc.builder;
-  return nc.create("llmc.top_k", {nc.input(0)},
-                   {b.getNamedAttr("k", b.getI64IntegerAttr((*k)[0])),
+  SmallVector<Value> operands = {nc.input(0)};
+  if (!k)
+    operands.push_back(nc.input(1));
+  return nc.create("llmc.top_k", operands,
+                   {b.getNamedAttr("k", b.getI64IntegerAttr(k ? (*k)[0] : -1)),
                     b.getNamedAttr("axis", b.getI64IntegerAttr(nc.attrInt("axis", -1))),
                     b.getNamedAttr("largest", b.getI64IntegerAttr(nc.attrInt("largest", 1))),
                     b.getNamedAttr("sorted", b.getI64IntegerAttr(nc.attrInt("sorted", 1)))});

@@ -531,7 +531,8 @@ std::string prepareArgReduce(Executor &ex, const PlanOp &op, PreparedOp &out) {
   return {};
 }
 
-// top_k with k an attribute (the importer takes TopK's k input from a constant), as the CPU's.
+// top_k, as the CPU's: k the attribute, or (-1) the outputs' size along the axis, where the plan
+// counts it from shapes (its second input, which the kernel does not read).
 std::string prepareTopK(Executor &ex, const PlanOp &op, PreparedOp &out) {
   const int type = numericTypeOf(ex, op.inputs[0]);
   if (op.outputs.size() != 2 || !type || numericTypeOf(ex, op.outputs[0]) != type ||
@@ -540,11 +541,15 @@ std::string prepareTopK(Executor &ex, const PlanOp &op, PreparedOp &out) {
   const int64_t k = op.attrs.getInt("k", -1);
   const bool largest = op.attrs.getInt("largest", 1) != 0;
   out.launch = [&op, type, k, largest](Executor &e, const std::vector<TensorRef> &t) -> std::string {
-    int64_t outer, n, inner;
+    int64_t outer, n, inner, kept, unused;
     if (std::string err = linesAlong(op, t[size_t(op.inputs[0])].shape, -1, outer, n, inner); !err.empty())
       return err;
+    if (k >= 0)
+      kept = k;
+    else if (std::string err = linesAlong(op, t[size_t(op.outputs[0])].shape, -1, unused, kept, unused); !err.empty())
+      return err;
     return topK(type, e.at(op.inputs[0]), e.at(op.outputs[0]), static_cast<int64_t *>(e.at(op.outputs[1])), outer, n,
-                inner, k, largest, e.stream);
+                inner, kept, largest, e.stream);
   };
   return {};
 }

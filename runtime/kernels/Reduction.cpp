@@ -273,7 +273,9 @@ std::string topKKernel(const KernelArgs &args) {
     return "axis out of range";
   int64_t outer, n, inner;
   splitAround(in.shape, axis, outer, n, inner);
-  const int64_t k = args.attrs.getInt("k", -1);
+  int64_t k = args.attrs.getInt("k", -1);
+  if (k < 0 && args.out(0).shape.rank == rank) // k counted from shapes: the outputs' size along the axis
+    k = args.out(0).shape.dims[axis];
   const bool largest = args.attrs.getInt("largest", 1);
   if (k < 0 || k > n || args.out(0).numel() != outer * k * inner || args.out(1).numel() != outer * k * inner ||
       args.out(1).dtype != DType::I64)

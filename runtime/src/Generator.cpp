@@ -67,11 +67,12 @@ extern "C" void llmc_sampling_init(llmc_sampling *s) {
 
 static llmc_status findCache(llmc_generator g) {
   llmc_plan plan = g->plan;
-  // Per layer a key and a value cache, or one latent cache (DeepSeek MLA after llmc-absorb-mla).
+  // Per layer a key and a value cache, or one latent cache (DeepSeek MLA after llmc-absorb-mla);
+  // with DeepSeek Sparse Attention, its indexer's keys too.
   for (int i = 0;; ++i) {
     const std::string prefix = "past_key_values." + std::to_string(i) + ".";
     const size_t cachesBefore = g->cache.size();
-    for (const char *kind : {"key", "value", "latent"}) {
+    for (const char *kind : {"key", "value", "latent", "indexer"}) {
       CachePair pair;
       pair.pastInput = findInput(plan, prefix + kind);
       pair.presentOutput = findOutput(plan, "present." + std::to_string(i) + "." + kind);

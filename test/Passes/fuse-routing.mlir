@@ -455,3 +455,43 @@ func.func @softmax_over_rows(%logits: tensor<3x4xf32>, %bias: tensor<4xf32>) -> 
   %w = llmc.gather_elements %s, %ids {axis = -1 : i64} : (tensor<3x4xf32>, tensor<3x2xi64>) -> tensor<3x2xf32>
   return %w, %ids : tensor<3x2xf32>, tensor<3x2xi64>
 }
+
+// -----
+
+// One group (GLM-4-MoE's, GLM-5's n_group 1): llmc-fold-shapes has folded the scatter from the
+// top 1 of that one group to ones, and the mask of ones keeps every expert: grouped_top_k with one
+// group. Negative: ones over two groups are not a router's kept groups, and the chain stays.
+// CHECK-LABEL: func.func @one_group_of_ones
+// CHECK: llmc.grouped_top_k %arg0, %arg1 {fill = 0xFF800000 : f32, group_top = 1 : i64, groups = 1 : i64, k = 3 : i64, kept_groups = 1 : i64, normalize = 1 : i64}
+// CHECK: llmc.top_k
+// CHECK-NOT: llmc.grouped_top_k
+func.func @one_group_of_ones(%logits: tensor<3x8xf32>, %bias: tensor<8xf32>)
+    -> (tensor<3x3xf32>, tensor<3x3xi64>, tensor<3x3xf32>) {
+  %spread_shape = llmc.constant dense<[1, 1, 8]> : tensor<3xi64>
+  %flat_shape = llmc.constant dense<[-1, 8]> : tensor<2xi64>
+  %kept = llmc.constant dense<1.000000e+00> : tensor<3x1xf32>
+  %fill = llmc.constant dense<0xFF800000> : tensor<f32>
+  %s = llmc.sigmoid %logits : (tensor<3x8xf32>) -> tensor<3x8xf32>
+  %c = llmc.add %s, %bias : (tensor<3x8xf32>, tensor<8xf32>) -> tensor<3x8xf32>
+  %column = llmc.unsqueeze %kept {axes = array<i64: -1>} : (tensor<3x1xf32>) -> tensor<3x1x1xf32>
+  %spread = llmc.expand %column, %spread_shape : (tensor<3x1x1xf32>, tensor<3xi64>) -> tensor<3x1x8xf32>
+  %mask = llmc.reshape %spread, %flat_shape : (tensor<3x1x8xf32>, tensor<2xi64>) -> tensor<3x8xf32>
+  %flags = llmc.cast %mask {to = i1} : (tensor<3x8xf32>) -> tensor<3x8xi1>
+  %hidden = llmc.not %flags : (tensor<3x8xi1>) -> tensor<3x8xi1>
+  %masked = llmc.where %hidden, %fill, %c : (tensor<3x8xi1>, tensor<f32>, tensor<3x8xf32>) -> tensor<3x8xf32>
+  %chosen, %ids = llmc.top_k %masked {k = 3 : i64, sorted = 0 : i64} : (tensor<3x8xf32>) -> (tensor<3x3xf32>, tensor<3x3xi64>)
+  %w = llmc.gather_elements %s, %ids {axis = 1 : i64} : (tensor<3x8xf32>, tensor<3x3xi64>) -> tensor<3x3xf32>
+  %sum = llmc.reduce_sum %w {axes = array<i64: -1>} : (tensor<3x3xf32>) -> tensor<3x1xf32>
+  %normalized = llmc.div %w, %sum : (tensor<3x3xf32>, tensor<3x1xf32>) -> tensor<3x3xf32>
+  %spread_shape2 = llmc.constant dense<[1, 2, 4]> : tensor<3xi64>
+  %kept2 = llmc.constant dense<1.000000e+00> : tensor<3x2xf32>
+  %column2 = llmc.unsqueeze %kept2 {axes = array<i64: -1>} : (tensor<3x2xf32>) -> tensor<3x2x1xf32>
+  %spread2 = llmc.expand %column2, %spread_shape2 : (tensor<3x2x1xf32>, tensor<3xi64>) -> tensor<3x2x4xf32>
+  %mask2 = llmc.reshape %spread2, %flat_shape : (tensor<3x2x4xf32>, tensor<2xi64>) -> tensor<3x8xf32>
+  %flags2 = llmc.cast %mask2 {to = i1} : (tensor<3x8xf32>) -> tensor<3x8xi1>
+  %hidden2 = llmc.not %flags2 : (tensor<3x8xi1>) -> tensor<3x8xi1>
+  %masked2 = llmc.where %hidden2, %fill, %c : (tensor<3x8xi1>, tensor<f32>, tensor<3x8xf32>) -> tensor<3x8xf32>
+  %chosen2, %ids2 = llmc.top_k %masked2 {k = 3 : i64, sorted = 0 : i64} : (tensor<3x8xf32>) -> (tensor<3x3xf32>, tensor<3x3xi64>)
+  %w2 = llmc.gather_elements %s, %ids2 {axis = 1 : i64} : (tensor<3x8xf32>, tensor<3x3xi64>) -> tensor<3x3xf32>
+  return %normalized, %ids, %w2 : tensor<3x3xf32>, tensor<3x3xi64>, tensor<3x3xf32>
+}

@@ -31,3 +31,41 @@ func.func @other_reader(%past: tensor<1x2x?x16xf32> {llmc.name = "past_key_value
   %e = llmc.exp %past : (tensor<1x2x?x16xf32>) -> tensor<1x2x?x16xf32>
   return %c, %e : tensor<1x2x?x16xf32>, tensor<1x2x?x16xf32>
 }
+
+// -----
+
+// A cache of one head kept without it (DeepSeek-V3.2's indexer keys: squeezed, concatenated along
+// the length, unsqueezed back as the present) is concatenated with its head first, then turned as
+// any pair; the indexer's scores read the squeezed view of the new cache.
+// CHECK-LABEL: func.func @one_head_squeezed
+// CHECK-SAME: (%[[PAST:.*]]: tensor<?x1x16xf32> {llmc.dim_symbols = ["past", "", ""], llmc.name = "past_key_values.0.indexer"}
+// CHECK: %[[CACHE:.*]] = llmc.concat %[[PAST]], %{{.*}} {axis = 0 : i64}
+// CHECK: llmc.squeeze %{{.*}} {axes = array<i64: 1>} : (tensor<1x1x?x16xf32>) -> tensor<1x?x16xf32>
+// CHECK: return %[[CACHE]]
+func.func @one_head_squeezed(%past: tensor<1x1x?x16xf32> {llmc.name = "past_key_values.0.indexer", llmc.dim_symbols = ["", "", "past", ""]},
+                             %new: tensor<1x3x16xf32>)
+    -> (tensor<1x1x?x16xf32> {llmc.name = "present.0.indexer"}, tensor<1x?x16xf32>) {
+  %s = llmc.squeeze %past {axes = array<i64: 1>} : (tensor<1x1x?x16xf32>) -> tensor<1x?x16xf32>
+  %c = llmc.concat %s, %new {axis = 1 : i64} : (tensor<1x?x16xf32>, tensor<1x3x16xf32>) -> tensor<1x?x16xf32>
+  %p = llmc.unsqueeze %c {axes = array<i64: 1>} : (tensor<1x?x16xf32>) -> tensor<1x1x?x16xf32>
+  %e = llmc.exp %c : (tensor<1x?x16xf32>) -> tensor<1x?x16xf32>
+  return %p, %e : tensor<1x1x?x16xf32>, tensor<1x?x16xf32>
+}
+
+// -----
+
+// Negative: the squeezed past is read by something else than the concatenation.
+// CHECK-LABEL: func.func @one_head_read_apart
+// CHECK-SAME: tensor<1x1x?x16xf32> {llmc.name = "past_key_values.0.indexer"}
+// CHECK: llmc.squeeze %arg0
+// CHECK: llmc.exp
+// CHECK: llmc.concat %{{.*}}, %arg1 {axis = 1 : i64}
+func.func @one_head_read_apart(%past: tensor<1x1x?x16xf32> {llmc.name = "past_key_values.0.indexer"},
+                               %new: tensor<1x3x16xf32>)
+    -> (tensor<1x1x?x16xf32> {llmc.name = "present.0.indexer"}, tensor<1x?x16xf32>) {
+  %s = llmc.squeeze %past {axes = array<i64: 1>} : (tensor<1x1x?x16xf32>) -> tensor<1x?x16xf32>
+  %e = llmc.exp %s : (tensor<1x?x16xf32>) -> tensor<1x?x16xf32>
+  %c = llmc.concat %s, %new {axis = 1 : i64} : (tensor<1x?x16xf32>, tensor<1x3x16xf32>) -> tensor<1x?x16xf32>
+  %p = llmc.unsqueeze %c {axes = array<i64: 1>} : (tensor<1x?x16xf32>) -> tensor<1x1x?x16xf32>
+  return %p, %e : tensor<1x1x?x16xf32>, tensor<1x?x16xf32>
+}

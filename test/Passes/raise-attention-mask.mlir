@@ -88,6 +88,37 @@ func.func @causal_only(%q: tensor<1x?x64xf32> {llmc.name = "q", llmc.dim_symbols
 
 // -----
 
+// A causal mask and the negation of a mask filled with false (DeepSeek-V3.2's index mask where
+// its top-k takes every key, after llmc-fold-shapes): is_causal, no mask. Negative: filled with
+// true, the negation hides every key, and the mask stays.
+// CHECK-LABEL: func.func @causal_and_nothing_hidden
+// CHECK: llmc.fused_attention %arg0, %arg1, %arg1, %{{.*}} {is_causal = 1 : i64{{.*}} : (tensor<1x?x64xf32>, tensor<1x?x64xf32>, tensor<1x?x64xf32>, tensor<0xf32>,
+// CHECK: llmc.fused_attention %arg0, %arg1, %arg1, %{{.*}} {kv_num_heads = 1 : i64, q_num_heads = 1 : i64} : (tensor<1x?x64xf32>, tensor<1x?x64xf32>, tensor<1x?x64xf32>, tensor<?x?xi1>,
+func.func @causal_and_nothing_hidden(%q: tensor<1x?x64xf32> {llmc.name = "q", llmc.dim_symbols = ["", "seq", ""]},
+                                     %k: tensor<1x?x64xf32> {llmc.name = "k", llmc.dim_symbols = ["", "seq", ""]})
+    -> (tensor<1x?x64xf32>, tensor<1x?x64xf32>) attributes {llmc.symbol_bounds = {seq = 16 : i64}} {
+  %e = llmc.constant dense<> : tensor<0xf32>
+  %i0 = llmc.constant dense<0> : tensor<i64>
+  %i1 = llmc.constant dense<1> : tensor<i64>
+  %seqShape = llmc.shape %q {end = 2 : i64, start = 1 : i64} : (tensor<1x?x64xf32>) -> tensor<1xi64>
+  %seq = llmc.squeeze %seqShape : (tensor<1xi64>) -> tensor<i64>
+  %r = llmc.range %i0, %seq, %i1 : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<?xi64>
+  %rows = llmc.unsqueeze %r {axes = array<i64: 1>} : (tensor<?xi64>) -> tensor<?x1xi64>
+  %causal = llmc.greater_equal %rows, %r : (tensor<?x1xi64>, tensor<?xi64>) -> tensor<?x?xi1>
+  %dims = llmc.concat %seqShape, %seqShape {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>) -> tensor<2xi64>
+  %none = llmc.constant_of_shape %dims {dtype = i1} : (tensor<2xi64>) -> tensor<?x?xi1>
+  %keepAll = llmc.not %none : (tensor<?x?xi1>) -> tensor<?x?xi1>
+  %mask = llmc.and %causal, %keepAll : (tensor<?x?xi1>, tensor<?x?xi1>) -> tensor<?x?xi1>
+  %out = llmc.fused_attention %q, %k, %k, %mask, %e, %e {kv_num_heads = 1 : i64, q_num_heads = 1 : i64} : (tensor<1x?x64xf32>, tensor<1x?x64xf32>, tensor<1x?x64xf32>, tensor<?x?xi1>, tensor<0xf32>, tensor<0xf32>) -> tensor<1x?x64xf32>
+  %all = llmc.constant_of_shape %dims {dtype = i1, value = 1.0 : f64} : (tensor<2xi64>) -> tensor<?x?xi1>
+  %keepNone = llmc.not %all : (tensor<?x?xi1>) -> tensor<?x?xi1>
+  %mask2 = llmc.and %causal, %keepNone : (tensor<?x?xi1>, tensor<?x?xi1>) -> tensor<?x?xi1>
+  %out2 = llmc.fused_attention %q, %k, %k, %mask2, %e, %e {kv_num_heads = 1 : i64, q_num_heads = 1 : i64} : (tensor<1x?x64xf32>, tensor<1x?x64xf32>, tensor<1x?x64xf32>, tensor<?x?xi1>, tensor<0xf32>, tensor<0xf32>) -> tensor<1x?x64xf32>
+  return %out, %out2 : tensor<1x?x64xf32>, tensor<1x?x64xf32>
+}
+
+// -----
+
 // A batch of two left-padded sequences, static shapes (3 cached tokens, 4 new): attention_mask
 // [2, 7] is read at [b, j].
 // CHECK-LABEL: func.func @padded_batch

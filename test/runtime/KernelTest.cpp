@@ -796,6 +796,17 @@ TEST(Kernels, ArgAndTopK) {
   ASSERT_EQ(call("top_k", attrs({intAttr("k", 1), intAttr("axis", 1), intAttr("largest", 0)}), {x.ref()},
                  {Buf<float>(DType::F32, {2, 1}).ref(), Buf<int64_t>(DType::I64, {2, 1}).ref()}),
             "");
+  // k = -1: counted from shapes, the outputs' size along the axis (3 here) is k.
+  Buf<float> three(DType::F32, {2, 3});
+  Buf<int64_t> threeIndices(DType::I64, {2, 3});
+  ASSERT_EQ(call("top_k", attrs({intAttr("k", -1), intAttr("axis", 1)}), {x.ref()}, {three.ref(), threeIndices.ref()}),
+            "");
+  EXPECT_EQ(three.data, (std::vector<float>{3, 3, 2, 5, 5, 0}));
+  EXPECT_EQ(threeIndices.data, (std::vector<int64_t>{0, 2, 3, 1, 3, 2}));
+  EXPECT_NE(call("top_k", attrs({intAttr("k", -1), intAttr("axis", 1)}), {x.ref()},
+                 {Buf<float>(DType::F32, {2, 5}).ref(), Buf<int64_t>(DType::I64, {2, 5}).ref()}),
+            "")
+      << "more than the axis holds";
 }
 
 // softmax_top_k is softmax, top_k over the last axis (and, with normalize, the weights divided

@@ -485,7 +485,14 @@ LogicalResult ShapeRules::resultDims(Operation *op, StringRef name, std::vector<
     const int64_t rank = int64_t(r.size()), axis = intAttr(op, "axis", -1) + (intAttr(op, "axis", -1) < 0 ? rank : 0);
     if (axis < 0 || axis >= rank)
       return fail(op, "the axis is out of range");
-    r[size_t(axis)] = DimExpr::constant(intAttr(op, "k", 0));
+    if (op->getNumOperands() > 1) { // top_k's count
+      const auto &count = contents(op->getOperand(1));
+      if (!count || count->size() != 1)
+        return fail(op, "k depends on tensor data, not only on input shapes");
+      r[size_t(axis)] = (*count)[0];
+    } else {
+      r[size_t(axis)] = DimExpr::constant(intAttr(op, "k", 0));
+    }
     out.assign(op->getNumResults(), r);
     return success();
   } else if (name == "layer_norm_stats") {

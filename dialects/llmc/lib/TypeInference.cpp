@@ -307,7 +307,19 @@ LogicalResult inferTopK(Inference &in) {
   int64_t axis;
   if (failed(checkAxis(in, in.intAttr("axis", -1), int64_t(s.size()), axis)))
     return failure();
-  const int64_t k = in.intAttr("k", -1);
+  int64_t k = in.intAttr("k", -1);
+  if (in.operands.size() > 1) { // k counted from shapes: known once they are
+    if (k != -1 || !in.type(1).hasStaticShape() || in.type(1).getNumElements() != 1 || !in.elem(1).isInteger())
+      return in.fail("top_k's count must be one integer, with k = -1");
+    auto count = constantInts(in.operands[1]);
+    k = count ? (*count)[0] : kDyn;
+    if (k == kDyn) {
+      SmallVector<int64_t> out(s);
+      out[axis] = kDyn;
+      in.inferred.push_back(RankedTensorType::get(out, in.elem(0)));
+      return in.result(out, IntegerType::get(in.context, 64));
+    }
+  }
   if (k < 0 || (s[axis] != kDyn && k > s[axis]))
     return in.fail("top_k's k must be between 0 and the axis size");
   SmallVector<int64_t> out(s);

@@ -39,10 +39,19 @@ def Llmc_ArgMinOp : Llmc_ArgOp<"arg_min", "minimum">;
 
 def Llmc_TopKOp : Llmc_Op<"top_k"> {
   let summary = "the k largest (or smallest) elements along an axis, and their indices";
-  let arguments = (ins Llmc_Tensor:$input, I64Attr:$k, DefaultValuedAttr<I64Attr, "-1">:$axis,
-                   DefaultValuedAttr<I64Attr, "1">:$largest, DefaultValuedAttr<I64Attr, "1">:$sorted);
+  let description = [{
+    `k` is an attribute, or -1 where it is the value of `count`, a one-element integer tensor
+    computed from shapes (ONNX TopK's K = min(seq, 2048), say): the symbolic shape analysis gives
+    the results' size along the axis from its contents, and the kernels read it from their
+    outputs' shape. `llmc-fold-shapes` turns a count it proves constant into the attribute.
+  }];
+  let arguments = (ins Llmc_Tensor:$input, Llmc_OptionalTensor:$count, I64Attr:$k,
+                   DefaultValuedAttr<I64Attr, "-1">:$axis, DefaultValuedAttr<I64Attr, "1">:$largest,
+                   DefaultValuedAttr<I64Attr, "1">:$sorted);
   let results = (outs Llmc_Tensor:$values, Llmc_Tensor:$indices);
   let extraClassDeclaration = commonDeclarations # [{
+    // Whether k is the attribute (no `count` operand).
+    bool hasConstantK() { return !getCount() && getK() >= 0; }
     ::llvm::LogicalResult fold(FoldAdaptor adaptor, ::llvm::SmallVectorImpl<::mlir::OpFoldResult> &results) {
       return ::llmc::foldWithKernels(getOperation(), adaptor.getOperands(), results);
     }
