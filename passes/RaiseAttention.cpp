@@ -4,6 +4,7 @@
 #include "PatternUtil.h"
 #include "Passes.h"
 #include "RewriteStats.h"
+#include "ScaledSinks.h"
 
 #include "llmc/Dialect/KernelBridge.h"
 #include "llmc/Dialect/SymbolicShapes.h"
@@ -414,8 +415,11 @@ Value unshifted(Value v) {
 
 std::optional<SinkColumn> sinkColumn(SoftmaxOp softmax) {
   auto concat = def<ConcatOp>(unshifted(softmax.getInput()));
+  // (The scores may also be read for their shape: the sink column's, as llmc-raise-attention's
+  // sinksOfScaledOutputs builds it.)
   if (!concat || concat.getInputs().size() != 2 || !fusion::isAxis(concat.getAxis(), 3, 4) ||
-      !concat.getInputs()[0].hasOneUse() || !softmax.getResult().hasOneUse())
+      !llvm::all_of(concat.getInputs()[0].getUsers(), [&](Operation *u) { return u == concat || isa<ShapeOp>(u); }) ||
+      !softmax.getResult().hasOneUse())
     return std::nullopt;
   auto column = fusion::tensorType(concat.getInputs()[1]), scores = fusion::tensorType(concat.getInputs()[0]);
   auto keys = dyn_cast<SliceOp>(*softmax.getResult().getUsers().begin());
@@ -1586,6 +1590,7 @@ struct RaiseAttention : impl::LlmcRaiseAttentionBase<RaiseAttention> {
     const llvm::DenseSet<Operation *> sameLength = queriesAsManyAsNewKeys(getOperation());
     RewritePatternSet patterns(&getContext());
     softmaxesOnSplitHeads(getOperation());
+    sinksOfScaledOutputs(getOperation());
     patterns.add<SdpaPattern>(&getContext(), attentions, rotaries, causalMasks);
     patterns.add<NativeAttentionPattern>(&getContext(), attentions, sameLength);
     patterns.add<NativeRotaryPattern>(&getContext(), rotaries);

@@ -269,3 +269,39 @@ func.func @sinks_dynamic_keys_slice_to_the_end(%q: tensor<1x4x4xf32>, %k: tensor
   %y = llmc.reshape %ot, %merge : (tensor<1x4x2x2xf32>, tensor<3xi64>) -> tensor<1x4x4xf32>
   return %y : tensor<1x4x4xf32>
 }
+
+// -----
+
+// The masked scores read by something else than the concatenation (here returned; their shape
+// alone may be read, as llmc-raise-attention's own rewrite of Granite SWA's sinks reads it):
+// nothing is raised.
+// CHECK-LABEL: func.func @sinks_scores_read_elsewhere
+// CHECK-NOT: llmc.fused_attention
+// CHECK: llmc.softmax
+func.func @sinks_scores_read_elsewhere(%q: tensor<1x4x4xf32>, %k: tensor<1x4x4xf32>, %v: tensor<1x4x4xf32>, %sinks: tensor<2xf32>, %mask: tensor<1x1x4x4xf32>)
+    -> (tensor<1x4x4xf32>, tensor<1x2x4x4xf32>) {
+  %split = llmc.constant dense<[1, 4, 2, 2]> : tensor<4xi64>
+  %merge = llmc.constant dense<[1, 4, 4]> : tensor<3xi64>
+  %q4 = llmc.reshape %q, %split : (tensor<1x4x4xf32>, tensor<4xi64>) -> tensor<1x4x2x2xf32>
+  %qt = llmc.transpose %q4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x4x2x2xf32>) -> tensor<1x2x4x2xf32>
+  %k4 = llmc.reshape %k, %split : (tensor<1x4x4xf32>, tensor<4xi64>) -> tensor<1x4x2x2xf32>
+  %kh = llmc.transpose %k4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x4x2x2xf32>) -> tensor<1x2x4x2xf32>
+  %kt = llmc.transpose %kh {perm = array<i64: 0, 1, 3, 2>} : (tensor<1x2x4x2xf32>) -> tensor<1x2x2x4xf32>
+  %v4 = llmc.reshape %v, %split : (tensor<1x4x4xf32>, tensor<4xi64>) -> tensor<1x4x2x2xf32>
+  %vt = llmc.transpose %v4 {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x4x2x2xf32>) -> tensor<1x2x4x2xf32>
+  %s = llmc.matmul %qt, %kt : (tensor<1x2x4x2xf32>, tensor<1x2x2x4xf32>) -> tensor<1x2x4x4xf32>
+  %shape = llmc.constant dense<[1, 2, 1, 1]> : tensor<4xi64>
+  %wide = llmc.constant dense<[1, 2, 4, 1]> : tensor<4xi64>
+  %sk4 = llmc.reshape %sinks, %shape : (tensor<2xf32>, tensor<4xi64>) -> tensor<1x2x1x1xf32>
+  %col = llmc.expand %sk4, %wide : (tensor<1x2x1x1xf32>, tensor<4xi64>) -> tensor<1x2x4x1xf32>
+  %sm = llmc.add %s, %mask : (tensor<1x2x4x4xf32>, tensor<1x1x4x4xf32>) -> tensor<1x2x4x4xf32>
+  %c = llmc.concat %sm, %col {axis = -1 : i64} : (tensor<1x2x4x4xf32>, tensor<1x2x4x1xf32>) -> tensor<1x2x4x5xf32>
+  %m = llmc.reduce_max %c {axes = array<i64: -1>} : (tensor<1x2x4x5xf32>) -> tensor<1x2x4x1xf32>
+  %d = llmc.sub %c, %m : (tensor<1x2x4x5xf32>, tensor<1x2x4x1xf32>) -> tensor<1x2x4x5xf32>
+  %all = llmc.softmax %d : (tensor<1x2x4x5xf32>) -> tensor<1x2x4x5xf32>
+  %p = llmc.slice %all {axes = array<i64: 3>, ends = array<i64: -1>, starts = array<i64: 0>, steps = array<i64: 1>} : (tensor<1x2x4x5xf32>) -> tensor<1x2x4x4xf32>
+  %o = llmc.matmul %p, %vt : (tensor<1x2x4x4xf32>, tensor<1x2x4x2xf32>) -> tensor<1x2x4x2xf32>
+  %ot = llmc.transpose %o {perm = array<i64: 0, 2, 1, 3>} : (tensor<1x2x4x2xf32>) -> tensor<1x4x2x2xf32>
+  %y = llmc.reshape %ot, %merge : (tensor<1x4x2x2xf32>, tensor<3xi64>) -> tensor<1x4x4xf32>
+  return %y, %sm : tensor<1x4x4xf32>, tensor<1x2x4x4xf32>
+}

@@ -320,6 +320,14 @@ ARCHITECTURES = {
                          n_shared_experts=1, first_k_dense_replace=1, q_lora_rank=32, kv_lora_rank=16,
                          qk_rope_head_dim=8, qk_nope_head_dim=16, v_head_dim=16, index_n_heads=4, index_head_dim=16),
                     2),
+    # Since session 38 too: Granite SWA and Granite MoE SWA, whose attention sinks scale the
+    # attention's output by sigmoid(logsumexp(scores) - sink) (llmc-raise-attention rewrites that
+    # into GPT-OSS's form, sinksOfScaledOutputs); their first layer full, the second a window of 8.
+    "granite_swa": ("GraniteSWAForCausalLM", "GraniteSWAConfig",
+                    dict(num_key_value_heads=2, sliding_window=8, bos_token_id=0, eos_token_id=1), 2),
+    "granitemoe_swa": ("GraniteMoeSWAForCausalLM", "GraniteMoeSWAConfig",
+                       dict(num_key_value_heads=2, sliding_window=8, num_local_experts=4, num_experts_per_tok=2,
+                            bos_token_id=0, eos_token_id=1), 2),
 }
 # Their experts as transformers' "batched_mm" computes them (each token's chosen experts'
 # weights gathered, then batched products). The default, "grouped_mm", runs a custom op on the
@@ -328,7 +336,7 @@ ARCHITECTURES = {
 MOE = {"mixtral", "qwen3_moe", "olmoe", "qwen2_moe", "deepseek_v3", "gpt_oss", "granitemoe", "flex_olmo", "glm4_moe",
        "dots1", "hunyuan_moe", "ernie4_5_moe", "deepseek_v2", "phimoe", "granitemoeshared", "exaone_moe", "cohere2_moe",
        "minimax_m2", "mistral4", "glm4_moe_lite", "solar_open", "hy_v3", "laguna", "mellum", "minicpm5_moe",
-       "dbrx", "deepseek_v32", "glm_moe_dsa"}
+       "dbrx", "deepseek_v32", "glm_moe_dsa", "granitemoe_swa"}
 # Layers with routed experts: both but DeepSeek-V3's first, which is dense. Each layer's two expert
 # projections (gate/up, down) become llmc.expert_linear, the gate/up one with its swiglu and the
 # token's row read by each of its experts' ids, the down one with the weighted sum over the
@@ -365,7 +373,7 @@ ROUTING = {"mixtral": {ROUTERS: 1, NORMALIZED: 1}, "qwen3_moe": {ROUTERS: 1}, "o
            "minimax_m2": {CORRECTED: 1}, "mistral4": {GROUPED: 1}, "glm4_moe_lite": {GROUPED: 1},
            "solar_open": {GROUPED: 1}, "hy_v3": {CORRECTED: 1}, "laguna": {CORRECTED: 1},
            "mellum": {ROUTERS: 1, NORMALIZED: 1}, "minicpm5_moe": {GROUPED: 1}, "dbrx": {ROUTERS: 1, NORMALIZED: 1},
-           "deepseek_v32": {GROUPED: 1}, "glm_moe_dsa": {GROUPED: 1}}
+           "deepseek_v32": {GROUPED: 1}, "glm_moe_dsa": {GROUPED: 1}, "granitemoe_swa": {ROUTERS: 1}}
 
 
 # Llama 4's layer with experts (the tiny config's second): every expert on every token, as
@@ -412,7 +420,7 @@ WINDOWS_RAISED = "masks raised to sliding_window"
 UNRAISED_KV_MASKS = {"llama4": 1, "deepseek_v32": 2}
 WINDOWS = dict({name: 0 for name in ARCHITECTURES}, mistral=2, gemma2=1, gemma3=2, gpt_oss=1, cohere2=1, olmo3=2,
                exaone4=2, ministral=2, vaultgemma=1, exaone_moe=2, cohere2_moe=2, gpt_neo=1, cwm=1, gemma4=1, laguna=1,
-               mellum=1, gemma3n=1)
+               mellum=1, gemma3n=1, granite_swa=1, granitemoe_swa=1)
 # Rotations that llmc-raise-attention turns into llmc.rotary because no attention takes them:
 # (without a cache, with one). A rotate-half rotary over the whole head turns inside the
 # attention, keys too where there is no cache (0, 2); a partial one (GPT-NeoX, Phi, StableLM) or
