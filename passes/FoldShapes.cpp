@@ -97,11 +97,41 @@ bool lowerConstantCounts(mlir::func::FuncOp func) {
 // The axis `axis` of a value of rank `rank` counted from 0 (an I64Attr reads as unsigned).
 int64_t axisOf(uint64_t axis, int64_t rank) { return int64_t(axis) < 0 ? int64_t(axis) + rank : int64_t(axis); }
 
+// Whether two dimensions are equal: by their static sizes, or by the symbolic shape analysis
+// where one is dynamic (values made after the analysis compare unequal).
+class SameDims {
+public:
+  explicit SameDims(mlir::func::FuncOp func) {
+    if (func->hasAttr(kSymbolBoundsAttr))
+      shapes_ = SymbolicShapes::analyze(func, error_);
+  }
+  bool operator()(mlir::Value a, int64_t i, mlir::Value b, int64_t j) const {
+    auto ta = fusion::tensorType(a), tb = fusion::tensorType(b);
+    if (!ta.isDynamicDim(i) && !tb.isDynamicDim(j))
+      return ta.getDimSize(i) == tb.getDimSize(j);
+    const ValueShape *sa = mlir::succeeded(shapes_) ? shapes_->find(a) : nullptr;
+    const ValueShape *sb = mlir::succeeded(shapes_) ? shapes_->find(b) : nullptr;
+    return sa && sb && sa->dims[size_t(i)] == sb->dims[size_t(j)];
+  }
+  bool shape(mlir::Value a, mlir::Value b) const {
+    const int64_t rank = fusion::tensorType(a).getRank();
+    if (rank != fusion::tensorType(b).getRank())
+      return false;
+    for (int64_t d = 0; d < rank; ++d)
+      if (!(*this)(a, d, b, d))
+        return false;
+    return true;
+  }
+
+private:
+  std::string error_;
+  mlir::FailureOr<SymbolicShapes> shapes_ = mlir::failure();
+};
+
 // The top_k whose indices `indices` are (through integer casts), where they hold every index of
 // its axis once per row: k is the whole axis (DeepSeek-V3.2's K = min(2048, keys) with at most
 // 2048 keys). `sameDim` compares two dimensions.
-TopKOp permutationOf(mlir::Value indices,
-                     llvm::function_ref<bool(mlir::Value, int64_t, mlir::Value, int64_t)> sameDim) {
+TopKOp permutationOf(mlir::Value indices, const SameDims &sameDim) {
   while (auto cast = fusion::def<CastOp>(indices)) {
     auto from = fusion::tensorType(cast.getInput()).getElementType();
     if (!from.isInteger(64) && !from.isInteger(32))
@@ -120,30 +150,18 @@ TopKOp permutationOf(mlir::Value indices,
 // the top_k read then goes unused: DeepSeek-V3.2's index mask (`ones.scatter(-1, topk, False)`)
 // over at most index_topk keys masks nothing, and its indexer is dead code.
 bool foldCoveringScatters(mlir::func::FuncOp func) {
-  std::string error;
-  mlir::FailureOr<SymbolicShapes> shapes = mlir::failure();
-  if (func->hasAttr(kSymbolBoundsAttr))
-    shapes = SymbolicShapes::analyze(func, error);
-  auto sameDim = [&](mlir::Value a, int64_t i, mlir::Value b, int64_t j) {
-    auto ta = fusion::tensorType(a), tb = fusion::tensorType(b);
-    if (!ta.isDynamicDim(i) && !tb.isDynamicDim(j))
-      return ta.getDimSize(i) == tb.getDimSize(j);
-    const ValueShape *sa = mlir::succeeded(shapes) ? shapes->find(a) : nullptr;
-    const ValueShape *sb = mlir::succeeded(shapes) ? shapes->find(b) : nullptr;
-    return sa && sb && sa->dims[size_t(i)] == sb->dims[size_t(j)];
-  };
   llvm::SmallVector<ScatterElementsOp> scatters;
   func.walk([&](ScatterElementsOp op) { scatters.push_back(op); });
+  if (scatters.empty())
+    return false;
+  const SameDims sameDim(func);
   bool changed = false;
   for (ScatterElementsOp op : scatters) {
     auto data = fusion::tensorType(op.getData()), indices = fusion::tensorType(op.getIndices());
     const int64_t rank = data.getRank(), axis = axisOf(op.getAxis(), rank);
     if (op.getReduction() != "none" || indices.getRank() != rank || axis < 0 || axis >= rank)
       continue;
-    bool covered = true;
-    for (int64_t d = 0; d < rank; ++d)
-      covered &= sameDim(op.getData(), d, op.getIndices(), d);
-    TopKOp topK = covered ? permutationOf(op.getIndices(), sameDim) : TopKOp();
+    TopKOp topK = sameDim.shape(op.getData(), op.getIndices()) ? permutationOf(op.getIndices(), sameDim) : TopKOp();
     if (!topK || axisOf(topK.getAxis(), rank) != axis)
       continue;
     // The one value of the updates, in data's shape.
@@ -162,6 +180,42 @@ bool foldCoveringScatters(mlir::func::FuncOp func) {
     if (!filled)
       continue;
     op.getResult().replaceAllUsesWith(filled);
+    op.erase();
+    changed = true;
+  }
+  return changed;
+}
+
+// The one value every element of `v` holds, through views that only move or repeat elements
+// (unsqueeze, squeeze, reshape, expand) down to a constant_of_shape or a splat constant.
+std::optional<double> uniformValue(mlir::Value v) {
+  while (mlir::Operation *op = v.getDefiningOp()) {
+    if (!mlir::isa<UnsqueezeOp, SqueezeOp, ReshapeOp, ExpandOp>(op))
+      break;
+    v = op->getOperand(0);
+  }
+  if (auto fill = fusion::def<ConstantOfShapeOp>(v))
+    return fill.getValue().convertToDouble();
+  return fusion::scalarValue(v);
+}
+
+// where(c, x, y) whose condition holds one value  ->  the operand it selects, where that has the
+// result's shape. (HY V4's masked_fill of its additive mask by the index mask that llmc-fold-shapes
+// proved false, foldCoveringScatters: the mask itself.)
+bool foldUniformSelections(mlir::func::FuncOp func) {
+  llvm::SmallVector<std::pair<WhereOp, mlir::Value>> selections;
+  func.walk([&](WhereOp op) {
+    if (auto c = uniformValue(op.getCondition()))
+      selections.push_back({op, *c != 0.0 ? op.getX() : op.getY()});
+  });
+  if (selections.empty())
+    return false;
+  const SameDims sameDim(func);
+  bool changed = false;
+  for (auto [op, chosen] : selections) {
+    if (chosen.getType() != op.getType() || !sameDim.shape(chosen, op.getResult()))
+      continue;
+    op.getResult().replaceAllUsesWith(chosen);
     op.erase();
     changed = true;
   }
@@ -237,8 +291,8 @@ struct FoldShapes : impl::LlmcFoldShapesBase<FoldShapes> {
       bool folded = false;
       if (mlir::failed(mlir::applyPatternsGreedily(func, patterns, mlir::GreedyRewriteConfig(), &folded)))
         return signalPassFailure();
-      const bool lowered =
-          lowerConstantSlices(func) | lowerConstantCounts(func) | applySymbolicFacts(func) | foldCoveringScatters(func);
+      const bool lowered = lowerConstantSlices(func) | lowerConstantCounts(func) | applySymbolicFacts(func) |
+                           foldCoveringScatters(func) | foldUniformSelections(func);
       if (!refineTypes(func) && !folded && !lowered)
         break;
     }

@@ -144,8 +144,9 @@ struct SliceOfWholePieces : fusion::CountedPattern<SliceOp, RewriteCounter> {
   }
 };
 
-// transpose(concat(transpose(x_i, p) ...) on axis c, q) with q undoing p  ->  concat(x_i) on
-// axis p[c].
+// transpose(concat(transpose(x_i, p) ...) on axis c, q)  ->  concat(x_i) on axis p[c], then the
+// two transposes' composition r (r[j] = p[q[j]]) unless q undoes p. (HY V4's keys: a slice
+// assignment of [B, H, S, D] pieces, exported with D to the front, then transposed back to Kᵀ.)
 struct TransposedConcatOfTransposes : fusion::CountedPattern<TransposeOp, RewriteCounter> {
   using CountedPattern::CountedPattern;
 
@@ -166,11 +167,21 @@ struct TransposedConcatOfTransposes : fusion::CountedPattern<TransposeOp, Rewrit
     const int64_t rank = int64_t(q.size());
     if (int64_t(p.size()) != rank)
       return failure();
-    for (int64_t j = 0; j < rank; ++j)
-      if (q[j] < 0 || q[j] >= rank || p[q[j]] != j)
+    SmallVector<int64_t> r;
+    bool undone = true;
+    for (int64_t j = 0; j < rank; ++j) {
+      if (q[j] < 0 || q[j] >= rank || p[q[j]] < 0 || p[q[j]] >= rank)
         return failure();
+      r.push_back(p[q[j]]);
+      undone &= r.back() == j;
+    }
     const int64_t c = concat.getAxis() < 0 ? concat.getAxis() + rank : concat.getAxis();
-    return counted(fusion::replaceByLastBuilt(rewriter, op, {concatOf(rewriter, op.getLoc(), inner, p[c])}), count);
+    Operation *joined = concatOf(rewriter, op.getLoc(), inner, p[c]);
+    if (undone || !joined)
+      return counted(fusion::replaceByLastBuilt(rewriter, op, {joined}), count);
+    Operation *turned = fusion::create(rewriter, op.getLoc(), "llmc.transpose", joined->getResults(),
+                                       {rewriter.getNamedAttr("perm", rewriter.getDenseI64ArrayAttr(r))});
+    return counted(fusion::replaceByLastBuilt(rewriter, op, {joined, turned}), count);
   }
 };
 

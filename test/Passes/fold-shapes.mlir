@@ -169,3 +169,47 @@ func.func @covering_scatter_folded(%scores: tensor<2x5x5xf32>) -> tensor<2x5x5xf
   %a = llmc.scatter_elements %zeros, %indices, %ones {axis = -1 : i64} : (tensor<2x5x5xf32>, tensor<2x5x5xi64>, tensor<2x5x5xf32>) -> tensor<2x5x5xf32>
   return %a : tensor<2x5x5xf32>
 }
+
+// -----
+
+// A selection whose condition holds one value (an index mask folded to false, above, viewed with
+// its head axis): HY V4's masked_fill of its additive mask becomes that mask; with true, the other
+// operand where it has the result's shape. Negatives: the chosen operand a scalar, or broadcast
+// (one row where the result has seq), which the selection widens: they stay.
+// CHECK-LABEL: func.func @uniform_selections
+// CHECK: %[[SCALAR:.*]] = llmc.where
+// CHECK: return %arg1, %arg2, %[[SCALAR]]
+// CHECK-LABEL: func.func @uniform_selection_widens
+// CHECK: llmc.where
+func.func @uniform_selections(%ids: tensor<1x?xi64> {llmc.name = "input_ids", llmc.dim_symbols = ["", "seq"]},
+                              %mask: tensor<1x1x?x?xf32> {llmc.name = "mask", llmc.dim_symbols = ["", "", "seq", "seq"]},
+                              %other: tensor<1x1x?x?xf32> {llmc.name = "other", llmc.dim_symbols = ["", "", "seq", "seq"]})
+    -> (tensor<1x1x?x?xf32>, tensor<1x1x?x?xf32>, tensor<1x1x?x?xf32>) attributes {llmc.symbol_bounds = {seq = 32 : i64}} {
+  %keys = llmc.shape %ids {end = 2 : i64, start = 1 : i64} : (tensor<1x?xi64>) -> tensor<1xi64>
+  %one = llmc.constant dense<1> : tensor<1xi64>
+  %dims = llmc.concat %one, %keys, %keys {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<3xi64>
+  %none = llmc.constant_of_shape %dims {dtype = i1} : (tensor<3xi64>) -> tensor<1x?x?xi1>
+  %hidden = llmc.unsqueeze %none {axes = array<i64: 1>} : (tensor<1x?x?xi1>) -> tensor<1x1x?x?xi1>
+  %lowest = llmc.constant dense<-3.40282347E+38> : tensor<f32>
+  %a = llmc.where %hidden, %lowest, %mask : (tensor<1x1x?x?xi1>, tensor<f32>, tensor<1x1x?x?xf32>) -> tensor<1x1x?x?xf32>
+  %all = llmc.constant_of_shape %dims {dtype = i1, value = 1.0 : f64} : (tensor<3xi64>) -> tensor<1x?x?xi1>
+  %kept = llmc.unsqueeze %all {axes = array<i64: 1>} : (tensor<1x?x?xi1>) -> tensor<1x1x?x?xi1>
+  %b = llmc.where %kept, %other, %mask : (tensor<1x1x?x?xi1>, tensor<1x1x?x?xf32>, tensor<1x1x?x?xf32>) -> tensor<1x1x?x?xf32>
+  %c = llmc.where %kept, %lowest, %mask : (tensor<1x1x?x?xi1>, tensor<f32>, tensor<1x1x?x?xf32>) -> tensor<1x1x?x?xf32>
+  return %a, %b, %c : tensor<1x1x?x?xf32>, tensor<1x1x?x?xf32>, tensor<1x1x?x?xf32>
+}
+
+// -----
+
+func.func @uniform_selection_widens(%ids: tensor<1x?xi64> {llmc.name = "input_ids", llmc.dim_symbols = ["", "seq"]},
+                                    %row: tensor<1x1x?x?xf32> {llmc.name = "row", llmc.dim_symbols = ["", "", "", "seq"]})
+    -> tensor<1x1x?x?xf32> attributes {llmc.symbol_bounds = {seq = 32 : i64}} {
+  %keys = llmc.shape %ids {end = 2 : i64, start = 1 : i64} : (tensor<1x?xi64>) -> tensor<1xi64>
+  %one = llmc.constant dense<1> : tensor<1xi64>
+  %dims = llmc.concat %one, %keys, %keys {axis = 0 : i64} : (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<3xi64>
+  %none = llmc.constant_of_shape %dims {dtype = i1} : (tensor<3xi64>) -> tensor<1x?x?xi1>
+  %hidden = llmc.unsqueeze %none {axes = array<i64: 1>} : (tensor<1x?x?xi1>) -> tensor<1x1x?x?xi1>
+  %lowest = llmc.constant dense<-3.40282347E+38> : tensor<f32>
+  %a = llmc.where %hidden, %lowest, %row : (tensor<1x1x?x?xi1>, tensor<f32>, tensor<1x1x?x?xf32>) -> tensor<1x1x?x?xf32>
+  return %a : tensor<1x1x?x?xf32>
+}

@@ -55,11 +55,13 @@ func.func @not_slice_assignments(%data: tensor<6x3xf32>, %rows: tensor<2x3xf32>,
 
 // -----
 
-// A slice that cuts a piece of a concatenation, and a transpose that does not undo its pieces'
-// transposes, stay.
+// A slice that cuts a piece of a concatenation stays. A transpose that does not undo its pieces'
+// transposes (since session 38): the pieces concatenated as they are, then one transpose, the
+// two's composition (r[j] = p[q[j]]: (2, 0, 1) then (0, 2, 1) is (2, 1, 0)).
 // CHECK-LABEL: func.func @cut_piece_and_other_transpose
 // CHECK: llmc.slice
-// CHECK: llmc.transpose %{{.*}} {perm = array<i64: 0, 2, 1>}
+// CHECK: %[[CAT:.*]] = llmc.concat %arg2, %arg3 {axis = 1 : i64} : (tensor<2x3x4xf32>, tensor<2x3x4xf32>) -> tensor<2x6x4xf32>
+// CHECK: llmc.transpose %[[CAT]] {perm = array<i64: 2, 1, 0>} : (tensor<2x6x4xf32>) -> tensor<4x6x2xf32>
 func.func @cut_piece_and_other_transpose(%a: tensor<2x3xf32>, %b: tensor<4x3xf32>, %x: tensor<2x3x4xf32>, %y: tensor<2x3x4xf32>) -> (tensor<3x3xf32>, tensor<4x6x2xf32>) {
   %cat = llmc.concat %a, %b {axis = 0 : i64} : (tensor<2x3xf32>, tensor<4x3xf32>) -> tensor<6x3xf32>
   %s = llmc.slice %cat {axes = array<i64: 0>, ends = array<i64: 4>, starts = array<i64: 1>, steps = array<i64: 1>} : (tensor<6x3xf32>) -> tensor<3x3xf32>
@@ -87,13 +89,31 @@ func.func @whole_pieces(%a: tensor<2x3xf32>, %b: tensor<4x3xf32>, %c: tensor<1x3
 // -----
 
 // Pieces transposed by (1, 2, 0), the concatenation by (1, 0, 2): the same type as the pieces'
-// concatenation on axis 1, but not the same elements. It stays.
+// concatenation on axis 1, but not the same elements: that concatenation transposed by (2, 1, 0).
 // CHECK-LABEL: func.func @other_transpose_same_type
-// CHECK: llmc.transpose %{{.*}} {perm = array<i64: 1, 0, 2>}
+// CHECK: %[[CAT:.*]] = llmc.concat %arg0, %arg1 {axis = 1 : i64}
+// CHECK: llmc.transpose %[[CAT]] {perm = array<i64: 2, 1, 0>}
 func.func @other_transpose_same_type(%x: tensor<2x2x2xf32>, %y: tensor<2x2x2xf32>) -> tensor<2x4x2xf32> {
   %xt = llmc.transpose %x {perm = array<i64: 1, 2, 0>} : (tensor<2x2x2xf32>) -> tensor<2x2x2xf32>
   %yt = llmc.transpose %y {perm = array<i64: 1, 2, 0>} : (tensor<2x2x2xf32>) -> tensor<2x2x2xf32>
   %c = llmc.concat %xt, %yt {axis = 0 : i64} : (tensor<2x2x2xf32>, tensor<2x2x2xf32>) -> tensor<4x2x2xf32>
   %t = llmc.transpose %c {perm = array<i64: 1, 0, 2>} : (tensor<4x2x2xf32>) -> tensor<2x4x2xf32>
   return %t : tensor<2x4x2xf32>
+}
+
+// -----
+
+// HY V4's keys: `k[..., :nope] = k_nope; k[..., nope:] = k_rot` exported with the head axis to the
+// front (pieces transposed by (3, 1, 2, 0), concatenated on axis 0), then transposed by (3, 1, 0,
+// 2) for Q·Kᵀ: the pieces concatenated on their last axis, transposed by (0, 1, 3, 2), the Kᵀ
+// llmc-raise-attention knows.
+// CHECK-LABEL: func.func @keys_transposed_for_scores
+// CHECK: %[[K:.*]] = llmc.concat %arg0, %arg1 {axis = 3 : i64} : (tensor<1x4x5x6xf32>, tensor<1x4x5x2xf32>) -> tensor<1x4x5x8xf32>
+// CHECK: llmc.transpose %[[K]] {perm = array<i64: 0, 1, 3, 2>} : (tensor<1x4x5x8xf32>) -> tensor<1x4x8x5xf32>
+func.func @keys_transposed_for_scores(%nope: tensor<1x4x5x6xf32>, %rot: tensor<1x4x5x2xf32>) -> tensor<1x4x8x5xf32> {
+  %a = llmc.transpose %nope {perm = array<i64: 3, 1, 2, 0>} : (tensor<1x4x5x6xf32>) -> tensor<6x4x5x1xf32>
+  %b = llmc.transpose %rot {perm = array<i64: 3, 1, 2, 0>} : (tensor<1x4x5x2xf32>) -> tensor<2x4x5x1xf32>
+  %c = llmc.concat %a, %b {axis = 0 : i64} : (tensor<6x4x5x1xf32>, tensor<2x4x5x1xf32>) -> tensor<8x4x5x1xf32>
+  %kt = llmc.transpose %c {perm = array<i64: 3, 1, 0, 2>} : (tensor<8x4x5x1xf32>) -> tensor<1x4x8x5xf32>
+  return %kt : tensor<1x4x8x5xf32>
 }
