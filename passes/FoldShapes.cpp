@@ -94,9 +94,6 @@ bool lowerConstantCounts(mlir::func::FuncOp func) {
   return changed;
 }
 
-// The axis `axis` of a value of rank `rank` counted from 0 (an I64Attr reads as unsigned).
-int64_t axisOf(uint64_t axis, int64_t rank) { return int64_t(axis) < 0 ? int64_t(axis) + rank : int64_t(axis); }
-
 // Whether two dimensions are equal: by their static sizes, or by the symbolic shape analysis
 // where one is dynamic (values made after the analysis compare unequal).
 class SameDims {
@@ -141,7 +138,7 @@ TopKOp permutationOf(mlir::Value indices, const SameDims &sameDim) {
   auto topK = fusion::def<TopKOp>(indices);
   if (!topK || topK.getIndices() != indices)
     return {};
-  const int64_t rank = fusion::tensorType(indices).getRank(), axis = axisOf(topK.getAxis(), rank);
+  const int64_t rank = fusion::tensorType(indices).getRank(), axis = fusion::axisFrom0(int64_t(topK.getAxis()), rank);
   return axis >= 0 && axis < rank && sameDim(topK.getInput(), axis, indices, axis) ? topK : TopKOp();
 }
 
@@ -158,11 +155,11 @@ bool foldCoveringScatters(mlir::func::FuncOp func) {
   bool changed = false;
   for (ScatterElementsOp op : scatters) {
     auto data = fusion::tensorType(op.getData()), indices = fusion::tensorType(op.getIndices());
-    const int64_t rank = data.getRank(), axis = axisOf(op.getAxis(), rank);
+    const int64_t rank = data.getRank(), axis = fusion::axisFrom0(int64_t(op.getAxis()), rank);
     if (op.getReduction() != "none" || indices.getRank() != rank || axis < 0 || axis >= rank)
       continue;
     TopKOp topK = sameDim.shape(op.getData(), op.getIndices()) ? permutationOf(op.getIndices(), sameDim) : TopKOp();
-    if (!topK || axisOf(topK.getAxis(), rank) != axis)
+    if (!topK || fusion::axisFrom0(int64_t(topK.getAxis()), rank) != axis)
       continue;
     // The one value of the updates, in data's shape.
     mlir::OpBuilder b(op);

@@ -115,7 +115,7 @@ struct SliceOfWholePieces : fusion::CountedPattern<SliceOp, RewriteCounter> {
       return failure();
     const int64_t rank = fusion::tensorType(op.getInput()).getRank();
     const int64_t axis = op.getAxes()[0] < 0 ? op.getAxes()[0] + rank : op.getAxes()[0];
-    const int64_t concatAxis = concat.getAxis() < 0 ? concat.getAxis() + rank : concat.getAxis();
+    const int64_t concatAxis = fusion::axisFrom0(int64_t(concat.getAxis()), rank);
     if (axis != concatAxis)
       return failure();
     // The range, clamped as ONNX clamps it, and the pieces it holds whole.
@@ -175,7 +175,7 @@ struct TransposedConcatOfTransposes : fusion::CountedPattern<TransposeOp, Rewrit
       r.push_back(p[q[j]]);
       undone &= r.back() == j;
     }
-    const int64_t c = concat.getAxis() < 0 ? concat.getAxis() + rank : concat.getAxis();
+    const int64_t c = fusion::axisFrom0(int64_t(concat.getAxis()), rank);
     Operation *joined = concatOf(rewriter, op.getLoc(), inner, p[c]);
     if (undone || !joined)
       return counted(fusion::replaceByLastBuilt(rewriter, op, {joined}), count);

@@ -269,6 +269,10 @@ inline llvm::SmallVector<mlir::Value, 7> attentionOperands(FusedAttentionOp op, 
 // Whether `axis` (negative from the end) of a value of rank `rank` is axis `want`.
 inline bool isAxis(int64_t axis, int64_t want, int64_t rank) { return axis == want || axis + rank == want; }
 
+// An axis counted from 0 (a negative one from the end). The ops' I64Attr getters return the
+// attribute unsigned: `axis < 0` on them is never true.
+inline int64_t axisFrom0(int64_t axis, int64_t rank) { return axis < 0 ? axis + rank : axis; }
+
 // x[..., start:end:step] on the last axis (an end at or past the last dimension counts as `end`
 // when `end` is that dimension).
 inline bool isSliceOfLast(mlir::Value v, mlir::Value of, int64_t start, int64_t end, int64_t step = 1) {

@@ -117,3 +117,22 @@ func.func @keys_transposed_for_scores(%nope: tensor<1x4x5x6xf32>, %rot: tensor<1
   %kt = llmc.transpose %c {perm = array<i64: 3, 1, 0, 2>} : (tensor<8x4x5x1xf32>) -> tensor<1x4x8x5xf32>
   return %kt : tensor<1x4x8x5xf32>
 }
+
+// -----
+
+// Concatenations along a negative axis (until session 38 read as unsigned: the slice's pieces
+// were missed, the transposes' axis read out of bounds): the same rewrites as on axis 1 and 0.
+// CHECK-LABEL: func.func @negative_concat_axes
+// CHECK: %[[K:.*]] = llmc.concat %arg2, %arg3 {axis = 3 : i64}
+// CHECK: llmc.transpose %[[K]] {perm = array<i64: 0, 1, 3, 2>}
+// CHECK: return %arg1, %{{.*}}
+func.func @negative_concat_axes(%a: tensor<3x2xf32>, %b: tensor<3x4xf32>, %nope: tensor<1x4x5x6xf32>, %rot: tensor<1x4x5x2xf32>)
+    -> (tensor<3x4xf32>, tensor<1x4x8x5xf32>) {
+  %cat = llmc.concat %a, %b {axis = -1 : i64} : (tensor<3x2xf32>, tensor<3x4xf32>) -> tensor<3x6xf32>
+  %s = llmc.slice %cat {axes = array<i64: 1>, ends = array<i64: 6>, starts = array<i64: 2>, steps = array<i64: 1>} : (tensor<3x6xf32>) -> tensor<3x4xf32>
+  %x = llmc.transpose %nope {perm = array<i64: 3, 1, 2, 0>} : (tensor<1x4x5x6xf32>) -> tensor<6x4x5x1xf32>
+  %y = llmc.transpose %rot {perm = array<i64: 3, 1, 2, 0>} : (tensor<1x4x5x2xf32>) -> tensor<2x4x5x1xf32>
+  %c = llmc.concat %x, %y {axis = -4 : i64} : (tensor<6x4x5x1xf32>, tensor<2x4x5x1xf32>) -> tensor<8x4x5x1xf32>
+  %kt = llmc.transpose %c {perm = array<i64: 3, 1, 0, 2>} : (tensor<8x4x5x1xf32>) -> tensor<1x4x8x5xf32>
+  return %s, %kt : tensor<3x4xf32>, tensor<1x4x8x5xf32>
+}

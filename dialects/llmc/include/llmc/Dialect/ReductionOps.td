@@ -51,7 +51,7 @@ def Llmc_TopKOp : Llmc_Op<"top_k"> {
   let results = (outs Llmc_Tensor:$values, Llmc_Tensor:$indices);
   let extraClassDeclaration = commonDeclarations # [{
     // Whether k is the attribute (no `count` operand).
-    bool hasConstantK() { return !getCount() && getK() >= 0; }
+    bool hasConstantK() { return !getCount() && int64_t(getK()) >= 0; }
     ::llvm::LogicalResult fold(FoldAdaptor adaptor, ::llvm::SmallVectorImpl<::mlir::OpFoldResult> &results) {
       return ::llmc::foldWithKernels(getOperation(), adaptor.getOperands(), results);
     }
