@@ -329,6 +329,17 @@ ARCHITECTURES = {
                    n_shared_experts=1, q_lora_rank=32, kv_lora_rank=16, qk_rope_head_dim=8, qk_nope_head_dim=16,
                    v_head_dim=16, head_dim=24, index_n_heads=4, index_head_dim=16, pad_token_id=0, bos_token_id=0,
                    eos_token_id=1), 2),
+    # Since session 38 too, four that needed no compiler change: Emu3's text model (Llama's form),
+    # Flint (rotary on its sliding-window layer only, none on its full one), ModernBERT's decoder (its second layer's window of local_attention / 2 = 8 keys) and
+    # Apertus 1.5.
+    "emu3": ("Emu3ForCausalLM", "Emu3TextConfig", dict(num_key_value_heads=2, pad_token_id=0, bos_token_id=0,
+                                                       eos_token_id=1), 2),
+    "flint": ("FlintForCausalLM", "FlintConfig", dict(num_key_value_heads=2, sliding_window=8,
+                                                      layer_types=["sliding_attention", "full_attention"]), 2),
+    "modernbert_decoder": ("ModernBertDecoderForCausalLM", "ModernBertDecoderConfig",
+                           dict(pad_token_id=0, bos_token_id=0, eos_token_id=1, sep_token_id=1, cls_token_id=0,
+                                local_attention=16), 2),
+    "apertus1p5": ("Apertus1p5TextForCausalLM", "Apertus1p5TextConfig", dict(num_key_value_heads=2), 2),
     # Since session 38 too: Granite SWA and Granite MoE SWA, whose attention sinks scale the
     # attention's output by sigmoid(logsumexp(scores) - sink) (llmc-raise-attention rewrites that
     # into GPT-OSS's form, sinksOfScaledOutputs); their first layer full, the second a window of 8.
@@ -437,7 +448,8 @@ WINDOWS_RAISED = "masks raised to sliding_window"
 UNRAISED_KV_MASKS = {"llama4": 1, "deepseek_v32": 2}
 WINDOWS = dict({name: 0 for name in ARCHITECTURES}, mistral=2, gemma2=1, gemma3=2, gpt_oss=1, cohere2=1, olmo3=2,
                exaone4=2, ministral=2, vaultgemma=1, exaone_moe=2, cohere2_moe=2, gpt_neo=1, cwm=1, gemma4=1, laguna=1,
-               mellum=1, gemma3n=1, granite_swa=1, granitemoe_swa=1)
+               mellum=1, gemma3n=1, granite_swa=1, granitemoe_swa=1, modernbert_decoder=1,
+               flint=1)
 # Rotations that llmc-raise-attention turns into llmc.rotary because no attention takes them:
 # (without a cache, with one). A rotate-half rotary over the whole head turns inside the
 # attention, keys too where there is no cache (0, 2); a partial one (GPT-NeoX, Phi, StableLM) or
@@ -463,7 +475,7 @@ ROTATIONS = dict({name: (0, 2) for name in ARCHITECTURES},
                  hunyuan_moe=(4, 4), deepseek_v2=(0, 0), nanochat=(4, 4), cohere2_moe=(4, 4), gpt_neo=(0, 0),
                  biogpt=(0, 0), minicpm3=(4, 4), mistral4=(0, 0), glm4_moe_lite=(0, 0), xglm=(0, 0),
                  diffllama=(4, 4), gemma4=(4, 4), llama4=(0, 0), laguna=(2, 3), youtu=(0, 0),
-                 gemma3n=(4, 4), deepseek_v32=(4, 4), glm_moe_dsa=(0, 0), hy_v4=(0, 0))
+                 gemma3n=(4, 4), deepseek_v32=(4, 4), glm_moe_dsa=(0, 0), hy_v4=(0, 0), flint=(0, 1))
 # Of those, the queries' then move into their attention (llmc-fuse-query-rotary, with and without
 # a cache); GPT-NeoX's since its per-head QKV projection is reordered (llmc-deinterleave-qkv).
 QUERY_ROTARY = "query rotations moved into fused_attention"
