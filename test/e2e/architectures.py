@@ -330,8 +330,8 @@ ARCHITECTURES = {
                    v_head_dim=16, head_dim=24, index_n_heads=4, index_head_dim=16, pad_token_id=0, bos_token_id=0,
                    eos_token_id=1), 2),
     # Since session 38 too, four that needed no compiler change: Emu3's text model (Llama's form),
-    # Flint (rotary on its sliding-window layer only, none on its full one), ModernBERT's decoder (its second layer's window of local_attention / 2 = 8 keys) and
-    # Apertus 1.5.
+    # Flint (rotary on its sliding-window layer only, none on its full one), ModernBERT's decoder
+    # (its second layer's window of local_attention / 2 = 8 keys) and Apertus 1.5.
     "emu3": ("Emu3ForCausalLM", "Emu3TextConfig", dict(num_key_value_heads=2, pad_token_id=0, bos_token_id=0,
                                                        eos_token_id=1), 2),
     "flint": ("FlintForCausalLM", "FlintConfig", dict(num_key_value_heads=2, sliding_window=8,
