@@ -94,35 +94,26 @@ bool lowerConstantCounts(mlir::func::FuncOp func) {
   return changed;
 }
 
-// Whether two dimensions are equal: by their static sizes, or by the symbolic shape analysis
-// where one is dynamic (values made after the analysis compare unequal).
+// Dimension equality (llmc::sameDim, sameDims) from the symbolic shapes of a function with
+// bounds, while folds add values: those made after the analysis (`made`, whose storage may be an
+// erased value's) are known only by their static sizes.
 class SameDims {
 public:
   explicit SameDims(mlir::func::FuncOp func) {
     if (func->hasAttr(kSymbolBoundsAttr))
       shapes_ = SymbolicShapes::analyze(func, error_);
   }
-  bool operator()(mlir::Value a, int64_t i, mlir::Value b, int64_t j) const {
-    auto ta = fusion::tensorType(a), tb = fusion::tensorType(b);
-    if (!ta.isDynamicDim(i) && !tb.isDynamicDim(j))
-      return ta.getDimSize(i) == tb.getDimSize(j);
-    const ValueShape *sa = mlir::succeeded(shapes_) ? shapes_->find(a) : nullptr;
-    const ValueShape *sb = mlir::succeeded(shapes_) ? shapes_->find(b) : nullptr;
-    return sa && sb && sa->dims[size_t(i)] == sb->dims[size_t(j)];
-  }
-  bool shape(mlir::Value a, mlir::Value b) const {
-    const int64_t rank = fusion::tensorType(a).getRank();
-    if (rank != fusion::tensorType(b).getRank())
-      return false;
-    for (int64_t d = 0; d < rank; ++d)
-      if (!(*this)(a, d, b, d))
-        return false;
-    return true;
-  }
+  bool operator()(mlir::Value a, int64_t i, mlir::Value b, int64_t j) const { return sameDim(of(a, b), a, i, b, j); }
+  bool shape(mlir::Value a, mlir::Value b) const { return sameDims(of(a, b), a, b); }
+  void made(mlir::Value v) { made_.insert(v); }
 
 private:
+  const SymbolicShapes *of(mlir::Value a, mlir::Value b) const {
+    return mlir::succeeded(shapes_) && !made_.contains(a) && !made_.contains(b) ? &*shapes_ : nullptr;
+  }
   std::string error_;
   mlir::FailureOr<SymbolicShapes> shapes_ = mlir::failure();
+  llvm::DenseSet<mlir::Value> made_;
 };
 
 // The top_k whose indices `indices` are (through integer casts), where they hold every index of
@@ -151,7 +142,7 @@ bool foldCoveringScatters(mlir::func::FuncOp func) {
   func.walk([&](ScatterElementsOp op) { scatters.push_back(op); });
   if (scatters.empty())
     return false;
-  const SameDims sameDim(func);
+  SameDims sameDim(func);
   bool changed = false;
   for (ScatterElementsOp op : scatters) {
     auto data = fusion::tensorType(op.getData()), indices = fusion::tensorType(op.getIndices());
@@ -176,6 +167,7 @@ bool foldCoveringScatters(mlir::func::FuncOp func) {
     }
     if (!filled)
       continue;
+    sameDim.made(filled);
     op.getResult().replaceAllUsesWith(filled);
     op.erase();
     changed = true;

@@ -320,12 +320,13 @@ inline bool isHalf(mlir::Value v, mlir::Value x, int64_t index) {
   return isSliceOfLast(v, x, index * d / 2, (index + 1) * d / 2);
 }
 
-// A reduction over the last dimension only, keeping it.
-inline bool reducesLastAxisKeepingIt(mlir::Operation *op) {
+// A reduction over the last dimension only, keeping it (keepdims 1, ONNX's default) or not.
+inline bool reducesLastAxis(mlir::Operation *op, bool keeping) {
   auto axes = op->getAttrOfType<mlir::DenseI64ArrayAttr>("axes");
   auto keep = op->getAttrOfType<mlir::IntegerAttr>("keepdims");
   const int64_t rank = tensorType(op->getOperand(0)).getRank();
-  return axes && axes.size() == 1 && isAxis(axes[0], rank - 1, rank) && (!keep || keep.getInt() == 1);
+  return axes && axes.size() == 1 && isAxis(axes[0], rank - 1, rank) && (keep ? keep.getInt() : 1) == (keeping ? 1 : 0);
 }
+inline bool reducesLastAxisKeepingIt(mlir::Operation *op) { return reducesLastAxis(op, true); }
 
 } // namespace llmc::fusion

@@ -566,13 +566,8 @@ void softmaxesOnSplitHeads(func::FuncOp func) {
     shapes = SymbolicShapes::analyze(func, error);
   llvm::DenseSet<Value> built; // (values made below, which the analysis never saw)
   auto sameDims = [&](Value a, Value b) {
-    if (a.getType() != b.getType() || built.contains(a) || built.contains(b))
-      return false;
-    if (fusion::tensorType(a).hasStaticShape())
-      return true;
-    const ValueShape *sa = succeeded(shapes) ? shapes->find(a) : nullptr;
-    const ValueShape *sb = succeeded(shapes) ? shapes->find(b) : nullptr;
-    return sa && sb && sa->dims == sb->dims;
+    return a.getType() == b.getType() && !built.contains(a) && !built.contains(b) &&
+           llmc::sameDims(succeeded(shapes) ? &*shapes : nullptr, a, b);
   };
   for (SoftmaxOp softmax : softmaxes) {
     auto merge = def<ReshapeOp>(softmax.getInput());

@@ -17,13 +17,6 @@ using fusion::def;
 
 namespace {
 
-// Whether op reduces the last axis of a rank-4 value without keeping it.
-bool reducesLastAxisDroppingIt(Operation *op) {
-  auto axes = op->getAttrOfType<DenseI64ArrayAttr>("axes");
-  auto keep = op->getAttrOfType<IntegerAttr>("keepdims");
-  return axes && axes.size() == 1 && fusion::isAxis(axes[0], 3, 4) && keep && keep.getInt() == 0;
-}
-
 // Whether `lse` is torch.logsumexp of S over its last axis as the export writes it:
 // log(reduce_sum(exp(S - reduce_max(S, kept)))) + reduce_max(S), the sums and the added max
 // without the axis. The ops of the chain are appended to `chain`.
@@ -39,7 +32,8 @@ bool isLogSumExp(Value lse, Value s, SmallVectorImpl<Operation *> &chain) {
     auto shifted = exp ? def<SubOp>(exp.getInput()) : SubOp();
     auto rowMax = shifted ? def<ReduceMaxOp>(shifted.getRhs()) : ReduceMaxOp();
     if (!max || !rowMax || max.getInput() != s || shifted.getLhs() != s || rowMax.getInput() != s ||
-        !reducesLastAxisDroppingIt(max) || !reducesLastAxisDroppingIt(sum) || !fusion::reducesLastAxisKeepingIt(rowMax))
+        !fusion::reducesLastAxis(max, false) || !fusion::reducesLastAxis(sum, false) ||
+        !fusion::reducesLastAxisKeepingIt(rowMax))
       continue;
     chain.append({add, log, sum, exp, shifted, rowMax, max});
     return true;

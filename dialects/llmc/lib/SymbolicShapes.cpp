@@ -866,4 +866,22 @@ FailureOr<SymbolicShapes> SymbolicShapes::analyze(func::FuncOp func, std::string
   return result;
 }
 
+bool sameDim(const SymbolicShapes *shapes, Value a, int64_t i, Value b, int64_t j) {
+  auto ta = cast<RankedTensorType>(a.getType()), tb = cast<RankedTensorType>(b.getType());
+  if (!ta.isDynamicDim(i) && !tb.isDynamicDim(j))
+    return ta.getDimSize(i) == tb.getDimSize(j);
+  const ValueShape *sa = shapes ? shapes->find(a) : nullptr, *sb = shapes ? shapes->find(b) : nullptr;
+  return sa && sb && sa->dims[size_t(i)] == sb->dims[size_t(j)];
+}
+
+bool sameDims(const SymbolicShapes *shapes, Value a, Value b) {
+  const int64_t rank = cast<RankedTensorType>(a.getType()).getRank();
+  if (rank != cast<RankedTensorType>(b.getType()).getRank())
+    return false;
+  for (int64_t d = 0; d < rank; ++d)
+    if (!sameDim(shapes, a, d, b, d))
+      return false;
+  return true;
+}
+
 } // namespace llmc

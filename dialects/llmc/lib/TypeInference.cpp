@@ -313,14 +313,8 @@ LogicalResult inferTopK(Inference &in) {
       return in.fail("top_k's count must be one integer, with k = -1");
     auto count = constantInts(in.operands[1]);
     k = count ? (*count)[0] : kDyn;
-    if (k == kDyn) {
-      SmallVector<int64_t> out(s);
-      out[axis] = kDyn;
-      in.inferred.push_back(RankedTensorType::get(out, in.elem(0)));
-      return in.result(out, IntegerType::get(in.context, 64));
-    }
   }
-  if (k < 0 || (s[axis] != kDyn && k > s[axis]))
+  if (k != kDyn && (k < 0 || (s[axis] != kDyn && k > s[axis])))
     return in.fail("top_k's k must be between 0 and the axis size");
   SmallVector<int64_t> out(s);
   out[axis] = k;

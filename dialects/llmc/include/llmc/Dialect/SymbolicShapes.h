@@ -112,6 +112,12 @@ private:
   llvm::DenseMap<mlir::Value, ValueShape> shapes_;
 };
 
+// Whether dimension i of a equals dimension j of b: by their static sizes, or by `shapes` where one
+// is dynamic (no analysis, or a value it did not see: not known equal).
+bool sameDim(const SymbolicShapes *shapes, mlir::Value a, int64_t i, mlir::Value b, int64_t j);
+// Whether a and b have the same rank and every dimension the same, as sameDim proves it.
+bool sameDims(const SymbolicShapes *shapes, mlir::Value a, mlir::Value b);
+
 // Attribute names (see the top of this file).
 inline constexpr const char *kDimSymbolsAttr = "llmc.dim_symbols";
 inline constexpr const char *kSymbolBoundsAttr = "llmc.symbol_bounds";
