@@ -28,7 +28,11 @@ struct PrecisionOp {
 //    have its own type) when a non-weight input is reduced, any other op when any input is;
 //  - every f32 input of a non-elementwise op with a reduced output (its kernels take one storage
 //    type for all float operands: a norm's scale, a linear's bias, an attention's mask and
-//    rotary tables), to a fixed point.
+//    rotary tables), to a fixed point;
+// but not the scores a top_k ranks, nor what computes them back to the nearest op that cannot
+// write f32 from 16-bit operands (elementwise ops, copies and matmuls are followed): PyTorch's
+// bf16 DeepSeek-V3.2 computes its indexer's scores in f32 from bf16 queries and keys. Where a
+// kernel of one storage type would read or write such a value and a reduced one, it is reduced.
 // Ops are in program order.
 std::vector<bool> reducedValues(const std::vector<PrecisionValue> &values, const std::vector<PrecisionOp> &ops,
                                 int64_t minWeightElements = 1024);

@@ -377,6 +377,10 @@ struct MatmulArgs {
 };
 std::string matmul(int type, const void *a, const void *b, void *c, const MatmulArgs &m, void *stream,
                    const void *addend = nullptr);
+// The same product where A, B and C differ in type, each f32 or one 16-bit type (a reduced-
+// precision plan's f32 scores from 16-bit queries and keys: DevicePrecision.h), no addend.
+std::string mixedMatmul(int aType, int bType, int cType, const void *a, const void *b, void *c, const MatmulArgs &m,
+                        void *stream);
 // A gemm's arguments: A [M, K] ([K, M] with transA), B [K, N] ([N, K] with transB), an addend
 // (C) of rank 0 to 2 that broadcasts to [M, N], or why they do not fit.
 std::string gemmArgsOf(const int64_t *aDims, const int64_t *bDims, bool transA, bool transB, int addRank,

@@ -19,9 +19,11 @@ constexpr int kMatmulTile = 16, kMatmulThreads = kMatmulTile * kMatmulTile;
 // Block (column tile, row tile, z): C's tile of matrix z (and z + gridDim.z, ...), A's rows of it
 // times B's columns, K in steps of a tile through shared memory (a column of padding each, so
 // that a thread's reads along a column of B's tile fall in distinct banks).
-template <typename T> __global__ void matmulKernel(const T *__restrict__ a, const T *__restrict__ b, T *__restrict__ c,
-                                                   const T *__restrict__ addend, MatmulArgs m, int64_t matrices) {
-  using Acc = Wide<T>;
+// A, B and C are one type, or each of f32 and one 16-bit type (mixedMatmul), accumulated in f32.
+template <typename A, typename B, typename C>
+__global__ void matmulKernel(const A *__restrict__ a, const B *__restrict__ b, C *__restrict__ c,
+                             const C *__restrict__ addend, MatmulArgs m, int64_t matrices) {
+  using Acc = Wide<A>;
   __shared__ Acc as[kMatmulTile][kMatmulTile + 1];
   __shared__ Acc bs[kMatmulTile][kMatmulTile + 1];
   const int tx = threadIdx.x % kMatmulTile, ty = threadIdx.x / kMatmulTile;
@@ -45,7 +47,7 @@ template <typename T> __global__ void matmulKernel(const T *__restrict__ a, cons
     }
     // alpha and beta in the accumulator's type (an integer gemm's truncated, as the CPU's)
     if (row < m.M && col < m.N)
-      c[z * m.M * m.N + row * m.N + col] = narrow<T>(
+      c[z * m.M * m.N + row * m.N + col] = narrow<C>(
           Acc(m.alpha) * acc + (addend ? Acc(m.beta) * widen(addend[row * m.addRow + col * m.addCol]) : Acc(0)));
   }
 }
@@ -231,8 +233,10 @@ std::string gemmArgsOf(const int64_t *aDims, const int64_t *bDims, bool transA, 
   return {};
 }
 
-std::string matmul(int type, const void *a, const void *b, void *c, const MatmulArgs &m, void *stream,
-                   const void *addend) {
+namespace {
+
+// Checks m's shapes and returns launch(grid, matrices) where there is a product to compute.
+template <typename F> std::string launchMatmul(const MatmulArgs &m, F &&launch) {
   if (m.batchRank < 0 || m.batchRank > kMaxDims || m.M < 0 || m.N < 0 || m.K < 0)
     return "matmul: bad shapes";
   int64_t matrices = 1;
@@ -245,13 +249,61 @@ std::string matmul(int type, const void *a, const void *b, void *c, const Matmul
     return "matmul: more than 65535 tiles of rows";
   const dim3 grid(static_cast<unsigned>(across), static_cast<unsigned>(down),
                   static_cast<unsigned>(std::min<int64_t>(matrices, 65535)));
-  const bool known = type != Bool && dispatchNumeric(type, [&](auto tag) {
-    using T = decltype(tag);
-    matmulKernel<T><<<grid, kMatmulThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-        static_cast<const T *>(a), static_cast<const T *>(b), static_cast<T *>(c), static_cast<const T *>(addend), m,
-        matrices);
+  return launch(grid, matrices);
+}
+
+// Runs `f(T{})` with T f32 where `type` is F32, else X.
+template <typename X, typename F> void f32Or(int type, F &&f) {
+  if (type == F32)
+    f(float{});
+  else
+    f(X{});
+}
+
+} // namespace
+
+std::string matmul(int type, const void *a, const void *b, void *c, const MatmulArgs &m, void *stream,
+                   const void *addend) {
+  if (type == Bool || !dispatchNumeric(type, [](auto) {}))
+    return "matmul: supports float and integer operands";
+  return launchMatmul(m, [&](dim3 grid, int64_t matrices) {
+    dispatchNumeric(type, [&](auto tag) {
+      using T = decltype(tag);
+      matmulKernel<T, T, T><<<grid, kMatmulThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+          static_cast<const T *>(a), static_cast<const T *>(b), static_cast<T *>(c), static_cast<const T *>(addend), m,
+          matrices);
+    });
+    return launched("matmul");
   });
-  return known ? launched("matmul") : "matmul: supports float and integer operands";
+}
+
+std::string mixedMatmul(int aType, int bType, int cType, const void *a, const void *b, void *c, const MatmulArgs &m,
+                        void *stream) {
+  const int half = aType == F16 || bType == F16 || cType == F16 ? F16 : BF16;
+  for (int type : {aType, bType, cType})
+    if (type != F32 && type != half)
+      return "matmul: mixes types other than f32 and one 16-bit type";
+  auto over = [&](auto x, dim3 grid, int64_t matrices) {
+    using X = decltype(x);
+    f32Or<X>(aType, [&](auto ta) {
+      f32Or<X>(bType, [&](auto tb) {
+        f32Or<X>(cType, [&](auto tc) {
+          using A = decltype(ta);
+          using B = decltype(tb);
+          using C = decltype(tc);
+          matmulKernel<A, B, C><<<grid, kMatmulThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+              static_cast<const A *>(a), static_cast<const B *>(b), static_cast<C *>(c), nullptr, m, matrices);
+        });
+      });
+    });
+  };
+  return launchMatmul(m, [&](dim3 grid, int64_t matrices) {
+    if (half == F16)
+      over(__half{}, grid, matrices);
+    else
+      over(__nv_bfloat16{}, grid, matrices);
+    return launched("matmul");
+  });
 }
 
 } // namespace llmc::rt::cuda

@@ -330,17 +330,24 @@ int productTypeOf(const Executor &ex, const PlanOp &op) {
 } // namespace
 
 // matmul (numpy's, of two activations): its operands' batch dims broadcast against each other, a
-// rank-1 operand promoted ([K] to [1, K] in front, [K, 1] behind), on our tiled kernel.
+// rank-1 operand promoted ([K] to [1, K] in front, [K, 1] behind), on our tiled kernel. Floats
+// of different types (an f32 product of 16-bit operands: DevicePrecision.h) on its mixed form.
 std::string prepareMatmul(Executor &ex, const PlanOp &op, PreparedOp &out) {
+  if (op.inputs.size() != 2 || op.inputs[0] < 0 || op.inputs[1] < 0 || op.outputs.size() != 1)
+    return "expects two operands and a result";
   const int type = productTypeOf(ex, op);
-  if (op.inputs.size() != 2 || op.inputs[0] < 0 || op.inputs[1] < 0 || !type)
-    return "supports two float or integer operands of the result's type";
-  out.launch = [&op, type](Executor &e, const std::vector<TensorRef> &t) -> std::string {
+  const int aType = floatTypeOf(ex, op.inputs[0]), bType = floatTypeOf(ex, op.inputs[1]),
+            cType = floatTypeOf(ex, op.outputs[0]);
+  if (!type && !(aType && bType && cType))
+    return "supports two float or integer operands of the result's type, or floats of f32 and one 16-bit type";
+  out.launch = [&op, type, aType, bType, cType](Executor &e, const std::vector<TensorRef> &t) -> std::string {
     const Shape &a = t[size_t(op.inputs[0])].shape, &b = t[size_t(op.inputs[1])].shape;
     MatmulArgs m;
     if (std::string err = matmulArgsOf(a.rank, a.dims, b.rank, b.dims, m); !err.empty())
       return err;
-    return matmul(type, e.at(op.inputs[0]), e.at(op.inputs[1]), e.at(op.outputs[0]), m, e.stream);
+    const void *x = e.at(op.inputs[0]), *y = e.at(op.inputs[1]);
+    return type ? matmul(type, x, y, e.at(op.outputs[0]), m, e.stream)
+                : mixedMatmul(aType, bType, cType, x, y, e.at(op.outputs[0]), m, e.stream);
   };
   return {};
 }

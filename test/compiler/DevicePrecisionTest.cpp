@@ -62,4 +62,56 @@ TEST(DevicePrecision, OnlyNonElementwiseOpsPullTheirOperandsIn) {
   EXPECT_FALSE(llmc::reducedValues(v, alone)[2]);
 }
 
+// DeepSeek-V3.2's indexer: scores = weights . relu(q . kT) ranked by a top_k. The scores and
+// what computes them from the 16-bit queries, keys and weights stay f32 (matmuls, elementwise ops
+// and copies write f32 from 16-bit operands); the transpose (one storage type) and its copy stay
+// reduced, as do the linears' outputs.
+TEST(DevicePrecision, RankedScoresStayF32BackToOpsOfOneStorageType) {
+  enum { Hidden, Wq, Q, K, KT, KT4, Scores, Relu, Wh, Heads, Weights, Weights4, Summed, Index, Top, TopIds, Count };
+  std::vector<PrecisionValue> v(Count, activation());
+  v[Hidden] = {DType::F32, true, false, 0};
+  v[Wq] = v[Wh] = weight(4096);
+  v[TopIds] = activation(DType::I64);
+  const std::vector<PrecisionOp> ops = {
+      {"linear", {Hidden, Wq}, {Q}},
+      {"layer_norm", {Hidden, -1}, {K}},
+      {"transpose", {K}, {KT}},
+      {"unsqueeze", {KT}, {KT4}},
+      {"matmul", {Q, KT4}, {Scores}},
+      {"fused_elementwise", {Scores}, {Relu}},
+      {"linear", {Hidden, Wh}, {Heads}},
+      {"mul", {Heads}, {Weights}},
+      {"unsqueeze", {Weights}, {Weights4}},
+      {"matmul", {Weights4, Relu}, {Summed}},
+      {"squeeze", {Summed}, {Index}},
+      {"top_k", {Index, -1}, {Top, TopIds}},
+  };
+  const std::vector<bool> r = llmc::reducedValues(v, ops);
+  for (int f32 : {Scores, Relu, Weights, Weights4, Summed, Index, Top})
+    EXPECT_FALSE(r[size_t(f32)]) << f32;
+  for (int reduced : {Hidden, Wq, Q, K, KT, KT4, Wh, Heads})
+    EXPECT_TRUE(r[size_t(reduced)]) << reduced;
+}
+
+// A router's top_k of a linear's logits: the linear (one storage type) keeps them reduced. A top_k
+// of a sigmoid whose values an op of one storage type reads with reduced operands: reduced too,
+// the sigmoid's output and the top_k's values with them, as without the rule.
+TEST(DevicePrecision, RankedScoresAreReducedWhereAKernelTakesOneType) {
+  enum { Hidden, W, Logits, Vals, Ids, Probs, Top, Ids2, Mixed, Count };
+  std::vector<PrecisionValue> v(Count, activation());
+  v[Hidden] = {DType::F32, true, false, 0};
+  v[W] = weight(4096);
+  v[Ids] = v[Ids2] = activation(DType::I64);
+  const std::vector<PrecisionOp> ops = {
+      {"linear", {Hidden, W}, {Logits}},
+      {"top_k", {Logits, -1}, {Vals, Ids}},
+      {"sigmoid", {Logits}, {Probs}},
+      {"top_k", {Probs, -1}, {Top, Ids2}},
+      {"expert_linear", {Hidden, W, Ids2, Top}, {Mixed}},
+  };
+  const std::vector<bool> r = llmc::reducedValues(v, ops);
+  for (int reduced : {Logits, Vals, Probs, Top, Mixed})
+    EXPECT_TRUE(r[size_t(reduced)]) << reduced;
+}
+
 } // namespace

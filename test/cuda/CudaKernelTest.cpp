@@ -2111,6 +2111,35 @@ TEST(Cuda, MatmulMatchesTheCpu) {
   EXPECT_EQ(cu::matmulArgsOf(2, c, 3, b, m), "inner dimensions differ");
 }
 
+// matmul of operands and a result of different types (f32 and one 16-bit type each: a
+// reduced-precision plan's f32 index scores from 16-bit queries and keys) against the CPU's on the
+// same rounded operands: an f32 result within f32's rounding (no 16-bit rounding of the
+// product), a 16-bit one within its own; f16 mixed with bf16 refused.
+TEST(Cuda, MixedTypeMatmulMatchesTheCpu) {
+  const std::vector<int64_t> ad = {2, 17, 24}, bd = {1, 24, 19}, cd = {2, 17, 19};
+  cu::MatmulArgs m;
+  ASSERT_EQ(cu::matmulArgsOf(3, ad.data(), 3, bd.data(), m), "");
+  const cu::Storage f32 = cu::Storage::F32;
+  for (cu::Storage half : {cu::Storage::F16, cu::Storage::BF16})
+    for (int mix = 1; mix < 7; ++mix) { // bit 0: A 16-bit, bit 1: B, bit 2: C
+      const cu::Storage sa = mix & 1 ? half : f32, sb = mix & 2 ? half : f32, sc = mix & 4 ? half : f32;
+      Buf<float> a(DType::F32, ad, rounded(randomFloats(elementsOf(ad), 93), sa)),
+          b(DType::F32, bd, rounded(randomFloats(elementsOf(bd), 94), sb)), want(DType::F32, cd);
+      ASSERT_EQ(call("matmul", {}, {a.ref(), b.ref()}, {want.ref()}), "");
+      auto da = upload(a.data, sa), db = upload(b.data, sb);
+      Device out(size_t(want.numel()) * cu::storageBytes(sc));
+      ASSERT_EQ(cu::mixedMatmul(int(storageDType(sa)), int(storageDType(sb)), int(storageDType(sc)), da->p, db->p,
+                                out.p, m, nullptr),
+                "");
+      expectClose(download(out, size_t(want.numel()), sc), want.data, sc == f32 ? 1e-5f : tolerance(sc) * 4,
+                  std::string("mixed matmul ") + name(sa) + " x " + name(sb) + " -> " + name(sc));
+    }
+  Device unused(64);
+  EXPECT_EQ(cu::mixedMatmul(int(DType::F16), int(DType::BF16), int(DType::F32), unused.p, unused.p, unused.p, m,
+                            nullptr),
+            "matmul: mixes types other than f32 and one 16-bit type");
+}
+
 // expert_linear against the CPU's: 6 ids picking among 3 experts' [M, K] matrices (a negative id
 // from the end), each input row read by one id, or by 2 (repeat, a token's top 2), with no
 // activation, a swiglu or GPT-OSS's clamped swiglu (limit 1: some values clamped), each row alone or weighed and summed by pairs (combine [3, 2]), with and
