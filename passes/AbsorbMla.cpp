@@ -15,6 +15,7 @@
 //
 // Runs after llmc-kv-cache-layout (caches are [T, B, H*D]) and before fusion (the attention is
 // still matmul, scale, mask, softmax, matmul).
+#include "AttentionSinks.h"
 #include "LatentAttentionCost.h"
 #include "PatternUtil.h"
 #include "Passes.h"
@@ -235,6 +236,7 @@ struct Site {
   int64_t heads = 0, nope = 0, rope = 0, v = 0, latent_ = 0;
   Value q;      // [B, H, S, nope + rope]
   Value mask;   // additive, or null
+  Value sinks;  // the sinks' column [B, H, Sq, 1] (AttentionSinks.h), or null
   double scale = 1.0;
   MatMulOp scores, weighted;
 };
@@ -251,7 +253,8 @@ bool scaledBy(Value &x, double &scale) {
 
 // From Kᵀ to the weighted sum of the values: [q * c] · [Kᵀ * c] [* or / scale] [+ mask] ->
 // softmax [-> where(is_nan(p), 0, p)] -> · V (torch's scaled_dot_product_attention scales q and
-// Kᵀ by the root of the scale, and guards the probabilities of fully masked rows).
+// Kᵀ by the root of the scale, and guards the probabilities of fully masked rows); or with
+// GPT-OSS's sinks, the softmax of the scores and the sinks' column, sliced (HY V4).
 bool matchScoresToOutput(Site &s) {
   Value kT = s.keysT;
   scaledBy(kT, s.scale);
@@ -292,9 +295,17 @@ bool matchScoresToOutput(Site &s) {
     x = add.getResult(), op = next();
   }
   auto softmax = dyn_cast_or_null<SoftmaxOp>(op);
+  std::optional<SinkColumn> sinks;
+  if (!softmax && (softmax = softmaxWithSinksOf(x))) {
+    sinks = sinkColumn(softmax);
+    OpBuilder unused(softmax.getContext());
+    if (!sinksPerHead(unused, softmax.getLoc(), sinks->column, s.heads, /*build=*/false))
+      return false;
+    s.sinks = sinks->column;
+  }
   if (!softmax || !isAxis(softmax.getAxis(), 4, 3))
     return false;
-  x = softmax.getResult();
+  x = sinks ? sinks->keys.getResult() : softmax.getResult();
   // where(is_nan(p), 0, p): a row that masks every key has no NaN to guard in latent_attention,
   // whose masked rows sum to nothing as the export's do after the guard.
   if (!x.hasOneUse()) {
@@ -589,7 +600,10 @@ struct AbsorbMla : impl::LlmcAbsorbMlaBase<AbsorbMla> {
                       : fusion::floatConstant(b, loc, RankedTensorType::get({H, L, v}, elem), uv);
     b.setInsertionPoint(s.weighted);
     Value mask = s.mask ? s.mask : fusion::emptyTensor(b, loc, elem);
-    Value attention = createValue(b, loc, "llmc.latent_attention", {q, cache, wuk, wuv, mask},
+    SmallVector<Value> operands = {q, cache, wuk, wuv, mask};
+    if (s.sinks && !operands.emplace_back(sinksPerHead(b, loc, s.sinks, H, /*build=*/true)))
+      return failure();
+    Value attention = createValue(b, loc, "llmc.latent_attention", operands,
                                   {b.getNamedAttr("scale", b.getF32FloatAttr(float(s.scale))),
                                    b.getNamedAttr("rope_dim", b.getI64IntegerAttr(R))});
     if (!attention)

@@ -1,6 +1,7 @@
 // llmc-raise-attention: scaled dot-product attention as exporters write it (head split,
 // rotary embedding, repeated KV heads, Q·Kᵀ, scale, mask, softmax, ·V, head merge) becomes one
 // llmc.fused_attention on [batch, seq, heads * head] tensors.
+#include "AttentionSinks.h"
 #include "PatternUtil.h"
 #include "Passes.h"
 #include "RewriteStats.h"
@@ -389,75 +390,6 @@ Value biasPerHead(PatternRewriter &rewriter, Location loc, Value bias, RankedTen
   Value wide = fusion::createValue(rewriter, loc, "llmc.unsqueeze", {bias},
                                    {rewriter.getNamedAttr("axes", rewriter.getDenseI64ArrayAttr({1}))});
   return reshapeTo(rewriter, loc, wide, {batch, heads, 0, 0});
-}
-
-// GPT-OSS's attention sinks: softmax(concat(scores, sinks) [- its row max]) with the sinks'
-// column sliced off the result, the sinks a logit per head broadcast to [B, H, Sq, 1] (an expand
-// of [1, H, 1, 1], or that folded into a constant at static lengths). (The row max is what the
-// softmax subtracts anyway.) The scores inside, the sinks' column and the slice that reads the
-// probabilities of the keys (those before the sinks' column: its end is -1, or the keys' count);
-// none where the softmax's input is not of this form.
-struct SinkColumn {
-  Value scores, column;
-  SliceOp keys;
-};
-
-// x where `v` is x less its row max (reduce_max over the last axis, kept), which a softmax of v
-// takes anyway, and nothing else reads x; else v.
-Value unshifted(Value v) {
-  auto sub = def<SubOp>(v);
-  auto max = sub ? def<ReduceMaxOp>(sub.getRhs()) : ReduceMaxOp();
-  if (!max || max.getInput() != sub.getLhs() || !fusion::reducesLastAxisKeepingIt(max) ||
-      !llvm::all_of(sub.getLhs().getUsers(), [&](Operation *u) { return u == sub || u == max; }))
-    return v;
-  return sub.getLhs();
-}
-
-std::optional<SinkColumn> sinkColumn(SoftmaxOp softmax) {
-  auto concat = def<ConcatOp>(unshifted(softmax.getInput()));
-  // (The scores may also be read for their shape: the sink column's, as llmc-raise-attention's
-  // sinksOfScaledOutputs builds it.)
-  if (!concat || concat.getInputs().size() != 2 || !fusion::isAxis(concat.getAxis(), 3, 4) ||
-      !llvm::all_of(concat.getInputs()[0].getUsers(), [&](Operation *u) { return u == concat || isa<ShapeOp>(u); }) ||
-      !softmax.getResult().hasOneUse())
-    return std::nullopt;
-  auto column = fusion::tensorType(concat.getInputs()[1]), scores = fusion::tensorType(concat.getInputs()[0]);
-  auto keys = dyn_cast<SliceOp>(*softmax.getResult().getUsers().begin());
-  if (column.getRank() != 4 || column.getDimSize(3) != 1 || !keys || keys.getAxes().size() != 1 ||
-      !fusion::isAxis(keys.getAxes()[0], 3, 4) || keys.getStarts()[0] != 0 || keys.getSteps()[0] != 1 ||
-      keys.getResult().getType() != scores ||
-      !(keys.getEnds()[0] == -1 || (!scores.isDynamicDim(3) && keys.getEnds()[0] == scores.getDimSize(3))))
-    return std::nullopt;
-  return SinkColumn{concat.getInputs()[0], concat.getInputs()[1], keys};
-}
-
-// The sinks [H] of a column [B, H, Sq, 1] that holds one logit per head: the value it is an
-// expand of, where that is [1, H, 1, 1], reshaped; or a constant whose every row of a head is
-// the same. Null where the column is not of either form; `build` false: checks only.
-Value sinksPerHead(PatternRewriter &rewriter, Location loc, Value column, int64_t heads, bool build) {
-  if (auto expand = def<ExpandOp>(column))
-    column = expand.getInput();
-  auto type = fusion::tensorType(column);
-  if (!type.hasStaticShape() || type.getRank() != 4 || type.getDimSize(1) != heads || type.getDimSize(3) != 1)
-    return {};
-  if (type.getDimSize(0) == 1 && type.getDimSize(2) == 1)
-    return build ? reshapeTo(rewriter, loc, column, {heads}) : column;
-  DenseElementsAttr attr;
-  if (!matchPattern(column, m_Constant(&attr)) || !isa<FloatType>(attr.getElementType()))
-    return {};
-  // [B, H, Sq, 1]: element (b, h, i) at (b * H + h) * Sq + i must equal (0, h, 0)'s.
-  const int64_t rows = type.getDimSize(2);
-  auto values = attr.getValues<APFloat>();
-  SmallVector<APFloat> perHead;
-  for (int64_t h = 0; h < heads; ++h)
-    perHead.push_back(values[h * rows]);
-  for (int64_t e = 0; e < type.getNumElements(); ++e)
-    if (!values[e].bitwiseIsEqual(perHead[(e / rows) % heads]))
-      return {};
-  if (!build)
-    return column;
-  auto result = RankedTensorType::get({heads}, attr.getElementType());
-  return ConstantOp::create(rewriter, loc, result, DenseElementsAttr::get(result, perHead));
 }
 
 struct Raised {

@@ -657,6 +657,7 @@ struct LatentMask {
   int64_t strides[4] = {};
   AttentionArgs::Mask type = AttentionArgs::Mask::Additive;
   bool causal = false, rowPerBatch = false;
+  const void *sinks = nullptr; // a sink logit per head [H] (the storage type) joining each softmax, or null
 };
 
 // latent_attention (DeepSeek MLA, see the op): q [B, H, Sq, nope + rope] (or [.., latent + rope]

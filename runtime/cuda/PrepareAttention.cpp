@@ -262,6 +262,11 @@ std::string prepareLatentAttention(Executor &ex, const PlanOp &op, PreparedOp &o
         return err;
       mask.data = e.at(op.inputs[4]);
     }
+    if (op.inputs.size() > 5 && op.inputs[5] >= 0) {
+      if (t[size_t(op.inputs[5])].numel() != H)
+        return std::string("sinks must be [H]");
+      mask.sinks = e.at(op.inputs[5]);
+    }
     const bool fromTable = latentKeyCount(op, t, skBound) >= 0;
     const int64_t keyBound = fromTable ? skBound : Sk;
     // The splits for the longest cache the launch may see (a graph replays it at any count).

@@ -13,8 +13,8 @@ namespace llmc::rt {
 namespace {
 
 std::string latentAttentionKernel(const KernelArgs &args) {
-  if (args.numInputs != 5 || args.numOutputs != 1)
-    return "expects 5 inputs (q, cache, w_uk, w_uv, mask) and 1 output";
+  if ((args.numInputs != 5 && args.numInputs != 6) || args.numOutputs != 1)
+    return "expects 5 or 6 inputs (q, cache, w_uk, w_uv, mask[, sinks]) and 1 output";
   const TensorRef &q = args.in(0), &cache = args.in(1), &wuk = args.in(2), &wuv = args.in(3);
   for (int i = 0; i < 4; ++i)
     if (args.in(i).dtype != DType::F32)
@@ -35,6 +35,11 @@ std::string latentAttentionKernel(const KernelArgs &args) {
       (hasUk && (wuk.shape.dims[0] != H || wuk.shape.dims[2] != d.latent)) ||
       (hasUv && (wuv.shape.dims[0] != H || wuv.shape.dims[1] != d.latent)))
     return "q, cache and weight shapes do not agree";
+  // A sink logit per head joins each row's softmax (fused_attention's sinks).
+  const float *sinks = args.numInputs > 5 && args.in(5).numel() > 0 ? args.in(5).as<const float>() : nullptr;
+  if (sinks && (args.in(5).dtype != DType::F32 || args.in(5).numel() != H))
+    return "expects sinks of f32 [H]";
+  auto sinkOf = [&](int64_t h) { return sinks ? sinks + h : nullptr; };
   TensorRef &out = args.out(0);
   if (out.shape.rank != 4 || out.numel() != B * H * Sq * d.v)
     return "output must be [B, H, Sq, v] (latent without w_uv)";
@@ -60,7 +65,7 @@ std::string latentAttentionKernel(const KernelArgs &args) {
           std::memcpy(keys.data() + t * qWidth + d.nope, c + t * cacheRow + d.latent, size_t(d.rope) * sizeof(float));
         gemmF32(false, false, Sk, d.v, d.latent, 1.0f, c, cacheRow, uv + h * d.latent * d.v, d.v, 0.0f, values.data(), d.v);
         gemmF32(false, true, Sq, Sk, qWidth, scale, qh, qWidth, keys.data(), qWidth, 0.0f, scores.data(), Sk);
-        maskedSoftmaxRows(scores.data(), Sq, Sk, mask, b, h, causal);
+        maskedSoftmaxRows(scores.data(), Sq, Sk, mask, b, h, causal, 0, 0, sinkOf(h));
         gemmF32(false, false, Sq, d.v, Sk, 1.0f, scores.data(), Sk, values.data(), d.v, 0.0f, oh, d.v);
       }
     }
@@ -87,7 +92,7 @@ std::string latentAttentionKernel(const KernelArgs &args) {
     }
     gemmF32(false, true, H * Sq, Sk, width, scale, qa, width, c, cacheRow, 0.0f, scores.data(), Sk);
     for (int64_t h = 0; h < H; ++h)
-      maskedSoftmaxRows(scores.data() + h * Sq * Sk, Sq, Sk, mask, b, h, causal);
+      maskedSoftmaxRows(scores.data() + h * Sq * Sk, Sq, Sk, mask, b, h, causal, 0, 0, sinkOf(h));
     float *ob = out.as<float>() + b * H * Sq * d.v;
     float *ol = hasUv ? oLatent.data() : ob; // without w_uv the result is the latent-space output
     gemmF32(false, false, H * Sq, d.latent, Sk, 1.0f, scores.data(), Sk, c, cacheRow, 0.0f, ol, d.latent);

@@ -133,3 +133,14 @@ func.func @linear_f64(%x: tensor<3x2xf64>, %w: tensor<2x2xf64>, %none: tensor<0x
   %0 = llmc.linear %x, %w, %none, %none, %none : (tensor<3x2xf64>, tensor<2x2xf64>, tensor<0xf64>, tensor<0xf64>, tensor<0xf64>) -> tensor<3x2xf64>
   return %0 : tensor<3x2xf64>
 }
+
+// -----
+
+// latent_attention's sinks: a logit per head.
+func.func @latent_attention_sinks_per_head(%q: tensor<1x2x1x6xf32>, %cache: tensor<5x1x6xf32>, %uk: tensor<2x4x4xf32>,
+                                           %uv: tensor<2x4x3xf32>, %none: tensor<0xf32>, %sinks: tensor<3xf32>) -> tensor<1x2x1x3xf32> {
+  // expected-error @+2 {{latent_attention's sinks must be [heads] of q's element type}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = llmc.latent_attention %q, %cache, %uk, %uv, %none, %sinks {rope_dim = 2 : i64, scale = 0.5 : f32} : (tensor<1x2x1x6xf32>, tensor<5x1x6xf32>, tensor<2x4x4xf32>, tensor<2x4x3xf32>, tensor<0xf32>, tensor<3xf32>) -> tensor<1x2x1x3xf32>
+  return %0 : tensor<1x2x1x3xf32>
+}

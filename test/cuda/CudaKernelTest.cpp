@@ -2829,7 +2829,7 @@ TEST(Cuda, Im2colRowsTimesTheWeightAreTheCpuConv) {
 // The latent attention kernels against the CPU latent_attention, with both factors, in every
 // storage type; with an additive mask, and causal with an i64 attention_mask: 3 heads (a block per
 // head), 8, 4 and 2 (a block per group of 8, 4 and 2 heads sharing the cache's reads), over 7,
-// 1100 and 9000 keys, the keys in one block or split among several.
+// 1100 and 9000 keys, the keys in one block or split among several; with sinks.
 TEST(Cuda, LatentAttentionMatchesTheCpu) {
   const int64_t B = 2, Sq = 2, Sk = 7, n = 4, R = 2, L = 8, v = 3;
   cu::latentAttentionSetup();
@@ -2926,6 +2926,25 @@ TEST(Cuda, LatentAttentionMatchesTheCpu) {
         expectClose(download(out, size_t(wantSplit.numel()), s), wantSplit.data, std::max(tolerance(s), 1e-4f) * 2,
                     "latent attention over 1100 keys in " + std::to_string(sp.splits) + " splits, " + name(s));
       }
+    // With sinks (a logit per head joining each row's softmax), in one block and in 5 splits.
+    std::vector<float> sinkLogits(static_cast<size_t>(H));
+    for (int64_t h = 0; h < H; ++h)
+      sinkLogits[size_t(h)] = h % 2 ? 2.5f : -1.0f;
+    Buf<float> sinks(DType::F32, {H}, rounded(sinkLogits, s)), wantSinks(DType::F32, {B, H, Sq, v});
+    ASSERT_EQ(call("latent_attention", causal, {q.ref(), splitCache.ref(), uk.ref(), uv.ref(), none.ref(), sinks.ref()},
+                   {wantSinks.ref()}),
+              "");
+    auto dsinks = upload(sinks.data, s);
+    cu::LatentMask causalSinks = causalOnly;
+    causalSinks.sinks = dsinks->p;
+    for (int splits : {1, 5}) {
+      cudaMemset(out.p, 0, out.bytes);
+      ASSERT_EQ(cu::latentAttention(s, dq->p, dsplit->p, duk->p, duv->p, causalSinks, out.p, B, H, Sq, splitRows, n, R,
+                                    L, v, 0.35f, nullptr, splits, workspace.p, nullptr),
+                "");
+      expectClose(download(out, size_t(wantSinks.numel()), s), wantSinks.data, std::max(tolerance(s), 1e-4f) * 2,
+                  "latent attention with sinks in " + std::to_string(splits) + " splits, " + name(s));
+    }
     // Without W_UK and W_UV (the query comes in the latent space, the output leaves in it), in 5
     // splits, and with W_UV alone.
     Buf<float> latentQ(DType::F32, {B, H, Sq, L + R}, rounded(randomFloats(B * H * Sq * (L + R), 44), s)),

@@ -474,9 +474,9 @@ TEST(Kernels, FusedElementwiseTakesIntegerIds) {
 } // namespace
 
 // latent_attention against attention written out: keys [latent · w_uk[h]ᵀ, rope key] and values
-// latent · w_uv[h] per head, softmax(scale · q · kᵀ + mask) · v. Decode-shaped calls run absorbed,
-// prompt-shaped ones expanded (both checked to occur); absent factors leave q or the result in
-// the latent space.
+// latent · w_uv[h] per head, softmax(scale · q · kᵀ + mask) · v, with and without sinks.
+// Decode-shaped calls run absorbed, prompt-shaped ones expanded (both checked to occur); absent
+// factors leave q or the result in the latent space.
 TEST(Kernels, LatentAttentionMatchesExpandedAttention) {
   const int64_t B = 2, H = 3, n = 4, R = 2, L = 8, v = 3;
   const float scale = 0.4f;
@@ -489,6 +489,10 @@ TEST(Kernels, LatentAttentionMatchesExpandedAttention) {
         wuk(DType::F32, {H, n, L}, randomFloats(H * n * L, 13)), wuv(DType::F32, {H, L, v}, randomFloats(H * L * v, 14)),
         mask(DType::F32, {B, 1, Sq, Sk}, randomFloats(B * Sq * Sk, 15)), none(DType::F32, {0});
     mask.data[1] = -std::numeric_limits<float>::infinity();
+    // With sinks, a logit per head joins each row's softmax (the first above every score).
+    Buf<float> sinks(DType::F32, {H}, {9.0f, -1.5f, 0.25f});
+    for (bool withSinks : {false, true}) {
+    SCOPED_TRACE(withSinks ? "with sinks" : "without sinks");
     auto c = [&](int64_t t, int64_t b, int64_t i) { return double(cache.data[size_t((t * B + b) * (L + R) + i)]); };
     std::vector<float> want(size_t(B * H * Sq * v)), wantLatent(size_t(B * H * Sq * L)), qLatent(size_t(B * H * Sq * (L + R)));
     for (int64_t b = 0; b < B; ++b)
@@ -518,8 +522,12 @@ TEST(Kernels, LatentAttentionMatchesExpandedAttention) {
             p[size_t(t)] = scale * s + mask.data[size_t((b * Sq + i) * Sk + t)];
             best = std::max(best, p[size_t(t)]);
           }
+          if (withSinks)
+            best = std::max(best, double(sinks.data[size_t(h)]));
           for (double &x : p)
             sum += (x = std::exp(x - best));
+          if (withSinks)
+            sum += std::exp(double(sinks.data[size_t(h)]) - best);
           for (int64_t l = 0; l < L; ++l) {
             double o = 0;
             for (int64_t t = 0; t < Sk; ++t)
@@ -535,14 +543,26 @@ TEST(Kernels, LatentAttentionMatchesExpandedAttention) {
         }
     const auto a = attrs({floatAttr("scale", scale), intAttr("rope_dim", R)});
     Buf<float> got(DType::F32, {B, H, Sq, v}), gotLatent(DType::F32, {B, H, Sq, L});
-    ASSERT_EQ(call("latent_attention", a, {q.ref(), cache.ref(), wuk.ref(), wuv.ref(), mask.ref()}, {got.ref()}), "");
+    auto operands = [&](std::vector<TensorRef> refs) {
+      if (withSinks)
+        refs.push_back(sinks.ref());
+      return refs;
+    };
+    ASSERT_EQ(call("latent_attention", a, operands({q.ref(), cache.ref(), wuk.ref(), wuv.ref(), mask.ref()}), {got.ref()}),
+              "");
     expectNear(got.data, want, 1e-4f);
     Buf<float> qa(DType::F32, {B, H, Sq, L + R}, qLatent);
-    ASSERT_EQ(call("latent_attention", a, {qa.ref(), cache.ref(), none.ref(), none.ref(), mask.ref()}, {gotLatent.ref()}), "");
+    ASSERT_EQ(call("latent_attention", a, operands({qa.ref(), cache.ref(), none.ref(), none.ref(), mask.ref()}),
+                   {gotLatent.ref()}),
+              "");
     expectNear(gotLatent.data, wantLatent, 1e-4f);
-    // Refused: widths that do not agree.
-    Buf<float> badCache(DType::F32, {Sk, B, L + R + 1});
+    // Refused: widths that do not agree; sinks of another count than the heads'.
+    Buf<float> badCache(DType::F32, {Sk, B, L + R + 1}), badSinks(DType::F32, {H + 1});
     EXPECT_NE(call("latent_attention", a, {q.ref(), badCache.ref(), wuk.ref(), wuv.ref(), mask.ref()}, {got.ref()}), "");
+    EXPECT_EQ(call("latent_attention", a, {q.ref(), cache.ref(), wuk.ref(), wuv.ref(), mask.ref(), badSinks.ref()},
+                   {got.ref()}),
+              "expects sinks of f32 [H]");
+    }
   }
   EXPECT_TRUE(sawAbsorbed && sawExpanded);
 }

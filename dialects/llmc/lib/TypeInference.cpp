@@ -891,6 +891,8 @@ LogicalResult inferLatentAttention(Inference &in) {
   if ((hasUk && (uk[0] != heads || uk[2] != latent || q[3] != uk[1] + rope)) || (!hasUk && q[3] != latent + rope) ||
       (hasUv && (uv[0] != heads || uv[1] != latent)))
     return in.fail("latent_attention operand widths do not agree");
+  if (in.operands.size() > 5 && (in.shape(5).size() != 1 || in.shape(5)[0] != heads || in.elem(5) != in.elem(0)))
+    return in.fail("latent_attention's sinks must be [heads] of q's element type");
   return in.result({q[0], q[1], q[2], hasUv ? uv[2] : latent}, in.elem(0));
 }
 

@@ -142,9 +142,11 @@ def Llmc_LatentAttentionOp : Llmc_Op<"latent_attention"> {
     A factor multiplied into a projection is absent (empty): without `w_uk`, `q` is already in
     the latent space, [batch, heads, seq_q, latent + rope]; without `w_uv` the result is the
     latent-space output [batch, heads, seq_q, latent]. `rope_dim` is the rotary key's width.
+    The optional sixth operand `sinks` [heads] is a logit per head that joins each row's softmax
+    with no value behind it, as fused_attention's (HY V4's attention sinks).
   }];
   let arguments = (ins Llmc_Tensor:$q, Llmc_Tensor:$cache, Llmc_Tensor:$w_uk, Llmc_Tensor:$w_uv,
-                   Llmc_Tensor:$mask, F32Attr:$scale, I64Attr:$rope_dim,
+                   Llmc_Tensor:$mask, Llmc_OptionalTensor:$sinks, F32Attr:$scale, I64Attr:$rope_dim,
                    DefaultValuedAttr<I64Attr, "0">:$is_causal);
   let results = (outs Llmc_Tensor:$result);
 }
