@@ -205,9 +205,10 @@ std::vector<char> evenRowsFirst(ArrayRef<char> bytes, int64_t outer, int64_t m, 
 }
 
 // GPT-OSS's experts' gating, (clamp(u, -L, L) + 1) * g * sigmoid(alpha * g) with g = min(gate, L),
-// of gate and up taken from one expert_linear's rows: alternating (gate = y[:, 0::2], up =
-// y[:, 1::2], as GPT-OSS's gate_up_proj holds them) or the two halves  ->  that expert_linear with
-// activation "clamped_swiglu" (alpha, limit); alternating columns are made halves by reordering
+// or HY V4's, silu(g) * clamp(u, -L, L) (alpha 1, no + 1), of gate and up taken from one
+// expert_linear's rows: alternating (gate = y[:, 0::2], up = y[:, 1::2], as GPT-OSS's
+// gate_up_proj holds them) or the two halves  ->  that expert_linear with activation
+// "clamped_swiglu" (alpha, limit, up_offset 1 or 0); alternating columns are made halves by reordering
 // the weight's rows and the bias (constants that only it reads). Two strided slices and an
 // elementwise kernel fewer, and the [N, M] product never written. Not after a combine (the
 // gating of a weighted sum is not the weighted sum of gatings).
@@ -279,6 +280,12 @@ struct ExpertClampedSwiglu : ExpertPattern<MulOp> {
       Value clampedGate = clampedUp ? gatedBySigmoid(op->getOperand(1 - i), alpha) : Value();
       Value gate = clampedGate ? fusion::byScalar<MinOp>(clampedGate, limit) : Value();
       Value up = gate && one == 1.0 && limit > 0 ? clampedBoth(clampedUp, limit) : Value();
+      if (!up) { // HY V4's: silu(min(gate, L)) * clamp(up, -L, L)
+        auto silu = def<SiluOp>(op->getOperand(1 - i));
+        gate = silu && silu.getResult().hasOneUse() ? fusion::byScalar<MinOp>(silu.getInput(), limit) : Value();
+        up = gate && limit > 0 ? clampedBoth(op->getOperand(i), limit) : Value();
+        alpha = 1.0, one = 0.0;
+      }
       bool alternate = false;
       auto expert = up ? partsOf(gate, up, alternate) : ExpertLinearOp();
       if (!expert || expert.getActivation() != "none" || expert.getCombine() ||
@@ -300,6 +307,8 @@ struct ExpertClampedSwiglu : ExpertPattern<MulOp> {
       attrs.set("activation", rewriter.getStringAttr("clamped_swiglu"));
       attrs.set("alpha", rewriter.getF32FloatAttr(float(alpha)));
       attrs.set("limit", rewriter.getF32FloatAttr(float(limit)));
+      if (one != 1.0)
+        attrs.set("up_offset", rewriter.getF32FloatAttr(float(one)));
       if (failed(replaceByExpert(rewriter, op, operands, attrs)))
         return abandonBuilt(rewriter, op, before);
       return success();
@@ -488,7 +497,8 @@ struct FuseLinear : impl::LlmcFuseLinearBase<FuseLinear> {
   RewriteCounter experts{"llmc-fuse-linear", "products of gathered experts turned into expert_linear"};
   RewriteCounter expertEpilogues{"llmc-fuse-linear", "swiglus, repeated rows and weighted sums fused into expert_linear"};
   RewriteCounter expertBiases{"llmc-fuse-linear", "experts' biases fused into expert_linear"};
-  RewriteCounter clampedGatings{"llmc-fuse-linear", "clamped swiglus (GPT-OSS's experts) fused into expert_linear"};
+  RewriteCounter clampedGatings{"llmc-fuse-linear",
+                                "clamped swiglus (GPT-OSS's and HY V4's experts) fused into expert_linear"};
   RewriteCounter denseExperts{"llmc-fuse-linear", "dense mixtures of experts turned into expert_linear on the chosen"};
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());

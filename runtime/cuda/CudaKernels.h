@@ -395,8 +395,8 @@ std::string gemmArgsOf(const int64_t *aDims, const int64_t *bDims, bool transA, 
 struct ExpertLinearArgs {
   int64_t N = 0, M = 0, K = 0, E = 0, repeat = 1, group = 1;
   bool swiglu = false;  // the rows' halves gated: silu(first) * second
-  bool clamped = false; // with swiglu: clampedSwigluOf(first, second, alpha, limit) instead (GPT-OSS)
-  float alpha = 1.0f, limit = 0.0f;
+  bool clamped = false; // with swiglu: clampedSwigluOf(first, second, alpha, limit, upOffset) instead (GPT-OSS)
+  float alpha = 1.0f, limit = 0.0f, upOffset = 1.0f;
   const void *bias = nullptr;
 };
 // Why expert_linear's arguments are not whole (a bad repeat, group or gating), or empty.

@@ -200,11 +200,11 @@ __device__ __forceinline__ float activate(Activation act, float x) {
 __device__ __forceinline__ float swigluOf(float gate, float up) { return gate / (1.0f + __expf(-gate)) * up; }
 
 // GPT-OSS's gating (kernels/KernelUtil.h clampedSwigluOf): the gate clamped from above at
-// `limit`, the up value to [-limit, limit], then (up + 1) * gate * sigmoid(alpha * gate).
-__device__ __forceinline__ float clampedSwigluOf(float gate, float up, float alpha, float limit) {
+// `limit`, the up value to [-limit, limit], then (up + upOffset) * gate * sigmoid(alpha * gate).
+__device__ __forceinline__ float clampedSwigluOf(float gate, float up, float alpha, float limit, float upOffset) {
   gate = limit < gate ? limit : gate;
   up = limit < up ? limit : (up < -limit ? -limit : up);
-  return (up + 1.0f) * gate / (1.0f + __expf(-alpha * gate));
+  return (up + upOffset) * gate / (1.0f + __expf(-alpha * gate));
 }
 
 // The larger of two values; a NaN loses to a number (fmax).

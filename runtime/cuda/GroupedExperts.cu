@@ -193,7 +193,7 @@ __global__ void __launch_bounds__(kWarps * 32)
     float v = out[r * kLdOut + c] + (bias ? toF(bias[m]) : 0.0f);
     if (kHalves == 2) {
       const float up = out[(kRows + r) * kLdOut + c] + (bias ? toF(bias[width + m]) : 0.0f);
-      v = a.clamped ? clampedSwigluOf(v, up, a.alpha, a.limit) : swigluOf(v, up);
+      v = a.clamped ? clampedSwigluOf(v, up, a.alpha, a.limit, a.upOffset) : swigluOf(v, up);
     }
     if (values)
       values[i * width + m] = v;

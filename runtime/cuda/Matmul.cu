@@ -136,7 +136,7 @@ __global__ void expertLinearKernel(const T *__restrict__ x, const T *__restrict_
       float v = dots[2 * j] + (bias ? float(widen(bias[m])) : 0.0f);
       if (a.swiglu) {
         const float up = dots[2 * j + 1] + (bias ? float(widen(bias[m + width])) : 0.0f);
-        v = a.clamped ? clampedSwigluOf(v, up, a.alpha, a.limit) : swigluOf(v, up);
+        v = a.clamped ? clampedSwigluOf(v, up, a.alpha, a.limit, a.upOffset) : swigluOf(v, up);
       }
       sum += combine ? float(widen(combine[n])) * v : v;
     }

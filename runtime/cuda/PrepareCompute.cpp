@@ -399,7 +399,7 @@ std::string prepareExpertLinear(Executor &ex, const PlanOp &op, PreparedOp &out,
   const int64_t repeat = op.attrs.getInt("repeat", 1);
   ExpertGating gating;
   if (!parseExpertGating(op.attrs.getString("activation"), op.attrs.getFloat("alpha", 1.0),
-                         op.attrs.getFloat("limit", 0.0), gating) ||
+                         op.attrs.getFloat("limit", 0.0), op.attrs.getFloat("up_offset", 1.0), gating) ||
       repeat < 1)
     return std::string("takes an activation ") + kExpertGatings + " and a repeat of 1 or more";
   const size_t groupedBytes = ex.groupedExperts ? groupedExpertScratch(ex, op, type, gating.halves, combined) : 0;
@@ -409,7 +409,7 @@ std::string prepareExpertLinear(Executor &ex, const PlanOp &op, PreparedOp &out,
     const Shape &x = t[size_t(op.inputs[0])].shape, &w = t[size_t(op.inputs[1])].shape;
     ExpertLinearArgs a;
     a.N = t[size_t(op.inputs[2])].numel(), a.repeat = repeat, a.swiglu = gating.halves;
-    a.clamped = gating.clamped, a.alpha = gating.alpha, a.limit = gating.limit;
+    a.clamped = gating.clamped, a.alpha = gating.alpha, a.limit = gating.limit, a.upOffset = gating.upOffset;
     if (x.rank != 2 || w.rank != 3 || w.dims[2] != x.dims[1] || a.N != x.dims[0] * repeat)
       return "operands do not agree: input " + x.str() + ", weight " + w.str();
     if (biased) {

@@ -25,18 +25,18 @@ inline bool parseActivation(std::string_view name, Activation &out) {
   return true;
 }
 
-// expert_linear's gating of its rows' two halves (its `activation`, `alpha` and `limit`
-// attributes): none; "swiglu", silu(first) * second; or GPT-OSS's "clamped_swiglu"
+// expert_linear's gating of its rows' two halves (its `activation`, `alpha`, `limit` and
+// `up_offset` attributes): none; "swiglu", silu(first) * second; or GPT-OSS's "clamped_swiglu"
 // (clampedSwigluOf), which needs a limit above 0. False for anything else.
 struct ExpertGating {
   bool halves = false, clamped = false;
-  float alpha = 1.0f, limit = 0.0f;
+  float alpha = 1.0f, limit = 0.0f, upOffset = 1.0f;
 };
 inline constexpr const char *kExpertGatings = "\"none\", \"swiglu\" or \"clamped_swiglu\" (with a limit above 0)";
-inline bool parseExpertGating(std::string_view name, double alpha, double limit, ExpertGating &out) {
+inline bool parseExpertGating(std::string_view name, double alpha, double limit, double upOffset, ExpertGating &out) {
   out.clamped = name == "clamped_swiglu";
   out.halves = name == "swiglu" || out.clamped;
-  out.alpha = float(alpha), out.limit = float(limit);
+  out.alpha = float(alpha), out.limit = float(limit), out.upOffset = float(upOffset);
   return (out.halves || name.empty() || name == "none") && (!out.clamped || out.limit > 0);
 }
 

@@ -164,12 +164,13 @@ template <typename T> inline T sigmoidOf(T x) {
 inline float swigluOf(float gate, float up) { return gate / (1.0f + fastExp(-gate)) * up; }
 
 // GPT-OSS's gating (expert_linear's "clamped_swiglu"): the gate clamped from above at `limit`,
-// the up value to [-limit, limit], then (up + 1) * gate * sigmoid(alpha * gate). A NaN stays NaN
-// (the comparisons keep the value they are given), as the unfused min and max give it.
-inline float clampedSwigluOf(float gate, float up, float alpha, float limit) {
+// the up value to [-limit, limit], then (up + upOffset) * gate * sigmoid(alpha * gate) (GPT-OSS:
+// an offset of 1; HY V4: 0 and alpha 1). A NaN stays NaN (the comparisons keep the value they
+// are given), as the unfused min and max give it.
+inline float clampedSwigluOf(float gate, float up, float alpha, float limit, float upOffset) {
   gate = limit < gate ? limit : gate;
   up = limit < up ? limit : (up < -limit ? -limit : up);
-  return (up + 1.0f) * gate * sigmoidOf(alpha * gate);
+  return (up + upOffset) * gate * sigmoidOf(alpha * gate);
 }
 
 // One head's row of D features turned as llmc.rotary (ONNX RotaryEmbedding) turns it: the first R

@@ -152,7 +152,7 @@ std::string gemmKernel(const KernelArgs &args) {
 // expert_linear: input [T, K], weight [E, M, K], ids [N] or [N, 1] (int64, negative from the end)
 // with N = T * repeat -> [N, M], row n = weight[ids[n]] · input[n / repeat] (a mixture of
 // experts' projection); with activation "swiglu" [N, M / 2], silu(first half) * second half
-// ("clamped_swiglu": clampedSwigluOf, attributes alpha and limit);
+// ("clamped_swiglu": clampedSwigluOf, attributes alpha, limit and up_offset);
 // with a combine [R, g] (R * g = N) [R, .], row r = sum over j of combine[r, j] * row r * g + j;
 // with a bias [E, M] (input 4), bias[ids[n]] added to row n before the activation and the sum.
 std::string expertLinearKernel(const KernelArgs &args) {
@@ -165,7 +165,8 @@ std::string expertLinearKernel(const KernelArgs &args) {
   const int64_t repeat = args.attrs.getInt("repeat", 1);
   ExpertGating gating;
   const bool gatingKnown = parseExpertGating(args.attrs.getString("activation"), args.attrs.getFloat("alpha", 1.0),
-                                             args.attrs.getFloat("limit", 0.0), gating);
+                                             args.attrs.getFloat("limit", 0.0), args.attrs.getFloat("up_offset", 1.0),
+                                             gating);
   const bool swiglu = gating.halves;
   if (x.dtype != DType::F32 || w.dtype != DType::F32 || out.dtype != DType::F32 || ids.dtype != DType::I64 ||
       (combined && args.in(3).dtype != DType::F32) || (biased && args.in(4).dtype != DType::F32))
@@ -231,7 +232,7 @@ std::string expertLinearKernel(const KernelArgs &args) {
           y[m] += bias[e * M + m];
       if (gating.clamped)
         for (int64_t m = 0; m < width; ++m)
-          to[m] = clampedSwigluOf(y[m], y[width + m], gating.alpha, gating.limit);
+          to[m] = clampedSwigluOf(y[m], y[width + m], gating.alpha, gating.limit, gating.upOffset);
       else if (swiglu)
         for (int64_t m = 0; m < width; ++m)
           to[m] = swigluOf(y[m], y[width + m]);

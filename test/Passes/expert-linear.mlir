@@ -405,3 +405,34 @@ func.func @clamped_swiglu_not(%x: tensor<6x2xf32>, %ids: tensor<6x1xi64>, %w: te
   %out3 = llmc.mul %w4, %glu3 : (tensor<6x2xf32>, tensor<6x2xf32>) -> tensor<6x2xf32>
   return %out, %out2, %out3 : tensor<6x2xf32>, tensor<6x2xf32>, tensor<6x2xf32>
 }
+
+// -----
+
+// HY V4's experts' gating of the two halves: silu(min(gate, 10)) * clamp(up, -10, 10), no alpha
+// and no + 1, becomes "clamped_swiglu" with alpha 1 (the default) and up_offset 0. Left as it
+// is: up clamped to other bounds than the gate.
+// CHECK-LABEL: func.func @clamped_silu_halves
+// CHECK: %[[Y:.*]] = llmc.expert_linear %arg0, %arg2, %arg1 {activation = "clamped_swiglu", limit = 1.000000e+01 : f32, up_offset = 0.000000e+00 : f32} : (tensor<6x2xf32>, tensor<2x4x2xf32>, tensor<6x1xi64>) -> tensor<6x2xf32>
+// CHECK: llmc.silu
+// CHECK-NOT: clamped_swiglu
+// CHECK: return %[[Y]], %{{.*}}
+func.func @clamped_silu_halves(%x: tensor<6x2xf32>, %ids: tensor<6x1xi64>, %w: tensor<2x4x2xf32>) -> (tensor<6x2xf32>, tensor<6x2xf32>) {
+  %limit = llmc.constant dense<10.0> : tensor<f32>
+  %low = llmc.constant dense<-10.0> : tensor<f32>
+  %low9 = llmc.constant dense<-9.0> : tensor<f32>
+  %y = llmc.expert_linear %x, %w, %ids : (tensor<6x2xf32>, tensor<2x4x2xf32>, tensor<6x1xi64>) -> tensor<6x4xf32>
+  %h:2 = llmc.split %y {axis = 1 : i64, num_outputs = 2 : i64} : (tensor<6x4xf32>) -> (tensor<6x2xf32>, tensor<6x2xf32>)
+  %g = llmc.min %h#0, %limit : (tensor<6x2xf32>, tensor<f32>) -> tensor<6x2xf32>
+  %u1 = llmc.max %h#1, %low : (tensor<6x2xf32>, tensor<f32>) -> tensor<6x2xf32>
+  %u = llmc.min %u1, %limit : (tensor<6x2xf32>, tensor<f32>) -> tensor<6x2xf32>
+  %sg = llmc.silu %g : (tensor<6x2xf32>) -> tensor<6x2xf32>
+  %out = llmc.mul %sg, %u : (tensor<6x2xf32>, tensor<6x2xf32>) -> tensor<6x2xf32>
+  %y2 = llmc.expert_linear %x, %w, %ids : (tensor<6x2xf32>, tensor<2x4x2xf32>, tensor<6x1xi64>) -> tensor<6x4xf32>
+  %k:2 = llmc.split %y2 {axis = 1 : i64, num_outputs = 2 : i64} : (tensor<6x4xf32>) -> (tensor<6x2xf32>, tensor<6x2xf32>)
+  %g2 = llmc.min %k#0, %limit : (tensor<6x2xf32>, tensor<f32>) -> tensor<6x2xf32>
+  %v1 = llmc.max %k#1, %low9 : (tensor<6x2xf32>, tensor<f32>) -> tensor<6x2xf32>
+  %v = llmc.min %v1, %limit : (tensor<6x2xf32>, tensor<f32>) -> tensor<6x2xf32>
+  %sg2 = llmc.silu %g2 : (tensor<6x2xf32>) -> tensor<6x2xf32>
+  %out2 = llmc.mul %v, %sg2 : (tensor<6x2xf32>, tensor<6x2xf32>) -> tensor<6x2xf32>
+  return %out, %out2 : tensor<6x2xf32>, tensor<6x2xf32>
+}

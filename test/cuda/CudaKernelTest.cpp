@@ -2142,7 +2142,8 @@ TEST(Cuda, MixedTypeMatmulMatchesTheCpu) {
 
 // expert_linear against the CPU's: 6 ids picking among 3 experts' [M, K] matrices (a negative id
 // from the end), each input row read by one id, or by 2 (repeat, a token's top 2), with no
-// activation, a swiglu or GPT-OSS's clamped swiglu (limit 1: some values clamped), each row alone or weighed and summed by pairs (combine [3, 2]), with and
+// activation, a swiglu, GPT-OSS's clamped swiglu (limit 1: some values clamped) or HY V4's (alpha
+// 1, up_offset 0), each row alone or weighed and summed by pairs (combine [3, 2]), with and
 // without the experts' biases [3, M] (biased: the bias before the swiglu and the sum); K = 77
 // (an element per lane and load), K = 264 (16 bytes per lane and load, past one warp's stride and
 // not a multiple of it); an id out of range sets the error flag.
@@ -2150,10 +2151,13 @@ TEST(Cuda, ExpertLinearMatchesTheCpuAndFlagsBadIds) {
   const int64_t N = 6, E = 3, M = 10, group = 2;
   for (int64_t K : {77, 264})
     for (int64_t repeat : {1, 2})
-      for (std::string activation : {"none", "swiglu", "clamped_swiglu"})
+      for (std::string variant : {"none", "swiglu", "clamped_swiglu", "clamped_silu"})
         for (bool combined : {false, true})
           for (bool biased : {false, true})
             for (cu::Storage s : kStorages) {
+              const bool hy = variant == "clamped_silu";
+              const std::string activation = hy ? "clamped_swiglu" : variant;
+              const float alpha = hy ? 1.0f : 1.702f, upOffset = hy ? 0.0f : 1.0f;
               const bool swiglu = activation != "none", clamped = activation == "clamped_swiglu";
               const int64_t T = N / repeat, width = swiglu ? M / 2 : M, rows = combined ? N / group : N;
               Buf<float> x(DType::F32, {T, K}, rounded(randomFloats(T * K, 96), s)),
@@ -2162,7 +2166,8 @@ TEST(Cuda, ExpertLinearMatchesTheCpuAndFlagsBadIds) {
                   b(DType::F32, {E, M}, rounded(randomFloats(E * M, 99), s)), none(DType::F32, {0});
               Buf<int64_t> ids(DType::I64, {N, 1}, {2, 0, -1, 1, 2, -3});
               const AttrList at = attrs({intAttr("repeat", repeat), stringAttr("activation", activation),
-                                         floatAttr("alpha", 1.702), floatAttr("limit", 1.0)});
+                                         floatAttr("alpha", alpha), floatAttr("limit", 1.0),
+                                         floatAttr("up_offset", upOffset)});
               std::vector<TensorRef> ins = {x.ref(), w.ref(), ids.ref()};
               if (combined || biased)
                 ins.push_back(combined ? c.ref() : none.ref());
@@ -2174,14 +2179,14 @@ TEST(Cuda, ExpertLinearMatchesTheCpuAndFlagsBadIds) {
               Device out(size_t(rows * width) * cu::storageBytes(s));
               cu::ExpertLinearArgs a;
               a.N = N, a.M = M, a.K = K, a.E = E, a.repeat = repeat, a.swiglu = swiglu, a.group = group;
-              a.clamped = clamped, a.alpha = 1.702f, a.limit = 1.0f;
+              a.clamped = clamped, a.alpha = alpha, a.limit = 1.0f, a.upOffset = upOffset;
               a.bias = biased ? db->p : nullptr;
               ASSERT_EQ(cu::expertLinear(int(storageDType(s)), dx->p, dw->p, di->as<int64_t>(),
                                          combined ? dc->p : nullptr, out.p, a, error->as<int>(), nullptr),
                         "");
               expectClose(download(out, size_t(rows * width), s), want.data, std::max(tolerance(s), 1e-5f) * 8,
                           std::string("expert_linear ") + name(s) + " K " + std::to_string(K) + " repeat " +
-                              std::to_string(repeat) + " " + activation + (combined ? " combined" : "") +
+                              std::to_string(repeat) + " " + variant + (combined ? " combined" : "") +
                               (biased ? " biased" : ""));
               int flag = 0;
               cudaMemcpy(&flag, error->p, sizeof flag, cudaMemcpyDeviceToHost);
@@ -2254,12 +2259,14 @@ TEST(Cuda, GroupedExpertLinearMatchesTheCpu) {
     int64_t K, repeat, group;
     bool biased;
     int64_t chunk; // ids the scratch holds at once; 0: every one
+    float alpha = 1.702f, upOffset = 1.0f; // of a clamped swiglu (HY V4's: 1 and 0)
   };
   const Case cases[] = {{cu::Storage::BF16, "none", 40, 1, 0, false, 0},
                         {cu::Storage::F16, "swiglu", 37, 4, 4, true, 0},
                         {cu::Storage::BF16, "clamped_swiglu", 40, 2, 2, false, 0},
                         {cu::Storage::F16, "none", 40, 2, 0, true, 64},
-                        {cu::Storage::BF16, "swiglu", 37, 1, 8, true, 96}};
+                        {cu::Storage::BF16, "swiglu", 37, 1, 8, true, 96},
+                        {cu::Storage::BF16, "clamped_swiglu", 40, 1, 4, true, 0, 1.0f, 0.0f}};
   std::vector<int64_t> picks(N);
   for (int64_t i = 0; i < N; ++i)
     picks[size_t(i)] = std::vector<int64_t>{0, 0, -3, 1, -2}[size_t(i * 7 % 5)];
@@ -2269,7 +2276,7 @@ TEST(Cuda, GroupedExpertLinearMatchesTheCpu) {
     const int64_t M = swiglu ? 2 * width : width, T = N / c.repeat, rows = combined ? N / c.group : N;
     const std::string what = std::string("grouped expert_linear ") + name(s) + " " + c.activation + " K " +
                              std::to_string(c.K) + (combined ? " combined" : "") + (c.biased ? " biased" : "") +
-                             (c.chunk ? " in chunks" : "");
+                             (c.chunk ? " in chunks" : "") + (c.upOffset == 0.0f ? " (HY V4's)" : "");
     Buf<float> x(DType::F32, {T, c.K}, rounded(randomFloats(T * c.K, 101), s)),
         w(DType::F32, {E, M, c.K}, rounded(randomFloats(E * M * c.K, 102), s)),
         cw(DType::F32, {rows, combined ? c.group : 1}, rounded(randomFloats(N, 103), s)),
@@ -2277,7 +2284,8 @@ TEST(Cuda, GroupedExpertLinearMatchesTheCpu) {
         want(DType::F32, {rows, width});
     Buf<int64_t> ids(DType::I64, {N}, picks);
     const AttrList at = attrs({intAttr("repeat", c.repeat), stringAttr("activation", c.activation),
-                               floatAttr("alpha", 1.702), floatAttr("limit", 1.0)});
+                               floatAttr("alpha", c.alpha), floatAttr("limit", 1.0),
+                               floatAttr("up_offset", c.upOffset)});
     std::vector<TensorRef> ins = {x.ref(), w.ref(), ids.ref()};
     if (combined || c.biased)
       ins.push_back(combined ? cw.ref() : none.ref());
@@ -2286,7 +2294,8 @@ TEST(Cuda, GroupedExpertLinearMatchesTheCpu) {
     ASSERT_EQ(call("expert_linear", at, ins, {want.ref()}), "") << what;
     cu::ExpertLinearArgs a;
     a.N = N, a.M = M, a.K = c.K, a.E = E, a.repeat = c.repeat, a.group = combined ? c.group : 1;
-    a.swiglu = swiglu, a.clamped = std::string(c.activation) == "clamped_swiglu", a.alpha = 1.702f, a.limit = 1.0f;
+    a.swiglu = swiglu, a.clamped = std::string(c.activation) == "clamped_swiglu", a.alpha = c.alpha, a.limit = 1.0f;
+    a.upOffset = c.upOffset;
     ASSERT_TRUE(cu::groupedExpertsPay(int(storageDType(s)), a)) << what;
     auto dx = upload(x.data, s), dw = upload(w.data, s), dc = upload(cw.data, s), db = upload(b.data, s),
          di = uploadRaw(picks), error = uploadRaw(std::vector<int>{0});

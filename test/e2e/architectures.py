@@ -367,14 +367,15 @@ MOE_LAYERS = dict({name: 2 for name in MOE}, deepseek_v3=1, glm4_moe=1, dots1=1,
 EXPERT_LINEARS = "products of gathered experts turned into expert_linear"
 EXPERT_FUSIONS = "swiglus, repeated rows and weighted sums fused into expert_linear"
 EXPERT_BIASES = "experts' biases fused into expert_linear"
-CLAMPED_SWIGLUS = "clamped swiglus (GPT-OSS's experts) fused into expert_linear"
+CLAMPED_SWIGLUS = "clamped swiglus (GPT-OSS's and HY V4's experts) fused into expert_linear"
 EXPERT_COUNTS = {EXPERT_LINEARS: 2, EXPERT_FUSIONS: 3, EXPERT_BIASES: 0, CLAMPED_SWIGLUS: 0}  # per layer with experts
 # GPT-OSS's experts (since session 30; each matrix [K, M], on the right of the row) take their
 # biases per expert, the repeated rows and the weighted sum; since session 31 their clamped
 # SwiGLU over alternating gate and up columns too (the weight's rows reordered to halves).
-# HY V4's experts clamp their gate and up halves, silu(min(g, 10)) * clamp(u, -10, 10), which is
-# not GPT-OSS's clamped SwiGLU (no alpha, no u + 1): the activation stays elementwise.
-EXPERT_OVERRIDES = {"gpt_oss": {EXPERT_FUSIONS: 2, EXPERT_BIASES: 2, CLAMPED_SWIGLUS: 1}, "hy_v4": {EXPERT_FUSIONS: 2}}
+# HY V4's experts clamp their gate and up halves, silu(min(g, 10)) * clamp(u, -10, 10): since
+# session 39 the same activation with alpha 1 and up_offset 0 (no u + 1).
+EXPERT_OVERRIDES = {"gpt_oss": {EXPERT_FUSIONS: 2, EXPERT_BIASES: 2, CLAMPED_SWIGLUS: 1},
+                    "hy_v4": {EXPERT_FUSIONS: 2, CLAMPED_SWIGLUS: 1}}
 # Each router's softmax and top-k become llmc.softmax_top_k, and Mixtral's weights divided by
 # their sum its `normalize` (the others' configs leave norm_topk_prob off); DeepSeek-V3's sigmoid
 # scores chosen within the best groups become llmc.grouped_top_k (since session 29); GPT-OSS's

@@ -548,8 +548,9 @@ TEST(Kernels, LatentAttentionMatchesExpandedAttention) {
         refs.push_back(sinks.ref());
       return refs;
     };
-    ASSERT_EQ(call("latent_attention", a, operands({q.ref(), cache.ref(), wuk.ref(), wuv.ref(), mask.ref()}), {got.ref()}),
-              "");
+    ASSERT_EQ(
+        call("latent_attention", a, operands({q.ref(), cache.ref(), wuk.ref(), wuv.ref(), mask.ref()}), {got.ref()}),
+        "");
     expectNear(got.data, want, 1e-4f);
     Buf<float> qa(DType::F32, {B, H, Sq, L + R}, qLatent);
     ASSERT_EQ(call("latent_attention", a, operands({qa.ref(), cache.ref(), none.ref(), none.ref(), mask.ref()}),

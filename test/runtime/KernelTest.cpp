@@ -184,16 +184,20 @@ TEST(Kernels, MatMul) {
 
 // Each id's row times the matrix the id picks (a negative id from the end), an input row read by
 // one id or by two (repeat), with or without the expert's bias (a fifth input, the combine empty
-// where there is none), with no activation, a swiglu or GPT-OSS's clamped one (a limit that
-// clamps some of the values), each row alone or weighed and summed by pairs (combine), against a
-// plain loop; an id out of range is an error, and so is a clamped swiglu without a limit.
+// where there is none), with no activation, a swiglu, GPT-OSS's clamped one (a limit that
+// clamps some of the values) or HY V4's (alpha 1, up_offset 0), each row alone or weighed and
+// summed by pairs (combine), against a plain loop; an id out of range is an error, and so is a
+// clamped swiglu without a limit.
 TEST(Kernels, ExpertLinear) {
   const int64_t N = 6, K = 7, E = 3, M = 4, group = 2;
   const double alpha = 1.702, limit = 0.5;
   for (int64_t repeat : {1, 2})
-    for (std::string activation : {"none", "swiglu", "clamped_swiglu"})
+    for (std::string variant : {"none", "swiglu", "clamped_swiglu", "clamped_silu"})
       for (bool combined : {false, true})
         for (bool biased : {false, true}) {
+          const bool hy = variant == "clamped_silu";
+          const std::string activation = hy ? "clamped_swiglu" : variant;
+          const double a = hy ? 1.0 : alpha, upOffset = hy ? 0.0 : 1.0;
           const bool swiglu = activation != "none", clamped = activation == "clamped_swiglu";
           const int64_t T = N / repeat, width = swiglu ? M / 2 : M, rows = combined ? N / group : N;
           Buf<float> x(DType::F32, {T, K}, randomFloats(T * K, 11)),
@@ -203,7 +207,8 @@ TEST(Kernels, ExpertLinear) {
           Buf<int64_t> ids(DType::I64, {N, 1}, {2, 0, -1, 1, 2, -3});
           Buf<float> y(DType::F32, {rows, width});
           const AttrList at = attrs({intAttr("repeat", repeat), stringAttr("activation", activation),
-                                     floatAttr("alpha", alpha), floatAttr("limit", limit)});
+                                     floatAttr("alpha", a), floatAttr("limit", limit),
+                                     floatAttr("up_offset", upOffset)});
           std::vector<TensorRef> ins = {x.ref(), w.ref(), ids.ref()};
           if (combined || biased)
             ins.push_back(combined ? c.ref() : none.ref());
@@ -223,7 +228,7 @@ TEST(Kernels, ExpertLinear) {
               if (!clamped)
                 return product(m) / (1.0 + std::exp(-product(m))) * product(m + width);
               const double g = std::min(product(m), limit), u = std::clamp(product(m + width), -limit, limit);
-              return (u + 1.0) * g / (1.0 + std::exp(-alpha * g));
+              return (u + upOffset) * g / (1.0 + std::exp(-a * g));
             };
             for (int64_t m = 0; m < width; ++m) {
               const double v = swiglu ? gated(m) : product(m);
@@ -231,7 +236,7 @@ TEST(Kernels, ExpertLinear) {
             }
           }
           for (size_t i = 0; i < want.size(); ++i)
-            EXPECT_NEAR(y.data[i], want[i], 1e-5) << i << " repeat " << repeat << " " << activation << " combined "
+            EXPECT_NEAR(y.data[i], want[i], 1e-5) << i << " repeat " << repeat << " " << variant << " combined "
                                                   << combined << " biased " << biased;
         }
   Buf<float> x(DType::F32, {5, 7}), w(DType::F32, {3, 4, 7}), y(DType::F32, {5, 4}), half(DType::F32, {5, 2});

@@ -29,8 +29,9 @@ def Llmc_ExpertLinearOp : Llmc_Op<"expert_linear"> {
     `weight[ids[n]] · input[n / repeat]` (each input row serves `repeat` consecutive ids: a token's
     top-k experts). With `activation` "swiglu" the result is [N, M / 2], `silu(y[:, :M/2]) *
     y[:, M/2:]` of those rows (a gate/up projection); with "clamped_swiglu" (GPT-OSS's experts)
-    `(u + 1) * g * sigmoid(alpha * g)` of g = min(y[:, :M/2], limit) and u = y[:, M/2:] clamped to
-    [-limit, limit]. With `combine` [R, g] (R * g = N: a token's
+    `(u + up_offset) * g * sigmoid(alpha * g)` of g = min(y[:, :M/2], limit) and u = y[:, M/2:]
+    clamped to [-limit, limit] (HY V4's experts: alpha 1 and up_offset 0, silu(g) * u). With
+    `combine` [R, g] (R * g = N: a token's
     routing weights) the result is [R, M or M / 2], row r the sum over j < g of `combine[r, j]`
     times row r * g + j (a down projection's weighted sum over the token's experts). With `bias`
     [E, M] (a fifth operand; `combine` an empty tensor where there is none), row n of the product
@@ -41,7 +42,8 @@ def Llmc_ExpertLinearOp : Llmc_Op<"expert_linear"> {
   }];
   let arguments = (ins Llmc_Tensor:$input, Llmc_Tensor:$weight, Llmc_Tensor:$ids, Variadic<Llmc_Tensor>:$extras,
                    DefaultValuedStrAttr<StrAttr, "none">:$activation, DefaultValuedAttr<I64Attr, "1">:$repeat,
-                   DefaultValuedAttr<F32Attr, "1.0">:$alpha, DefaultValuedAttr<F32Attr, "0.0">:$limit);
+                   DefaultValuedAttr<F32Attr, "1.0">:$alpha, DefaultValuedAttr<F32Attr, "0.0">:$limit,
+                   DefaultValuedAttr<F32Attr, "1.0">:$up_offset);
   let results = (outs Llmc_Tensor:$result);
   let extraClassDeclaration = commonDeclarations # [{
     // The combine weights and the bias, null where absent (`extras`: none, [combine], or
