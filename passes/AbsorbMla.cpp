@@ -298,8 +298,8 @@ bool matchScoresToOutput(Site &s) {
   std::optional<SinkColumn> sinks;
   if (!softmax && (softmax = softmaxWithSinksOf(x))) {
     sinks = sinkColumn(softmax);
-    OpBuilder unused(softmax.getContext());
-    if (!sinksPerHead(unused, softmax.getLoc(), sinks->column, s.heads, /*build=*/false))
+    OpBuilder checkOnly(softmax.getContext());
+    if (!sinksPerHead(checkOnly, softmax.getLoc(), sinks->column, s.heads, /*build=*/false))
       return false;
     s.sinks = sinks->column;
   }

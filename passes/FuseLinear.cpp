@@ -208,8 +208,8 @@ std::vector<char> evenRowsFirst(ArrayRef<char> bytes, int64_t outer, int64_t m, 
 // or HY V4's, silu(g) * clamp(u, -L, L) (alpha 1, no + 1), of gate and up taken from one
 // expert_linear's rows: alternating (gate = y[:, 0::2], up = y[:, 1::2], as GPT-OSS's
 // gate_up_proj holds them) or the two halves  ->  that expert_linear with activation
-// "clamped_swiglu" (alpha, limit, up_offset 1 or 0); alternating columns are made halves by reordering
-// the weight's rows and the bias (constants that only it reads). Two strided slices and an
+// "clamped_swiglu" (alpha, limit, up_offset 1 or 0); alternating columns are made halves by
+// reordering the weight's rows and the bias (constants that only it reads). Two strided slices and an
 // elementwise kernel fewer, and the [N, M] product never written. Not after a combine (the
 // gating of a weighted sum is not the weighted sum of gatings).
 struct ExpertClampedSwiglu : ExpertPattern<MulOp> {

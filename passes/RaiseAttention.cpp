@@ -6,6 +6,7 @@
 #include "Passes.h"
 #include "RewriteStats.h"
 #include "ScaledSinks.h"
+#include "SharedProbabilities.h"
 
 #include "llmc/Dialect/KernelBridge.h"
 #include "llmc/Dialect/SymbolicShapes.h"
@@ -1518,6 +1519,7 @@ struct RaiseAttention : impl::LlmcRaiseAttentionBase<RaiseAttention> {
     RewritePatternSet patterns(&getContext());
     softmaxesOnSplitHeads(getOperation());
     sinksOfScaledOutputs(getOperation());
+    untieSharedProbabilities(getOperation());
     patterns.add<SdpaPattern>(&getContext(), attentions, rotaries, causalMasks);
     patterns.add<NativeAttentionPattern>(&getContext(), attentions, sameLength);
     patterns.add<NativeRotaryPattern>(&getContext(), rotaries);
