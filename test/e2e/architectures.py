@@ -428,8 +428,8 @@ INDEXED_KV = {"deepseek_v32", "glm_moe_dsa", "hy_v4"}
 # the CUDA path are held to the CPU's by cosine only: its queries and keys are bf16 there (its
 # scores f32, as PyTorch's bf16 model computes them), and where two keys nearly tie (1e-5 apart in
 # this random model) another key is chosen than on the CPU, which computes a bf16 plan in f32
-# (0.036 at most, cosine 0.99985, where atol is 0.033). Its decode steps take a graph per cache length: the
-# chosen keys' mask and the indexer's scores have the cache length's shape.
+# (0.036 at most, cosine 0.99985, where atol is 0.033). Its decode steps take a graph per cache
+# length: the chosen keys' mask and the indexer's scores have the cache length's shape.
 SPARSE_ATTENTION = {"deepseek_v32"}
 # DiffLlama's attentions (raised since session 39: two per layer, one per half of the value heads)
 # read the value cache's halves, each chunked and repeated at every step, whose shapes hold the
