@@ -311,9 +311,7 @@ bool matchScoresToOutput(Site &s) {
   if (!x.hasOneUse()) {
     WhereOp guard;
     for (Operation *user : x.getUsers()) {
-      auto where = dyn_cast<WhereOp>(user);
-      if (where && where.getY() == x && fusion::isScalar(where.getX(), 0.0) && def<IsNanOp>(where.getCondition()) &&
-          def<IsNanOp>(where.getCondition()).getInput() == x)
+      if (WhereOp where = fusion::nanGuardOf(user, x))
         guard = where;
       else if (!isa<IsNanOp>(user))
         return false;

@@ -40,6 +40,14 @@ inline bool isScalar(mlir::Value v, double expected, double relTol = 1e-4) {
   return s && std::fabs(*s - expected) <= relTol * std::max(1.0, std::fabs(expected));
 }
 
+// `user` where it is where(is_nan(p), 0, p), the guard torch's scaled_dot_product_attention puts
+// on its probabilities p (a fully masked row's NaNs made 0); else null.
+inline WhereOp nanGuardOf(mlir::Operation *user, mlir::Value p) {
+  auto where = mlir::dyn_cast<WhereOp>(user);
+  auto isNan = where ? where.getCondition().getDefiningOp<IsNanOp>() : IsNanOp();
+  return isNan && isNan.getInput() == p && where.getY() == p && isScalar(where.getX(), 0.0) ? where : WhereOp();
+}
+
 // Whether `c`, a model's constant of element type `t`, is `exact` as exporters write it: within
 // `tol`, or in a 16-bit type that exact's rounding to it (bf16 holds 0.044715 as 0.0446777).
 inline bool nearConstant(double c, double exact, double tol, mlir::Type t) {

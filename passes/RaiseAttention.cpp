@@ -626,9 +626,7 @@ struct SdpaPattern : OpRewritePattern<SoftmaxOp> {
     }
     Operation *pv = nullptr;
     for (Operation *user : probs.getUsers()) {
-      if (auto where = dyn_cast<WhereOp>(user); where && where.getY() == probs && fusion::isScalar(where.getX(), 0.0) &&
-                                                 def<IsNanOp>(where.getCondition()) &&
-                                                 def<IsNanOp>(where.getCondition()).getInput() == probs) {
+      if (WhereOp where = fusion::nanGuardOf(user, probs)) {
         if (!where.getResult().hasOneUse())
           return failure();
         pv = *where.getResult().getUsers().begin();

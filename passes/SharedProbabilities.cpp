@@ -22,7 +22,7 @@ Value probabilitiesOf(SoftmaxOp softmax, SmallVectorImpl<Operation *> &guard) {
   WhereOp where;
   IsNanOp isNan;
   for (Operation *user : p.getUsers()) {
-    if (auto w = dyn_cast<WhereOp>(user); w && !where && w.getY() == p && fusion::isScalar(w.getX(), 0.0))
+    if (WhereOp w = fusion::nanGuardOf(user, p); w && !where)
       where = w;
     else if (auto n = dyn_cast<IsNanOp>(user); n && !isNan && n.getResult().hasOneUse())
       isNan = n;

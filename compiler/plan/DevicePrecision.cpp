@@ -5,24 +5,19 @@
 namespace llmc {
 namespace {
 
-// Ops whose output holds the input's bytes unchanged: one storage type on both sides.
-bool isCopyKernel(const std::string &kernel) {
-  return kernel == "reshape" || kernel == "unsqueeze" || kernel == "squeeze" || kernel == "flatten" ||
-         kernel == "identity";
-}
-
-// Ops whose CUDA kernels take each float operand and result in its own type.
-bool takesMixedTypes(const std::string &kernel) { return rt::isElementwiseKernel(kernel) || kernel == "matmul"; }
-
 class Precision {
 public:
   Precision(const std::vector<PrecisionValue> &values, const std::vector<PrecisionOp> &ops, int64_t minWeightElements)
       : values(values), ops(ops), minWeightElements(minWeightElements), pinned(values.size(), false),
         producer(values.size(), -1) {
-    for (size_t k = 0; k < ops.size(); ++k)
+    for (size_t k = 0; k < ops.size(); ++k) {
       for (int32_t o : ops[k].outputs)
         if (o >= 0)
           producer[size_t(o)] = int32_t(k);
+      elementwise.push_back(rt::isElementwiseKernel(ops[k].kernel));
+      // (Their CUDA kernels take each float operand and result in its own type.)
+      mixedTypes.push_back(elementwise.back() || ops[k].kernel == "matmul");
+    }
   }
 
   std::vector<bool> solve() {
@@ -58,9 +53,9 @@ private:
       if (k < 0)
         continue;
       const PrecisionOp &op = ops[size_t(k)];
-      if (takesMixedTypes(op.kernel))
+      if (mixedTypes[size_t(k)])
         work.insert(work.end(), op.inputs.begin(), op.inputs.end());
-      else if (isCopyKernel(op.kernel) && !op.inputs.empty())
+      else if (rt::isCopyKernel(op.kernel) && !op.inputs.empty()) // (one storage type on both sides)
         work.push_back(op.inputs[0]);
     }
   }
@@ -78,15 +73,15 @@ private:
         if (isF32(v) && !reduced[size_t(v)] && !pinned[size_t(v)])
           reduced[size_t(v)] = changed = true;
       };
-      for (const PrecisionOp &op : ops) {
-        const bool elementwise = rt::isElementwiseKernel(op.kernel);
+      for (size_t k = 0; k < ops.size(); ++k) {
+        const PrecisionOp &op = ops[k];
         bool fromInputs = false;
         for (int32_t i : op.inputs)
-          fromInputs |= isF32(i) && reduced[size_t(i)] && !(elementwise && isWeight(i));
+          fromInputs |= isF32(i) && reduced[size_t(i)] && !(elementwise[k] && isWeight(i));
         if (fromInputs)
           for (int32_t o : op.outputs)
             mark(o);
-        if (elementwise)
+        if (elementwise[k])
           continue;
         bool anyOutput = false;
         for (int32_t o : op.outputs)
@@ -103,8 +98,9 @@ private:
   // results but was left some pinned and some reduced; false where there is none.
   bool unpinConflicts(const std::vector<bool> &reduced) {
     bool any = false;
-    for (const PrecisionOp &op : ops) {
-      if (takesMixedTypes(op.kernel))
+    for (size_t k = 0; k < ops.size(); ++k) {
+      const PrecisionOp &op = ops[k];
+      if (mixedTypes[k])
         continue;
       std::vector<int32_t> operands(op.inputs);
       operands.insert(operands.end(), op.outputs.begin(), op.outputs.end());
@@ -125,6 +121,7 @@ private:
   const int64_t minWeightElements;
   std::vector<bool> pinned;
   std::vector<int32_t> producer; // the op writing each value; -1 for inputs and weights
+  std::vector<bool> elementwise, mixedTypes; // per op
 };
 
 } // namespace

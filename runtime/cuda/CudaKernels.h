@@ -378,7 +378,9 @@ struct MatmulArgs {
 std::string matmul(int type, const void *a, const void *b, void *c, const MatmulArgs &m, void *stream,
                    const void *addend = nullptr);
 // The same product where A, B and C differ in type, each f32 or one 16-bit type (a reduced-
-// precision plan's f32 scores from 16-bit queries and keys: DevicePrecision.h), no addend.
+// precision plan's f32 scores from 16-bit queries and keys: DevicePrecision.h), no addend;
+// mixedMatmulTakes says whether it takes those types.
+bool mixedMatmulTakes(int aType, int bType, int cType);
 std::string mixedMatmul(int aType, int bType, int cType, const void *a, const void *b, void *c, const MatmulArgs &m,
                         void *stream);
 // A gemm's arguments: A [M, K] ([K, M] with transA), B [K, N] ([N, K] with transB), an addend

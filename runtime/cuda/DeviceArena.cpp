@@ -91,7 +91,7 @@ ArenaLayout planDeviceArena(const llmc_plan_t &plan, const std::vector<bool> &re
   std::vector<std::pair<int, int>> copies;
   for (size_t k = 0; k < plan.ops.size(); ++k) {
     const PlanOp &op = plan.ops[order.empty() ? k : size_t(order[k])];
-    if (isCopyOp(op.kernel) && !op.inputs.empty() && op.outputs.size() == 1 &&
+    if (isCopyKernel(op.kernel) && !op.inputs.empty() && op.outputs.size() == 1 &&
         onDevice(plan.values[size_t(op.inputs[0])]) == onDevice(plan.values[size_t(op.outputs[0])]))
       copies.emplace_back(op.inputs[0], op.outputs[0]);
   }

@@ -167,9 +167,13 @@ __device__ __forceinline__ bool hiddenByPosition(const AttentionArgs &a, int64_t
   const int64_t at = i + (a.Sk - a.Sq);
   return (a.causal && j > at) || (a.window > 0 && at - j >= a.window);
 }
-// Head h's sink logit (AttentionArgs::sinks), -inf where the attention has none.
+// Head h's sink logit of `sinks` (one per head, T), -inf where there are none.
+template <typename T> __device__ __forceinline__ float sinkOf(const void *sinks, int64_t h) {
+  return sinks ? toF(static_cast<const T *>(sinks)[h]) : -INFINITY;
+}
+// Head h's sink logit of the attention (AttentionArgs::sinks).
 template <typename T> __device__ __forceinline__ float sinkOf(const AttentionArgs &a, int64_t h) {
-  return a.sinks ? toF(static_cast<const T *>(a.sinks)[h]) : -INFINITY;
+  return sinkOf<T>(a.sinks, h);
 }
 // What a sink logit adds to the denominator of a softmax whose scores' max is `best`:
 // exp(sink - best); 0 without a sink or where every key is hidden (the row is zeros then).

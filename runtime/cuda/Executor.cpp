@@ -185,12 +185,6 @@ bool constantScalar(const PlanValue &v, double &out) {
   }
 }
 
-// Ops whose output holds the input's bytes unchanged.
-bool isCopyOp(const std::string &kernel) {
-  return kernel == "reshape" || kernel == "unsqueeze" || kernel == "squeeze" || kernel == "flatten" ||
-         kernel == "identity";
-}
-
 void contiguousStrides(const Shape &s, int64_t *out) {
   int64_t stride = 1;
   for (int d = s.rank - 1; d >= 0; --d) {

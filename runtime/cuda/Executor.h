@@ -8,6 +8,7 @@
 
 #include "CudaBackend.h"
 #include "CudaKernels.h"
+#include "Kernels.h" // isCopyKernel
 #include "LengthFreeGraph.h"
 #include "LtLinear.h"
 
@@ -312,8 +313,6 @@ int axisOf(const PlanOp &op, int rank);
 bool constantInts(const llmc_plan_t &plan, int value, std::vector<int64_t> &out);
 // The one element of a weight of the plan (any numeric type) as a double; false for anything else.
 bool constantScalar(const PlanValue &v, double &out);
-// Ops whose output holds the input's bytes unchanged.
-bool isCopyOp(const std::string &kernel);
 void contiguousStrides(const Shape &s, int64_t *out);
 // A transpose op's axes for an input of `rank` axes: its perm attribute, or reversed without one.
 std::vector<int64_t> permOf(const PlanOp &transpose, int rank);

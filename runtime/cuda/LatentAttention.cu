@@ -46,11 +46,6 @@ __device__ __forceinline__ float maskedScore(const LatentArgs &a, float dot, int
   return m.causal && t > i + (Sk - a.Sq) ? -INFINITY : s;
 }
 
-// Head h's sink logit (-inf: none).
-template <typename T> __device__ __forceinline__ float latentSink(const LatentArgs &a, int64_t h) {
-  return a.mask.sinks ? toF(static_cast<const T *>(a.mask.sinks)[h]) : -INFINITY;
-}
-
 // Element l of head h's query in the latent space: the rotary part as it is, the rest q_nope ·
 // W_UK[h] (or, without W_UK, the query as it comes).
 template <typename T>
@@ -227,7 +222,7 @@ __global__ void __launch_bounds__(kRowThreads, 2)
   if (c.active == 1) {
     for (int64_t e = threadIdx.x; e < G * a.latent; e += blockDim.x) {
       const int g = int(e / a.latent);
-      ol[e] *= total[g] > 0.0f ? 1.0f / (total[g] + sinkWeight(latentSink<T>(a, h0 + g), best[g])) : 0.0f;
+      ol[e] *= total[g] > 0.0f ? 1.0f / (total[g] + sinkWeight(sinkOf<T>(a.mask.sinks, h0 + g), best[g])) : 0.0f;
     }
   } else {
     auto partialOf = [&](int g, int s) { return ws + (rowOf(g) * splits + s) * (a.latent + 2); };
@@ -239,7 +234,8 @@ __global__ void __launch_bounds__(kRowThreads, 2)
       return;
     for (int64_t e = threadIdx.x; e < G * a.latent; e += blockDim.x) {
       const int g = int(e / a.latent);
-      ol[e] = mergeSplits([&](int s) { return partialOf(g, s); }, c.active, e % a.latent, latentSink<T>(a, h0 + g));
+      ol[e] = mergeSplits([&](int s) { return partialOf(g, s); }, c.active, e % a.latent,
+                          sinkOf<T>(a.mask.sinks, h0 + g));
     }
   }
   __syncthreads();

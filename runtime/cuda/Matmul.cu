@@ -252,6 +252,9 @@ template <typename F> std::string launchMatmul(const MatmulArgs &m, F &&launch) 
   return launch(grid, matrices);
 }
 
+// The 16-bit type among a matmul's types: f16 where one is, else bf16.
+int halfTypeOf(int aType, int bType, int cType) { return aType == F16 || bType == F16 || cType == F16 ? F16 : BF16; }
+
 // Runs `f(T{})` with T f32 where `type` is F32, else X.
 template <typename X, typename F> void f32Or(int type, F &&f) {
   if (type == F32)
@@ -277,12 +280,19 @@ std::string matmul(int type, const void *a, const void *b, void *c, const Matmul
   });
 }
 
-std::string mixedMatmul(int aType, int bType, int cType, const void *a, const void *b, void *c, const MatmulArgs &m,
-                        void *stream) {
-  const int half = aType == F16 || bType == F16 || cType == F16 ? F16 : BF16;
+bool mixedMatmulTakes(int aType, int bType, int cType) {
+  const int half = halfTypeOf(aType, bType, cType);
   for (int type : {aType, bType, cType})
     if (type != F32 && type != half)
-      return "matmul: mixes types other than f32 and one 16-bit type";
+      return false;
+  return true;
+}
+
+std::string mixedMatmul(int aType, int bType, int cType, const void *a, const void *b, void *c, const MatmulArgs &m,
+                        void *stream) {
+  if (!mixedMatmulTakes(aType, bType, cType))
+    return "matmul: mixes types other than f32 and one 16-bit type";
+  const int half = halfTypeOf(aType, bType, cType);
   auto over = [&](auto x, dim3 grid, int64_t matrices) {
     using X = decltype(x);
     f32Or<X>(aType, [&](auto ta) {

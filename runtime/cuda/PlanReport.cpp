@@ -126,7 +126,7 @@ std::string describeDecodeGraphs(const llmc_plan_t &plan) {
   for (size_t pos = 0; pos < split.before; ++pos) {
     const PlanOp &op = plan.ops[size_t(order[pos])];
     const bool view =
-        isCopyOp(op.kernel) && onDevice(plan.values[size_t(op.inputs[0])]) == onDevice(plan.values[size_t(op.outputs[0])]);
+        isCopyKernel(op.kernel) && onDevice(plan.values[size_t(op.inputs[0])]) == onDevice(plan.values[size_t(op.outputs[0])]);
     launching += !view && !ex.unneeded[size_t(order[pos])];
   }
   return "decode steps replay one graph for every cache length: " + std::to_string(plan.ops.size() - split.before) +

@@ -56,7 +56,7 @@ int backThroughCopies(const llmc_plan_t &plan, const ValueUses &uses, int v, std
     const bool transpose = transposes && made.kernel == "transpose";
     if (transpose)
       transposes->push_back(uses.producer[size_t(v)]);
-    if (!isCopyOp(made.kernel) && !transpose)
+    if (!isCopyKernel(made.kernel) && !transpose)
       return uses.producer[size_t(v)];
     const bool aliased = !made.inputs.empty() && onDevice(plan.values[size_t(made.inputs[0])]) == onDevice(plan.values[size_t(v)]);
     v = aliased ? made.inputs[0] : -1;
@@ -152,7 +152,7 @@ bool readsHalfTables(const PlanOp &op, const std::vector<int> &halfOf) {
 std::vector<int> repeatedHalves(const llmc_plan_t &plan) {
   std::vector<int> halfOf(plan.values.size(), -1);
   for (const PlanOp &op : plan.ops) {
-    if (isCopyOp(op.kernel) && !op.inputs.empty() && op.inputs[0] >= 0 && op.outputs.size() == 1 &&
+    if (isCopyKernel(op.kernel) && !op.inputs.empty() && op.inputs[0] >= 0 && op.outputs.size() == 1 &&
         halfOf[size_t(op.inputs[0])] >= 0) {
       const PlanValue &in = plan.values[size_t(op.inputs[0])], &out = plan.values[size_t(op.outputs[0])];
       if (onDevice(in) == onDevice(out) && out.shape.rank >= 1 && lastDim(out.shape) == lastDim(in.shape))

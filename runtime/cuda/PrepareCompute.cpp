@@ -338,16 +338,7 @@ std::string prepareMatmul(Executor &ex, const PlanOp &op, PreparedOp &out) {
   const int type = productTypeOf(ex, op);
   const int aType = floatTypeOf(ex, op.inputs[0]), bType = floatTypeOf(ex, op.inputs[1]),
             cType = floatTypeOf(ex, op.outputs[0]);
-  // Mixed: each f32 or the one 16-bit type among them (mixedMatmul).
-  const bool anyF16 = aType == int(DType::F16) || bType == int(DType::F16) || cType == int(DType::F16);
-  const int half = anyF16 ? int(DType::F16) : int(DType::BF16);
-  const bool mixed = [&] {
-    for (int t : {aType, bType, cType})
-      if (t != int(DType::F32) && t != half)
-        return false;
-    return true;
-  }();
-  if (!type && !mixed)
+  if (!type && !mixedMatmulTakes(aType, bType, cType))
     return "supports two float or integer operands of the result's type, or floats of f32 and one 16-bit type";
   out.launch = [&op, type, aType, bType, cType](Executor &e, const std::vector<TensorRef> &t) -> std::string {
     const Shape &a = t[size_t(op.inputs[0])].shape, &b = t[size_t(op.inputs[1])].shape;

@@ -718,7 +718,7 @@ std::string prepareOp(Executor &ex, int k, PreparedOp &p, size_t &scratch) {
     err = prepareRotary(ex, op, p, k);
   else if (op.kernel == "fused_elementwise")
     err = prepareFusedElementwise(ex, op, p, k);
-  else if (isCopyOp(op.kernel))
+  else if (isCopyKernel(op.kernel))
     err = prepareCopy(ex, op, p);
   else if (op.kernel == "transpose" || op.kernel == "slice" || op.kernel == "dynamic_slice" || op.kernel == "concat" ||
            op.kernel == "split" || op.kernel == "expand" || op.kernel == "tile" || op.kernel == "trilu")

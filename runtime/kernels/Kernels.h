@@ -31,6 +31,8 @@ KernelFn findKernel(std::string_view name);
 std::vector<std::string> kernelNames();
 // Elementwise kernels (the single ops and fused_elementwise): each input may have its own type.
 bool isElementwiseKernel(std::string_view name);
+// Kernels whose output holds the input's bytes unchanged (reshape, squeeze, ...).
+bool isCopyKernel(std::string_view name);
 
 // Sets the number of threads the GEMM may use (0: leave it). The setting is process-wide
 // (OpenBLAS has one thread pool): contexts that ask for different counts take turns setting it.

@@ -35,6 +35,10 @@ bool isElementwiseKernel(std::string_view name) {
   return false;
 }
 
+bool isCopyKernel(std::string_view name) {
+  return name == "reshape" || name == "unsqueeze" || name == "squeeze" || name == "flatten" || name == "identity";
+}
+
 std::vector<std::string> kernelNames() {
   std::vector<std::string> names;
   for (const KernelEntry *family : kFamilies)
